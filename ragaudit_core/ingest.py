@@ -1,0 +1,418 @@
+"""Ingestion of evidence logs into the DuckDB store.
+
+Guarantees (issue #2):
+
+* every good line is loaded; every bad line is reported with file, line number and a
+  reason a person understands, and kept verbatim in ``quarantine``;
+* a file is identified by the SHA-256 of its bytes: loading the same content twice
+  loads it once;
+* all files of one call are loaded in **one transaction**: an exception, a crash or a
+  kill leaves the database exactly as it was before;
+* canonical-id collisions (two raw ids → one canonical id) and query-coverage
+  differences between runs are reported as warnings.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import orjson
+import pyarrow as pa
+from pydantic import ValidationError
+
+from . import store
+from .contracts import EvidenceRecord, describe_validation_error, json_type
+from .identity import CanonOptions, canonical_doc_id, span_hash
+from .jsonl import DEFAULT_MAX_LINE_BYTES, InputFileError, expand_paths, file_sha256, iter_lines
+
+__all__ = [
+    "FileReport",
+    "IngestError",
+    "IngestOptions",
+    "IngestReport",
+    "Issue",
+    "ingest_paths",
+]
+
+
+class IngestError(ValueError):
+    """Ingestion could not start (bad paths, incompatible options). Nothing was written."""
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    canon: CanonOptions = CanonOptions()
+    casefold_spans: bool = False
+    recompute_span_hash: bool = False
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+
+    def fingerprint(self) -> dict[str, object]:
+        """The options that change stored identities; they must not change within one database."""
+        return {**self.canon.describe(), "casefold_spans": self.casefold_spans,
+                "recompute_span_hash": self.recompute_span_hash}
+
+
+@dataclass(frozen=True)
+class Issue:
+    path: str | None
+    line_no: int | None
+    message: str
+    code: str = ""
+
+    def __str__(self) -> str:
+        where = self.path or ""
+        if self.line_no is not None:
+            where += f" line {self.line_no}"
+        return f"{where}: {self.message}" if where else self.message
+
+
+@dataclass
+class FileReport:
+    path: str
+    sha256: str
+    status: str  # loaded | already-loaded | unreadable
+    n_lines: int = 0
+    n_loaded: int = 0
+    n_rejected: int = 0
+
+
+@dataclass
+class IngestReport:
+    files: list[FileReport] = field(default_factory=list)
+    rejected: list[Issue] = field(default_factory=list)
+    warnings: list[Issue] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
+    n_records: int = 0
+    n_entries: int = 0
+
+    @property
+    def n_rejected(self) -> int:
+        return len(self.rejected)
+
+    def summary(self) -> str:
+        loaded = sum(1 for f in self.files if f.status == "loaded")
+        skipped = sum(1 for f in self.files if f.status == "already-loaded")
+        s = (f"loaded {self.n_records:,} records ({self.n_entries:,} evidence entries) from {loaded} file(s)"
+             f" into {len(self.runs)} run(s); rejected {self.n_rejected:,} line(s)")
+        if skipped:
+            s += f"; {skipped} file(s) were already in the database and were skipped"
+        return s
+
+
+class _Columns:
+    """Column buffers for one bulk insert."""
+
+    EVIDENCE = ("run_id", "query_id", "position", "doc_id", "doc_id_raw", "span_hash", "chunk_id",
+                "text", "rank", "score", "char_start", "char_end", "page", "metadata")
+    RECORDS = ("run_id", "query_id", "file_id", "line_no", "query", "answer", "n_evidence")
+
+    def __init__(self) -> None:
+        self.ev = {c: [] for c in self.EVIDENCE}
+        self.rec = {c: [] for c in self.RECORDS}
+
+
+_EV_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("query_id", pa.string()), ("position", pa.int32()),
+    ("doc_id", pa.string()), ("doc_id_raw", pa.string()), ("span_hash", pa.string()),
+    ("chunk_id", pa.string()), ("text", pa.string()), ("rank", pa.int32()), ("score", pa.float64()),
+    ("char_start", pa.int32()), ("char_end", pa.int32()), ("page", pa.int32()), ("metadata", pa.string()),
+])
+_REC_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("query_id", pa.string()), ("file_id", pa.int32()), ("line_no", pa.int32()),
+    ("query", pa.string()), ("answer", pa.string()), ("n_evidence", pa.int32()),
+])
+
+
+def _check_options(con: duckdb.DuckDBPyConnection, opts: IngestOptions) -> None:
+    stored = store.get_json_meta(con, "ingest_options")
+    wanted = opts.fingerprint()
+    has_data = con.execute("SELECT count(*) FROM records").fetchall()[0][0] > 0
+    if stored is not None and has_data and stored != wanted:
+        diff = ", ".join(f"{k}={stored.get(k)!r} (asked {wanted[k]!r})" for k in wanted if stored.get(k) != wanted[k])
+        raise IngestError(
+            "this database holds logs ingested with other identity options: " + diff
+            + "; use the same options, or ingest into a new database (--db)"
+        )
+    if stored != wanted and not has_data:
+        store.set_meta(con, "ingest_options", json.dumps(wanted, sort_keys=True))
+
+
+def _int_or_none(v: object) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str) and v.strip().isdigit():
+        return int(v.strip())
+    return None
+
+
+def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
+                 options: IngestOptions = IngestOptions(), *,
+                 progress: Callable[[str, int], None] | None = None) -> IngestReport:
+    """Validate and load evidence logs into ``con`` in one transaction.
+
+    ``paths`` are files or folders (see :func:`jsonl.expand_paths`). ``progress`` is called
+    as ``progress(path, lines_read)`` every 10,000 lines and at the end of each file.
+    Raises :class:`IngestError` before writing anything when the paths or options are
+    unusable; bad lines never raise.
+    """
+    try:
+        files = expand_paths(list(paths))
+    except InputFileError as e:
+        raise IngestError(str(e)) from None
+    if not files:
+        raise IngestError("no input files given")
+    _check_options(con, options)
+
+    report = IngestReport()
+    known = {(r, q): None for r, q in con.execute("SELECT run_id, query_id FROM records").fetchall()}
+    first_seen: dict[tuple[str, str], tuple[str, int]] = {}
+    run_configs: dict[str, tuple[dict | None, str, int]] = {}
+    cols = _Columns()
+    quarantine: list[tuple] = []
+    warn_rows: list[tuple] = []
+    file_rows: list[tuple] = []
+    hash_cache: dict[str, str] = {}
+    canon_cache: dict[str, str] = {}
+    canon = options.canon
+    casefold = options.casefold_spans
+    recompute = options.recompute_span_hash
+    seen_sha = dict(con.execute("SELECT sha256, path FROM files").fetchall())
+    next_file_id = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM files").fetchall()[0][0]
+
+    def warn(path: str | None, line_no: int | None, code: str, message: str, file_id: int | None) -> None:
+        report.warnings.append(Issue(path, line_no, message, code))
+        warn_rows.append((file_id, path, line_no, code, message))
+
+    for path in files:
+        spath = str(path)
+        sha = file_sha256(path)
+        if sha in seen_sha:
+            report.files.append(FileReport(spath, sha, "already-loaded"))
+            warn(spath, None, "already-loaded",
+                 f"same content as {seen_sha[sha]} (SHA-256 {sha[:12]}…), already loaded; skipped", None)
+            continue
+        seen_sha[sha] = spath
+        file_id = next_file_id
+        next_file_id += 1
+        fr = FileReport(spath, sha, "loaded")
+        report.files.append(fr)
+        file_notes: list[str] = []
+        gen = iter_lines(path, max_line_bytes=options.max_line_bytes, warn=file_notes)
+        try:
+            first = next(gen, None)
+        except InputFileError as e:
+            fr.status = "unreadable"
+            fr.n_rejected = 1
+            report.rejected.append(Issue(spath, None, str(e).removeprefix(f"{spath}: "), "unreadable"))
+            quarantine.append((file_id, spath, None, str(e).removeprefix(f"{spath}: "), None, None))
+            file_rows.append((file_id, spath, sha, "evidence", path.stat().st_size, 0, 0, 1))
+            continue
+        for note in file_notes:
+            warn(spath, None, "not-gzip", note.removeprefix(f"{spath}: "), file_id)
+        if first is None:
+            warn(spath, None, "empty-file", "file holds no records (it is empty or blank)", file_id)
+            lines = iter(())
+        else:
+            lines = itertools.chain((first,), gen)
+
+        for i, ln in enumerate(lines, 1):
+            if progress is not None and i % 10000 == 0:
+                progress(spath, i)
+            fr.n_lines += 1
+            reason = ln.error
+            rec = None
+            if ln.note and not reason and ln.note.startswith("a UTF-8 byte-order mark"):
+                warn(spath, ln.line_no, "bom", ln.note, file_id)
+            if reason is None:
+                reason, rec = _parse_line(ln.data)
+            if reason is None:
+                key = (rec.run_id, rec.query_id)
+                if key in known or key in first_seen:
+                    where = first_seen.get(key)
+                    src = f"{where[0]} line {where[1]}" if where else "an earlier ingest"
+                    reason = (f"duplicate record for run {rec.run_id!r}, query {rec.query_id!r}: "
+                              f"already loaded from {src}; only the first is kept")
+            if reason is not None:
+                fr.n_rejected += 1
+                report.rejected.append(Issue(spath, ln.line_no, reason))
+                raw = ln.data.decode("utf-8", errors="replace")
+                quarantine.append((file_id, spath, ln.line_no, reason, raw, ln.data))
+                continue
+            first_seen[key] = (spath, ln.line_no)
+            fr.n_loaded += 1
+            if rec.run_id not in run_configs:
+                run_configs[rec.run_id] = (rec.config, spath, ln.line_no)
+            elif rec.config is not None and run_configs[rec.run_id][0] is not None \
+                    and rec.config != run_configs[rec.run_id][0]:
+                c0 = run_configs[rec.run_id]
+                warn(spath, ln.line_no, "config-mismatch",
+                     f"run {rec.run_id!r} has a different config here than at {c0[1]} line {c0[2]}; "
+                     "the first one is kept", file_id)
+
+            # evidence entries: canonical ids, span hashes, de-duplication
+            ev = cols.ev
+            seen_ids: dict[tuple[str, str | None], int] = {}
+            dropped: list[str] = []
+            pos = 0
+            for j, e in enumerate(rec.evidence):
+                raw_id = e.doc_id
+                cid = canon_cache.get(raw_id)
+                if cid is None:
+                    cid = canonical_doc_id(raw_id, canon)
+                    canon_cache[raw_id] = cid
+                sh = e.span_hash
+                if e.text is not None and (sh is None or recompute):
+                    sh = hash_cache.get(e.text)
+                    if sh is None:
+                        sh = span_hash(e.text, casefold=casefold)
+                        hash_cache[e.text] = sh
+                ident = (cid, sh)
+                if ident in seen_ids:
+                    dropped.append(f"evidence[{j}] repeats evidence[{seen_ids[ident]}]")
+                    continue
+                seen_ids[ident] = j
+                ev["run_id"].append(rec.run_id)
+                ev["query_id"].append(rec.query_id)
+                ev["position"].append(j)
+                ev["doc_id"].append(cid)
+                ev["doc_id_raw"].append(raw_id)
+                ev["span_hash"].append(sh)
+                ev["chunk_id"].append(e.chunk_id)
+                ev["text"].append(e.text)
+                ev["rank"].append(e.rank)
+                ev["score"].append(e.score)
+                ev["char_start"].append(e.char_start)
+                ev["char_end"].append(e.char_end)
+                ev["page"].append(e.page)
+                ev["metadata"].append(None if e.metadata is None else json.dumps(e.metadata, ensure_ascii=False))
+                pos += 1
+            if dropped:
+                warn(spath, ln.line_no, "duplicate-evidence",
+                     f"run {rec.run_id!r}, query {rec.query_id!r}: " + ", ".join(dropped)
+                     + " (same document and span); duplicates were dropped", file_id)
+            r = cols.rec
+            r["run_id"].append(rec.run_id)
+            r["query_id"].append(rec.query_id)
+            r["file_id"].append(file_id)
+            r["line_no"].append(ln.line_no)
+            r["query"].append(rec.query)
+            r["answer"].append(rec.answer)
+            r["n_evidence"].append(pos)
+        if progress is not None:
+            progress(spath, fr.n_lines)
+        file_rows.append((file_id, spath, sha, "evidence", path.stat().st_size,
+                          fr.n_lines, fr.n_loaded, fr.n_rejected))
+
+    report.n_records = len(cols.rec["run_id"])
+    report.n_entries = len(cols.ev["run_id"])
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    opts_json = json.dumps(options.fingerprint(), sort_keys=True)
+
+    con.execute("BEGIN TRANSACTION")
+    try:
+        if file_rows:
+            con.executemany(
+                "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [row + (now, opts_json) for row in file_rows],
+            )
+        if report.n_records:
+            ev_tbl = pa.table(cols.ev, schema=_EV_SCHEMA)
+            rec_tbl = pa.table(cols.rec, schema=_REC_SCHEMA)
+            con.register("_ev_in", ev_tbl)
+            con.register("_rec_in", rec_tbl)
+            con.execute("INSERT INTO evidence SELECT * FROM _ev_in")
+            con.execute("INSERT INTO records SELECT * FROM _rec_in")
+            con.unregister("_ev_in")
+            con.unregister("_rec_in")
+        existing_runs = {r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()}
+        new_runs = []
+        for run_id, (cfg, _p, _l) in run_configs.items():
+            if run_id in existing_runs:
+                continue
+            c = cfg or {}
+            new_runs.append((run_id, None if cfg is None else json.dumps(cfg, ensure_ascii=False, sort_keys=True),
+                             _int_or_none(c.get("top_k")), _int_or_none(c.get("chunk_size")),
+                             _int_or_none(c.get("chunk_overlap")),
+                             None if c.get("embedder") is None else str(c.get("embedder"))))
+        if new_runs:
+            con.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)", new_runs)
+        if quarantine:
+            con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?)", quarantine)
+        if report.n_records:
+            for msg in collisions(con):
+                warn(None, None, "collision", msg, None)
+            for msg in coverage_warnings(con):
+                warn(None, None, "coverage", msg, None)
+        if warn_rows:
+            con.executemany("INSERT INTO ingest_warnings VALUES (?, ?, ?, ?, ?)", warn_rows)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    report.runs = sorted(run_configs)
+    return report
+
+
+def _parse_line(data: bytes) -> tuple[str | None, EvidenceRecord | None]:
+    """(reason, None) for a bad line, (None, record) for a good one."""
+    if b"\x00" in data:
+        return ("line contains NUL bytes (\\x00); the file may be binary or corrupted", None)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return (f"line is not valid UTF-8 (byte 0x{data[e.start]:02x} at byte offset {e.start}); "
+                "re-encode the file as UTF-8", None)
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        return (f"invalid JSON: {e}", None)
+    if not isinstance(obj, dict):
+        return (f"expected a JSON object per line, got {json_type(obj)}", None)
+    try:
+        return (None, EvidenceRecord.model_validate(obj))
+    except ValidationError as e:
+        return (describe_validation_error(e), None)
+
+
+def collisions(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[str]:
+    """Canonicalisation collisions: canonical ids that several different raw ids map to."""
+    rows = con.execute(
+        """
+        SELECT doc_id, list(DISTINCT doc_id_raw ORDER BY doc_id_raw) AS raws
+        FROM evidence GROUP BY doc_id HAVING count(DISTINCT doc_id_raw) > 1
+        ORDER BY doc_id LIMIT ?
+        """, [limit + 1]).fetchall()
+    if not rows:
+        return []
+    shown = rows[:limit]
+    msgs = [f"{len(r[1])} raw ids map to the canonical id {r[0]!r}: " + ", ".join(repr(x) for x in r[1])
+            for r in shown]
+    if len(rows) > limit:
+        msgs.append("more canonical-id collisions exist; query the evidence table for the full list")
+    return msgs
+
+
+def coverage_warnings(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[str]:
+    """Runs that lack queries other runs have (evaluated as an error or intersection later)."""
+    rows = con.execute(
+        """
+        WITH allq AS (SELECT DISTINCT query_id FROM records),
+             missing AS (
+                SELECT r.run_id, allq.query_id FROM runs r CROSS JOIN allq
+                WHERE NOT EXISTS (SELECT 1 FROM records rec
+                                  WHERE rec.run_id = r.run_id AND rec.query_id = allq.query_id))
+        SELECT run_id, count(*) AS n, list(query_id ORDER BY query_id)[1:?] AS sample
+        FROM missing GROUP BY run_id ORDER BY run_id
+        """, [limit]).fetchall()
+    return [f"run {run!r} lacks {n} quer{'y' if n == 1 else 'ies'} that other runs have "
+            f"(e.g. {', '.join(repr(s) for s in sample)})" for run, n, sample in rows]

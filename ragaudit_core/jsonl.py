@@ -1,0 +1,150 @@
+"""Reading JSONL input: plain or gzip, single files or folders, line by line.
+
+The reader never raises for a bad *line*: it yields the line's number with either its
+bytes or a human reason, so that one bad line costs only itself. Problems that make a
+whole *file* unreadable (missing, UTF-16, unreadable gzip header) raise
+:class:`InputFileError` with the file named.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "InputFileError",
+    "Line",
+    "expand_paths",
+    "file_sha256",
+    "iter_lines",
+    "LOG_SUFFIXES",
+]
+
+DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
+_KEEP_OF_LONG_LINE = 64 * 1024
+LOG_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".json", ".json.gz")
+_GZIP_MAGIC = b"\x1f\x8b"
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+class InputFileError(ValueError):
+    """A whole input file cannot be used. The message names the file."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One physical line: ``data`` (without the newline) or, when unusable, ``error``."""
+
+    line_no: int
+    data: bytes
+    error: str | None = None
+    note: str | None = None  # a non-fatal remark (e.g. a byte-order mark was stripped)
+
+
+def expand_paths(paths: list[str | Path]) -> list[Path]:
+    """Files named directly, plus every log file (``*.jsonl[.gz]``, ``*.ndjson[.gz]``,
+    ``*.json[.gz]``) found recursively under named folders, in sorted order."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(LOG_SUFFIXES))
+            if not found:
+                raise InputFileError(f"{p}: folder holds no .jsonl, .jsonl.gz, .ndjson or .json files")
+            out.extend(found)
+        elif p.is_file():
+            out.append(p)
+        elif p.exists():
+            raise InputFileError(f"{p}: not a regular file")
+        else:
+            raise InputFileError(f"{p}: no such file or folder")
+    seen: set[Path] = set()
+    uniq = []
+    for f in out:
+        r = f.resolve()
+        if r not in seen:
+            seen.add(r)
+            uniq.append(f)
+    return uniq
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _describe_start(head: bytes) -> str:
+    return repr(head[:8])[1:]
+
+
+def iter_lines(path: Path, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+               warn: list[str] | None = None) -> Iterator[Line]:
+    """Yield every non-blank line of ``path`` as a :class:`Line`.
+
+    * gzip is recognised by its magic bytes, whatever the file is called; a ``.gz``
+      file that is not gzip is read as plain text and a note is added to ``warn``;
+    * a UTF-8 byte-order mark at the start of a line is stripped (noted on the line);
+    * CR before LF is dropped; blank lines are skipped;
+    * a line longer than ``max_line_bytes`` is not parsed: its first 64 KiB are kept;
+    * a corrupt or truncated gzip stream ends the file with one error line after the
+      last good line.
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError as e:
+        raise InputFileError(f"{path}: cannot read ({e.strerror})") from None
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise InputFileError(
+            f"{path}: file is UTF-16 encoded (byte-order mark {head[:2].hex(' ')}); save it as UTF-8"
+        )
+    is_gzip = head[:2] == _GZIP_MAGIC
+    if path.name.lower().endswith(".gz") and not is_gzip:
+        if warn is not None:
+            warn.append(
+                f"{path}: named .gz but not gzip-compressed (starts with {_describe_start(head)}); "
+                "read as plain text"
+            )
+    opener = (lambda: gzip.open(path, "rb")) if is_gzip else (lambda: open(path, "rb"))
+    line_no = 0
+    with opener() as f:
+        while True:
+            try:
+                chunk = f.readline(max_line_bytes + 1)
+            except (OSError, EOFError, zlib.error) as e:
+                yield Line(line_no + 1, b"", error=(
+                    f"gzip stream is corrupt or truncated after line {line_no} ({e}); "
+                    "the lines before it were read, nothing after it could be"))
+                return
+            if not chunk:
+                return
+            line_no += 1
+            if len(chunk) > max_line_bytes and not chunk.endswith(b"\n"):
+                total = len(chunk)
+                kept = chunk[:_KEEP_OF_LONG_LINE]
+                try:
+                    while chunk and not chunk.endswith(b"\n"):
+                        chunk = f.readline(1 << 20)
+                        total += len(chunk)
+                except (OSError, EOFError, zlib.error):
+                    pass
+                yield Line(line_no, kept, error=(
+                    f"line is longer than the {max_line_bytes:,}-byte limit (at least {total:,} bytes); "
+                    "split the record or raise --max-line-bytes"), note="truncated")
+                continue
+            data = chunk.rstrip(b"\n").rstrip(b"\r")
+            note = None
+            if data.startswith(_UTF8_BOM):
+                data = data[len(_UTF8_BOM):]
+                note = "a UTF-8 byte-order mark at the start of the line was ignored"
+            if not data.strip():
+                continue
+            yield Line(line_no, data, note=note)

@@ -1,0 +1,406 @@
+"""Evidence-stability metrics (seed 000, §3 "Stability metrics"), as SQL over the store.
+
+For a query *q* and two runs *A*, *B*, let ``E_A(q)`` be the set of evidence identities
+of A for q — document ids at the **doc** level, ``(doc_id, span_hash)`` pairs at the
+**span** level. Then
+
+* Jaccard ``J(q; A, B) = |E_A ∩ E_B| / |E_A ∪ E_B|``, with **both empty → 1.0**
+  (a stable "no evidence" state, as RagCiteCheck) and one empty → 0.0;
+* per pair: ``J_avg`` = mean of J over the evaluated queries; flip rate = share of
+  queries with ``J < τ`` (strict, τ = 0.5 by default); null rate of each side = share
+  of queries with an empty set; null loss = share with A non-empty and B empty; null
+  gain = A empty and B non-empty; pair collapse rate = share of queries with
+  ``J = 0`` while both sides are non-empty;
+* per query: ``J_min`` = the worst pair's J, and that pair (ties: the first pair in
+  ``run_a, run_b`` order);
+* collapse rate (per level) = share of queries with **some** pair at ``J = 0`` while both
+  sides are non-empty (seed 000: 94.0 % at span level on SciFact);
+* gap ratio = mean ``J_doc`` / mean ``J_span`` over the (query, pair) cells where both
+  levels exist (seed 000: 0.520 / 0.224 = 2.321 on SciFact); undefined when mean
+  ``J_span`` is 0;
+* "same documents, different spans" = (query, pair) cells whose document sets are equal
+  while their span sets differ;
+* per run: citation rate (share of queries with a non-empty list), null rate, and
+  mean / median / p95 evidence-list size (entries after de-duplication and top-k;
+  median and p95 by linear interpolation, ``quantile_cont``), and mean distinct documents.
+
+A run has span information when every entry it logged carries a span hash (given, or
+computed from its text). Span metrics of a pair are computed only when both runs have
+span information; otherwise they are reported as unavailable — never as 0.
+
+The metric SQL uses only plain SQL (joins, GROUP BY, window functions, CASE); the
+optional alias map is applied as a LEFT JOIN, top-k as a filter on the logged list
+position (before de-duplication, as RagCiteCheck truncates the raw list).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import duckdb
+import pandas as pd
+
+__all__ = [
+    "StabilityError",
+    "StabilityOptions",
+    "StabilityResult",
+    "compute_stability",
+    "evaluation_queries",
+    "list_runs",
+    "span_capable_runs",
+]
+
+
+class StabilityError(ValueError):
+    """The requested comparison is impossible with the data at hand (message says why)."""
+
+
+@dataclass(frozen=True)
+class StabilityOptions:
+    """What to compare and how.
+
+    ``runs`` — the runs to include (default: every run in the store).
+    ``baseline`` — compare every other run with this one instead of all pairs.
+    ``pairs`` — explicit, oriented (run_a, run_b) pairs; overrides ``baseline``.
+    ``flip_threshold`` — τ of the flip rate (``J < τ``).
+    ``topk`` — keep only the first k entries of each logged list.
+    ``allow_missing`` — evaluate the intersection of the runs' query sets instead of
+    failing when they differ.
+    ``docid_map`` — raw → canonical alias map (already normalised), applied at query time.
+    """
+
+    runs: Sequence[str] | None = None
+    baseline: str | None = None
+    pairs: Sequence[tuple[str, str]] | None = None
+    flip_threshold: float = 0.5
+    topk: int | None = None
+    allow_missing: bool = False
+    docid_map: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class StabilityResult:
+    runs: pd.DataFrame
+    pairs: pd.DataFrame
+    queries: pd.DataFrame
+    summary: dict
+    cells: pd.DataFrame | None = None
+
+    def to_json(self) -> dict:
+        """The CLI's JSON: ``runs``, ``pairs``, ``queries`` lists and a ``summary`` object."""
+        run_cols = ["run_id", "citation_rate", "null_rate", "mean_evidence", "median_evidence", "p95_evidence",
+                    "mean_docs", "n_queries", "has_spans"]
+        pair_cols = ["run_a", "run_b", "level", "j_avg", "flip_rate", "null_rate_a", "null_rate_b",
+                     "null_loss", "null_gain", "collapse_rate", "n_queries", "same_docs_diff_spans"]
+        q_cols = ["query_id", "level", "j_min", "worst_pair"]
+        return {
+            "runs": _records(self.runs[run_cols]),
+            "pairs": _records(self.pairs[pair_cols]),
+            "queries": _records(self.queries[q_cols]),
+            "summary": self.summary,
+        }
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    out = []
+    for row in df.to_dict(orient="records"):
+        clean = {}
+        for k, v in row.items():
+            if isinstance(v, float) and math.isnan(v):
+                v = None
+            elif hasattr(v, "item"):
+                v = v.item()
+            clean[k] = v
+        out.append(clean)
+    return out
+
+
+def list_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r for (r,) in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+
+
+def span_capable_runs(con: duckdb.DuckDBPyConnection, runs: Sequence[str]) -> set[str]:
+    """Runs whose every logged entry has a span hash."""
+    rows = con.execute(
+        """
+        SELECT r.run_id FROM runs r
+        WHERE list_contains(?, r.run_id)
+          AND NOT EXISTS (SELECT 1 FROM evidence e WHERE e.run_id = r.run_id AND e.span_hash IS NULL)
+        """, [list(runs)]).fetchall()
+    return {r for (r,) in rows}
+
+
+def evaluation_queries(con: duckdb.DuckDBPyConnection, runs: Sequence[str], allow_missing: bool
+                       ) -> tuple[list[str], list[str]]:
+    """The query ids to evaluate and the warnings; raises when coverage differs and
+    ``allow_missing`` is false (the message names the missing queries)."""
+    rows = con.execute(
+        """
+        WITH sel AS (SELECT unnest(?::VARCHAR[]) AS run_id),
+             allq AS (SELECT DISTINCT query_id FROM records JOIN sel USING (run_id)),
+             missing AS (
+                SELECT sel.run_id, allq.query_id FROM sel CROSS JOIN allq
+                WHERE NOT EXISTS (SELECT 1 FROM records r WHERE r.run_id = sel.run_id AND r.query_id = allq.query_id))
+        SELECT run_id, count(*), list(query_id ORDER BY query_id)[1:10] FROM missing GROUP BY run_id ORDER BY run_id
+        """, [list(runs)]).fetchall()
+    warnings = []
+    if rows:
+        detail = "; ".join(
+            f"run {run!r} lacks {n} quer{'y' if n == 1 else 'ies'}: {', '.join(map(repr, sample))}"
+            + (" …" if n > len(sample) else "") for run, n, sample in rows)
+        if not allow_missing:
+            raise StabilityError(
+                "query coverage differs between runs: " + detail
+                + ". Re-run the missing queries, or pass --allow-missing to evaluate only the queries every run has"
+            )
+        warnings.append("query coverage differs; evaluating the intersection only: " + detail)
+    qs = [q for (q,) in con.execute(
+        """
+        SELECT query_id FROM records WHERE list_contains(?, run_id)
+        GROUP BY query_id HAVING count(DISTINCT run_id) = ? ORDER BY query_id
+        """, [list(runs), len(runs)]).fetchall()]
+    if not qs:
+        raise StabilityError("the runs have no query in common; nothing to compare")
+    return qs, warnings
+
+
+_CELLS_SQL = """
+CREATE OR REPLACE TEMP TABLE _ev AS
+SELECT e.run_id, e.query_id, coalesce(m.canonical, e.doc_id) AS doc_id, e.span_hash
+FROM evidence e
+JOIN _sel_runs r ON r.run_id = e.run_id
+JOIN _eval_q q ON q.query_id = e.query_id
+LEFT JOIN _map m ON m.raw = e.doc_id
+WHERE e.position < ?;
+
+CREATE OR REPLACE TEMP TABLE _items AS
+SELECT DISTINCT 'doc' AS level, run_id, query_id, doc_id, '' AS span FROM _ev
+UNION ALL
+SELECT DISTINCT 'span' AS level, e.run_id, e.query_id, e.doc_id, e.span_hash AS span
+FROM _ev e JOIN _span_runs s ON s.run_id = e.run_id;
+
+CREATE OR REPLACE TEMP TABLE _sizes AS
+SELECT level, run_id, query_id, count(*) AS n FROM _items GROUP BY level, run_id, query_id;
+
+CREATE OR REPLACE TEMP TABLE _inter AS
+SELECT p.level, p.run_a, p.run_b, a.query_id, count(*) AS n_inter
+FROM _pair_levels p
+JOIN _items a ON a.level = p.level AND a.run_id = p.run_a
+JOIN _items b ON b.level = p.level AND b.run_id = p.run_b
+             AND b.query_id = a.query_id AND b.doc_id = a.doc_id AND b.span = a.span
+GROUP BY p.level, p.run_a, p.run_b, a.query_id;
+
+CREATE OR REPLACE TEMP TABLE _cells AS
+SELECT p.level, p.run_a, p.run_b, q.query_id,
+       coalesce(sa.n, 0) AS n_a, coalesce(sb.n, 0) AS n_b, coalesce(i.n_inter, 0) AS n_inter,
+       CASE WHEN coalesce(sa.n, 0) + coalesce(sb.n, 0) = 0 THEN 1.0
+            ELSE coalesce(i.n_inter, 0) * 1.0 / (coalesce(sa.n, 0) + coalesce(sb.n, 0) - coalesce(i.n_inter, 0))
+       END AS j
+FROM _pair_levels p
+CROSS JOIN _eval_q q
+LEFT JOIN _sizes sa ON sa.level = p.level AND sa.run_id = p.run_a AND sa.query_id = q.query_id
+LEFT JOIN _sizes sb ON sb.level = p.level AND sb.run_id = p.run_b AND sb.query_id = q.query_id
+LEFT JOIN _inter i ON i.level = p.level AND i.run_a = p.run_a AND i.run_b = p.run_b AND i.query_id = q.query_id;
+"""
+
+_PAIRS_SQL = """
+WITH agg AS (
+  SELECT level, run_a, run_b, count(*) AS n_queries, avg(j) AS j_avg,
+         avg(CASE WHEN j < ? THEN 1.0 ELSE 0.0 END) AS flip_rate,
+         avg(CASE WHEN n_a = 0 THEN 1.0 ELSE 0.0 END) AS null_rate_a,
+         avg(CASE WHEN n_b = 0 THEN 1.0 ELSE 0.0 END) AS null_rate_b,
+         avg(CASE WHEN n_a > 0 AND n_b = 0 THEN 1.0 ELSE 0.0 END) AS null_loss,
+         avg(CASE WHEN n_a = 0 AND n_b > 0 THEN 1.0 ELSE 0.0 END) AS null_gain,
+         avg(CASE WHEN n_a > 0 AND n_b > 0 AND n_inter = 0 THEN 1.0 ELSE 0.0 END) AS collapse_rate
+  FROM _cells GROUP BY level, run_a, run_b),
+sdds AS (
+  SELECT s.run_a, s.run_b, sum(CASE WHEN d.n_inter = d.n_a AND d.n_a = d.n_b
+                                      AND NOT (s.n_inter = s.n_a AND s.n_a = s.n_b) THEN 1 ELSE 0 END) AS n
+  FROM _cells s JOIN _cells d
+    ON d.level = 'doc' AND s.level = 'span' AND d.run_a = s.run_a AND d.run_b = s.run_b AND d.query_id = s.query_id
+  GROUP BY s.run_a, s.run_b)
+SELECT agg.*, CASE WHEN agg.level = 'span' THEN sdds.n END AS same_docs_diff_spans
+FROM agg LEFT JOIN sdds ON sdds.run_a = agg.run_a AND sdds.run_b = agg.run_b
+ORDER BY agg.level, agg.run_a, agg.run_b
+"""
+
+_QUERIES_SQL = """
+SELECT level, query_id, j AS j_min, run_a || ' vs ' || run_b AS worst_pair, run_a, run_b, collapsed, flipped
+FROM (
+  SELECT *, row_number() OVER (PARTITION BY level, query_id ORDER BY j, run_a, run_b) AS rn,
+         max(CASE WHEN n_a > 0 AND n_b > 0 AND n_inter = 0 THEN 1 ELSE 0 END)
+             OVER (PARTITION BY level, query_id) AS collapsed,
+         max(CASE WHEN j < ? THEN 1 ELSE 0 END) OVER (PARTITION BY level, query_id) AS flipped
+  FROM _cells) t
+WHERE rn = 1
+ORDER BY level, j_min, query_id
+"""
+
+_RUNS_SQL = """
+WITH n AS (SELECT run_id, query_id, count(*) AS n FROM _ev GROUP BY run_id, query_id),
+grid AS (
+  SELECT r.run_id, q.query_id, coalesce(n.n, 0) AS n, coalesce(d.n, 0) AS nd
+  FROM _sel_runs r CROSS JOIN _eval_q q
+  LEFT JOIN n ON n.run_id = r.run_id AND n.query_id = q.query_id
+  LEFT JOIN _sizes d ON d.level = 'doc' AND d.run_id = r.run_id AND d.query_id = q.query_id)
+SELECT run_id, count(*) AS n_queries,
+       avg(CASE WHEN n > 0 THEN 1.0 ELSE 0.0 END) AS citation_rate,
+       avg(CASE WHEN n = 0 THEN 1.0 ELSE 0.0 END) AS null_rate,
+       avg(n) AS mean_evidence,
+       quantile_cont(n, 0.5) AS median_evidence,
+       quantile_cont(n, 0.95) AS p95_evidence,
+       avg(nd) AS mean_docs
+FROM grid GROUP BY run_id ORDER BY run_id
+"""
+
+
+def _resolve_pairs(runs: list[str], opts: StabilityOptions) -> list[tuple[str, str]]:
+    if opts.pairs is not None:
+        pairs = list(dict.fromkeys(tuple(p) for p in opts.pairs))  # de-duplicated, order kept
+        unknown = sorted({r for p in pairs for r in p} - set(runs))
+        if unknown:
+            raise StabilityError(f"unknown run(s) in pairs: {', '.join(map(repr, unknown))}")
+        if any(a == b for a, b in pairs):
+            raise StabilityError("a pair must name two different runs")
+        return pairs
+    if opts.baseline is not None:
+        if opts.baseline not in runs:
+            raise StabilityError(
+                f"baseline run {opts.baseline!r} not found; runs are: {', '.join(map(repr, runs))}")
+        return [tuple(sorted((opts.baseline, r))) for r in runs if r != opts.baseline]
+    return list(itertools.combinations(runs, 2))
+
+
+def compute_stability(con: duckdb.DuckDBPyConnection, opts: StabilityOptions = StabilityOptions(), *,
+                      keep_cells: bool = False) -> StabilityResult:
+    """All stability metrics for the selected runs, at document and span level."""
+    cur = con.cursor()
+    try:
+        return _compute(cur, opts, keep_cells)
+    finally:
+        cur.close()
+
+
+def _compute(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, keep_cells: bool) -> StabilityResult:
+    all_runs = list_runs(cur)
+    if opts.runs is not None:
+        missing = [r for r in opts.runs if r not in all_runs]
+        if missing:
+            raise StabilityError(f"unknown run(s): {', '.join(map(repr, missing))}; "
+                                 f"runs are: {', '.join(map(repr, all_runs))}")
+        runs = sorted(set(opts.runs))
+    else:
+        runs = all_runs
+    if opts.pairs is not None:
+        runs = sorted({r for p in opts.pairs for r in p} | set(runs if opts.runs is not None else []))
+    if len(runs) < 2:
+        raise StabilityError(f"need at least two runs to compare; found {len(runs)}"
+                             + (f": {runs[0]!r}" if runs else ""))
+    if opts.topk is not None and opts.topk < 1:
+        raise StabilityError("--topk must be at least 1")
+    if not (0.0 <= opts.flip_threshold <= 1.0):
+        raise StabilityError("the flip threshold must be between 0 and 1")
+    pairs = _resolve_pairs(runs, opts)
+    pair_runs = sorted({r for p in pairs for r in p})
+    queries, warnings = evaluation_queries(cur, pair_runs, opts.allow_missing)
+    span_runs = span_capable_runs(cur, pair_runs)
+    no_span = [r for r in pair_runs if r not in span_runs]
+    if no_span:
+        warnings.append("span metrics unavailable for run(s) without span information (no text or span_hash): "
+                        + ", ".join(map(repr, no_span)))
+
+    pair_levels = [("doc", a, b) for a, b in pairs]
+    pair_levels += [("span", a, b) for a, b in pairs if a in span_runs and b in span_runs]
+    cur.register("_sel_runs", pd.DataFrame({"run_id": pd.Series(pair_runs, dtype="string")}))
+    cur.register("_eval_q", pd.DataFrame({"query_id": pd.Series(queries, dtype="string")}))
+    cur.register("_span_runs", pd.DataFrame({"run_id": pd.Series(sorted(span_runs), dtype="string")}))
+    cur.register("_pair_levels", pd.DataFrame(pair_levels, columns=["level", "run_a", "run_b"]).astype("string"))
+    cur.register("_map", pd.DataFrame({"raw": pd.Series(list(opts.docid_map), dtype="string"),
+                                       "canonical": pd.Series(list(opts.docid_map.values()), dtype="string")}))
+    topk = opts.topk if opts.topk is not None else 2**31 - 1
+    for stmt in filter(str.strip, _CELLS_SQL.split(";")):
+        params = [topk] if "e.position < ?" in stmt else []
+        cur.execute(stmt, params)
+
+    tau = opts.flip_threshold
+    pairs_df = cur.execute(_PAIRS_SQL, [tau]).df()
+    pairs_df["same_docs_diff_spans"] = pairs_df["same_docs_diff_spans"].astype("Int64")
+    queries_df = cur.execute(_QUERIES_SQL, [tau]).df()
+    runs_df = cur.execute(_RUNS_SQL).df()
+    runs_df["has_spans"] = runs_df["run_id"].isin(span_runs)
+
+    for canon, raws in cur.execute(
+            """SELECT coalesce(m.canonical, e.doc_id) AS c, list(DISTINCT e.doc_id_raw ORDER BY e.doc_id_raw)
+               FROM evidence e JOIN _sel_runs r ON r.run_id = e.run_id LEFT JOIN _map m ON m.raw = e.doc_id
+               GROUP BY c HAVING count(DISTINCT e.doc_id_raw) > 1 ORDER BY c LIMIT 20""").fetchall():
+        warnings.append(f"canonical-id collision: {len(raws)} raw ids map to {canon!r}: "
+                        + ", ".join(map(repr, raws)))
+
+    summary = _summary(cur, pairs_df, queries_df, queries, pairs, tau)
+    summary["warnings"] = warnings
+    summary["span_unavailable_runs"] = no_span
+    summary["runs"] = pair_runs
+    summary["flip_threshold"] = tau
+    summary["topk"] = opts.topk
+    summary["baseline"] = opts.baseline
+    cells = cur.execute("SELECT * FROM _cells ORDER BY level, run_a, run_b, query_id").df() if keep_cells else None
+    for name in ("_sel_runs", "_eval_q", "_span_runs", "_pair_levels", "_map"):
+        cur.unregister(name)
+    return StabilityResult(runs=runs_df, pairs=pairs_df, queries=queries_df, summary=summary, cells=cells)
+
+
+def _summary(cur, pairs_df: pd.DataFrame, queries_df: pd.DataFrame, queries: list[str],
+             pairs: list[tuple[str, str]], tau: float) -> dict:
+    def level_stats(level: str) -> dict:
+        q = queries_df[queries_df["level"] == level]
+        p = pairs_df[pairs_df["level"] == level]
+        if p.empty:
+            return {"available": False}
+        row = cur.execute(
+            """SELECT avg(j), avg(CASE WHEN j < ? THEN 1.0 ELSE 0.0 END),
+                      sum(CASE WHEN (n_a > 0) <> (n_b > 0) THEN 1 ELSE 0 END), count(*)
+               FROM _cells WHERE level = ?""", [tau, level]).fetchall()[0]
+        return {
+            "available": True,
+            "mean_j": row[0],
+            "flip_rate": row[1],
+            "null_transitions": int(row[2]),
+            "n_cells": int(row[3]),
+            "collapse_rate": float(q["collapsed"].mean()) if len(q) else None,
+            "median_j_min": float(q["j_min"].median()) if len(q) else None,
+            "n_pairs": int(len(p)),
+        }
+
+    doc, span = level_stats("doc"), level_stats("span")
+    gap = None
+    gap_note = None
+    if span["available"]:
+        jd, js = cur.execute(
+            """SELECT avg(d.j), avg(s.j) FROM _cells s JOIN _cells d
+               ON d.level = 'doc' AND s.level = 'span' AND d.run_a = s.run_a AND d.run_b = s.run_b
+              AND d.query_id = s.query_id""").fetchall()[0]
+        if js and js > 0:
+            gap = jd / js
+        else:
+            gap_note = "gap ratio undefined: mean span-level Jaccard is 0"
+    else:
+        gap_note = "gap ratio unavailable: no pair has span information on both sides"
+    sdds = pairs_df.loc[pairs_df["level"] == "span", "same_docs_diff_spans"]
+    return {
+        "n_queries": len(queries),
+        "n_pairs": len(pairs),
+        "doc": doc,
+        "span": span,
+        "mean_j_doc": doc.get("mean_j"),
+        "mean_j_span": span.get("mean_j") if span["available"] else None,
+        "gap_ratio": gap,
+        "gap_ratio_note": gap_note,
+        "collapse_rate": span.get("collapse_rate") if span["available"] else None,
+        "doc_collapse_rate": doc.get("collapse_rate"),
+        "flip_rate": {"doc": doc.get("flip_rate"), "span": span.get("flip_rate") if span["available"] else None},
+        "null_transitions": doc.get("null_transitions"),
+        "same_docs_diff_spans": int(sdds.sum()) if span["available"] else None,
+    }

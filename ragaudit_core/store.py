@@ -1,0 +1,159 @@
+"""The DuckDB store: schema, connections, and small read helpers.
+
+Everything RagAudit knows lives in one DuckDB database file (or an in-memory
+database in tests). Logs are validated at ingest and loaded into plain tables; every
+metric is SQL over these tables. Normalisation and hashing happen at ingest, so the
+metric SQL needs no user-defined functions and stays portable.
+
+Tables (schema version 1):
+
+``files``       one row per ingested input file, identified by the SHA-256 of its bytes.
+``runs``        one row per run, with its ``config`` object (JSON) and the common
+                config parameters pulled out as columns.
+``records``     one row per (run, query) evidence record.
+``evidence``    one row per evidence entry, in rank order (``position`` 0-based after
+                de-duplication); ``doc_id`` is canonical, ``doc_id_raw`` as logged,
+                ``span_hash`` as logged or computed from ``text`` (NULL when neither).
+``quarantine``  every rejected line, verbatim, with its file, line number and reason.
+``ingest_warnings``  non-fatal findings (BOM stripped, duplicates removed, collisions…).
+``meta``        key/value settings: schema version, canonicalisation options.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import duckdb
+
+__all__ = [
+    "DEFAULT_DB_PATH",
+    "SCHEMA_VERSION",
+    "StoreError",
+    "connect",
+    "default_db_path",
+    "get_meta",
+    "init_schema",
+    "set_meta",
+]
+
+SCHEMA_VERSION = 1
+DEFAULT_DB_PATH = Path(".ragaudit") / "ragaudit.duckdb"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE IF NOT EXISTS files (
+    file_id     INTEGER PRIMARY KEY,
+    path        VARCHAR NOT NULL,
+    sha256      VARCHAR NOT NULL UNIQUE,
+    kind        VARCHAR NOT NULL,
+    bytes       BIGINT,
+    n_lines     INTEGER,
+    n_loaded    INTEGER,
+    n_rejected  INTEGER,
+    ingested_at TIMESTAMP,
+    options     VARCHAR
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id        VARCHAR PRIMARY KEY,
+    config        VARCHAR,
+    top_k         INTEGER,
+    chunk_size    INTEGER,
+    chunk_overlap INTEGER,
+    embedder      VARCHAR
+);
+CREATE TABLE IF NOT EXISTS records (
+    run_id     VARCHAR NOT NULL,
+    query_id   VARCHAR NOT NULL,
+    file_id    INTEGER NOT NULL,
+    line_no    INTEGER NOT NULL,
+    query      VARCHAR,
+    answer     VARCHAR,
+    n_evidence INTEGER NOT NULL,
+    PRIMARY KEY (run_id, query_id)
+);
+CREATE TABLE IF NOT EXISTS evidence (
+    run_id     VARCHAR NOT NULL,
+    query_id   VARCHAR NOT NULL,
+    position   INTEGER NOT NULL,
+    doc_id     VARCHAR NOT NULL,
+    doc_id_raw VARCHAR NOT NULL,
+    span_hash  VARCHAR,
+    chunk_id   VARCHAR,
+    text       VARCHAR,
+    rank       INTEGER,
+    score      DOUBLE,
+    char_start INTEGER,
+    char_end   INTEGER,
+    page       INTEGER,
+    metadata   VARCHAR
+);
+CREATE TABLE IF NOT EXISTS quarantine (
+    file_id  INTEGER,
+    path     VARCHAR NOT NULL,
+    line_no  INTEGER,
+    reason   VARCHAR NOT NULL,
+    raw      VARCHAR,
+    raw_bytes BLOB
+);
+CREATE TABLE IF NOT EXISTS ingest_warnings (
+    file_id INTEGER,
+    path    VARCHAR,
+    line_no INTEGER,
+    code    VARCHAR NOT NULL,
+    message VARCHAR NOT NULL
+);
+"""
+
+
+class StoreError(RuntimeError):
+    """The database cannot be used as asked; the message says why and what to do."""
+
+
+def default_db_path() -> Path:
+    """``$RAGAUDIT_DB`` if set, else ``.ragaudit/ragaudit.duckdb`` under the working directory."""
+    env = os.environ.get("RAGAUDIT_DB")
+    return Path(env) if env else DEFAULT_DB_PATH
+
+
+def connect(path: str | Path | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) a RagAudit database. ``":memory:"`` gives an in-memory one."""
+    if path is None:
+        path = default_db_path()
+    target = str(path)
+    if target != ":memory:":
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = duckdb.connect(target, read_only=read_only)
+    except duckdb.Error as e:
+        raise StoreError(f"cannot open database {target}: {e}") from None
+    if not read_only:
+        init_schema(con)
+    return con
+
+
+def init_schema(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(_SCHEMA)
+    version = get_meta(con, "schema_version")
+    if version is None:
+        set_meta(con, "schema_version", str(SCHEMA_VERSION))
+    elif int(version) != SCHEMA_VERSION:
+        raise StoreError(
+            f"database schema version {version} is not the supported version {SCHEMA_VERSION}; "
+            "re-ingest the logs into a new database"
+        )
+
+
+def get_meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
+    rows = con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchall()
+    return rows[0][0] if rows else None
+
+
+def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
+    con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, value])
+
+
+def get_json_meta(con: duckdb.DuckDBPyConnection, key: str) -> object | None:
+    v = get_meta(con, key)
+    return None if v is None else json.loads(v)

