@@ -172,7 +172,7 @@ class EvidenceRecord(BaseModel):
     def _resolve(cls, v: Any) -> Any:
         if not isinstance(v, dict):
             raise ValueError(f"a record must be a JSON object, got {json_type(v)}")
-        if "run_id" in v and "query_id" in v and "evidence" in v:
+        if "run_id" in v and "query_id" in v and isinstance(v.get("evidence"), list):
             return v  # canonical shape
         out = dict(v)
         run_key = next((k for k in RUN_ID_KEYS if v.get(k) is not None), None)

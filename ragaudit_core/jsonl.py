@@ -81,10 +81,6 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _describe_start(head: bytes) -> str:
-    return repr(head[:8])[1:]
-
-
 def iter_lines(path: Path, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                warn: list[str] | None = None) -> Iterator[Line]:
     """Yield every non-blank line of ``path`` as a :class:`Line`.
@@ -110,8 +106,7 @@ def iter_lines(path: Path, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     if path.name.lower().endswith(".gz") and not is_gzip:
         if warn is not None:
             warn.append(
-                f"{path}: named .gz but not gzip-compressed (starts with {_describe_start(head)}); "
-                "read as plain text"
+                f"{path}: named .gz but not gzip-compressed (no gzip header); read as plain text"
             )
     opener = (lambda: gzip.open(path, "rb")) if is_gzip else (lambda: open(path, "rb"))
     line_no = 0

@@ -1,0 +1,104 @@
+"""The ``ragaudit`` console script, run as a real subprocess."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import write_jsonl
+
+EXE = shutil.which("ragaudit") or str(Path(sys.executable).parent / "ragaudit")
+
+
+def run(*args, cwd=None):
+    return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_stability_json_shape_and_numbers(three_runs, tmp_path):
+    out = tmp_path / "m.json"
+    p = run("stability", three_runs, "--json", out, "--csv-dir", tmp_path / "csv")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(out.read_text())
+    assert set(data) == {"runs", "pairs", "queries", "summary"}
+    assert set(data["runs"][0]) >= {"run_id", "citation_rate", "null_rate", "mean_evidence", "median_evidence",
+                                    "p95_evidence"}
+    assert set(data["pairs"][0]) >= {"run_a", "run_b", "level", "j_avg", "flip_rate", "null_rate_a", "null_rate_b",
+                                     "null_loss", "null_gain", "collapse_rate"}
+    assert set(data["queries"][0]) == {"query_id", "level", "j_min", "worst_pair"}
+    assert all(p["run_a"] < p["run_b"] for p in data["pairs"])
+    assert data["summary"]["gap_ratio"] == pytest.approx(11 / 7)
+    assert data["summary"]["collapse_rate"] == pytest.approx(1 / 3)
+    ab_doc = next(p for p in data["pairs"] if (p["run_a"], p["run_b"], p["level"]) == ("A", "B", "doc"))
+    assert ab_doc["j_avg"] == pytest.approx(2 / 3)
+    rows = list(csv.DictReader(open(tmp_path / "csv" / "pairs.csv")))
+    assert len(rows) == 6  # 3 pairs × 2 levels
+    assert "gap ratio = 1.571" in p.stdout
+
+
+def test_stability_json_to_stdout_is_pure_json(three_runs):
+    p = run("stability", three_runs, "--json", "-", "--baseline", "A", "--flip-threshold", "0.4", "--topk", "5")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert {(x["run_a"], x["run_b"]) for x in data["pairs"]} == {("A", "B"), ("A", "C")}
+    assert data["summary"]["flip_threshold"] == 0.4
+
+
+def test_ingest_then_stability_from_db(three_runs, tmp_path):
+    db = tmp_path / "a.duckdb"
+    p = run("ingest", three_runs, "--db", db)
+    assert p.returncode == 0, p.stderr
+    assert "loaded 9 records (9 evidence entries) from 3 file(s) into 3 run(s); rejected 0 line(s)" in p.stderr
+    p = run("stability", "--db", db, "--json", "-")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["summary"]["n_queries"] == 3
+
+
+def test_docid_map_and_case_sensitive(tmp_path):
+    write_jsonl(tmp_path / "r1.jsonl", [{"run_id": "r1", "query_id": "q", "cited": ["DocM", "docX"]}])
+    write_jsonl(tmp_path / "r2.jsonl", [{"run_id": "r2", "query_id": "q", "cited": ["docm", "docZ"]}])
+    m = tmp_path / "map.csv"
+    m.write_text("raw,canonical\ndocX,docZ\n")
+    p = run("stability", tmp_path / "r1.jsonl", tmp_path / "r2.jsonl", "--docid-map", m, "--json", "-")
+    assert json.loads(p.stdout)["pairs"][0]["j_avg"] == 1.0
+    p = run("stability", tmp_path / "r1.jsonl", tmp_path / "r2.jsonl", "--case-sensitive", "--json", "-")
+    assert json.loads(p.stdout)["pairs"][0]["j_avg"] == 0.0
+
+
+@pytest.mark.parametrize("args,message", [
+    (["stability"], "error: give log files or folders, or --db with an ingested database"),
+    (["stability", "NOPE.jsonl"], "error: NOPE.jsonl: no such file or folder"),
+    (["stability", "{three}", "--baseline", "Z"], "error: baseline run 'Z' not found; runs are: 'A', 'B', 'C'"),
+    (["stability", "{three}", "--topk", "0"], "error: --topk must be at least 1"),
+    (["stability", "{three}", "--docid-map", "{missing}"], "alias map not found"),
+    (["stability", "{three}", "--flip-threshold", "abc"], "Invalid value"),
+])
+def test_bad_usage_exits_2_with_a_message(three_runs, tmp_path, args, message):
+    args = [a.format(three=three_runs, missing=tmp_path / "none.csv") for a in args]
+    p = run(*args, cwd=tmp_path)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert message in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_coverage_mismatch_exit_code_and_allow_missing(tmp_path):
+    write_jsonl(tmp_path / "a.jsonl", [{"run_id": "a", "query_id": q, "cited": ["x"]} for q in ("q1", "q2")])
+    write_jsonl(tmp_path / "b.jsonl", [{"run_id": "b", "query_id": "q1", "cited": ["x"]}])
+    p = run("stability", tmp_path)
+    assert p.returncode == 2
+    assert "run 'b' lacks 1 query: 'q2'" in p.stderr
+    p = run("stability", tmp_path, "--allow-missing", "--json", "-")
+    assert p.returncode == 0
+    assert json.loads(p.stdout)["summary"]["n_queries"] == 1
+
+
+def test_ingest_strict_exits_2_on_rejected_lines(tmp_path):
+    f = write_jsonl(tmp_path / "a.jsonl", [{"run_id": "a", "query_id": "q", "cited": []}, "oops"])
+    p = run("ingest", f, "--db", tmp_path / "x.duckdb", "--strict")
+    assert p.returncode == 2
+    assert f"rejected: {f} line 2: invalid JSON" in p.stderr
