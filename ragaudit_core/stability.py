@@ -169,7 +169,7 @@ def evaluation_queries(con: duckdb.DuckDBPyConnection, runs: Sequence[str], allo
 
 _CELLS_SQL = """
 CREATE OR REPLACE TEMP TABLE _ev AS
-SELECT e.run_id, e.query_id, coalesce(m.canonical, e.doc_id) AS doc_id, e.span_hash
+SELECT r.ri, q.qi, coalesce(m.canonical, e.doc_id) AS doc_id, e.span_hash
 FROM evidence e
 JOIN _sel_runs r ON r.run_id = e.run_id
 JOIN _eval_q q ON q.query_id = e.query_id
@@ -177,75 +177,82 @@ LEFT JOIN _map m ON m.raw = e.doc_id
 WHERE e.position < ?;
 
 CREATE OR REPLACE TEMP TABLE _items AS
-SELECT DISTINCT 'doc' AS level, run_id, query_id, doc_id, '' AS span FROM _ev
-UNION ALL
-SELECT DISTINCT 'span' AS level, e.run_id, e.query_id, e.doc_id, e.span_hash AS span
-FROM _ev e JOIN _span_runs s ON s.run_id = e.run_id;
+WITH keyed AS (
+  SELECT DISTINCT 'doc' AS level, ri, qi, doc_id, '' AS span FROM _ev
+  UNION ALL
+  SELECT DISTINCT 'span' AS level, e.ri, e.qi, e.doc_id, e.span_hash AS span
+  FROM _ev e JOIN _span_runs s ON s.ri = e.ri)
+SELECT level, ri, qi, dense_rank() OVER (PARTITION BY level ORDER BY qi, doc_id, span) AS item FROM keyed;
 
 CREATE OR REPLACE TEMP TABLE _sizes AS
-SELECT level, run_id, query_id, count(*) AS n FROM _items GROUP BY level, run_id, query_id;
+SELECT level, ri, qi, count(*) AS n FROM _items GROUP BY level, ri, qi;
 
 CREATE OR REPLACE TEMP TABLE _inter AS
-SELECT p.level, p.run_a, p.run_b, a.query_id, count(*) AS n_inter
-FROM _pair_levels p
-JOIN _items a ON a.level = p.level AND a.run_id = p.run_a
-JOIN _items b ON b.level = p.level AND b.run_id = p.run_b
-             AND b.query_id = a.query_id AND b.doc_id = a.doc_id AND b.span = a.span
-GROUP BY p.level, p.run_a, p.run_b, a.query_id;
+SELECT a.level, a.ri AS ra, b.ri AS rb, a.qi, count(*) AS n_inter
+FROM _items a
+JOIN _items b ON b.level = a.level AND b.item = a.item AND b.ri <> a.ri
+WHERE EXISTS (SELECT 1 FROM _pair_levels p WHERE p.level = a.level AND p.ra = a.ri AND p.rb = b.ri)
+GROUP BY a.level, a.ri, b.ri, a.qi;
 
 CREATE OR REPLACE TEMP TABLE _cells AS
-SELECT p.level, p.run_a, p.run_b, q.query_id,
+SELECT p.level, p.ra, p.rb, q.qi,
        coalesce(sa.n, 0) AS n_a, coalesce(sb.n, 0) AS n_b, coalesce(i.n_inter, 0) AS n_inter,
        CASE WHEN coalesce(sa.n, 0) + coalesce(sb.n, 0) = 0 THEN 1.0
             ELSE coalesce(i.n_inter, 0) * 1.0 / (coalesce(sa.n, 0) + coalesce(sb.n, 0) - coalesce(i.n_inter, 0))
        END AS j
 FROM _pair_levels p
 CROSS JOIN _eval_q q
-LEFT JOIN _sizes sa ON sa.level = p.level AND sa.run_id = p.run_a AND sa.query_id = q.query_id
-LEFT JOIN _sizes sb ON sb.level = p.level AND sb.run_id = p.run_b AND sb.query_id = q.query_id
-LEFT JOIN _inter i ON i.level = p.level AND i.run_a = p.run_a AND i.run_b = p.run_b AND i.query_id = q.query_id;
+LEFT JOIN _sizes sa ON sa.level = p.level AND sa.ri = p.ra AND sa.qi = q.qi
+LEFT JOIN _sizes sb ON sb.level = p.level AND sb.ri = p.rb AND sb.qi = q.qi
+LEFT JOIN _inter i ON i.level = p.level AND i.ra = p.ra AND i.rb = p.rb AND i.qi = q.qi;
 """
 
 _PAIRS_SQL = """
 WITH agg AS (
-  SELECT level, run_a, run_b, count(*) AS n_queries, avg(j) AS j_avg,
+  SELECT level, ra, rb, count(*) AS n_queries, avg(j) AS j_avg,
          avg(CASE WHEN j < ? THEN 1.0 ELSE 0.0 END) AS flip_rate,
          avg(CASE WHEN n_a = 0 THEN 1.0 ELSE 0.0 END) AS null_rate_a,
          avg(CASE WHEN n_b = 0 THEN 1.0 ELSE 0.0 END) AS null_rate_b,
          avg(CASE WHEN n_a > 0 AND n_b = 0 THEN 1.0 ELSE 0.0 END) AS null_loss,
          avg(CASE WHEN n_a = 0 AND n_b > 0 THEN 1.0 ELSE 0.0 END) AS null_gain,
          avg(CASE WHEN n_a > 0 AND n_b > 0 AND n_inter = 0 THEN 1.0 ELSE 0.0 END) AS collapse_rate
-  FROM _cells GROUP BY level, run_a, run_b),
+  FROM _cells GROUP BY level, ra, rb),
 sdds AS (
-  SELECT s.run_a, s.run_b, sum(CASE WHEN d.n_inter = d.n_a AND d.n_a = d.n_b
+  SELECT s.ra, s.rb, sum(CASE WHEN d.n_inter = d.n_a AND d.n_a = d.n_b
                                       AND NOT (s.n_inter = s.n_a AND s.n_a = s.n_b) THEN 1 ELSE 0 END) AS n
   FROM _cells s JOIN _cells d
-    ON d.level = 'doc' AND s.level = 'span' AND d.run_a = s.run_a AND d.run_b = s.run_b AND d.query_id = s.query_id
-  GROUP BY s.run_a, s.run_b)
-SELECT agg.*, CASE WHEN agg.level = 'span' THEN sdds.n END AS same_docs_diff_spans
-FROM agg LEFT JOIN sdds ON sdds.run_a = agg.run_a AND sdds.run_b = agg.run_b
-ORDER BY agg.level, agg.run_a, agg.run_b
+    ON d.level = 'doc' AND s.level = 'span' AND d.ra = s.ra AND d.rb = s.rb AND d.qi = s.qi
+  GROUP BY s.ra, s.rb)
+SELECT agg.level, pl.run_a, pl.run_b, agg.n_queries, agg.j_avg, agg.flip_rate, agg.null_rate_a, agg.null_rate_b,
+       agg.null_loss, agg.null_gain, agg.collapse_rate,
+       CASE WHEN agg.level = 'span' THEN sdds.n END AS same_docs_diff_spans
+FROM agg JOIN _pair_levels pl ON pl.level = agg.level AND pl.ra = agg.ra AND pl.rb = agg.rb
+LEFT JOIN sdds ON sdds.ra = agg.ra AND sdds.rb = agg.rb
+ORDER BY agg.level, pl.run_a, pl.run_b
 """
 
 _QUERIES_SQL = """
-SELECT level, query_id, j AS j_min, run_a || ' vs ' || run_b AS worst_pair, run_a, run_b, collapsed, flipped
-FROM (
-  SELECT *, row_number() OVER (PARTITION BY level, query_id ORDER BY j, run_a, run_b) AS rn,
+WITH w AS (
+  SELECT c.*, pl.run_a, pl.run_b,
+         row_number() OVER (PARTITION BY c.level, c.qi ORDER BY c.j, pl.run_a, pl.run_b) AS rn,
          max(CASE WHEN n_a > 0 AND n_b > 0 AND n_inter = 0 THEN 1 ELSE 0 END)
-             OVER (PARTITION BY level, query_id) AS collapsed,
-         max(CASE WHEN j < ? THEN 1 ELSE 0 END) OVER (PARTITION BY level, query_id) AS flipped
-  FROM _cells) t
-WHERE rn = 1
-ORDER BY level, j_min, query_id
+             OVER (PARTITION BY c.level, c.qi) AS collapsed,
+         max(CASE WHEN j < ? THEN 1 ELSE 0 END) OVER (PARTITION BY c.level, c.qi) AS flipped
+  FROM _cells c JOIN _pair_levels pl ON pl.level = c.level AND pl.ra = c.ra AND pl.rb = c.rb)
+SELECT w.level, q.query_id, w.j AS j_min, w.run_a || ' vs ' || w.run_b AS worst_pair, w.run_a, w.run_b,
+       w.collapsed, w.flipped
+FROM w JOIN _eval_q q ON q.qi = w.qi
+WHERE w.rn = 1
+ORDER BY w.level, w.j, q.query_id
 """
 
 _RUNS_SQL = """
-WITH n AS (SELECT run_id, query_id, count(*) AS n FROM _ev GROUP BY run_id, query_id),
+WITH n AS (SELECT ri, qi, count(*) AS n FROM _ev GROUP BY ri, qi),
 grid AS (
-  SELECT r.run_id, q.query_id, coalesce(n.n, 0) AS n, coalesce(d.n, 0) AS nd
+  SELECT r.run_id, coalesce(n.n, 0) AS n, coalesce(d.n, 0) AS nd
   FROM _sel_runs r CROSS JOIN _eval_q q
-  LEFT JOIN n ON n.run_id = r.run_id AND n.query_id = q.query_id
-  LEFT JOIN _sizes d ON d.level = 'doc' AND d.run_id = r.run_id AND d.query_id = q.query_id)
+  LEFT JOIN n ON n.ri = r.ri AND n.qi = q.qi
+  LEFT JOIN _sizes d ON d.level = 'doc' AND d.ri = r.ri AND d.qi = q.qi)
 SELECT run_id, count(*) AS n_queries,
        avg(CASE WHEN n > 0 THEN 1.0 ELSE 0.0 END) AS citation_rate,
        avg(CASE WHEN n = 0 THEN 1.0 ELSE 0.0 END) AS null_rate,
@@ -314,10 +321,16 @@ def _compute(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, keep_cells:
 
     pair_levels = [("doc", a, b) for a, b in pairs]
     pair_levels += [("span", a, b) for a, b in pairs if a in span_runs and b in span_runs]
-    cur.register("_sel_runs", pd.DataFrame({"run_id": pd.Series(pair_runs, dtype="string")}))
-    cur.register("_eval_q", pd.DataFrame({"query_id": pd.Series(queries, dtype="string")}))
-    cur.register("_span_runs", pd.DataFrame({"run_id": pd.Series(sorted(span_runs), dtype="string")}))
-    cur.register("_pair_levels", pd.DataFrame(pair_levels, columns=["level", "run_a", "run_b"]).astype("string"))
+    ri = {r: i for i, r in enumerate(pair_runs)}
+    cur.register("_sel_runs", pd.DataFrame({"run_id": pd.Series(pair_runs, dtype="string"),
+                                            "ri": pd.Series(range(len(pair_runs)), dtype="int32")}))
+    cur.register("_eval_q", pd.DataFrame({"query_id": pd.Series(queries, dtype="string"),
+                                          "qi": pd.Series(range(len(queries)), dtype="int32")}))
+    cur.register("_span_runs", pd.DataFrame({"ri": pd.Series(sorted(ri[r] for r in span_runs), dtype="int32")}))
+    pl = pd.DataFrame(pair_levels, columns=["level", "run_a", "run_b"]).astype("string")
+    pl["ra"] = pl["run_a"].map(ri).astype("int32")
+    pl["rb"] = pl["run_b"].map(ri).astype("int32")
+    cur.register("_pair_levels", pl)
     cur.register("_map", pd.DataFrame({"raw": pd.Series(list(opts.docid_map), dtype="string"),
                                        "canonical": pd.Series(list(opts.docid_map.values()), dtype="string")}))
     topk = opts.topk if opts.topk is not None else 2**31 - 1
@@ -346,7 +359,10 @@ def _compute(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, keep_cells:
     summary["flip_threshold"] = tau
     summary["topk"] = opts.topk
     summary["baseline"] = opts.baseline
-    cells = cur.execute("SELECT * FROM _cells ORDER BY level, run_a, run_b, query_id").df() if keep_cells else None
+    cells = cur.execute(
+        """SELECT c.level, pl.run_a, pl.run_b, q.query_id, c.n_a, c.n_b, c.n_inter, c.j
+           FROM _cells c JOIN _pair_levels pl ON pl.level = c.level AND pl.ra = c.ra AND pl.rb = c.rb
+           JOIN _eval_q q ON q.qi = c.qi ORDER BY c.level, pl.run_a, pl.run_b, q.query_id""").df() if keep_cells else None
     for name in ("_sel_runs", "_eval_q", "_span_runs", "_pair_levels", "_map"):
         cur.unregister(name)
     return StabilityResult(runs=runs_df, pairs=pairs_df, queries=queries_df, summary=summary, cells=cells)
@@ -380,8 +396,8 @@ def _summary(cur, pairs_df: pd.DataFrame, queries_df: pd.DataFrame, queries: lis
     if span["available"]:
         jd, js = cur.execute(
             """SELECT avg(d.j), avg(s.j) FROM _cells s JOIN _cells d
-               ON d.level = 'doc' AND s.level = 'span' AND d.run_a = s.run_a AND d.run_b = s.run_b
-              AND d.query_id = s.query_id""").fetchall()[0]
+               ON d.level = 'doc' AND s.level = 'span' AND d.ra = s.ra AND d.rb = s.rb AND d.qi = s.qi"""
+        ).fetchall()[0]
         if js and js > 0:
             gap = jd / js
         else:
