@@ -48,6 +48,7 @@ EVIDENCE_KEYS: tuple[str, ...] = ("evidence", "cited", "docs", "documents", "ret
 DOC_ID_KEYS: tuple[str, ...] = ("doc_id", "document_id", "docid", "id", "source_id")
 SPAN_HASH_KEYS: tuple[str, ...] = ("span_hash", "spanHash", "spanhash")
 _NESTED_DEPTH = 3
+_INT32_MAX = 2**31 - 1  # stored as INTEGER
 
 _JSON_TYPE = {dict: "object", list: "array", str: "string", int: "integer", float: "number",
               bool: "boolean", type(None): "null"}
@@ -104,13 +105,13 @@ class EvidenceEntry(BaseModel):
 
     doc_id: Annotated[str, _as_id("doc_id")]
     text: str | None = None
-    span_hash: str | None = None
-    rank: int | None = Field(default=None, ge=0)
+    span_hash: Annotated[str | None, BeforeValidator(lambda v: (v.strip() or None) if isinstance(v, str) else v)] = None
+    rank: int | None = Field(default=None, ge=0, le=_INT32_MAX)
     score: float | None = None
     chunk_id: Annotated[str | None, BeforeValidator(lambda v: None if v is None else _id_value(v, "chunk_id"))] = None
-    char_start: int | None = Field(default=None, ge=0)
-    char_end: int | None = Field(default=None, ge=0)
-    page: int | None = Field(default=None, ge=0)
+    char_start: int | None = Field(default=None, ge=0, le=_INT32_MAX)
+    char_end: int | None = Field(default=None, ge=0, le=_INT32_MAX)
+    page: int | None = Field(default=None, ge=0, le=_INT32_MAX)
     metadata: dict[str, Any] | None = None
 
     @model_validator(mode="before")
@@ -148,10 +149,8 @@ class EvidenceEntry(BaseModel):
 
     @model_validator(mode="after")
     def _offsets(self) -> "EvidenceEntry":
-        if self.char_start is not None and self.char_end is not None and self.char_end < self.char_start:
+        if self.char_end is not None and self.char_start is not None and self.char_end < self.char_start:
             raise ValueError(f"char_end ({self.char_end}) is before char_start ({self.char_start})")
-        if self.span_hash is not None:
-            self.span_hash = self.span_hash.strip() or None
         return self
 
 

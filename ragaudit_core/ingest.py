@@ -113,7 +113,6 @@ class _Columns:
     RECORDS = ("run_id", "query_id", "file_id", "line_no", "query", "answer", "n_evidence")
 
     def __init__(self) -> None:
-        self.ev = {c: [] for c in self.EVIDENCE}
         self.rec = {c: [] for c in self.RECORDS}
 
 
@@ -178,6 +177,8 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
     first_seen: dict[tuple[str, str], tuple[str, int]] = {}
     run_configs: dict[str, tuple[dict | None, str, int]] = {}
     cols = _Columns()
+    ev_rows: list[tuple] = []  # row tuples: one append per entry is the cheapest buffer
+    add_row = ev_rows.append
     quarantine: list[tuple] = []
     warn_rows: list[tuple] = []
     file_rows: list[tuple] = []
@@ -260,41 +261,30 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
                      "the first one is kept", file_id)
 
             # evidence entries: canonical ids, span hashes, de-duplication
-            ev = cols.ev
             seen_ids: dict[tuple[str, str | None], int] = {}
             dropped: list[str] = []
             pos = 0
+            run_id, query_id = rec.run_id, rec.query_id
             for j, e in enumerate(rec.evidence):
                 raw_id = e.doc_id
                 cid = canon_cache.get(raw_id)
                 if cid is None:
-                    cid = canonical_doc_id(raw_id, canon)
-                    canon_cache[raw_id] = cid
+                    cid = canon_cache[raw_id] = canonical_doc_id(raw_id, canon)
                 sh = e.span_hash
-                if e.text is not None and (sh is None or recompute):
-                    sh = hash_cache.get(e.text)
+                text = e.text
+                if text is not None and (sh is None or recompute):
+                    sh = hash_cache.get(text)
                     if sh is None:
-                        sh = span_hash(e.text, casefold=casefold)
-                        hash_cache[e.text] = sh
+                        sh = hash_cache[text] = span_hash(text, casefold=casefold)
                 ident = (cid, sh)
                 if ident in seen_ids:
                     dropped.append(f"evidence[{j}] repeats evidence[{seen_ids[ident]}]")
                     continue
                 seen_ids[ident] = j
-                ev["run_id"].append(rec.run_id)
-                ev["query_id"].append(rec.query_id)
-                ev["position"].append(j)
-                ev["doc_id"].append(cid)
-                ev["doc_id_raw"].append(raw_id)
-                ev["span_hash"].append(sh)
-                ev["chunk_id"].append(e.chunk_id)
-                ev["text"].append(e.text)
-                ev["rank"].append(e.rank)
-                ev["score"].append(e.score)
-                ev["char_start"].append(e.char_start)
-                ev["char_end"].append(e.char_end)
-                ev["page"].append(e.page)
-                ev["metadata"].append(None if e.metadata is None else json.dumps(e.metadata, ensure_ascii=False))
+                md = e.metadata
+                add_row((run_id, query_id, j, cid, raw_id, sh, e.chunk_id, text, e.rank, e.score,
+                         e.char_start, e.char_end, e.page,
+                         None if md is None else json.dumps(md, ensure_ascii=False, separators=(",", ":"))))
                 pos += 1
             if dropped:
                 warn(spath, ln.line_no, "duplicate-evidence",
@@ -314,7 +304,7 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
                           fr.n_lines, fr.n_loaded, fr.n_rejected))
 
     report.n_records = len(cols.rec["run_id"])
-    report.n_entries = len(cols.ev["run_id"])
+    report.n_entries = len(ev_rows)
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     opts_json = json.dumps(options.fingerprint(), sort_keys=True)
 
@@ -326,7 +316,8 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
                 [row + (now, opts_json) for row in file_rows],
             )
         if report.n_records:
-            ev_tbl = pa.table(cols.ev, schema=_EV_SCHEMA)
+            ev_tbl = pa.table({name: list(col) for name, col in zip(_Columns.EVIDENCE, zip(*ev_rows))}
+                              if ev_rows else {c: [] for c in _Columns.EVIDENCE}, schema=_EV_SCHEMA)
             rec_tbl = pa.table(cols.rec, schema=_REC_SCHEMA)
             con.register("_ev_in", ev_tbl)
             con.register("_rec_in", rec_tbl)

@@ -182,7 +182,7 @@ WITH keyed AS (
   UNION ALL
   SELECT DISTINCT 'span' AS level, e.ri, e.qi, e.doc_id, e.span_hash AS span
   FROM _ev e JOIN _span_runs s ON s.ri = e.ri)
-SELECT level, ri, qi, dense_rank() OVER (PARTITION BY level ORDER BY qi, doc_id, span) AS item FROM keyed;
+SELECT level, ri, qi, dense_rank() OVER (PARTITION BY level, qi ORDER BY doc_id, span) AS item FROM keyed;
 
 CREATE OR REPLACE TEMP TABLE _sizes AS
 SELECT level, ri, qi, count(*) AS n FROM _items GROUP BY level, ri, qi;
@@ -190,7 +190,7 @@ SELECT level, ri, qi, count(*) AS n FROM _items GROUP BY level, ri, qi;
 CREATE OR REPLACE TEMP TABLE _inter AS
 SELECT a.level, a.ri AS ra, b.ri AS rb, a.qi, count(*) AS n_inter
 FROM _items a
-JOIN _items b ON b.level = a.level AND b.item = a.item AND b.ri <> a.ri
+JOIN _items b ON b.level = a.level AND b.qi = a.qi AND b.item = a.item AND b.ri <> a.ri
 WHERE EXISTS (SELECT 1 FROM _pair_levels p WHERE p.level = a.level AND p.ra = a.ri AND p.rb = b.ri)
 GROUP BY a.level, a.ri, b.ri, a.qi;
 

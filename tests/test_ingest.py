@@ -54,7 +54,7 @@ def test_optional_fields_are_stored(con, tmp_path):
     ingest_paths(con, [tmp_path])
     row = con.execute("SELECT doc_id, doc_id_raw, span_hash, chunk_id, text, rank, score, char_start, char_end, "
                       "page, metadata FROM evidence").fetchall()[0]
-    assert row == ("d", "D", span_hash("t"), "D#0", "t", 0, 0.5, 0, 1, 3, '{"k": "v"}')
+    assert row == ("d", "D", span_hash("t"), "D#0", "t", 0, 0.5, 0, 1, 3, '{"k":"v"}')
     assert con.execute("SELECT top_k, chunk_size, chunk_overlap, embedder FROM runs").fetchall() == [(10, 256, 32, "m")]
     assert con.execute("SELECT query, answer, n_evidence FROM records").fetchall() == [("why?", "because", 1)]
 

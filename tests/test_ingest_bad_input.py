@@ -54,6 +54,8 @@ CASES = [
      "evidence[0].text: Input should be a valid string"),
     ("negative-rank", b'{"run_id": "r", "query_id": "x", "cited": [{"doc_id": "a", "rank": -1}]}',
      "evidence[0].rank: Input should be greater than or equal to 0"),
+    ("rank-too-large", b'{"run_id": "r", "query_id": "x", "cited": [{"doc_id": "a", "rank": 4294967296}]}',
+     "evidence[0].rank: Input should be less than or equal to 2147483647"),
     ("offsets-reversed", b'{"run_id": "r", "query_id": "x", "cited": [{"doc_id": "a", "char_start": 9, "char_end": 3}]}',
      "evidence[0]: char_end (3) is before char_start (9)"),
     ("config-not-object", b'{"run_id": "r", "query_id": "x", "config": [5], "cited": []}',
