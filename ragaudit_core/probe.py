@@ -1,0 +1,109 @@
+"""The exploratory evidence–answer probe (seed 000, §3 and appendix C, Table 1).
+
+For two runs A and B and the queries where both logged an answer:
+
+* answer similarity ``Sim(q)`` = cosine of the SBERT embeddings of the two answers
+  (the same all-MiniLM-L6-v2 as the harness, normalised mean pooling);
+* drift at threshold t = the queries with ``Sim < t`` (t = 0.9 and 0.8), reported as a
+  count (as Table 1's "Drift" column) and as a rate (appendix C's "proportion");
+* ρ = Spearman rank correlation between per-query ``J_span`` and ``Sim`` (ties get
+  average ranks); undefined (None) when either side is constant or fewer than 3 queries;
+* the Table 1 row: pair, data, mean ``J_span``, mean Sim, Drift (< 0.9), ρ.
+
+"Silent jitter" marks queries whose evidence changed (``J_span < τ``) while the answer
+stayed (``Sim ≥ 0.9``).
+
+Similarity is a pure function of the two answer texts, so :func:`answer_similarity`
+takes any encoder with the sentence-transformers ``encode`` signature.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from .stability import StabilityOptions, compute_stability
+
+__all__ = ["ProbeResult", "answer_similarity", "probe_pair", "spearman", "summarise_probe"]
+
+
+def answer_similarity(encoder, answers_a: Sequence[str], answers_b: Sequence[str]) -> np.ndarray:
+    """Cosine similarity of each pair of answers (``encoder.encode`` with normalisation)."""
+    if len(answers_a) != len(answers_b):
+        raise ValueError("answer lists differ in length")
+    if not answers_a:
+        return np.zeros(0)
+    ea = encoder.encode(list(answers_a), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+    eb = encoder.encode(list(answers_b), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+    return np.clip(np.sum(ea * eb, axis=1), -1.0, 1.0)
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Spearman's ρ with average ranks for ties; None when undefined."""
+    if len(x) < 3:
+        return None
+    from scipy.stats import spearmanr
+
+    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if np.all(xa == xa[0]) or np.all(ya == ya[0]):
+        return None
+    rho = spearmanr(xa, ya).statistic
+    return None if rho is None or math.isnan(rho) else float(rho)
+
+
+@dataclass
+class ProbeResult:
+    run_a: str
+    run_b: str
+    rows: pd.DataFrame  # query_id, j_doc, j_span, sim, silent_jitter
+    summary: dict
+
+
+def summarise_probe(j_span: Sequence[float], sim: Sequence[float], *, thresholds=(0.9, 0.8),
+                    tau: float = 0.5) -> dict:
+    """Table-1 figures from per-query ``J_span`` and answer similarity."""
+    js, sm = np.asarray(j_span, dtype=float), np.asarray(sim, dtype=float)
+    n = len(sm)
+    out = {"n_queries": n,
+           "mean_j_span": float(js.mean()) if n else None,
+           "mean_sim": float(sm.mean()) if n else None,
+           "spearman_rho": spearman(js, sm),
+           "silent_jitter": int(np.sum((js < tau) & (sm >= 0.9)))}
+    for t in thresholds:
+        cnt = int(np.sum(sm < t))
+        out[f"drift_{t}"] = cnt
+        out[f"drift_rate_{t}"] = cnt / n if n else None
+    return out
+
+
+def probe_pair(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str, encoder, *, tau: float = 0.5,
+               dataset: str | None = None) -> ProbeResult:
+    """The probe for one run pair, over the queries where both runs logged an answer."""
+    st = compute_stability(con, StabilityOptions(pairs=[(run_a, run_b)], allow_missing=True, flip_threshold=tau),
+                           keep_cells=True)
+    cells = st.cells.pivot_table(index="query_id", columns="level", values="j").reset_index()
+    ans = con.execute(
+        """SELECT a.query_id, a.answer AS answer_a, b.answer AS answer_b
+           FROM records a JOIN records b ON a.query_id = b.query_id
+           WHERE a.run_id = ? AND b.run_id = ? AND a.answer IS NOT NULL AND b.answer IS NOT NULL
+           ORDER BY a.query_id""", [run_a, run_b]).df()
+    rows = ans.merge(cells, on="query_id", how="inner")
+    rows = rows.rename(columns={"doc": "j_doc", "span": "j_span"})
+    if "j_span" not in rows:
+        rows["j_span"] = np.nan
+    rows["sim"] = answer_similarity(encoder, rows["answer_a"].tolist(), rows["answer_b"].tolist())
+    rows["silent_jitter"] = (rows["j_span"] < tau) & (rows["sim"] >= 0.9)
+    span_ok = bool(len(rows)) and rows["j_span"].notna().all()
+    summary = summarise_probe(rows["j_span"].to_numpy() if span_ok else np.zeros(len(rows)),
+                              rows["sim"].to_numpy(), tau=tau)
+    if len(rows) and not span_ok:  # doc-only logs: no span figures, never 0
+        summary.update({"mean_j_span": None, "spearman_rho": None, "silent_jitter": None,
+                        "note": "span information unavailable for this pair"})
+    summary.update({"pair": f"{run_a} vs {run_b}", "data": dataset, "run_a": run_a, "run_b": run_b})
+    return ProbeResult(run_a, run_b, rows[["query_id", "j_doc", "j_span", "sim", "silent_jitter", "answer_a",
+                                           "answer_b"]], summary)

@@ -1,0 +1,66 @@
+"""The answer probe: hand-worked Table-1 figures, and real SBERT similarity."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragaudit_core.ingest import ingest_paths
+from ragaudit_core.models import load_embedder
+from ragaudit_core.probe import answer_similarity, probe_pair, spearman, summarise_probe
+
+from conftest import ev, write_jsonl
+
+
+def test_summary_by_hand():
+    # q:      a     b     c
+    # J_span  0.0   0.5   1.0
+    # Sim     0.95  0.85  0.70
+    s = summarise_probe([0.0, 0.5, 1.0], [0.95, 0.85, 0.70])
+    assert s["mean_j_span"] == pytest.approx(0.5)
+    assert s["mean_sim"] == pytest.approx((0.95 + 0.85 + 0.70) / 3)
+    assert s["drift_0.9"] == 2 and s["drift_rate_0.9"] == pytest.approx(2 / 3)
+    assert s["drift_0.8"] == 1
+    assert s["spearman_rho"] == pytest.approx(-1.0)  # ranks 1,2,3 vs 3,2,1
+    assert s["silent_jitter"] == 1  # only a: evidence changed (J < 0.5) while Sim ≥ 0.9
+
+
+def test_spearman_ties_and_undefined():
+    # x ranks 1, 2.5, 2.5, 4; y ranks 1, 2, 3, 4 → ρ = cov/σσ of the ranks
+    assert spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(0.9486832980505138)
+    assert spearman([1, 1, 1], [1, 2, 3]) is None
+    assert spearman([1, 2], [2, 1]) is None
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return load_embedder(device="cpu")
+
+
+def test_real_sbert_similarity(minilm):
+    sim = answer_similarity(minilm, ["Insulin lowers blood sugar.", "The cat sat on the mat."],
+                            ["Insulin lowers blood sugar.", "Quantum chromodynamics describes quarks."])
+    assert sim[0] == pytest.approx(1.0, abs=1e-5)
+    assert sim[1] < 0.3
+
+
+def test_probe_pair_on_hand_made_answers(con, tmp_path, minilm):
+    write_jsonl(tmp_path / "a.jsonl", [
+        {"run_id": "base", "query_id": "q1", "answer": "Insulin lowers blood sugar.", "evidence": [ev("d1", "s1")]},
+        {"run_id": "base", "query_id": "q2", "answer": "The sky is blue.", "evidence": [ev("d2", "s2")]},
+        {"run_id": "base", "query_id": "q3", "evidence": [ev("d3", "s3")]},
+    ])
+    write_jsonl(tmp_path / "b.jsonl", [
+        {"run_id": "c128", "query_id": "q1", "answer": "Insulin lowers blood sugar.", "evidence": [ev("d1", "t1")]},
+        {"run_id": "c128", "query_id": "q2", "answer": "Mitochondria make ATP.", "evidence": [ev("d2", "s2")]},
+        {"run_id": "c128", "query_id": "q3", "answer": "unpaired", "evidence": [ev("d3", "s3")]},
+    ])
+    ingest_paths(con, [tmp_path])
+    res = probe_pair(con, "base", "c128", minilm)
+    rows = res.rows.set_index("query_id")
+    assert list(rows.index) == ["q1", "q2"]  # q3 has no answer in base
+    assert rows.loc["q1", "j_span"] == 0.0 and rows.loc["q1", "j_doc"] == 1.0
+    assert rows.loc["q1", "sim"] == pytest.approx(1.0, abs=1e-5)
+    assert bool(rows.loc["q1", "silent_jitter"]) is True   # span changed, answer did not
+    assert rows.loc["q2", "j_span"] == 1.0 and rows.loc["q2", "sim"] < 0.5
+    assert res.summary["drift_0.9"] == 1 and res.summary["silent_jitter"] == 1
+    assert res.summary["mean_j_span"] == pytest.approx(0.5)
