@@ -16,7 +16,7 @@ from . import __version__, store
 from .identity import CanonOptions, DocIdMapError, load_docid_map
 from .ingest import IngestError, IngestOptions, IngestReport, ingest_paths
 from .jsonl import DEFAULT_MAX_LINE_BYTES
-from .stability import StabilityError, StabilityOptions, compute_stability
+from .stability import StabilityError, StabilityOptions, compute_stability, effects_by_change
 
 app = typer.Typer(
     name="ragaudit",
@@ -154,9 +154,13 @@ def stability(
         lines.append(s["gap_ratio_note"])
     if json_out != "-":
         typer.echo("\n".join(lines))
-        table = result.pairs[["run_a", "run_b", "level", "j_avg", "flip_rate", "null_loss", "null_gain",
+        table = result.pairs[["run_a", "run_b", "changed", "level", "j_avg", "flip_rate", "null_loss", "null_gain",
                               "collapse_rate", "same_docs_diff_spans"]]
         typer.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+        effects = effects_by_change(result.pairs)
+        if not effects.empty and set(effects["changed"]) != {"unknown"}:
+            typer.echo("\nby what changed between the two runs (pairs weigh equally):")
+            typer.echo(effects.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     for w in s["warnings"]:
         typer.echo(f"warning: {w}", err=True)
     if json_out:

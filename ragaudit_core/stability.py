@@ -47,7 +47,10 @@ __all__ = [
     "StabilityError",
     "StabilityOptions",
     "StabilityResult",
+    "CONFIG_PARAMETERS",
+    "change_label",
     "compute_stability",
+    "effects_by_change",
     "evaluation_queries",
     "list_runs",
     "span_capable_runs",
@@ -91,9 +94,9 @@ class StabilityResult:
 
     def to_json(self) -> dict:
         """The CLI's JSON: ``runs``, ``pairs``, ``queries`` lists and a ``summary`` object."""
-        run_cols = ["run_id", "citation_rate", "null_rate", "mean_evidence", "median_evidence", "p95_evidence",
+        run_cols = ["run_id", *CONFIG_PARAMETERS, "citation_rate", "null_rate", "mean_evidence", "median_evidence", "p95_evidence",
                     "mean_docs", "n_queries", "has_spans"]
-        pair_cols = ["run_a", "run_b", "level", "j_avg", "flip_rate", "null_rate_a", "null_rate_b",
+        pair_cols = ["run_a", "run_b", "changed", "level", "j_avg", "flip_rate", "null_rate_a", "null_rate_b",
                      "null_loss", "null_gain", "collapse_rate", "n_queries", "same_docs_diff_spans"]
         q_cols = ["query_id", "level", "j_min", "worst_pair"]
         return {
@@ -264,6 +267,46 @@ FROM grid GROUP BY run_id ORDER BY run_id
 """
 
 
+CONFIG_PARAMETERS = ("top_k", "chunk_size", "chunk_overlap")
+
+
+def change_label(config_a: dict, config_b: dict, parameters: Sequence[str] = CONFIG_PARAMETERS) -> str:
+    """What differs between two run configurations.
+
+    Returns the one parameter name that differs (``"top_k"``, ``"chunk_size"``,
+    ``"chunk_overlap"``), ``"several"`` when more than one differs, ``"none"`` when all
+    are equal, and ``"unknown"`` when either run does not log one of the parameters
+    (a parameter absent on both sides is ignored, so doc-only logs without configs
+    read ``"unknown"``).
+    """
+    diff = []
+    for p in parameters:
+        a, b = config_a.get(p), config_b.get(p)
+        if a is None and b is None:
+            continue
+        if a is None or b is None:
+            return "unknown"
+        if a != b:
+            diff.append(p)
+    if not diff:
+        return "none" if any(config_a.get(p) is not None for p in parameters) else "unknown"
+    return diff[0] if len(diff) == 1 else "several"
+
+
+def effects_by_change(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Mean pair-level metrics grouped by what changed between the runs (seed 000, sec. 4).
+
+    One row per (``changed``, ``level``): number of pairs, mean of ``J_avg``, mean flip
+    rate and mean collapse rate over those pairs (pairs weigh equally, as in the paper's
+    per-parameter comparison).
+    """
+    if pairs.empty:
+        return pd.DataFrame(columns=["changed", "level", "n_pairs", "j_avg", "flip_rate", "collapse_rate"])
+    g = pairs.groupby(["changed", "level"], sort=True)
+    return g.agg(n_pairs=("j_avg", "size"), j_avg=("j_avg", "mean"), flip_rate=("flip_rate", "mean"),
+                 collapse_rate=("collapse_rate", "mean")).reset_index()
+
+
 def _resolve_pairs(runs: list[str], opts: StabilityOptions) -> list[tuple[str, str]]:
     if opts.pairs is not None:
         pairs = list(dict.fromkeys(tuple(p) for p in opts.pairs))  # de-duplicated, order kept
@@ -344,6 +387,12 @@ def _compute(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, keep_cells:
     queries_df = cur.execute(_QUERIES_SQL, [tau]).df()
     runs_df = cur.execute(_RUNS_SQL).df()
     runs_df["has_spans"] = runs_df["run_id"].isin(span_runs)
+    cfg = {r[0]: dict(zip(CONFIG_PARAMETERS, r[1:])) for r in cur.execute(
+        "SELECT run_id, top_k, chunk_size, chunk_overlap FROM runs").fetchall()}
+    for p in CONFIG_PARAMETERS:
+        runs_df[p] = runs_df["run_id"].map(lambda r, p=p: cfg.get(r, {}).get(p)).astype("Int64")
+    pairs_df["changed"] = [change_label(cfg.get(a, {}), cfg.get(b, {}))
+                           for a, b in zip(pairs_df["run_a"], pairs_df["run_b"])]
 
     for canon, raws in cur.execute(
             """SELECT coalesce(m.canonical, e.doc_id) AS c, list(DISTINCT e.doc_id_raw ORDER BY e.doc_id_raw)

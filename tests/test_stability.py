@@ -284,3 +284,39 @@ def test_bounds_on_random_data(con, tmp_path):
         assert res.pairs[col].between(0, 1).all()
     # span identity is finer than document identity: collapse can only be more frequent at span level
     assert res.summary["collapse_rate"] >= res.summary["doc_collapse_rate"]
+
+
+def test_change_label_names_what_differs():
+    from ragaudit_core.stability import change_label
+    base = {"top_k": 10, "chunk_size": 256, "chunk_overlap": 32}
+    assert change_label(base, dict(base, top_k=5)) == "top_k"
+    assert change_label(base, dict(base, chunk_overlap=0)) == "chunk_overlap"
+    assert change_label(base, dict(base, chunk_size=128, chunk_overlap=0)) == "several"
+    assert change_label(base, dict(base)) == "none"
+    assert change_label(base, {"top_k": 10}) == "unknown"      # one side does not log chunking
+    assert change_label({}, {}) == "unknown"                    # doc-only logs without configs
+
+
+def test_effects_by_change_by_hand(con, tmp_path):
+    from ragaudit_core.stability import effects_by_change
+    # three runs: B differs from A in top_k, C differs from A in chunk_size, B/C in both.
+    # one query; A {d1:s1,d2:s2}, B {d1:s1}, C {d1:s9,d2:s8}
+    recs = {
+        "A": ({"top_k": 2, "chunk_size": 256}, [ev("d1", "s1"), ev("d2", "s2")]),
+        "B": ({"top_k": 1, "chunk_size": 256}, [ev("d1", "s1")]),
+        "C": ({"top_k": 2, "chunk_size": 128}, [ev("d1", "s9"), ev("d2", "s8")]),
+    }
+    for run, (cfg, evidence) in recs.items():
+        write_jsonl(tmp_path / f"{run}.jsonl", [{"run_id": run, "query_id": "q", "config": cfg,
+                                                  "evidence": evidence}])
+    ingest_paths(con, [tmp_path])
+    res = compute_stability(con)
+    assert dict(zip(zip(res.pairs.run_a, res.pairs.run_b), res.pairs.changed)) == {
+        ("A", "B"): "top_k", ("A", "C"): "chunk_size", ("B", "C"): "several"}
+    eff = effects_by_change(res.pairs).set_index(["changed", "level"])
+    assert eff.loc[("top_k", "doc"), "j_avg"] == pytest.approx(1 / 2)       # {d1} / {d1,d2}
+    assert eff.loc[("top_k", "span"), "j_avg"] == pytest.approx(1 / 2)      # {s1} / {s1,s2}
+    assert eff.loc[("chunk_size", "doc"), "j_avg"] == pytest.approx(1.0)    # same documents
+    assert eff.loc[("chunk_size", "span"), "j_avg"] == 0                    # no shared span
+    assert eff.loc[("chunk_size", "span"), "collapse_rate"] == 1
+    assert eff.loc[("several", "span"), "n_pairs"] == 1
