@@ -264,7 +264,7 @@ def probe(
 ) -> None:
     """The evidence–answer probe: answer similarity vs J_span (seed 000, Table 1)."""
     from .models import ModelLoadError, load_embedder
-    from .probe import probe_pair
+    from .probe import DEFAULT_SIMILARITY_MODEL, probe_pair
 
     if not paths and db is None:
         _fail("give log files or folders, or --db with an ingested database")
@@ -287,8 +287,15 @@ def probe(
                 _fail("fewer than two runs carry answers; nothing to probe")
             base = "k10-c256-o32" if "k10-c256-o32" in answered else answered[0]
             pairs = [(base, r) for r in answered if r != base]
-        encoder = load_embedder(embedder, device=device)
-        results = [probe_pair(con, a, b, encoder, tau=flip_threshold) for a, b in pairs]
+        loaded: list = []
+
+        def encoder():  # loaded only when a similarity is not stored in the database yet
+            if not loaded:
+                loaded.append(load_embedder(embedder, device=device))
+            return loaded[0]
+
+        model_key = embedder or DEFAULT_SIMILARITY_MODEL
+        results = [probe_pair(con, a, b, encoder, tau=flip_threshold, model=model_key) for a, b in pairs]
     except (IngestError, StabilityError, store.StoreError, ModelLoadError) as e:
         _fail(str(e))
     if json_out != "-":

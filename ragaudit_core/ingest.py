@@ -346,6 +346,8 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
                 warn(None, None, "coverage", msg, None)
         if warn_rows:
             con.executemany("INSERT INTO ingest_warnings VALUES (?, ?, ?, ?, ?)", warn_rows)
+        if file_rows:
+            store.bump_data_version(con)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

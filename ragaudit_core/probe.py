@@ -29,7 +29,22 @@ import pandas as pd
 
 from .stability import StabilityOptions, compute_stability
 
-__all__ = ["ProbeResult", "answer_similarity", "probe_pair", "spearman", "summarise_probe"]
+__all__ = ["DEFAULT_SIMILARITY_MODEL", "ProbeResult", "answer_similarity", "has_answers", "lookup_similarities", "probe_pair",
+           "spearman", "stored_similarities", "summarise_probe"]
+
+DEFAULT_SIMILARITY_MODEL = "all-MiniLM-L6-v2"
+
+
+def has_answers(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> int:
+    """How many queries have an answer logged in both runs."""
+    cur = con.cursor()
+    try:
+        return cur.execute(
+            """SELECT count(*) FROM records a JOIN records b ON a.query_id = b.query_id
+               WHERE a.run_id = ? AND b.run_id = ? AND a.answer IS NOT NULL AND b.answer IS NOT NULL""",
+            [run_a, run_b]).fetchall()[0][0]
+    finally:
+        cur.close()
 
 
 def answer_similarity(encoder, answers_a: Sequence[str], answers_b: Sequence[str]) -> np.ndarray:
@@ -81,22 +96,67 @@ def summarise_probe(j_span: Sequence[float], sim: Sequence[float], *, thresholds
     return out
 
 
+def lookup_similarities(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str, *,
+                        model: str = DEFAULT_SIMILARITY_MODEL) -> dict[str, float]:
+    """The answer similarities already stored for a pair, by query id (computes nothing)."""
+    cur = con.cursor()
+    try:
+        return dict(cur.execute("""SELECT query_id, sim FROM derived_answer_similarity
+                                   WHERE run_a = ? AND run_b = ? AND model = ?""", [run_a, run_b, model]).fetchall())
+    finally:
+        cur.close()
+
+
+def stored_similarities(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str, query_ids: Sequence[str],
+                        answers_a: Sequence[str], answers_b: Sequence[str], encoder, *,
+                        model: str = DEFAULT_SIMILARITY_MODEL) -> np.ndarray:
+    """Answer similarities for the given queries, computed once and kept in the database.
+
+    A (run, query) record never changes once ingested, so a similarity stored for
+    (run_a, run_b, query, model) stays valid until the data is cleared. ``encoder`` is
+    an encoder or a zero-argument callable returning one; it is called only when some
+    similarity is missing, so a dashboard that revisits a pair loads no model.
+    """
+    cur = con.cursor()
+    try:
+        known = lookup_similarities(cur, run_a, run_b, model=model)
+        todo = [i for i, q in enumerate(query_ids) if q not in known]
+        if todo:
+            enc = encoder if hasattr(encoder, "encode") else encoder()
+            sims = answer_similarity(enc, [answers_a[i] for i in todo], [answers_b[i] for i in todo])
+            rows = [(run_a, run_b, query_ids[i], model, float(v)) for i, v in zip(todo, sims)]
+            cur.executemany("INSERT OR REPLACE INTO derived_answer_similarity VALUES (?, ?, ?, ?, ?)", rows)
+            known.update({r[2]: r[4] for r in rows})
+        return np.array([known[q] for q in query_ids], dtype=float)
+    finally:
+        cur.close()
+
+
 def probe_pair(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str, encoder, *, tau: float = 0.5,
-               dataset: str | None = None) -> ProbeResult:
-    """The probe for one run pair, over the queries where both runs logged an answer."""
+               dataset: str | None = None, model: str = DEFAULT_SIMILARITY_MODEL) -> ProbeResult:
+    """The probe for one run pair, over the queries where both runs logged an answer.
+
+    ``encoder``: an encoder with the sentence-transformers ``encode`` signature, or a
+    zero-argument callable that loads one (called only if a similarity is not stored yet).
+    """
     st = compute_stability(con, StabilityOptions(pairs=[(run_a, run_b)], allow_missing=True, flip_threshold=tau),
                            keep_cells=True)
     cells = st.cells.pivot_table(index="query_id", columns="level", values="j").reset_index()
-    ans = con.execute(
-        """SELECT a.query_id, a.answer AS answer_a, b.answer AS answer_b
-           FROM records a JOIN records b ON a.query_id = b.query_id
-           WHERE a.run_id = ? AND b.run_id = ? AND a.answer IS NOT NULL AND b.answer IS NOT NULL
-           ORDER BY a.query_id""", [run_a, run_b]).df()
+    cur = con.cursor()
+    try:
+        ans = cur.execute(
+            """SELECT a.query_id, a.answer AS answer_a, b.answer AS answer_b
+               FROM records a JOIN records b ON a.query_id = b.query_id
+               WHERE a.run_id = ? AND b.run_id = ? AND a.answer IS NOT NULL AND b.answer IS NOT NULL
+               ORDER BY a.query_id""", [run_a, run_b]).df()
+    finally:
+        cur.close()
     rows = ans.merge(cells, on="query_id", how="inner")
     rows = rows.rename(columns={"doc": "j_doc", "span": "j_span"})
     if "j_span" not in rows:
         rows["j_span"] = np.nan
-    rows["sim"] = answer_similarity(encoder, rows["answer_a"].tolist(), rows["answer_b"].tolist())
+    rows["sim"] = stored_similarities(con, run_a, run_b, rows["query_id"].tolist(), rows["answer_a"].tolist(),
+                                      rows["answer_b"].tolist(), encoder, model=model)
     rows["silent_jitter"] = (rows["j_span"] < tau) & (rows["sim"] >= 0.9)
     span_ok = bool(len(rows)) and rows["j_span"].notna().all()
     summary = summarise_probe(rows["j_span"].to_numpy() if span_ok else np.zeros(len(rows)),

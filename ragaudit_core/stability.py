@@ -73,6 +73,8 @@ class StabilityOptions:
     ``allow_missing`` — evaluate the intersection of the runs' query sets instead of
     failing when they differ.
     ``docid_map`` — raw → canonical alias map (already normalised), applied at query time.
+    ``queries`` — evaluate only these query ids (e.g. one query's drill-down); ids the runs
+    do not all share are ignored under ``allow_missing`` and an error otherwise.
     """
 
     runs: Sequence[str] | None = None
@@ -82,6 +84,7 @@ class StabilityOptions:
     topk: int | None = None
     allow_missing: bool = False
     docid_map: dict[str, str] = field(default_factory=dict)
+    queries: Sequence[str] | None = None
 
 
 @dataclass
@@ -91,6 +94,7 @@ class StabilityResult:
     queries: pd.DataFrame
     summary: dict
     cells: pd.DataFrame | None = None
+    density: pd.DataFrame | None = None
 
     def to_json(self) -> dict:
         """The CLI's JSON: ``runs``, ``pairs``, ``queries`` lists and a ``summary`` object."""
@@ -325,16 +329,24 @@ def _resolve_pairs(runs: list[str], opts: StabilityOptions) -> list[tuple[str, s
 
 
 def compute_stability(con: duckdb.DuckDBPyConnection, opts: StabilityOptions = StabilityOptions(), *,
-                      keep_cells: bool = False) -> StabilityResult:
-    """All stability metrics for the selected runs, at document and span level."""
+                      keep_cells: bool = False, density_bins: int | None = None) -> StabilityResult:
+    """All stability metrics for the selected runs, at document and span level.
+
+    ``keep_cells`` returns every (level, pair, query) Jaccard value in ``cells``.
+    ``density_bins`` returns, in ``density``, the per-(query, pair) points
+    (``J_doc``, ``J_span``) counted on a ``bins × bins`` grid over [0, 1]² (bin ``i``
+    holds ``i/bins ≤ J < (i+1)/bins``; ``J = 1`` falls in the last bin) — the scatter's
+    density view without moving every cell out of the database.
+    """
     cur = con.cursor()
     try:
-        return _compute(cur, opts, keep_cells)
+        return _compute(cur, opts, keep_cells, density_bins)
     finally:
         cur.close()
 
 
-def _compute(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, keep_cells: bool) -> StabilityResult:
+def _compute(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, keep_cells: bool,
+             density_bins: int | None) -> StabilityResult:
     all_runs = list_runs(cur)
     if opts.runs is not None:
         missing = [r for r in opts.runs if r not in all_runs]
@@ -356,6 +368,15 @@ def _compute(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, keep_cells:
     pairs = _resolve_pairs(runs, opts)
     pair_runs = sorted({r for p in pairs for r in p})
     queries, warnings = evaluation_queries(cur, pair_runs, opts.allow_missing)
+    if opts.queries is not None:
+        wanted = set(opts.queries)
+        missing = sorted(wanted - set(queries))
+        if missing and not opts.allow_missing:
+            raise StabilityError(f"quer{'y' if len(missing) == 1 else 'ies'} not shared by every selected run: "
+                                 + ", ".join(map(repr, missing[:10])) + (" …" if len(missing) > 10 else ""))
+        queries = [q for q in queries if q in wanted]
+        if not queries:
+            raise StabilityError("none of the requested queries is shared by the selected runs")
     span_runs = span_capable_runs(cur, pair_runs)
     no_span = [r for r in pair_runs if r not in span_runs]
     if no_span:
@@ -412,9 +433,20 @@ def _compute(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, keep_cells:
         """SELECT c.level, pl.run_a, pl.run_b, q.query_id, c.n_a, c.n_b, c.n_inter, c.j
            FROM _cells c JOIN _pair_levels pl ON pl.level = c.level AND pl.ra = c.ra AND pl.rb = c.rb
            JOIN _eval_q q ON q.qi = c.qi ORDER BY c.level, pl.run_a, pl.run_b, q.query_id""").df() if keep_cells else None
+    density = None
+    if density_bins is not None:
+        if density_bins < 1:
+            raise StabilityError("density bins must be at least 1")
+        density = cur.execute(
+            """SELECT least(floor(d.j * ?), ? - 1)::INTEGER AS doc_bin, least(floor(s.j * ?), ? - 1)::INTEGER AS span_bin,
+                      count(*) AS n
+               FROM _cells s JOIN _cells d
+               ON d.level = 'doc' AND s.level = 'span' AND d.ra = s.ra AND d.rb = s.rb AND d.qi = s.qi
+               GROUP BY ALL ORDER BY doc_bin, span_bin""", [density_bins] * 4).df()
     for name in ("_sel_runs", "_eval_q", "_span_runs", "_pair_levels", "_map"):
         cur.unregister(name)
-    return StabilityResult(runs=runs_df, pairs=pairs_df, queries=queries_df, summary=summary, cells=cells)
+    return StabilityResult(runs=runs_df, pairs=pairs_df, queries=queries_df, summary=summary, cells=cells,
+                           density=density)
 
 
 def _summary(cur, pairs_df: pd.DataFrame, queries_df: pd.DataFrame, queries: list[str],

@@ -22,6 +22,7 @@ Tables (schema version 1):
 from __future__ import annotations
 
 import json
+import uuid
 import os
 from pathlib import Path
 
@@ -31,7 +32,10 @@ __all__ = [
     "DEFAULT_DB_PATH",
     "SCHEMA_VERSION",
     "StoreError",
+    "bump_data_version",
+    "clear_data",
     "connect",
+    "data_version",
     "default_db_path",
     "get_meta",
     "init_schema",
@@ -97,6 +101,14 @@ CREATE TABLE IF NOT EXISTS quarantine (
     raw      VARCHAR,
     raw_bytes BLOB
 );
+CREATE TABLE IF NOT EXISTS derived_answer_similarity (
+    run_a    VARCHAR NOT NULL,
+    run_b    VARCHAR NOT NULL,
+    query_id VARCHAR NOT NULL,
+    model    VARCHAR NOT NULL,
+    sim      DOUBLE NOT NULL,
+    PRIMARY KEY (run_a, run_b, query_id, model)
+);
 CREATE TABLE IF NOT EXISTS ingest_warnings (
     file_id INTEGER,
     path    VARCHAR,
@@ -157,3 +169,47 @@ def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
 def get_json_meta(con: duckdb.DuckDBPyConnection, key: str) -> object | None:
     v = get_meta(con, key)
     return None if v is None else json.loads(v)
+
+
+def data_version(con: duckdb.DuckDBPyConnection) -> str:
+    """A token that changes whenever the stored data changes (each ingest, each clear).
+
+    Dashboards key their result caches on it, so a cached figure never outlives its data.
+    """
+    cur = con.cursor()
+    try:
+        return get_meta(cur, "data_version") or "0"
+    finally:
+        cur.close()
+
+
+def bump_data_version(con: duckdb.DuckDBPyConnection) -> str:
+    token = uuid.uuid4().hex
+    set_meta(con, "data_version", token)
+    return token
+
+
+_DATA_TABLES = ("files", "runs", "records", "evidence", "quarantine", "ingest_warnings")
+
+
+def clear_data(con: duckdb.DuckDBPyConnection) -> None:
+    """Delete every loaded log, rejected line and derived result (one transaction).
+
+    The identity options fixed at the first ingest are forgotten too, so the next
+    ingest may choose new ones. The schema stays.
+    """
+    cur = con.cursor()
+    cur.execute("BEGIN TRANSACTION")
+    try:
+        derived = [t for (t,) in cur.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE NOT temporary AND table_name LIKE 'derived_%'").fetchall()]
+        for table in (*_DATA_TABLES, *derived):
+            cur.execute(f"DELETE FROM {table}")
+        cur.execute("DELETE FROM meta WHERE key = 'ingest_options'")
+        bump_data_version(cur)
+        cur.execute("COMMIT")
+    except BaseException:
+        cur.execute("ROLLBACK")
+        raise
+    finally:
+        cur.close()

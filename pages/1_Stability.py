@@ -1,0 +1,150 @@
+"""Evidence stability: do the same documents and the same spans come back across runs?
+
+Seed 000: document- vs span-level Jaccard per run pair, the Stability Gap, collapse,
+flip and null diagnostics. Click a pair in the scatter (or pick it below) to see its
+queries; pick a query to open the drill-down.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ragaudit_core import catalog, charts, store
+from ragaudit_core.compare import compare_runs
+from ragaudit_core.session import KEYS, PAGES
+from ragaudit_core.stability import StabilityError, StabilityOptions, compute_stability, effects_by_change
+
+st.set_page_config(page_title="Stability · RagAudit", page_icon="📈", layout="wide")
+connection = st.cache_resource(store.connect, show_spinner=False)
+BINS = 20
+
+db_path = st.session_state.get(KEYS.db_path) or str(store.default_db_path())
+con = connection(db_path)
+st.title("Evidence stability")
+if msg := catalog.missing_data_message(con, min_runs=2):
+    st.info(msg)
+    st.page_link(PAGES.home, label="Go to the home page", icon="🏠")
+    st.stop()
+version = store.data_version(con)
+
+
+@st.cache_data(show_spinner="Computing stability over every run pair…", max_entries=8)
+def stability(db: str, data_version: str, tau: float):
+    return compute_stability(connection(db), StabilityOptions(flip_threshold=tau, allow_missing=True),
+                             density_bins=BINS)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def pair_queries(db: str, data_version: str, a: str, b: str, tau: float):
+    return compare_runs(connection(db), a, b, tau=tau)
+
+
+tau = st.sidebar.slider("Flip threshold τ (a pair flips when J < τ)", 0.05, 0.95,
+                        float(st.session_state.get(KEYS.flip_threshold, 0.5)), 0.05)
+st.session_state[KEYS.flip_threshold] = tau
+try:
+    res = stability(db_path, version, tau)
+except StabilityError as e:
+    st.error(str(e))
+    st.stop()
+s = res.summary
+for w in s["warnings"]:
+    st.warning(w)
+
+
+def fmt(v, pct: bool = False) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:.1%}" if pct else f"{v:.3f}"
+
+
+m = st.columns(6)
+m[0].metric("mean J_doc", fmt(s["mean_j_doc"]), help="Mean document-level Jaccard over every (query, pair).")
+m[1].metric("mean J_span", fmt(s["mean_j_span"]), help="Mean span-level Jaccard; n/a when the logs carry no spans.")
+m[2].metric("gap ratio", fmt(s["gap_ratio"]), help="mean J_doc / mean J_span: the Stability Gap.")
+m[3].metric("collapse rate", fmt(s["collapse_rate"], pct=True),
+            help="Queries with some pair at J_span = 0 while both lists are non-empty.")
+m[4].metric("flip rate (span)", fmt(s["flip_rate"]["span"], pct=True),
+            help=f"(query, pair) cells with J_span < τ = {tau}; document level: {fmt(s['flip_rate']['doc'], True)}.")
+m[5].metric("null transitions", f"{s['null_transitions']:,}",
+            help="(query, pair) cells where one run returned evidence and the other none.")
+st.caption(f"{s['n_queries']:,} queries × {s['n_pairs']:,} run pairs · flip rate (doc) {fmt(s['flip_rate']['doc'], True)}"
+           f" · median J_min,span {fmt(s['span'].get('median_j_min'))}"
+           f" · same documents with different spans: {s['same_docs_diff_spans'] if s['same_docs_diff_spans'] is not None else 'n/a'}"
+           + (f" · {s['gap_ratio_note']}" if s["gap_ratio_note"] else ""))
+
+pairs = res.pairs
+pair_names = [f"{a} vs {b}" for a, b in pairs.loc[pairs.level == "doc", ["run_a", "run_b"]].itertuples(index=False)]
+selected = st.session_state.get(KEYS.pair)
+
+left, right = st.columns(2)
+with left:
+    event = st.plotly_chart(charts.stability_scatter(pairs, gap_ratio=s["gap_ratio"], highlight=selected),
+                            on_select="rerun", selection_mode="points", key="stability.scatter")
+    points = (event or {}).get("selection", {}).get("points", []) if event else []
+    picked = [p.get("customdata") for p in points if p.get("customdata")]
+    if picked and tuple(picked[0][:2]) != selected:
+        st.session_state[KEYS.pair] = tuple(picked[0][:2])
+        st.rerun()
+with right:
+    if res.density is not None and len(res.density):
+        st.plotly_chart(charts.pair_density(res.density, BINS), key="stability.density")
+    else:
+        st.info("No pair has span information on both sides: the per-(query, pair) view needs spans.")
+
+st.subheader("By what changed between the two runs")
+st.dataframe(effects_by_change(pairs), hide_index=True,
+             column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("j_avg", "flip_rate",
+                                                                                      "collapse_rate")})
+
+st.subheader("Run pairs")
+wide = pairs.pivot_table(index=["run_a", "run_b", "changed"], columns="level",
+                         values=["j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain"]).reset_index()
+wide.columns = [f"{v}_{lvl}" if lvl else v for v, lvl in wide.columns]
+sdds = pairs[pairs.level == "span"].set_index(["run_a", "run_b"])["same_docs_diff_spans"]
+wide["same_docs_diff_spans"] = [sdds.get((a, b)) for a, b in zip(wide.run_a, wide.run_b)]
+wide = wide.sort_values("j_avg_span" if "j_avg_span" in wide else "j_avg_doc", kind="stable")
+pair_pick = st.dataframe(wide, hide_index=True, on_select="rerun", selection_mode="single-row",
+                         key="stability.pairs",
+                         column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                        for c in wide.columns if c.startswith(("j_", "flip", "collapse", "null"))})
+rows = pair_pick.selection.rows if pair_pick else []
+if rows:
+    r = wide.iloc[rows[0]]
+    if (r.run_a, r.run_b) != selected:
+        st.session_state[KEYS.pair] = (r.run_a, r.run_b)
+        st.rerun()
+
+st.subheader("Worst case per query")
+h = st.columns(2)
+if s["span"]["available"]:
+    h[0].plotly_chart(charts.jmin_histogram(res.queries, level="span"), key="stability.jmin_span")
+h[1].plotly_chart(charts.jmin_histogram(res.queries, level="doc"), key="stability.jmin_doc")
+
+# --- one pair ---------------------------------------------------------------------------------
+st.subheader("One pair, query by query")
+index = pair_names.index(f"{selected[0]} vs {selected[1]}") if selected and f"{selected[0]} vs {selected[1]}" in pair_names else 0
+choice = st.selectbox("Run pair (or click a point in the scatter)", pair_names, index=index)
+a, b = choice.split(" vs ", 1) if " vs " in choice else (None, None)
+if (a, b) != selected:
+    st.session_state[KEYS.pair] = (a, b)
+detail = pair_queries(db_path, version, a, b, tau)
+ds = detail.summary
+st.write(f"**{a}** vs **{b}**: {ds['n_queries']:,} queries, {ds['n_flipped']:,} flipped (J_{ds['level']} < τ), "
+         + (f"{ds['n_collapsed']:,} collapsed, " if ds["n_collapsed"] is not None else "")
+         + f"{ds['n_null_changes']:,} null transitions.")
+q_pick = st.dataframe(detail.queries, hide_index=True, on_select="rerun", selection_mode="single-row",
+                      key=f"stability.pair_queries.{a}.{b}",
+                      column_config={"j_doc": st.column_config.NumberColumn(format="%.3f"),
+                                     "j_span": st.column_config.NumberColumn(format="%.3f"),
+                                     "query": st.column_config.TextColumn(width="large")})
+nav = st.columns(2)
+if nav[0].button("Compare these two runs →"):
+    st.session_state[KEYS.run_a], st.session_state[KEYS.run_b] = a, b
+    st.switch_page(PAGES.compare)
+q_rows = q_pick.selection.rows if q_pick else []
+if q_rows:
+    st.session_state[KEYS.query] = detail.queries.iloc[q_rows[0]]["query_id"]
+    st.session_state[KEYS.run_a], st.session_state[KEYS.run_b] = a, b
+    st.switch_page(PAGES.drilldown)
+nav[1].caption("Select a query row to open it in the drill-down.")

@@ -1,0 +1,151 @@
+"""One query: its Jaccard matrix across runs, two evidence lists side by side, the
+characters two chunks of one document share, and both runs' answers."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ragaudit_core import catalog, charts, drilldown, models, store
+from ragaudit_core.probe import DEFAULT_SIMILARITY_MODEL, lookup_similarities, stored_similarities
+from ragaudit_core.session import KEYS, PAGES, PARAMS
+
+st.set_page_config(page_title="Query drill-down · RagAudit", page_icon="🔬", layout="wide")
+connection = st.cache_resource(store.connect, show_spinner=False)
+embedder = st.cache_resource(models.load_embedder, show_spinner="Loading the SBERT model…")
+
+db_path = st.session_state.get(KEYS.db_path) or str(store.default_db_path())
+con = connection(db_path)
+st.title("Query drill-down")
+if msg := catalog.missing_data_message(con):
+    st.info(msg)
+    st.page_link(PAGES.home, label="Go to the home page", icon="🏠")
+    st.stop()
+version = store.data_version(con)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def matrix(db: str, data_version: str, query_id: str):
+    return drilldown.query_matrix(connection(db), query_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def lists(db: str, data_version: str, query_id: str, a: str, b: str):
+    return drilldown.evidence_side_by_side(connection(db), query_id, a, b)
+
+
+# --- pick the query ---------------------------------------------------------------------------
+params = st.query_params
+if PARAMS.query in params and params[PARAMS.query] != st.session_state.get(KEYS.query):
+    st.session_state[KEYS.query] = params[PARAMS.query]
+    if PARAMS.run_a in params and PARAMS.run_b in params:
+        st.session_state[KEYS.run_a], st.session_state[KEYS.run_b] = params[PARAMS.run_a], params[PARAMS.run_b]
+current = st.session_state.get(KEYS.query)
+search = st.text_input("Find a query by id or text", value="", placeholder="e.g. 1012, or stem cells")
+found = catalog.list_queries(con, search)
+if current and current not in set(found["query_id"]) and not search:
+    found = catalog.list_queries(con, current).pipe(lambda d: d[d.query_id == current]).pipe(
+        lambda d: d if len(d) else found)
+if found.empty:
+    st.warning("No query matches that search.")
+    st.stop()
+ids = found["query_id"].tolist()
+labels = dict(zip(found["query_id"], found["query"].fillna("")))
+qid = st.selectbox("Query", ids, index=ids.index(current) if current in ids else 0,
+                   format_func=lambda q: f"{q} — {labels.get(q, '')[:110]}")
+if qid != current:
+    st.session_state[KEYS.query] = qid
+st.query_params[PARAMS.query] = qid
+
+logged = drilldown.query_runs(con, qid)
+query_text = next((t for t in logged["query"] if isinstance(t, str)), None)
+st.text(f"Query {qid}: {query_text}" if query_text else f"Query {qid} (no query text logged)")
+
+# --- J matrix ---------------------------------------------------------------------------------
+mats = matrix(db_path, version, qid)
+if mats:
+    tabs = st.tabs([f"{lvl} level" for lvl in ("span", "doc") if lvl in mats])
+    for tab, lvl in zip(tabs, [lvl for lvl in ("span", "doc") if lvl in mats]):
+        with tab:
+            st.plotly_chart(charts.matrix_heatmap(mats[lvl], title=f"J_{lvl} between every two runs for query {qid}"),
+                            key=f"drill.matrix.{lvl}")
+else:
+    st.info("Only one run logged this query: there is nothing to compare it with.")
+
+# --- two runs side by side --------------------------------------------------------------------
+runs = logged["run_id"].tolist()
+if len(runs) < 2:
+    st.stop()
+ra_default = st.session_state.get(KEYS.run_a) if st.session_state.get(KEYS.run_a) in runs else runs[0]
+rb_default = st.session_state.get(KEYS.run_b) if st.session_state.get(KEYS.run_b) in runs else \
+    next(r for r in runs if r != ra_default)
+c1, c2 = st.columns(2)
+run_a = c1.selectbox("Run A", runs, index=runs.index(ra_default))
+run_b = c2.selectbox("Run B", runs, index=runs.index(rb_default))
+st.session_state[KEYS.run_a], st.session_state[KEYS.run_b] = run_a, run_b
+st.query_params[PARAMS.run_a], st.query_params[PARAMS.run_b] = run_a, run_b
+a, b = lists(db_path, version, qid, run_a, run_b)
+if mats:
+    jd = mats["doc"].loc[run_a, run_b] if "doc" in mats else None
+    js = mats["span"].loc[run_a, run_b] if "span" in mats else None
+    st.write(f"J_doc = **{jd:.3f}**" + (f" · J_span = **{js:.3f}**" if js is not None else " · J_span n/a (no spans)"))
+
+STATUS_COLOURS = {"in both": "#d9f2d9", "only in A": "#f9dcdc", "only in B": "#dcdcf9"}
+
+
+def styled(df):
+    show = df[["rank", "doc_id", "chunk_id", "status", "same_doc_other_span", "score", "char_start", "char_end",
+               "text"]]
+    return show.style.map(lambda v: f"background-color: {STATUS_COLOURS.get(v, '')}", subset=["status"])
+
+
+cols = {"text": st.column_config.TextColumn("chunk text", width="large"),
+        "same_doc_other_span": st.column_config.CheckboxColumn("same doc, other span"),
+        "score": st.column_config.NumberColumn(format="%.4f")}
+l, r = st.columns(2)
+with l:
+    st.markdown("**Run A**")
+    st.caption(run_a)
+    st.dataframe(styled(a), hide_index=True, column_config=cols, key="drill.list_a")
+with r:
+    st.markdown("**Run B**")
+    st.caption(run_b)
+    st.dataframe(styled(b), hide_index=True, column_config=cols, key="drill.list_b")
+
+# --- overlapping chunks of one document --------------------------------------------------------
+st.subheader("Same document, different span")
+cand = drilldown.overlap_candidates(a, b)
+if cand.empty:
+    st.caption("No document appears in both lists with different spans for this pair.")
+else:
+    opts = list(range(len(cand)))
+    k = st.selectbox("Chunk pair", opts, format_func=lambda i: (
+        f"document {cand.doc_id[i]} · A rank {a.loc[cand.pos_a[i], 'rank']} · B rank {b.loc[cand.pos_b[i], 'rank']}"
+        + (f" · {int(cand.shared_chars[i])} shared characters" if cand.shared_chars[i] is not None else "")))
+    ca, cb = a.loc[cand.pos_a[k]], b.loc[cand.pos_b[k]]
+
+    def off(v):
+        return None if v is None or v != v else int(v)
+
+    ov = drilldown.chunk_overlap(ca["text"], cb["text"], start_a=off(ca.char_start), end_a=off(ca.char_end),
+                                 start_b=off(cb.char_start), end_b=off(cb.char_end))
+    st.caption(f"Compared by {ov.method}: {ov.shared_chars:,} shared characters (green); characters only in one chunk "
+               "in red." + (f" {ov.note}." if ov.note else ""))
+    x, y = st.columns(2)
+    x.html(drilldown.segments_html(ov.a))
+    y.html(drilldown.segments_html(ov.b))
+
+# --- answers ----------------------------------------------------------------------------------
+ans = logged.set_index("run_id")["answer"]
+if isinstance(ans.get(run_a), str) or isinstance(ans.get(run_b), str):
+    st.subheader("Answers")
+    x, y = st.columns(2)
+    x.caption(run_a)
+    x.text(ans.get(run_a) if isinstance(ans.get(run_a), str) else "(no answer logged)")
+    y.caption(run_b)
+    y.text(ans.get(run_b) if isinstance(ans.get(run_b), str) else "(no answer logged)")
+    if isinstance(ans.get(run_a), str) and isinstance(ans.get(run_b), str):
+        value = lookup_similarities(con, run_a, run_b).get(qid)
+        if value is None and st.button("Compute answer similarity (loads the SBERT model)"):
+            value = stored_similarities(con, run_a, run_b, [qid], [ans[run_a]], [ans[run_b]], embedder)[0]
+        if value is not None:
+            st.metric(f"Answer similarity ({DEFAULT_SIMILARITY_MODEL} cosine)", f"{value:.3f}")

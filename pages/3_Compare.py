@@ -1,0 +1,125 @@
+"""Baseline vs candidate: metric deltas, the queries that flipped or collapsed, and the
+evidence–answer probe (seed 000, Table 1 and figures 2–3)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ragaudit_core import catalog, charts, models, store
+from ragaudit_core.compare import compare_runs
+from ragaudit_core.probe import has_answers, lookup_similarities, probe_pair
+from ragaudit_core.session import KEYS, PAGES
+from ragaudit_core.stability import StabilityError
+
+st.set_page_config(page_title="Compare · RagAudit", page_icon="⚖️", layout="wide")
+connection = st.cache_resource(store.connect, show_spinner=False)
+embedder = st.cache_resource(models.load_embedder, show_spinner="Loading the SBERT model…")
+
+db_path = st.session_state.get(KEYS.db_path) or str(store.default_db_path())
+con = connection(db_path)
+st.title("Compare two runs")
+if msg := catalog.missing_data_message(con, min_runs=2):
+    st.info(msg)
+    st.page_link(PAGES.home, label="Go to the home page", icon="🏠")
+    st.stop()
+version = store.data_version(con)
+
+
+@st.cache_data(show_spinner="Comparing…", max_entries=32)
+def comparison(db: str, data_version: str, a: str, b: str, tau: float):
+    return compare_runs(connection(db), a, b, tau=tau)
+
+
+runs = catalog.runs_table(con)["run_id"].tolist()
+base_default = st.session_state.get(KEYS.run_a)
+if base_default not in runs:
+    base_default = "k10-c256-o32" if "k10-c256-o32" in runs else runs[0]
+cand_default = st.session_state.get(KEYS.run_b)
+if cand_default not in runs or cand_default == base_default:
+    cand_default = next(r for r in runs if r != base_default)
+c1, c2 = st.columns(2)
+baseline = c1.selectbox("Baseline run", runs, index=runs.index(base_default))
+candidate = c2.selectbox("Candidate run", runs, index=runs.index(cand_default))
+st.session_state[KEYS.run_a], st.session_state[KEYS.run_b] = baseline, candidate
+tau = st.sidebar.slider("Flip threshold τ (a query flips when J < τ)", 0.05, 0.95,
+                        float(st.session_state.get(KEYS.flip_threshold, 0.5)), 0.05)
+st.session_state[KEYS.flip_threshold] = tau
+if baseline == candidate:
+    st.info("Pick two different runs.")
+    st.stop()
+try:
+    cmp = comparison(db_path, version, baseline, candidate, tau)
+except StabilityError as e:
+    st.error(str(e))
+    st.stop()
+s = cmp.summary
+for w in s["warnings"]:
+    st.warning(w)
+
+pair = cmp.pair.set_index("metric")
+m = st.columns(5)
+m[0].metric("J_avg, doc", f"{pair.loc['J_avg', 'doc']:.3f}")
+span_j = pair.loc["J_avg", "span"]
+m[1].metric("J_avg, span", "n/a" if span_j is None or span_j != span_j else f"{span_j:.3f}")
+m[2].metric("queries flipped", f"{s['n_flipped']:,} / {s['n_queries']:,}", help=f"J_{s['level']} < τ = {tau}")
+m[3].metric("queries collapsed", "n/a" if s["n_collapsed"] is None else f"{s['n_collapsed']:,}",
+            help="J_span = 0 while both lists are non-empty")
+m[4].metric("null transitions", f"{s['n_null_changes']:,}")
+
+left, right = st.columns(2)
+with left:
+    st.markdown("**Between the two runs**")
+    st.dataframe(cmp.pair, hide_index=True, column_config={
+        "doc": st.column_config.NumberColumn("document level", format="%.3f"),
+        "span": st.column_config.NumberColumn("span level", format="%.3f")})
+with right:
+    st.markdown("**Each run on its own**")
+    st.dataframe(cmp.runs, hide_index=True, column_config={
+        c: st.column_config.NumberColumn(format="%.3f") for c in ("baseline", "candidate", "delta")})
+
+st.subheader("Queries")
+only = st.toggle("Only queries that flipped, collapsed or lost evidence", value=True)
+q = cmp.queries
+if only:
+    q = q[q["flipped"] | q["collapsed"] | (q["null_change"] != "")]
+st.caption(f"{len(q):,} queries, worst first. Select a row to open it in the drill-down.")
+pick = st.dataframe(q, hide_index=True, on_select="rerun", selection_mode="single-row",
+                    key=f"compare.queries.{baseline}.{candidate}.{only}",
+                    column_config={"j_doc": st.column_config.NumberColumn(format="%.3f"),
+                                   "j_span": st.column_config.NumberColumn(format="%.3f"),
+                                   "query": st.column_config.TextColumn(width="large")})
+if pick and pick.selection.rows:
+    st.session_state[KEYS.query] = q.iloc[pick.selection.rows[0]]["query_id"]
+    st.switch_page(PAGES.drilldown)
+
+# --- answer probe -----------------------------------------------------------------------------
+st.subheader("Evidence–answer probe")
+n_answers = has_answers(con, baseline, candidate)
+if not n_answers:
+    st.caption("These two runs do not both carry answers; the probe needs answers in both.")
+    st.stop()
+known = len(lookup_similarities(con, baseline, candidate))
+if known < n_answers and not st.button(f"Compute answer similarity for {n_answers} queries (loads the SBERT model)"):
+    st.caption(f"{n_answers} queries have answers in both runs; {known} similarities are stored.")
+    st.stop()
+probe = probe_pair(con, baseline, candidate, embedder, tau=tau)
+ps = probe.summary
+p = st.columns(6)
+p[0].metric("answered queries", ps["n_queries"])
+p[1].metric("mean J_span", "n/a" if ps["mean_j_span"] is None else f"{ps['mean_j_span']:.3f}")
+p[2].metric("mean answer similarity", f"{ps['mean_sim']:.3f}")
+p[3].metric("drift < 0.9", f"{ps['drift_0.9']} ({ps['drift_rate_0.9']:.0%})")
+p[4].metric("drift < 0.8", f"{ps['drift_0.8']} ({ps['drift_rate_0.8']:.0%})")
+p[5].metric("Spearman ρ", "n/a" if ps["spearman_rho"] is None else f"{ps['spearman_rho']:.3f}",
+            help="Rank correlation of per-query J_span and answer similarity.")
+st.caption(f"Silent jitter (J_span < τ = {tau} while similarity ≥ 0.9): "
+           f"{ps['silent_jitter'] if ps['silent_jitter'] is not None else 'n/a'} queries.")
+ev = st.plotly_chart(charts.probe_scatter(probe.rows, tau=tau, title=f"{baseline} vs {candidate}"),
+                     on_select="rerun", selection_mode="points", key="compare.probe")
+pts = (ev or {}).get("selection", {}).get("points", []) if ev else []
+if pts and pts[0].get("customdata"):
+    st.session_state[KEYS.query] = pts[0]["customdata"][0]
+    st.switch_page(PAGES.drilldown)
+st.dataframe(probe.rows, hide_index=True, column_config={
+    "answer_a": st.column_config.TextColumn("baseline answer", width="large"),
+    "answer_b": st.column_config.TextColumn("candidate answer", width="large")})

@@ -1,0 +1,179 @@
+"""What is loaded: runs, queries, files, rejected lines and warnings, as data frames.
+
+The dashboard's home page and every page's precondition check ask these questions.
+Every function opens its own cursor, so one cached connection serves many sessions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from .ingest import IngestOptions, IngestReport, ingest_paths
+
+__all__ = [
+    "files_table",
+    "missing_data_message",
+    "ingest_sample_logs",
+    "ingest_uploads",
+    "list_queries",
+    "overview",
+    "quarantine_table",
+    "runs_table",
+    "sample_logs_dir",
+    "stored_similarity_count",
+    "uploads_dir",
+    "warnings_table",
+]
+
+
+def _q(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pd.DataFrame:
+    cur = con.cursor()
+    try:
+        return cur.execute(sql, params or []).df()
+    finally:
+        cur.close()
+
+
+def sample_logs_dir() -> Path | None:
+    """The bundled sample logs (``sample_logs/scifact`` beside the package), if present."""
+    root = Path(__file__).resolve().parent.parent / "sample_logs" / "scifact"
+    return root if root.is_dir() and any(root.glob("*.jsonl*")) else None
+
+
+def overview(con: duckdb.DuckDBPyConnection) -> dict:
+    """Counts of what is loaded (all zero on an empty database)."""
+    row = _q(con, """
+        SELECT (SELECT count(*) FROM runs) AS runs,
+               (SELECT count(DISTINCT query_id) FROM records) AS queries,
+               (SELECT count(*) FROM records) AS records,
+               (SELECT count(*) FROM evidence) AS entries,
+               (SELECT count(*) FROM records WHERE answer IS NOT NULL) AS answers,
+               (SELECT count(*) FROM files) AS files,
+               (SELECT count(*) FROM quarantine) AS rejected,
+               (SELECT count(*) FROM ingest_warnings) AS warnings""").iloc[0]
+    return {k: int(v) for k, v in row.items()}
+
+
+def stored_similarity_count(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> int:
+    """How many answer similarities are already stored for the pair (any model)."""
+    return int(_q(con, "SELECT count(*) AS n FROM derived_answer_similarity WHERE run_a = ? AND run_b = ?",
+                  [run_a, run_b])["n"][0])
+
+
+def missing_data_message(con: duckdb.DuckDBPyConnection, *, min_runs: int = 1) -> str | None:
+    """Why a page cannot show anything yet (and what to do), or None when it can."""
+    n = overview(con)["runs"]
+    if n == 0:
+        return ("No logs are loaded yet. Open the home page to upload evidence logs or to open the bundled "
+                "sample logs.")
+    if n < min_runs:
+        return (f"This view compares runs and needs at least {min_runs}; {n} is loaded. Load the logs of another "
+                "retrieval configuration on the home page.")
+    return None
+
+
+def runs_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """One row per run: its configuration parameters and what it holds."""
+    return _q(con, """
+        WITH rec AS (
+          SELECT run_id, count(*) AS queries, sum(n_evidence) AS entries,
+                 avg(n_evidence) AS mean_entries, count(answer) AS answers,
+                 list(DISTINCT file_id) AS file_ids
+          FROM records GROUP BY run_id)
+        SELECT r.run_id, r.top_k, r.chunk_size, r.chunk_overlap, r.embedder,
+               coalesce(rec.queries, 0) AS queries, coalesce(rec.entries, 0)::BIGINT AS entries,
+               rec.mean_entries, coalesce(rec.answers, 0) AS answers,
+               (SELECT string_agg(f.path, ', ' ORDER BY f.path) FROM files f
+                WHERE list_contains(rec.file_ids, f.file_id)) AS files,
+               r.config
+        FROM runs r LEFT JOIN rec USING (run_id) ORDER BY r.run_id""")
+
+
+def files_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    return _q(con, """SELECT path, sha256, bytes, n_lines, n_loaded, n_rejected, ingested_at
+                      FROM files ORDER BY file_id""")
+
+
+def quarantine_table(con: duckdb.DuckDBPyConnection, limit: int | None = None) -> pd.DataFrame:
+    """Every rejected line: file, line number, reason, and the line verbatim (as text).
+
+    Lines that were not valid UTF-8 are kept as bytes; they are shown decoded with
+    replacement characters.
+    """
+    df = _q(con, "SELECT path, line_no, reason, raw, raw_bytes FROM quarantine ORDER BY path, line_no"
+            + (f" LIMIT {int(limit)}" if limit else ""))
+    if len(df):
+        df["raw"] = [r if isinstance(r, str) else (bytes(b).decode("utf-8", "replace") if b is not None else None)
+                     for r, b in zip(df["raw"], df["raw_bytes"])]
+    return df.drop(columns=["raw_bytes"])
+
+
+def warnings_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    return _q(con, "SELECT path, line_no, code, message FROM ingest_warnings ORDER BY path NULLS LAST, line_no")
+
+
+def list_queries(con: duckdb.DuckDBPyConnection, search: str = "", limit: int = 500) -> pd.DataFrame:
+    """Queries whose id equals, or whose id or text contains, ``search`` (case-insensitive).
+
+    Exact id matches come first; then by id. Columns: query_id, query, runs (how many
+    runs logged it).
+    """
+    pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return _q(con, """
+        SELECT query_id, any_value(query) FILTER (WHERE query IS NOT NULL) AS query, count(*) AS runs
+        FROM records
+        WHERE ? = '' OR query_id ILIKE ? ESCAPE '\\' OR query ILIKE ? ESCAPE '\\'
+        GROUP BY query_id
+        ORDER BY (query_id = ?) DESC, query_id
+        LIMIT ?""", [search, pattern, pattern, search, int(limit)])
+
+
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def uploads_dir(db_path: str | Path) -> Path:
+    """Where uploaded files are kept: beside the database file (``<db>.uploads/``)."""
+    p = Path(db_path)
+    return p.with_name(p.name + ".uploads")
+
+
+def ingest_uploads(con: duckdb.DuckDBPyConnection, uploads: Iterable[tuple[str, bytes]], dest: Path,
+                   options: IngestOptions = IngestOptions()) -> IngestReport:
+    """Keep uploaded files on disk (``dest/<sha256 prefix>/<name>``) and ingest them.
+
+    Keeping the bytes makes the audit reproducible (the report lists each file's
+    SHA-256) and lets the same upload be recognised by content. Names are reduced to
+    their last path component with unusual characters replaced.
+    """
+    paths = []
+    for name, data in uploads:
+        digest = hashlib.sha256(data).hexdigest()
+        safe = _SAFE_NAME.sub("_", Path(name.replace("\\", "/")).name).strip("._") or "upload.jsonl"
+        target = dest / digest[:16] / safe
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            target.write_bytes(data)
+        paths.append(target)
+    return _ingest(con, paths, options)
+
+
+def ingest_sample_logs(con: duckdb.DuckDBPyConnection) -> IngestReport:
+    """Load the bundled SciFact sample logs (see ``sample_logs/README.md``)."""
+    root = sample_logs_dir()
+    if root is None:
+        raise FileNotFoundError("the bundled sample logs are missing (sample_logs/scifact/*.jsonl.gz)")
+    return _ingest(con, [root], IngestOptions())
+
+
+def _ingest(con: duckdb.DuckDBPyConnection, paths: list[Path], options: IngestOptions) -> IngestReport:
+    cur = con.cursor()  # its own transaction, whatever other sessions do on the shared connection
+    try:
+        return ingest_paths(cur, paths, options)
+    finally:
+        cur.close()
