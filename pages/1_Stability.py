@@ -23,7 +23,6 @@ con = connection(db_path)
 st.title("Evidence stability")
 if msg := catalog.missing_data_message(con, min_runs=2):
     st.info(msg)
-    st.page_link(PAGES.home, label="Go to the home page", icon="🏠")
     st.stop()
 version = store.data_version(con)
 

@@ -18,7 +18,6 @@ con = connection(db_path)
 st.title("Query drill-down")
 if msg := catalog.missing_data_message(con):
     st.info(msg)
-    st.page_link(PAGES.home, label="Go to the home page", icon="🏠")
     st.stop()
 version = store.data_version(con)
 
@@ -118,9 +117,7 @@ if cand.empty:
     st.caption("No document appears in both lists with different spans for this pair.")
 else:
     opts = list(range(len(cand)))
-    k = st.selectbox("Chunk pair", opts, format_func=lambda i: (
-        f"document {cand.doc_id[i]} · A rank {a.loc[cand.pos_a[i], 'rank']} · B rank {b.loc[cand.pos_b[i], 'rank']}"
-        + (f" · {int(cand.shared_chars[i])} shared characters" if cand.shared_chars[i] is not None else "")))
+    k = st.selectbox("Chunk pair", opts, format_func=lambda i: cand.label[i])
     ca, cb = a.loc[cand.pos_a[k]], b.loc[cand.pos_b[k]]
 
     def off(v):

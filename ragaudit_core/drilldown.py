@@ -105,7 +105,7 @@ def overlap_candidates(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     """Pairs of chunks of one document, one from each list, whose spans differ.
 
     Ordered by shared characters (by offsets when both carry them), largest first.
-    Columns: doc_id, pos_a, pos_b, shared_chars (None without offsets).
+    Columns: doc_id, pos_a, pos_b, shared_chars (<NA> without offsets), label (for a picker).
     """
     rows = []
     for i, ra in a[a["same_doc_other_span"]].iterrows():
@@ -113,8 +113,12 @@ def overlap_candidates(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
             shared = None
             if _has_offsets(ra) and _has_offsets(rb):
                 shared = max(0, min(ra.char_end, rb.char_end) - max(ra.char_start, rb.char_start))
-            rows.append({"doc_id": ra["doc_id"], "pos_a": int(i), "pos_b": int(j), "shared_chars": shared})
-    out = pd.DataFrame(rows, columns=["doc_id", "pos_a", "pos_b", "shared_chars"])
+            label = (f"document {ra['doc_id']} · A rank {ra['rank']} · B rank {rb['rank']}"
+                     + (f" · {int(shared)} shared characters" if shared is not None else ""))
+            rows.append({"doc_id": ra["doc_id"], "pos_a": int(i), "pos_b": int(j), "shared_chars": shared,
+                         "label": label})
+    out = pd.DataFrame(rows, columns=["doc_id", "pos_a", "pos_b", "shared_chars", "label"])
+    out["shared_chars"] = out["shared_chars"].astype("Int64")
     if len(out):
         out = out.sort_values(["shared_chars", "pos_a", "pos_b"], ascending=[False, True, True],
                               na_position="last", kind="stable").reset_index(drop=True)

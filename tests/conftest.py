@@ -64,3 +64,63 @@ def three_runs(tmp_path: Path) -> Path:
         {"run_id": "C", "query_id": "q3", "evidence": [ev("d3", "s3")]},
     ])
     return d
+
+
+@pytest.fixture(scope="session")
+def sample_db(tmp_path_factory) -> Path:
+    """A DuckDB file holding the bundled SciFact sample logs (built once per test session)."""
+    from ragaudit_core import catalog
+
+    path = tmp_path_factory.mktemp("sampledb") / "sample.duckdb"
+    c = store.connect(path)
+    catalog.ingest_sample_logs(c)
+    c.close()
+    return path
+
+
+@pytest.fixture
+def app_env(monkeypatch, tmp_path):
+    """Point the dashboard at a database: ``app_env(path)``; default a fresh empty one."""
+
+    def use(path: Path | None = None) -> Path:
+        path = path or tmp_path / "empty.duckdb"
+        monkeypatch.setenv("RAGAUDIT_DB", str(path))
+        return path
+
+    return use
+
+
+def app_test(page: str):
+    from streamlit.testing.v1 import AppTest
+
+    root = Path(__file__).resolve().parent.parent
+    return AppTest.from_file(str(root / page), default_timeout=120)
+
+
+XSS = "<img src=x onerror=alert(1)>"
+
+
+def xss_logs(d: Path) -> Path:
+    """Two runs whose query, chunk texts, ids and answers carry HTML/script payloads."""
+    text_a = f"Shared start. {XSS} <script>alert(2)</script> tail of A"
+    text_b = f"{XSS} <script>alert(2)</script> tail of A and more of B"
+    for run, text, start in (("A", text_a, 0), ("B", text_b, 14)):
+        write_jsonl(d / f"{run}.jsonl", [
+            {"run_id": run, "query_id": "q<b>1</b>", "query": f"What is {XSS}?", "answer": f"Answer {XSS} {run}",
+             "config": {"top_k": 2, "chunk_size": 128 if run == "A" else 256, "chunk_overlap": 0},
+             "evidence": [{"doc_id": f"doc{XSS}", "text": text, "char_start": start, "char_end": start + len(text)},
+                          {"doc_id": "d2", "text": f"other {run}"}]},
+        ])
+    return d
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_cached_connections():
+    """Close the dashboard's cached DuckDB connections when the test session ends."""
+    yield
+    try:
+        import streamlit as st
+
+        st.cache_resource.clear()
+    except Exception:  # streamlit not imported by this session: nothing to close
+        pass

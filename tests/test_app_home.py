@@ -1,0 +1,89 @@
+"""AppTest: the home page (load, what is loaded, rejected lines, clear)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragaudit_core import catalog, store
+
+from conftest import XSS, app_test, write_jsonl, xss_logs
+
+pytestmark = pytest.mark.slow
+
+
+def test_empty_database_says_what_to_do(app_env):
+    app_env()
+    at = app_test("app.py").run()
+    assert not at.exception
+    assert any("No logs loaded yet" in i.value for i in at.info)
+    assert any(b.label == "Open the sample logs" for b in at.button)
+
+
+def test_open_sample_logs_with_one_click(app_env):
+    path = app_env()
+    at = app_test("app.py").run()
+    next(b for b in at.button if b.label == "Open the sample logs").click().run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    c = store.connect(path)
+    info = catalog.overview(c)
+    assert info["runs"] == 12 and info["queries"] == 300
+    assert metrics["Runs"] == f"{info['runs']:,}"
+    assert metrics["Queries"] == f"{info['queries']:,}"
+    assert metrics["Evidence entries"] == f"{info['entries']:,}"
+    assert metrics["Answers"] == "180"
+    runs = at.dataframe[0].value
+    assert list(runs["run_id"]) == sorted(runs["run_id"]) and len(runs) == 12
+    assert set(runs["chunk_size"]) == {128, 256}
+
+
+def test_upload_with_bad_lines_shows_each_rejected_line(app_env, tmp_path):
+    path = app_env()
+    good = {"run_id": "r1", "query_id": "q1", "evidence": ["d1", "d2"]}
+    body = write_jsonl(tmp_path / "mixed.jsonl", [
+        good,
+        '{"run_id": "r1", "query_id": "q2", "evidence": [',             # line 2: truncated JSON
+        {"run_id": "r1", "evidence": ["d3"]},                            # line 3: no query id
+        {"run_id": "r1", "query_id": "q4", "evidence": ["d4"]},
+    ]).read_bytes()
+    at = app_test("app.py").run()
+    at.file_uploader[0].set_value(("mixed.jsonl", body, "application/jsonl"))
+    at.run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    assert not at.exception
+    assert any("rejected 2 line(s)" in w.value for w in at.warning)
+    assert {m.label: m.value for m in at.metric}["Rejected lines"] == "2"
+    q = next(df.value for df in at.dataframe if "reason" in df.value.columns)
+    assert list(q["line_no"]) == [2, 3]
+    assert all(p.endswith("mixed.jsonl") for p in q["path"])
+    assert q["reason"][0].startswith("invalid JSON: unexpected end of data")
+    assert q["reason"][1] == "missing query id: none of query_id, qid, id is present"
+    assert q["raw"][0] == '{"run_id": "r1", "query_id": "q2", "evidence": ['
+    # the good lines are in, and the upload is kept beside the database
+    c = store.connect(path)
+    assert c.execute("SELECT count(*) FROM records").fetchall()[0][0] == 2
+    assert any(catalog.uploads_dir(path).rglob("mixed.jsonl"))
+
+
+def test_clear_data(app_env, tmp_path):
+    path = app_env()
+    c = store.connect(path)
+    from ragaudit_core.ingest import ingest_paths
+    ingest_paths(c, [write_jsonl(tmp_path / "r.jsonl", [{"run_id": "r", "query_id": "q", "evidence": ["d"]}])])
+    at = app_test("app.py").run()
+    assert {m.label: m.value for m in at.metric}["Runs"] == "1"
+    next(b for b in at.button if b.label == "Yes, clear everything").click().run()
+    assert not at.exception
+    assert any("No logs loaded yet" in i.value for i in at.info)
+    assert catalog.overview(c)["records"] == 0
+
+
+def test_log_text_is_never_rendered_as_html(app_env, tmp_path):
+    path = app_env()
+    from ragaudit_core.ingest import ingest_paths
+    ingest_paths(store.connect(path), [xss_logs(tmp_path / "xss")])
+    at = app_test("app.py").run()
+    assert not at.exception
+    # nothing from the logs reaches an HTML or markdown element; it is in data frames only
+    for el in list(at.markdown) + list(at.caption) + list(at.get("html")):
+        assert XSS not in str(el.value) and "onerror" not in str(el.value)

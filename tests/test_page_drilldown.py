@@ -1,0 +1,62 @@
+"""AppTest: the query drill-down (matrix, side-by-side lists, chunk overlap, escaping)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragaudit_core import store
+from ragaudit_core.ingest import ingest_paths
+from ragaudit_core.stability import StabilityOptions, compute_stability
+
+from conftest import XSS, app_test, xss_logs
+
+pytestmark = pytest.mark.slow
+PAGE = "pages/2_Query_drilldown.py"
+
+
+def test_no_data_says_what_to_do(app_env):
+    app_env()
+    at = app_test(PAGE).run()
+    assert not at.exception
+    assert any("No logs are loaded yet" in i.value for i in at.info)
+
+
+def test_search_a_query_and_compare_two_runs(app_env, sample_db):
+    app_env(sample_db)
+    at = app_test(PAGE).run()
+    at.text_input[0].input("1012").run()
+    query_box = next(s for s in at.selectbox if s.label == "Query")
+    assert query_box.value == "1012"                      # exact id match comes first
+    next(s for s in at.selectbox if s.label == "Run A").select("k10-c256-o32").run()
+    next(s for s in at.selectbox if s.label == "Run B").select("k10-c128-o32").run()
+    assert not at.exception and not at.error
+    cells = compute_stability(store.connect(sample_db), StabilityOptions(pairs=[("k10-c128-o32", "k10-c256-o32")]),
+                              keep_cells=True).cells
+    c = cells[cells.query_id == "1012"].set_index("level")["j"]
+    line = next(m.value for m in at.markdown if m.value.startswith("J_doc"))
+    assert line == f"J_doc = **{c['doc']:.3f}** · J_span = **{c['span']:.3f}**"
+    a, b = (df.value for df in at.dataframe[:2])
+    assert len(a) == len(b) == 10
+    assert set(a["status"]) <= {"in both", "only in A"} and set(b["status"]) <= {"in both", "only in B"}
+    # same documents, no shared span (J_doc 1, J_span 0): every row is a same-doc-other-span row
+    assert c["doc"] == 1.0 and c["span"] == 0.0
+    assert a["same_doc_other_span"].all()
+    overlap = at.get("html")
+    assert len(overlap) == 2 and "<span" in overlap[0].proto.body
+    answers = [t.value for t in at.text]
+    assert any(t.startswith("The document provides") for t in answers)    # both runs answered query 1012
+
+
+def test_html_in_logs_shows_as_text(app_env, tmp_path):
+    path = app_env()
+    ingest_paths(store.connect(path), [xss_logs(tmp_path / "xss")])
+    at = app_test(PAGE).run()
+    assert not at.exception
+    assert any(XSS in t.value for t in at.text)                   # the query text, as text
+    bodies = [h.proto.body for h in at.get("html")]
+    assert len(bodies) == 2                                       # the two overlapping chunks
+    for body in bodies:
+        assert "<img" not in body and "<script" not in body
+        assert "&lt;img src=x onerror=alert(1)&gt;" in body and "&lt;script&gt;" in body
+    for el in list(at.markdown) + list(at.caption):
+        assert "<img" not in el.value and "<script" not in el.value

@@ -1,0 +1,62 @@
+"""AppTest: the stability page shows the core's numbers, and picking a pair shows its queries."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragaudit_core import store
+from ragaudit_core.compare import compare_runs
+from ragaudit_core.stability import StabilityOptions, compute_stability
+
+from conftest import app_test
+
+pytestmark = pytest.mark.slow
+PAGE = "pages/1_Stability.py"
+
+
+def test_no_data_says_what_to_do(app_env):
+    app_env()
+    at = app_test(PAGE).run()
+    assert not at.exception
+    assert any("No logs are loaded yet" in i.value for i in at.info)
+    assert not at.metric                      # st.stop() before any figure
+
+
+def test_headline_figures_match_the_core(app_env, sample_db):
+    app_env(sample_db)
+    at = app_test(PAGE).run()
+    assert not at.exception and not at.error
+    s = compute_stability(store.connect(sample_db), StabilityOptions(allow_missing=True)).summary
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["mean J_doc"] == f"{s['mean_j_doc']:.3f}" == "0.435"
+    assert shown["mean J_span"] == f"{s['mean_j_span']:.3f}" == "0.146"
+    assert shown["gap ratio"] == f"{s['gap_ratio']:.3f}" == "2.973"
+    assert shown["collapse rate"] == f"{s['collapse_rate']:.1%}" == "95.0%"
+    assert shown["flip rate (span)"] == f"{s['flip_rate']['span']:.1%}"
+    assert shown["null transitions"] == "0"
+    pairs = next(df.value for df in at.dataframe if "j_avg_span" in df.value.columns)
+    assert len(pairs) == 66
+    assert list(pairs["j_avg_span"]) == sorted(pairs["j_avg_span"])          # worst pair first
+
+
+def test_picking_a_pair_shows_its_queries(app_env, sample_db):
+    app_env(sample_db)
+    at = app_test(PAGE).run()
+    box = next(s for s in at.selectbox if s.label.startswith("Run pair"))
+    box.select("k10-c128-o32 vs k10-c256-o32").run()
+    assert not at.exception
+    cmp = compare_runs(store.connect(sample_db), "k10-c128-o32", "k10-c256-o32")
+    line = next(m.value for m in at.markdown if "**k10-c128-o32** vs **k10-c256-o32**" in m.value)
+    assert f"{cmp.summary['n_flipped']:,} flipped" in line
+    assert f"{cmp.summary['n_collapsed']:,} collapsed" in line
+    queries = next(df.value for df in at.dataframe if "collapsed" in df.value.columns)
+    assert len(queries) == 300
+    assert queries["j_span"].iloc[0] == pytest.approx(cmp.queries["j_span"].iloc[0])
+
+
+def test_flip_threshold_changes_the_flip_rate(app_env, sample_db):
+    app_env(sample_db)
+    at = app_test(PAGE).run()
+    at.sidebar.slider[0].set_value(0.1).run()
+    s = compute_stability(store.connect(sample_db), StabilityOptions(allow_missing=True, flip_threshold=0.1)).summary
+    assert {m.label: m.value for m in at.metric}["flip rate (span)"] == f"{s['flip_rate']['span']:.1%}"
