@@ -12,11 +12,12 @@ import streamlit as st
 from ragaudit_core import catalog, charts, store
 from ragaudit_core.compare import compare_runs
 from ragaudit_core.session import KEYS, PAGES
-from ragaudit_core.stability import StabilityError, StabilityOptions, compute_stability, effects_by_change
+from ragaudit_core.derived import DEFAULT_DENSITY_BINS as BINS
+from ragaudit_core.derived import stability_cached
+from ragaudit_core.stability import StabilityError, StabilityOptions, effects_by_change
 
 st.set_page_config(page_title="Stability · RagAudit", page_icon="📈", layout="wide")
 connection = st.cache_resource(store.connect, show_spinner=False)
-BINS = 20
 
 db_path = st.session_state.get(KEYS.db_path) or str(store.default_db_path())
 con = connection(db_path)
@@ -29,8 +30,8 @@ version = store.data_version(con)
 
 @st.cache_data(show_spinner="Computing stability over every run pair…", max_entries=8)
 def stability(db: str, data_version: str, tau: float):
-    return compute_stability(connection(db), StabilityOptions(flip_threshold=tau, allow_missing=True),
-                             density_bins=BINS)
+    # stored in the database per data version: computed once, at ingest for τ = 0.5
+    return stability_cached(connection(db), StabilityOptions(flip_threshold=tau, allow_missing=True))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -115,10 +116,7 @@ if rows:
         st.rerun()
 
 st.subheader("Worst case per query")
-h = st.columns(2)
-if s["span"]["available"]:
-    h[0].plotly_chart(charts.jmin_histogram(res.queries, level="span"), key="stability.jmin_span")
-h[1].plotly_chart(charts.jmin_histogram(res.queries, level="doc"), key="stability.jmin_doc")
+st.plotly_chart(charts.jmin_histogram(res.queries), key="stability.jmin")
 
 # --- one pair ---------------------------------------------------------------------------------
 st.subheader("One pair, query by query")

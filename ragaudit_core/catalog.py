@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from . import derived
 from .ingest import IngestOptions, IngestReport, ingest_paths
 
 __all__ = [
@@ -174,6 +175,9 @@ def ingest_sample_logs(con: duckdb.DuckDBPyConnection) -> IngestReport:
 def _ingest(con: duckdb.DuckDBPyConnection, paths: list[Path], options: IngestOptions) -> IngestReport:
     cur = con.cursor()  # its own transaction, whatever other sessions do on the shared connection
     try:
-        return ingest_paths(cur, paths, options)
+        report = ingest_paths(cur, paths, options)
     finally:
         cur.close()
+    if report.n_records:
+        derived.precompute(con)  # the stability overview, once, while the user waits for the upload anyway
+    return report

@@ -79,6 +79,8 @@ def ingest(
     casefold_spans: CasefoldSpans = False,
     max_line_bytes: MaxLine = DEFAULT_MAX_LINE_BYTES,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
+    no_precompute: Annotated[bool, typer.Option(
+        "--no-precompute", help="Skip storing the stability overview the dashboard opens on.")] = False,
 ) -> None:
     """Validate evidence logs and load them into a DuckDB file (one transaction)."""
     db = db or store.default_db_path()
@@ -90,6 +92,10 @@ def ingest(
     except (IngestError, store.StoreError) as e:
         _fail(str(e))
     _print_ingest(report)
+    if report.n_records and not no_precompute:
+        from .derived import precompute
+
+        precompute(con)  # the dashboard's stability overview, stored with the data
     typer.echo(f"database: {db}", err=True)
     if strict and report.rejected:
         raise typer.Exit(EXIT_BAD_INPUT)

@@ -109,6 +109,13 @@ CREATE TABLE IF NOT EXISTS derived_answer_similarity (
     sim      DOUBLE NOT NULL,
     PRIMARY KEY (run_a, run_b, query_id, model)
 );
+CREATE TABLE IF NOT EXISTS derived_results (
+    key          VARCHAR PRIMARY KEY,
+    data_version VARCHAR NOT NULL,
+    kind         VARCHAR NOT NULL,
+    payload      BLOB NOT NULL,
+    created_at   TIMESTAMP
+);
 CREATE TABLE IF NOT EXISTS ingest_warnings (
     file_id INTEGER,
     path    VARCHAR,

@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
-# Set up (if needed) and open the dashboard on the bundled sample logs.
+# Set up (if needed) and open the dashboard. When the dashboard's database holds no runs
+# yet, the bundled sample logs are loaded first, so a fresh machine opens on real data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+.venv/bin/python - <<'PY'
+from ragaudit_core import catalog, store
+
+con = store.connect()
+if catalog.overview(con)["runs"] == 0 and catalog.sample_logs_dir() is not None:
+    print(catalog.ingest_sample_logs(con).summary(), "(bundled sample logs)")
+con.close()
+PY
 exec .venv/bin/streamlit run app.py "$@"

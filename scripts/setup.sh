@@ -8,6 +8,15 @@ PY="${PYTHON:-python3}"
 VENV=.venv
 stamp="$VENV/.ragaudit-setup-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
 
+# Debian's Chromium (+ driver) for the browser tests; Playwright's own browser download
+# does not work on these machines, so the tests drive /usr/bin/chromium.
+if ! command -v chromium >/dev/null 2>&1; then
+  SUDO=""
+  if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi

@@ -9,62 +9,21 @@ through the real file input and checks they show as text and open no dialog.
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from browser_support import ROOT, launch_chromium, streamlit_server, wait_idle
 from conftest import XSS, xss_logs
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Debian's Chromium is missing at {CHROMIUM}: run `bash scripts/setup.sh` (installs chromium)")
     tmp = tmp_path_factory.mktemp("browser")
-    port = _free_port()
-    env = dict(os.environ, RAGAUDIT_DB=str(tmp / "e2e.duckdb"), PYTHONUNBUFFERED="1")
-    log = open(tmp / "streamlit.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None:
-                pytest.fail("streamlit exited: " + (tmp / "streamlit.log").read_text())
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start listening within 90 s")
-    yield f"http://127.0.0.1:{port}", tmp
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with streamlit_server(tmp / "e2e.duckdb", tmp / "streamlit.log") as url:
+        yield url, tmp
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +31,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        b = launch_chromium(p)
         yield b
         b.close()
 
@@ -82,13 +41,6 @@ def shots() -> Path:
     d = Path(os.environ.get("RAGAUDIT_SCREENSHOTS", ROOT / "tests" / "artifacts"))
     d.mkdir(parents=True, exist_ok=True)
     return d
-
-
-def _wait_idle(page, timeout: float = 60_000) -> None:
-    """Wait until Streamlit has finished running the script (no 'Running…' status widget)."""
-    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
 
 
 def _metric(page, label: str) -> str:
@@ -105,29 +57,29 @@ def test_every_page_on_the_sample_logs(server, browser, shots):
     page.get_by_text("No logs loaded yet").wait_for(timeout=60_000)
     page.get_by_role("button", name="Open the sample logs").click()
     page.get_by_text("Runs and their configurations").wait_for(timeout=60_000)
-    _wait_idle(page)
+    wait_idle(page)
     assert _metric(page, "Runs") == "12"
     assert _metric(page, "Queries") == "300"
     page.screenshot(path=str(shots / "home.png"), full_page=True)
 
     page.goto(f"{url}/Stability")
     page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
-    _wait_idle(page)
+    wait_idle(page)
     assert _metric(page, "gap ratio") == "2.973"
     assert _metric(page, "mean J_span") == "0.146"
-    assert page.locator(".js-plotly-plot").count() >= 3          # scatter, density, J_min histograms
+    assert page.locator(".js-plotly-plot").count() >= 3          # scatter, density, J_min histogram
     page.screenshot(path=str(shots / "stability.png"), full_page=True)
 
     page.goto(f"{url}/Query_drilldown?query=1012&a=k10-c256-o32&b=k10-c128-o32")
     page.get_by_text("Same document, different span").wait_for(timeout=60_000)
-    _wait_idle(page)
+    wait_idle(page)
     assert page.get_by_text("J_doc = 1.000 · J_span = 0.000").count() == 1
     assert page.locator(".js-plotly-plot").count() >= 1           # the J matrix
     page.screenshot(path=str(shots / "drilldown.png"), full_page=True)
 
     page.goto(f"{url}/Compare")
     page.get_by_text("Evidence–answer probe").wait_for(timeout=60_000)
-    _wait_idle(page)
+    wait_idle(page)
     assert _metric(page, "queries flipped").endswith("/ 300")
     page.screenshot(path=str(shots / "compare.png"), full_page=True)
     assert dialogs == []
@@ -142,7 +94,7 @@ def test_html_in_an_uploaded_log_shows_as_text(server, browser, shots, tmp_path)
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.goto(url)
     page.get_by_text("Load logs").first.wait_for(timeout=60_000)
-    _wait_idle(page)
+    wait_idle(page)
     if page.get_by_role("button", name="Clear data").count():
         page.get_by_role("button", name="Clear data").click()
         page.get_by_role("button", name="Yes, clear everything").click()
@@ -150,12 +102,12 @@ def test_html_in_an_uploaded_log_shows_as_text(server, browser, shots, tmp_path)
     page.locator('input[type="file"]').set_input_files([str(logs / "A.jsonl"), str(logs / "B.jsonl")])
     page.get_by_role("button", name="Load the uploaded files").click(timeout=60_000)
     page.get_by_text("Runs and their configurations").wait_for(timeout=60_000)
-    _wait_idle(page)
+    wait_idle(page)
     assert _metric(page, "Runs") == "2"
 
     page.goto(f"{url}/Query_drilldown")
     page.get_by_text("Same document, different span").wait_for(timeout=60_000)
-    _wait_idle(page)
+    wait_idle(page)
     page.wait_for_timeout(500)  # give any injected handler the chance to fire
     # the payload is on screen as text: in the query line and in both chunk views
     assert page.get_by_text(f"What is {XSS}?").count() >= 1
