@@ -58,7 +58,7 @@ def build_db(kind: str, path: Path, queries: int) -> dict:
     return info
 
 
-NAV = {"home": "app", "stability": "Stability", "drilldown": "Query drilldown", "compare": "Compare"}
+NAV = {"home": "Home", "stability": "Evidence stability", "drilldown": "Query drill-down", "compare": "Compare runs"}
 
 
 def _ready(page, name: str, t0: float) -> float:

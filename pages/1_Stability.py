@@ -74,8 +74,9 @@ st.caption(f"{s['n_queries']:,} queries × {s['n_pairs']:,} run pairs · flip ra
            + (f" · {s['gap_ratio_note']}" if s["gap_ratio_note"] else ""))
 
 pairs = res.pairs
-pair_names = [f"{a} vs {b}" for a, b in pairs.loc[pairs.level == "doc", ["run_a", "run_b"]].itertuples(index=False)]
+pair_list = [tuple(p) for p in pairs.loc[pairs.level == "doc", ["run_a", "run_b"]].itertuples(index=False)]
 selected = st.session_state.get(KEYS.pair)
+selected = tuple(selected) if selected and tuple(selected) in pair_list else None
 
 left, right = st.columns(2)
 with left:
@@ -120,11 +121,13 @@ st.plotly_chart(charts.jmin_histogram(res.queries), key="stability.jmin")
 
 # --- one pair ---------------------------------------------------------------------------------
 st.subheader("One pair, query by query")
-index = pair_names.index(f"{selected[0]} vs {selected[1]}") if selected and f"{selected[0]} vs {selected[1]}" in pair_names else 0
-choice = st.selectbox("Run pair (or click a point in the scatter)", pair_names, index=index)
-a, b = choice.split(" vs ", 1) if " vs " in choice else (None, None)
-if (a, b) != selected:
+index = pair_list.index(selected) if selected else 0
+choice = st.selectbox("Run pair (or click a point in the scatter)", range(len(pair_list)), index=index,
+                      format_func=lambda i: f"{pair_list[i][0]} vs {pair_list[i][1]}")
+a, b = pair_list[choice]
+if choice != index:  # only a change by the user: the scatter's spec (and its selection) stays put
     st.session_state[KEYS.pair] = (a, b)
+    st.rerun()
 detail = pair_queries(db_path, version, a, b, tau)
 ds = detail.summary
 st.write(f"**{a}** vs **{b}**: {ds['n_queries']:,} queries, {ds['n_flipped']:,} flipped (J_{ds['level']} < τ), "

@@ -48,6 +48,9 @@ def stability_scatter(pairs: pd.DataFrame, *, gap_ratio: float | None = None,
     ``customdata`` = (run_a, run_b) for selection events.
     """
     wide = pairs.pivot_table(index=["run_a", "run_b", "changed"], columns="level", values="j_avg").reset_index()
+    # Rounded so the figure is byte-identical across reruns (DuckDB's parallel averages may
+    # differ in the last bit); Streamlit keeps a chart's selection only while its spec is unchanged.
+    wide[[c for c in ("doc", "span") if c in wide]] = wide[[c for c in ("doc", "span") if c in wide]].round(9)
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999", dash="dash"),
                              name="J_span = J_doc", hoverinfo="skip"))

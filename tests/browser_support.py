@@ -16,7 +16,6 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-PAGE_URLS = {"home": "", "stability": "Stability", "drilldown": "Query_drilldown", "compare": "Compare"}
 
 
 def free_port() -> int:

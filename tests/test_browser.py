@@ -8,6 +8,7 @@ through the real file input and checks they show as text and open no dialog.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -68,6 +69,20 @@ def test_every_page_on_the_sample_logs(server, browser, shots):
     assert _metric(page, "gap ratio") == "2.973"
     assert _metric(page, "mean J_span") == "0.146"
     assert page.locator(".js-plotly-plot").count() >= 3          # scatter, density, J_min histogram
+    # a click on a point of the scatter selects that run pair
+    before = page.locator('[data-testid="stMarkdownContainer"]', has_text="flipped (J_span").first.inner_text()
+    points = page.locator(".js-plotly-plot").first.locator(".scatterlayer .trace path.point")
+    centres = [(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
+               for b in (points.nth(i).bounding_box() for i in range(points.count()))]
+    assert len(centres) == 66
+    far = max(range(len(centres)), key=lambda i: min(math.dist(centres[i], c) for j, c in enumerate(centres) if j != i))
+    page.mouse.move(*centres[far])
+    page.mouse.click(*centres[far])
+    page.wait_for_function("b => ![...document.querySelectorAll('[data-testid=stMarkdownContainer]')]"
+                           ".some(e => e.innerText === b)", arg=before, timeout=30_000)
+    wait_idle(page)
+    after = page.locator('[data-testid="stMarkdownContainer"]', has_text="flipped (J_span").first.inner_text()
+    assert after != before and " vs " in after
     page.screenshot(path=str(shots / "stability.png"), full_page=True)
 
     page.goto(f"{url}/Query_drilldown?query=1012&a=k10-c256-o32&b=k10-c128-o32")
