@@ -30,6 +30,7 @@ from . import store
 from .contracts import EvidenceRecord, describe_validation_error, json_type
 from .identity import CanonOptions, canonical_doc_id, span_hash
 from .jsonl import DEFAULT_MAX_LINE_BYTES, InputFileError, expand_paths, file_sha256, iter_lines
+from .provenance import Coordinates, ProvenanceRecord, looks_like_provenance
 
 __all__ = [
     "FileReport",
@@ -90,6 +91,7 @@ class IngestReport:
     runs: list[str] = field(default_factory=list)
     n_records: int = 0
     n_entries: int = 0
+    n_provenance: int = 0
 
     @property
     def n_rejected(self) -> int:
@@ -100,6 +102,8 @@ class IngestReport:
         skipped = sum(1 for f in self.files if f.status == "already-loaded")
         s = (f"loaded {self.n_records:,} records ({self.n_entries:,} evidence entries) from {loaded} file(s)"
              f" into {len(self.runs)} run(s); rejected {self.n_rejected:,} line(s)")
+        if self.n_provenance:
+            s += f"; {self.n_provenance:,} provenance record(s)"
         if skipped:
             s += f"; {skipped} file(s) were already in the database and were skipped"
         return s
@@ -188,6 +192,10 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
     casefold = options.casefold_spans
     recompute = options.recompute_span_hash
     seen_sha = dict(con.execute("SELECT sha256, path FROM files").fetchall())
+    known_prov = {(r, q): None for r, q in con.execute("SELECT run_id, query_id FROM prov_records").fetchall()}
+    prov_first_seen: dict[tuple[str, str], tuple[str, int]] = {}
+    prov_rec_rows: list[tuple] = []
+    prov_node_rows: list[tuple] = []
     next_file_id = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM files").fetchall()[0][0]
 
     def warn(path: str | None, line_no: int | None, code: str, message: str, file_id: int | None) -> None:
@@ -225,6 +233,30 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
             lines = iter(())
         else:
             lines = itertools.chain((first,), gen)
+        kind = "provenance" if first is not None and _sniff_provenance(first.data) else "evidence"
+        if kind == "provenance":
+            for ln in lines:
+                fr.n_lines += 1
+                reason, prec = (ln.error, None) if ln.error else _parse_prov_line(ln.data)
+                if reason is None:
+                    key = (prec.run_id, prec.query_id)
+                    if key in known_prov or key in prov_first_seen:
+                        where = prov_first_seen.get(key)
+                        src = f"{where[0]} line {where[1]}" if where else "an earlier ingest"
+                        reason = (f"duplicate provenance record for run {prec.run_id!r}, query {prec.query_id!r}: "
+                                  f"already loaded from {src}; only the first is kept")
+                if reason is not None:
+                    fr.n_rejected += 1
+                    report.rejected.append(Issue(spath, ln.line_no, reason))
+                    quarantine.append((file_id, spath, ln.line_no, reason, ln.data.decode("utf-8", errors="replace"),
+                                       ln.data))
+                    continue
+                prov_first_seen[key] = (spath, ln.line_no)
+                fr.n_loaded += 1
+                _buffer_provenance(prec, file_id, ln.line_no, canon, canon_cache, prov_rec_rows, prov_node_rows)
+            file_rows.append((file_id, spath, sha, "provenance", path.stat().st_size,
+                              fr.n_lines, fr.n_loaded, fr.n_rejected))
+            continue
 
         for i, ln in enumerate(lines, 1):
             if progress is not None and i % 10000 == 0:
@@ -304,6 +336,7 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
                           fr.n_lines, fr.n_loaded, fr.n_rejected))
 
     report.n_records = len(cols.rec["run_id"])
+    report.n_provenance = len(prov_rec_rows)
     report.n_entries = len(ev_rows)
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     opts_json = json.dumps(options.fingerprint(), sort_keys=True)
@@ -337,9 +370,13 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
                              None if c.get("embedder") is None else str(c.get("embedder"))))
         if new_runs:
             con.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)", new_runs)
+        if prov_rec_rows:
+            con.executemany("INSERT INTO prov_records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", prov_rec_rows)
+            con.executemany("INSERT INTO prov_nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            prov_node_rows)
         if quarantine:
             con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?)", quarantine)
-        if report.n_records:
+        if report.n_records or report.n_provenance:
             for msg in collisions(con):
                 warn(None, None, "collision", msg, None)
             for msg in coverage_warnings(con):
@@ -354,6 +391,57 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
         raise
     report.runs = sorted(run_configs)
     return report
+
+
+def _sniff_provenance(data: bytes) -> bool:
+    try:
+        return looks_like_provenance(orjson.loads(data))
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _parse_prov_line(data: bytes) -> tuple[str | None, ProvenanceRecord | None]:
+    """Like :func:`_parse_line`, for a provenance record (graph checks included)."""
+    if b"\x00" in data:
+        return ("line contains NUL bytes (\\x00); the file may be binary or corrupted", None)
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        return (f"invalid JSON: {e}", None)
+    if not isinstance(obj, dict):
+        return (f"expected a JSON object per line, got {json_type(obj)}", None)
+    if not looks_like_provenance(obj):
+        return ("not a provenance record (no \"nodes\" list) in a file of provenance records; "
+                "put evidence records in their own file", None)
+    try:
+        return (None, ProvenanceRecord.model_validate(obj))
+    except ValidationError as e:
+        return (describe_validation_error(e), None)
+
+
+def _buffer_provenance(rec: ProvenanceRecord, file_id: int, line_no: int, canon: CanonOptions,
+                       cache: dict[str, str], rec_rows: list, node_rows: list) -> None:
+    def cid(raw: str | None) -> str | None:
+        if raw is None:
+            return None
+        c = cache.get(raw)
+        if c is None:
+            c = cache[raw] = canonical_doc_id(raw, canon)
+        return c
+
+    def dumps(v) -> str:
+        return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+    rec_rows.append((rec.run_id, rec.query_id, file_id, line_no, rec.query, rec.generated_text,
+                     None if rec.config is None else dumps(rec.config),
+                     dumps([{"doc_id": cid(t.doc_id), "page": t.page} for t in rec.ground_truth]),
+                     dumps([{"doc_id": cid(d.doc_id), "pages": d.pages} for d in rec.documents]),
+                     dumps([d.model_dump() for d in rec.dropped]), len(rec.nodes)))
+    for i, n in enumerate(rec.nodes):
+        c = n.coordinates or Coordinates()
+        node_rows.append((rec.run_id, rec.query_id, i, n.node_id, n.stage, n.artifact_type, cid(c.doc_id), c.doc_id,
+                          c.page, c.paragraph, c.char_start, c.char_end, n.transformation, list(n.derived_from),
+                          dumps(n.metadata) if n.metadata else None))
 
 
 def _parse_line(data: bytes) -> tuple[str | None, EvidenceRecord | None]:

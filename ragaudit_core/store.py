@@ -101,6 +101,37 @@ CREATE TABLE IF NOT EXISTS quarantine (
     raw      VARCHAR,
     raw_bytes BLOB
 );
+CREATE TABLE IF NOT EXISTS prov_records (
+    run_id         VARCHAR NOT NULL,
+    query_id       VARCHAR NOT NULL,
+    file_id        INTEGER NOT NULL,
+    line_no        INTEGER NOT NULL,
+    query          VARCHAR,
+    generated_text VARCHAR,
+    config         VARCHAR,
+    ground_truth   VARCHAR,
+    documents      VARCHAR,
+    dropped        VARCHAR,
+    n_nodes        INTEGER NOT NULL,
+    PRIMARY KEY (run_id, query_id)
+);
+CREATE TABLE IF NOT EXISTS prov_nodes (
+    run_id         VARCHAR NOT NULL,
+    query_id       VARCHAR NOT NULL,
+    ord            INTEGER NOT NULL,
+    node_id        VARCHAR NOT NULL,
+    stage          INTEGER NOT NULL,
+    artifact_type  VARCHAR NOT NULL,
+    doc_id         VARCHAR,
+    doc_id_raw     VARCHAR,
+    page           INTEGER,
+    paragraph      INTEGER,
+    char_start     INTEGER,
+    char_end       INTEGER,
+    transformation VARCHAR,
+    derived_from   VARCHAR[],
+    metadata       VARCHAR
+);
 CREATE TABLE IF NOT EXISTS derived_answer_similarity (
     run_a    VARCHAR NOT NULL,
     run_b    VARCHAR NOT NULL,
@@ -196,7 +227,8 @@ def bump_data_version(con: duckdb.DuckDBPyConnection) -> str:
     return token
 
 
-_DATA_TABLES = ("files", "runs", "records", "evidence", "quarantine", "ingest_warnings")
+_DATA_TABLES = ("files", "runs", "records", "evidence", "prov_records", "prov_nodes", "quarantine",
+                "ingest_warnings")
 
 
 def clear_data(con: duckdb.DuckDBPyConnection) -> None:
