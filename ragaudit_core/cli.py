@@ -240,6 +240,32 @@ def sweep(
     typer.echo(json.dumps({"chunks": res.n_chunks, "timings_s": {k: round(v, 1) for k, v in res.timings.items()}}))
 
 
+@app.command()
+def provenance(
+    corpus: Annotated[Path, typer.Option("--corpus", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for prov-<run_id>.jsonl.gz.")],
+    configs: Annotated[str, typer.Option("--configs", help="Configurations, e.g. base,c128 or k10-c256-o32.")] = "base,c128",
+    queries: Annotated[int, typer.Option("--queries", help="Run the first N answerable queries.")] = 60,
+    budget: Annotated[int, typer.Option("--budget", help="Context budget in generator tokens.")] = 1024,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens")] = 96,
+    embedder: Annotated[Optional[str], typer.Option("--embedder")] = None,
+    generator: Annotated[Optional[str], typer.Option("--generator")] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")] = "auto",
+) -> None:
+    """Run the cited RAG pipeline and write its provenance logs (seed 002)."""
+    from .citation_pipeline import run_provenance
+    from .harness import SweepError
+    from .models import ModelLoadError
+
+    try:
+        res = run_provenance(corpus, out, configs=[c.strip() for c in configs.split(",") if c.strip()],
+                             n_queries=queries, budget=budget, max_new_tokens=max_new_tokens, embedder=embedder,
+                             generator=generator, device=device, progress=_tqdm_progress())
+    except (SweepError, ModelLoadError, FileNotFoundError) as e:
+        _fail(str(e))
+    typer.echo(json.dumps(res))
+
+
 def _resolve_run(name: str, runs: list[str]) -> str:
     if name in runs:
         return name

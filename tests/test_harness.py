@@ -149,3 +149,35 @@ def test_real_smollm2_answers_are_deterministic_and_batch_invariant():
     b = generate_answers(gen, prompts, max_new_tokens=12, batch_size=1)
     assert all(x.strip() for x in a)
     assert a == b  # greedy, left padding with correct masks: batching does not change answers
+
+
+def test_cited_pipeline_writes_provenance_that_loads_and_yields_a_cfs(tiny_beir, tmp_path):
+    from ragaudit_core.citation_pipeline import run_provenance
+    from ragaudit_core.fidelity import fidelity_runs
+
+    res = run_provenance(tiny_beir, tmp_path / "prov", configs=["k5-c24-o5"], n_queries=2, budget=90,
+                         max_new_tokens=24, device="cpu", cache=tmp_path / "cache")
+    assert res["runs"] == ["k5-c24-o5"] and res["queries"] == 2
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [tmp_path / "prov"])
+    assert rep.n_provenance == 2 and not rep.rejected
+    recs = [json.loads(x) for x in gzip.open(tmp_path / "prov" / "prov-k5-c24-o5.jsonl.gz", "rt")]
+    for r in recs:
+        stages = {n["stage"] for n in r["nodes"]}
+        assert stages >= {0, 1, 2, 3, 4, 5}
+        # every chunk's offsets cut its text out of the document
+        data = load_beir(tiny_beir)
+        for n in r["nodes"]:
+            if n["artifact_type"] == "chunk":
+                c = n["coordinates"]
+                assert data.corpus[c["doc_id"]][c["char_start"]:c["char_end"]] == n["metadata"]["text"]
+        # the budget of 90 generator tokens cannot hold five chunks: drops are logged with a reason
+        assert r["dropped"] and all(d["reason"] for d in r["dropped"])
+        assert r["ground_truth"] == [{"doc_id": next(iter(data.qrels[r["query_id"]])), "page": 1}]
+    fid = fidelity_runs(con)["k5-c24-o5"]
+    s = fid.summary
+    assert s["n_queries"] == 2 and s["n_with_ground_truth"] == 2
+    assert s["stage_survival"]["chunking"] == 1.0          # every chunk carries its offsets
+    # post-processed citations point into the context, so each scores exactly 1.0; out-of-range ones 0.0
+    assert set(fid.citations["score"]) <= {0.0, 0.3, 1.0}
+    assert s["cfs_product_mean"] is not None and 0.0 <= s["cfs_product_mean"] <= 1.0
