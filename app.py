@@ -50,7 +50,7 @@ def home() -> None:
         left, right = st.columns([2, 1])
         with left:
             files = st.file_uploader(
-                "Evidence logs (JSONL or JSONL.gz, one record per line; several files at once)",
+                "Evidence or provenance logs (JSONL or JSONL.gz, one record per line; several files at once)",
                 type=["jsonl", "gz", "json", "ndjson"], accept_multiple_files=True,
                 key=f"{KEYS.uploader}.{st.session_state.get(KEYS.uploader, 0)}")
             if files and st.button("Load the uploaded files", type="primary"):
@@ -98,28 +98,30 @@ def home() -> None:
                 st.warning(w)
 
     # --- what is loaded --------------------------------------------------------------------------
-    if info["runs"] == 0 and info["rejected"] == 0:
+    if info["runs"] == 0 and info["rejected"] == 0 and info["provenance"] == 0:
         st.info("No logs loaded yet. Upload evidence logs above, open the bundled sample logs, or load files from a "
                 f"shell with `ragaudit ingest PATH... --db {db_path}`.")
         st.stop()
 
-    c = st.columns(6)
+    c = st.columns(7)
     c[0].metric("Runs", f"{info['runs']:,}")
     c[1].metric("Queries", f"{info['queries']:,}")
     c[2].metric("Evidence entries", f"{info['entries']:,}")
     c[3].metric("Answers", f"{info['answers']:,}")
-    c[4].metric("Files", f"{info['files']:,}")
-    c[5].metric("Rejected lines", f"{info['rejected']:,}")
+    c[4].metric("Provenance records", f"{info['provenance']:,}")
+    c[5].metric("Files", f"{info['files']:,}")
+    c[6].metric("Rejected lines", f"{info['rejected']:,}")
 
     if info["runs"]:
         st.subheader("Runs and their configurations")
         st.dataframe(catalog.runs_table(con), hide_index=True,
                      column_config={"mean_entries": st.column_config.NumberColumn("mean entries", format="%.2f"),
                                     "config": st.column_config.TextColumn("config (as logged)", width="large")})
-        nav = st.columns(3)
+        nav = st.columns(4)
         nav[0].page_link(PAGES.stability, label="Evidence stability →", icon=":material/scatter_plot:")
         nav[1].page_link(PAGES.drilldown, label="Query drill-down →", icon=":material/search:")
         nav[2].page_link(PAGES.compare, label="Compare two runs →", icon=":material/compare_arrows:")
+        nav[3].page_link(PAGES.fidelity, label="Citation fidelity →", icon=":material/link:")
 
     st.subheader(f"Rejected lines ({info['rejected']:,})")
     if info["rejected"]:
@@ -142,4 +144,5 @@ st.navigation([
     st.Page(PAGES.stability, title="Evidence stability", icon=":material/scatter_plot:"),
     st.Page(PAGES.drilldown, title="Query drill-down", icon=":material/search:"),
     st.Page(PAGES.compare, title="Compare runs", icon=":material/compare_arrows:"),
+    st.Page(PAGES.fidelity, title="Citation fidelity", icon=":material/link:"),
 ]).run()

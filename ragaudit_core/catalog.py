@@ -20,6 +20,7 @@ from .ingest import IngestOptions, IngestReport, ingest_paths
 __all__ = [
     "files_table",
     "missing_data_message",
+    "missing_provenance_message",
     "ingest_sample_logs",
     "ingest_uploads",
     "list_queries",
@@ -55,6 +56,7 @@ def overview(con: duckdb.DuckDBPyConnection) -> dict:
                (SELECT count(*) FROM records) AS records,
                (SELECT count(*) FROM evidence) AS entries,
                (SELECT count(*) FROM records WHERE answer IS NOT NULL) AS answers,
+               (SELECT count(*) FROM prov_records) AS provenance,
                (SELECT count(*) FROM files) AS files,
                (SELECT count(*) FROM quarantine) AS rejected,
                (SELECT count(*) FROM ingest_warnings) AS warnings""").iloc[0]
@@ -76,6 +78,16 @@ def missing_data_message(con: duckdb.DuckDBPyConnection, *, min_runs: int = 1) -
     if n < min_runs:
         return (f"This view compares runs and needs at least {min_runs}; {n} is loaded. Load the logs of another "
                 "retrieval configuration on the home page.")
+    return None
+
+
+def missing_provenance_message(con: duckdb.DuckDBPyConnection) -> str | None:
+    """Why the citation-fidelity view is empty (and what to do), or None."""
+    n = int(_q(con, "SELECT count(*) AS n FROM prov_records")["n"][0])
+    if n == 0:
+        return ("No provenance logs are loaded. Upload provenance records (JSONL with a \"nodes\" list per query; "
+                "see docs/provenance-contract.md) on the home page, or open the bundled sample logs, which "
+                "include provenance for two configurations.")
     return None
 
 

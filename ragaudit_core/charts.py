@@ -8,6 +8,7 @@ rendering, which escapes HTML.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -15,11 +16,14 @@ import plotly.graph_objects as go
 
 __all__ = [
     "CHANGE_COLOURS",
+    "cfs_histogram",
     "jmin_histogram",
     "matrix_heatmap",
     "pair_density",
     "probe_scatter",
+    "provenance_graph",
     "stability_scatter",
+    "survival_funnel",
 ]
 
 CHANGE_COLOURS = {
@@ -147,4 +151,89 @@ def probe_scatter(rows: pd.DataFrame, *, tau: float = 0.5, sim_threshold: float 
                       yaxis_title="answer similarity (SBERT cosine)", xaxis=dict(range=[-0.02, 1.02]),
                       yaxis=dict(range=[min(0.0, float(np.nanmin(rows["sim"])) - 0.02) if len(rows) else 0, 1.02]),
                       height=460, showlegend=False, margin=dict(l=50, r=20, t=60, b=50))
+    return fig
+
+
+# --------------------------------------------------------------------------- citation fidelity
+
+_STAGE_NAMES = ["chunking", "retrieval", "reranking", "compression", "generation"]
+
+
+def survival_funnel(summaries: dict[str, dict]) -> go.Figure:
+    """Per run: the share of queries (with ground truth) still holding a ground-truth
+    source after each stage — the running product of the conditional survival rates."""
+    fig = go.Figure()
+    for run, s in summaries.items():
+        share, xs, ys = 1.0, [], []
+        for name in _STAGE_NAMES:
+            rate = s["stage_survival"].get(name)
+            if rate is None:
+                continue
+            share *= rate
+            xs.append(round(share * 100, 1))
+            ys.append(name)
+        fig.add_trace(go.Funnel(name=html.escape(run), y=ys, x=xs, textinfo="value",
+                                texttemplate="%{x:.1f}%", hovertemplate="%{y}: %{x:.1f}% of queries<extra>"
+                                + html.escape(run) + "</extra>"))
+    fig.update_layout(title="Stage survival: queries still holding a ground-truth source (%)", height=420,
+                      margin=dict(l=110, r=20, t=60, b=40), legend_title="run")
+    return fig
+
+
+def cfs_histogram(cfs_by_run: dict[str, Sequence[float]], *, summaries: dict[str, dict] | None = None,
+                  threshold: float | None = None) -> go.Figure:
+    """Per-query CFS distributions, with each run's p50/p95/p99 and the alert threshold drawn."""
+    fig = go.Figure()
+    palette = ["#1f5f8b", "#d62728", "#2ca02c", "#9467bd"]
+    for i, (run, values) in enumerate(cfs_by_run.items()):
+        colour = palette[i % len(palette)]
+        fig.add_trace(go.Histogram(x=list(values), name=html.escape(run), xbins=dict(start=0, end=1.0001, size=0.05),
+                                   marker_color=colour, opacity=0.7))
+        s = (summaries or {}).get(run)
+        if s:
+            for key, dash in (("cfs_p50", "dot"), ("cfs_p95", "dash"), ("cfs_p99", "longdash")):
+                if s.get(key) is not None:
+                    fig.add_vline(x=s[key], line=dict(color=colour, dash=dash, width=1.5),
+                                  annotation_text=f"{key[4:]} {s[key]:.2f}", annotation_position="top")
+    if threshold is not None:
+        fig.add_vline(x=threshold, line=dict(color="black", width=2),
+                      annotation_text=f"alert below {threshold:.2f}", annotation_position="bottom left")
+    fig.update_layout(title="Citation Fidelity Score per query", xaxis_title="CFS (mean verification score)",
+                      yaxis_title="queries", barmode="overlay", height=400, xaxis=dict(range=[-0.02, 1.05]),
+                      margin=dict(l=50, r=20, t=60, b=50))
+    return fig
+
+
+def provenance_graph(nodes: pd.DataFrame, edges: pd.DataFrame, *, title: str = "") -> go.Figure:
+    """One query's provenance graph, stage by stage; the ground-truth path in green, the
+    broken edge (where the ground-truth source is lost) in red."""
+    pos = {n: (x, y) for n, x, y in zip(nodes["node_id"], nodes["x"], nodes["y"])}
+    fig = go.Figure()
+    for broken, colour, width in ((False, "#bbbbbb", 1), (True, "#d62728", 3)):
+        xs, ys = [], []
+        for p, c in zip(edges.loc[edges.broken == broken, "parent"], edges.loc[edges.broken == broken, "child"]):
+            if p not in pos:
+                continue
+            x0, y0 = pos[p]
+            x1, y1 = pos[c] if c in pos else (x0 + 0.6, y0)
+            xs += [x0, x1, None]
+            ys += [y0, y1, None]
+        if xs:
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=colour, width=width),
+                                     hoverinfo="skip", name="broken link" if broken else "derived from",
+                                     showlegend=broken))
+    stubs = edges[edges.broken & edges.child.isna()]
+    for p, label in zip(stubs["parent"], stubs["label"]):
+        if p in pos:
+            fig.add_annotation(x=pos[p][0] + 0.6, y=pos[p][1], text=html.escape(str(label))[:60], showarrow=False,
+                               xanchor="left", font=dict(color="#a00", size=10))
+    colours = np.where(nodes["on_path"], "#2ca02c", "#1f5f8b")
+    fig.add_trace(go.Scatter(x=nodes["x"], y=nodes["y"], mode="markers", marker=dict(size=12, color=colours),
+                             text=_esc(nodes["label"]), customdata=np.column_stack([_esc(nodes["node_id"])]),
+                             hovertemplate="%{customdata[0]}: %{text}<extra></extra>", name="node"))
+    fig.update_layout(title=title or "Provenance graph", height=max(360, 40 * int(-nodes["y"].min() + 2)),
+                      xaxis=dict(tickmode="array", tickvals=list(range(7)),
+                                 ticktext=["source", "chunking", "retrieval", "reranking", "compression",
+                                           "generation", "post-processing"], range=[-0.5, 7]),
+                      yaxis=dict(visible=False), margin=dict(l=20, r=20, t=60, b=40), legend=dict(orientation="h"))
     return fig

@@ -266,6 +266,85 @@ def provenance(
     typer.echo(json.dumps(res))
 
 
+@app.command()
+def fidelity(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Provenance JSONL files or folders to ingest first.")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")] = None,
+    rules: Annotated[Optional[Path], typer.Option("--rules", help="TOML with a [fidelity] table of thresholds.")] = None,
+    runs: Annotated[Optional[str], typer.Option("--runs", help="Comma-separated runs (default: all with provenance).")] = None,
+    canary_pair: Annotated[Optional[str], typer.Option("--canary", help="BASELINE,CANDIDATE: Mann-Whitney U on CFS.")] = None,
+    case_sensitive: CaseSensitive = False,
+    collapse_internal_whitespace: CollapseWs = False,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write summaries, alerts and rows as JSON ('-' = stdout).")] = None,
+) -> None:
+    """Citation fidelity from provenance logs: CFS, stage survival, alerts (seed 002)."""
+    from .fidelity import FidelityRules, canary, fidelity_runs, provenance_runs
+
+    if not paths and db is None:
+        _fail("give provenance log files or folders, or --db with an ingested database")
+    try:
+        the_rules = FidelityRules.from_toml(rules) if rules else FidelityRules()
+    except (OSError, ValueError) as e:
+        _fail(f"{rules}: {e}")
+    try:
+        con = store.connect(db if db is not None else ":memory:")
+        if paths:
+            report = ingest_paths(con, paths, _ingest_options(case_sensitive, collapse_internal_whitespace, False,
+                                                              DEFAULT_MAX_LINE_BYTES))
+            _print_ingest(report)
+        available = provenance_runs(con)
+        if not available:
+            _fail("no provenance records are loaded (a provenance record has a \"nodes\" list; "
+                  "see docs/provenance-contract.md)")
+        chosen = [r.strip() for r in runs.split(",") if r.strip()] if runs else available
+        unknown = [r for r in chosen if r not in available]
+        if unknown:
+            _fail(f"no provenance for run(s) {', '.join(map(repr, unknown))}; runs are: {', '.join(map(repr, available))}")
+        results = fidelity_runs(con, chosen, the_rules)
+    except (IngestError, store.StoreError) as e:
+        _fail(str(e))
+    payload: dict = {"rules": the_rules.model_dump(), "runs": {}}
+    lines = []
+    for run, r in results.items():
+        s = r.summary
+        payload["runs"][run] = {"summary": s, "alerts": r.alerts,
+                                "queries": json.loads(r.queries.to_json(orient="records")),
+                                "citations": json.loads(r.citations.to_json(orient="records")),
+                                "findings": json.loads(r.findings.to_json(orient="records"))}
+        lines.append(f"run {run}: {s['n_queries']} queries, {s['n_with_citations']} with citations, "
+                     f"{s['n_citations']} citations, parse failures {s['n_parse_failures']}"
+                     f" ({_fmt(s['parse_failure_rate'])})")
+        lines.append(f"  CFS mean {_fmt(s['cfs_mean'])}  p50 {_fmt(s['cfs_p50'])}  p95 {_fmt(s['cfs_p95'])}  "
+                     f"p99 {_fmt(s['cfs_p99'])}   product-form CFS (queries with ground truth) "
+                     f"{_fmt(s['cfs_product_mean'])}")
+        lines.append("  stage survival: " + "  ".join(f"{k} {_fmt(v)}" for k, v in s["stage_survival"].items()))
+        if s["outcomes"]:
+            lines.append("  outcomes: " + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items()))
+        if s["failure_modes"]:
+            lines.append("  failure modes: " + ", ".join(f"{k} {v}" for k, v in s["failure_modes"].items()))
+        for a in r.alerts:
+            if a["status"] == "alert":
+                lines.append(f"  ALERT {a['rule']}: {a['message']}")
+    if canary_pair:
+        parts = [p.strip() for p in canary_pair.split(",")]
+        if len(parts) != 2 or any(p not in results for p in parts):
+            _fail("--canary takes BASELINE,CANDIDATE, two of the selected runs")
+        c = canary(results[parts[0]].queries["cfs"].dropna(), results[parts[1]].queries["cfs"].dropna(),
+                   alpha=the_rules.canary_alpha)
+        payload["canary"] = {"baseline": parts[0], "candidate": parts[1], **c}
+        lines.append(f"canary {parts[0]} → {parts[1]}: Mann-Whitney U = {_fmt(c['u'])}, p = {_fmt(c['p_value'])}, "
+                     + ("significant" if c["significant"] else "not significant" if c["significant"] is False
+                        else c.get("note", "")) + f" at α = {the_rules.canary_alpha}")
+    if json_out != "-":
+        typer.echo("\n".join(lines))
+    if json_out:
+        text = json.dumps(payload, indent=2, ensure_ascii=False, default=str)
+        if json_out == "-":
+            typer.echo(text)
+        else:
+            Path(json_out).write_text(text + "\n", encoding="utf-8")
+
+
 def _resolve_run(name: str, runs: list[str]) -> str:
     if name in runs:
         return name

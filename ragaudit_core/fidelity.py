@@ -79,6 +79,7 @@ __all__ = [
     "compute_query",
     "extract_citations",
     "fidelity_runs",
+    "graph_layout",
     "load_graphs",
     "provenance_runs",
     "summarise_run",
@@ -520,3 +521,52 @@ def fidelity_runs(con: duckdb.DuckDBPyConnection, runs: Sequence[str] | None = N
     for run in (runs if runs is not None else provenance_runs(con)):
         out[run] = summarise_run(run, [compute_query(g, patterns, canon) for g in load_graphs(con, run)], rules)
     return out
+
+
+# --------------------------------------------------------------------------- drawing one graph
+
+
+def graph_layout(g: QueryGraph, r: QueryFidelity) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Nodes and edges of one provenance graph, placed for drawing (x = stage), with the
+    ground-truth path and the broken edges marked.
+
+    ``on_path``: the node resolves to a ground-truth document. An edge is ``broken`` when
+    it leaves a ground-truth node and enters a node that no longer resolves to one, at
+    the first failing stage; a ground-truth node whose lineage stops there (dropped, or
+    reranked without a link) gets a ``broken`` stub edge to nowhere (``child`` None) with
+    the reason as label. Citation nodes (stage 6) and emitted citations resolve through
+    their own coordinates.
+    """
+    gt = {t["doc_id"] for t in g.ground_truth}
+    rows = []
+    per_stage: dict[int, int] = {}
+    resolved = {nid: g.resolve(nid) for nid in g.nodes}
+    for nid, n in g.nodes.items():
+        y = per_stage.get(n.stage, 0)
+        per_stage[n.stage] = y + 1
+        d, p = resolved[nid]
+        label = n.artifact_type + (f" {d}" if d else " (no coordinates)") + (f" p.{p}" if p is not None else "")
+        rows.append({"node_id": nid, "stage": n.stage, "x": n.stage, "y": -y, "artifact_type": n.artifact_type,
+                     "doc_id": d, "page": p, "on_path": d in gt if gt else False, "label": label})
+    nodes = pd.DataFrame(rows, columns=["node_id", "stage", "x", "y", "artifact_type", "doc_id", "page", "on_path",
+                                        "label"])
+    on = dict(zip(nodes["node_id"], nodes["on_path"]))
+    fail = r.first_failed_stage
+    children: dict[str, list[str]] = {}
+    edges = []
+    for nid, n in g.nodes.items():
+        for parent in n.derived_from:
+            children.setdefault(parent, []).append(nid)
+            broken = bool(fail is not None and on.get(parent) and not on.get(nid) and n.stage == fail)
+            edges.append({"parent": parent, "child": nid, "broken": broken, "label": ""})
+    if fail is not None and fail > 1:
+        reasons = {d["node_id"]: d.get("reason", "") for d in g.dropped}
+        for nid, n in g.nodes.items():
+            if n.stage == fail - 1 and on.get(nid) and not any(on.get(c) for c in children.get(nid, [])):
+                edges.append({"parent": nid, "child": None, "broken": True,
+                              "label": reasons.get(nid, f"lost at {FIDELITY_STAGES[fail]}")})
+    if fail == 1:
+        for nid, n in g.nodes.items():
+            if n.artifact_type == "chunk" and not _has_origin(n):
+                edges.append({"parent": nid, "child": None, "broken": True, "label": "chunk without origin coordinates"})
+    return nodes, pd.DataFrame(edges, columns=["parent", "child", "broken", "label"])

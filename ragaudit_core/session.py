@@ -31,6 +31,7 @@ class _Pages:
     stability = "pages/1_Stability.py"
     drilldown = "pages/2_Query_drilldown.py"
     compare = "pages/3_Compare.py"
+    fidelity = "pages/4_Citation_fidelity.py"
 
 
 KEYS = _Keys()

@@ -102,3 +102,36 @@ def test_ingest_strict_exits_2_on_rejected_lines(tmp_path):
     p = run("ingest", f, "--db", tmp_path / "x.duckdb", "--strict")
     assert p.returncode == 2
     assert f"rejected: {f} line 2: invalid JSON" in p.stderr
+
+
+def test_fidelity_cli_summaries_alerts_canary_and_exit_codes(tmp_path):
+    from prov_fixtures import pipeline
+
+    logs = tmp_path / "prov"
+    write_jsonl(logs / "base.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]"),
+                                      pipeline("base", "q2", strip_rerank=True, text="[Document 2] [Source: D1]")])
+    write_jsonl(logs / "cand.jsonl", [pipeline("cand", "q1", text="[Source: D9, p. 1]"),
+                                      pipeline("cand", "q2", text="[Source: D1, p. 3]")])
+    out = tmp_path / "f.json"
+    p = run("fidelity", logs, "--json", out, "--canary", "base,cand")
+    assert p.returncode == 0, p.stderr
+    assert "ALERT reranking survival: 50.0% of queries keep a ground-truth source through reranking" in p.stdout
+    assert "canary base → cand: Mann-Whitney U = 4.000" in p.stdout
+    data = json.loads(out.read_text())
+    base = data["runs"]["base"]
+    assert base["summary"]["stage_survival"]["reranking"] == 0.5
+    assert [q["query_id"] for q in base["queries"]] == ["q1", "q2"]
+    assert data["runs"]["cand"]["summary"]["cfs_mean"] == pytest.approx((0.0 + 0.3) / 2)
+    assert data["canary"]["u"] == 4.0          # base {1, 1} beats cand {0, 0.3} in all 4 pairs
+
+    rules = tmp_path / "r.toml"
+    rules.write_text("[fidelity]\nstage_survival_min = 0.4\nparse_failure_max = 0.5\n")
+    p = run("fidelity", logs, "--rules", rules)
+    assert p.returncode == 0 and "ALERT" not in p.stdout.split("run cand")[0]
+
+    rules.write_text("[fidelity]\nstage_survival_min = 4\n")
+    p = run("fidelity", logs, "--rules", rules)
+    assert p.returncode == 2 and "stage_survival_min" in p.stderr
+    evidence_only = write_jsonl(tmp_path / "ev.jsonl", [{"run_id": "r", "query_id": "q", "evidence": ["d"]}])
+    p = run("fidelity", evidence_only)
+    assert p.returncode == 2 and "no provenance records are loaded" in p.stderr

@@ -1,0 +1,129 @@
+"""Citation fidelity (seed 002): do citations survive the pipeline?
+
+Stage-survival funnel per run, the CFS distribution with its percentiles and the alert
+threshold, the alerts and why, each query's citations with their verification outcome,
+one query's provenance graph with the broken link in red, and the two-run canary test.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ragaudit_core import catalog, charts, store
+from ragaudit_core.fidelity import FidelityRules, canary, compute_query, fidelity_runs, graph_layout, load_graphs
+from ragaudit_core.session import KEYS
+
+st.set_page_config(page_title="Citation fidelity · RagAudit", page_icon="🔗", layout="wide")
+connection = st.cache_resource(store.connect, show_spinner=False)
+
+db_path = st.session_state.get(KEYS.db_path) or str(store.default_db_path())
+con = connection(db_path)
+st.title("Citation fidelity")
+if msg := catalog.missing_provenance_message(con):
+    st.info(msg)
+    st.stop()
+version = store.data_version(con)
+
+with st.sidebar:
+    st.markdown("**Alert thresholds** (seed 002)")
+    p95_min = st.slider("p95 CFS at least", 0.0, 1.0, 0.85, 0.01)
+    surv_min = st.slider("every stage survival at least", 0.0, 1.0, 0.90, 0.01)
+    parse_max = st.slider("parse-failure rate at most", 0.0, 0.2, 0.005, 0.001, format="%.3f")
+    convention = st.radio("Percentiles", ["upper", "tail"], horizontal=True,
+                          help="upper: p95 is the 95th percentile of CFS (the seed as written). "
+                               "tail: p95 is the value 95% of queries reach (the 5th percentile).")
+rules = FidelityRules(p95_cfs_min=p95_min, stage_survival_min=surv_min, parse_failure_max=parse_max,
+                      percentile=convention)
+
+
+@st.cache_data(show_spinner="Verifying citations…", max_entries=16)
+def results(db: str, data_version: str, rules_json: str):
+    return fidelity_runs(connection(db), rules=FidelityRules.model_validate_json(rules_json))
+
+
+res = results(db_path, version, rules.model_dump_json())
+runs = list(res)
+
+# --- overview across runs ---------------------------------------------------------------------
+cols = st.columns(len(runs))
+for col, run in zip(cols, runs):
+    s = res[run].summary
+    col.markdown(f"**{run}**")
+    col.metric("mean CFS", "n/a" if s["cfs_mean"] is None else f"{s['cfs_mean']:.3f}",
+               help="Mean per-query CFS over queries with citations.")
+    col.caption(f"{s['n_queries']} queries · {s['n_with_citations']} with citations · {s['n_citations']} citations"
+                f" · product-form CFS {'n/a' if s['cfs_product_mean'] is None else format(s['cfs_product_mean'], '.3f')}"
+                f" · {s['n_alerts']} alert(s)")
+left, right = st.columns(2)
+left.plotly_chart(charts.survival_funnel({r: res[r].summary for r in runs}), key="fid.funnel")
+right.plotly_chart(charts.cfs_histogram({r: res[r].queries["cfs"].dropna() for r in runs},
+                                        summaries={r: res[r].summary for r in runs}, threshold=rules.p95_cfs_min),
+                   key="fid.hist")
+
+# --- one run ----------------------------------------------------------------------------------
+run = st.selectbox("Run", runs, index=0)
+r = res[run]
+st.subheader("Alerts")
+alerts = sorted(r.alerts, key=lambda a: {"alert": 0, "ok": 1}.get(a["status"], 2))
+st.dataframe(alerts, hide_index=True, column_config={
+    "value": st.column_config.NumberColumn(format="%.3f"), "threshold": st.column_config.NumberColumn(format="%.3f"),
+    "message": st.column_config.TextColumn(width="large")})
+s = r.summary
+st.caption("Verification outcomes: " + (", ".join(f"{k} {v}" for k, v in s["outcomes"].items()) or "none")
+           + " · failure modes: " + (", ".join(f"{k} {v}" for k, v in s["failure_modes"].items()) or "none found"))
+
+st.subheader("Queries")
+st.caption("Select a query to see its citations and draw its provenance graph.")
+pick = st.dataframe(r.queries, hide_index=True, on_select="rerun", selection_mode="single-row",
+                    key=f"fid.queries.{run}", column_config={"cfs": st.column_config.NumberColumn(format="%.3f")})
+rows = pick.selection.rows if pick else []
+qid = r.queries.iloc[rows[0]]["query_id"] if rows else st.session_state.get(f"{KEYS.query}.fidelity")
+if qid not in set(r.queries["query_id"]):
+    worst = r.queries.sort_values(["cfs_product", "cfs"], na_position="first", kind="stable")
+    qid = worst["query_id"].iloc[0]
+st.session_state[f"{KEYS.query}.fidelity"] = qid
+
+(g,) = load_graphs(con, run, [qid])
+qf = compute_query(g)
+st.markdown(f"**Query {qid}**")
+st.text(g.query or "(no query text logged)")
+st.text(g.generated_text or "(no generated text)")
+cits = r.citations[r.citations["query_id"] == qid].drop(columns=["query_id"])
+if len(cits):
+    st.dataframe(cits, hide_index=True)
+else:
+    st.caption("No citation in the generated text.")
+if qf.parse_failures:
+    st.warning("Citation-like strings that no pattern parses: " + " · ".join(qf.parse_failures))
+nodes, edges = graph_layout(g, qf)
+st.plotly_chart(charts.provenance_graph(nodes, edges, title=f"Provenance of query {qid}"
+                                        + (f" — ground truth lost at {r.queries.set_index('query_id').loc[qid, 'first_failed_stage']}"
+                                           if qf.first_failed_stage else "")), key="fid.graph")
+if g.dropped:
+    with st.expander(f"Chunks dropped by compression ({len(g.dropped)})"):
+        st.dataframe(g.dropped, hide_index=True)
+finds = r.findings[r.findings["query_id"] == qid]
+if len(finds):
+    st.warning(f"{len(finds)} failure-mode finding(s) in this graph")
+    st.dataframe(finds.drop(columns=["query_id"]), hide_index=True)
+
+# --- canary -----------------------------------------------------------------------------------
+st.subheader("Canary: two runs' CFS distributions")
+if len(runs) < 2:
+    st.caption("Load provenance for a second run to compare (Mann–Whitney U).")
+    st.stop()
+c1, c2 = st.columns(2)
+base = c1.selectbox("Baseline", runs, index=0, key="fid.canary.a")
+cand = c2.selectbox("Candidate", runs, index=1, key="fid.canary.b")
+c = canary(res[base].queries["cfs"].dropna(), res[cand].queries["cfs"].dropna(), alpha=rules.canary_alpha)
+k = st.columns(4)
+k[0].metric("median CFS, baseline", "n/a" if c["median_a"] is None else f"{c['median_a']:.3f}")
+k[1].metric("median CFS, candidate", "n/a" if c["median_b"] is None else f"{c['median_b']:.3f}")
+k[2].metric("Mann–Whitney U", "n/a" if c["u"] is None else f"{c['u']:.1f}")
+k[3].metric("p-value", "n/a" if c["p_value"] is None else f"{c['p_value']:.4f}")
+if c["significant"] is None:
+    st.caption(c.get("note", ""))
+else:
+    (st.error if c["significant"] else st.success)(
+        f"The CFS distributions {'differ' if c['significant'] else 'do not differ'} significantly "
+        f"at α = {rules.canary_alpha} (two-sided Mann–Whitney U, {c['n_a']} vs {c['n_b']} queries with citations).")
