@@ -97,6 +97,13 @@ def test_every_page_on_the_sample_logs(server, browser, shots):
     wait_idle(page)
     assert _metric(page, "queries flipped").endswith("/ 300")
     page.screenshot(path=str(shots / "compare.png"), full_page=True)
+
+    page.goto(f"{url}/Citation_fidelity")
+    page.get_by_text("Canary: two runs' CFS distributions").wait_for(timeout=60_000)
+    wait_idle(page)
+    assert page.locator('[data-testid="stMetric"]', has_text="mean CFS").count() == 2   # base and c128 provenance
+    assert page.locator(".js-plotly-plot").count() >= 3           # funnel, CFS histogram, provenance graph
+    page.screenshot(path=str(shots / "fidelity.png"), full_page=True)
     assert dialogs == []
     page.close()
 
