@@ -135,7 +135,7 @@ def load_generator(name: str | None = None, *, device: str = "auto") -> Generato
             if not (folder / "model.safetensors").exists():
                 tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
                 model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
-                                                             torch_dtype=torch.float32)
+                                                             dtype=torch.float32)
                 model.hf_quantizer = None  # the weights are dequantised already
                 if hasattr(model.config, "quantization_config"):
                     del model.config.quantization_config
@@ -147,7 +147,7 @@ def load_generator(name: str | None = None, *, device: str = "auto") -> Generato
         else:
             target = name
         tok = AutoTokenizer.from_pretrained(target)
-        model = AutoModelForCausalLM.from_pretrained(target, torch_dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32)
     except Exception as e:  # noqa: BLE001
         raise ModelLoadError(f"cannot load generator {name or gguf}: {e}") from None
     if tok.pad_token_id is None:

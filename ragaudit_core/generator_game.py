@@ -1,0 +1,157 @@
+"""The generator as a cooperative game over its context documents (seed 001, §3.2).
+
+The answer is generated once, greedily, with every document (eq. 9). For a coalition
+D′ ⊆ D the prompt is rebuilt with only those documents, in their original order and the
+appendix-B format (:func:`harness.build_prompt`), and the value of each answer token is
+its log-probability under teacher forcing on the *original* answer (constrained
+generation, eq. 10). So ``values`` returns, for k coalitions, a (k, m) matrix over the m
+answer tokens — the value function the Shapley estimators (:mod:`shapley`) consume.
+
+Batching: coalitions are sorted by prompt length and run in batches with left padding,
+an explicit attention mask and position ids ``cumsum(mask) − 1``. The prompt prefix all
+coalitions of a batch share (chat template, system prompt, the first words of the user
+turn) is run once and its key/value cache reused, repeated across the batch; the
+padding then sits between the cached prefix and each coalition's own tokens, masked
+out. Only the logits of the answer positions are computed (``logits_to_keep``). Answer
+tokens are appended as ids, never re-tokenised from text.
+
+``naive_values`` is the reference: one coalition at a time, full prompt, no cache.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import numpy as np
+
+from .harness import build_prompt
+
+__all__ = ["GeneratorGame"]
+
+
+class GeneratorGame:
+    """Teacher-forced answer-token log-probabilities of a causal LM per document coalition."""
+
+    def __init__(self, generator, query: str, documents: Sequence[str], *, answer_ids: Sequence[int] | None = None,
+                 max_new_tokens: int = 64, batch_size: int = 8, prefix_cache: bool = True):
+        import torch
+
+        self.gen = generator
+        self.tok = generator.tokenizer
+        self.model = generator.model
+        self.query = query
+        self.documents = list(documents)
+        self.n_players = len(self.documents)
+        self.batch_size = batch_size
+        self.prefix_cache = prefix_cache
+        self._prefixes: dict[tuple[int, ...], object] = {}
+        self.n_forward_tokens = 0
+        if answer_ids is None:
+            ids = self.prompt_ids(np.ones(self.n_players, bool))
+            with torch.no_grad():
+                out = self.model.generate(torch.tensor([ids], device=generator.device),
+                                          attention_mask=torch.ones(1, len(ids), dtype=torch.long,
+                                                                    device=generator.device),
+                                          max_new_tokens=max_new_tokens, do_sample=False,
+                                          pad_token_id=self.tok.pad_token_id)
+            answer = out[0, len(ids):].tolist()
+            eos = {self.tok.eos_token_id, self.tok.pad_token_id}
+            while answer and answer[-1] in eos:
+                answer.pop()
+            answer_ids = answer
+        self.answer_ids = list(answer_ids)
+        if not self.answer_ids:
+            raise ValueError("the generator produced an empty answer; nothing to attribute")
+
+    @property
+    def answer_tokens(self) -> list[str]:
+        return [self.tok.decode([t]) for t in self.answer_ids]
+
+    @property
+    def answer_text(self) -> str:
+        return self.tok.decode(self.answer_ids, skip_special_tokens=True)
+
+    def prompt_ids(self, mask: np.ndarray) -> list[int]:
+        docs = [d for d, keep in zip(self.documents, mask) if keep]
+        text = self.tok.apply_chat_template(build_prompt(self.query, docs), tokenize=False, add_generation_prompt=True)
+        return self.tok(text, add_special_tokens=False)["input_ids"]
+
+    # ------------------------------------------------------------------ batched, cached
+
+    def values(self, coalitions: np.ndarray) -> np.ndarray:
+        coalitions = np.asarray(coalitions, dtype=bool)
+        prompts = [self.prompt_ids(m) for m in coalitions]
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+        out = np.zeros((len(prompts), len(self.answer_ids)))
+        for s in range(0, len(order), self.batch_size):
+            idx = order[s:s + self.batch_size]
+            out[idx] = self._batch([prompts[i] for i in idx])
+        return out
+
+    def _batch(self, prompts: list[list[int]]) -> np.ndarray:
+        import torch
+
+        dev = self.gen.device
+        m = len(self.answer_ids)
+        seqs = [p + self.answer_ids for p in prompts]
+        plen = 0
+        if self.prefix_cache and len(seqs) > 1:
+            first = seqs[0]
+            plen = min(len(s) for s in seqs) - m - 1        # keep ≥ 1 prompt token per row after the prefix
+            for s in seqs[1:]:
+                k = 0
+                while k < plen and s[k] == first[k]:
+                    k += 1
+                plen = k
+        if plen < 8:
+            plen = 0
+        suffixes = [s[plen:] for s in seqs]
+        width = max(len(s) for s in suffixes)
+        pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
+        ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for r, s in enumerate(suffixes):
+            ids[r, width - len(s):] = torch.tensor(s)
+            mask[r, width - len(s):] = 1
+        kwargs = {}
+        if plen:
+            prefix = tuple(seqs[0][:plen])
+            cache = self._prefixes.get(prefix)
+            if cache is None:
+                with torch.no_grad():
+                    cache = self.model(torch.tensor([list(prefix)], device=dev), use_cache=True,
+                                       logits_to_keep=1).past_key_values
+                self._prefixes = {prefix: cache}        # keep one: batches share the same prefix
+                self.n_forward_tokens += plen
+            batch_cache = copy.deepcopy(cache)
+            batch_cache.batch_repeat_interleave(len(seqs))
+            kwargs["past_key_values"] = batch_cache
+            full_mask = torch.cat([torch.ones((len(seqs), plen), dtype=torch.long), mask], dim=1)
+        else:
+            full_mask = mask
+        pos = (plen + mask.cumsum(dim=1) - 1).clamp(min=plen)
+        self.n_forward_tokens += int(mask.sum())
+        with torch.no_grad():
+            logits = self.model(input_ids=ids.to(dev), attention_mask=full_mask.to(dev), position_ids=pos.to(dev),
+                                use_cache=bool(plen), logits_to_keep=m + 1, **kwargs).logits
+        logp = torch.log_softmax(logits[:, :m, :].float(), dim=-1)
+        target = torch.tensor(self.answer_ids, device=logp.device).expand(len(seqs), m)
+        return logp.gather(-1, target.unsqueeze(-1)).squeeze(-1).cpu().numpy()
+
+    # ------------------------------------------------------------------ reference
+
+    def naive_values(self, coalitions: np.ndarray) -> np.ndarray:
+        """One coalition at a time, full prompt, no padding, no cache (the benchmark's reference)."""
+        import torch
+
+        m = len(self.answer_ids)
+        out = []
+        for mask in np.asarray(coalitions, dtype=bool):
+            seq = self.prompt_ids(mask) + self.answer_ids
+            with torch.no_grad():
+                logits = self.model(torch.tensor([seq], device=self.gen.device)).logits[0]
+            logp = torch.log_softmax(logits[len(seq) - m - 1:len(seq) - 1].float(), dim=-1)
+            out.append(logp.gather(-1, torch.tensor(self.answer_ids, device=logp.device)[:, None])[:, 0].cpu().numpy())
+            self.n_forward_tokens += len(seq)
+        return np.array(out)
