@@ -345,6 +345,98 @@ def fidelity(
             Path(json_out).write_text(text + "\n", encoding="utf-8")
 
 
+@app.command()
+def attribute(
+    db: Annotated[Path, typer.Option("--db", help="DuckDB file holding the run's evidence logs (with texts).")],
+    run: Annotated[str, typer.Option("--run", help="The run whose logged queries and documents are explained.")],
+    queries: Annotated[Optional[str], typer.Option("--queries", help="Comma-separated query ids.")] = None,
+    all_queries: Annotated[bool, typer.Option("--all", help="Every query of the run that has texts.")] = False,
+    method: Annotated[str, typer.Option("--method", help="auto, exact, kernel, mc or pmc.")] = "auto",
+    n_samples: Annotated[int, typer.Option("--n-samples", help="N coalitions (kernel, mc, pmc).")] = 20,
+    n_fits: Annotated[int, typer.Option("--n-fits", help="M Monte-Carlo fits (mc, pmc).")] = 200,
+    max_docs: Annotated[int, typer.Option("--max-docs", help="Explain the first K documents.")] = 5,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens")] = 48,
+    ig_steps: Annotated[int, typer.Option("--ig-steps", help="L Riemann steps of IG.")] = 100,
+    ig_baseline: Annotated[str, typer.Option("--ig-baseline", help="unk, mask, pad or zeros.")] = "unk",
+    shuffle: Annotated[bool, typer.Option("--shuffle", help="Also attribute with the documents shuffled (seeded).")] = False,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")] = "auto",
+    retriever: Annotated[Optional[str], typer.Option("--retriever", help="Encoder model id or folder.")] = None,
+    generator: Annotated[Optional[str], typer.Option("--generator", help="Causal LM id, folder or .gguf.")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the results as JSON ('-' = stdout).")] = None,
+) -> None:
+    """Explain logged queries: IG on the retriever, Shapley on the generator, WARG (seed 001)."""
+    from tqdm import tqdm
+
+    from .attribution import AttributionError, batch_tables, explain_query
+    from .models import DEFAULT_EMBEDDER, ModelLoadError, load_embedder, load_generator
+
+    if method not in ("auto", "exact", "kernel", "mc", "pmc"):
+        _fail(f"--method must be auto, exact, kernel, mc or pmc, not {method!r}")
+    if ig_baseline not in ("unk", "mask", "pad", "zeros"):
+        _fail(f"--ig-baseline must be unk, mask, pad or zeros, not {ig_baseline!r}")
+    if not db.exists():
+        _fail(f"{db}: no such database; load logs first with `ragaudit ingest PATH... --db {db}`")
+    try:
+        con = store.connect(db)
+    except store.StoreError as e:
+        _fail(str(e))
+    known = [q for (q,) in con.execute(
+        "SELECT DISTINCT query_id FROM records WHERE run_id = ? ORDER BY query_id", [run]).fetchall()]
+    if not known:
+        runs = [r for (r,) in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+        _fail(f"run {run!r} not found; runs are: {', '.join(map(repr, runs))}")
+    if all_queries:
+        qids = known
+    elif queries:
+        qids = [q.strip() for q in queries.split(",") if q.strip()]
+        missing = [q for q in qids if q not in set(known)]
+        if missing:
+            _fail(f"run {run!r} has no quer{'y' if len(missing) == 1 else 'ies'} {', '.join(map(repr, missing))}")
+    else:
+        _fail("name the queries (--queries q1,q2) or pass --all")
+    loaded: dict = {}
+
+    def emb():
+        if "e" not in loaded:
+            loaded["e"] = load_embedder(retriever, device=device)
+        return loaded["e"]
+
+    def gen():
+        if "g" not in loaded:
+            loaded["g"] = load_generator(generator, device=device)
+        return loaded["g"]
+
+    out = []
+    bar = tqdm(qids, desc=f"attribute {run}", unit="query")
+    try:
+        for q in bar:
+            out += explain_query(con, run, q, embedder=emb, generator=gen, retriever_name=retriever or DEFAULT_EMBEDDER,
+                                 generator_name=generator or "SmolLM2-135M-Instruct", method=method,
+                                 n_samples=n_samples, n_fits=n_fits, seed=seed, max_docs=max_docs,
+                                 max_new_tokens=max_new_tokens, ig_steps=ig_steps, ig_baseline=ig_baseline,
+                                 shuffle=shuffle)
+    except (AttributionError, ModelLoadError, ValueError) as e:
+        _fail(str(e))
+    for r in out:
+        typer.echo(f"{r['query_id']}: {r['method']}  generator ranking {r['generator_ranking']}  "
+                   f"WARG(0.5) {r['warg']['0.5']:.3f}  WARG(0.9) {r['warg']['0.9']:.3f}  "
+                   f"wasted retrieval {r['wasted_retrieval']}  noise distraction {r['noise_distraction']}")
+    tables = batch_tables(con, run)
+    if len(qids) > 1 and tables:
+        typer.echo("\nfailure rates (stored results of the run):")
+        typer.echo(tables["failure"].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+        typer.echo("\nmean WARG by p:")
+        typer.echo(tables["warg"].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    if json_out:
+        payload = {"results": out, "tables": {k: json.loads(v.to_json(orient="records")) for k, v in tables.items()}}
+        text = json.dumps(payload, ensure_ascii=False, indent=2)
+        if json_out == "-":
+            typer.echo(text)
+        else:
+            Path(json_out).write_text(text + "\n", encoding="utf-8")
+
+
 def _resolve_run(name: str, runs: list[str]) -> str:
     if name in runs:
         return name

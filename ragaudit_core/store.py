@@ -241,7 +241,8 @@ def clear_data(con: duckdb.DuckDBPyConnection) -> None:
     cur.execute("BEGIN TRANSACTION")
     try:
         derived = [t for (t,) in cur.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE NOT temporary AND table_name LIKE 'derived_%'").fetchall()]
+            "SELECT table_name FROM duckdb_tables() WHERE NOT temporary "
+            "AND (table_name LIKE 'derived_%' OR table_name = 'attributions')").fetchall()]
         for table in (*_DATA_TABLES, *derived):
             cur.execute(f"DELETE FROM {table}")
         cur.execute("DELETE FROM meta WHERE key = 'ingest_options'")

@@ -80,3 +80,40 @@ def test_exact_shapley_efficiency_and_estimators_converge(game):
     assert mse[("kernel", 30)] < 1e-12                       # all 30 proper coalitions: exact
     assert mse[("kernel", 6)] > mse[("kernel", 30)]
     assert mse[("pmc", 30)] < mse[("pmc", 6)]
+
+
+def _log_with_texts(tmp_path):
+    from conftest import write_jsonl
+
+    return write_jsonl(tmp_path / "run.jsonl", [{
+        "run_id": "base", "query_id": "q1", "query": QUERY,
+        "evidence": [{"doc_id": f"D{i}", "text": t} for i, t in enumerate(DOCS[:3])]}])
+
+
+def test_explain_query_stores_and_serves_again(tmp_path, game, saliency):
+    from ragaudit_core import store
+    from ragaudit_core.attribution import batch_tables, explain_query, stored_attribution
+    from ragaudit_core.ingest import ingest_paths
+
+    con = store.connect(tmp_path / "a.duckdb")
+    ingest_paths(con, [_log_with_texts(tmp_path)])
+    kw = dict(retriever_name="minilm", generator_name="smollm2", ig_steps=20, max_new_tokens=10, shuffle=True)
+    orig, shuf = explain_query(con, "base", "q1", embedder=saliency.st, generator=game.gen, **kw)
+    assert orig["method"] == "exact" and orig["doc_ids"] == ["d0", "d1", "d2"]   # canonical ids
+    assert sorted(orig["generator_ranking"]) == ["d0", "d1", "d2"]
+    values = np.array(orig["values"])
+    np.testing.assert_allclose(values.sum(axis=0), np.array(orig["v_full"]) - np.array(orig["v_empty"]), atol=1e-6)
+    assert orig["answer"] == shuf["answer"]                          # the shuffled run explains the same answer
+    assert set(orig["warg"]) == {"0.5", "0.6", "0.7", "0.8", "0.9"}
+    assert orig["warg_floor"]["0.5"] == pytest.approx(0.125)          # 0.5^3
+    assert len(orig["ig_documents"]) == 3 and all(abs(r["completeness"] - 1) < 0.1 for r in orig["ig_query"])
+
+    def boom():
+        raise AssertionError("a stored result must not load a model")
+
+    again = explain_query(con, "base", "q1", embedder=boom, generator=boom, **kw)
+    assert again[0]["values"] == orig["values"]
+    assert len(stored_attribution(con, "base", "q1")) == 2
+    tables = batch_tables(con, "base")
+    assert set(tables["failure"]["condition"]) == {"original", "shuffled"}
+    assert list(tables["failure"]["queries"]) == [1, 1]

@@ -1,0 +1,239 @@
+"""RAG-E end to end for one logged query (seed 001): retriever saliency, generator
+document attributions, alignment — stored in DuckDB so a repeated request is free.
+
+``explain_query`` takes the query and its first ``max_docs`` evidence texts from a run's
+log (in logged = retriever order), then
+
+1. IG token saliency (:mod:`saliency`) for each document against the query and for the
+   query against each document;
+2. the answer generated once with all documents, and Shapley values of every document
+   for every answer token (:mod:`generator_game`, :mod:`shapley`) — for the documents in
+   retriever order ("original") and, with ``shuffle``, in a seeded random order
+   ("shuffled"; the attribution is mapped back to the documents);
+3. the generator ranking (eq. 11), WARG(p) over a sweep of p (truncated, eq. 12, and
+   extrapolated), Spearman between retriever rank and importance, and the two failure
+   modes (:mod:`alignment`).
+
+Results are keyed by (run, query, retriever, generator, method, parameters, condition);
+``batch_tables`` aggregates a run's stored results into the paper's section-5 tables
+(failure rates, mean WARG by p, mean Spearman) per condition.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from . import alignment
+from .shapley import CachedGame, estimator
+
+__all__ = ["AttributionError", "batch_tables", "explain_query", "query_documents", "stored_attribution"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS attributions (
+    key        VARCHAR PRIMARY KEY,
+    run_id     VARCHAR NOT NULL,
+    query_id   VARCHAR NOT NULL,
+    retriever  VARCHAR NOT NULL,
+    generator  VARCHAR NOT NULL,
+    method     VARCHAR NOT NULL,
+    params     VARCHAR NOT NULL,
+    condition  VARCHAR NOT NULL,
+    wasted_retrieval  BOOLEAN,
+    noise_distraction BOOLEAN,
+    spearman   DOUBLE,
+    payload    VARCHAR NOT NULL,
+    created_at TIMESTAMP
+)
+"""
+
+
+class AttributionError(ValueError):
+    """The request cannot be served (message says why)."""
+
+
+def _ensure(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(_SCHEMA)
+
+
+def query_documents(con: duckdb.DuckDBPyConnection, run_id: str, query_id: str, max_docs: int
+                    ) -> tuple[str, list[tuple[str, str]]]:
+    """(query text, [(doc_id, text)]) in logged order; entries without text are skipped."""
+    cur = con.cursor()
+    try:
+        rec = cur.execute("SELECT query FROM records WHERE run_id = ? AND query_id = ?", [run_id, query_id]).fetchall()
+        if not rec:
+            raise AttributionError(f"run {run_id!r} has no query {query_id!r}")
+        if not rec[0][0]:
+            raise AttributionError(f"run {run_id!r}, query {query_id!r}: the log has no query text to explain")
+        docs = cur.execute(
+            """SELECT doc_id, text FROM evidence WHERE run_id = ? AND query_id = ? AND text IS NOT NULL
+               ORDER BY position LIMIT ?""", [run_id, query_id, max_docs]).fetchall()
+    finally:
+        cur.close()
+    if not docs:
+        raise AttributionError(f"run {run_id!r}, query {query_id!r}: no evidence entry carries text; attributions "
+                               "need the document texts in the log")
+    return rec[0][0], [(d, t) for d, t in docs]
+
+
+def _key(parts: dict) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def stored_attribution(con: duckdb.DuckDBPyConnection, run_id: str, query_id: str, **filters) -> list[dict]:
+    """Stored results for a query (each: the key columns and the decoded payload)."""
+    _ensure(con)
+    cur = con.cursor()
+    try:
+        rows = cur.execute(
+            """SELECT retriever, generator, method, params, condition, payload FROM attributions
+               WHERE run_id = ? AND query_id = ? ORDER BY created_at""", [run_id, query_id]).fetchall()
+    finally:
+        cur.close()
+    out = []
+    for retr, gen, method, params, cond, payload in rows:
+        rec = {"retriever": retr, "generator": gen, "method": method, "params": json.loads(params),
+               "condition": cond, **json.loads(payload)}
+        if all(rec.get(k) == v for k, v in filters.items()):
+            out.append(rec)
+    return out
+
+
+def explain_query(con: duckdb.DuckDBPyConnection, run_id: str, query_id: str, *, embedder, generator,
+                  retriever_name: str, generator_name: str, method: str = "auto", n_samples: int = 20,
+                  n_fits: int = 200, seed: int = 0, max_docs: int = 5, max_new_tokens: int = 48,
+                  ig_steps: int = 100, ig_baseline: str = "unk", shuffle: bool = False,
+                  p_grid: Sequence[float] = alignment.DEFAULT_P_GRID, batch_size: int = 8,
+                  progress: Callable[[str, float], None] | None = None) -> list[dict]:
+    """Explain one logged query; returns one result per condition (original[, shuffled]).
+
+    ``embedder`` / ``generator`` are loaded models or zero-argument loaders (called only
+    when the result is not stored yet). ``method="auto"``: exact Shapley up to 6
+    documents, PMCSHAP beyond.
+    """
+    from .generator_game import GeneratorGame
+    from .saliency import RetrieverSaliency
+
+    _ensure(con)
+    query, docs = query_documents(con, run_id, query_id, max_docs)
+    n = len(docs)
+    chosen = method if method != "auto" else ("exact" if n <= 6 else "pmc")
+    params = {"max_docs": max_docs, "max_new_tokens": max_new_tokens, "ig_steps": ig_steps,
+              "ig_baseline": ig_baseline, "seed": seed}
+    if chosen in ("kernel", "mc", "pmc"):
+        params["n_samples"] = n_samples
+    if chosen in ("mc", "pmc"):
+        params["n_fits"] = n_fits
+    conditions = ["original"] + (["shuffled"] if shuffle else [])
+    keys = {c: _key({"run": run_id, "query": query_id, "retriever": retriever_name, "generator": generator_name,
+                     "method": chosen, "params": params, "condition": c}) for c in conditions}
+    cur = con.cursor()
+    try:
+        have = {k: json.loads(p) for k, p in cur.execute(
+            "SELECT key, payload FROM attributions WHERE list_contains(?, key)", [list(keys.values())]).fetchall()}
+    finally:
+        cur.close()
+    if all(k in have for k in keys.values()):
+        return [have[keys[c]] for c in conditions]
+
+    def step(label: str, frac: float) -> None:
+        if progress:
+            progress(label, frac)
+
+    enc = embedder() if callable(embedder) and not hasattr(embedder, "encode") else embedder
+    gen = generator() if callable(generator) and not hasattr(generator, "model") else generator
+    sal = RetrieverSaliency(enc)
+    t0 = time.perf_counter()
+    ig_docs, ig_query = [], []
+    for i, (doc_id, text) in enumerate(docs):
+        step(f"IG: document {i + 1} of {n}", 0.45 * i / n)
+        ig_docs.append(_ig_payload(sal.attribute(query, text, side="document", steps=ig_steps, baseline=ig_baseline)))
+        ig_query.append(_ig_payload(sal.attribute(query, text, side="query", steps=ig_steps, baseline=ig_baseline)))
+    t_ig = time.perf_counter() - t0
+    results = []
+    rng = np.random.default_rng(seed)
+    answer_ids = None
+    for ci, cond in enumerate(conditions):
+        order = list(range(n)) if cond == "original" else [int(i) for i in rng.permutation(n)]
+        step(f"Shapley ({chosen}), {cond} order", 0.45 + 0.5 * ci / len(conditions))
+        t1 = time.perf_counter()
+        game = GeneratorGame(gen, query, [docs[i][1] for i in order], answer_ids=answer_ids,
+                             max_new_tokens=max_new_tokens, batch_size=batch_size)
+        answer_ids = game.answer_ids if cond == "original" else answer_ids
+        est_params = {} if chosen == "exact" else {"n_samples": n_samples, "seed": seed}
+        if chosen in ("mc", "pmc"):
+            est_params["n_fits"] = n_fits
+        res = estimator(chosen, **est_params).attribute(CachedGame(n, game.values))
+        values = np.zeros_like(res.values)
+        values[order] = res.values                       # back to retriever order
+        importance = values.mean(axis=1)
+        ids = [d for d, _ in docs]
+        ranking = alignment.generator_ranking(ids, importance)
+        payload = {
+            "run_id": run_id, "query_id": query_id, "query": query, "doc_ids": ids, "doc_texts": [t for _, t in docs],
+            "order": order, "answer": game.answer_text, "answer_tokens": game.answer_tokens,
+            "values": values.tolist(), "importance": importance.tolist(),
+            "v_empty": res.v_empty.tolist(), "v_full": res.v_full.tolist(),
+            "generator_ranking": ranking,
+            "warg": {str(p): alignment.warg(ids, ranking, p) for p in p_grid},
+            "warg_extrapolated": {str(p): alignment.warg(ids, ranking, p, extrapolated=True) for p in p_grid},
+            "warg_floor": {str(p): alignment.warg_floor(n, p) for p in p_grid},
+            "spearman": alignment.rank_spearman(importance),
+            **alignment.failure_modes(ids, ranking),
+            "ig_documents": ig_docs, "ig_query": ig_query,
+            "n_coalitions": res.n_coalitions, "method": chosen,
+            "timings_s": {"ig": round(t_ig, 2), "shapley": round(time.perf_counter() - t1, 2)},
+        }
+        cur = con.cursor()
+        try:
+            cur.execute("INSERT OR REPLACE INTO attributions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
+                        [keys[cond], run_id, query_id, retriever_name, generator_name, chosen,
+                         json.dumps(params, sort_keys=True), cond, payload["wasted_retrieval"],
+                         payload["noise_distraction"], payload["spearman"], json.dumps(payload)])
+        finally:
+            cur.close()
+        results.append(payload)
+    step("done", 1.0)
+    return results
+
+
+def _ig_payload(r) -> dict:
+    return {"tokens": r.tokens, "attributions": r.attributions.tolist(), "words": r.words,
+            "word_attributions": r.word_attributions.tolist(), "score": r.score,
+            "baseline_score": r.baseline_score, "completeness": r.completeness, "baseline": r.baseline,
+            "steps": r.steps}
+
+
+def batch_tables(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, pd.DataFrame]:
+    """The paper's section-5 tables for a run's stored results, per condition:
+    failure rates (Table 2), mean WARG by p (Table 3), mean Spearman."""
+    _ensure(con)
+    cur = con.cursor()
+    try:
+        rows = cur.execute(
+            """SELECT condition, method, wasted_retrieval, noise_distraction, spearman, payload FROM attributions
+               WHERE run_id = ?""", [run_id]).fetchall()
+    finally:
+        cur.close()
+    if not rows:
+        return {}
+    recs = []
+    for cond, method, wr, nd, sp, payload in rows:
+        p = json.loads(payload)
+        recs.append({"condition": cond, "method": method, "wasted_retrieval": wr, "noise_distraction": nd,
+                     "spearman": sp, **{f"warg_{k}": v for k, v in p["warg"].items()}})
+    df = pd.DataFrame(recs)
+    failure = df.groupby("condition").agg(queries=("wasted_retrieval", "size"),
+                                          wasted_retrieval=("wasted_retrieval", "mean"),
+                                          noise_distraction=("noise_distraction", "mean"),
+                                          spearman=("spearman", "mean")).reset_index()
+    warg_cols = [c for c in df.columns if c.startswith("warg_")]
+    warg = df.groupby("condition")[warg_cols].mean().reset_index()
+    return {"failure": failure, "warg": warg}
