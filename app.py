@@ -145,4 +145,5 @@ st.navigation([
     st.Page(PAGES.drilldown, title="Query drill-down", icon=":material/search:"),
     st.Page(PAGES.compare, title="Compare runs", icon=":material/compare_arrows:"),
     st.Page(PAGES.fidelity, title="Citation fidelity", icon=":material/link:"),
+    st.Page(PAGES.attributions, title="Attributions", icon=":material/insights:"),
 ]).run()

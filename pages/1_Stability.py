@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ragaudit_core import catalog, charts, store
+from ragaudit_core import catalog, charts, render, store
 from ragaudit_core.compare import compare_runs
 from ragaudit_core.session import KEYS, PAGES
 from ragaudit_core.derived import DEFAULT_DENSITY_BINS as BINS
@@ -130,7 +130,7 @@ if choice != index:  # only a change by the user: the scatter's spec (and its se
     st.rerun()
 detail = pair_queries(db_path, version, a, b, tau)
 ds = detail.summary
-st.write(f"**{a}** vs **{b}**: {ds['n_queries']:,} queries, {ds['n_flipped']:,} flipped (J_{ds['level']} < τ), "
+st.write(f"**{render.md(a)}** vs **{render.md(b)}**: {ds['n_queries']:,} queries, {ds['n_flipped']:,} flipped (J_{ds['level']} < τ), "
          + (f"{ds['n_collapsed']:,} collapsed, " if ds["n_collapsed"] is not None else "")
          + f"{ds['n_null_changes']:,} null transitions.")
 q_pick = st.dataframe(detail.queries, hide_index=True, on_select="rerun", selection_mode="single-row",

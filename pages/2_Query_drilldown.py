@@ -103,11 +103,11 @@ cols = {"text": st.column_config.TextColumn("chunk text", width="large"),
 l, r = st.columns(2)
 with l:
     st.markdown("**Run A**")
-    st.caption(run_a)
+    st.text(run_a)
     st.dataframe(styled(a), hide_index=True, column_config=cols, key="drill.list_a")
 with r:
     st.markdown("**Run B**")
-    st.caption(run_b)
+    st.text(run_b)
     st.dataframe(styled(b), hide_index=True, column_config=cols, key="drill.list_b")
 
 # --- overlapping chunks of one document --------------------------------------------------------
@@ -136,9 +136,9 @@ ans = logged.set_index("run_id")["answer"]
 if isinstance(ans.get(run_a), str) or isinstance(ans.get(run_b), str):
     st.subheader("Answers")
     x, y = st.columns(2)
-    x.caption(run_a)
+    x.text(run_a)
     x.text(ans.get(run_a) if isinstance(ans.get(run_a), str) else "(no answer logged)")
-    y.caption(run_b)
+    y.text(run_b)
     y.text(ans.get(run_b) if isinstance(ans.get(run_b), str) else "(no answer logged)")
     if isinstance(ans.get(run_a), str) and isinstance(ans.get(run_b), str):
         value = lookup_similarities(con, run_a, run_b).get(qid)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ragaudit_core import catalog, charts, store
+from ragaudit_core import catalog, charts, render, store
 from ragaudit_core.fidelity import FidelityRules, canary, compute_query, fidelity_runs, graph_layout, load_graphs
 from ragaudit_core.session import KEYS
 
@@ -48,7 +48,7 @@ runs = list(res)
 cols = st.columns(len(runs))
 for col, run in zip(cols, runs):
     s = res[run].summary
-    col.markdown(f"**{run}**")
+    col.markdown(f"**{render.md(run)}**")
     col.metric("mean CFS", "n/a" if s["cfs_mean"] is None else f"{s['cfs_mean']:.3f}",
                help="Mean per-query CFS over queries with citations.")
     col.caption(f"{s['n_queries']} queries · {s['n_with_citations']} with citations · {s['n_citations']} citations"
@@ -85,7 +85,7 @@ st.session_state[f"{KEYS.query}.fidelity"] = qid
 
 (g,) = load_graphs(con, run, [qid])
 qf = compute_query(g)
-st.markdown(f"**Query {qid}**")
+st.markdown(f"**Query {render.md(qid)}**")
 st.text(g.query or "(no query text logged)")
 st.text(g.generated_text or "(no generated text)")
 cits = r.citations[r.citations["query_id"] == qid].drop(columns=["query_id"])

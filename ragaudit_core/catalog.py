@@ -21,12 +21,14 @@ __all__ = [
     "files_table",
     "missing_data_message",
     "missing_provenance_message",
+    "missing_text_message",
     "ingest_sample_logs",
     "ingest_uploads",
     "list_queries",
     "overview",
     "quarantine_table",
     "runs_table",
+    "runs_with_texts",
     "sample_logs_dir",
     "stored_similarity_count",
     "uploads_dir",
@@ -88,6 +90,24 @@ def missing_provenance_message(con: duckdb.DuckDBPyConnection) -> str | None:
         return ("No provenance logs are loaded. Upload provenance records (JSONL with a \"nodes\" list per query; "
                 "see docs/provenance-contract.md) on the home page, or open the bundled sample logs, which "
                 "include provenance for two configurations.")
+    return None
+
+
+def runs_with_texts(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Runs whose logs carry document texts and query texts (what attributions need)."""
+    return _q(con, """SELECT DISTINCT e.run_id FROM evidence e JOIN records r USING (run_id, query_id)
+                      WHERE e.text IS NOT NULL AND r.query IS NOT NULL ORDER BY e.run_id""")["run_id"].tolist()
+
+
+def missing_text_message(con: duckdb.DuckDBPyConnection) -> str | None:
+    """Why attributions cannot be computed on the loaded logs (and what to do), or None."""
+    if overview(con)["runs"] == 0:
+        return ("No logs are loaded yet. Open the home page to upload evidence logs or to open the bundled "
+                "sample logs.")
+    if not runs_with_texts(con):
+        return ("The loaded logs carry no document texts (or no query texts): attributions re-run the retriever "
+                "and the generator on them. Load logs whose evidence entries have a \"text\" and whose records "
+                "have a \"query\", such as the bundled sample logs.")
     return None
 
 

@@ -32,6 +32,7 @@ class _Pages:
     drilldown = "pages/2_Query_drilldown.py"
     compare = "pages/3_Compare.py"
     fidelity = "pages/4_Citation_fidelity.py"
+    attributions = "pages/5_Attributions.py"
 
 
 KEYS = _Keys()

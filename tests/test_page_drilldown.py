@@ -60,3 +60,11 @@ def test_html_in_logs_shows_as_text(app_env, tmp_path):
         assert "&lt;img src=x onerror=alert(1)&gt;" in body and "&lt;script&gt;" in body
     for el in list(at.markdown) + list(at.caption):
         assert "<img" not in el.value and "<script" not in el.value
+
+
+def test_markdown_escape_makes_log_text_inert():
+    from ragaudit_core.render import md
+
+    assert md("**x**") == "\\*\\*x\\*\\*"
+    assert md("[a](javascript:alert(1))") == "\\[a\\]\\(javascript\\:alert\\(1\\)\\)"
+    assert md("k10-c256-o32") == "k10\\-c256\\-o32"

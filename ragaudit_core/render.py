@@ -1,0 +1,58 @@
+"""Coloured text for the dashboard and the report, built from escaped text only.
+
+Every string that reaches HTML here goes through ``html.escape``; colours and styles
+are computed from numbers, never taken from a log.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+__all__ = ["DOC_COLOURS", "diverging_html", "legend_html", "md", "owner_html"]
+
+_MD_SPECIAL = set("\\`*_{}[]()<>#+-.!|~$:")
+
+
+def md(text: object) -> str:
+    """Log text made inert inside Streamlit markdown: every markdown/HTML-significant
+    character backslash-escaped, so an id like ``**x**`` or ``[a](javascript:…)`` shows as typed."""
+    return "".join("\\" + c if c in _MD_SPECIAL else c for c in str(text))
+
+DOC_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+               "#bab0ac"]
+
+
+def _rgba(score: float, scale: float) -> str:
+    a = 0.0 if scale <= 0 else min(1.0, abs(score) / scale)
+    return f"rgba(214,39,40,{a:.3f})" if score >= 0 else f"rgba(31,119,180,{a:.3f})"
+
+
+def diverging_html(words: Sequence[str], scores: Sequence[float], *, scale: float | None = None,
+                   sep: str = " ") -> str:
+    """Words on a diverging background: red for positive attribution, blue for negative,
+    opacity ∝ |score| / scale (default: the largest |score|). Hover shows the value."""
+    scale = scale if scale is not None else max((abs(float(s)) for s in scores), default=0.0)
+    parts = [f'<span title="{float(s):+.4f}" style="background:{_rgba(float(s), scale)};padding:1px 2px;'
+             f'border-radius:3px">{html.escape(w)}</span>' for w, s in zip(words, scores)]
+    return f'<div style="line-height:1.9">{sep.join(parts)}</div>'
+
+
+def owner_html(tokens: Sequence[str], owners: Sequence[int], strengths: Sequence[float]) -> str:
+    """Answer tokens coloured by the document that influenced them most (``owners``),
+    opacity ∝ that influence relative to the strongest token."""
+    top = max((abs(float(s)) for s in strengths), default=0.0) or 1.0
+    parts = []
+    for t, o, s in zip(tokens, owners, strengths):
+        colour = DOC_COLOURS[int(o) % len(DOC_COLOURS)]
+        alpha = 0.15 + 0.85 * min(1.0, abs(float(s)) / top)
+        rgb = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+        parts.append(f'<span title="document {int(o) + 1}: {float(s):+.4f}" style="background:rgba({rgb[0]},{rgb[1]},'
+                     f'{rgb[2]},{alpha:.3f});border-radius:3px">{html.escape(t)}</span>')
+    return f'<div style="line-height:1.9;white-space:pre-wrap">{"".join(parts)}</div>'
+
+
+def legend_html(labels: Sequence[str]) -> str:
+    items = [f'<span style="display:inline-block;width:12px;height:12px;background:{DOC_COLOURS[i % len(DOC_COLOURS)]};'
+             f'margin:0 4px 0 12px;border-radius:2px"></span>{html.escape(label)}' for i, label in enumerate(labels)]
+    return f'<div style="font-size:0.9em">{"".join(items)}</div>'
