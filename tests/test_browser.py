@@ -104,6 +104,11 @@ def test_every_page_on_the_sample_logs(server, browser, shots):
     assert page.locator('[data-testid="stMetric"]', has_text="mean CFS").count() == 2   # base and c128 provenance
     assert page.locator(".js-plotly-plot").count() >= 3           # funnel, CFS histogram, provenance graph
     page.screenshot(path=str(shots / "fidelity.png"), full_page=True)
+
+    page.goto(f"{url}/Attributions")
+    page.get_by_role("button", name="Explain this query").wait_for(timeout=60_000)
+    wait_idle(page)
+    page.screenshot(path=str(shots / "attributions.png"), full_page=True)
     assert dialogs == []
     page.close()
 
