@@ -1,0 +1,134 @@
+"""Benchmark: attribution wall times and peak memory, each beside a naive reference.
+
+    .venv/bin/python bench/attribution_bench.py [--device cpu|cuda] [--repeat 3]
+
+The case (issue #6): one SciFact query of the bundled sample logs with its first 5
+documents from run k10-c256-o32 (256-token chunks, about 200 word pieces each after
+trimming to --doc-tokens), the packaged MiniLM and SmolLM2.
+
+Phases, each in its own process (so peak RSS is its own), median of --repeat:
+
+* ``ig``        — IG, L = 100, [UNK] baseline, query side + document side for 5 documents,
+                  Captum with internal batches of 16;
+* ``ig_naive``  — the same with one Riemann step per forward/backward pass;
+* ``exact``     — exact Shapley (32 coalitions) for a 20-token answer: length-sorted
+                  batches of 8, shared-prefix KV cache, answer logits only;
+* ``exact_naive`` — the same 32 coalitions one at a time, full prompt, no cache;
+* ``pmc``       — PMCSHAP, N = 20, M = 200 (batched, cached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PHASES = ("ig", "ig_naive", "exact", "exact_naive", "pmc")
+
+
+def case(doc_tokens: int):
+    import gzip
+
+    from ragaudit_core.models import load_embedder
+
+    tok = load_embedder(device="cpu").tokenizer
+    path = ROOT / "sample_logs" / "scifact" / "k10-c256-o32.jsonl.gz"
+    with gzip.open(path, "rt") as f:
+        rec = json.loads(f.readline())
+    docs = []
+    for e in rec["evidence"][:5]:
+        ids = tok(e["text"], add_special_tokens=False)["input_ids"][:doc_tokens]
+        docs.append(tok.decode(ids))
+    return rec["query_id"], rec["query"], docs
+
+
+def run_phase(phase: str, device: str, doc_tokens: int) -> dict:
+    import numpy as np
+    import torch
+
+    from ragaudit_core.generator_game import GeneratorGame
+    from ragaudit_core.models import load_embedder, load_generator
+    from ragaudit_core.saliency import RetrieverSaliency
+    from ragaudit_core.shapley import CachedGame, ExactShapley, PMCShap
+
+    qid, query, docs = case(doc_tokens)
+    out = {"phase": phase, "query_id": qid, "device": device}
+    if phase.startswith("ig"):
+        sal = RetrieverSaliency(load_embedder(device=device))
+        ibs = 1 if phase == "ig_naive" else 16
+        sal.attribute(query, docs[0][:200], side="query", steps=5, internal_batch_size=ibs)   # warm-up
+        t = time.perf_counter()
+        comp = []
+        for d in docs:
+            comp.append(sal.attribute(query, d, side="query", steps=100, internal_batch_size=ibs).completeness)
+            comp.append(sal.attribute(query, d, side="document", steps=100, internal_batch_size=ibs).completeness)
+        out.update(seconds=time.perf_counter() - t, completeness_min=min(comp), completeness_max=max(comp),
+                   doc_tokens=[len(sal.tok(d)["input_ids"]) for d in docs])
+    else:
+        gen = load_generator(device=device)
+        game = GeneratorGame(gen, query, docs, max_new_tokens=20, batch_size=8)
+        masks = np.array([[bool(i >> j & 1) for j in range(5)] for i in range(32)])
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        if phase == "exact":
+            res = ExactShapley().attribute(CachedGame(5, game.values))
+        elif phase == "exact_naive":
+            res = ExactShapley().attribute(CachedGame(5, game.naive_values))
+        else:
+            res = PMCShap(n_samples=20, n_fits=200, seed=0).attribute(CachedGame(5, game.values))
+        if device == "cuda":
+            torch.cuda.synchronize()
+        out.update(seconds=time.perf_counter() - t, answer_tokens=len(game.answer_ids),
+                   forward_tokens=game.n_forward_tokens, coalitions=res.n_coalitions,
+                   efficiency_gap=float(abs(res.efficiency_gap()).max()))
+        del masks
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if device == "cuda":
+        out["peak_cuda_mb"] = torch.cuda.max_memory_allocated() / 2**20
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--doc-tokens", type=int, default=200)
+    ap.add_argument("--phase", choices=PHASES)
+    ap.add_argument("--phases", default=",".join(PHASES))
+    args = ap.parse_args()
+    if args.phase:
+        print(json.dumps(run_phase(args.phase, args.device, args.doc_tokens)))
+        return
+    results = {}
+    for phase in args.phases.split(","):
+        runs = []
+        for _ in range(args.repeat):
+            p = subprocess.run([sys.executable, __file__, "--phase", phase, "--device", args.device,
+                                "--doc-tokens", str(args.doc_tokens)], capture_output=True, text=True)
+            if p.returncode:
+                raise SystemExit(p.stderr[-3000:])
+            runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+        runs.sort(key=lambda r: r["seconds"])
+        med = dict(runs[len(runs) // 2])
+        med["all_seconds"] = [round(r["seconds"], 2) for r in runs]
+        med["median_peak_rss_mb"] = statistics.median(r["peak_rss_mb"] for r in runs)
+        results[phase] = med
+        print(phase, json.dumps(med), file=sys.stderr)
+    if "exact" in results and "exact_naive" in results:
+        results["exact_vs_naive"] = results["exact"]["seconds"] / results["exact_naive"]["seconds"]
+    if "ig" in results and "ig_naive" in results:
+        results["ig_vs_naive"] = results["ig"]["seconds"] / results["ig_naive"]["seconds"]
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
