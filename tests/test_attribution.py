@@ -117,3 +117,15 @@ def test_explain_query_stores_and_serves_again(tmp_path, game, saliency):
     tables = batch_tables(con, "base")
     assert set(tables["failure"]["condition"]) == {"original", "shuffled"}
     assert list(tables["failure"]["queries"]) == [1, 1]
+
+
+def test_aipc_prefers_ig_over_its_reverse(saliency):
+    from ragaudit_core.saliency import perturbation_aipc
+
+    doc = "Marie Curie was born in Warsaw in 1867 and later moved to Paris, where she studied physics."
+    r = saliency.attribute(QUERY, doc, side="document", steps=50)
+    forward = perturbation_aipc(saliency, QUERY, doc, r.attributions)
+    backward = perturbation_aipc(saliency, QUERY, doc, -r.attributions)
+    assert forward > 0 > backward                 # removing IG's top tokens first hurts the match most
+    assert forward == pytest.approx(-backward)    # MoRF and LeRF swap places
+    assert -1.0 <= backward <= forward <= 1.0
