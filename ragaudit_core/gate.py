@@ -1,0 +1,204 @@
+"""Deploy gate: may a candidate configuration replace the baseline? Rules as data.
+
+A :class:`Rule` names a metric, where it applies (a level — ``doc``/``span`` — or a
+pipeline stage), a comparison and a threshold. It is either
+
+* **absolute** — the candidate's value (or the pair's value, for metrics that compare the
+  two runs, such as ``j_avg``) is compared with the threshold: ``J_avg,span ≥ 0.5``; or
+* **relative** — the change from baseline to candidate, ``candidate − baseline``, is
+  compared with the threshold: "CFS p95 drops by at most 0.15" is ``cfs_p95``,
+  relative, ``>= -0.15``.
+
+Evaluating a rule gives a :class:`RuleResult`: ``pass`` / ``fail`` / ``not applicable``
+(the data is absent: no spans, no provenance, no stored attributions), the value, and
+one sentence that says why. The verdict fails when any applicable rule fails.
+
+Metrics (``metric`` / where):
+
+=====================  ==================  =============================================
+metric                 level / stage       value
+=====================  ==================  =============================================
+j_avg                  doc, span           mean Jaccard between the two runs (seed 000)
+flip_rate              doc, span           share of queries with J < τ
+collapse_rate          doc, span           share of queries with J = 0, both non-empty
+null_loss, null_gain   doc                 share of queries losing / gaining all evidence
+cfs_p95, cfs_mean      —                   citation fidelity of a run (seed 002)
+stage_survival         a stage or "every"  conditional survival rate of the stage(s)
+parse_failure_rate     —                   unparsable citation-like strings
+warg                   p (e.g. 0.9)        mean WARG(p) of stored attributions (seed 001)
+wasted_retrieval       —                   share of explained queries
+noise_distraction      —                   share of explained queries
+=====================  ==================  =============================================
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["DEFAULT_RULES", "PAIR_METRICS", "RUN_METRICS", "Rule", "RuleResult", "Verdict", "evaluate",
+           "load_rules"]
+
+PAIR_METRICS = {"j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain"}
+RUN_METRICS = {"cfs_p95", "cfs_mean", "stage_survival", "parse_failure_rate", "warg", "wasted_retrieval",
+               "noise_distraction"}
+_STAGES = ("chunking", "retrieval", "reranking", "compression", "generation")
+_OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+_WORDS = {">=": "at least", "<=": "at most", ">": "above", "<": "below"}
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = ""
+    metric: Literal["j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain", "cfs_p95", "cfs_mean",
+                    "stage_survival", "parse_failure_rate", "warg", "wasted_retrieval", "noise_distraction"]
+    level: str | None = None
+    p: float | None = Field(None, gt=0, lt=1)
+    op: Literal[">=", "<=", ">", "<"]
+    threshold: float
+    relative: bool = False
+
+    @model_validator(mode="after")
+    def _where(self) -> "Rule":
+        if self.metric in PAIR_METRICS:
+            if self.level not in ("doc", "span"):
+                raise ValueError(f"{self.metric} needs level 'doc' or 'span'")
+            if self.relative:
+                raise ValueError(f"{self.metric} already compares the two runs; it cannot be relative")
+        if self.metric == "stage_survival" and self.level not in (*_STAGES, "every"):
+            raise ValueError(f"stage_survival needs level = one of {', '.join(_STAGES)} or 'every'")
+        if self.metric == "warg" and self.p is None:
+            raise ValueError("warg needs p (e.g. 0.9)")
+        if not self.name:
+            where = f",{self.level}" if self.level else (f"({self.p})" if self.p else "")
+            self.name = (f"{'Δ ' if self.relative else ''}{self.metric}{where} {self.op} {self.threshold:g}")
+        return self
+
+
+class RuleResult(BaseModel):
+    rule: Rule
+    status: Literal["pass", "fail", "not applicable"]
+    value: float | None = None
+    baseline_value: float | None = None
+    candidate_value: float | None = None
+    message: str
+
+
+class Verdict(BaseModel):
+    baseline: str
+    candidate: str
+    status: Literal["pass", "fail"]
+    results: list[RuleResult]
+
+    @property
+    def failed(self) -> list[RuleResult]:
+        return [r for r in self.results if r.status == "fail"]
+
+    def sorted_results(self) -> list[RuleResult]:
+        """Failed rules first, then passed, then not applicable."""
+        order = {"fail": 0, "pass": 1, "not applicable": 2}
+        return sorted(self.results, key=lambda r: order[r.status])
+
+
+# The default preset: document-level rules work on any log (RagCiteCheck format too); span,
+# fidelity and attribution rules apply when their data is present. Fidelity and alignment
+# rules are relative, so a run compared with itself passes whatever its absolute quality;
+# the seed's absolute alert thresholds are the STRICT preset.
+DEFAULT_RULES: list[Rule] = [
+    Rule(metric="j_avg", level="doc", op=">=", threshold=0.5),
+    Rule(metric="flip_rate", level="doc", op="<=", threshold=0.5),
+    Rule(metric="null_loss", level="doc", op="<=", threshold=0.01),
+    Rule(metric="j_avg", level="span", op=">=", threshold=0.5),
+    Rule(metric="collapse_rate", level="span", op="<=", threshold=0.2),
+    Rule(metric="cfs_p95", op=">=", threshold=-0.15, relative=True),
+    Rule(metric="stage_survival", level="every", op=">=", threshold=-0.05, relative=True),
+    Rule(metric="parse_failure_rate", op="<=", threshold=0.005, relative=True),
+    Rule(metric="warg", p=0.9, op="<=", threshold=0.05, relative=True),
+]
+STRICT_RULES: list[Rule] = DEFAULT_RULES[:5] + [
+    Rule(metric="cfs_p95", op=">=", threshold=0.85),
+    Rule(metric="stage_survival", level="every", op=">=", threshold=0.90),
+    Rule(metric="parse_failure_rate", op="<=", threshold=0.005),
+    Rule(metric="warg", p=0.9, op="<=", threshold=0.05, relative=True),
+]
+
+
+def load_rules(path) -> list[Rule]:
+    """Rules from TOML: ``preset = "default" | "strict"`` and/or ``[[rule]]`` tables."""
+    import tomllib
+
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    unknown = set(data) - {"preset", "rule", "fidelity"}
+    if unknown:
+        raise ValueError(f"unknown top-level keys: {', '.join(sorted(unknown))} (use preset and [[rule]])")
+    base = {"default": DEFAULT_RULES, "strict": STRICT_RULES, "none": []}
+    preset = data.get("preset", "none" if data.get("rule") else "default")
+    if preset not in base:
+        raise ValueError(f"preset must be default, strict or none, not {preset!r}")
+    return list(base[preset]) + [Rule.model_validate(r) for r in data.get("rule", [])]
+
+
+def _fmt(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def evaluate(rules: list[Rule], baseline: str, candidate: str, pair: dict, runs: dict[str, dict]) -> Verdict:
+    """Evaluate rules on precomputed metric values.
+
+    ``pair[(metric, level)]`` holds the pair metrics between baseline and candidate (absent
+    keys: not applicable). ``runs[run][key]`` holds run metrics under keys ``metric``,
+    ``("stage_survival", stage)`` and ``("warg", p)``; absent or None: not applicable.
+    """
+    results = []
+    for rule in rules:
+        cmp = _OPS[rule.op]
+        if rule.metric in PAIR_METRICS:
+            v = pair.get((rule.metric, rule.level))
+            if v is None:
+                results.append(RuleResult(rule=rule, status="not applicable", message=(
+                    f"{rule.metric} at {rule.level} level is unavailable for {baseline} vs {candidate}"
+                    + (" (the logs carry no span information)" if rule.level == "span" else ""))))
+                continue
+            ok = cmp(v, rule.threshold)
+            results.append(RuleResult(rule=rule, status="pass" if ok else "fail", value=v, message=(
+                f"{rule.metric} ({rule.level}) between {baseline} and {candidate} is {_fmt(v)}, "
+                f"{'' if ok else 'not '}{_WORDS[rule.op]} {rule.threshold:g}")))
+            continue
+        stages = list(_STAGES) if rule.level == "every" else [rule.level]
+        keys = [("stage_survival", s) for s in stages] if rule.metric == "stage_survival" else \
+            [("warg", rule.p)] if rule.metric == "warg" else [rule.metric]
+        worst: RuleResult | None = None
+        applicable = False
+        for key in keys:
+            b = runs.get(baseline, {}).get(key)
+            c = runs.get(candidate, {}).get(key)
+            if c is None or (rule.relative and b is None):
+                continue
+            applicable = True
+            v = c - b if rule.relative else c
+            ok = cmp(v, rule.threshold)
+            label = f"{key[0]} ({key[1]})" if isinstance(key, tuple) else key
+            if rule.relative:
+                msg = (f"{label} goes from {_fmt(b)} ({baseline}) to {_fmt(c)} ({candidate}), a change of {v:+.3f}, "
+                       f"{'' if ok else 'not '}{_WORDS[rule.op]} {rule.threshold:+g}")
+            else:
+                msg = f"{label} of {candidate} is {_fmt(c)}, {'' if ok else 'not '}{_WORDS[rule.op]} {rule.threshold:g}"
+            res = RuleResult(rule=rule, status="pass" if ok else "fail", value=v, baseline_value=b,
+                             candidate_value=c, message=msg)
+            if worst is None or (res.status == "fail" and worst.status == "pass"):
+                worst = res
+        if not applicable:
+            what = {"cfs_p95": "citation fidelity (provenance logs)", "cfs_mean": "citation fidelity (provenance logs)",
+                    "stage_survival": "stage survival (provenance logs with ground truth)",
+                    "parse_failure_rate": "citation parsing (provenance logs)",
+                    "warg": "stored attributions", "wasted_retrieval": "stored attributions",
+                    "noise_distraction": "stored attributions"}[rule.metric]
+            results.append(RuleResult(rule=rule, status="not applicable", message=(
+                f"no {what} for {candidate if not rule.relative else baseline + ' and ' + candidate}")))
+        else:
+            results.append(worst)
+    status = "fail" if any(r.status == "fail" for r in results) else "pass"
+    return Verdict(baseline=baseline, candidate=candidate, status=status, results=results)
