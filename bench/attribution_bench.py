@@ -11,8 +11,10 @@ Phases, each in its own process (so peak RSS is its own), median of --repeat:
 * ``ig``        — IG, L = 100, [UNK] baseline, query side + document side for 5 documents,
                   Captum with internal batches of 16;
 * ``ig_naive``  — the same with one Riemann step per forward/backward pass;
-* ``exact``     — exact Shapley (32 coalitions) for a 20-token answer: length-sorted
-                  batches of 8, shared-prefix KV cache, answer logits only;
+* ``exact``     — exact Shapley (32 coalitions) for a 20-token answer: the prompts'
+                  token trie walked with one cropped/extended KV cache, answer logits only;
+* ``exact_batched`` — the same with length-sorted, left-padded batches of 8 and the
+                  batch's shared prefix cached (the earlier design, kept as an option);
 * ``exact_naive`` — the same 32 coalitions one at a time, full prompt, no cache;
 * ``pmc``       — PMCSHAP, N = 20, M = 200 (batched, cached).
 """
@@ -31,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PHASES = ("ig", "ig_naive", "exact", "exact_naive", "pmc")
+PHASES = ("ig", "ig_naive", "exact", "exact_batched", "exact_naive", "pmc")
 
 
 def case(doc_tokens: int):
@@ -74,12 +76,13 @@ def run_phase(phase: str, device: str, doc_tokens: int) -> dict:
                    doc_tokens=[len(sal.tok(d)["input_ids"]) for d in docs])
     else:
         gen = load_generator(device=device)
-        game = GeneratorGame(gen, query, docs, max_new_tokens=20, batch_size=8)
+        game = GeneratorGame(gen, query, docs, max_new_tokens=20, batch_size=8,
+                             strategy="batched" if phase == "exact_batched" else "prefix_tree")
         masks = np.array([[bool(i >> j & 1) for j in range(5)] for i in range(32)])
         if device == "cuda":
             torch.cuda.synchronize()
         t = time.perf_counter()
-        if phase == "exact":
+        if phase in ("exact", "exact_batched"):
             res = ExactShapley().attribute(CachedGame(5, game.values))
         elif phase == "exact_naive":
             res = ExactShapley().attribute(CachedGame(5, game.naive_values))

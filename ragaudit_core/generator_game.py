@@ -7,7 +7,13 @@ its log-probability under teacher forcing on the *original* answer (constrained
 generation, eq. 10). So ``values`` returns, for k coalitions, a (k, m) matrix over the m
 answer tokens — the value function the Shapley estimators (:mod:`shapley`) consume.
 
-Batching: coalitions are sorted by prompt length and run in batches with left padding,
+Default strategy ``prefix_tree``: the coalition prompts share long token prefixes (the
+template, then the documents they have in common at the front). They are visited in
+lexicographic token order with a single key/value cache that is cropped back to the
+prefix shared with the previous prompt and extended by the rest, so every distinct
+prefix is computed once (no padding at all).
+
+Strategy ``batched``: coalitions are sorted by prompt length and run in batches with left padding,
 an explicit attention mask and position ids ``cumsum(mask) − 1``. The prompt prefix all
 coalitions of a batch share (chat template, system prompt, the first words of the user
 turn) is run once and its key/value cache reused, repeated across the batch; the
@@ -34,7 +40,8 @@ class GeneratorGame:
     """Teacher-forced answer-token log-probabilities of a causal LM per document coalition."""
 
     def __init__(self, generator, query: str, documents: Sequence[str], *, answer_ids: Sequence[int] | None = None,
-                 max_new_tokens: int = 64, batch_size: int = 8, prefix_cache: bool = True):
+                 max_new_tokens: int = 64, batch_size: int = 8, prefix_cache: bool = True,
+                 strategy: str = "prefix_tree"):
         import torch
 
         self.gen = generator
@@ -45,6 +52,9 @@ class GeneratorGame:
         self.n_players = len(self.documents)
         self.batch_size = batch_size
         self.prefix_cache = prefix_cache
+        if strategy not in ("prefix_tree", "batched"):
+            raise ValueError("strategy must be 'prefix_tree' or 'batched'")
+        self.strategy = strategy
         self._prefixes: dict[tuple[int, ...], object] = {}
         self.n_forward_tokens = 0
         if answer_ids is None:
@@ -82,6 +92,8 @@ class GeneratorGame:
     def values(self, coalitions: np.ndarray) -> np.ndarray:
         coalitions = np.asarray(coalitions, dtype=bool)
         prompts = [self.prompt_ids(m) for m in coalitions]
+        if self.strategy == "prefix_tree":
+            return self._prefix_tree(prompts)
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         out = np.zeros((len(prompts), len(self.answer_ids)))
         for s in range(0, len(order), self.batch_size):
@@ -138,6 +150,39 @@ class GeneratorGame:
         logp = torch.log_softmax(logits[:, :m, :].float(), dim=-1)
         target = torch.tensor(self.answer_ids, device=logp.device).expand(len(seqs), m)
         return logp.gather(-1, target.unsqueeze(-1)).squeeze(-1).cpu().numpy()
+
+    def _prefix_tree(self, prompts: list[list[int]]) -> np.ndarray:
+        """Walk the prompts in lexicographic token order with one KV cache, cropped back to
+        the common prefix with the previous prompt and extended by the rest: every distinct
+        prompt prefix is computed once (the token trie of the coalitions). In sorted order the
+        common prefix with any earlier prompt is never longer than with the previous one, so
+        cropping loses nothing a later prompt needs."""
+        import torch
+
+        dev = self.gen.device
+        m = len(self.answer_ids)
+        seqs = [p + self.answer_ids for p in prompts]
+        order = sorted(range(len(seqs)), key=lambda i: seqs[i])
+        out = np.zeros((len(seqs), m))
+        cache = None
+        prev: list[int] = []
+        for i in order:
+            seq = seqs[i]
+            lcp = 0
+            limit = min(len(prev), len(seq) - m - 1)     # recompute at least the answer's predecessors
+            while lcp < limit and prev[lcp] == seq[lcp]:
+                lcp += 1
+            if cache is not None and cache.get_seq_length() > lcp:
+                cache.crop(lcp - cache.get_seq_length())     # keep the first lcp positions
+            new = torch.tensor([seq[lcp:]], device=dev)
+            with torch.no_grad():
+                res = self.model(input_ids=new, past_key_values=cache, use_cache=True, logits_to_keep=m + 1)
+            cache = res.past_key_values
+            self.n_forward_tokens += len(seq) - lcp
+            logp = torch.log_softmax(res.logits[0, :m, :].float(), dim=-1)
+            out[i] = logp.gather(-1, torch.tensor(self.answer_ids, device=logp.device)[:, None])[:, 0].cpu().numpy()
+            prev = seq
+        return out
 
     # ------------------------------------------------------------------ reference
 

@@ -62,8 +62,11 @@ def test_batched_and_unbatched_coalition_values_agree(game):
     b = game.naive_values(masks)
     assert a.shape == (len(masks), len(game.answer_ids))
     np.testing.assert_allclose(a, b, atol=1e-4)
-    game1 = GeneratorGame(game.gen, QUERY, DOCS, answer_ids=game.answer_ids, batch_size=1, prefix_cache=False)
-    np.testing.assert_allclose(game1.values(masks), b, atol=1e-4)
+    batched = GeneratorGame(game.gen, QUERY, DOCS, answer_ids=game.answer_ids, strategy="batched", batch_size=4)
+    np.testing.assert_allclose(batched.values(masks), b, atol=1e-4)
+    single = GeneratorGame(game.gen, QUERY, DOCS, answer_ids=game.answer_ids, strategy="batched", batch_size=1,
+                           prefix_cache=False)
+    np.testing.assert_allclose(single.values(masks), b, atol=1e-4)
 
 
 def test_exact_shapley_efficiency_and_estimators_converge(game):
