@@ -63,7 +63,7 @@ def main() -> None:
         rng = np.random.default_rng(0)
         for qi, r in enumerate(recs):
             docs = [trim(e["text"]) for e in r["evidence"][:5]]
-            ids = [e["doc_id"] for e in r["evidence"][:5]]
+            ids = list(range(len(docs)))     # items by position (a document may give several chunks)
             game = GeneratorGame(gen, r["query"], docs, max_new_tokens=20, batch_size=8)
             cached = CachedGame(5, game.values)
             exact = ExactShapley().attribute(cached)

@@ -114,7 +114,8 @@ st.plotly_chart(fig, key="attr.influence")
 
 st.subheader("Alignment")
 k = st.columns(4)
-k[0].metric("generator ranking", " > ".join(str(res["doc_ids"].index(d) + 1) for d in res["generator_ranking"]))
+k[0].metric("generator ranking", " > ".join(str(i + 1) for i in res["generator_ranking"]),
+            help="Retrieved documents by their retriever rank (1 = top), ordered by generator importance.")
 k[1].metric("Spearman (rank vs importance)", "n/a" if res["spearman"] is None else f"{res['spearman']:.3f}")
 k[2].metric("wasted retrieval", "yes" if res["wasted_retrieval"] else "no",
             help="The retriever's top document gets generator rank > 2.")

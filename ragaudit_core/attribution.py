@@ -10,7 +10,8 @@ log (in logged = retriever order), then
    for every answer token (:mod:`generator_game`, :mod:`shapley`) — for the documents in
    retriever order ("original") and, with ``shuffle``, in a seeded random order
    ("shuffled"; the attribution is mapped back to the documents);
-3. the generator ranking (eq. 11), WARG(p) over a sweep of p (truncated, eq. 12, and
+3. the generator ranking (eq. 11) of the retrieved items by position (the same document
+   may be retrieved as several chunks, so items are positions, with their doc ids beside), WARG(p) over a sweep of p (truncated, eq. 12, and
    extrapolated), Spearman between retriever rank and importance, and the two failure
    modes (:mod:`alignment`).
 
@@ -175,18 +176,19 @@ def explain_query(con: duckdb.DuckDBPyConnection, run_id: str, query_id: str, *,
         values[order] = res.values                       # back to retriever order
         importance = values.mean(axis=1)
         ids = [d for d, _ in docs]
-        ranking = alignment.generator_ranking(ids, importance)
+        items = list(range(n))        # retrieved items by position: one document may give several chunks
+        ranking = alignment.generator_ranking(items, importance)
         payload = {
             "run_id": run_id, "query_id": query_id, "query": query, "doc_ids": ids, "doc_texts": [t for _, t in docs],
             "order": order, "answer": game.answer_text, "answer_tokens": game.answer_tokens,
             "values": values.tolist(), "importance": importance.tolist(),
             "v_empty": res.v_empty.tolist(), "v_full": res.v_full.tolist(),
-            "generator_ranking": ranking,
-            "warg": {str(p): alignment.warg(ids, ranking, p) for p in p_grid},
-            "warg_extrapolated": {str(p): alignment.warg(ids, ranking, p, extrapolated=True) for p in p_grid},
+            "generator_ranking": ranking, "generator_ranking_doc_ids": [ids[i] for i in ranking],
+            "warg": {str(p): alignment.warg(items, ranking, p) for p in p_grid},
+            "warg_extrapolated": {str(p): alignment.warg(items, ranking, p, extrapolated=True) for p in p_grid},
             "warg_floor": {str(p): alignment.warg_floor(n, p) for p in p_grid},
             "spearman": alignment.rank_spearman(importance),
-            **alignment.failure_modes(ids, ranking),
+            **alignment.failure_modes(items, ranking),
             "ig_documents": ig_docs, "ig_query": ig_query,
             "n_coalitions": res.n_coalitions, "method": chosen,
             "timings_s": {"ig": round(t_ig, 2), "shapley": round(time.perf_counter() - t1, 2)},

@@ -419,7 +419,8 @@ def attribute(
     except (AttributionError, ModelLoadError, ValueError) as e:
         _fail(str(e))
     for r in out:
-        typer.echo(f"{r['query_id']}: {r['method']}  generator ranking {r['generator_ranking']}  "
+        typer.echo(f"{r['query_id']}: {r['method']}  generator ranking "
+                   f"{' > '.join(str(i + 1) for i in r['generator_ranking'])}  "
                    f"WARG(0.5) {r['warg']['0.5']:.3f}  WARG(0.9) {r['warg']['0.9']:.3f}  "
                    f"wasted retrieval {r['wasted_retrieval']}  noise distraction {r['noise_distraction']}")
     tables = batch_tables(con, run)

@@ -103,7 +103,8 @@ def test_explain_query_stores_and_serves_again(tmp_path, game, saliency):
     kw = dict(retriever_name="minilm", generator_name="smollm2", ig_steps=20, max_new_tokens=10, shuffle=True)
     orig, shuf = explain_query(con, "base", "q1", embedder=saliency.st, generator=game.gen, **kw)
     assert orig["method"] == "exact" and orig["doc_ids"] == ["d0", "d1", "d2"]   # canonical ids
-    assert sorted(orig["generator_ranking"]) == ["d0", "d1", "d2"]
+    assert sorted(orig["generator_ranking"]) == [0, 1, 2]                # retrieved items by position
+    assert orig["generator_ranking_doc_ids"] == [orig["doc_ids"][i] for i in orig["generator_ranking"]]
     values = np.array(orig["values"])
     np.testing.assert_allclose(values.sum(axis=0), np.array(orig["v_full"]) - np.array(orig["v_empty"]), atol=1e-6)
     assert orig["answer"] == shuf["answer"]                          # the shuffled run explains the same answer

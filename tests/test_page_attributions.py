@@ -39,7 +39,7 @@ def test_explain_a_query_and_show_it(app_env, tmp_path):
     (res,) = stored_attribution(store.connect(path), "base", "q1")
     shown = {m.label: m.value for m in at.metric}
     assert shown["wasted retrieval"] == ("yes" if res["wasted_retrieval"] else "no")
-    assert shown["generator ranking"] == " > ".join(str(res["doc_ids"].index(d) + 1) for d in res["generator_ranking"])
+    assert shown["generator ranking"] == " > ".join(str(i + 1) for i in res["generator_ranking"])
     bodies = [h.proto.body for h in at.get("html")]
     assert len(bodies) == 3 * 2 + 2                                  # query + document per tab, legend, answer
     # the payload is split into words, each escaped: its pieces show as text, no tag is built
