@@ -90,7 +90,8 @@ def _log_with_texts(tmp_path):
 
     return write_jsonl(tmp_path / "run.jsonl", [{
         "run_id": "base", "query_id": "q1", "query": QUERY,
-        "evidence": [{"doc_id": f"D{i}", "text": t} for i, t in enumerate(DOCS[:3])]}])
+        # D0 twice: two chunks of one document are two retrieved items
+        "evidence": [{"doc_id": d, "text": t} for d, t in zip(["D0", "D1", "D0"], DOCS[:3])]}])
 
 
 def test_explain_query_stores_and_serves_again(tmp_path, game, saliency):
@@ -102,7 +103,7 @@ def test_explain_query_stores_and_serves_again(tmp_path, game, saliency):
     ingest_paths(con, [_log_with_texts(tmp_path)])
     kw = dict(retriever_name="minilm", generator_name="smollm2", ig_steps=20, max_new_tokens=10, shuffle=True)
     orig, shuf = explain_query(con, "base", "q1", embedder=saliency.st, generator=game.gen, **kw)
-    assert orig["method"] == "exact" and orig["doc_ids"] == ["d0", "d1", "d2"]   # canonical ids
+    assert orig["method"] == "exact" and orig["doc_ids"] == ["d0", "d1", "d0"]   # canonical ids
     assert sorted(orig["generator_ranking"]) == [0, 1, 2]                # retrieved items by position
     assert orig["generator_ranking_doc_ids"] == [orig["doc_ids"][i] for i in orig["generator_ranking"]]
     values = np.array(orig["values"])
