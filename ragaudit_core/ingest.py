@@ -202,6 +202,21 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
         report.warnings.append(Issue(path, line_no, message, code))
         warn_rows.append((file_id, path, line_no, code, message))
 
+    def duplicate_reason(what: str, key: tuple[str, str], known_keys, seen: dict) -> str | None:
+        """Only the first record of a (run, query) is kept, across files and earlier ingests."""
+        if key not in known_keys and key not in seen:
+            return None
+        where = seen.get(key)
+        src = f"{where[0]} line {where[1]}" if where else "an earlier ingest"
+        return (f"duplicate {what} for run {key[0]!r}, query {key[1]!r}: "
+                f"already loaded from {src}; only the first is kept")
+
+    def reject(fr: FileReport, spath: str, file_id: int, ln, reason: str) -> None:
+        """Report a bad line (file, line, reason) and keep it verbatim in quarantine."""
+        fr.n_rejected += 1
+        report.rejected.append(Issue(spath, ln.line_no, reason))
+        quarantine.append((file_id, spath, ln.line_no, reason, ln.data.decode("utf-8", errors="replace"), ln.data))
+
     for path in files:
         spath = str(path)
         sha = file_sha256(path)
@@ -240,16 +255,9 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
                 reason, prec = (ln.error, None) if ln.error else _parse_prov_line(ln.data)
                 if reason is None:
                     key = (prec.run_id, prec.query_id)
-                    if key in known_prov or key in prov_first_seen:
-                        where = prov_first_seen.get(key)
-                        src = f"{where[0]} line {where[1]}" if where else "an earlier ingest"
-                        reason = (f"duplicate provenance record for run {prec.run_id!r}, query {prec.query_id!r}: "
-                                  f"already loaded from {src}; only the first is kept")
+                    reason = duplicate_reason("provenance record", key, known_prov, prov_first_seen)
                 if reason is not None:
-                    fr.n_rejected += 1
-                    report.rejected.append(Issue(spath, ln.line_no, reason))
-                    quarantine.append((file_id, spath, ln.line_no, reason, ln.data.decode("utf-8", errors="replace"),
-                                       ln.data))
+                    reject(fr, spath, file_id, ln, reason)
                     continue
                 prov_first_seen[key] = (spath, ln.line_no)
                 fr.n_loaded += 1
@@ -270,16 +278,9 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
                 reason, rec = _parse_line(ln.data)
             if reason is None:
                 key = (rec.run_id, rec.query_id)
-                if key in known or key in first_seen:
-                    where = first_seen.get(key)
-                    src = f"{where[0]} line {where[1]}" if where else "an earlier ingest"
-                    reason = (f"duplicate record for run {rec.run_id!r}, query {rec.query_id!r}: "
-                              f"already loaded from {src}; only the first is kept")
+                reason = duplicate_reason("record", key, known, first_seen)
             if reason is not None:
-                fr.n_rejected += 1
-                report.rejected.append(Issue(spath, ln.line_no, reason))
-                raw = ln.data.decode("utf-8", errors="replace")
-                quarantine.append((file_id, spath, ln.line_no, reason, raw, ln.data))
+                reject(fr, spath, file_id, ln, reason)
                 continue
             first_seen[key] = (spath, ln.line_no)
             fr.n_loaded += 1
