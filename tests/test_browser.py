@@ -44,6 +44,11 @@ def shots() -> Path:
     return d
 
 
+def _charts(page, n: int) -> None:
+    """Wait until at least n Plotly charts are drawn (Plotly's bundle loads lazily, after the script ends)."""
+    page.wait_for_function("n => document.querySelectorAll('.js-plotly-plot').length >= n", arg=n, timeout=60_000)
+
+
 def _metric(page, label: str) -> str:
     box = page.locator('[data-testid="stMetric"]', has_text=label).first
     return box.locator('[data-testid="stMetricValue"]').inner_text()
@@ -68,7 +73,7 @@ def test_every_page_on_the_sample_logs(server, browser, shots):
     wait_idle(page)
     assert _metric(page, "gap ratio") == "2.973"
     assert _metric(page, "mean J_span") == "0.146"
-    assert page.locator(".js-plotly-plot").count() >= 3          # scatter, density, J_min histogram
+    _charts(page, 3)                                              # scatter, density, J_min histogram
     # a click on a point of the scatter selects that run pair
     before = page.locator('[data-testid="stMarkdownContainer"]', has_text="flipped (J_span").first.inner_text()
     points = page.locator(".js-plotly-plot").first.locator(".scatterlayer .trace path.point")
@@ -89,7 +94,7 @@ def test_every_page_on_the_sample_logs(server, browser, shots):
     page.get_by_text("Same document, different span").wait_for(timeout=60_000)
     wait_idle(page)
     assert page.get_by_text("J_doc = 1.000 · J_span = 0.000").count() == 1
-    assert page.locator(".js-plotly-plot").count() >= 1           # the J matrix
+    _charts(page, 1)                                              # the J matrix
     page.screenshot(path=str(shots / "drilldown.png"), full_page=True)
 
     page.goto(f"{url}/Compare")
@@ -102,7 +107,7 @@ def test_every_page_on_the_sample_logs(server, browser, shots):
     page.get_by_text("Canary: two runs' CFS distributions").wait_for(timeout=60_000)
     wait_idle(page)
     assert page.locator('[data-testid="stMetric"]', has_text="mean CFS").count() == 2   # base and c128 provenance
-    assert page.locator(".js-plotly-plot").count() >= 3           # funnel, CFS histogram, provenance graph
+    _charts(page, 3)                                              # funnel, CFS histogram, provenance graph
     page.screenshot(path=str(shots / "fidelity.png"), full_page=True)
 
     page.goto(f"{url}/Attributions")
