@@ -1,6 +1,7 @@
 """The ``ragaudit`` command line (typer).
 
-Exit codes: 0 success; 2 bad input or usage (the message goes to stderr).
+Exit codes: 0 success; 2 bad input or usage (the message goes to stderr); ``gate`` exits 1
+when the candidate fails an applicable rule.
 """
 
 from __future__ import annotations
@@ -515,6 +516,68 @@ def probe(
             typer.echo(payload)
         else:
             Path(json_out).write_text(payload + "\n", encoding="utf-8")
+
+
+EXIT_GATE_FAILED = 1
+
+
+def _open_logs(paths, db, what: str = "log files or folders"):
+    """A connection to ``db``, or an in-memory database with ``paths`` ingested."""
+    if not paths and db is None:
+        _fail(f"give {what}, or --db with an ingested database")
+    if db is not None and not paths and not Path(db).exists():
+        _fail(f"{db}: no such database file (ingest logs first: ragaudit ingest PATH... --db {db})")
+    con = store.connect(db if db is not None else ":memory:")
+    if paths:
+        _print_ingest(ingest_paths(con, paths))
+    return con
+
+
+@app.command()
+def gate(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Log files or folders to ingest first.")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")] = None,
+    baseline: Annotated[str, typer.Option("--baseline", help="The run in production (id or alias).")] = ...,
+    candidate: Annotated[str, typer.Option("--candidate", help="The run that would replace it (id or alias).")] = ...,
+    rules: Annotated[Optional[Path], typer.Option("--rules", help="TOML rules (preset and/or [[rule]] tables).")] = None,
+    preset: Annotated[str, typer.Option("--preset", help="Rule preset when --rules is not given: default or strict.")] = "default",
+    flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ: a query flips when J < τ.")] = 0.5,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the verdict as JSON here ('-' = stdout).")] = None,
+) -> None:
+    """Deploy gate: may CANDIDATE replace BASELINE? Exit 0 pass, 1 fail, 2 bad input."""
+    from .gate import PRESETS, load_rules, review, verdict_table
+
+    if rules is not None:
+        try:
+            the_rules = load_rules(rules)
+        except FileNotFoundError:
+            _fail(f"{rules}: no such rules file")
+        except (OSError, ValueError) as e:    # tomllib.TOMLDecodeError and pydantic errors are ValueErrors
+            _fail(f"{rules}: {e}")
+    elif preset in PRESETS:
+        the_rules = PRESETS[preset]
+    else:
+        _fail(f"--preset must be one of {', '.join(PRESETS)}, not {preset!r}")
+    if not the_rules:
+        _fail("no rules to evaluate")
+    try:
+        con = _open_logs(paths, db)
+        runs = [r for (r,) in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+        if not runs:
+            _fail("no runs are loaded")
+        verdict = review(con, the_rules, _resolve_run(baseline, runs), _resolve_run(candidate, runs),
+                         tau=flip_threshold)
+    except (IngestError, StabilityError, store.StoreError) as e:
+        _fail(str(e))
+    if json_out != "-":
+        typer.echo(verdict_table(verdict))
+    if json_out:
+        payload = json.dumps(verdict.model_dump(mode="json"), indent=2, ensure_ascii=False)
+        if json_out == "-":
+            typer.echo(payload)
+        else:
+            Path(json_out).write_text(payload + "\n", encoding="utf-8")
+    raise typer.Exit(0 if verdict.status == "pass" else EXIT_GATE_FAILED)
 
 
 @app.command()

@@ -36,10 +36,10 @@ from __future__ import annotations
 import operator
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["DEFAULT_RULES", "PAIR_METRICS", "RUN_METRICS", "Rule", "RuleResult", "Verdict", "evaluate",
-           "load_rules"]
+__all__ = ["DEFAULT_RULES", "PAIR_METRICS", "PRESETS", "RUN_METRICS", "STRICT_RULES", "Rule", "RuleResult",
+           "Verdict", "collect", "dump_rules", "evaluate", "load_rules", "review", "verdict_table"]
 
 PAIR_METRICS = {"j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain"}
 RUN_METRICS = {"cfs_p95", "cfs_mean", "stage_survival", "parse_failure_rate", "warg", "wasted_retrieval",
@@ -125,20 +125,58 @@ STRICT_RULES: list[Rule] = DEFAULT_RULES[:5] + [
 ]
 
 
+PRESETS: dict[str, list[Rule]] = {"default": DEFAULT_RULES, "strict": STRICT_RULES, "none": []}
+
+
 def load_rules(path) -> list[Rule]:
-    """Rules from TOML: ``preset = "default" | "strict"`` and/or ``[[rule]]`` tables."""
+    """Rules from TOML: ``preset = "default" | "strict" | "none"`` and/or ``[[rule]]`` tables
+    (added to the preset; with ``[[rule]]`` tables and no preset, only those rules)."""
     import tomllib
 
     with open(path, "rb") as f:
         data = tomllib.load(f)
+    return rules_from_dict(data)
+
+
+def rules_from_dict(data: dict) -> list[Rule]:
     unknown = set(data) - {"preset", "rule", "fidelity"}
     if unknown:
         raise ValueError(f"unknown top-level keys: {', '.join(sorted(unknown))} (use preset and [[rule]])")
-    base = {"default": DEFAULT_RULES, "strict": STRICT_RULES, "none": []}
     preset = data.get("preset", "none" if data.get("rule") else "default")
-    if preset not in base:
+    if preset not in PRESETS:
         raise ValueError(f"preset must be default, strict or none, not {preset!r}")
-    return list(base[preset]) + [Rule.model_validate(r) for r in data.get("rule", [])]
+    out = list(PRESETS[preset])
+    for i, r in enumerate(data.get("rule", [])):
+        try:
+            out.append(Rule.model_validate(r))
+        except ValidationError as e:
+            why = "; ".join((f"{'.'.join(map(str, err['loc']))}: " if err["loc"] else "")
+                            + err["msg"].removeprefix("Value error, ") for err in e.errors())
+            raise ValueError(f"[[rule]] number {i + 1}: {why}") from None
+    return out
+
+
+def dump_rules(rules: list[Rule]) -> str:
+    """TOML text that :func:`load_rules` reads back to the same rules (``preset = "none"``)."""
+    lines = ['# RagAudit gate rules (see ragaudit_core/gate.py for the metrics)', 'preset = "none"', ""]
+    for r in rules:
+        lines.append("[[rule]]")
+        for k, v in r.model_dump(exclude_none=True).items():
+            if k == "relative" and not v:
+                continue
+            lines.append(f"{k} = {_toml_value(v)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(float(v))
+    import json
+
+    return json.dumps(str(v), ensure_ascii=False)   # a TOML basic string is a JSON string
 
 
 def _fmt(v: float | None) -> str:
@@ -188,8 +226,10 @@ def evaluate(rules: list[Rule], baseline: str, candidate: str, pair: dict, runs:
                 msg = f"{label} of {candidate} is {_fmt(c)}, {'' if ok else 'not '}{_WORDS[rule.op]} {rule.threshold:g}"
             res = RuleResult(rule=rule, status="pass" if ok else "fail", value=v, baseline_value=b,
                              candidate_value=c, message=msg)
-            if worst is None or (res.status == "fail" and worst.status == "pass"):
-                worst = res
+            lower_is_worse = rule.op in (">=", ">")
+            if (worst is None or (res.status == "fail" and worst.status == "pass")
+                    or (res.status == worst.status and (v < worst.value if lower_is_worse else v > worst.value))):
+                worst = res           # "every": report the stage closest to (or furthest past) the threshold
         if not applicable:
             what = {"cfs_p95": "citation fidelity (provenance logs)", "cfs_mean": "citation fidelity (provenance logs)",
                     "stage_survival": "stage survival (provenance logs with ground truth)",
@@ -202,3 +242,113 @@ def evaluate(rules: list[Rule], baseline: str, candidate: str, pair: dict, runs:
             results.append(worst)
     status = "fail" if any(r.status == "fail" for r in results) else "pass"
     return Verdict(baseline=baseline, candidate=candidate, status=status, results=results)
+
+
+def verdict_table(verdict: Verdict) -> str:
+    """The verdict as a plain-text table, failed rules first."""
+    rows = [(r.status.upper() if r.status != "not applicable" else "n/a", r.rule.name, _fmt(r.value), r.message)
+            for r in verdict.sorted_results()]
+    w0 = max(6, *(len(a) for a, *_ in rows)) if rows else 6
+    w1 = max(4, *(len(b) for _, b, *_ in rows)) if rows else 4
+    out = [f"gate: {verdict.candidate} against baseline {verdict.baseline}: {verdict.status.upper()}"
+           f" ({len(verdict.failed)} of {sum(r.status != 'not applicable' for r in verdict.results)} applicable "
+           f"rules failed)", "", f"{'status':{w0}}  {'rule':{w1}}  {'value':>7}  why"]
+    out += [f"{a:{w0}}  {b:{w1}}  {c:>7}  {d}" for a, b, c, d in rows]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- from the database
+
+
+def collect(con, baseline: str, candidate: str, *, tau: float = 0.5) -> tuple[dict, dict[str, dict]]:
+    """The metric values :func:`evaluate` needs, computed from an ingested database.
+
+    Pair metrics come from :func:`compare.compare_runs` (the compare page's numbers,
+    over the queries both runs logged); run metrics from :func:`fidelity.fidelity_runs`
+    (runs with provenance logs) and from stored attributions (condition ``original``,
+    mean over the queries explained in *both* runs when both have any, so a relative
+    rule compares like with like; over all of a run's explained queries otherwise).
+    """
+    from .compare import compare_runs
+    from .fidelity import fidelity_runs, provenance_runs
+
+    from .stability import StabilityError, list_runs, span_capable_runs
+
+    known = list_runs(con)
+    for r in (baseline, candidate):
+        if r not in known:
+            raise StabilityError(f"run {r!r} not found; runs are: {', '.join(map(repr, known))}")
+    pair: dict = {}
+    if baseline == candidate:
+        # A run against itself: every J is 1 (both-empty counts as 1 too), so nothing flips,
+        # collapses, or changes null state; span level where the run carries spans.
+        levels = ["doc"] + (["span"] if span_capable_runs(con, [baseline]) else [])
+        for level in levels:
+            pair |= {("j_avg", level): 1.0, ("flip_rate", level): float(1.0 < tau), ("null_loss", level): 0.0,
+                     ("null_gain", level): 0.0}
+        if "span" in levels:
+            pair[("collapse_rate", "span")] = 0.0
+        rows = []
+    else:
+        cmp = compare_runs(con, baseline, candidate, tau=tau)
+        rows = [row for _, row in cmp.pair.iterrows()]
+        if cmp.summary["n_collapsed"] is None:
+            rows = [r for r in rows if r["metric"] != "collapse rate"]   # collapse is defined on spans only
+    for row in rows:
+        metric = {"J_avg": "j_avg", "flip rate (J < τ)": "flip_rate", "collapse rate": "collapse_rate",
+                  "null loss (A non-empty → B empty)": "null_loss",
+                  "null gain (A empty → B non-empty)": "null_gain"}[row["metric"]]
+        for level in ("doc", "span"):
+            v = row[level]
+            if v is not None and v == v:
+                pair[(metric, level)] = float(v)
+    runs: dict[str, dict] = {baseline: {}, candidate: {}}
+    have_prov = set(provenance_runs(con))
+    for run, fid in fidelity_runs(con, [r for r in (baseline, candidate) if r in have_prov]).items():
+        s = fid.summary
+        m = runs[run]
+        m["cfs_p95"], m["cfs_mean"], m["parse_failure_rate"] = s["cfs_p95"], s["cfs_mean"], s["parse_failure_rate"]
+        for stage, v in s["stage_survival"].items():
+            m[("stage_survival", stage)] = v
+    for run, vals in _attribution_means(con, baseline, candidate).items():
+        runs[run].update(vals)
+    return pair, runs
+
+
+def _attribution_means(con, baseline: str, candidate: str) -> dict[str, dict]:
+    import json
+
+    cur = con.cursor()
+    try:
+        if not cur.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'attributions'"
+                           ).fetchone()[0]:
+            return {}
+        rows = cur.execute(
+            """SELECT run_id, query_id, wasted_retrieval, noise_distraction, payload FROM attributions
+               WHERE condition = 'original' AND list_contains(?, run_id) ORDER BY created_at""",
+            [[baseline, candidate]]).fetchall()
+    finally:
+        cur.close()
+    by_run: dict[str, dict[str, tuple]] = {}
+    for run, qid, wr, nd, payload in rows:     # the latest result per query wins
+        by_run.setdefault(run, {})[qid] = (wr, nd, json.loads(payload)["warg"])
+    if baseline in by_run and candidate in by_run:
+        shared = set(by_run[baseline]) & set(by_run[candidate])
+        if shared:
+            by_run = {r: {q: v for q, v in d.items() if q in shared} for r, d in by_run.items()}
+    out = {}
+    for run, d in by_run.items():
+        vals = list(d.values())
+        m = {"wasted_retrieval": sum(bool(v[0]) for v in vals) / len(vals),
+             "noise_distraction": sum(bool(v[1]) for v in vals) / len(vals), "n_explained": len(vals)}
+        for p in {p for v in vals for p in v[2]}:
+            ws = [v[2][p] for v in vals if p in v[2]]
+            m[("warg", float(p))] = sum(ws) / len(ws)
+        out[run] = m
+    return out
+
+
+def review(con, rules: list[Rule], baseline: str, candidate: str, *, tau: float = 0.5) -> Verdict:
+    """:func:`collect` then :func:`evaluate`: the verdict for a pair of ingested runs."""
+    pair, runs = collect(con, baseline, candidate, tau=tau)
+    return evaluate(rules, baseline, candidate, pair, runs)

@@ -135,3 +135,53 @@ def test_fidelity_cli_summaries_alerts_canary_and_exit_codes(tmp_path):
     evidence_only = write_jsonl(tmp_path / "ev.jsonl", [{"run_id": "r", "query_id": "q", "evidence": ["d"]}])
     p = run("fidelity", evidence_only)
     assert p.returncode == 2 and "no provenance records are loaded" in p.stderr
+
+
+def test_gate_exit_codes_and_json(three_runs, tmp_path):
+    db = tmp_path / "g.duckdb"
+    assert run("ingest", three_runs, "--db", db).returncode == 0
+    p = run("gate", "--db", db, "--baseline", "A", "--candidate", "A")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("gate: A against baseline A: PASS")
+
+    out = tmp_path / "v.json"
+    p = run("gate", "--db", db, "--baseline", "A", "--candidate", "B", "--json", out)
+    assert p.returncode == 1, p.stderr
+    # A → B: q3 loses its only evidence, so null loss = 1/3 > 0.01, listed first
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("gate: B against baseline A: FAIL")
+    assert lines[3].startswith("FAIL") and "null_loss,doc <= 0.01" in lines[3] and "0.333" in lines[3]
+    data = json.loads(out.read_text())
+    assert data["status"] == "fail"
+    by = {r["rule"]["name"]: r for r in data["results"]}
+    assert by["j_avg,doc >= 0.5"]["value"] == pytest.approx(2 / 3) and by["j_avg,doc >= 0.5"]["status"] == "pass"
+    assert by["Δ cfs_p95 >= -0.15"]["status"] == "not applicable"
+
+    rules = tmp_path / "r.toml"
+    rules.write_text('preset = "none"\n[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = ">="\nthreshold = 0.6\n')
+    p = run("gate", three_runs, "--baseline", "A", "--candidate", "B", "--rules", rules, "--json", "-")
+    assert p.returncode == 0, p.stderr                     # from log files, one rule: 2/3 ≥ 0.6
+    assert json.loads(p.stdout)["status"] == "pass"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--baseline", "A", "--candidate", "Z"], "run 'Z' not found"),
+    (["--baseline", "A", "--candidate", "B", "--rules", "missing.toml"], "no such rules file"),
+    (["--baseline", "A", "--candidate", "B", "--preset", "lax"], "--preset must be one of"),
+    (["--candidate", "B"], "--baseline"),
+])
+def test_gate_bad_input_exits_2(three_runs, args, message):
+    p = run("gate", three_runs, *args)
+    assert p.returncode == 2 and message in p.stderr, p.stderr
+
+
+def test_gate_bad_rules_file_exits_2(three_runs, tmp_path):
+    rules = tmp_path / "r.toml"
+    rules.write_text('[[rule]]\nmetric = "collapse_rate"\nlevel = "page"\nop = "<="\nthreshold = 0.2\n')
+    p = run("gate", three_runs, "--baseline", "A", "--candidate", "B", "--rules", rules)
+    assert p.returncode == 2 and "[[rule]] number 1: collapse_rate needs level 'doc' or 'span'" in p.stderr
+    rules.write_text("preset = \n")
+    p = run("gate", three_runs, "--baseline", "A", "--candidate", "B", "--rules", rules)
+    assert p.returncode == 2 and str(rules) in p.stderr
+    p = run("gate", "--db", tmp_path / "none.duckdb", "--baseline", "A", "--candidate", "B")
+    assert p.returncode == 2 and "no such database file" in p.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from ragaudit_core.gate import DEFAULT_RULES, STRICT_RULES, Rule, evaluate, load_rules
+from ragaudit_core.gate import DEFAULT_RULES, STRICT_RULES, Rule, evaluate, load_rules, review
 
 
 def test_absolute_pair_rules():
@@ -70,3 +70,125 @@ def test_rule_validation_and_toml(tmp_path):
     p.write_text('presets = "strict"\n')
     with pytest.raises(ValueError, match="unknown top-level keys: presets"):
         load_rules(p)
+
+
+# --------------------------------------------------------------------------- from a database
+
+
+def _evidence_and_provenance(d):
+    """Evidence runs base/cand (2 queries each) and provenance for both (prov_fixtures)."""
+    from prov_fixtures import pipeline
+
+    from conftest import ev, write_jsonl
+
+    write_jsonl(d / "base.jsonl", [
+        {"run_id": "base", "query_id": "q1", "evidence": [ev("D1", "s1"), ev("D2", "s2")]},
+        {"run_id": "base", "query_id": "q2", "evidence": [ev("D1", "s3")]}])
+    write_jsonl(d / "cand.jsonl", [
+        {"run_id": "cand", "query_id": "q1", "evidence": [ev("D1", "s1"), ev("D2", "s2b")]},
+        {"run_id": "cand", "query_id": "q2", "evidence": [ev("D3", "s4")]}])
+    write_jsonl(d / "prov.jsonl", [
+        pipeline("base", "q1", text="[Source: D1, p. 2]"),
+        pipeline("base", "q2", strip_rerank=True, text="[Document 2] [Source: D1]"),
+        pipeline("cand", "q1", text="[Source: D9, p. 1]"),
+        pipeline("cand", "q2", text="[Source: D1, p. 3]")])
+    return d
+
+
+def test_collect_pair_and_run_metrics_by_hand(con, tmp_path):
+    from ragaudit_core.gate import collect
+    from ragaudit_core.ingest import ingest_paths
+
+    ingest_paths(con, [_evidence_and_provenance(tmp_path)])
+    pair, runs = collect(con, "base", "cand")
+    # doc:  q1 {D1,D2} vs {D1,D2} → 1;  q2 {D1} vs {D3} → 0
+    assert pair[("j_avg", "doc")] == pytest.approx((1 + 0) / 2)
+    assert pair[("flip_rate", "doc")] == pytest.approx(1 / 2)
+    # span: q1 {s1,s2} vs {s1,s2b} → 1/3;  q2 {s3} vs {s4} → 0, both non-empty: collapsed
+    assert pair[("j_avg", "span")] == pytest.approx((1 / 3 + 0) / 2)
+    assert pair[("collapse_rate", "span")] == pytest.approx(1 / 2)
+    assert pair[("null_loss", "doc")] == 0
+    # fidelity (as in test_cli): base CFS {1, 1}, cand {0, 0.3}; base loses q2's source at reranking
+    assert runs["base"]["cfs_mean"] == 1.0 and runs["cand"]["cfs_mean"] == pytest.approx(0.15)
+    assert runs["base"][("stage_survival", "reranking")] == 0.5
+    assert runs["cand"][("stage_survival", "reranking")] == 1.0
+    assert ("warg", 0.9) not in runs["base"]                 # no stored attributions
+
+    v = review(con, DEFAULT_RULES, "base", "cand")
+    status = {r.rule.name: r for r in v.results}
+    assert status["Δ cfs_p95 >= -0.15"].status == "fail"
+    # cand's p95 over {0, 0.3} = 0 + 0.95 · 0.3 = 0.285; base's is 1
+    assert status["Δ cfs_p95 >= -0.15"].value == pytest.approx(0.285 - 1.0)
+    assert status["Δ warg(0.9) <= 0.05"].status == "not applicable"
+    assert status["j_avg,doc >= 0.5"].status == "pass"           # exactly 0.5
+    assert status["collapse_rate,span <= 0.2"].status == "fail"
+    assert v.status == "fail" and v.sorted_results()[0].status == "fail"
+
+
+def test_a_run_against_itself_from_the_database(con, three_runs):
+    from ragaudit_core.ingest import ingest_paths
+
+    ingest_paths(con, [three_runs])
+    v = review(con, DEFAULT_RULES, "C", "C")
+    assert v.status == "pass"
+    got = {r.rule.name: r.value for r in v.results if r.status == "pass"}
+    assert got["j_avg,doc >= 0.5"] == 1.0 and got["j_avg,span >= 0.5"] == 1.0 and got["flip_rate,doc <= 0.5"] == 0
+
+
+def test_doc_only_logs_get_a_real_verdict(con, tmp_path):
+    from conftest import write_jsonl
+    from ragaudit_core.ingest import ingest_paths
+
+    # RagCiteCheck-style: document ids only
+    write_jsonl(tmp_path / "a.jsonl", [{"run_id": "a", "query_id": "q1", "cited": ["x", "y"]},
+                                       {"run_id": "a", "query_id": "q2", "cited": ["z"]}])
+    write_jsonl(tmp_path / "b.jsonl", [{"run_id": "b", "query_id": "q1", "cited": ["x"]},
+                                       {"run_id": "b", "query_id": "q2", "cited": []}])
+    ingest_paths(con, [tmp_path])
+    v = review(con, DEFAULT_RULES, "a", "b")
+    by = {r.rule.name: r for r in v.results}
+    assert by["j_avg,doc >= 0.5"].value == pytest.approx((1 / 2 + 0) / 2) and by["j_avg,doc >= 0.5"].status == "fail"
+    assert by["null_loss,doc <= 0.01"].value == pytest.approx(1 / 2)            # q2 lost all evidence
+    assert by["j_avg,span >= 0.5"].status == "not applicable"
+    assert by["collapse_rate,span <= 0.2"].status == "not applicable"
+    assert v.status == "fail"
+
+
+def test_attribution_means_compare_the_queries_both_runs_explained(con, three_runs):
+    import json
+
+    from ragaudit_core import attribution
+    from ragaudit_core.gate import collect
+    from ragaudit_core.ingest import ingest_paths
+
+    ingest_paths(con, [three_runs])
+    attribution._ensure(con)
+
+    def put(run, q, warg, wasted, cond="original"):
+        con.execute("INSERT INTO attributions VALUES (?, ?, ?, 'r', 'g', 'exact', '{}', ?, ?, false, 0.5, ?, now())",
+                    [f"{run}/{q}/{cond}", run, q, cond, wasted, json.dumps({"warg": {"0.9": warg}})])
+
+    put("A", "q1", 0.6, True)
+    put("A", "q2", 0.8, False)
+    put("B", "q1", 0.7, False)
+    put("B", "q1", 0.1, True, cond="shuffled")               # another condition: ignored
+    _, runs = collect(con, "A", "B")
+    # only q1 is explained in both runs: A 0.6 vs B 0.7
+    assert runs["A"][("warg", 0.9)] == pytest.approx(0.6) and runs["B"][("warg", 0.9)] == pytest.approx(0.7)
+    assert runs["A"]["wasted_retrieval"] == 1.0 and runs["B"]["wasted_retrieval"] == 0.0
+    _, runs = collect(con, "A", "C")                        # C has none: A over all its queries
+    assert runs["A"][("warg", 0.9)] == pytest.approx((0.6 + 0.8) / 2) and ("warg", 0.9) not in runs["C"]
+    r = review(con, [Rule(metric="warg", p=0.9, op="<=", threshold=0.05, relative=True)], "A", "B").results[0]
+    assert r.status == "fail" and r.value == pytest.approx(0.1)
+
+
+def test_rules_round_trip_through_toml(tmp_path):
+    from ragaudit_core.gate import dump_rules
+
+    rules = STRICT_RULES + [Rule(name="ü ≥ \"quoted\"", metric="null_gain", level="doc", op="<", threshold=0.1)]
+    f = tmp_path / "r.toml"
+    f.write_text(dump_rules(rules), encoding="utf-8")
+    assert load_rules(f) == rules
+    f.write_text('[[rule]]\nmetric = "j_avg"\nop = ">="\nthreshold = 0.5\n')
+    with pytest.raises(ValueError, match=r"\[\[rule\]\] number 1: j_avg needs level 'doc' or 'span'"):
+        load_rules(f)
