@@ -3,9 +3,11 @@ evidence–answer probe (seed 000, Table 1 and figures 2–3)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
-from ragaudit_core import catalog, charts, models, store
+from ragaudit_core import catalog, charts, gate, models, store
 from ragaudit_core.compare import compare_runs
 from ragaudit_core.probe import has_answers, lookup_similarities, probe_pair
 from ragaudit_core.session import KEYS, PAGES
@@ -27,6 +29,11 @@ version = store.data_version(con)
 @st.cache_data(show_spinner="Comparing…", max_entries=32)
 def comparison(db: str, data_version: str, a: str, b: str, tau: float):
     return compare_runs(connection(db), a, b, tau=tau)
+
+
+@st.cache_data(show_spinner="Gathering the gate's metrics…", max_entries=32)
+def gate_inputs(db: str, data_version: str, a: str, b: str, tau: float):
+    return gate.collect(connection(db), a, b, tau=tau, comparison=comparison(db, data_version, a, b, tau))
 
 
 runs = catalog.runs_table(con)["run_id"].tolist()
@@ -75,6 +82,75 @@ with right:
     st.markdown("**Each run on its own**")
     st.dataframe(cmp.runs, hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in ("baseline", "candidate", "delta")})
+
+# --- deploy gate ------------------------------------------------------------------------------
+st.subheader("Deploy gate")
+if KEYS.gate_rules not in st.session_state:
+    st.session_state[KEYS.gate_rules] = gate.rule_rows(gate.DEFAULT_RULES)
+    st.session_state[KEYS.gate_editor] = 0
+with st.expander("Rules (edit, load, save)"):
+    c1, c2 = st.columns([1, 2])
+    preset = c1.selectbox("Start from a preset", ["—", "default", "strict"], help=(
+        "default: doc + span stability, fidelity and WARG relative to the baseline; "
+        "strict: seed 002's absolute fidelity thresholds"))
+    loaded = c2.file_uploader("…or load a rules TOML file", type=["toml"], key="compare.rules_file")
+    if preset != "—" and c1.button(f"Use the {preset} preset"):
+        st.session_state[KEYS.gate_rules] = gate.rule_rows(gate.PRESETS[preset])
+        st.session_state[KEYS.gate_editor] += 1
+        st.rerun()
+    if loaded is not None and c2.button(f"Use the rules in {loaded.name}"):
+        import tomllib
+
+        try:
+            rules_in = gate.rules_from_dict(tomllib.loads(loaded.getvalue().decode("utf-8")))
+        except (UnicodeDecodeError, ValueError) as e:
+            st.error(f"{loaded.name}: {e}")
+        else:
+            st.session_state[KEYS.gate_rules] = gate.rule_rows(rules_in)
+            st.session_state[KEYS.gate_editor] += 1
+            st.rerun()
+    edited = st.data_editor(
+        st.session_state[KEYS.gate_rules], num_rows="dynamic", hide_index=True,
+        key=f"compare.rule_editor.{st.session_state[KEYS.gate_editor]}",
+        column_config={
+            "metric": st.column_config.SelectboxColumn("metric", options=sorted(gate.PAIR_METRICS | gate.RUN_METRICS),
+                                                       required=True),
+            "level": st.column_config.TextColumn("level / stage", help="doc or span; a stage name or 'every'"),
+            "p": st.column_config.NumberColumn("p (WARG)", min_value=0.01, max_value=0.99, step=0.05),
+            "op": st.column_config.SelectboxColumn("op", options=[">=", "<=", ">", "<"], required=True),
+            "threshold": st.column_config.NumberColumn("threshold", required=True, format="%.3f"),
+            "relative": st.column_config.CheckboxColumn("relative to baseline", default=False)})
+    rules, errors = gate.rules_from_rows(edited)
+    for e in errors:
+        st.error(f"Rule {e} (left out until fixed)")
+    toml_text = gate.dump_rules(rules)
+    c1, c2 = st.columns([2, 1])
+    target = c1.text_input("Save the rules to", value=str(Path(db_path).parent / "gate-rules.toml"))
+    if c2.button("Save rules", disabled=bool(errors)):
+        try:
+            gate.save_rules(rules, target)
+        except OSError as e:
+            st.error(f"Could not write {target}: {e}")
+        else:
+            st.success(f"Saved {len(rules)} rules to {target} — use them in CI with "
+                       f"`ragaudit gate --rules {target}`.")
+    c2.download_button("Download rules.toml", toml_text, file_name="gate-rules.toml", mime="application/toml")
+verdict = gate.evaluate(rules, baseline, candidate, *gate_inputs(db_path, version, baseline, candidate, tau))
+applicable = [r for r in verdict.results if r.status != "not applicable"]
+headline = (f"{len(verdict.failed)} of {len(applicable)} applicable rules failed" if applicable
+            else "no rule applies to these logs")
+if verdict.status == "pass":
+    st.success(f"PASS — {candidate} may replace {baseline}: {headline}.", icon="✅")
+else:
+    st.error(f"FAIL — {candidate} should not replace {baseline}: {headline}.", icon="⛔")
+st.dataframe(gate.verdict_rows(verdict), hide_index=True, key="compare.verdict", column_config={
+    "value": st.column_config.NumberColumn(format="%.3f"),
+    "baseline": st.column_config.NumberColumn(format="%.3f"),
+    "candidate": st.column_config.NumberColumn(format="%.3f"),
+    "why": st.column_config.TextColumn(width="large")})
+st.caption("Failed rules first. A rule whose data is absent (no spans, no provenance logs, no stored "
+           "attributions) is not applicable and does not fail the gate. The same verdict from the command "
+           f"line: `ragaudit gate --db {db_path} --baseline {baseline} --candidate {candidate}`.")
 
 st.subheader("Queries")
 only = st.toggle("Only queries that flipped, collapsed or lost evidence", value=True)

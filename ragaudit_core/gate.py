@@ -39,7 +39,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 __all__ = ["DEFAULT_RULES", "PAIR_METRICS", "PRESETS", "RUN_METRICS", "STRICT_RULES", "Rule", "RuleResult",
-           "Verdict", "collect", "dump_rules", "evaluate", "load_rules", "review", "verdict_table"]
+           "Verdict", "collect", "dump_rules", "evaluate", "load_rules", "review", "rule_rows", "rules_from_dict",
+           "rules_from_rows", "save_rules", "verdict_rows", "verdict_table"]
 
 PAIR_METRICS = {"j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain"}
 RUN_METRICS = {"cfs_p95", "cfs_mean", "stage_survival", "parse_failure_rate", "warg", "wasted_retrieval",
@@ -150,10 +151,13 @@ def rules_from_dict(data: dict) -> list[Rule]:
         try:
             out.append(Rule.model_validate(r))
         except ValidationError as e:
-            why = "; ".join((f"{'.'.join(map(str, err['loc']))}: " if err["loc"] else "")
-                            + err["msg"].removeprefix("Value error, ") for err in e.errors())
-            raise ValueError(f"[[rule]] number {i + 1}: {why}") from None
+            raise ValueError(f"[[rule]] number {i + 1}: {_why(e)}") from None
     return out
+
+
+def _why(e: ValidationError) -> str:
+    return "; ".join((f"{'.'.join(map(str, err['loc']))}: " if err["loc"] else "")
+                     + err["msg"].removeprefix("Value error, ") for err in e.errors())
 
 
 def dump_rules(rules: list[Rule]) -> str:
@@ -167,6 +171,15 @@ def dump_rules(rules: list[Rule]) -> str:
             lines.append(f"{k} = {_toml_value(v)}")
         lines.append("")
     return "\n".join(lines)
+
+
+def save_rules(rules: list[Rule], path) -> None:
+    """Write ``rules`` as TOML (:func:`dump_rules`) to ``path``, creating its folder."""
+    from pathlib import Path
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dump_rules(rules) + "\n", encoding="utf-8")
 
 
 def _toml_value(v) -> str:
@@ -244,6 +257,36 @@ def evaluate(rules: list[Rule], baseline: str, candidate: str, pair: dict, runs:
     return Verdict(baseline=baseline, candidate=candidate, status=status, results=results)
 
 
+RULE_FIELDS = ["metric", "level", "p", "op", "threshold", "relative"]
+
+
+def rule_rows(rules: list[Rule]) -> list[dict]:
+    """Rules as plain rows (for a table editor); names are left out and rebuilt on the way back."""
+    return [{k: getattr(r, k) for k in RULE_FIELDS} for r in rules]
+
+
+def rules_from_rows(rows: list[dict]) -> tuple[list[Rule], list[str]]:
+    """Rules from edited rows; rows that do not validate are reported (``row N: why``) and left out.
+    Blank cells (None, NaN, "") are absent fields; a row with no metric is skipped."""
+    rules, errors = [], []
+    for i, row in enumerate(rows, start=1):
+        clean = {k: v for k, v in row.items() if k in RULE_FIELDS and v is not None and v == v and v != ""}
+        if not clean.get("metric"):
+            continue
+        clean["relative"] = bool(clean.get("relative", False))
+        try:
+            rules.append(Rule.model_validate(clean))
+        except ValidationError as e:
+            errors.append(f"row {i}: {_why(e)}")
+    return rules, errors
+
+
+def verdict_rows(verdict: Verdict) -> list[dict]:
+    """One row per rule, failed first: status, rule, value, baseline, candidate, why."""
+    return [{"status": r.status, "rule": r.rule.name, "value": r.value, "baseline": r.baseline_value,
+             "candidate": r.candidate_value, "why": r.message} for r in verdict.sorted_results()]
+
+
 def verdict_table(verdict: Verdict) -> str:
     """The verdict as a plain-text table, failed rules first."""
     rows = [(r.status.upper() if r.status != "not applicable" else "n/a", r.rule.name, _fmt(r.value), r.message)
@@ -260,7 +303,8 @@ def verdict_table(verdict: Verdict) -> str:
 # --------------------------------------------------------------------------- from the database
 
 
-def collect(con, baseline: str, candidate: str, *, tau: float = 0.5) -> tuple[dict, dict[str, dict]]:
+def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=None
+            ) -> tuple[dict, dict[str, dict]]:
     """The metric values :func:`evaluate` needs, computed from an ingested database.
 
     Pair metrics come from :func:`compare.compare_runs` (the compare page's numbers,
@@ -290,7 +334,7 @@ def collect(con, baseline: str, candidate: str, *, tau: float = 0.5) -> tuple[di
             pair[("collapse_rate", "span")] = 0.0
         rows = []
     else:
-        cmp = compare_runs(con, baseline, candidate, tau=tau)
+        cmp = comparison if comparison is not None else compare_runs(con, baseline, candidate, tau=tau)
         rows = [row for _, row in cmp.pair.iterrows()]
         if cmp.summary["n_collapsed"] is None:
             rows = [r for r in rows if r["metric"] != "collapse rate"]   # collapse is defined on spans only

@@ -18,6 +18,8 @@ class _Keys:
     run_b = "ragaudit.run_b"
     last_ingest = "ragaudit.last_ingest"  # the report of the last upload, shown on the home page
     uploader = "ragaudit.uploader"        # widget key of the file uploader (reset after ingest)
+    gate_rules = "ragaudit.gate_rules"    # the compare page's gate rules (rows of the rule editor)
+    gate_editor = "ragaudit.gate_editor"  # a counter: a new rule editor widget after a preset / file load
 
 
 class _Params:
