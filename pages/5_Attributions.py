@@ -7,10 +7,9 @@ Results are stored in the database; a query explained once opens instantly.
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
-from ragaudit_core import catalog, models, render, store
+from ragaudit_core import catalog, charts, models, render, store
 from ragaudit_core.attribution import AttributionError, batch_tables, explain_query, stored_attribution
 from ragaudit_core.session import KEYS
 
@@ -101,15 +100,9 @@ owners = [max(range(n), key=lambda i: vals[i][j]) for j in range(len(res["answer
 strength = [vals[owners[j]][j] for j in range(len(owners))]
 st.html(render.legend_html(doc_labels))
 st.html(render.owner_html(res["answer_tokens"], owners, strength))
-imp = res["importance"]
-total = sum(abs(x) for x in imp) or 1.0
-fig = go.Figure(go.Bar(x=[100 * abs(x) / total for x in imp], y=doc_labels, orientation="h",
-                       marker_color=[render.DOC_COLOURS[i % 10] for i in range(n)],
-                       text=[f"{100 * abs(x) / total:.0f}% ({x:+.3f})" for x in imp], textposition="auto",
-                       hovertemplate="%{y}: %{x:.1f}%<extra></extra>"))
-fig.update_layout(title=f"Document influence ({res['method']} Shapley, mean over {len(res['answer_tokens'])} tokens)",
-                  xaxis_title="share of |importance| (%)", yaxis=dict(autorange="reversed"), height=80 + 40 * n,
-                  margin=dict(l=140, r=20, t=50, b=40))
+fig = charts.influence_bars(res["importance"], doc_labels, [render.DOC_COLOURS[i % 10] for i in range(n)],
+                            title=f"Document influence ({res['method']} Shapley, mean over "
+                                  f"{len(res['answer_tokens'])} tokens)")
 st.plotly_chart(fig, key="attr.influence")
 
 st.subheader("Alignment")
@@ -121,21 +114,14 @@ k[2].metric("wasted retrieval", "yes" if res["wasted_retrieval"] else "no",
             help="The retriever's top document gets generator rank > 2.")
 k[3].metric("noise distraction", "yes" if res["noise_distraction"] else "no",
             help="The generator's top document had retriever rank > 2.")
-ps = [float(p) for p in res["warg"]]
-wfig = go.Figure()
-for cond, r in results.items():
-    wfig.add_trace(go.Scatter(x=ps, y=list(r["warg"].values()), mode="lines+markers", name=f"WARG, {cond}"))
-wfig.add_trace(go.Scatter(x=ps, y=list(res["warg_extrapolated"].values()), mode="lines", name="WARG (extrapolated RBO)",
-                          line=dict(dash="dot")))
-wfig.add_trace(go.Scatter(x=ps, y=list(res["warg_floor"].values()), mode="lines", name=f"floor p^{n} (identical lists)",
-                          line=dict(color="#999", dash="dash")))
 tables = batch_tables(con, run)
+means = {}
 if tables and len(tables["warg"]):
     for _, row in tables["warg"].iterrows():
-        wfig.add_trace(go.Scatter(x=ps, y=[row.get(f"warg_{p}") for p in res["warg"]], mode="lines",
-                                  name=f"run mean, {row['condition']}", line=dict(width=4, dash="longdash")))
-wfig.update_layout(title="WARG(p) = 1 − RBO(retriever ranking, generator ranking; p)", xaxis_title="p",
-                   yaxis_title="WARG", yaxis=dict(range=[0, 1]), height=380, margin=dict(l=50, r=20, t=60, b=50))
+        means[f"run mean, {row['condition']}"] = {p: row.get(f"warg_{p}") for p in res["warg"]}
+wfig = charts.warg_curves({f"WARG, {cond}": r["warg"] for cond, r in results.items()},
+                          dashed={"WARG (extrapolated RBO)": res["warg_extrapolated"]},
+                          floor=(f"floor p^{n} (identical lists)", res["warg_floor"]), run_means=means)
 st.plotly_chart(wfig, key="attr.warg")
 if tables:
     st.markdown(f"**Run {render.md(run)}: stored results** (wasted retrieval and noise distraction rates, mean Spearman)")

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 __all__ = [
     "CHANGE_COLOURS",
     "cfs_histogram",
+    "influence_bars",
     "jmin_histogram",
     "matrix_heatmap",
     "pair_density",
@@ -24,6 +25,7 @@ __all__ = [
     "provenance_graph",
     "stability_scatter",
     "survival_funnel",
+    "warg_curves",
 ]
 
 CHANGE_COLOURS = {
@@ -236,4 +238,50 @@ def provenance_graph(nodes: pd.DataFrame, edges: pd.DataFrame, *, title: str = "
                                  ticktext=["source", "chunking", "retrieval", "reranking", "compression",
                                            "generation", "post-processing"], range=[-0.5, 7]),
                       yaxis=dict(visible=False), margin=dict(l=20, r=20, t=60, b=40), legend=dict(orientation="h"))
+    return fig
+
+
+def influence_bars(importance: Sequence[float], labels: Sequence[str], colours: Sequence[str], *,
+                   title: str) -> go.Figure:
+    """Each document's share of the total |importance| (seed 001, Fig. 1), signed value in the label."""
+    total = sum(abs(x) for x in importance) or 1.0
+    share = [100 * abs(x) / total for x in importance]
+    fig = go.Figure(go.Bar(x=share, y=_esc(labels), orientation="h", marker_color=list(colours),
+                           text=[f"{s:.0f}% ({x:+.3f})" for s, x in zip(share, importance)], textposition="auto",
+                           hovertemplate="%{y}: %{x:.1f}%<extra></extra>"))
+    fig.update_layout(title=title, xaxis_title="share of |importance| (%)", yaxis=dict(autorange="reversed"),
+                      height=80 + 40 * len(labels), margin=dict(l=140, r=20, t=50, b=40))
+    return fig
+
+
+def warg_curves(curves: dict[str, dict], *, dashed: dict[str, dict] | None = None,
+                floor: tuple[str, dict] | None = None, run_means: dict[str, dict] | None = None,
+                title: str = "WARG(p) = 1 − RBO(retriever ranking, generator ranking; p)") -> go.Figure:
+    """WARG against p (seed 001, eq. 12; Table 3).
+
+    ``curves``: name → {p: WARG} drawn as lines with markers (one query's conditions);
+    ``dashed``: further curves (e.g. the extrapolated-RBO reading); ``floor``: (label,
+    {p: p^k}) — the value identical lists get under the truncated definition;
+    ``run_means``: name → {p: mean WARG} over a run's stored results, drawn thick.
+    """
+    fig = go.Figure()
+    for name, c in curves.items():
+        ps = sorted(c, key=float)
+        fig.add_trace(go.Scatter(x=[float(p) for p in ps], y=[c[p] for p in ps], mode="lines+markers",
+                                 name=html.escape(name)))
+    for name, c in (dashed or {}).items():
+        ps = sorted(c, key=float)
+        fig.add_trace(go.Scatter(x=[float(p) for p in ps], y=[c[p] for p in ps], mode="lines",
+                                 name=html.escape(name), line=dict(dash="dot")))
+    if floor is not None:
+        label, c = floor
+        ps = sorted(c, key=float)
+        fig.add_trace(go.Scatter(x=[float(p) for p in ps], y=[c[p] for p in ps], mode="lines",
+                                 name=html.escape(label), line=dict(color="#999", dash="dash")))
+    for name, c in (run_means or {}).items():
+        ps = sorted(c, key=float)
+        fig.add_trace(go.Scatter(x=[float(p) for p in ps], y=[c[p] for p in ps], mode="lines",
+                                 name=html.escape(name), line=dict(width=4, dash="longdash")))
+    fig.update_layout(title=title, xaxis_title="p", yaxis_title="WARG", yaxis=dict(range=[0, 1]), height=380,
+                      margin=dict(l=50, r=20, t=60, b=50))
     return fig
