@@ -581,6 +581,57 @@ def gate(
 
 
 @app.command()
+def report(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Log files or folders to ingest first.")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Where to write the PDF.")] = Path("audit.pdf"),
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Run in production (for the verdict).")] = None,
+    candidate: Annotated[Optional[str], typer.Option("--candidate", help="Run that would replace it.")] = None,
+    rules: Annotated[Optional[Path], typer.Option("--rules", help="Gate rules TOML (default: the default preset).")] = None,
+    flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ: a query flips when J < τ.")] = 0.5,
+    no_probe: Annotated[bool, typer.Option("--no-probe", help="Do not load SBERT for answer similarities that are "
+                                           "not stored yet (their pairs are left out).")] = False,
+    device: Annotated[str, typer.Option("--device", help="Device for the SBERT model: auto, cpu or cuda.")] = "auto",
+) -> None:
+    """The PDF audit report: cover, verdict, stability, worst queries, probe, fidelity, attributions, methods."""
+    from .gate import load_rules
+    from .report import ReportError, ReportOptions, build_report
+
+    if not out.parent.is_dir():
+        _fail(f"{out}: the folder {out.parent} does not exist")
+    the_rules, source = None, "default preset"
+    if rules is not None:
+        try:
+            the_rules, source = load_rules(rules), str(rules)
+        except FileNotFoundError:
+            _fail(f"{rules}: no such rules file")
+        except (OSError, ValueError) as e:
+            _fail(f"{rules}: {e}")
+    try:
+        con = _open_logs(paths, db)
+        runs = [r for (r,) in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+        if not runs:
+            _fail("no runs are loaded")
+        pair = [None if r is None else _resolve_run(r, runs) for r in (baseline, candidate)]
+
+        def embedder():
+            from .models import load_embedder
+
+            return load_embedder(None, device=device)
+
+        opts = ReportOptions(baseline=pair[0], candidate=pair[1], rules=the_rules, rules_source=source,
+                             tau=flip_threshold, probe=not no_probe, embedder=embedder,
+                             db_label=str(db) if db is not None else ", ".join(map(str, paths or [])))
+        _blob, data = build_report(con, out, opts, progress=lambda m: typer.echo(f"report: {m}…", err=True))
+    except (IngestError, StabilityError, store.StoreError, ReportError) as e:
+        _fail(str(e))
+    except OSError as e:
+        _fail(f"{out}: {e}")
+    verdict = f"; verdict {data.verdict.status.upper()}" if data.verdict is not None else ""
+    typer.echo(f"wrote {out} ({data.timings.get('pages', '?')} pages{verdict})")
+
+
+@app.command()
 def version() -> None:
     """Print the version."""
     typer.echo(__version__)

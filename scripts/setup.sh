@@ -8,13 +8,22 @@ PY="${PYTHON:-python3}"
 VENV=.venv
 stamp="$VENV/.ragaudit-setup-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
 
-# Debian's Chromium (+ driver) for the browser tests; Playwright's own browser download
-# does not work on these machines, so the tests drive /usr/bin/chromium.
-if ! command -v chromium >/dev/null 2>&1; then
+# Debian packages: Chromium (+ driver) for the browser tests and for Kaleido's chart export
+# in the PDF report (Playwright's own browser download does not work on these machines);
+# fonts the report embeds (DejaVu; Noto CJK and the per-script Noto faces as fallbacks, so
+# accented, CJK, Indic, Arabic... text in logs renders); poppler-utils (pdftoppm) for the
+# report tests.
+APT_PKGS="chromium chromium-driver fonts-dejavu-core fonts-noto-cjk fonts-noto-core poppler-utils"
+missing=""
+for p in $APT_PKGS; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
   SUDO=""
   if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then

@@ -185,3 +185,14 @@ def test_gate_bad_rules_file_exits_2(three_runs, tmp_path):
     assert p.returncode == 2 and str(rules) in p.stderr
     p = run("gate", "--db", tmp_path / "none.duckdb", "--baseline", "A", "--candidate", "B")
     assert p.returncode == 2 and "no such database file" in p.stderr
+
+
+def test_report_writes_a_pdf_and_refuses_bad_input(three_runs, tmp_path):
+    out = tmp_path / "audit.pdf"
+    p = run("report", three_runs, "--baseline", "A", "--candidate", "B", "--out", out)
+    assert p.returncode == 0, p.stderr
+    assert out.read_bytes().startswith(b"%PDF-") and "verdict FAIL" in p.stdout   # A → B loses q3's evidence
+    p = run("report", three_runs, "--baseline", "A", "--candidate", "Z", "--out", out)
+    assert p.returncode == 2 and "run 'Z' not found" in p.stderr
+    p = run("report", three_runs, "--out", tmp_path / "no" / "such" / "dir" / "a.pdf")
+    assert p.returncode == 2 and "a.pdf" in p.stderr
