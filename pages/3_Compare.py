@@ -152,6 +152,39 @@ st.caption("Failed rules first. A rule whose data is absent (no spans, no proven
            "attributions) is not applicable and does not fail the gate. The same verdict from the command "
            f"line: `ragaudit gate --db {db_path} --baseline {baseline} --candidate {candidate}`.")
 
+with st.container(border=True):
+    st.markdown("**Audit report (PDF)** — cover, this verdict, stability, worst queries, probe, citation "
+                "fidelity, attributions and a methods appendix, with the charts of these pages.")
+    what = (db_path, version, baseline, candidate, tau, toml_text)
+    built = st.session_state.get(KEYS.report)
+    if st.button("Build the PDF report", key="compare.build_report"):
+        bar = st.progress(0.0, text="Building the report…")
+        steps = ["verdict", "stability", "worst queries", "answer probe", "citation fidelity", "attributions",
+                 "charts", "layout", "writing"]
+
+        def step(name: str) -> None:
+            bar.progress(min(1.0, (steps.index(name) + 1) / len(steps)) if name in steps else 0.0,
+                         text=f"Building the report: {name}…")
+
+        from ragaudit_core.report import ReportError, ReportOptions, build_report
+
+        try:
+            blob, _data = build_report(con, None, ReportOptions(
+                baseline=baseline, candidate=candidate, rules=rules, rules_source="rules of the compare page",
+                tau=tau, embedder=embedder, db_label=db_path), progress=step)
+        except ReportError as e:
+            st.error(str(e))
+        else:
+            built = (what, blob)
+            st.session_state[KEYS.report] = built
+        bar.empty()
+    if built and built[0] == what:
+        st.download_button(f"Download audit-{candidate}-vs-{baseline}.pdf ({len(built[1]) / 1024:.0f} KB)", built[1],
+                           file_name=f"audit-{candidate}-vs-{baseline}.pdf", mime="application/pdf",
+                           key="compare.download_report")
+    elif built:
+        st.caption("The last report was built for other settings; build it again for this pair.")
+
 st.subheader("Queries")
 only = st.toggle("Only queries that flipped, collapsed or lost evidence", value=True)
 q = cmp.queries

@@ -275,7 +275,7 @@ def _probes(con, data: ReportData, opts: ReportOptions, pair) -> None:
 # --------------------------------------------------------------------------- charts → PNG
 
 
-def export_figures(figs: dict[str, go.Figure], *, width: int = 900, scale: float = 2.0) -> tuple[dict[str, bytes], str | None]:
+def export_figures(figs: dict[str, go.Figure], *, width: int = 780, scale: float = 2.0) -> tuple[dict[str, bytes], str | None]:
     """PNG bytes of each figure (Kaleido, one headless Chromium for all), and an error
     message when export is impossible (no Chromium): the report then says so in place
     of each chart."""
@@ -682,15 +682,12 @@ def render(data: ReportData, out: str | Path | None = None, *, chart_images: dic
                 rows.append([run, r.condition, str(int(r.queries)), _pct(r.wasted_retrieval),
                              _pct(r.noise_distraction), _fmt(r.spearman)])
         table(["run", "condition", "queries", "wasted retrieval", "noise distraction", "mean Spearman"], rows, size=8)
-        rows = []
-        for run, tables in data.attributions.items():
-            cols = [c for c in tables["warg"].columns if c.startswith("warg_")]
-            for _, r in tables["warg"].iterrows():
-                rows.append([run, r["condition"]] + [f"{c[5:]}: {_fmt(r[c])}" for c in cols])
+        ps = sorted({c[5:] for t_ in data.attributions.values() for c in t_["warg"].columns if c.startswith("warg_")},
+                    key=float)
+        rows = [[run, r["condition"]] + [_fmt(r.get(f"warg_{p}")) for p in ps]
+                for run, tables in data.attributions.items() for _, r in tables["warg"].iterrows()]
         if rows:
-            width = max(len(r) for r in rows)
-            rows = [r + [""] * (width - len(r)) for r in rows]
-            table(["run", "condition"] + ["WARG(p)"] * (width - 2), rows, size=7.5)
+            table(["run", "condition"] + [f"WARG({p})" for p in ps], rows, size=7.5)
         chart("warg_curves", width=W * 0.8)
 
     # ---- methods ----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ class _Keys:
     last_ingest = "ragaudit.last_ingest"  # the report of the last upload, shown on the home page
     uploader = "ragaudit.uploader"        # widget key of the file uploader (reset after ingest)
     gate_rules = "ragaudit.gate_rules"    # the compare page's gate rules (rows of the rule editor)
+    report = "ragaudit.report"            # the last PDF report built: (what it covers, bytes)
     gate_editor = "ragaudit.gate_editor"  # a counter: a new rule editor widget after a preset / file load
 
 

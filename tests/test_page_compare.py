@@ -100,3 +100,22 @@ def review_pair(db, a, b):
     from ragaudit_core.gate import DEFAULT_RULES, review
 
     return review(store.connect(db), DEFAULT_RULES, a, b)
+
+
+def test_pdf_report_built_and_offered_for_download(app_env, sample_db):
+    from pypdf import PdfReader
+    import io
+
+    app_env(sample_db)
+    at = _pick(app_test(PAGE).run(), "k10-c256-o32", "k10-c128-o32")
+    next(b for b in at.button if b.label == "Build the PDF report").click().run()
+    assert not at.exception
+    dl = [b for b in at.get("download_button") if b.proto.label.startswith("Download audit-k10-c128-o32-vs-k10-c256-o32")]
+    assert len(dl) == 1
+    from ragaudit_core.session import KEYS
+
+    blob = at.session_state[KEYS.report][1]
+    pages = PdfReader(io.BytesIO(blob)).pages
+    assert len(pages) >= 10
+    text = " ".join(" ".join(p.extract_text().split()) for p in pages)
+    assert "FAIL: k10-c128-o32 should not replace k10-c256-o32." in text and "rules of the compare page" in text
