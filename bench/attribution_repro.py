@@ -125,6 +125,12 @@ def main() -> None:
             ig[b] = {"aipc_mean": float(v.mean()), "ci95": [float(np.percentile(means, 2.5)),
                                                            float(np.percentile(means, 97.5))]}
         out["ig_baselines"] = ig
+        out["ig_scores"] = scores          # per pair, for paired tests
+        from scipy.stats import wilcoxon
+
+        out["ig_unk_vs"] = {b: {"unk_better": int(np.sum(np.array(scores["unk"]) > np.array(scores[b]))),
+                                "wilcoxon_p": float(wilcoxon(scores["unk"], scores[b]).pvalue)}
+                            for b in BASELINES if b != "unk"}
         out["ig_seconds"] = time.perf_counter() - t1
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=2))

@@ -21,6 +21,7 @@ shown as U+FFFD. A section whose data is absent is left out and named on the cov
 from __future__ import annotations
 
 import io
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -281,6 +282,14 @@ def export_figures(figs: dict[str, go.Figure], *, width: int = 780, scale: float
     of each chart."""
     if not figs:
         return {}, None
+    with _EXPORT_LOCK:       # one Kaleido server per process: concurrent reports take turns
+        return _export(figs, width, scale)
+
+
+_EXPORT_LOCK = threading.Lock()
+
+
+def _export(figs: dict[str, go.Figure], width: int, scale: float) -> tuple[dict[str, bytes], str | None]:
     import kaleido
     import plotly.io as pio
 
