@@ -119,7 +119,9 @@ with st.expander("Rules (edit, load, save)"):
             "p": st.column_config.NumberColumn("p (WARG)", min_value=0.01, max_value=0.99, step=0.05),
             "op": st.column_config.SelectboxColumn("op", options=[">=", "<=", ">", "<"], required=True),
             "threshold": st.column_config.NumberColumn("threshold", required=True, format="%.3f"),
-            "relative": st.column_config.CheckboxColumn("relative to baseline", default=False)})
+            "relative": st.column_config.CheckboxColumn("relative to baseline", default=False),
+            "required": st.column_config.CheckboxColumn("required", default=False,
+                                                        help="Fail when the rule's data is absent")})
     rules, errors = gate.rules_from_rows(edited)
     for e in errors:
         st.error(f"Rule {e} (left out until fixed)")
@@ -143,11 +145,9 @@ if verdict.status == "pass":
     st.success(f"PASS — {candidate} may replace {baseline}: {headline}.", icon="✅")
 else:
     st.error(f"FAIL — {candidate} should not replace {baseline}: {headline}.", icon="⛔")
-st.dataframe(gate.verdict_rows(verdict), hide_index=True, key="compare.verdict", column_config={
-    "value": st.column_config.NumberColumn(format="%.3f"),
-    "baseline": st.column_config.NumberColumn(format="%.3f"),
-    "candidate": st.column_config.NumberColumn(format="%.3f"),
-    "why": st.column_config.TextColumn(width="large")})
+st.dataframe([{k: ("" if v is None else f"{v:.3f}") if k in ("value", "baseline", "candidate") else v
+               for k, v in row.items()} for row in gate.verdict_rows(verdict)],
+             hide_index=True, key="compare.verdict", column_config={"why": st.column_config.TextColumn(width="large")})
 st.caption("Failed rules first. A rule whose data is absent (no spans, no provenance logs, no stored "
            "attributions) is not applicable and does not fail the gate. The same verdict from the command "
            f"line: `ragaudit gate --db {db_path} --baseline {baseline} --candidate {candidate}`.")

@@ -11,7 +11,9 @@ pipeline stage), a comparison and a threshold. It is either
 
 Evaluating a rule gives a :class:`RuleResult`: ``pass`` / ``fail`` / ``not applicable``
 (the data is absent: no spans, no provenance, no stored attributions), the value, and
-one sentence that says why. The verdict fails when any applicable rule fails.
+one sentence that says why. The verdict fails when any applicable rule fails. A rule
+marked ``required`` fails when its data is absent (for a CI gate that must not pass
+just because, say, the span hashes disappeared from the logs).
 
 Metrics (``metric`` / where):
 
@@ -60,6 +62,7 @@ class Rule(BaseModel):
     op: Literal[">=", "<=", ">", "<"]
     threshold: float
     relative: bool = False
+    required: bool = False       # absent data fails the rule instead of making it not applicable
 
     @model_validator(mode="after")
     def _where(self) -> "Rule":
@@ -166,7 +169,7 @@ def dump_rules(rules: list[Rule]) -> str:
     for r in rules:
         lines.append("[[rule]]")
         for k, v in r.model_dump(exclude_none=True).items():
-            if k == "relative" and not v:
+            if k in ("relative", "required") and not v:
                 continue
             lines.append(f"{k} = {_toml_value(v)}")
         lines.append("")
@@ -253,11 +256,14 @@ def evaluate(rules: list[Rule], baseline: str, candidate: str, pair: dict, runs:
                 f"no {what} for {candidate if not rule.relative else baseline + ' and ' + candidate}")))
         else:
             results.append(worst)
+    for i, r in enumerate(results):
+        if r.status == "not applicable" and r.rule.required:
+            results[i] = r.model_copy(update={"status": "fail", "message": r.message + " — and the rule is required"})
     status = "fail" if any(r.status == "fail" for r in results) else "pass"
     return Verdict(baseline=baseline, candidate=candidate, status=status, results=results)
 
 
-RULE_FIELDS = ["metric", "level", "p", "op", "threshold", "relative"]
+RULE_FIELDS = ["metric", "level", "p", "op", "threshold", "relative", "required"]
 
 
 def rule_rows(rules: list[Rule]) -> list[dict]:
@@ -274,6 +280,7 @@ def rules_from_rows(rows: list[dict]) -> tuple[list[Rule], list[str]]:
         if not clean.get("metric"):
             continue
         clean["relative"] = bool(clean.get("relative", False))
+        clean["required"] = bool(clean.get("required", False))
         try:
             rules.append(Rule.model_validate(clean))
         except ValidationError as e:

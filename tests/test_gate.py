@@ -192,3 +192,16 @@ def test_rules_round_trip_through_toml(tmp_path):
     f.write_text('[[rule]]\nmetric = "j_avg"\nop = ">="\nthreshold = 0.5\n')
     with pytest.raises(ValueError, match=r"\[\[rule\]\] number 1: j_avg needs level 'doc' or 'span'"):
         load_rules(f)
+
+
+def test_a_required_rule_fails_when_its_data_is_absent(tmp_path):
+    rule = Rule(metric="j_avg", level="span", op=">=", threshold=0.5, required=True)
+    v = evaluate([rule], "b", "c", {("j_avg", "doc"): 0.9}, {})
+    assert v.status == "fail" and v.results[0].status == "fail" and v.results[0].value is None
+    assert v.results[0].message.endswith("(the logs carry no span information) — and the rule is required")
+    assert evaluate([rule], "b", "c", {("j_avg", "span"): 0.7}, {}).status == "pass"
+    from ragaudit_core.gate import dump_rules
+
+    f = tmp_path / "r.toml"
+    f.write_text(dump_rules([rule]))
+    assert "required = true" in f.read_text() and load_rules(f) == [rule]
