@@ -18,6 +18,7 @@ from . import derived
 from .ingest import IngestOptions, IngestReport, ingest_paths
 
 __all__ = [
+    "all_run_ids",
     "files_table",
     "missing_data_message",
     "missing_provenance_message",
@@ -26,6 +27,7 @@ __all__ = [
     "ingest_uploads",
     "list_queries",
     "overview",
+    "provenance_runs_table",
     "quarantine_table",
     "runs_table",
     "runs_with_texts",
@@ -126,6 +128,21 @@ def runs_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
                 WHERE list_contains(rec.file_ids, f.file_id)) AS files,
                r.config
         FROM runs r LEFT JOIN rec USING (run_id) ORDER BY r.run_id""")
+
+
+def provenance_runs_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """One row per provenance run: queries, queries with ground truth, and its logged configuration."""
+    return _q(con, """
+        SELECT run_id, count(*) AS queries,
+               count(*) FILTER (WHERE ground_truth IS NOT NULL AND ground_truth NOT IN ('[]', 'null')) AS with_ground_truth,
+               any_value(config) AS config
+        FROM prov_records GROUP BY run_id ORDER BY run_id""")
+
+
+def all_run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every run id the database knows: evidence runs and provenance runs."""
+    return [r for (r,) in _q(con, """SELECT run_id FROM runs UNION SELECT DISTINCT run_id FROM prov_records
+                                      ORDER BY run_id""").itertuples(index=False)]
 
 
 def files_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:

@@ -562,7 +562,9 @@ def gate(
         _fail("no rules to evaluate")
     try:
         con = _open_logs(paths, db)
-        runs = [r for (r,) in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+        from .catalog import all_run_ids
+
+        runs = all_run_ids(con)
         if not runs:
             _fail("no runs are loaded")
         verdict = review(con, the_rules, _resolve_run(baseline, runs), _resolve_run(candidate, runs),
@@ -609,7 +611,9 @@ def report(
             _fail(f"{rules}: {e}")
     try:
         con = _open_logs(paths, db)
-        runs = [r for (r,) in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+        from .catalog import all_run_ids
+
+        runs = all_run_ids(con)
         if not runs:
             _fail("no runs are loaded")
         pair = [None if r is None else _resolve_run(r, runs) for r in (baseline, candidate)]

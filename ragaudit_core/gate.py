@@ -205,6 +205,7 @@ def evaluate(rules: list[Rule], baseline: str, candidate: str, pair: dict, runs:
     ``pair[(metric, level)]`` holds the pair metrics between baseline and candidate (absent
     keys: not applicable). ``runs[run][key]`` holds run metrics under keys ``metric``,
     ``("stage_survival", stage)`` and ``("warg", p)``; absent or None: not applicable.
+    ``runs["_pair_note"]``, when present, says why pair metrics are absent.
     """
     results = []
     for rule in rules:
@@ -212,9 +213,11 @@ def evaluate(rules: list[Rule], baseline: str, candidate: str, pair: dict, runs:
         if rule.metric in PAIR_METRICS:
             v = pair.get((rule.metric, rule.level))
             if v is None:
+                note = runs.get("_pair_note")
                 results.append(RuleResult(rule=rule, status="not applicable", message=(
                     f"{rule.metric} at {rule.level} level is unavailable for {baseline} vs {candidate}"
-                    + (" (the logs carry no span information)" if rule.level == "span" else ""))))
+                    + (f": {note}" if note else " (the logs carry no span information)" if rule.level == "span"
+                       else ""))))
                 continue
             ok = cmp(v, rule.threshold)
             results.append(RuleResult(rule=rule, status="pass" if ok else "fail", value=v, message=(
@@ -325,12 +328,17 @@ def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=
 
     from .stability import StabilityError, list_runs, span_capable_runs
 
-    known = list_runs(con)
+    evidence_runs = set(list_runs(con))
+    have_prov = set(provenance_runs(con))
+    known = sorted(evidence_runs | have_prov)
     for r in (baseline, candidate):
         if r not in known:
             raise StabilityError(f"run {r!r} not found; runs are: {', '.join(map(repr, known))}")
     pair: dict = {}
-    if baseline == candidate:
+    rows = []
+    if not {baseline, candidate} <= evidence_runs:
+        pass            # provenance-only run(s): no evidence lists to compare, pair rules are not applicable
+    elif baseline == candidate:
         # A run against itself: every J is 1 (both-empty counts as 1 too), so nothing flips,
         # collapses, or changes null state; span level where the run carries spans.
         levels = ["doc"] + (["span"] if span_capable_runs(con, [baseline]) else [])
@@ -339,7 +347,6 @@ def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=
                      ("null_gain", level): 0.0}
         if "span" in levels:
             pair[("collapse_rate", "span")] = 0.0
-        rows = []
     else:
         cmp = comparison if comparison is not None else compare_runs(con, baseline, candidate, tau=tau)
         rows = [row for _, row in cmp.pair.iterrows()]
@@ -354,7 +361,9 @@ def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=
             if v is not None and v == v:
                 pair[(metric, level)] = float(v)
     runs: dict[str, dict] = {baseline: {}, candidate: {}}
-    have_prov = set(provenance_runs(con))
+    if not {baseline, candidate} <= evidence_runs:
+        runs["_pair_note"] = (f"no evidence logs for {' and '.join(sorted({baseline, candidate} - evidence_runs))}"
+                              " (provenance only)")
     for run, fid in fidelity_runs(con, [r for r in (baseline, candidate) if r in have_prov]).items():
         s = fid.summary
         m = runs[run]

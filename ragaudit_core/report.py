@@ -65,6 +65,7 @@ class ReportData:
     db_label: str
     data_version: str
     runs: pd.DataFrame
+    prov_runs: pd.DataFrame
     files: pd.DataFrame
     n_queries: int
     n_rejected: int
@@ -103,9 +104,11 @@ def gather(con: duckdb.DuckDBPyConnection, opts: ReportOptions = ReportOptions()
     timings: dict[str, float] = {}
     t = time.perf_counter()
     runs = catalog.runs_table(con)
-    if runs.empty:
+    prov_table = catalog.provenance_runs_table(con)
+    if runs.empty and prov_table.empty:
         raise ReportError("the database holds no runs; ingest logs first")
-    known = list_runs(con)
+    evidence_runs = list_runs(con)
+    known = catalog.all_run_ids(con)
     for r in (opts.baseline, opts.candidate):
         if r is not None and r not in known:
             raise ReportError(f"run {r!r} not found; runs are: {', '.join(map(repr, known))}")
@@ -114,15 +117,17 @@ def gather(con: duckdb.DuckDBPyConnection, opts: ReportOptions = ReportOptions()
     ov = catalog.overview(con)
     data = ReportData(
         generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), version=__version__,
-        db_label=opts.db_label, data_version=store.data_version(con), runs=runs, files=catalog.files_table(con),
-        n_queries=ov["queries"], n_rejected=ov["rejected"], tau=opts.tau, timings=timings)
+        db_label=opts.db_label, data_version=store.data_version(con), runs=runs, prov_runs=prov_table,
+        files=catalog.files_table(con),
+        n_queries=_distinct_queries(con), n_rejected=ov["rejected"], tau=opts.tau, timings=timings)
     t = _tick(timings, "catalog", t)
 
     pair = (opts.baseline, opts.candidate) if opts.baseline is not None else None
     if pair:
         say("verdict")
         rules = opts.rules if opts.rules is not None else DEFAULT_RULES
-        cmp = compare_runs(con, *pair, tau=opts.tau) if pair[0] != pair[1] else None
+        cmp = (compare_runs(con, *pair, tau=opts.tau)
+               if pair[0] != pair[1] and set(pair) <= set(evidence_runs) else None)
         data.verdict = evaluate(rules, *pair, *collect(con, *pair, tau=opts.tau, comparison=cmp))
         data.rules_source = opts.rules_source
         t = _tick(timings, "verdict", t)
@@ -131,7 +136,7 @@ def gather(con: duckdb.DuckDBPyConnection, opts: ReportOptions = ReportOptions()
         data.omitted.append("verdict (no baseline and candidate were chosen)")
 
     say("stability")
-    if len(known) >= 2:
+    if len(evidence_runs) >= 2:
         try:
             res = stability_cached(con, StabilityOptions(flip_threshold=opts.tau, allow_missing=True))
         except StabilityError as e:
@@ -144,7 +149,8 @@ def gather(con: duckdb.DuckDBPyConnection, opts: ReportOptions = ReportOptions()
                                                                          highlight=tuple(sorted(pair)) if pair else None)
             data.figures["jmin_histogram"] = charts.jmin_histogram(res.queries)
     else:
-        data.omitted.append("evidence stability (one run only; stability compares runs)")
+        data.omitted.append("evidence stability (it compares the evidence logs of two or more runs; "
+                            f"{len(evidence_runs)} loaded)")
     t = _tick(timings, "stability", t)
 
     say("worst queries")
@@ -199,7 +205,7 @@ def gather(con: duckdb.DuckDBPyConnection, opts: ReportOptions = ReportOptions()
     say("attributions")
     from .attribution import batch_tables
 
-    for run in known:
+    for run in evidence_runs:
         tables = batch_tables(con, run)
         if tables:
             data.attributions[run] = tables
@@ -215,6 +221,15 @@ def gather(con: duckdb.DuckDBPyConnection, opts: ReportOptions = ReportOptions()
         data.omitted.append("attributions (none stored; run `ragaudit attribute` or the Attributions page)")
     _tick(timings, "attributions", t)
     return data
+
+
+def _distinct_queries(con) -> int:
+    cur = con.cursor()
+    try:
+        return int(cur.execute("""SELECT count(*) FROM (SELECT query_id FROM records UNION
+                                                        SELECT query_id FROM prov_records)""").fetchone()[0])
+    finally:
+        cur.close()
 
 
 def _entries(frame: pd.DataFrame, opts: ReportOptions) -> list[dict]:
@@ -325,6 +340,16 @@ def _clean(text: Any) -> str:
     return "".join(c if (c >= " " or c in "\n\t") and c != "\x7f" else "\ufffd" for c in s)
 
 
+def _json_or_empty(v: Any) -> dict:
+    import json
+
+    try:
+        out = json.loads(v) if isinstance(v, str) else {}
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
 def _fmt(v: Any, nd: int = 3) -> str:
     if v is None or (isinstance(v, float) and v != v):
         return "n/a"
@@ -360,7 +385,7 @@ def _strings(data: ReportData) -> set[str]:
                     for x in v[c].dropna():
                         add(str(x))
 
-    add([data.runs, data.files, data.worst, data.omitted, data.db_label, data.rules_source])
+    add([data.runs, data.prov_runs, data.files, data.worst, data.omitted, data.db_label, data.rules_source])
     if data.verdict is not None:
         add([r.message for r in data.verdict.results] + [r.rule.name for r in data.verdict.results])
     for p in data.probes:
@@ -494,7 +519,9 @@ def render(data: ReportData, out: str | Path | None = None, *, chart_images: dic
     gap(3)
     info = [["generated", data.generated_at], ["tool", f"RagAudit {data.version}"],
             ["database", data.db_label or "(in memory)"], ["data version", data.data_version],
-            ["runs", str(len(data.runs))], ["queries (distinct ids)", f"{data.n_queries:,}"],
+            ["runs", f"{len(data.runs)} with evidence logs" + (f", {len(data.prov_runs)} with provenance logs"
+                                                                 if not data.prov_runs.empty else "")],
+            ["queries (distinct ids)", f"{data.n_queries:,}"],
             ["input files", str(len(data.files))], ["rejected lines", f"{data.n_rejected:,}"]]
     if data.verdict is not None:
         v = data.verdict
@@ -502,11 +529,22 @@ def render(data: ReportData, out: str | Path | None = None, *, chart_images: dic
         info.insert(1, ["verdict", f"{v.status.upper()} — {len(v.failed)} of "
                                    f"{sum(r.status != 'not applicable' for r in v.results)} applicable rules failed"])
     table(None, info, widths=[45, W - 45], size=9)
-    para("Runs audited", size=10.5, style="B")
+    if not data.runs.empty:
+        para("Runs audited (evidence logs)", size=10.5, style="B")
     run_rows = [[r.run_id, _fmt(r.top_k), _fmt(r.chunk_size), _fmt(r.chunk_overlap), r.embedder or "—",
                  f"{int(r.queries):,}", f"{int(r.entries):,}", f"{int(r.answers):,}"] for r in data.runs.itertuples()]
-    table(["run", "top-k", "chunk size", "overlap", "embedder", "queries", "entries", "answers"], run_rows,
-          widths=[30, 13, 16, 14, W - 30 - 13 - 16 - 14 - 16 - 16 - 16, 16, 16, 16], size=7.5)
+    if run_rows:
+        table(["run", "top-k", "chunk size", "overlap", "embedder", "queries", "entries", "answers"], run_rows,
+              widths=[30, 13, 16, 14, W - 30 - 13 - 16 - 14 - 16 - 16 - 16, 16, 16, 16], size=7.5)
+    if not data.prov_runs.empty:
+        para("Provenance runs (citation pipelines)", size=10.5, style="B")
+        prow = []
+        for r in data.prov_runs.itertuples():
+            cfg = _json_or_empty(r.config)
+            prow.append([r.run_id, _fmt(cfg.get("top_k")), _fmt(cfg.get("chunk_size")), _fmt(cfg.get("chunk_overlap")),
+                         str(cfg.get("generator") or "—"), f"{int(r.queries):,}", f"{int(r.with_ground_truth):,}"])
+        table(["run", "top-k", "chunk size", "overlap", "generator", "queries", "with ground truth"], prow,
+              widths=[30, 13, 16, 14, W - 30 - 13 - 16 - 14 - 16 - 22, 16, 22], size=7.5)
     para("Input files (SHA-256 of the bytes as loaded)", size=10.5, style="B")
     table(["file", "SHA-256", "lines", "loaded", "rejected"],
           [[Path(str(f.path)).name, f.sha256, f"{int(f.n_lines):,}", f"{int(f.n_loaded):,}", f"{int(f.n_rejected):,}"]

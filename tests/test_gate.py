@@ -205,3 +205,21 @@ def test_a_required_rule_fails_when_its_data_is_absent(tmp_path):
     f = tmp_path / "r.toml"
     f.write_text(dump_rules([rule]))
     assert "required = true" in f.read_text() and load_rules(f) == [rule]
+
+
+def test_provenance_only_runs_get_a_fidelity_verdict(con, tmp_path):
+    from prov_fixtures import pipeline
+
+    from conftest import write_jsonl
+    from ragaudit_core.ingest import ingest_paths
+
+    write_jsonl(tmp_path / "p.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]"),
+                                       pipeline("cand", "q1", text="[Source: D9, p. 1]")])
+    ingest_paths(con, [tmp_path])
+    v = review(con, DEFAULT_RULES, "base", "cand")
+    by = {r.rule.name: r for r in v.results}
+    assert by["j_avg,doc >= 0.5"].status == "not applicable"
+    assert by["j_avg,doc >= 0.5"].message.endswith("no evidence logs for base and cand (provenance only)")
+    # base CFS {1.0}, cand {0.0}: p95 drops by 1
+    assert by["Δ cfs_p95 >= -0.15"].status == "fail" and by["Δ cfs_p95 >= -0.15"].value == pytest.approx(-1.0)
+    assert v.status == "fail"

@@ -102,11 +102,13 @@ def review_pair(db, a, b):
     return review(store.connect(db), DEFAULT_RULES, a, b)
 
 
-def test_pdf_report_built_and_offered_for_download(app_env, sample_db):
-    from pypdf import PdfReader
+def test_pdf_report_built_and_offered_for_download(app_env, sample_db, tmp_path):
     import io
+    import shutil
 
-    app_env(sample_db)
+    from pypdf import PdfReader
+
+    app_env(shutil.copy(sample_db, tmp_path / "s.duckdb"))   # the report's probe stores similarities
     at = _pick(app_test(PAGE).run(), "k10-c256-o32", "k10-c128-o32")
     next(b for b in at.button if b.label == "Build the PDF report").click().run()
     assert not at.exception

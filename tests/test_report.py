@@ -44,9 +44,11 @@ def _page_pngs(pdf_path, tmp_path, dpi=40) -> list[np.ndarray]:
 
 @pytest.fixture(scope="module")
 def sample_report(sample_db, tmp_path_factory):
-    out = tmp_path_factory.mktemp("report") / "audit.pdf"
-    con = store.connect(sample_db)
-    blob, data = build_report(con, out, ReportOptions(baseline=BASE, candidate=CAND, db_label=str(sample_db)))
+    d = tmp_path_factory.mktemp("report")
+    out = d / "audit.pdf"
+    db = shutil.copy(sample_db, d / "sample.duckdb")    # the probe stores similarities: keep the shared DB as built
+    con = store.connect(db)
+    blob, data = build_report(con, out, ReportOptions(baseline=BASE, candidate=CAND, db_label=str(db)))
     yield out, data, con
     con.close()
 
@@ -155,3 +157,17 @@ def test_sections_without_data_are_named_and_bad_pairs_refused(tmp_path):
         build_report(con, None, ReportOptions(baseline="a", candidate="z"))
     with pytest.raises(ReportError, match="both a baseline and a candidate"):
         build_report(con, None, ReportOptions(baseline="a"))
+
+
+def test_provenance_only_logs_get_a_report_with_the_fidelity_section(tmp_path):
+    from prov_fixtures import pipeline
+
+    write_jsonl(tmp_path / "logs" / "p.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]"),
+                                                pipeline("cand", "q1", text="[Source: D9, p. 1]")])
+    con = store.connect(":memory:")
+    ingest_paths(con, [tmp_path / "logs"])
+    _blob, data = build_report(con, tmp_path / "p.pdf", ReportOptions(baseline="base", candidate="cand"))
+    assert set(data.fidelity) == {"base", "cand"} and data.verdict.status == "fail"
+    text = _flat("\n".join(_text(tmp_path / "p.pdf")))
+    assert "Provenance runs (citation pipelines)" in text and "0 with evidence logs, 2 with provenance logs" in text
+    assert "Citation fidelity" in text and "evidence stability (it compares the evidence logs" in text
