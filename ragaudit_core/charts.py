@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from .fidelity import FIDELITY_STAGES
+
 __all__ = [
     "CHANGE_COLOURS",
     "cfs_histogram",
@@ -158,7 +160,7 @@ def probe_scatter(rows: pd.DataFrame, *, tau: float = 0.5, sim_threshold: float 
 
 # --------------------------------------------------------------------------- citation fidelity
 
-_STAGE_NAMES = ["chunking", "retrieval", "reranking", "compression", "generation"]
+_STAGE_NAMES = list(FIDELITY_STAGES.values())
 
 
 def survival_funnel(summaries: dict[str, dict]) -> go.Figure:

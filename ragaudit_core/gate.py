@@ -40,6 +40,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .fidelity import FIDELITY_STAGES
+
 __all__ = ["DEFAULT_RULES", "PAIR_METRICS", "PRESETS", "RUN_METRICS", "STRICT_RULES", "Rule", "RuleResult",
            "Verdict", "collect", "dump_rules", "evaluate", "load_rules", "review", "rule_rows", "rules_from_dict",
            "rules_from_rows", "save_rules", "verdict_rows", "verdict_table"]
@@ -47,7 +49,7 @@ __all__ = ["DEFAULT_RULES", "PAIR_METRICS", "PRESETS", "RUN_METRICS", "STRICT_RU
 PAIR_METRICS = {"j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain"}
 RUN_METRICS = {"cfs_p95", "cfs_mean", "stage_survival", "parse_failure_rate", "warg", "wasted_retrieval",
                "noise_distraction"}
-_STAGES = ("chunking", "retrieval", "reranking", "compression", "generation")
+_STAGES = tuple(FIDELITY_STAGES.values())      # chunking … generation
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 _WORDS = {">=": "at least", "<=": "at most", ">": "above", "<": "below"}
 

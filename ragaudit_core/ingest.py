@@ -202,20 +202,29 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
         report.warnings.append(Issue(path, line_no, message, code))
         warn_rows.append((file_id, path, line_no, code, message))
 
-    def duplicate_reason(what: str, key: tuple[str, str], known_keys, seen: dict) -> str | None:
-        """Only the first record of a (run, query) is kept, across files and earlier ingests."""
-        if key not in known_keys and key not in seen:
-            return None
-        where = seen.get(key)
-        src = f"{where[0]} line {where[1]}" if where else "an earlier ingest"
-        return (f"duplicate {what} for run {key[0]!r}, query {key[1]!r}: "
-                f"already loaded from {src}; only the first is kept")
-
     def reject(fr: FileReport, spath: str, file_id: int, ln, reason: str) -> None:
         """Report a bad line (file, line, reason) and keep it verbatim in quarantine."""
         fr.n_rejected += 1
         report.rejected.append(Issue(spath, ln.line_no, reason))
         quarantine.append((file_id, spath, ln.line_no, reason, ln.data.decode("utf-8", errors="replace"), ln.data))
+
+    def admit(fr: FileReport, spath: str, file_id: int, ln, reason: str | None, rec, what: str, known_keys,
+              seen: dict):
+        """The parsed record of a line, or None after rejecting it (bad line, or a (run, query)
+        already loaded: only the first record is kept, across files and earlier ingests)."""
+        if reason is None:
+            key = (rec.run_id, rec.query_id)
+            if key in known_keys or key in seen:
+                where = seen.get(key)
+                src = f"{where[0]} line {where[1]}" if where else "an earlier ingest"
+                reason = (f"duplicate {what} for run {key[0]!r}, query {key[1]!r}: "
+                          f"already loaded from {src}; only the first is kept")
+        if reason is not None:
+            reject(fr, spath, file_id, ln, reason)
+            return None
+        seen[key] = (spath, ln.line_no)
+        fr.n_loaded += 1
+        return rec
 
     for path in files:
         spath = str(path)
@@ -253,14 +262,9 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
             for ln in lines:
                 fr.n_lines += 1
                 reason, prec = (ln.error, None) if ln.error else _parse_prov_line(ln.data)
-                if reason is None:
-                    key = (prec.run_id, prec.query_id)
-                    reason = duplicate_reason("provenance record", key, known_prov, prov_first_seen)
-                if reason is not None:
-                    reject(fr, spath, file_id, ln, reason)
+                if admit(fr, spath, file_id, ln, reason, prec, "provenance record", known_prov,
+                         prov_first_seen) is None:
                     continue
-                prov_first_seen[key] = (spath, ln.line_no)
-                fr.n_loaded += 1
                 _buffer_provenance(prec, file_id, ln.line_no, canon, canon_cache, prov_rec_rows, prov_node_rows)
             file_rows.append((file_id, spath, sha, "provenance", path.stat().st_size,
                               fr.n_lines, fr.n_loaded, fr.n_rejected))
@@ -276,14 +280,8 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
                 warn(spath, ln.line_no, "bom", ln.note, file_id)
             if reason is None:
                 reason, rec = _parse_line(ln.data)
-            if reason is None:
-                key = (rec.run_id, rec.query_id)
-                reason = duplicate_reason("record", key, known, first_seen)
-            if reason is not None:
-                reject(fr, spath, file_id, ln, reason)
+            if admit(fr, spath, file_id, ln, reason, rec, "record", known, first_seen) is None:
                 continue
-            first_seen[key] = (spath, ln.line_no)
-            fr.n_loaded += 1
             if rec.run_id not in run_configs:
                 run_configs[rec.run_id] = (rec.config, spath, ln.line_no)
             elif rec.config is not None and run_configs[rec.run_id][0] is not None \
@@ -403,14 +401,9 @@ def _sniff_provenance(data: bytes) -> bool:
 
 def _parse_prov_line(data: bytes) -> tuple[str | None, ProvenanceRecord | None]:
     """Like :func:`_parse_line`, for a provenance record (graph checks included)."""
-    if b"\x00" in data:
-        return ("line contains NUL bytes (\\x00); the file may be binary or corrupted", None)
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError as e:
-        return (f"invalid JSON: {e}", None)
-    if not isinstance(obj, dict):
-        return (f"expected a JSON object per line, got {json_type(obj)}", None)
+    reason, obj = _json_object(data)
+    if reason is not None:
+        return (reason, None)
     if not looks_like_provenance(obj):
         return ("not a provenance record (no \"nodes\" list) in a file of provenance records; "
                 "put evidence records in their own file", None)
@@ -445,8 +438,8 @@ def _buffer_provenance(rec: ProvenanceRecord, file_id: int, line_no: int, canon:
                           dumps(n.metadata) if n.metadata else None))
 
 
-def _parse_line(data: bytes) -> tuple[str | None, EvidenceRecord | None]:
-    """(reason, None) for a bad line, (None, record) for a good one."""
+def _json_object(data: bytes) -> tuple[str | None, dict | None]:
+    """(reason, None) when a line is not one UTF-8 JSON object, else (None, the object)."""
     if b"\x00" in data:
         return ("line contains NUL bytes (\\x00); the file may be binary or corrupted", None)
     try:
@@ -460,6 +453,14 @@ def _parse_line(data: bytes) -> tuple[str | None, EvidenceRecord | None]:
         return (f"invalid JSON: {e}", None)
     if not isinstance(obj, dict):
         return (f"expected a JSON object per line, got {json_type(obj)}", None)
+    return (None, obj)
+
+
+def _parse_line(data: bytes) -> tuple[str | None, EvidenceRecord | None]:
+    """(reason, None) for a bad line, (None, record) for a good one."""
+    reason, obj = _json_object(data)
+    if reason is not None:
+        return (reason, None)
     try:
         return (None, EvidenceRecord.model_validate(obj))
     except ValidationError as e:

@@ -88,6 +88,13 @@ def _opt_int(v: Any, what: str) -> int | None:
     return v
 
 
+def _object(data: Any, what: str) -> dict:
+    """A copy of ``data`` when it is a JSON object; else the error naming ``what`` was expected."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{what}, got {json_type(data)}")
+    return dict(data)
+
+
 class Coordinates(_Strict):
     doc_id: str | None = None
     page: int | None = None
@@ -98,9 +105,7 @@ class Coordinates(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _coerce(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            raise ValueError(f"coordinates must be an object, got {json_type(data)}")
-        out = dict(data)
+        out = _object(data, "coordinates must be an object")
         if "char_offset" in out and isinstance(out["char_offset"], (list, tuple)) and len(out["char_offset"]) == 2:
             out.setdefault("char_start", out["char_offset"][0])
             out.setdefault("char_end", out["char_offset"][1])
@@ -126,9 +131,7 @@ class ProvNode(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _coerce(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            raise ValueError(f"a node must be an object, got {json_type(data)}")
-        out = dict(data)
+        out = _object(data, "a node must be an object")
         if "node_id" not in out and "id" in out:
             out["node_id"] = out["id"]
         if out.get("node_id") is None:
@@ -185,9 +188,7 @@ class GroundTruth(_Strict):
     def _coerce(cls, data: Any) -> Any:
         if isinstance(data, (str, int)) and not isinstance(data, bool):
             return {"doc_id": _id_value(data, "ground_truth doc_id")}
-        if not isinstance(data, dict):
-            raise ValueError(f"a ground-truth entry must be an object or a document id, got {json_type(data)}")
-        out = dict(data)
+        out = _object(data, "a ground-truth entry must be an object or a document id")
         out["doc_id"] = _id_value(out.get("doc_id"), "ground_truth doc_id")
         out["page"] = _opt_int(out.get("page"), "ground_truth page")
         return out
@@ -200,9 +201,7 @@ class DocumentInfo(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _coerce(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            raise ValueError(f"a document entry must be an object, got {json_type(data)}")
-        out = dict(data)
+        out = _object(data, "a document entry must be an object")
         out["doc_id"] = _id_value(out.get("doc_id"), "documents doc_id")
         out["pages"] = _opt_int(out.get("pages", out.get("total_pages")), "documents pages")
         return out

@@ -166,6 +166,7 @@ def gather(con: duckdb.DuckDBPyConnection, opts: ReportOptions = ReportOptions()
         picks = [(r.query_id, r.run_a, r.run_b, None, None) for r in q.itertuples()]
     else:
         picks = []
+    pair_cells: dict[tuple[str, str], pd.DataFrame] = {}
     for qid, a, b, jd, js in picks:
         ea, eb = evidence_side_by_side(con, qid, a, b)
         cur = con.cursor()
@@ -174,8 +175,10 @@ def gather(con: duckdb.DuckDBPyConnection, opts: ReportOptions = ReportOptions()
                              [qid, a, b]).fetchone()[0]
         finally:
             cur.close()
-        if jd is None:
-            cells = compare_runs(con, a, b, tau=opts.tau).queries.set_index("query_id")
+        if jd is None:            # J_min mode: this query's worst pair, computed once per pair
+            if (a, b) not in pair_cells:
+                pair_cells[(a, b)] = compare_runs(con, a, b, tau=opts.tau).queries.set_index("query_id")
+            cells = pair_cells[(a, b)]
             jd = float(cells.loc[qid, "j_doc"])
             js = None if pd.isna(cells.loc[qid, "j_span"]) else float(cells.loc[qid, "j_span"])
         data.worst.append({"query_id": qid, "query": qt, "run_a": a, "run_b": b, "j_doc": jd, "j_span": js,
@@ -245,7 +248,7 @@ def _entries(frame: pd.DataFrame, opts: ReportOptions) -> list[dict]:
 
 
 def _probes(con, data: ReportData, opts: ReportOptions, pair) -> None:
-    from .probe import DEFAULT_SIMILARITY_MODEL, lookup_similarities, probe_pair
+    from .probe import DEFAULT_SIMILARITY_MODEL, has_answers, lookup_similarities, probe_pair
 
     cur = con.cursor()
     try:
@@ -275,9 +278,8 @@ def _probes(con, data: ReportData, opts: ReportOptions, pair) -> None:
 
     skipped = []
     for a, b in pairs:
-        if not opts.probe:
-            n_stored = len(lookup_similarities(con, a, b, model=DEFAULT_SIMILARITY_MODEL))
-            if not n_stored:
+        if not opts.probe:        # only pairs whose every similarity is stored: no model load
+            if len(lookup_similarities(con, a, b, model=DEFAULT_SIMILARITY_MODEL)) < has_answers(con, a, b):
                 skipped.append(f"{a} vs {b}")
                 continue
         data.probes.append(probe_pair(con, a, b, encoder, tau=opts.tau))
@@ -610,10 +612,9 @@ def render(data: ReportData, out: str | Path | None = None, *, chart_images: dic
                                      aggfunc="first")
         rows = []
         for (a, b, ch), r in wide.iterrows():
-            g = lambda m, lvl: r.get((m, lvl)) if (m, lvl) in r.index else None  # noqa: E731
-            rows.append([a, b, ch, _fmt(g("j_avg", "doc")), _fmt(g("j_avg", "span")), _pct(g("flip_rate", "doc")),
-                         _pct(g("flip_rate", "span")), _pct(g("collapse_rate", "span")),
-                         _pct(g("null_loss", "doc")), _pct(g("null_gain", "doc"))])
+            rows.append([a, b, ch, _fmt(r.get(("j_avg", "doc"))), _fmt(r.get(("j_avg", "span"))), _pct(r.get(("flip_rate", "doc"))),
+                         _pct(r.get(("flip_rate", "span"))), _pct(r.get(("collapse_rate", "span"))),
+                         _pct(r.get(("null_loss", "doc"))), _pct(r.get(("null_gain", "doc")))])
         table(["run A", "run B", "changed", "J_doc", "J_span", "flip doc", "flip span", "collapse", "null loss",
                "null gain"], rows, widths=[25, 25, 22, 13, 13, 14, 14, 14, 15, W - 155], size=7)
         if data.effects is not None and not data.effects.empty and set(data.effects["changed"]) != {"unknown"}:
@@ -680,9 +681,11 @@ def render(data: ReportData, out: str | Path | None = None, *, chart_images: dic
              "survival = share of queries keeping a ground-truth source through each stage, given the previous "
              "one (seed 002).", size=8.5)
         gap(1)
-        stage_names = ["chunking", "retrieval", "reranking", "compression", "generation"]
-        table(["run", "queries", "with citations", "CFS mean", "p50", "p95", "p99", "product CFS", "parse failures"]
-              + [], [[r, str(f.summary["n_queries"]), str(f.summary["n_with_citations"]), _fmt(f.summary["cfs_mean"]),
+        from .fidelity import FIDELITY_STAGES
+
+        stage_names = list(FIDELITY_STAGES.values())
+        table(["run", "queries", "with citations", "CFS mean", "p50", "p95", "p99", "product CFS", "parse failures"],
+              [[r, str(f.summary["n_queries"]), str(f.summary["n_with_citations"]), _fmt(f.summary["cfs_mean"]),
                       _fmt(f.summary["cfs_p50"]), _fmt(f.summary["cfs_p95"]), _fmt(f.summary["cfs_p99"]),
                       _fmt(f.summary["cfs_product_mean"]), _pct(f.summary["parse_failure_rate"])]
                      for r, f in data.fidelity.items()], size=7.5)

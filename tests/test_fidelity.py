@@ -225,3 +225,17 @@ def test_provenance_and_evidence_files_in_one_ingest(con, tmp_path):
     again = ingest_paths(con, [tmp_path / "logs"])                   # content-hash dedupe applies too
     assert again.n_provenance == 0 and con.execute("SELECT count(*) FROM prov_records").fetchall()[0][0] == 1
     assert DEFAULT_PATTERNS[0].name == "source_page"
+
+
+def test_bad_lines_in_a_provenance_file_are_named_and_the_good_kept(con, tmp_path):
+    import json as _json
+
+    good = _json.dumps(pipeline(qid="good")).encode()
+    bad_utf8 = _json.dumps(pipeline(qid="latin1")).replace("what?", "caf\\u00e9").encode().replace(
+        b"caf\\u00e9", b"caf\xe9")
+    f = write_jsonl(tmp_path / "p.jsonl", [good, bad_utf8, b"[1, 2]", _json.dumps(pipeline(qid="good")).encode()])
+    rep = ingest_paths(con, [f])
+    assert rep.n_provenance == 1
+    assert [(i.line_no, i.message.split(";")[0].split(" (")[0]) for i in rep.rejected] == [
+        (2, "line is not valid UTF-8"), (3, "expected a JSON object per line, got array"),
+        (4, "duplicate provenance record for run 'base', query 'good': already loaded from " + str(f) + " line 1")]

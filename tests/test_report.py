@@ -86,7 +86,9 @@ def test_sample_report_parses_and_holds_the_key_figures_and_verdict(sample_repor
     assert len(files) == 14
     for sha in files["sha256"]:
         assert sha in text.replace(" ", "")
-    assert "RagAudit 0.1.0" in text
+    from ragaudit_core import __version__
+
+    assert f"RagAudit {__version__}" in text
     contents = _flat(next(p for p in pages if p.startswith("Contents")))
     for section in ("Verdict", "Evidence stability", "Per-pair table", "Worst queries", "Evidence–answer probe",
                     "Citation fidelity", "Alerts and failure modes", "Methods", "Sources"):
@@ -171,3 +173,16 @@ def test_provenance_only_logs_get_a_report_with_the_fidelity_section(tmp_path):
     text = _flat("\n".join(_text(tmp_path / "p.pdf")))
     assert "Provenance runs (citation pipelines)" in text and "0 with evidence logs, 2 with provenance logs" in text
     assert "Citation fidelity" in text and "evidence stability (it compares the evidence logs" in text
+
+
+def test_no_probe_leaves_out_pairs_without_stored_similarities(sample_db, tmp_path):
+    db = shutil.copy(sample_db, tmp_path / "s.duckdb")
+    con = store.connect(db)
+
+    def no_model():
+        raise AssertionError("--no-probe must not load a model")
+
+    _blob, data = build_report(con, None, ReportOptions(baseline=BASE, candidate=CAND, probe=False,
+                                                        embedder=no_model))
+    assert not data.probes and "probe_scatter" not in data.figures
+    assert any(o.startswith("answer probe for ") and "similarities not computed yet" in o for o in data.omitted)
