@@ -56,10 +56,10 @@ def run_phase(phase: str, device: str, doc_tokens: int) -> dict:
     import numpy as np
     import torch
 
-    from ragaudit_core.generator_game import GeneratorGame
+    from ragaudit_core.attribution.generator_game import GeneratorGame
     from ragaudit_core.models import load_embedder, load_generator
-    from ragaudit_core.saliency import RetrieverSaliency
-    from ragaudit_core.shapley import CachedGame, ExactShapley, PMCShap
+    from ragaudit_core.attribution.saliency import RetrieverSaliency
+    from ragaudit_core.attribution.shapley import CachedGame, ExactShapley, PMCShap
 
     qid, query, docs = case(doc_tokens)
     out = {"phase": phase, "query_id": qid, "device": device}
@@ -76,7 +76,7 @@ def run_phase(phase: str, device: str, doc_tokens: int) -> dict:
                    doc_tokens=[len(sal.tok(d)["input_ids"]) for d in docs])
     else:
         gen = load_generator(device=device)
-        game = GeneratorGame(gen, query, docs, max_new_tokens=20, batch_size=8,
+        game = GeneratorGame.generate(gen, query, docs, max_new_tokens=20, batch_size=8,
                              strategy="batched" if phase == "exact_batched" else "prefix_tree")
         masks = np.array([[bool(i >> j & 1) for j in range(5)] for i in range(32)])
         if device == "cuda":

@@ -32,11 +32,11 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
-    from ragaudit_core import alignment
-    from ragaudit_core.generator_game import GeneratorGame
+    from ragaudit_core.attribution import alignment
+    from ragaudit_core.attribution.generator_game import GeneratorGame
     from ragaudit_core.models import load_embedder, load_generator
-    from ragaudit_core.saliency import BASELINES, RetrieverSaliency, perturbation_aipc
-    from ragaudit_core.shapley import CachedGame, ExactShapley, KernelShap, PMCShap
+    from ragaudit_core.attribution.saliency import BASELINES, RetrieverSaliency, perturbation_aipc
+    from ragaudit_core.attribution.shapley import CachedGame, ExactShapley, KernelShap, PMCShap
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--queries", type=int, default=30)
@@ -64,7 +64,7 @@ def main() -> None:
         for qi, r in enumerate(recs):
             docs = [trim(e["text"]) for e in r["evidence"][:5]]
             ids = list(range(len(docs)))     # items by position (a document may give several chunks)
-            game = GeneratorGame(gen, r["query"], docs, max_new_tokens=20, batch_size=8)
+            game = GeneratorGame.generate(gen, r["query"], docs, max_new_tokens=20, batch_size=8)
             cached = CachedGame(5, game.values)
             exact = ExactShapley().attribute(cached)
             mse_k = [float(np.mean((KernelShap(n_samples=20, seed=s).attribute(cached).values - exact.values) ** 2))
@@ -72,7 +72,7 @@ def main() -> None:
             mse_p = [float(np.mean((PMCShap(n_samples=20, n_fits=200, seed=s).attribute(cached).values
                                     - exact.values) ** 2)) for s in range(args.seeds)]
             order = [int(i) for i in rng.permutation(5)]
-            shuf = GeneratorGame(gen, r["query"], [docs[i] for i in order], answer_ids=game.answer_ids, batch_size=8)
+            shuf = GeneratorGame(gen, r["query"], [docs[i] for i in order], game.answer_ids, batch_size=8)
             sv = ExactShapley().attribute(CachedGame(5, shuf.values)).values
             back = np.zeros_like(sv)
             back[order] = sv

@@ -39,12 +39,14 @@ KEY = {  # an element each page shows once its content is drawn
 
 
 def build_db(kind: str, path: Path, queries: int) -> dict:
-    from ragaudit_core import catalog, derived, store
-    from ragaudit_core.ingest import ingest_paths
+    from ragaudit_core import workspace
+    from ragaudit_core.logs import catalog, store
+    from ragaudit_core.stability import cache as derived
+    from ragaudit_core.logs.ingest import ingest_paths
 
     con = store.connect(path)
     if kind == "sample":
-        catalog.ingest_sample_logs(con)
+        workspace.load_sample_logs(con)
     else:
         from stability_bench import generate
 

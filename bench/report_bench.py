@@ -30,12 +30,13 @@ ROOT = Path(__file__).resolve().parents[1]
 _CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
-from ragaudit_core import catalog, store
-from ragaudit_core.report import ReportOptions, build_report
+from ragaudit_core import workspace
+from ragaudit_core.logs import catalog, store
+from ragaudit_core.review.report import ReportOptions, build_report
 db, out = sys.argv[1], sys.argv[2]
 t0 = time.perf_counter()
 con = store.connect(db)
-catalog.ingest_sample_logs(con)
+workspace.load_sample_logs(con)
 t_ingest = time.perf_counter() - t0
 res = {{"ingest_s": t_ingest}}
 for label in ("cold", "warm"):

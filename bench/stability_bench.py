@@ -73,9 +73,9 @@ def _peak_mb() -> float:
 
 
 def run_ragaudit(logs: Path, db: Path) -> dict:
-    from ragaudit_core import store
-    from ragaudit_core.ingest import ingest_paths
-    from ragaudit_core.stability import compute_stability
+    from ragaudit_core.logs import store
+    from ragaudit_core.logs.ingest import ingest_paths
+    from ragaudit_core.stability.metrics import compute_stability
 
     if db.exists():
         db.unlink()
@@ -91,8 +91,8 @@ def run_ragaudit(logs: Path, db: Path) -> dict:
 
 
 def run_reference(logs: Path) -> dict:
-    from ragaudit_core.identity import canonical_doc_id
-    from ragaudit_core.reference import reference_stability
+    from ragaudit_core.logs.identity import canonical_doc_id
+    from ragaudit_core.stability.reference import reference_stability
 
     t0 = time.perf_counter()
     records = []

@@ -9,39 +9,32 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ragaudit_core import catalog, charts, render, store
-from ragaudit_core.compare import compare_runs
-from ragaudit_core.session import KEYS, PAGES
-from ragaudit_core.derived import DEFAULT_DENSITY_BINS as BINS
-from ragaudit_core.derived import stability_cached
-from ragaudit_core.stability import StabilityError, StabilityOptions, effects_by_change
+from pages import ui
+from ragaudit_core.logs import catalog
+from ragaudit_core.review import charts
+from ragaudit_core.stability.cache import DEFAULT_DENSITY_BINS as BINS
+from ragaudit_core.stability.cache import stability_cached
+from ragaudit_core.stability.compare import compare_runs
+from ragaudit_core.stability.metrics import StabilityError, StabilityOptions, effects_by_change
 
 st.set_page_config(page_title="Stability · RagAudit", page_icon="📈", layout="wide")
-connection = st.cache_resource(store.connect, show_spinner=False)
-
-db_path = st.session_state.get(KEYS.db_path) or str(store.default_db_path())
-con = connection(db_path)
-st.title("Evidence stability")
-if msg := catalog.missing_data_message(con, min_runs=2):
-    st.info(msg)
-    st.stop()
-version = store.data_version(con)
+db = ui.open_store("Evidence stability", lambda con: catalog.missing_data_message(con, min_runs=2))
+db_path, version = db.db_path, db.version
+KEYS, PAGES, fmt = ui.KEYS, ui.PAGES, ui.fmt
 
 
 @st.cache_data(show_spinner="Computing stability over every run pair…", max_entries=8)
 def stability(db: str, data_version: str, tau: float):
     # stored in the database per data version: computed once, at ingest for τ = 0.5
-    return stability_cached(connection(db), StabilityOptions(flip_threshold=tau, allow_missing=True))
+    return stability_cached(ui.connection(db), StabilityOptions(flip_threshold=tau, allow_missing=True))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def pair_queries(db: str, data_version: str, a: str, b: str, tau: float):
-    return compare_runs(connection(db), a, b, tau=tau)
+    return compare_runs(ui.connection(db), a, b, tau=tau)
 
 
-tau = st.sidebar.slider("Flip threshold τ (a pair flips when J < τ)", 0.05, 0.95,
-                        float(st.session_state.get(KEYS.flip_threshold, 0.5)), 0.05)
-st.session_state[KEYS.flip_threshold] = tau
+tau = ui.tau_slider("Flip threshold τ (a pair flips when J < τ)")
 try:
     res = stability(db_path, version, tau)
 except StabilityError as e:
@@ -50,12 +43,6 @@ except StabilityError as e:
 s = res.summary
 for w in s["warnings"]:
     st.warning(w)
-
-
-def fmt(v, pct: bool = False) -> str:
-    if v is None:
-        return "n/a"
-    return f"{v:.1%}" if pct else f"{v:.3f}"
 
 
 m = st.columns(6)
@@ -130,9 +117,9 @@ if choice != index:  # only a change by the user: the scatter's spec (and its se
     st.rerun()
 detail = pair_queries(db_path, version, a, b, tau)
 ds = detail.summary
-st.write(f"**{render.md(a)}** vs **{render.md(b)}**: {ds['n_queries']:,} queries, {ds['n_flipped']:,} flipped (J_{ds['level']} < τ), "
-         + (f"{ds['n_collapsed']:,} collapsed, " if ds["n_collapsed"] is not None else "")
-         + f"{ds['n_null_changes']:,} null transitions.")
+st.write(f"**{ui.md(a)}** vs **{ui.md(b)}**: {ds.n_queries:,} queries, {ds.n_flipped:,} flipped (J_{ds.level} < τ), "
+         + (f"{ds.n_collapsed:,} collapsed, " if ds.n_collapsed is not None else "")
+         + f"{ds.n_null_changes:,} null transitions.")
 q_pick = st.dataframe(detail.queries, hide_index=True, on_select="rerun", selection_mode="single-row",
                       key=f"stability.pair_queries.{a}.{b}",
                       column_config={"j_doc": st.column_config.NumberColumn(format="%.3f"),

@@ -5,31 +5,26 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ragaudit_core import catalog, charts, drilldown, models, store
-from ragaudit_core.probe import DEFAULT_SIMILARITY_MODEL, lookup_similarities, stored_similarities
-from ragaudit_core.session import KEYS, PAGES, PARAMS
+from pages import ui
+from ragaudit_core.logs import catalog
+from ragaudit_core.review import charts
+from ragaudit_core.stability import drilldown
+from ragaudit_core.stability.probe import DEFAULT_SIMILARITY_MODEL, lookup_similarities, stored_similarities
 
 st.set_page_config(page_title="Query drill-down · RagAudit", page_icon="🔬", layout="wide")
-connection = st.cache_resource(store.connect, show_spinner=False)
-embedder = st.cache_resource(models.load_embedder, show_spinner="Loading the SBERT model…")
-
-db_path = st.session_state.get(KEYS.db_path) or str(store.default_db_path())
-con = connection(db_path)
-st.title("Query drill-down")
-if msg := catalog.missing_data_message(con):
-    st.info(msg)
-    st.stop()
-version = store.data_version(con)
+db = ui.open_store("Query drill-down", catalog.missing_data_message)
+con, db_path, version = db.con, db.db_path, db.version
+KEYS, PARAMS = ui.KEYS, ui.PARAMS
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def matrix(db: str, data_version: str, query_id: str):
-    return drilldown.query_matrix(connection(db), query_id)
+    return drilldown.query_matrix(ui.connection(db), query_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def lists(db: str, data_version: str, query_id: str, a: str, b: str):
-    return drilldown.evidence_side_by_side(connection(db), query_id, a, b)
+    return drilldown.evidence_side_by_side(ui.connection(db), query_id, a, b)
 
 
 # --- pick the query ---------------------------------------------------------------------------
@@ -39,18 +34,7 @@ if PARAMS.query in params and params[PARAMS.query] != st.session_state.get(KEYS.
     if PARAMS.run_a in params and PARAMS.run_b in params:
         st.session_state[KEYS.run_a], st.session_state[KEYS.run_b] = params[PARAMS.run_a], params[PARAMS.run_b]
 current = st.session_state.get(KEYS.query)
-search = st.text_input("Find a query by id or text", value="", placeholder="e.g. 1012, or stem cells")
-found = catalog.list_queries(con, search)
-if current and current not in set(found["query_id"]) and not search:
-    found = catalog.list_queries(con, current).pipe(lambda d: d[d.query_id == current]).pipe(
-        lambda d: d if len(d) else found)
-if found.empty:
-    st.warning("No query matches that search.")
-    st.stop()
-ids = found["query_id"].tolist()
-labels = dict(zip(found["query_id"], found["query"].fillna("")))
-qid = st.selectbox("Query", ids, index=ids.index(current) if current in ids else 0,
-                   format_func=lambda q: f"{q} — {labels.get(q, '')[:110]}")
+qid = ui.query_picker(con, current)
 if qid != current:
     st.session_state[KEYS.query] = qid
 st.query_params[PARAMS.query] = qid
@@ -74,13 +58,7 @@ else:
 runs = logged["run_id"].tolist()
 if len(runs) < 2:
     st.stop()
-ra_default = st.session_state.get(KEYS.run_a) if st.session_state.get(KEYS.run_a) in runs else runs[0]
-rb_default = st.session_state.get(KEYS.run_b) if st.session_state.get(KEYS.run_b) in runs else \
-    next(r for r in runs if r != ra_default)
-c1, c2 = st.columns(2)
-run_a = c1.selectbox("Run A", runs, index=runs.index(ra_default))
-run_b = c2.selectbox("Run B", runs, index=runs.index(rb_default))
-st.session_state[KEYS.run_a], st.session_state[KEYS.run_b] = run_a, run_b
+run_a, run_b = ui.run_pair_picker(runs, ("Run A", "Run B"), prefer_sample_run=False)
 st.query_params[PARAMS.run_a], st.query_params[PARAMS.run_b] = run_a, run_b
 a, b = lists(db_path, version, qid, run_a, run_b)
 if mats:
@@ -143,6 +121,6 @@ if isinstance(ans.get(run_a), str) or isinstance(ans.get(run_b), str):
     if isinstance(ans.get(run_a), str) and isinstance(ans.get(run_b), str):
         value = lookup_similarities(con, run_a, run_b).get(qid)
         if value is None and st.button("Compute answer similarity (loads the SBERT model)"):
-            value = stored_similarities(con, run_a, run_b, [qid], [ans[run_a]], [ans[run_b]], embedder)[0]
+            value = stored_similarities(con, run_a, run_b, [qid], [ans[run_a]], [ans[run_b]], ui.embedder)[0]
         if value is not None:
             st.metric(f"Answer similarity ({DEFAULT_SIMILARITY_MODEL} cosine)", f"{value:.3f}")

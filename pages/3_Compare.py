@@ -3,53 +3,33 @@ evidence–answer probe (seed 000, Table 1 and figures 2–3)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
-from ragaudit_core import catalog, charts, gate, models, store
-from ragaudit_core.compare import compare_runs
-from ragaudit_core.probe import has_answers, lookup_similarities, probe_pair
-from ragaudit_core.session import KEYS, PAGES
-from ragaudit_core.stability import StabilityError
+from pages import ui
+from ragaudit_core.logs import catalog
+from ragaudit_core.review import charts, gate
+from ragaudit_core.stability.compare import PAIR_METRIC_LABELS, RUN_METRIC_LABELS, compare_runs
+from ragaudit_core.stability.metrics import StabilityError
+from ragaudit_core.stability.probe import has_answers, lookup_similarities, probe_pair
 
 st.set_page_config(page_title="Compare · RagAudit", page_icon="⚖️", layout="wide")
-connection = st.cache_resource(store.connect, show_spinner=False)
-embedder = st.cache_resource(models.load_embedder, show_spinner="Loading the SBERT model…")
-
-db_path = st.session_state.get(KEYS.db_path) or str(store.default_db_path())
-con = connection(db_path)
-st.title("Compare two runs")
-if msg := catalog.missing_data_message(con, min_runs=2):
-    st.info(msg)
-    st.stop()
-version = store.data_version(con)
+db = ui.open_store("Compare two runs", lambda con: catalog.missing_data_message(con, min_runs=2))
+con, db_path, version = db.con, db.db_path, db.version
+KEYS, PAGES = ui.KEYS, ui.PAGES
 
 
 @st.cache_data(show_spinner="Comparing…", max_entries=32)
 def comparison(db: str, data_version: str, a: str, b: str, tau: float):
-    return compare_runs(connection(db), a, b, tau=tau)
+    return compare_runs(ui.connection(db), a, b, tau=tau)
 
 
 @st.cache_data(show_spinner="Gathering the gate's metrics…", max_entries=32)
 def gate_inputs(db: str, data_version: str, a: str, b: str, tau: float):
-    return gate.collect(connection(db), a, b, tau=tau, comparison=comparison(db, data_version, a, b, tau))
+    return gate.collect(ui.connection(db), a, b, tau=tau, comparison=comparison(db, data_version, a, b, tau))
 
 
-runs = catalog.runs_table(con)["run_id"].tolist()
-base_default = st.session_state.get(KEYS.run_a)
-if base_default not in runs:
-    base_default = "k10-c256-o32" if "k10-c256-o32" in runs else runs[0]
-cand_default = st.session_state.get(KEYS.run_b)
-if cand_default not in runs or cand_default == base_default:
-    cand_default = next(r for r in runs if r != base_default)
-c1, c2 = st.columns(2)
-baseline = c1.selectbox("Baseline run", runs, index=runs.index(base_default))
-candidate = c2.selectbox("Candidate run", runs, index=runs.index(cand_default))
-st.session_state[KEYS.run_a], st.session_state[KEYS.run_b] = baseline, candidate
-tau = st.sidebar.slider("Flip threshold τ (a query flips when J < τ)", 0.05, 0.95,
-                        float(st.session_state.get(KEYS.flip_threshold, 0.5)), 0.05)
-st.session_state[KEYS.flip_threshold] = tau
+baseline, candidate = ui.run_pair_picker(catalog.runs_table(con)["run_id"].tolist())
+tau = ui.tau_slider()
 if baseline == candidate:
     st.info("Pick two different runs.")
     st.stop()
@@ -59,85 +39,32 @@ except StabilityError as e:
     st.error(str(e))
     st.stop()
 s = cmp.summary
-for w in s["warnings"]:
+for w in s.warnings:
     st.warning(w)
 
-pair = cmp.pair.set_index("metric")
 m = st.columns(5)
-m[0].metric("J_avg, doc", f"{pair.loc['J_avg', 'doc']:.3f}")
-span_j = pair.loc["J_avg", "span"]
-m[1].metric("J_avg, span", "n/a" if span_j is None or span_j != span_j else f"{span_j:.3f}")
-m[2].metric("queries flipped", f"{s['n_flipped']:,} / {s['n_queries']:,}", help=f"J_{s['level']} < τ = {tau}")
-m[3].metric("queries collapsed", "n/a" if s["n_collapsed"] is None else f"{s['n_collapsed']:,}",
+m[0].metric("J_avg, doc", ui.fmt(cmp.pair_value("j_avg", "doc")))
+m[1].metric("J_avg, span", ui.fmt(cmp.pair_value("j_avg", "span")))
+m[2].metric("queries flipped", f"{s.n_flipped:,} / {s.n_queries:,}", help=f"J_{s.level} < τ = {tau}")
+m[3].metric("queries collapsed", "n/a" if s.n_collapsed is None else f"{s.n_collapsed:,}",
             help="J_span = 0 while both lists are non-empty")
-m[4].metric("null transitions", f"{s['n_null_changes']:,}")
+m[4].metric("null transitions", f"{s.n_null_changes:,}")
 
 left, right = st.columns(2)
 with left:
     st.markdown("**Between the two runs**")
-    st.dataframe(cmp.pair, hide_index=True, column_config={
+    st.dataframe(cmp.pair.assign(metric=cmp.pair["metric"].map(PAIR_METRIC_LABELS)), hide_index=True, column_config={
         "doc": st.column_config.NumberColumn("document level", format="%.3f"),
         "span": st.column_config.NumberColumn("span level", format="%.3f")})
 with right:
     st.markdown("**Each run on its own**")
-    st.dataframe(cmp.runs, hide_index=True, column_config={
+    st.dataframe(cmp.runs.assign(metric=cmp.runs["metric"].map(RUN_METRIC_LABELS)), hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in ("baseline", "candidate", "delta")})
 
 # --- deploy gate ------------------------------------------------------------------------------
 st.subheader("Deploy gate")
-if KEYS.gate_rules not in st.session_state:
-    st.session_state[KEYS.gate_rules] = gate.rule_rows(gate.DEFAULT_RULES)
-    st.session_state[KEYS.gate_editor] = 0
-with st.expander("Rules (edit, load, save)"):
-    c1, c2 = st.columns([1, 2])
-    preset = c1.selectbox("Start from a preset", ["—", "default", "strict"], help=(
-        "default: doc + span stability, fidelity and WARG relative to the baseline; "
-        "strict: seed 002's absolute fidelity thresholds"))
-    loaded = c2.file_uploader("…or load a rules TOML file", type=["toml"], key="compare.rules_file")
-    if preset != "—" and c1.button(f"Use the {preset} preset"):
-        st.session_state[KEYS.gate_rules] = gate.rule_rows(gate.PRESETS[preset])
-        st.session_state[KEYS.gate_editor] += 1
-        st.rerun()
-    if loaded is not None and c2.button(f"Use the rules in {loaded.name}"):
-        import tomllib
-
-        try:
-            rules_in = gate.rules_from_dict(tomllib.loads(loaded.getvalue().decode("utf-8")))
-        except (UnicodeDecodeError, ValueError) as e:
-            st.error(f"{loaded.name}: {e}")
-        else:
-            st.session_state[KEYS.gate_rules] = gate.rule_rows(rules_in)
-            st.session_state[KEYS.gate_editor] += 1
-            st.rerun()
-    edited = st.data_editor(
-        st.session_state[KEYS.gate_rules], num_rows="dynamic", hide_index=True,
-        key=f"compare.rule_editor.{st.session_state[KEYS.gate_editor]}",
-        column_config={
-            "metric": st.column_config.SelectboxColumn("metric", options=sorted(gate.PAIR_METRICS | gate.RUN_METRICS),
-                                                       required=True),
-            "level": st.column_config.TextColumn("level / stage", help="doc or span; a stage name or 'every'"),
-            "p": st.column_config.NumberColumn("p (WARG)", min_value=0.01, max_value=0.99, step=0.05),
-            "op": st.column_config.SelectboxColumn("op", options=[">=", "<=", ">", "<"], required=True),
-            "threshold": st.column_config.NumberColumn("threshold", required=True, format="%.3f"),
-            "relative": st.column_config.CheckboxColumn("relative to baseline", default=False),
-            "required": st.column_config.CheckboxColumn("required", default=False,
-                                                        help="Fail when the rule's data is absent")})
-    rules, errors = gate.rules_from_rows(edited)
-    for e in errors:
-        st.error(f"Rule {e} (left out until fixed)")
-    toml_text = gate.dump_rules(rules)
-    c1, c2 = st.columns([2, 1])
-    target = c1.text_input("Save the rules to", value=str(Path(db_path).parent / "gate-rules.toml"))
-    if c2.button("Save rules", disabled=bool(errors)):
-        try:
-            gate.save_rules(rules, target)
-        except OSError as e:
-            st.error(f"Could not write {target}: {e}")
-        else:
-            st.success(f"Saved {len(rules)} rules to {target} — use them in CI with "
-                       f"`ragaudit gate --rules {target}`.")
-    c2.download_button("Download rules.toml", toml_text, file_name="gate-rules.toml", mime="application/toml")
-verdict = gate.evaluate(rules, baseline, candidate, *gate_inputs(db_path, version, baseline, candidate, tau))
+rules, toml_text = ui.gate_rule_editor(db_path)
+verdict = gate.evaluate(rules, gate_inputs(db_path, version, baseline, candidate, tau))
 applicable = [r for r in verdict.results if r.status != "not applicable"]
 headline = (f"{len(verdict.failed)} of {len(applicable)} applicable rules failed" if applicable
             else "no rule applies to these logs")
@@ -166,12 +93,12 @@ with st.container(border=True):
             bar.progress(min(1.0, (steps.index(name) + 1) / len(steps)) if name in steps else 0.0,
                          text=f"Building the report: {name}…")
 
-        from ragaudit_core.report import ReportError, ReportOptions, build_report
+        from ragaudit_core.review.report import ReportError, ReportOptions, build_report
 
         try:
             blob, _data = build_report(con, None, ReportOptions(
                 baseline=baseline, candidate=candidate, rules=rules, rules_source="rules of the compare page",
-                tau=tau, embedder=embedder, db_label=db_path), progress=step)
+                tau=tau, embedder=ui.embedder, db_label=db_path), progress=step)
         except ReportError as e:
             st.error(str(e))
         else:
@@ -210,7 +137,7 @@ known = len(lookup_similarities(con, baseline, candidate))
 if known < n_answers and not st.button(f"Compute answer similarity for {n_answers} queries (loads the SBERT model)"):
     st.caption(f"{n_answers} queries have answers in both runs; {known} similarities are stored.")
     st.stop()
-probe = probe_pair(con, baseline, candidate, embedder, tau=tau)
+probe = probe_pair(con, baseline, candidate, ui.embedder, tau=tau)
 ps = probe.summary
 p = st.columns(6)
 p[0].metric("answered queries", ps["n_queries"])

@@ -9,20 +9,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ragaudit_core import catalog, charts, render, store
+from pages import ui
 from ragaudit_core.fidelity import FidelityRules, canary, compute_query, fidelity_runs, graph_layout, load_graphs
-from ragaudit_core.session import KEYS
+from ragaudit_core.logs import catalog
+from ragaudit_core.review import charts
 
 st.set_page_config(page_title="Citation fidelity · RagAudit", page_icon="🔗", layout="wide")
-connection = st.cache_resource(store.connect, show_spinner=False)
-
-db_path = st.session_state.get(KEYS.db_path) or str(store.default_db_path())
-con = connection(db_path)
-st.title("Citation fidelity")
-if msg := catalog.missing_provenance_message(con):
-    st.info(msg)
-    st.stop()
-version = store.data_version(con)
+db = ui.open_store("Citation fidelity", catalog.missing_provenance_message)
+con, db_path, version = db.con, db.db_path, db.version
+KEYS = ui.KEYS
 
 with st.sidebar:
     st.markdown("**Alert thresholds** (seed 002)")
@@ -38,7 +33,7 @@ rules = FidelityRules(p95_cfs_min=p95_min, stage_survival_min=surv_min, parse_fa
 
 @st.cache_data(show_spinner="Verifying citations…", max_entries=16)
 def results(db: str, data_version: str, rules_json: str):
-    return fidelity_runs(connection(db), rules=FidelityRules.model_validate_json(rules_json))
+    return fidelity_runs(ui.connection(db), rules=FidelityRules.model_validate_json(rules_json))
 
 
 res = results(db_path, version, rules.model_dump_json())
@@ -48,7 +43,7 @@ runs = list(res)
 cols = st.columns(len(runs))
 for col, run in zip(cols, runs):
     s = res[run].summary
-    col.markdown(f"**{render.md(run)}**")
+    col.markdown(f"**{ui.md(run)}**")
     col.metric("mean CFS", "n/a" if s["cfs_mean"] is None else f"{s['cfs_mean']:.3f}",
                help="Mean per-query CFS over queries with citations.")
     col.caption(f"{s['n_queries']} queries · {s['n_with_citations']} with citations · {s['n_citations']} citations"
@@ -85,7 +80,7 @@ st.session_state[f"{KEYS.query}.fidelity"] = qid
 
 (g,) = load_graphs(con, run, [qid])
 qf = compute_query(g)
-st.markdown(f"**Query {render.md(qid)}**")
+st.markdown(f"**Query {ui.md(qid)}**")
 st.text(g.query or "(no query text logged)")
 st.text(g.generated_text or "(no generated text)")
 cits = r.citations[r.citations["query_id"] == qid].drop(columns=["query_id"])

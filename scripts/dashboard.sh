@@ -5,11 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/python - <<'PY'
-from ragaudit_core import catalog, store
+from ragaudit_core import workspace
+from ragaudit_core.logs import catalog, store
 
 con = store.connect()
 if catalog.overview(con)["runs"] == 0 and catalog.sample_logs_dir() is not None:
-    print(catalog.ingest_sample_logs(con).summary(), "(bundled sample logs)")
+    print(workspace.load_sample_logs(con).summary(), "(bundled sample logs)")
 con.close()
 PY
 exec .venv/bin/streamlit run app.py "$@"

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-from ragaudit_core import store
+from ragaudit_core.logs import store
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:        # the dashboard's helpers (pages/ui) import as `pages.ui`, as under streamlit run
+    sys.path.insert(0, str(ROOT))
 
 
 def write_jsonl(path: Path, records, *, gz: bool = False) -> Path:
@@ -69,11 +74,11 @@ def three_runs(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def sample_db(tmp_path_factory) -> Path:
     """A DuckDB file holding the bundled SciFact sample logs (built once per test session)."""
-    from ragaudit_core import catalog
+    from ragaudit_core import workspace
 
     path = tmp_path_factory.mktemp("sampledb") / "sample.duckdb"
     c = store.connect(path)
-    catalog.ingest_sample_logs(c)
+    workspace.load_sample_logs(c)
     c.close()
     return path
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragaudit_core.alignment import (failure_modes, generator_ranking, rank_spearman, rbo, warg, warg_floor)
+from ragaudit_core.attribution.alignment import (failure_modes, generator_ranking, rank_spearman, rbo, warg, warg_floor)
 
 
 def test_identical_lists_hit_the_truncation_floor():

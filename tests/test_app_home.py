@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragaudit_core import catalog, store
+from ragaudit_core.logs import catalog, store
 
 from conftest import XSS, app_test, write_jsonl, xss_logs
 
@@ -68,7 +68,7 @@ def test_upload_with_bad_lines_shows_each_rejected_line(app_env, tmp_path):
 def test_clear_data(app_env, tmp_path):
     path = app_env()
     c = store.connect(path)
-    from ragaudit_core.ingest import ingest_paths
+    from ragaudit_core.logs.ingest import ingest_paths
     ingest_paths(c, [write_jsonl(tmp_path / "r.jsonl", [{"run_id": "r", "query_id": "q", "evidence": ["d"]}])])
     at = app_test("app.py").run()
     assert {m.label: m.value for m in at.metric}["Runs"] == "1"
@@ -80,7 +80,7 @@ def test_clear_data(app_env, tmp_path):
 
 def test_log_text_is_never_rendered_as_html(app_env, tmp_path):
     path = app_env()
-    from ragaudit_core.ingest import ingest_paths
+    from ragaudit_core.logs.ingest import ingest_paths
     ingest_paths(store.connect(path), [xss_logs(tmp_path / "xss")])
     at = app_test("app.py").run()
     assert not at.exception

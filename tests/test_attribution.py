@@ -7,10 +7,10 @@ import itertools
 import numpy as np
 import pytest
 
-from ragaudit_core.generator_game import GeneratorGame
+from ragaudit_core.attribution.generator_game import GeneratorGame
 from ragaudit_core.models import load_embedder, load_generator
-from ragaudit_core.saliency import RetrieverSaliency
-from ragaudit_core.shapley import CachedGame, ExactShapley, KernelShap, PMCShap
+from ragaudit_core.attribution.saliency import RetrieverSaliency
+from ragaudit_core.attribution.shapley import CachedGame, ExactShapley, KernelShap, PMCShap
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,7 @@ def saliency():
 
 @pytest.fixture(scope="module")
 def game():
-    return GeneratorGame(load_generator(device="cpu"), QUERY, DOCS, max_new_tokens=16, batch_size=8)
+    return GeneratorGame.generate(load_generator(device="cpu"), QUERY, DOCS, max_new_tokens=16, batch_size=8)
 
 
 def test_ig_score_is_sentence_transformers_cosine(saliency):
@@ -62,9 +62,9 @@ def test_batched_and_unbatched_coalition_values_agree(game):
     b = game.naive_values(masks)
     assert a.shape == (len(masks), len(game.answer_ids))
     np.testing.assert_allclose(a, b, atol=1e-4)
-    batched = GeneratorGame(game.gen, QUERY, DOCS, answer_ids=game.answer_ids, strategy="batched", batch_size=4)
+    batched = GeneratorGame(game.gen, QUERY, DOCS, game.answer_ids, strategy="batched", batch_size=4)
     np.testing.assert_allclose(batched.values(masks), b, atol=1e-4)
-    single = GeneratorGame(game.gen, QUERY, DOCS, answer_ids=game.answer_ids, strategy="batched", batch_size=1,
+    single = GeneratorGame(game.gen, QUERY, DOCS, game.answer_ids, strategy="batched", batch_size=1,
                            prefix_cache=False)
     np.testing.assert_allclose(single.values(masks), b, atol=1e-4)
 
@@ -95,9 +95,9 @@ def _log_with_texts(tmp_path):
 
 
 def test_explain_query_stores_and_serves_again(tmp_path, game, saliency):
-    from ragaudit_core import store
-    from ragaudit_core.attribution import batch_tables, explain_query, stored_attribution
-    from ragaudit_core.ingest import ingest_paths
+    from ragaudit_core.logs import store
+    from ragaudit_core.attribution.explain import batch_tables, explain_query, stored_attribution
+    from ragaudit_core.logs.ingest import ingest_paths
 
     con = store.connect(tmp_path / "a.duckdb")
     ingest_paths(con, [_log_with_texts(tmp_path)])
@@ -125,7 +125,7 @@ def test_explain_query_stores_and_serves_again(tmp_path, game, saliency):
 
 
 def test_aipc_prefers_ig_over_its_reverse(saliency):
-    from ragaudit_core.saliency import perturbation_aipc
+    from ragaudit_core.attribution.saliency import perturbation_aipc
 
     doc = "Marie Curie was born in Warsaw in 1867 and later moved to Paris, where she studied physics."
     r = saliency.attribute(QUERY, doc, side="document", steps=50)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragaudit_core import derived, store
-from ragaudit_core.ingest import ingest_paths
-from ragaudit_core.stability import StabilityOptions, compute_stability
+from ragaudit_core.logs import store
+from ragaudit_core.stability import cache as derived
+from ragaudit_core.logs.ingest import ingest_paths
+from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
 from conftest import ev, write_jsonl
 

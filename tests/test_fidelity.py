@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragaudit_core.fidelity import (DEFAULT_PATTERNS, CitationPattern, FidelityRules, canary, compute_query,
+from ragaudit_core.fidelity.score import (DEFAULT_PATTERNS, CitationPattern, FidelityRules, canary, compute_query,
                                     extract_citations, fidelity_runs, load_graphs, summarise_run)
-from ragaudit_core.ingest import ingest_paths
+from ragaudit_core.logs.ingest import ingest_paths
 
 from conftest import write_jsonl
 from prov_fixtures import TEXT, node, pipeline
@@ -147,7 +147,7 @@ def test_run_summary_survival_rates_and_alerts(con, tmp_path):
 
 
 def test_percentile_conventions():
-    from ragaudit_core.fidelity import QueryFidelity
+    from ragaudit_core.fidelity.score import QueryFidelity
 
     def q(i, cfs):
         return QueryFidelity("r", f"q{i}", cfs, None, [{"score": cfs, "diagnostic": "x", "citation": "[1]"}], [],

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from ragaudit_core.gate import DEFAULT_RULES, STRICT_RULES, Rule, evaluate, load_rules, review
+from ragaudit_core.review.gate import DEFAULT_RULES, STRICT_RULES, GateInputs, Rule, evaluate, load_rules, review
 
 
 def test_absolute_pair_rules():
     rules = [Rule(metric="j_avg", level="span", op=">=", threshold=0.5),
              Rule(metric="collapse_rate", level="span", op="<=", threshold=0.2)]
-    v = evaluate(rules, "base", "cand", {("j_avg", "span"): 0.62, ("collapse_rate", "span"): 0.35}, {})
+    v = evaluate(rules, GateInputs("base", "cand", {("j_avg", "span"): 0.62, ("collapse_rate", "span"): 0.35}, {}))
     assert [r.status for r in v.results] == ["pass", "fail"] and v.status == "fail"
     assert v.results[1].message == "collapse_rate (span) between base and cand is 0.350, not at most 0.2"
     assert [r.status for r in v.sorted_results()] == ["fail", "pass"]
@@ -19,9 +19,9 @@ def test_absolute_pair_rules():
 
 def test_relative_rules_use_the_change_from_baseline():
     rule = Rule(metric="cfs_p95", op=">=", threshold=-0.15, relative=True)
-    ok = evaluate([rule], "b", "c", {}, {"b": {"cfs_p95": 0.90}, "c": {"cfs_p95": 0.80}})
+    ok = evaluate([rule], GateInputs("b", "c", {}, {"b": {"cfs_p95": 0.90}, "c": {"cfs_p95": 0.80}}))
     assert ok.results[0].status == "pass" and ok.results[0].value == pytest.approx(-0.10)
-    bad = evaluate([rule], "b", "c", {}, {"b": {"cfs_p95": 0.90}, "c": {"cfs_p95": 0.70}})
+    bad = evaluate([rule], GateInputs("b", "c", {}, {"b": {"cfs_p95": 0.90}, "c": {"cfs_p95": 0.70}}))
     assert bad.results[0].status == "fail" and bad.results[0].value == pytest.approx(-0.20)
     assert bad.results[0].message == ("cfs_p95 goes from 0.900 (b) to 0.700 (c), a change of -0.200, "
                                       "not at least -0.15")
@@ -31,13 +31,13 @@ def test_every_stage_reports_the_worst_stage():
     rule = Rule(metric="stage_survival", level="every", op=">=", threshold=0.9)
     runs = {"c": {("stage_survival", s): v for s, v in
                   zip(["chunking", "retrieval", "reranking", "compression", "generation"], [1, 0.95, 0.8, None, 0.92])}}
-    r = evaluate([rule], "b", "c", {}, runs).results[0]
+    r = evaluate([rule], GateInputs("b", "c", {}, runs)).results[0]
     assert r.status == "fail" and r.value == 0.8 and "reranking" in r.message
 
 
 def test_not_applicable_when_data_is_absent():
-    v = evaluate(DEFAULT_RULES, "b", "c", {("j_avg", "doc"): 0.8, ("flip_rate", "doc"): 0.1,
-                                           ("null_loss", "doc"): 0.0}, {})
+    v = evaluate(DEFAULT_RULES, GateInputs("b", "c", {("j_avg", "doc"): 0.8, ("flip_rate", "doc"): 0.1,
+                                           ("null_loss", "doc"): 0.0}, {}))
     status = {r.rule.name: r.status for r in v.results}
     assert status["j_avg,doc >= 0.5"] == "pass"
     assert status["j_avg,span >= 0.5"] == "not applicable"           # a doc-only log
@@ -50,8 +50,8 @@ def test_a_run_against_itself_passes_the_default_preset():
             ("collapse_rate", "span"): 0.0}
     run = {"cfs_p95": 0.3, "parse_failure_rate": 0.2, ("warg", 0.9): 0.7,
            **{("stage_survival", s): 0.1 for s in ["chunking", "retrieval", "reranking", "compression", "generation"]}}
-    assert evaluate(DEFAULT_RULES, "a", "a", pair, {"a": run}).status == "pass"
-    assert evaluate(STRICT_RULES, "a", "a", pair, {"a": run}).status == "fail"     # absolute seed thresholds
+    assert evaluate(DEFAULT_RULES, GateInputs("a", "a", pair, {"a": run})).status == "pass"
+    assert evaluate(STRICT_RULES, GateInputs("a", "a", pair, {"a": run})).status == "fail"     # absolute seed thresholds
 
 
 def test_rule_validation_and_toml(tmp_path):
@@ -96,11 +96,12 @@ def _evidence_and_provenance(d):
 
 
 def test_collect_pair_and_run_metrics_by_hand(con, tmp_path):
-    from ragaudit_core.gate import collect
-    from ragaudit_core.ingest import ingest_paths
+    from ragaudit_core.review.gate import collect
+    from ragaudit_core.logs.ingest import ingest_paths
 
     ingest_paths(con, [_evidence_and_provenance(tmp_path)])
-    pair, runs = collect(con, "base", "cand")
+    inputs = collect(con, "base", "cand")
+    pair, runs = inputs.pair, inputs.runs
     # doc:  q1 {D1,D2} vs {D1,D2} → 1;  q2 {D1} vs {D3} → 0
     assert pair[("j_avg", "doc")] == pytest.approx((1 + 0) / 2)
     assert pair[("flip_rate", "doc")] == pytest.approx(1 / 2)
@@ -126,7 +127,7 @@ def test_collect_pair_and_run_metrics_by_hand(con, tmp_path):
 
 
 def test_a_run_against_itself_from_the_database(con, three_runs):
-    from ragaudit_core.ingest import ingest_paths
+    from ragaudit_core.logs.ingest import ingest_paths
 
     ingest_paths(con, [three_runs])
     v = review(con, DEFAULT_RULES, "C", "C")
@@ -137,7 +138,7 @@ def test_a_run_against_itself_from_the_database(con, three_runs):
 
 def test_doc_only_logs_get_a_real_verdict(con, tmp_path):
     from conftest import write_jsonl
-    from ragaudit_core.ingest import ingest_paths
+    from ragaudit_core.logs.ingest import ingest_paths
 
     # RagCiteCheck-style: document ids only
     write_jsonl(tmp_path / "a.jsonl", [{"run_id": "a", "query_id": "q1", "cited": ["x", "y"]},
@@ -157,9 +158,9 @@ def test_doc_only_logs_get_a_real_verdict(con, tmp_path):
 def test_attribution_means_compare_the_queries_both_runs_explained(con, three_runs):
     import json
 
-    from ragaudit_core import attribution
-    from ragaudit_core.gate import collect
-    from ragaudit_core.ingest import ingest_paths
+    from ragaudit_core.attribution import explain as attribution
+    from ragaudit_core.review.gate import collect
+    from ragaudit_core.logs.ingest import ingest_paths
 
     ingest_paths(con, [three_runs])
     attribution._ensure(con)
@@ -172,18 +173,18 @@ def test_attribution_means_compare_the_queries_both_runs_explained(con, three_ru
     put("A", "q2", 0.8, False)
     put("B", "q1", 0.7, False)
     put("B", "q1", 0.1, True, cond="shuffled")               # another condition: ignored
-    _, runs = collect(con, "A", "B")
+    runs = collect(con, "A", "B").runs
     # only q1 is explained in both runs: A 0.6 vs B 0.7
     assert runs["A"][("warg", 0.9)] == pytest.approx(0.6) and runs["B"][("warg", 0.9)] == pytest.approx(0.7)
     assert runs["A"]["wasted_retrieval"] == 1.0 and runs["B"]["wasted_retrieval"] == 0.0
-    _, runs = collect(con, "A", "C")                        # C has none: A over all its queries
+    runs = collect(con, "A", "C").runs                       # C has none: A over all its queries
     assert runs["A"][("warg", 0.9)] == pytest.approx((0.6 + 0.8) / 2) and ("warg", 0.9) not in runs["C"]
     r = review(con, [Rule(metric="warg", p=0.9, op="<=", threshold=0.05, relative=True)], "A", "B").results[0]
     assert r.status == "fail" and r.value == pytest.approx(0.1)
 
 
 def test_rules_round_trip_through_toml(tmp_path):
-    from ragaudit_core.gate import dump_rules
+    from ragaudit_core.review.gate import dump_rules
 
     rules = STRICT_RULES + [Rule(name="ü ≥ \"quoted\"", metric="null_gain", level="doc", op="<", threshold=0.1)]
     f = tmp_path / "r.toml"
@@ -196,11 +197,11 @@ def test_rules_round_trip_through_toml(tmp_path):
 
 def test_a_required_rule_fails_when_its_data_is_absent(tmp_path):
     rule = Rule(metric="j_avg", level="span", op=">=", threshold=0.5, required=True)
-    v = evaluate([rule], "b", "c", {("j_avg", "doc"): 0.9}, {})
+    v = evaluate([rule], GateInputs("b", "c", {("j_avg", "doc"): 0.9}, {}))
     assert v.status == "fail" and v.results[0].status == "fail" and v.results[0].value is None
     assert v.results[0].message.endswith("(the logs carry no span information) — and the rule is required")
-    assert evaluate([rule], "b", "c", {("j_avg", "span"): 0.7}, {}).status == "pass"
-    from ragaudit_core.gate import dump_rules
+    assert evaluate([rule], GateInputs("b", "c", {("j_avg", "span"): 0.7}, {})).status == "pass"
+    from ragaudit_core.review.gate import dump_rules
 
     f = tmp_path / "r.toml"
     f.write_text(dump_rules([rule]))
@@ -211,7 +212,7 @@ def test_provenance_only_runs_get_a_fidelity_verdict(con, tmp_path):
     from prov_fixtures import pipeline
 
     from conftest import write_jsonl
-    from ragaudit_core.ingest import ingest_paths
+    from ragaudit_core.logs.ingest import ingest_paths
 
     write_jsonl(tmp_path / "p.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]"),
                                        pipeline("cand", "q1", text="[Source: D9, p. 1]")])

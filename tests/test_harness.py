@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from ragaudit_core import store
-from ragaudit_core.harness import (RunConfig, SweepError, build_prompt, chunk_text, generate_answers, load_beir,
+from ragaudit_core.logs import store
+from ragaudit_core.harness.sweep import (RunConfig, SweepError, build_prompt, chunk_text, generate_answers, load_beir,
                                    parse_run_alias, run_sweep)
-from ragaudit_core.identity import span_hash
-from ragaudit_core.ingest import ingest_paths
+from ragaudit_core.logs.identity import span_hash
+from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.models import load_embedder, load_generator
-from ragaudit_core.stability import StabilityOptions, compute_stability
+from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
 TOPICS = ["insulin resistance in adipose tissue", "tumour suppressor p53 mutations",
           "malaria parasite drug resistance", "gut microbiome and obesity"]
@@ -108,7 +108,7 @@ def test_sweep_writes_valid_logs_with_checked_offsets_and_hashes(tiny_beir, tmp_
 
 
 def test_embeddings_are_cached_per_chunking(tiny_beir, tmp_path, monkeypatch):
-    import ragaudit_core.harness as h
+    import ragaudit_core.harness.sweep as h
     run_sweep(tiny_beir, tmp_path / "a", top_ks=(2,), chunk_sizes=(48,), chunk_overlaps=(0,), device="cpu",
               cache=tmp_path / "cache")
 
@@ -152,8 +152,8 @@ def test_real_smollm2_answers_are_deterministic_and_batch_invariant():
 
 
 def test_cited_pipeline_writes_provenance_that_loads_and_yields_a_cfs(tiny_beir, tmp_path):
-    from ragaudit_core.citation_pipeline import run_provenance
-    from ragaudit_core.fidelity import fidelity_runs
+    from ragaudit_core.harness.citation_pipeline import run_provenance
+    from ragaudit_core.fidelity.score import fidelity_runs
 
     res = run_provenance(tiny_beir, tmp_path / "prov", configs=["k5-c24-o5"], n_queries=2, budget=90,
                          max_new_tokens=24, device="cpu", cache=tmp_path / "cache")

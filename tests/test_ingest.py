@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ragaudit_core import store
-from ragaudit_core.identity import CanonOptions, DocIdMapError, canonical_doc_id, load_docid_map, span_hash
-from ragaudit_core.ingest import IngestError, IngestOptions, ingest_paths
+from ragaudit_core.logs import store
+from ragaudit_core.logs.identity import CanonOptions, DocIdMapError, canonical_doc_id, load_docid_map, span_hash
+from ragaudit_core.logs.ingest import IngestError, IngestOptions, ingest_paths
 
 from conftest import write_jsonl
 
@@ -80,7 +80,7 @@ def test_ragcitecheck_run_format_loads_unchanged(con, tmp_path):
     ])
     rep = ingest_paths(con, [d])
     assert rep.rejected == [] and rep.n_records == 12
-    from ragaudit_core.stability import compute_stability
+    from ragaudit_core.stability.metrics import compute_stability
     res = compute_stability(con)
     assert res.pairs.iloc[0].j_avg == 1.0  # every query is stable at doc level once canonicalised
 
@@ -113,7 +113,7 @@ def test_an_error_inside_the_transaction_leaves_the_database_unchanged(tmp_path,
     ingest_paths(con, [write_jsonl(tmp_path / "a.jsonl", [{"run_id": "r", "query_id": "q", "cited": ["x"]}])])
     before = con.execute("SELECT count(*) FROM records").fetchall()
 
-    import ragaudit_core.ingest as ing
+    import ragaudit_core.logs.ingest as ing
 
     def boom(_con, limit=20):
         raise RuntimeError("disk on fire")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragaudit_core.ingest import IngestError, ingest_paths
+from ragaudit_core.logs.ingest import IngestError, ingest_paths
 
 from conftest import write_jsonl
 

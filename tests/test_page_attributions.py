@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragaudit_core import store
-from ragaudit_core.attribution import stored_attribution
-from ragaudit_core.ingest import ingest_paths
+from ragaudit_core.logs import store
+from ragaudit_core.attribution.explain import stored_attribution
+from ragaudit_core.logs.ingest import ingest_paths
 
 from conftest import XSS, app_test, write_jsonl
 

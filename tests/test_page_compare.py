@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ragaudit_core import models, store
-from ragaudit_core.compare import compare_runs
-from ragaudit_core.probe import probe_pair
+from ragaudit_core import models
+from ragaudit_core.logs import store
+from ragaudit_core.stability.compare import compare_runs
+from ragaudit_core.stability.probe import probe_pair
 
 from conftest import app_test
 
@@ -31,12 +32,12 @@ def test_deltas_and_probe_match_the_core(app_env, sample_db):
     cmp = compare_runs(con, "k10-c256-o32", "k10-c256-o0")
     shown = {m.label: m.value for m in at.metric}
     pair = cmp.pair.set_index("metric")
-    assert shown["J_avg, doc"] == f"{pair.loc['J_avg', 'doc']:.3f}"
-    assert shown["J_avg, span"] == f"{pair.loc['J_avg', 'span']:.3f}"
-    assert shown["queries flipped"] == f"{cmp.summary['n_flipped']} / 300"
+    assert shown["J_avg, doc"] == f"{pair.loc['j_avg', 'doc']:.3f}"
+    assert shown["J_avg, span"] == f"{pair.loc['j_avg', 'span']:.3f}"
+    assert shown["queries flipped"] == f"{cmp.summary.n_flipped} / 300"
     runs = next(df.value for df in at.dataframe if "delta" in df.value.columns).set_index("metric")
     assert runs.loc["mean distinct documents", "delta"] == pytest.approx(
-        cmp.runs.set_index("metric").loc["mean distinct documents", "delta"])
+        cmp.runs.set_index("metric").loc["mean_docs", "delta"])      # the page draws the key's label
     flipped = next(df.value for df in at.dataframe if "collapsed" in df.value.columns)
     assert len(flipped) == int((cmp.queries.flipped | cmp.queries.collapsed | (cmp.queries.null_change != "")).sum())
 
@@ -58,7 +59,7 @@ def _pick(at, a, b):
 
 
 def test_gate_verdict_failed_rules_first_and_rules_saved(app_env, sample_db, tmp_path):
-    from ragaudit_core.gate import DEFAULT_RULES, STRICT_RULES, load_rules, review
+    from ragaudit_core.review.gate import DEFAULT_RULES, STRICT_RULES, load_rules, review
 
     app_env(sample_db)
     at = _pick(app_test(PAGE).run(), "k10-c256-o32", "k10-c128-o32")
@@ -97,7 +98,7 @@ def test_a_pair_that_passes_shows_pass(app_env, sample_db):
 
 
 def review_pair(db, a, b):
-    from ragaudit_core.gate import DEFAULT_RULES, review
+    from ragaudit_core.review.gate import DEFAULT_RULES, review
 
     return review(store.connect(db), DEFAULT_RULES, a, b)
 
@@ -114,7 +115,7 @@ def test_pdf_report_built_and_offered_for_download(app_env, sample_db, tmp_path)
     assert not at.exception
     dl = [b for b in at.get("download_button") if b.proto.label.startswith("Download audit-k10-c128-o32-vs-k10-c256-o32")]
     assert len(dl) == 1
-    from ragaudit_core.session import KEYS
+    from pages.ui.session import KEYS
 
     blob = at.session_state[KEYS.report][1]
     pages = PdfReader(io.BytesIO(blob)).pages

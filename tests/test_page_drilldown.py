@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragaudit_core import store
-from ragaudit_core.ingest import ingest_paths
-from ragaudit_core.stability import StabilityOptions, compute_stability
+from ragaudit_core.logs import store
+from ragaudit_core.logs.ingest import ingest_paths
+from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
 from conftest import XSS, app_test, xss_logs
 
@@ -63,7 +63,7 @@ def test_html_in_logs_shows_as_text(app_env, tmp_path):
 
 
 def test_markdown_escape_makes_log_text_inert():
-    from ragaudit_core.render import md
+    from pages.ui.render import md
 
     assert md("**x**") == "\\*\\*x\\*\\*"
     assert md("[a](javascript:alert(1))") == "\\[a\\]\\(javascript\\:alert\\(1\\)\\)"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragaudit_core import store
-from ragaudit_core.fidelity import canary, fidelity_runs
-from ragaudit_core.ingest import ingest_paths
+from ragaudit_core.logs import store
+from ragaudit_core.fidelity.score import canary, fidelity_runs
+from ragaudit_core.logs.ingest import ingest_paths
 
 from conftest import app_test, write_jsonl
 from prov_fixtures import pipeline

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragaudit_core import store
-from ragaudit_core.compare import compare_runs
-from ragaudit_core.stability import StabilityOptions, compute_stability
+from ragaudit_core.logs import store
+from ragaudit_core.stability.compare import compare_runs
+from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
 from conftest import app_test
 
@@ -48,8 +48,8 @@ def test_picking_a_pair_shows_its_queries(app_env, sample_db):
     cmp = compare_runs(store.connect(sample_db), "k10-c128-o32", "k10-c256-o32")
     # run ids from logs reach markdown escaped (render.md)
     line = next(m.value for m in at.markdown if "**k10\\-c128\\-o32** vs **k10\\-c256\\-o32**" in m.value)
-    assert f"{cmp.summary['n_flipped']:,} flipped" in line
-    assert f"{cmp.summary['n_collapsed']:,} collapsed" in line
+    assert f"{cmp.summary.n_flipped:,} flipped" in line
+    assert f"{cmp.summary.n_collapsed:,} collapsed" in line
     queries = next(df.value for df in at.dataframe if "collapsed" in df.value.columns)
     assert len(queries) == 300
     assert queries["j_span"].iloc[0] == pytest.approx(cmp.queries["j_span"].iloc[0])

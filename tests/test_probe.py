@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragaudit_core.ingest import ingest_paths
+from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.models import load_embedder
-from ragaudit_core.probe import answer_similarity, probe_pair, spearman, summarise_probe
+from ragaudit_core.stability.probe import answer_similarity, probe_pair, spearman, summarise_probe
 
 from conftest import ev, write_jsonl
 

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ragaudit_core import store
-from ragaudit_core.compare import compare_runs
-from ragaudit_core.fidelity import fidelity_runs
-from ragaudit_core.gate import DEFAULT_RULES, review
-from ragaudit_core.ingest import ingest_paths
-from ragaudit_core.report import ReportError, ReportOptions, build_report
-from ragaudit_core.stability import StabilityOptions, compute_stability
+from ragaudit_core.logs import store
+from ragaudit_core.stability.compare import compare_runs
+from ragaudit_core.fidelity.score import fidelity_runs
+from ragaudit_core.review.gate import DEFAULT_RULES, review
+from ragaudit_core.logs.ingest import ingest_paths
+from ragaudit_core.review.report import ReportError, ReportOptions, build_report
+from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
 from conftest import write_jsonl
 
@@ -73,7 +73,7 @@ def test_sample_report_parses_and_holds_the_key_figures_and_verdict(sample_repor
     assert f"{s['collapse_rate']:.1%}" in text
     # the reviewed pair's row of the per-pair table
     pair = compare_runs(con, BASE, CAND).pair.set_index("metric")
-    assert f"{pair.loc['J_avg', 'doc']:.3f} {pair.loc['J_avg', 'span']:.3f}" in text
+    assert f"{pair.loc['j_avg', 'doc']:.3f} {pair.loc['j_avg', 'span']:.3f}" in text
     # citation fidelity: CFS mean and generation survival of both runs
     for run, f in fidelity_runs(con, [BASE, CAND]).items():
         assert f"{f.summary['cfs_mean']:.3f}" in text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragaudit_core.shapley import CachedGame, ExactShapley, KernelShap, MCShap, PMCShap, estimator
+from ragaudit_core.attribution.shapley import CachedGame, ExactShapley, KernelShap, MCShap, PMCShap, estimator
 
 
 def additive_game(weights):

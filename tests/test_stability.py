@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragaudit_core import store
-from ragaudit_core.ingest import ingest_paths
-from ragaudit_core.reference import reference_stability
-from ragaudit_core.stability import StabilityError, StabilityOptions, compute_stability
+from ragaudit_core.logs import store
+from ragaudit_core.logs.ingest import ingest_paths
+from ragaudit_core.stability.reference import reference_stability
+from ragaudit_core.stability.metrics import StabilityError, StabilityOptions, compute_stability
 
 from conftest import ev, write_jsonl
 
@@ -287,7 +287,7 @@ def test_bounds_on_random_data(con, tmp_path):
 
 
 def test_change_label_names_what_differs():
-    from ragaudit_core.stability import change_label
+    from ragaudit_core.stability.metrics import change_label
     base = {"top_k": 10, "chunk_size": 256, "chunk_overlap": 32}
     assert change_label(base, dict(base, top_k=5)) == "top_k"
     assert change_label(base, dict(base, chunk_overlap=0)) == "chunk_overlap"
@@ -298,7 +298,7 @@ def test_change_label_names_what_differs():
 
 
 def test_effects_by_change_by_hand(con, tmp_path):
-    from ragaudit_core.stability import effects_by_change
+    from ragaudit_core.stability.metrics import effects_by_change
     # three runs: B differs from A in top_k, C differs from A in chunk_size, B/C in both.
     # one query; A {d1:s1,d2:s2}, B {d1:s1}, C {d1:s9,d2:s8}
     recs = {

@@ -31,8 +31,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from . import alignment
-from .shapley import CachedGame, estimator
+from ragaudit_core.attribution import alignment
+from ragaudit_core.attribution.shapley import CachedGame, estimator
 
 __all__ = ["AttributionError", "batch_tables", "explain_query", "query_documents", "stored_attribution"]
 
@@ -119,8 +119,8 @@ def explain_query(con: duckdb.DuckDBPyConnection, run_id: str, query_id: str, *,
     when the result is not stored yet). ``method="auto"``: exact Shapley up to 6
     documents, PMCSHAP beyond.
     """
-    from .generator_game import GeneratorGame
-    from .saliency import RetrieverSaliency
+    from ragaudit_core.attribution.generator_game import GeneratorGame
+    from ragaudit_core.attribution.saliency import RetrieverSaliency
 
     _ensure(con)
     query, docs = query_documents(con, run_id, query_id, max_docs)
@@ -165,8 +165,9 @@ def explain_query(con: duckdb.DuckDBPyConnection, run_id: str, query_id: str, *,
         order = list(range(n)) if cond == "original" else [int(i) for i in rng.permutation(n)]
         step(f"Shapley ({chosen}), {cond} order", 0.45 + 0.5 * ci / len(conditions))
         t1 = time.perf_counter()
-        game = GeneratorGame(gen, query, [docs[i][1] for i in order], answer_ids=answer_ids,
-                             max_new_tokens=max_new_tokens, batch_size=batch_size)
+        texts = [docs[i][1] for i in order]
+        game = (GeneratorGame.generate(gen, query, texts, max_new_tokens=max_new_tokens, batch_size=batch_size)
+                if answer_ids is None else GeneratorGame(gen, query, texts, answer_ids, batch_size=batch_size))
         answer_ids = game.answer_ids if cond == "original" else answer_ids
         est_params = {} if chosen == "exact" else {"n_samples": n_samples, "seed": seed}
         if chosen in ("mc", "pmc"):

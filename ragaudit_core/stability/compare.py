@@ -15,26 +15,57 @@ from dataclasses import dataclass
 import duckdb
 import pandas as pd
 
-from .stability import StabilityOptions, compute_stability
+from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
-__all__ = ["CompareResult", "compare_runs"]
+__all__ = ["PAIR_METRIC_LABELS", "RUN_METRIC_LABELS", "CompareResult", "CompareSummary", "compare_runs"]
+
+PAIR_METRIC_LABELS = {
+    "j_avg": "J_avg",
+    "flip_rate": "flip rate (J < τ)",
+    "collapse_rate": "collapse rate",
+    "null_loss": "null loss (A non-empty → B empty)",
+    "null_gain": "null gain (A empty → B non-empty)",
+}
+"""Pair metrics between the two runs, by key (the ``metric`` column of :attr:`CompareResult.pair`),
+with the label a page or report draws for each."""
+
+RUN_METRIC_LABELS = {
+    "null_rate": "null rate",
+    "citation_rate": "citation rate",
+    "mean_evidence": "mean evidence entries",
+    "median_evidence": "median evidence entries",
+    "mean_docs": "mean distinct documents",
+}
+"""Each run's own statistics, by key (the ``metric`` column of :attr:`CompareResult.runs`)."""
+
+
+@dataclass(frozen=True)
+class CompareSummary:
+    baseline: str
+    candidate: str
+    tau: float
+    level: str                    # "span" when both runs carry spans, else "doc": the level flips are read at
+    n_queries: int
+    n_flipped: int
+    n_collapsed: int | None       # None without spans: collapse is defined on spans only
+    n_null_changes: int
+    n_answered: int               # queries both runs answered
+    warnings: list[str]
 
 
 @dataclass
 class CompareResult:
     baseline: str
     candidate: str
-    pair: pd.DataFrame        # metric, doc, span
-    runs: pd.DataFrame        # metric, baseline, candidate, delta
+    pair: pd.DataFrame        # metric (a key of PAIR_METRIC_LABELS), doc, span
+    runs: pd.DataFrame        # metric (a key of RUN_METRIC_LABELS), baseline, candidate, delta
     queries: pd.DataFrame     # query_id, query, j_doc, j_span, n_a, n_b, flipped, collapsed, null_change
-    summary: dict
+    summary: CompareSummary
 
-
-_PAIR_METRICS = [("J_avg", "j_avg"), ("flip rate (J < τ)", "flip_rate"), ("collapse rate", "collapse_rate"),
-                 ("null loss (A non-empty → B empty)", "null_loss"), ("null gain (A empty → B non-empty)", "null_gain")]
-_RUN_METRICS = [("null rate", "null_rate"), ("citation rate", "citation_rate"),
-                ("mean evidence entries", "mean_evidence"), ("median evidence entries", "median_evidence"),
-                ("mean distinct documents", "mean_docs")]
+    def pair_value(self, metric: str, level: str) -> float | None:
+        """A pair metric at ``doc`` or ``span`` level; None when it is unavailable (no spans)."""
+        v = self.pair.set_index("metric").loc[metric, level]
+        return None if v is None or v != v else float(v)
 
 
 def compare_runs(con: duckdb.DuckDBPyConnection, baseline: str, candidate: str, *, tau: float = 0.5,
@@ -48,15 +79,15 @@ def compare_runs(con: duckdb.DuckDBPyConnection, baseline: str, candidate: str, 
                                                   allow_missing=allow_missing), keep_cells=True)
     p = res.pairs.set_index("level")
     pair = pd.DataFrame({
-        "metric": [m for m, _ in _PAIR_METRICS],
-        "doc": [p.loc["doc", c] if "doc" in p.index else None for _, c in _PAIR_METRICS],
-        "span": [p.loc["span", c] if "span" in p.index else None for _, c in _PAIR_METRICS],
+        "metric": list(PAIR_METRIC_LABELS),
+        "doc": [p.loc["doc", c] if "doc" in p.index else None for c in PAIR_METRIC_LABELS],
+        "span": [p.loc["span", c] if "span" in p.index else None for c in PAIR_METRIC_LABELS],
     })
     r = res.runs.set_index("run_id")
     runs = pd.DataFrame({
-        "metric": [m for m, _ in _RUN_METRICS],
-        "baseline": [float(r.loc[baseline, c]) for _, c in _RUN_METRICS],
-        "candidate": [float(r.loc[candidate, c]) for _, c in _RUN_METRICS],
+        "metric": list(RUN_METRIC_LABELS),
+        "baseline": [float(r.loc[baseline, c]) for c in RUN_METRIC_LABELS],
+        "candidate": [float(r.loc[candidate, c]) for c in RUN_METRIC_LABELS],
     })
     runs["delta"] = runs["candidate"] - runs["baseline"]
 
@@ -87,12 +118,9 @@ def compare_runs(con: duckdb.DuckDBPyConnection, baseline: str, candidate: str, 
     q = q[["query_id", "query", "j_doc", "j_span", "n_a", "n_b", "flipped", "collapsed", "null_change",
            "both_answered"]]
     q = q.sort_values([f"j_{level}", "j_doc", "query_id"], kind="stable").reset_index(drop=True)
-    summary = {
-        "baseline": baseline, "candidate": candidate, "tau": tau, "level": level,
-        "n_queries": int(len(q)), "n_flipped": int(q["flipped"].sum()),
-        "n_collapsed": int(q["collapsed"].sum()) if has_span else None,
-        "n_null_changes": int((q["null_change"] != "").sum()),
-        "n_answered": int(q["both_answered"].sum()),
-        "warnings": res.summary["warnings"],
-    }
+    summary = CompareSummary(
+        baseline=baseline, candidate=candidate, tau=tau, level=level, n_queries=int(len(q)),
+        n_flipped=int(q["flipped"].sum()), n_collapsed=int(q["collapsed"].sum()) if has_span else None,
+        n_null_changes=int((q["null_change"] != "").sum()), n_answered=int(q["both_answered"].sum()),
+        warnings=list(res.summary["warnings"]))
     return CompareResult(baseline, candidate, pair, runs, q, summary)

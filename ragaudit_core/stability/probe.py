@@ -27,7 +27,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from .stability import StabilityOptions, compute_stability
+from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
 __all__ = ["DEFAULT_SIMILARITY_MODEL", "ProbeResult", "answer_similarity", "has_answers", "lookup_similarities", "probe_pair",
            "spearman", "stored_similarities", "summarise_probe"]

@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .contracts import QUERY_ID_KEYS, RUN_ID_KEYS, _id_value, json_type
+from ragaudit_core.logs.contracts import QUERY_ID_KEYS, RUN_ID_KEYS, _id_value, json_type
 
 __all__ = [
     "ARTIFACT_TYPES",

@@ -14,25 +14,29 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from . import derived
-from .ingest import IngestOptions, IngestReport, ingest_paths
 
 __all__ = [
     "all_run_ids",
+    "answered_runs",
+    "distinct_query_count",
+    "evidence_run_ids",
     "files_table",
     "missing_data_message",
     "missing_provenance_message",
     "missing_text_message",
-    "ingest_sample_logs",
-    "ingest_uploads",
     "list_queries",
     "overview",
     "provenance_runs_table",
+    "query_ids",
+    "query_text",
     "quarantine_table",
     "runs_table",
     "runs_with_texts",
+    "SAMPLE_BASE_RUN",
+    "preferred_run",
     "sample_logs_dir",
     "stored_similarity_count",
+    "keep_uploads",
     "uploads_dir",
     "warnings_table",
 ]
@@ -46,9 +50,19 @@ def _q(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> 
         cur.close()
 
 
+SAMPLE_BASE_RUN = "k10-c256-o32"
+"""The sample logs' base configuration (top-k 10, chunks of 256 word pieces, overlap 32):
+the anchor the pages, the probe and the report open on when it is loaded."""
+
+
+def preferred_run(runs: list[str]) -> str:
+    """:data:`SAMPLE_BASE_RUN` when it is among ``runs``, else the first run."""
+    return SAMPLE_BASE_RUN if SAMPLE_BASE_RUN in runs else runs[0]
+
+
 def sample_logs_dir() -> Path | None:
     """The bundled sample logs (``sample_logs/scifact`` beside the package), if present."""
-    root = Path(__file__).resolve().parent.parent / "sample_logs" / "scifact"
+    root = Path(__file__).resolve().parents[2] / "sample_logs" / "scifact"
     return root if root.is_dir() and any(root.glob("*.jsonl*")) else None
 
 
@@ -145,6 +159,43 @@ def all_run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
                                       ORDER BY run_id""").itertuples(index=False)]
 
 
+def evidence_run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Runs with evidence logs, in id order."""
+    return [r for (r,) in _q(con, "SELECT run_id FROM runs ORDER BY run_id").itertuples(index=False)]
+
+
+def answered_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Runs whose evidence logs carry at least one answer, in id order."""
+    return [r for (r,) in _q(con, "SELECT DISTINCT run_id FROM records WHERE answer IS NOT NULL ORDER BY run_id"
+                              ).itertuples(index=False)]
+
+
+def query_ids(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    """The query ids a run logged evidence for, in id order (empty for an unknown run)."""
+    return [q for (q,) in _q(con, "SELECT DISTINCT query_id FROM records WHERE run_id = ? ORDER BY query_id",
+                             [run_id]).itertuples(index=False)]
+
+
+def query_text(con: duckdb.DuckDBPyConnection, query_id: str, runs: list[str]) -> str | None:
+    """The query's text as one of ``runs`` logged it (None when none did)."""
+    cur = con.cursor()
+    try:
+        return cur.execute("SELECT any_value(query) FROM records WHERE query_id = ? AND list_contains(?, run_id)",
+                           [query_id, list(runs)]).fetchone()[0]
+    finally:
+        cur.close()
+
+
+def distinct_query_count(con: duckdb.DuckDBPyConnection) -> int:
+    """Distinct query ids over evidence and provenance records."""
+    cur = con.cursor()
+    try:
+        return int(cur.execute("""SELECT count(*) FROM (SELECT query_id FROM records UNION
+                                                        SELECT query_id FROM prov_records)""").fetchone()[0])
+    finally:
+        cur.close()
+
+
 def files_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     return _q(con, """SELECT path, sha256, bytes, n_lines, n_loaded, n_rejected, ingested_at
                       FROM files ORDER BY file_id""")
@@ -193,9 +244,8 @@ def uploads_dir(db_path: str | Path) -> Path:
     return p.with_name(p.name + ".uploads")
 
 
-def ingest_uploads(con: duckdb.DuckDBPyConnection, uploads: Iterable[tuple[str, bytes]], dest: Path,
-                   options: IngestOptions = IngestOptions()) -> IngestReport:
-    """Keep uploaded files on disk (``dest/<sha256 prefix>/<name>``) and ingest them.
+def keep_uploads(uploads: Iterable[tuple[str, bytes]], dest: Path) -> list[Path]:
+    """Keep uploaded files on disk (``dest/<sha256 prefix>/<name>``); returns their paths.
 
     Keeping the bytes makes the audit reproducible (the report lists each file's
     SHA-256) and lets the same upload be recognised by content. Names are reduced to
@@ -210,23 +260,4 @@ def ingest_uploads(con: duckdb.DuckDBPyConnection, uploads: Iterable[tuple[str, 
         if not target.exists():
             target.write_bytes(data)
         paths.append(target)
-    return _ingest(con, paths, options)
-
-
-def ingest_sample_logs(con: duckdb.DuckDBPyConnection) -> IngestReport:
-    """Load the bundled SciFact sample logs (see ``sample_logs/README.md``)."""
-    root = sample_logs_dir()
-    if root is None:
-        raise FileNotFoundError("the bundled sample logs are missing (sample_logs/scifact/*.jsonl.gz)")
-    return _ingest(con, [root], IngestOptions())
-
-
-def _ingest(con: duckdb.DuckDBPyConnection, paths: list[Path], options: IngestOptions) -> IngestReport:
-    cur = con.cursor()  # its own transaction, whatever other sessions do on the shared connection
-    try:
-        report = ingest_paths(cur, paths, options)
-    finally:
-        cur.close()
-    if report.n_records:
-        derived.precompute(con)  # the stability overview, once, while the user waits for the upload anyway
-    return report
+    return paths

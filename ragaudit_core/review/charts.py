@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .fidelity import FIDELITY_STAGES
+from ragaudit_core.fidelity.score import FIDELITY_STAGES
 
 __all__ = [
     "CHANGE_COLOURS",

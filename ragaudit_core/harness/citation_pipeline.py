@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .harness import RunConfig, SweepError, _build_index, generate_answers, load_beir, parse_run_alias
-from .provenance import PROVENANCE_SCHEMA
+from ragaudit_core.harness.sweep import RunConfig, SweepError, _build_index, generate_answers, load_beir, parse_run_alias
+from ragaudit_core.logs.provenance import PROVENANCE_SCHEMA
 
 __all__ = ["CITE_SYSTEM_PROMPT", "CompressionResult", "compress", "mmr", "postprocess", "run_provenance"]
 
@@ -114,7 +114,7 @@ def run_provenance(corpus_dir: str | Path, out_dir: str | Path, *, configs: Sequ
                    progress: Callable[[str, int, int], None] | None = None) -> dict:
     """Run the cited pipeline for each config on the first ``n_queries`` queries and write
     ``prov-<run_id>.jsonl.gz`` provenance logs into ``out_dir``. Returns timings."""
-    from .models import DEFAULT_EMBEDDER, cache_dir, load_embedder, load_generator
+    from ragaudit_core.models import DEFAULT_EMBEDDER, cache_dir, load_embedder, load_generator
 
     t0 = time.perf_counter()
     cache = Path(cache) if cache else cache_dir()

@@ -21,8 +21,8 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from . import store
-from .stability import StabilityOptions, StabilityResult, compute_stability
+from ragaudit_core.logs import store
+from ragaudit_core.stability.metrics import StabilityOptions, StabilityResult, compute_stability
 
 __all__ = ["DEFAULT_DENSITY_BINS", "precompute", "stability_cached"]
 

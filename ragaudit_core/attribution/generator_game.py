@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .harness import build_prompt
+from ragaudit_core.harness.sweep import build_prompt
 
 __all__ = ["GeneratorGame"]
 
@@ -39,11 +39,12 @@ __all__ = ["GeneratorGame"]
 class GeneratorGame:
     """Teacher-forced answer-token log-probabilities of a causal LM per document coalition."""
 
-    def __init__(self, generator, query: str, documents: Sequence[str], *, answer_ids: Sequence[int] | None = None,
-                 max_new_tokens: int = 64, batch_size: int = 8, prefix_cache: bool = True,
-                 strategy: str = "prefix_tree"):
-        import torch
-
+    def __init__(self, generator, query: str, documents: Sequence[str], answer_ids: Sequence[int], *,
+                 batch_size: int = 8, prefix_cache: bool = True, strategy: str = "prefix_tree"):
+        """The game for a fixed answer (``answer_ids``, the tokens teacher-forced in every
+        coalition); :meth:`generate` first generates the answer with every document."""
+        if strategy not in ("prefix_tree", "batched"):
+            raise ValueError("strategy must be 'prefix_tree' or 'batched'")
         self.gen = generator
         self.tok = generator.tokenizer
         self.model = generator.model
@@ -52,27 +53,32 @@ class GeneratorGame:
         self.n_players = len(self.documents)
         self.batch_size = batch_size
         self.prefix_cache = prefix_cache
-        if strategy not in ("prefix_tree", "batched"):
-            raise ValueError("strategy must be 'prefix_tree' or 'batched'")
         self.strategy = strategy
         self._prefixes: dict[tuple[int, ...], object] = {}
         self.n_forward_tokens = 0
-        if answer_ids is None:
-            ids = self.prompt_ids(np.ones(self.n_players, bool))
-            with torch.no_grad():
-                out = self.model.generate(torch.tensor([ids], device=generator.device),
-                                          attention_mask=torch.ones(1, len(ids), dtype=torch.long,
-                                                                    device=generator.device),
-                                          max_new_tokens=max_new_tokens, do_sample=False,
-                                          pad_token_id=self.tok.pad_token_id)
-            answer = out[0, len(ids):].tolist()
-            eos = {self.tok.eos_token_id, self.tok.pad_token_id}
-            while answer and answer[-1] in eos:
-                answer.pop()
-            answer_ids = answer
         self.answer_ids = list(answer_ids)
         if not self.answer_ids:
             raise ValueError("the generator produced an empty answer; nothing to attribute")
+
+    @classmethod
+    def generate(cls, generator, query: str, documents: Sequence[str], *, max_new_tokens: int = 64,
+                 **options) -> GeneratorGame:
+        """Generate the answer once, greedily, with every document (seed 001, eq. 9; trailing
+        end-of-sequence and padding tokens dropped), and return the game over it."""
+        import torch
+
+        tok = generator.tokenizer
+        ids = cls.prompt_ids_for(tok, query, list(documents), np.ones(len(documents), bool))
+        with torch.no_grad():
+            out = generator.model.generate(
+                torch.tensor([ids], device=generator.device),
+                attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=generator.device),
+                max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id)
+        answer = out[0, len(ids):].tolist()
+        eos = {tok.eos_token_id, tok.pad_token_id}
+        while answer and answer[-1] in eos:
+            answer.pop()
+        return cls(generator, query, documents, answer, **options)
 
     @property
     def answer_tokens(self) -> list[str]:
@@ -82,10 +88,15 @@ class GeneratorGame:
     def answer_text(self) -> str:
         return self.tok.decode(self.answer_ids, skip_special_tokens=True)
 
+    @staticmethod
+    def prompt_ids_for(tok, query: str, documents: Sequence[str], mask: np.ndarray) -> list[int]:
+        """Token ids of the appendix-B prompt holding the documents ``mask`` keeps, in order."""
+        docs = [d for d, keep in zip(documents, mask) if keep]
+        text = tok.apply_chat_template(build_prompt(query, docs), tokenize=False, add_generation_prompt=True)
+        return tok(text, add_special_tokens=False)["input_ids"]
+
     def prompt_ids(self, mask: np.ndarray) -> list[int]:
-        docs = [d for d, keep in zip(self.documents, mask) if keep]
-        text = self.tok.apply_chat_template(build_prompt(self.query, docs), tokenize=False, add_generation_prompt=True)
-        return self.tok(text, add_special_tokens=False)["input_ids"]
+        return self.prompt_ids_for(self.tok, self.query, self.documents, mask)
 
     # ------------------------------------------------------------------ batched, cached
 

@@ -18,7 +18,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from .stability import StabilityOptions, compute_stability
+from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
 __all__ = [
     "ChunkOverlap",

@@ -26,11 +26,11 @@ import orjson
 import pyarrow as pa
 from pydantic import ValidationError
 
-from . import store
-from .contracts import EvidenceRecord, describe_validation_error, json_type
-from .identity import CanonOptions, canonical_doc_id, span_hash
-from .jsonl import DEFAULT_MAX_LINE_BYTES, InputFileError, expand_paths, file_sha256, iter_lines
-from .provenance import Coordinates, ProvenanceRecord, looks_like_provenance
+from ragaudit_core.logs import store
+from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
+from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
+from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES, InputFileError, expand_paths, file_sha256, iter_lines
+from ragaudit_core.logs.provenance import Coordinates, ProvenanceRecord, looks_like_provenance
 
 __all__ = [
     "FileReport",
@@ -175,41 +175,55 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
     if not files:
         raise IngestError("no input files given")
     _check_options(con, options)
+    batch = _Batch(con, options, progress)
+    for path in files:
+        batch.add_file(path)
+    batch.write(con)
+    return batch.report
 
-    report = IngestReport()
-    known = {(r, q): None for r, q in con.execute("SELECT run_id, query_id FROM records").fetchall()}
-    first_seen: dict[tuple[str, str], tuple[str, int]] = {}
-    run_configs: dict[str, tuple[dict | None, str, int]] = {}
-    cols = _Columns()
-    ev_rows: list[tuple] = []  # row tuples: one append per entry is the cheapest buffer
-    add_row = ev_rows.append
-    quarantine: list[tuple] = []
-    warn_rows: list[tuple] = []
-    file_rows: list[tuple] = []
-    hash_cache: dict[str, str] = {}
-    canon_cache: dict[str, str] = {}
-    canon = options.canon
-    casefold = options.casefold_spans
-    recompute = options.recompute_span_hash
-    seen_sha = dict(con.execute("SELECT sha256, path FROM files").fetchall())
-    known_prov = {(r, q): None for r, q in con.execute("SELECT run_id, query_id FROM prov_records").fetchall()}
-    prov_first_seen: dict[tuple[str, str], tuple[str, int]] = {}
-    prov_rec_rows: list[tuple] = []
-    prov_node_rows: list[tuple] = []
-    next_file_id = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM files").fetchall()[0][0]
 
-    def warn(path: str | None, line_no: int | None, code: str, message: str, file_id: int | None) -> None:
-        report.warnings.append(Issue(path, line_no, message, code))
-        warn_rows.append((file_id, path, line_no, code, message))
+class _Batch:
+    """Everything one ingest call loads, buffered until its single transaction.
 
-    def reject(fr: FileReport, spath: str, file_id: int, ln, reason: str) -> None:
+    One method per kind of input: a file (:meth:`add_file`), an evidence line, a
+    provenance line; :meth:`write` inserts it all, or nothing.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, options: IngestOptions,
+                 progress: Callable[[str, int], None] | None) -> None:
+        self.options, self.progress = options, progress
+        self.report = IngestReport()
+        self.known = {(r, q): None for r, q in con.execute("SELECT run_id, query_id FROM records").fetchall()}
+        self.known_prov = {(r, q): None for r, q in con.execute("SELECT run_id, query_id FROM prov_records").fetchall()}
+        self.seen_sha = dict(con.execute("SELECT sha256, path FROM files").fetchall())
+        self.next_file_id = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM files").fetchall()[0][0]
+        self.first_seen: dict[tuple[str, str], tuple[str, int]] = {}
+        self.prov_first_seen: dict[tuple[str, str], tuple[str, int]] = {}
+        self.run_configs: dict[str, tuple[dict | None, str, int]] = {}
+        self.records = _Columns().rec
+        self.ev_rows: list[tuple] = []      # row tuples: one append per entry is the cheapest buffer
+        self.prov_rec_rows: list[tuple] = []
+        self.prov_node_rows: list[tuple] = []
+        self.quarantine: list[tuple] = []
+        self.warn_rows: list[tuple] = []
+        self.file_rows: list[tuple] = []
+        self.hash_cache: dict[str, str] = {}
+        self.canon_cache: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ reporting
+
+    def warn(self, path: str | None, line_no: int | None, code: str, message: str, file_id: int | None) -> None:
+        self.report.warnings.append(Issue(path, line_no, message, code))
+        self.warn_rows.append((file_id, path, line_no, code, message))
+
+    def reject(self, fr: FileReport, file_id: int, ln, reason: str) -> None:
         """Report a bad line (file, line, reason) and keep it verbatim in quarantine."""
         fr.n_rejected += 1
-        report.rejected.append(Issue(spath, ln.line_no, reason))
-        quarantine.append((file_id, spath, ln.line_no, reason, ln.data.decode("utf-8", errors="replace"), ln.data))
+        self.report.rejected.append(Issue(fr.path, ln.line_no, reason))
+        self.quarantine.append((file_id, fr.path, ln.line_no, reason, ln.data.decode("utf-8", errors="replace"),
+                                ln.data))
 
-    def admit(fr: FileReport, spath: str, file_id: int, ln, reason: str | None, rec, what: str, known_keys,
-              seen: dict):
+    def admit(self, fr: FileReport, file_id: int, ln, reason: str | None, rec, what: str, known_keys, seen: dict):
         """The parsed record of a line, or None after rejecting it (bad line, or a (run, query)
         already loaded: only the first record is kept, across files and earlier ingests)."""
         if reason is None:
@@ -220,176 +234,194 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
                 reason = (f"duplicate {what} for run {key[0]!r}, query {key[1]!r}: "
                           f"already loaded from {src}; only the first is kept")
         if reason is not None:
-            reject(fr, spath, file_id, ln, reason)
+            self.reject(fr, file_id, ln, reason)
             return None
-        seen[key] = (spath, ln.line_no)
+        seen[key] = (fr.path, ln.line_no)
         fr.n_loaded += 1
         return rec
 
-    for path in files:
+    # ------------------------------------------------------------------ files
+
+    def add_file(self, path: Path) -> None:
+        """Read one file: skipped when its content is already loaded, else every line admitted
+        or rejected; the file's kind (evidence or provenance) is sniffed from its first line."""
         spath = str(path)
         sha = file_sha256(path)
-        if sha in seen_sha:
-            report.files.append(FileReport(spath, sha, "already-loaded"))
-            warn(spath, None, "already-loaded",
-                 f"same content as {seen_sha[sha]} (SHA-256 {sha[:12]}…), already loaded; skipped", None)
-            continue
-        seen_sha[sha] = spath
-        file_id = next_file_id
-        next_file_id += 1
+        if sha in self.seen_sha:
+            self.report.files.append(FileReport(spath, sha, "already-loaded"))
+            self.warn(spath, None, "already-loaded",
+                      f"same content as {self.seen_sha[sha]} (SHA-256 {sha[:12]}…), already loaded; skipped", None)
+            return
+        self.seen_sha[sha] = spath
+        file_id = self.next_file_id
+        self.next_file_id += 1
         fr = FileReport(spath, sha, "loaded")
-        report.files.append(fr)
+        self.report.files.append(fr)
         file_notes: list[str] = []
-        gen = iter_lines(path, max_line_bytes=options.max_line_bytes, warn=file_notes)
+        gen = iter_lines(path, max_line_bytes=self.options.max_line_bytes, warn=file_notes)
         try:
             first = next(gen, None)
         except InputFileError as e:
-            fr.status = "unreadable"
-            fr.n_rejected = 1
-            report.rejected.append(Issue(spath, None, str(e).removeprefix(f"{spath}: "), "unreadable"))
-            quarantine.append((file_id, spath, None, str(e).removeprefix(f"{spath}: "), None, None))
-            file_rows.append((file_id, spath, sha, "evidence", path.stat().st_size, 0, 0, 1))
-            continue
+            fr.status, fr.n_rejected = "unreadable", 1
+            reason = str(e).removeprefix(f"{spath}: ")
+            self.report.rejected.append(Issue(spath, None, reason, "unreadable"))
+            self.quarantine.append((file_id, spath, None, reason, None, None))
+            self.file_rows.append((file_id, spath, sha, "evidence", path.stat().st_size, 0, 0, 1))
+            return
         for note in file_notes:
-            warn(spath, None, "not-gzip", note.removeprefix(f"{spath}: "), file_id)
+            self.warn(spath, None, "not-gzip", note.removeprefix(f"{spath}: "), file_id)
         if first is None:
-            warn(spath, None, "empty-file", "file holds no records (it is empty or blank)", file_id)
-            lines = iter(())
-        else:
-            lines = itertools.chain((first,), gen)
-        kind = "provenance" if first is not None and _sniff_provenance(first.data) else "evidence"
-        if kind == "provenance":
+            self.warn(spath, None, "empty-file", "file holds no records (it is empty or blank)", file_id)
+        lines = itertools.chain((first,), gen) if first is not None else iter(())
+        if first is not None and _sniff_provenance(first.data):
+            kind = "provenance"
             for ln in lines:
-                fr.n_lines += 1
-                reason, prec = (ln.error, None) if ln.error else _parse_prov_line(ln.data)
-                if admit(fr, spath, file_id, ln, reason, prec, "provenance record", known_prov,
-                         prov_first_seen) is None:
-                    continue
-                _buffer_provenance(prec, file_id, ln.line_no, canon, canon_cache, prov_rec_rows, prov_node_rows)
-            file_rows.append((file_id, spath, sha, "provenance", path.stat().st_size,
-                              fr.n_lines, fr.n_loaded, fr.n_rejected))
-            continue
+                self.provenance_line(fr, file_id, ln)
+        else:
+            kind = "evidence"
+            for i, ln in enumerate(lines, 1):
+                if self.progress is not None and i % 10000 == 0:
+                    self.progress(spath, i)
+                self.evidence_line(fr, file_id, ln)
+            if self.progress is not None:
+                self.progress(spath, fr.n_lines)
+        self.file_rows.append((file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded,
+                               fr.n_rejected))
 
-        for i, ln in enumerate(lines, 1):
-            if progress is not None and i % 10000 == 0:
-                progress(spath, i)
-            fr.n_lines += 1
-            reason = ln.error
-            rec = None
-            if ln.note and not reason and ln.note.startswith("a UTF-8 byte-order mark"):
-                warn(spath, ln.line_no, "bom", ln.note, file_id)
-            if reason is None:
-                reason, rec = _parse_line(ln.data)
-            if admit(fr, spath, file_id, ln, reason, rec, "record", known, first_seen) is None:
+    # ------------------------------------------------------------------ lines
+
+    def provenance_line(self, fr: FileReport, file_id: int, ln) -> None:
+        fr.n_lines += 1
+        reason, prec = (ln.error, None) if ln.error else _parse_prov_line(ln.data)
+        if self.admit(fr, file_id, ln, reason, prec, "provenance record", self.known_prov,
+                      self.prov_first_seen) is not None:
+            _buffer_provenance(prec, file_id, ln.line_no, self.options.canon, self.canon_cache, self.prov_rec_rows,
+                               self.prov_node_rows)
+
+    def evidence_line(self, fr: FileReport, file_id: int, ln) -> None:
+        fr.n_lines += 1
+        reason, rec = ln.error, None
+        if ln.note and not reason and ln.note.startswith("a UTF-8 byte-order mark"):
+            self.warn(fr.path, ln.line_no, "bom", ln.note, file_id)
+        if reason is None:
+            reason, rec = _parse_line(ln.data)
+        if self.admit(fr, file_id, ln, reason, rec, "record", self.known, self.first_seen) is None:
+            return
+        self._run_config(rec, fr.path, file_id, ln.line_no)
+        n_kept = self._entries(rec, fr.path, file_id, ln.line_no)
+        for col, v in zip(_Columns.RECORDS, (rec.run_id, rec.query_id, file_id, ln.line_no, rec.query, rec.answer,
+                                             n_kept)):
+            self.records[col].append(v)
+
+    def _run_config(self, rec: EvidenceRecord, spath: str, file_id: int, line_no: int) -> None:
+        """The first config logged for a run is kept; a different one later is a warning."""
+        first = self.run_configs.get(rec.run_id)
+        if first is None:
+            self.run_configs[rec.run_id] = (rec.config, spath, line_no)
+        elif rec.config is not None and first[0] is not None and rec.config != first[0]:
+            self.warn(spath, line_no, "config-mismatch",
+                      f"run {rec.run_id!r} has a different config here than at {first[1]} line {first[2]}; "
+                      "the first one is kept", file_id)
+
+    def _entries(self, rec: EvidenceRecord, spath: str, file_id: int, line_no: int) -> int:
+        """Buffer a record's evidence entries (canonical ids, span hashes, duplicates dropped);
+        returns how many were kept."""
+        seen_ids: dict[tuple[str, str | None], int] = {}
+        dropped: list[str] = []
+        canon, casefold, recompute = self.options.canon, self.options.casefold_spans, self.options.recompute_span_hash
+        canon_cache, hash_cache, add_row = self.canon_cache, self.hash_cache, self.ev_rows.append
+        run_id, query_id = rec.run_id, rec.query_id
+        for j, e in enumerate(rec.evidence):
+            raw_id = e.doc_id
+            cid = canon_cache.get(raw_id)
+            if cid is None:
+                cid = canon_cache[raw_id] = canonical_doc_id(raw_id, canon)
+            sh = e.span_hash
+            text = e.text
+            if text is not None and (sh is None or recompute):
+                sh = hash_cache.get(text)
+                if sh is None:
+                    sh = hash_cache[text] = span_hash(text, casefold=casefold)
+            ident = (cid, sh)
+            if ident in seen_ids:
+                dropped.append(f"evidence[{j}] repeats evidence[{seen_ids[ident]}]")
                 continue
-            if rec.run_id not in run_configs:
-                run_configs[rec.run_id] = (rec.config, spath, ln.line_no)
-            elif rec.config is not None and run_configs[rec.run_id][0] is not None \
-                    and rec.config != run_configs[rec.run_id][0]:
-                c0 = run_configs[rec.run_id]
-                warn(spath, ln.line_no, "config-mismatch",
-                     f"run {rec.run_id!r} has a different config here than at {c0[1]} line {c0[2]}; "
-                     "the first one is kept", file_id)
+            seen_ids[ident] = j
+            md = e.metadata
+            add_row((run_id, query_id, j, cid, raw_id, sh, e.chunk_id, text, e.rank, e.score,
+                     e.char_start, e.char_end, e.page,
+                     None if md is None else json.dumps(md, ensure_ascii=False, separators=(",", ":"))))
+        if dropped:
+            self.warn(spath, line_no, "duplicate-evidence",
+                      f"run {run_id!r}, query {query_id!r}: " + ", ".join(dropped)
+                      + " (same document and span); duplicates were dropped", file_id)
+        return len(seen_ids)
 
-            # evidence entries: canonical ids, span hashes, de-duplication
-            seen_ids: dict[tuple[str, str | None], int] = {}
-            dropped: list[str] = []
-            pos = 0
-            run_id, query_id = rec.run_id, rec.query_id
-            for j, e in enumerate(rec.evidence):
-                raw_id = e.doc_id
-                cid = canon_cache.get(raw_id)
-                if cid is None:
-                    cid = canon_cache[raw_id] = canonical_doc_id(raw_id, canon)
-                sh = e.span_hash
-                text = e.text
-                if text is not None and (sh is None or recompute):
-                    sh = hash_cache.get(text)
-                    if sh is None:
-                        sh = hash_cache[text] = span_hash(text, casefold=casefold)
-                ident = (cid, sh)
-                if ident in seen_ids:
-                    dropped.append(f"evidence[{j}] repeats evidence[{seen_ids[ident]}]")
-                    continue
-                seen_ids[ident] = j
-                md = e.metadata
-                add_row((run_id, query_id, j, cid, raw_id, sh, e.chunk_id, text, e.rank, e.score,
-                         e.char_start, e.char_end, e.page,
-                         None if md is None else json.dumps(md, ensure_ascii=False, separators=(",", ":"))))
-                pos += 1
-            if dropped:
-                warn(spath, ln.line_no, "duplicate-evidence",
-                     f"run {rec.run_id!r}, query {rec.query_id!r}: " + ", ".join(dropped)
-                     + " (same document and span); duplicates were dropped", file_id)
-            r = cols.rec
-            r["run_id"].append(rec.run_id)
-            r["query_id"].append(rec.query_id)
-            r["file_id"].append(file_id)
-            r["line_no"].append(ln.line_no)
-            r["query"].append(rec.query)
-            r["answer"].append(rec.answer)
-            r["n_evidence"].append(pos)
-        if progress is not None:
-            progress(spath, fr.n_lines)
-        file_rows.append((file_id, spath, sha, "evidence", path.stat().st_size,
-                          fr.n_lines, fr.n_loaded, fr.n_rejected))
+    # ------------------------------------------------------------------ the transaction
 
-    report.n_records = len(cols.rec["run_id"])
-    report.n_provenance = len(prov_rec_rows)
-    report.n_entries = len(ev_rows)
-    now = datetime.now(timezone.utc).replace(tzinfo=None)
-    opts_json = json.dumps(options.fingerprint(), sort_keys=True)
+    def write(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Insert everything buffered in one transaction (rolled back on any error)."""
+        report = self.report
+        report.n_records = len(self.records["run_id"])
+        report.n_provenance = len(self.prov_rec_rows)
+        report.n_entries = len(self.ev_rows)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            self._insert(con)
+            if report.n_records or report.n_provenance:
+                for msg in collisions(con):
+                    self.warn(None, None, "collision", msg, None)
+                for msg in coverage_warnings(con):
+                    self.warn(None, None, "coverage", msg, None)
+            if self.warn_rows:
+                con.executemany("INSERT INTO ingest_warnings VALUES (?, ?, ?, ?, ?)", self.warn_rows)
+            if self.file_rows:
+                store.bump_data_version(con)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        report.runs = sorted(self.run_configs)
 
-    con.execute("BEGIN TRANSACTION")
-    try:
-        if file_rows:
-            con.executemany(
-                "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [row + (now, opts_json) for row in file_rows],
-            )
-        if report.n_records:
-            ev_tbl = pa.table({name: list(col) for name, col in zip(_Columns.EVIDENCE, zip(*ev_rows))}
-                              if ev_rows else {c: [] for c in _Columns.EVIDENCE}, schema=_EV_SCHEMA)
-            rec_tbl = pa.table(cols.rec, schema=_REC_SCHEMA)
+    def _insert(self, con: duckdb.DuckDBPyConnection) -> None:
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        opts_json = json.dumps(self.options.fingerprint(), sort_keys=True)
+        if self.file_rows:
+            con.executemany("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            [row + (now, opts_json) for row in self.file_rows])
+        if self.report.n_records:
+            ev_tbl = pa.table({name: list(col) for name, col in zip(_Columns.EVIDENCE, zip(*self.ev_rows))}
+                              if self.ev_rows else {c: [] for c in _Columns.EVIDENCE}, schema=_EV_SCHEMA)
             con.register("_ev_in", ev_tbl)
-            con.register("_rec_in", rec_tbl)
+            con.register("_rec_in", pa.table(self.records, schema=_REC_SCHEMA))
             con.execute("INSERT INTO evidence SELECT * FROM _ev_in")
             con.execute("INSERT INTO records SELECT * FROM _rec_in")
             con.unregister("_ev_in")
             con.unregister("_rec_in")
-        existing_runs = {r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()}
-        new_runs = []
-        for run_id, (cfg, _p, _l) in run_configs.items():
-            if run_id in existing_runs:
-                continue
-            c = cfg or {}
-            new_runs.append((run_id, None if cfg is None else json.dumps(cfg, ensure_ascii=False, sort_keys=True),
-                             _int_or_none(c.get("top_k")), _int_or_none(c.get("chunk_size")),
-                             _int_or_none(c.get("chunk_overlap")),
-                             None if c.get("embedder") is None else str(c.get("embedder"))))
+        new_runs = _new_runs(con, self.run_configs)
         if new_runs:
             con.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)", new_runs)
-        if prov_rec_rows:
-            con.executemany("INSERT INTO prov_records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", prov_rec_rows)
+        if self.prov_rec_rows:
+            con.executemany("INSERT INTO prov_records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.prov_rec_rows)
             con.executemany("INSERT INTO prov_nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            prov_node_rows)
-        if quarantine:
-            con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?)", quarantine)
-        if report.n_records or report.n_provenance:
-            for msg in collisions(con):
-                warn(None, None, "collision", msg, None)
-            for msg in coverage_warnings(con):
-                warn(None, None, "coverage", msg, None)
-        if warn_rows:
-            con.executemany("INSERT INTO ingest_warnings VALUES (?, ?, ?, ?, ?)", warn_rows)
-        if file_rows:
-            store.bump_data_version(con)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    report.runs = sorted(run_configs)
-    return report
+                            self.prov_node_rows)
+        if self.quarantine:
+            con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?)", self.quarantine)
+
+
+def _new_runs(con: duckdb.DuckDBPyConnection, run_configs: dict[str, tuple[dict | None, str, int]]) -> list[tuple]:
+    """Rows for the runs table: runs not yet stored, with the grid settings their config names."""
+    existing = {r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()}
+    rows = []
+    for run_id, (cfg, _p, _l) in run_configs.items():
+        if run_id in existing:
+            continue
+        c = cfg or {}
+        rows.append((run_id, None if cfg is None else json.dumps(cfg, ensure_ascii=False, sort_keys=True),
+                     _int_or_none(c.get("top_k")), _int_or_none(c.get("chunk_size")),
+                     _int_or_none(c.get("chunk_overlap")),
+                     None if c.get("embedder") is None else str(c.get("embedder"))))
+    return rows
 
 
 def _sniff_provenance(data: bytes) -> bool:

@@ -36,17 +36,19 @@ noise_distraction      —                   share of explained queries
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .fidelity import FIDELITY_STAGES
+from ragaudit_core.fidelity.graph import FIDELITY_STAGES
+from ragaudit_core.stability.compare import PAIR_METRIC_LABELS
 
-__all__ = ["DEFAULT_RULES", "PAIR_METRICS", "PRESETS", "RUN_METRICS", "STRICT_RULES", "Rule", "RuleResult",
-           "Verdict", "collect", "dump_rules", "evaluate", "load_rules", "review", "rule_rows", "rules_from_dict",
+__all__ = ["DEFAULT_RULES", "PAIR_METRICS", "PRESETS", "RUN_METRICS", "STRICT_RULES", "GateInputs", "Rule",
+           "RuleResult", "Verdict", "collect", "dump_rules", "evaluate", "load_rules", "review", "rule_rows", "rules_from_dict",
            "rules_from_rows", "save_rules", "verdict_rows", "verdict_table"]
 
-PAIR_METRICS = {"j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain"}
+PAIR_METRICS = frozenset(PAIR_METRIC_LABELS)
 RUN_METRICS = {"cfs_p95", "cfs_mean", "stage_survival", "parse_failure_rate", "warg", "wasted_retrieval",
                "noise_distraction"}
 _STAGES = tuple(FIDELITY_STAGES.values())      # chunking … generation
@@ -201,21 +203,36 @@ def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 
-def evaluate(rules: list[Rule], baseline: str, candidate: str, pair: dict, runs: dict[str, dict]) -> Verdict:
-    """Evaluate rules on precomputed metric values.
+RunMetricKey = str | tuple[str, str] | tuple[str, float]
+"""A run metric: ``metric``, ``("stage_survival", stage)`` or ``("warg", p)``."""
 
-    ``pair[(metric, level)]`` holds the pair metrics between baseline and candidate (absent
-    keys: not applicable). ``runs[run][key]`` holds run metrics under keys ``metric``,
-    ``("stage_survival", stage)`` and ``("warg", p)``; absent or None: not applicable.
-    ``runs["_pair_note"]``, when present, says why pair metrics are absent.
+
+@dataclass
+class GateInputs:
+    """The metric values a verdict is computed from.
+
+    ``pair[(metric, level)]``: the pair metrics between baseline and candidate (absent keys:
+    not applicable). ``runs[run][key]``: each run's own metrics (absent or None: not
+    applicable). ``pair_note``: why pair metrics are absent, when they are.
     """
+
+    baseline: str
+    candidate: str
+    pair: dict[tuple[str, str], float] = field(default_factory=dict)
+    runs: dict[str, dict[RunMetricKey, float | None]] = field(default_factory=dict)
+    pair_note: str | None = None
+
+
+def evaluate(rules: list[Rule], inputs: GateInputs) -> Verdict:
+    """Evaluate rules on precomputed metric values (:class:`GateInputs`)."""
+    baseline, candidate, pair, runs = inputs.baseline, inputs.candidate, inputs.pair, inputs.runs
     results = []
     for rule in rules:
         cmp = _OPS[rule.op]
         if rule.metric in PAIR_METRICS:
             v = pair.get((rule.metric, rule.level))
             if v is None:
-                note = runs.get("_pair_note")
+                note = inputs.pair_note
                 results.append(RuleResult(rule=rule, status="not applicable", message=(
                     f"{rule.metric} at {rule.level} level is unavailable for {baseline} vs {candidate}"
                     + (f": {note}" if note else " (the logs carry no span information)" if rule.level == "span"
@@ -315,8 +332,7 @@ def verdict_table(verdict: Verdict) -> str:
 # --------------------------------------------------------------------------- from the database
 
 
-def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=None
-            ) -> tuple[dict, dict[str, dict]]:
+def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=None) -> GateInputs:
     """The metric values :func:`evaluate` needs, computed from an ingested database.
 
     Pair metrics come from :func:`compare.compare_runs` (the compare page's numbers,
@@ -325,10 +341,10 @@ def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=
     mean over the queries explained in *both* runs when both have any, so a relative
     rule compares like with like; over all of a run's explained queries otherwise).
     """
-    from .compare import compare_runs
-    from .fidelity import fidelity_runs, provenance_runs
+    from ragaudit_core.stability.compare import compare_runs
+    from ragaudit_core.fidelity.score import fidelity_runs, provenance_runs
 
-    from .stability import StabilityError, list_runs, span_capable_runs
+    from ragaudit_core.stability.metrics import StabilityError, list_runs, span_capable_runs
 
     evidence_runs = set(list_runs(con))
     have_prov = set(provenance_runs(con))
@@ -336,8 +352,8 @@ def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=
     for r in (baseline, candidate):
         if r not in known:
             raise StabilityError(f"run {r!r} not found; runs are: {', '.join(map(repr, known))}")
-    pair: dict = {}
-    rows = []
+    pair: dict[tuple[str, str], float] = {}
+    cmp = None
     if not {baseline, candidate} <= evidence_runs:
         pass            # provenance-only run(s): no evidence lists to compare, pair rules are not applicable
     elif baseline == candidate:
@@ -351,21 +367,19 @@ def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=
             pair[("collapse_rate", "span")] = 0.0
     else:
         cmp = comparison if comparison is not None else compare_runs(con, baseline, candidate, tau=tau)
-        rows = [row for _, row in cmp.pair.iterrows()]
-        if cmp.summary["n_collapsed"] is None:
-            rows = [r for r in rows if r["metric"] != "collapse rate"]   # collapse is defined on spans only
-    for row in rows:
-        metric = {"J_avg": "j_avg", "flip rate (J < τ)": "flip_rate", "collapse rate": "collapse_rate",
-                  "null loss (A non-empty → B empty)": "null_loss",
-                  "null gain (A empty → B non-empty)": "null_gain"}[row["metric"]]
-        for level in ("doc", "span"):
-            v = row[level]
-            if v is not None and v == v:
-                pair[(metric, level)] = float(v)
-    runs: dict[str, dict] = {baseline: {}, candidate: {}}
+    if cmp is not None:
+        for metric in PAIR_METRIC_LABELS:
+            if metric == "collapse_rate" and cmp.summary.n_collapsed is None:
+                continue                                      # collapse is defined on spans only
+            for level in ("doc", "span"):
+                v = cmp.pair_value(metric, level)
+                if v is not None:
+                    pair[(metric, level)] = v
+    inputs = GateInputs(baseline, candidate, pair, {baseline: {}, candidate: {}})
     if not {baseline, candidate} <= evidence_runs:
-        runs["_pair_note"] = (f"no evidence logs for {' and '.join(sorted({baseline, candidate} - evidence_runs))}"
-                              " (provenance only)")
+        inputs.pair_note = (f"no evidence logs for {' and '.join(sorted({baseline, candidate} - evidence_runs))}"
+                            " (provenance only)")
+    runs = inputs.runs
     for run, fid in fidelity_runs(con, [r for r in (baseline, candidate) if r in have_prov]).items():
         s = fid.summary
         m = runs[run]
@@ -374,7 +388,7 @@ def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=
             m[("stage_survival", stage)] = v
     for run, vals in _attribution_means(con, baseline, candidate).items():
         runs[run].update(vals)
-    return pair, runs
+    return inputs
 
 
 def _attribution_means(con, baseline: str, candidate: str) -> dict[str, dict]:
@@ -412,5 +426,4 @@ def _attribution_means(con, baseline: str, candidate: str) -> dict[str, dict]:
 
 def review(con, rules: list[Rule], baseline: str, candidate: str, *, tau: float = 0.5) -> Verdict:
     """:func:`collect` then :func:`evaluate`: the verdict for a pair of ingested runs."""
-    pair, runs = collect(con, baseline, candidate, tau=tau)
-    return evaluate(rules, baseline, candidate, pair, runs)
+    return evaluate(rules, collect(con, baseline, candidate, tau=tau))

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .identity import span_hash
+from ragaudit_core.logs.identity import span_hash
 
 __all__ = [
     "BeirData",
@@ -292,7 +292,7 @@ def run_sweep(corpus_dir: str | Path, out_dir: str | Path, *, top_ks: Sequence[i
     """Run the grid and write one ``<run_id>.jsonl.gz`` per configuration into ``out_dir``."""
     import time
 
-    from .models import DEFAULT_EMBEDDER, cache_dir, load_embedder, load_generator
+    from ragaudit_core.models import DEFAULT_EMBEDDER, cache_dir, load_embedder, load_generator
 
     t0 = time.perf_counter()
     cache = Path(cache) if cache else cache_dir()

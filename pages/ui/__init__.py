@@ -1,0 +1,176 @@
+"""The dashboard's helpers, in one place: used only by ``app.py`` and the pages.
+
+Opening the store with a page's precondition, the shared τ slider, the run-pair and query
+pickers, number formatting, the gate-rule editor, and the cached models. The session keys
+live in :mod:`.session`, the HTML built from escaped text in :mod:`.render`. This is the
+only Python outside ``ragaudit_core`` that imports Streamlit; it sits in a folder of
+``pages/`` so Streamlit does not list it as a page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from pages.ui.render import DOC_COLOURS, diverging_html, legend_html, md, owner_html
+from pages.ui.session import KEYS, PAGES, PARAMS
+from ragaudit_core import models
+from ragaudit_core.logs import catalog, store
+from ragaudit_core.review import gate
+
+__all__ = ["DOC_COLOURS", "KEYS", "PAGES", "PARAMS", "Store", "connection", "current_db_path", "diverging_html",
+           "embedder", "fmt", "gate_rule_editor", "generator", "legend_html", "md", "open_store", "owner_html",
+           "query_picker", "run_pair_picker", "tau_slider"]
+
+connection = st.cache_resource(store.connect, show_spinner=False)
+"""One DuckDB connection per database file, shared by every session (each query opens its own cursor)."""
+embedder = st.cache_resource(models.load_embedder, show_spinner="Loading the SBERT model…")
+generator = st.cache_resource(models.load_generator, show_spinner="Loading the generator…")
+
+
+@dataclass(frozen=True)
+class Store:
+    con: object          # duckdb.DuckDBPyConnection
+    db_path: str
+    version: str         # the data version: part of every cached result's key
+
+
+def current_db_path() -> str:
+    """The database this session reads: chosen on the home page, else the default."""
+    return st.session_state.get(KEYS.db_path) or str(store.default_db_path())
+
+
+def open_store(title: str, precondition: Callable[[object], str | None] | None = None) -> Store:
+    """Draw the page title, open the session's database and check the page's precondition
+    (a function of the connection returning why the page cannot draw, or None); when it
+    fails, say why and stop the script."""
+    db_path = current_db_path()
+    con = connection(db_path)
+    st.title(title)
+    if precondition is not None and (msg := precondition(con)):
+        st.info(msg)
+        st.stop()
+    return Store(con, db_path, store.data_version(con))
+
+
+def tau_slider(label: str = "Flip threshold τ (a query flips when J < τ)") -> float:
+    """The flip threshold τ, in the sidebar, shared by every page."""
+    tau = st.sidebar.slider(label, 0.05, 0.95, float(st.session_state.get(KEYS.flip_threshold, 0.5)), 0.05)
+    st.session_state[KEYS.flip_threshold] = tau
+    return tau
+
+
+def run_pair_picker(runs: list[str], labels: tuple[str, str] = ("Baseline run", "Candidate run"),
+                    prefer_sample_run: bool = True) -> tuple[str, str]:
+    """Two runs side by side, remembered across pages; defaults: the sample's base run (or the
+    first run) and the next one."""
+    first = st.session_state.get(KEYS.run_a)
+    if first not in runs:
+        first = catalog.preferred_run(runs) if prefer_sample_run else runs[0]
+    second = st.session_state.get(KEYS.run_b)
+    if second not in runs or second == first:
+        second = next((r for r in runs if r != first), first)
+    c1, c2 = st.columns(2)
+    a = c1.selectbox(labels[0], runs, index=runs.index(first))
+    b = c2.selectbox(labels[1], runs, index=runs.index(second))
+    st.session_state[KEYS.run_a], st.session_state[KEYS.run_b] = a, b
+    return a, b
+
+
+def query_picker(con, current: str | None, *, search_box=st, limit: int = 500) -> str:
+    """Search a query by id or text and pick one (stops the page when nothing matches)."""
+    search = search_box.text_input("Find a query by id or text", value="", placeholder="e.g. 1012, or stem cells")
+    found = catalog.list_queries(con, search, limit=limit)
+    if current and current not in set(found["query_id"]) and not search:
+        exact = catalog.list_queries(con, current)
+        exact = exact[exact.query_id == current]
+        found = exact if len(exact) else found
+    if found.empty:
+        st.warning("No query matches that search.")
+        st.stop()
+    ids = found["query_id"].tolist()
+    labels = dict(zip(found["query_id"], found["query"].fillna("")))
+    return st.selectbox("Query", ids, index=ids.index(current) if current in ids else 0,
+                        format_func=lambda q: f"{q} — {labels.get(q, '')[:110]}")
+
+
+def fmt(v, pct: bool = False, nd: int = 3) -> str:
+    """A number as the dashboard shows it: ``n/a`` when missing, a percentage or ``nd`` decimals."""
+    if v is None or (isinstance(v, float) and v != v):
+        return "n/a"
+    return f"{v:.1%}" if pct else f"{v:.{nd}f}"
+
+
+def gate_rule_editor(db_path: str) -> tuple[list[gate.Rule], str]:
+    """The compare page's rule editor: presets, a TOML upload, the editable table, saving and
+    downloading. Returns the valid rules and their TOML text (invalid rows are shown and left out)."""
+    if KEYS.gate_rules not in st.session_state:
+        st.session_state[KEYS.gate_rules] = gate.rule_rows(gate.DEFAULT_RULES)
+        st.session_state[KEYS.gate_editor] = 0
+    with st.expander("Rules (edit, load, save)"):
+        _rule_sources()
+        edited = st.data_editor(
+            st.session_state[KEYS.gate_rules], num_rows="dynamic", hide_index=True,
+            key=f"compare.rule_editor.{st.session_state[KEYS.gate_editor]}", column_config=_rule_columns())
+        rules, errors = gate.rules_from_rows(edited)
+        for e in errors:
+            st.error(f"Rule {e} (left out until fixed)")
+        toml_text = gate.dump_rules(rules)
+        _rule_targets(rules, toml_text, bool(errors), db_path)
+    return rules, toml_text
+
+
+def _use_rules(rules: list[gate.Rule]) -> None:
+    st.session_state[KEYS.gate_rules] = gate.rule_rows(rules)
+    st.session_state[KEYS.gate_editor] += 1       # a new editor widget, so the table shows the new rows
+    st.rerun()
+
+
+def _rule_sources() -> None:
+    c1, c2 = st.columns([1, 2])
+    preset = c1.selectbox("Start from a preset", ["—", "default", "strict"], help=(
+        "default: doc + span stability, fidelity and WARG relative to the baseline; "
+        "strict: seed 002's absolute fidelity thresholds"))
+    loaded = c2.file_uploader("…or load a rules TOML file", type=["toml"], key="compare.rules_file")
+    if preset != "—" and c1.button(f"Use the {preset} preset"):
+        _use_rules(gate.PRESETS[preset])
+    if loaded is not None and c2.button(f"Use the rules in {loaded.name}"):
+        import tomllib
+
+        try:
+            rules_in = gate.rules_from_dict(tomllib.loads(loaded.getvalue().decode("utf-8")))
+        except (UnicodeDecodeError, ValueError) as e:
+            st.error(f"{loaded.name}: {e}")
+        else:
+            _use_rules(rules_in)
+
+
+def _rule_targets(rules: list[gate.Rule], toml_text: str, has_errors: bool, db_path: str) -> None:
+    c1, c2 = st.columns([2, 1])
+    target = c1.text_input("Save the rules to", value=str(Path(db_path).parent / "gate-rules.toml"))
+    if c2.button("Save rules", disabled=has_errors):
+        try:
+            gate.save_rules(rules, target)
+        except OSError as e:
+            st.error(f"Could not write {target}: {e}")
+        else:
+            st.success(f"Saved {len(rules)} rules to {target} — use them in CI with "
+                       f"`ragaudit gate --rules {target}`.")
+    c2.download_button("Download rules.toml", toml_text, file_name="gate-rules.toml", mime="application/toml")
+
+
+def _rule_columns() -> dict:
+    return {
+        "metric": st.column_config.SelectboxColumn("metric", options=sorted(gate.PAIR_METRICS | gate.RUN_METRICS),
+                                                   required=True),
+        "level": st.column_config.TextColumn("level / stage", help="doc or span; a stage name or 'every'"),
+        "p": st.column_config.NumberColumn("p (WARG)", min_value=0.01, max_value=0.99, step=0.05),
+        "op": st.column_config.SelectboxColumn("op", options=[">=", "<=", ">", "<"], required=True),
+        "threshold": st.column_config.NumberColumn("threshold", required=True, format="%.3f"),
+        "relative": st.column_config.CheckboxColumn("relative to baseline", default=False),
+        "required": st.column_config.CheckboxColumn("required", default=False,
+                                                    help="Fail when the rule's data is absent"),
+    }

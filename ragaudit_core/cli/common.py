@@ -1,0 +1,182 @@
+"""What every command shares: failing with exit 2, opening logs or a database, writing JSON,
+loading models once, resolving run aliases, progress output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, Optional
+
+import typer
+
+from ragaudit_core.logs import catalog, store
+from ragaudit_core.logs.identity import CanonOptions
+from ragaudit_core.logs.ingest import IngestError, IngestOptions, IngestReport, ingest_paths
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "LazyModels", "emit_json", "fail", "fmt", "ingest_options",
+           "ints", "known_runs", "open_logs", "print_ingest", "progress", "resolve_run", "tqdm_progress"]
+
+EXIT_BAD_INPUT = 2
+EXIT_GATE_FAILED = 1
+
+CaseSensitive = Annotated[bool, typer.Option("--case-sensitive", help="Keep the case of doc ids (default: lower-case).")]
+CollapseWs = Annotated[bool, typer.Option("--collapse-internal-whitespace",
+                                          help="Collapse whitespace runs inside doc ids to one space.")]
+CasefoldSpans = Annotated[bool, typer.Option("--casefold-spans", help="Case-fold cited text before span hashing.")]
+MaxLine = Annotated[int, typer.Option("--max-line-bytes", help="Reject lines longer than this many bytes.")]
+JsonOut = Annotated[Optional[str], typer.Option("--json", help="Write the results as JSON here ('-' = stdout).")]
+Device = Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")]
+
+
+def fail(msg: str) -> NoReturn:
+    """Print ``error: msg`` to stderr and exit 2 (bad input or usage)."""
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def fmt(v) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def ints(v: str, what: str) -> list[int]:
+    """Comma-separated integers of an option, or exit 2 naming the option."""
+    try:
+        out = [int(x) for x in v.split(",") if x.strip()]
+    except ValueError:
+        fail(f"{what} must be comma-separated integers, got {v!r}")
+    if not out:
+        fail(f"{what} is empty")
+    return out
+
+
+def ingest_options(case_sensitive: bool = False, collapse_ws: bool = False, casefold_spans: bool = False,
+                   max_line_bytes: int | None = None) -> IngestOptions:
+    kw = {} if max_line_bytes is None else {"max_line_bytes": max_line_bytes}
+    return IngestOptions(canon=CanonOptions(case_sensitive=case_sensitive, collapse_internal_whitespace=collapse_ws),
+                         casefold_spans=casefold_spans, **kw)
+
+
+def print_ingest(report: IngestReport, max_lines: int = 50) -> None:
+    """The ingest summary, rejected lines and warnings on stderr (at most ``max_lines`` of each)."""
+    typer.echo(report.summary(), err=True)
+    for issue in report.rejected[:max_lines]:
+        typer.echo(f"rejected: {issue}", err=True)
+    if len(report.rejected) > max_lines:
+        typer.echo(f"rejected: … and {len(report.rejected) - max_lines} more (see the quarantine table)", err=True)
+    for w in report.warnings[:max_lines]:
+        typer.echo(f"warning: {w}", err=True)
+    if len(report.warnings) > max_lines:
+        typer.echo(f"warning: … and {len(report.warnings) - max_lines} more (see the ingest_warnings table)", err=True)
+
+
+def progress():
+    """``progress(path, lines_read)`` for ingestion: every line on a terminal, else every 100k."""
+    last = {"path": None}
+
+    def cb(path: str, n: int) -> None:
+        if sys.stderr.isatty() or n % 100000 == 0 or last["path"] != path:
+            typer.echo(f"ingest: {path}: {n:,} lines read", err=True)
+        last["path"] = path
+    return cb
+
+
+def tqdm_progress():
+    """``progress(label, i, n)`` drawn as one tqdm bar per label."""
+    from tqdm import tqdm
+
+    bars: dict[str, object] = {}
+
+    def cb(label: str, i: int, n: int) -> None:
+        bar = bars.get(label)
+        if bar is None:
+            bar = bars[label] = tqdm(total=n, desc=label, unit="it", mininterval=2.0)
+        bar.update(i - bar.n)
+        if i >= n:
+            bar.close()
+    return cb
+
+
+def open_logs(paths: list[Path] | None, db: Path | None, *, what: str = "log files or folders",
+              options: IngestOptions | None = None, must_exist: bool = True) -> Any:
+    """A connection to ``db``, or to an in-memory database with ``paths`` ingested first
+    (their report on stderr). Exits 2 when neither is given, the database file is missing
+    (``must_exist``, without paths) or cannot be opened, or ingestion cannot start."""
+    if not paths and db is None:
+        fail(f"give {what}, or --db with an ingested database")
+    if must_exist and db is not None and not paths and not Path(db).exists():
+        fail(f"{db}: no such database file (ingest logs first: ragaudit ingest PATH... --db {db})")
+    try:
+        con = store.connect(db if db is not None else ":memory:")
+        if paths:
+            print_ingest(ingest_paths(con, paths, options or IngestOptions()))
+    except (IngestError, store.StoreError) as e:
+        fail(str(e))
+    return con
+
+
+def emit_json(payload: Any, target: str | None, *, indent: int = 2, default=None) -> None:
+    """``payload`` as JSON to ``target``: a file, ``-`` for stdout, or nowhere when None."""
+    if not target:
+        return
+    text = json.dumps(payload, indent=indent, ensure_ascii=False, default=default)
+    if target == "-":
+        typer.echo(text)
+    else:
+        try:
+            Path(target).write_text(text + "\n", encoding="utf-8")
+        except OSError as e:
+            fail(f"{target}: {e}")
+
+
+def known_runs(con) -> list[str]:
+    """Every run of the database (evidence and provenance); exit 2 when there is none."""
+    runs = catalog.all_run_ids(con)
+    if not runs:
+        fail("no runs are loaded")
+    return runs
+
+
+def resolve_run(name: str, runs: list[str]) -> str:
+    """A run id, or an alias of the harness grid (``base``, ``o0``, ``c128``, …) among ``runs``."""
+    if name in runs:
+        return name
+    from ragaudit_core.harness.sweep import RunConfig, SweepError, parse_run_alias
+
+    grid = []
+    for r in runs:
+        try:
+            parts = dict((p[0], int(p[1:])) for p in r.split("-"))
+            grid.append(RunConfig(parts["k"], parts["c"], parts["o"]))
+        except (KeyError, ValueError, IndexError):
+            continue
+    try:
+        return parse_run_alias(name, grid).run_id
+    except (SweepError, KeyError, ValueError):
+        fail(f"run {name!r} not found; runs are: {', '.join(map(repr, runs))}")
+
+
+class LazyModels:
+    """The embedder and generator a command may need, each loaded on first use and kept."""
+
+    def __init__(self, embedder: str | None = None, generator: str | None = None, device: str = "auto") -> None:
+        self.embedder_name, self.generator_name, self.device = embedder, generator, device
+        self._loaded: dict[str, Any] = {}
+
+    def embedder(self):
+        if "e" not in self._loaded:
+            from ragaudit_core.models import load_embedder
+
+            self._loaded["e"] = load_embedder(self.embedder_name, device=self.device)
+        return self._loaded["e"]
+
+    def generator(self):
+        if "g" not in self._loaded:
+            from ragaudit_core.models import load_generator
+
+            self._loaded["g"] = load_generator(self.generator_name, device=self.device)
+        return self._loaded["g"]

@@ -1,0 +1,52 @@
+"""``ragaudit ingest``: validate logs and load them into a DuckDB file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragaudit_core import workspace
+from ragaudit_core.cli.common import (
+    EXIT_BAD_INPUT,
+    CaseSensitive,
+    CasefoldSpans,
+    CollapseWs,
+    MaxLine,
+    fail,
+    ingest_options,
+    print_ingest,
+    progress,
+)
+from ragaudit_core.logs import store
+from ragaudit_core.logs.ingest import IngestError
+from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
+
+__all__ = ["ingest"]
+
+
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="JSONL / JSONL.gz files or folders.")],
+    db: Annotated[Path, typer.Option("--db", help="DuckDB file to load into.")] = None,
+    case_sensitive: CaseSensitive = False,
+    collapse_internal_whitespace: CollapseWs = False,
+    casefold_spans: CasefoldSpans = False,
+    max_line_bytes: MaxLine = DEFAULT_MAX_LINE_BYTES,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
+    no_precompute: Annotated[bool, typer.Option(
+        "--no-precompute", help="Skip storing the stability overview the dashboard opens on.")] = False,
+) -> None:
+    """Validate evidence logs and load them into a DuckDB file (one transaction)."""
+    db = db or store.default_db_path()
+    try:
+        con = store.connect(db)
+        report = workspace.load_paths(con, paths, ingest_options(case_sensitive, collapse_internal_whitespace,
+                                                                 casefold_spans, max_line_bytes),
+                                      precompute_overview=not no_precompute, progress=progress())
+    except (IngestError, store.StoreError) as e:
+        fail(str(e))
+    print_ingest(report)
+    typer.echo(f"database: {db}", err=True)
+    if strict and report.rejected:
+        raise typer.Exit(EXIT_BAD_INPUT)

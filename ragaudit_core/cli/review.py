@@ -1,0 +1,101 @@
+"""``ragaudit gate`` and ``ragaudit report``: the deploy verdict (exit code for CI) and the
+PDF audit report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ragaudit_core.cli.common import (
+    EXIT_GATE_FAILED,
+    Device,
+    LazyModels,
+    emit_json,
+    fail,
+    known_runs,
+    open_logs,
+    resolve_run,
+)
+from ragaudit_core.logs import store
+from ragaudit_core.review.gate import PRESETS, Rule, load_rules, review, verdict_table
+from ragaudit_core.stability.metrics import StabilityError
+
+__all__ = ["gate", "report"]
+
+
+def _rules_file(rules: Path) -> list[Rule]:
+    """The rules of a TOML file, or exit 2 naming the file and what is wrong."""
+    try:
+        return load_rules(rules)
+    except FileNotFoundError:
+        fail(f"{rules}: no such rules file")
+    except (OSError, ValueError) as e:    # tomllib.TOMLDecodeError and pydantic errors are ValueErrors
+        fail(f"{rules}: {e}")
+
+
+def gate(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Log files or folders to ingest first.")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")] = None,
+    baseline: Annotated[str, typer.Option("--baseline", help="The run in production (id or alias).")] = ...,
+    candidate: Annotated[str, typer.Option("--candidate", help="The run that would replace it (id or alias).")] = ...,
+    rules: Annotated[Optional[Path], typer.Option("--rules", help="TOML rules (preset and/or [[rule]] tables).")] = None,
+    preset: Annotated[str, typer.Option("--preset", help="Rule preset when --rules is not given: default or strict.")] = "default",
+    flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ: a query flips when J < τ.")] = 0.5,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the verdict as JSON here ('-' = stdout).")] = None,
+) -> None:
+    """Deploy gate: may CANDIDATE replace BASELINE? Exit 0 pass, 1 fail, 2 bad input."""
+    if rules is not None:
+        the_rules = _rules_file(rules)
+    elif preset in PRESETS:
+        the_rules = PRESETS[preset]
+    else:
+        fail(f"--preset must be one of {', '.join(PRESETS)}, not {preset!r}")
+    if not the_rules:
+        fail("no rules to evaluate")
+    con = open_logs(paths, db)
+    runs = known_runs(con)
+    try:
+        verdict = review(con, the_rules, resolve_run(baseline, runs), resolve_run(candidate, runs),
+                         tau=flip_threshold)
+    except (StabilityError, store.StoreError) as e:
+        fail(str(e))
+    if json_out != "-":
+        typer.echo(verdict_table(verdict))
+    emit_json(verdict.model_dump(mode="json"), json_out)
+    raise typer.Exit(0 if verdict.status == "pass" else EXIT_GATE_FAILED)
+
+
+def report(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Log files or folders to ingest first.")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Where to write the PDF.")] = Path("audit.pdf"),
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Run in production (for the verdict).")] = None,
+    candidate: Annotated[Optional[str], typer.Option("--candidate", help="Run that would replace it.")] = None,
+    rules: Annotated[Optional[Path], typer.Option("--rules", help="Gate rules TOML (default: the default preset).")] = None,
+    flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ: a query flips when J < τ.")] = 0.5,
+    no_probe: Annotated[bool, typer.Option("--no-probe", help="Do not load SBERT for answer similarities that are "
+                                           "not stored yet (their pairs are left out).")] = False,
+    device: Device = "auto",
+) -> None:
+    """The PDF audit report: cover, verdict, stability, worst queries, probe, fidelity, attributions, methods."""
+    from ragaudit_core.review.report import ReportError, ReportOptions, build_report
+
+    if not out.parent.is_dir():
+        fail(f"{out}: the folder {out.parent} does not exist")
+    the_rules, source = (None, "default preset") if rules is None else (_rules_file(rules), str(rules))
+    con = open_logs(paths, db)
+    runs = known_runs(con)
+    pair = [None if r is None else resolve_run(r, runs) for r in (baseline, candidate)]
+    opts = ReportOptions(baseline=pair[0], candidate=pair[1], rules=the_rules, rules_source=source,
+                         tau=flip_threshold, probe=not no_probe, embedder=LazyModels(device=device).embedder,
+                         db_label=str(db) if db is not None else ", ".join(map(str, paths or [])))
+    try:
+        _blob, data = build_report(con, out, opts, progress=lambda m: typer.echo(f"report: {m}…", err=True))
+    except (StabilityError, store.StoreError, ReportError) as e:
+        fail(str(e))
+    except OSError as e:
+        fail(f"{out}: {e}")
+    verdict = f"; verdict {data.verdict.status.upper()}" if data.verdict is not None else ""
+    typer.echo(f"wrote {out} ({data.timings.get('pages', '?')} pages{verdict})")

@@ -1,0 +1,152 @@
+"""``ragaudit stability`` and ``ragaudit probe``: evidence stability across runs and the
+evidence–answer probe (seed 000)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ragaudit_core.cli.common import (
+    CaseSensitive,
+    CasefoldSpans,
+    CollapseWs,
+    Device,
+    LazyModels,
+    MaxLine,
+    emit_json,
+    fail,
+    fmt,
+    ingest_options,
+    open_logs,
+    resolve_run,
+)
+from ragaudit_core.logs import catalog, store
+from ragaudit_core.logs.identity import DocIdMapError, load_docid_map
+from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
+from ragaudit_core.stability.metrics import (
+    StabilityError,
+    StabilityOptions,
+    StabilityResult,
+    compute_stability,
+    effects_by_change,
+)
+
+__all__ = ["probe", "stability"]
+
+
+def stability(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="JSONL files or folders to ingest first.")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")] = None,
+    docid_map: Annotated[Optional[Path], typer.Option("--docid-map", help="Alias map CSV with headers raw,canonical.")] = None,
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Compare every run with this one.")] = None,
+    runs: Annotated[Optional[str], typer.Option("--runs", help="Comma-separated runs to include (default: all).")] = None,
+    flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ: a pair flips when J < τ.")] = 0.5,
+    topk: Annotated[Optional[int], typer.Option("--topk", help="Keep only the first K entries of each list.")] = None,
+    allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Evaluate the queries all runs share.")] = False,
+    case_sensitive: CaseSensitive = False,
+    collapse_internal_whitespace: CollapseWs = False,
+    casefold_spans: CasefoldSpans = False,
+    max_line_bytes: MaxLine = DEFAULT_MAX_LINE_BYTES,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the metrics as JSON here ('-' = stdout).")] = None,
+    csv_dir: Annotated[Optional[Path], typer.Option("--csv-dir", help="Write runs.csv, pairs.csv, queries.csv here.")] = None,
+) -> None:
+    """Document- and span-level evidence stability across runs (seed 000)."""
+    con = open_logs(paths, db, must_exist=False, options=ingest_options(
+        case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes))
+    try:
+        mapping = {}
+        if docid_map is not None:
+            mapping = load_docid_map(docid_map, case_sensitive=case_sensitive,
+                                     collapse_internal_whitespace=collapse_internal_whitespace)
+        opts = StabilityOptions(
+            runs=[r.strip() for r in runs.split(",") if r.strip()] if runs else None,
+            baseline=baseline, flip_threshold=flip_threshold, topk=topk,
+            allow_missing=allow_missing, docid_map=mapping)
+        result = compute_stability(con, opts)
+    except (StabilityError, DocIdMapError, store.StoreError) as e:
+        fail(str(e))
+    if json_out != "-":
+        _print_stability(result)
+    for w in result.summary["warnings"]:
+        typer.echo(f"warning: {w}", err=True)
+    emit_json(result.to_json(), json_out)
+    if csv_dir:
+        csv_dir.mkdir(parents=True, exist_ok=True)
+        result.runs.to_csv(csv_dir / "runs.csv", index=False)
+        result.pairs.to_csv(csv_dir / "pairs.csv", index=False)
+        result.queries.to_csv(csv_dir / "queries.csv", index=False)
+
+
+def _print_stability(result: StabilityResult) -> None:
+    s = result.summary
+    lines = [
+        f"queries evaluated: {s['n_queries']}   run pairs: {s['n_pairs']}   flip threshold τ = {s['flip_threshold']}",
+        f"mean J_doc = {fmt(s['mean_j_doc'])}   mean J_span = {fmt(s['mean_j_span'])}   "
+        f"gap ratio = {fmt(s['gap_ratio'])}",
+        f"collapse rate (span) = {fmt(s['collapse_rate'])}   flip rate doc/span = "
+        f"{fmt(s['flip_rate']['doc'])}/{fmt(s['flip_rate']['span'])}   null transitions = {s['null_transitions']}   "
+        f"same docs, different spans = {fmt(s['same_docs_diff_spans'])}",
+    ]
+    if s["gap_ratio_note"]:
+        lines.append(s["gap_ratio_note"])
+    typer.echo("\n".join(lines))
+    table = result.pairs[["run_a", "run_b", "changed", "level", "j_avg", "flip_rate", "null_loss", "null_gain",
+                          "collapse_rate", "same_docs_diff_spans"]]
+    typer.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    effects = effects_by_change(result.pairs)
+    if not effects.empty and set(effects["changed"]) != {"unknown"}:
+        typer.echo("\nby what changed between the two runs (pairs weigh equally):")
+        typer.echo(effects.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+
+
+def probe(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Run files or folders to ingest first.")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="DuckDB file.")] = None,
+    pair: Annotated[Optional[list[str]], typer.Option("--pair", help="A:B (run ids or aliases base, o0, c128, …); repeatable.")] = None,
+    flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ for silent jitter (J_span < τ).")] = 0.5,
+    embedder: Annotated[Optional[str], typer.Option("--embedder", help="SBERT model (default: packaged MiniLM).")] = None,
+    device: Device = "auto",
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write rows and summaries as JSON ('-' = stdout).")] = None,
+) -> None:
+    """The evidence–answer probe: answer similarity vs J_span (seed 000, Table 1)."""
+    from ragaudit_core.models import ModelLoadError
+    from ragaudit_core.stability.probe import DEFAULT_SIMILARITY_MODEL, probe_pair
+
+    con = open_logs(paths, db, must_exist=False)
+    pairs = _probe_pairs(con, pair)
+    models = LazyModels(embedder=embedder, device=device)   # loaded only for similarities not stored yet
+    try:
+        results = [probe_pair(con, a, b, models.embedder, tau=flip_threshold,
+                              model=embedder or DEFAULT_SIMILARITY_MODEL) for a, b in pairs]
+    except (StabilityError, store.StoreError, ModelLoadError) as e:
+        fail(str(e))
+    if json_out != "-":
+        typer.echo(f"{'pair':40} {'n':>4} {'J_span':>7} {'Sim':>6} {'Drift<0.9':>9} {'Drift<0.8':>9} {'rho':>7}")
+        for r in results:
+            s = r.summary
+            typer.echo(f"{s['pair']:40} {s['n_queries']:>4} {fmt(s['mean_j_span']):>7} {fmt(s['mean_sim']):>6} "
+                       f"{s['drift_0.9']:>9} {s['drift_0.8']:>9} {fmt(s['spearman_rho']):>7}")
+    emit_json([{"summary": r.summary, "rows": json.loads(r.rows.to_json(orient="records"))} for r in results],
+              json_out)
+
+
+def _probe_pairs(con, pair: list[str] | None) -> list[tuple[str, str]]:
+    """The ``--pair A:B`` options resolved, else every answered run against the sample's base run."""
+    if pair:
+        runs = catalog.evidence_run_ids(con)
+        pairs = []
+        for p in pair:
+            if ":" not in p:
+                fail(f"--pair must be A:B, got {p!r}")
+            a, b = p.split(":", 1)
+            pairs.append((resolve_run(a, runs), resolve_run(b, runs)))
+        return pairs
+    answered = catalog.answered_runs(con)
+    if len(answered) < 2:
+        fail("fewer than two runs carry answers; nothing to probe")
+    base = catalog.preferred_run(answered)
+    return [(base, r) for r in answered if r != base]
+

@@ -1,0 +1,261 @@
+"""Citation fidelity (seed 002): extraction, verification, CFS, stage survival, alerts.
+
+Definitions, as the seed gives them and as read here:
+
+**Extraction** (Pattern 3). Citation strings are found in the generated text with
+configurable regular expressions; defaults: ``[Source: <doc_id>, p. <n>]``,
+``[Document <n>]`` / ``(Document <n>)`` and ``[<n>]`` (the last two name the n-th
+context element, counted from 1). A *parse failure* is a bracketed fragment that looks
+like a citation (``[Source …]``, ``[Document …]``, ``[Doc …]``, ``[Ref …]``) but matches
+no pattern; the parse-failure rate is failures / (citations + failures).
+
+**Verification** (Pattern 3, ``verify_citation``), one score and one label per citation:
+
+* 1.0 ``exact_context_match`` — the cited (document, page) is a context element (a
+  context element without a page matches on the document);
+* 0.3 ``valid_doc_invalid_page_or_unretrieved`` — the document exists, the page is within
+  it, but it is not in the context;
+* 0.0 ``hallucinated_page_exceeds_document_bounds`` — the page is beyond the document;
+* 0.0 ``hallucinated_document_id`` — no such document;
+* 0.0 ``context_index_out_of_range`` / ``context_element_without_coordinates`` — an index
+  citation naming no context element, or one whose coordinates were lost upstream.
+
+**CFS**, per query: the mean verification score of its citations (Pattern 3,
+``compute_query_cfs``); undefined (None, "no_citations_found") without citations.
+
+**Stage survival and the product form** (seed equation
+``CFS = ∏ P(coordinate_correct_stage | coordinate_correct_stage−1)``), per query with
+ground truth, for the seed's five factors:
+
+* chunking — every chunk node carries origin coordinates (document and offsets or page);
+* retrieval — a retrieved node (stage 2) resolves to a ground-truth document;
+* reranking — a reranked node (stage 3) still resolves to one (its own coordinates or
+  a ``derived_from`` chain to a node that has them);
+* compression — a context element (stage 4) resolves to one;
+* generation — an emitted citation resolves to one.
+
+A stage the record has no node for is skipped (a pipeline without a reranker is not
+penalised). After the first failing stage the later ones are not evaluated; the
+product is 1 when every evaluated stage survives, else 0, and the first failing stage
+localises the loss. A run's survival rate of stage s is the conditional rate
+``#(survived s) / #(survived s−1)`` over queries with ground truth (so the rates
+multiply to the share of queries with product 1). Stage 6 (post-processing) is judged
+by the parse-failure rate.
+
+**Percentiles**: p50/p95/p99 are the 50th/95th/99th percentiles of per-query CFS
+(linear interpolation), read literally as the seed writes them. ``percentile="tail"``
+reads "p95" as the value 95 % of queries reach or exceed (the 5th percentile) instead.
+
+**Alerts** (seed's checklist): p95 CFS < 0.85; any stage survival < 0.90; parse-failure
+rate > 0.5 % — thresholds configurable (:class:`FidelityRules`).
+"""
+
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragaudit_core.fidelity.citations import DEFAULT_PATTERNS, CitationPattern, extract_citations, verify_citation
+from ragaudit_core.fidelity.graph import (
+    FIDELITY_STAGES,
+    QueryGraph,
+    failure_modes,
+    has_origin,
+    load_graphs,
+    provenance_runs,
+)
+from ragaudit_core.logs.identity import CanonOptions
+
+__all__ = ["FidelityRules", "QueryFidelity", "RunFidelity", "canary", "compute_query", "fidelity_runs",
+           "summarise_run"]
+
+
+@dataclass
+class QueryFidelity:
+    run_id: str
+    query_id: str
+    cfs: float | None
+    diagnostic: str | None
+    citations: list[dict]
+    parse_failures: list[str]
+    survival: dict[int, int | None]          # stage -> 1 / 0 / None (not evaluated)
+    cfs_product: int | None
+    first_failed_stage: int | None
+    findings: list[dict]
+
+
+def compute_query(g: QueryGraph, patterns: Sequence[CitationPattern] = DEFAULT_PATTERNS,
+                  canon: CanonOptions = CanonOptions()) -> QueryFidelity:
+    """Extraction, verification, CFS, stage survival and failure modes for one record."""
+    cits, failures = extract_citations(g.generated_text, patterns)
+    rows = []
+    for c in cits:
+        score, diag, doc, page = verify_citation(c, g, canon)
+        rows.append({"citation": c.string, "pattern": c.pattern, "score": score, "diagnostic": diag,
+                     "doc_id": doc, "page": page, "start": c.start, "end": c.end})
+    cfs = float(np.mean([r["score"] for r in rows])) if rows else None
+    diagnostic = None if rows else "no_citations_found"
+
+    gt = {t["doc_id"] for t in g.ground_truth}
+    survival: dict[int, int | None] = dict.fromkeys(FIDELITY_STAGES)
+    product = first_failed = None
+    if gt:
+        present = {n.stage for n in g.nodes.values()}
+        checks = {
+            1: lambda: all(has_origin(n) for n in g.nodes.values() if n.artifact_type == "chunk"),
+            2: lambda: any(g.resolve(n.node_id)[0] in gt for n in g.nodes.values() if n.stage == 2),
+            3: lambda: any(g.resolve(n.node_id)[0] in gt for n in g.nodes.values() if n.stage == 3),
+            4: lambda: any(g.resolve(n.node_id)[0] in gt for n in g.nodes.values() if n.stage == 4),
+            5: lambda: any(r["doc_id"] in gt for r in rows),
+        }
+        product = 1
+        for s in FIDELITY_STAGES:
+            if s != 5 and s not in present:
+                continue  # the pipeline has no such stage: nothing to lose there
+            ok = int(bool(checks[s]()))
+            survival[s] = ok
+            if not ok:
+                product, first_failed = 0, s
+                break
+    return QueryFidelity(g.run_id, g.query_id, cfs, diagnostic, rows, failures, survival, product, first_failed,
+                         failure_modes(g))
+
+
+# --------------------------------------------------------------------------- per run
+
+
+class FidelityRules(BaseModel):
+    """Alert thresholds of seed 002's checklist (loadable from TOML, ``[fidelity]`` table)."""
+
+    model_config = ConfigDict(extra="forbid")
+    p95_cfs_min: float = Field(0.85, ge=0, le=1)
+    stage_survival_min: float = Field(0.90, ge=0, le=1)
+    parse_failure_max: float = Field(0.005, ge=0, le=1)
+    percentile: str = Field("upper", pattern="^(upper|tail)$")
+    canary_alpha: float = Field(0.01, gt=0, lt=1)
+
+    @classmethod
+    def from_toml(cls, path) -> "FidelityRules":
+        import tomllib
+
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+        return cls.model_validate(data.get("fidelity", data))
+
+
+@dataclass
+class RunFidelity:
+    run_id: str
+    summary: dict
+    queries: pd.DataFrame     # one row per query
+    citations: pd.DataFrame   # one row per citation
+    findings: pd.DataFrame    # failure-mode findings
+    alerts: list[dict]
+
+
+def _pct(values: np.ndarray, q: float, convention: str) -> float | None:
+    if not len(values):
+        return None
+    return float(np.percentile(values, q if convention == "upper" else 100 - q))
+
+
+def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: FidelityRules = FidelityRules()
+                  ) -> RunFidelity:
+    """Run-level figures and the alerts that fire."""
+    q = pd.DataFrame([{
+        "query_id": r.query_id, "cfs": r.cfs, "n_citations": len(r.citations),
+        "n_parse_failures": len(r.parse_failures), "cfs_product": r.cfs_product,
+        "first_failed_stage": FIDELITY_STAGES.get(r.first_failed_stage) if r.first_failed_stage else None,
+        "diagnostic": r.diagnostic or ("; ".join(sorted({c["diagnostic"] for c in r.citations}))),
+        **{f"survived_{name}": r.survival.get(s) for s, name in FIDELITY_STAGES.items()},
+        "n_findings": len(r.findings)} for r in results])
+    cits = pd.DataFrame([{"query_id": r.query_id, **c} for r in results for c in r.citations],
+                        columns=["query_id", "citation", "pattern", "score", "diagnostic", "doc_id", "page",
+                                 "start", "end"])
+    finds = pd.DataFrame([{"query_id": r.query_id, **f} for r in results for f in r.findings],
+                         columns=["query_id", "node_id", "check", "detail", "staleness_s"])
+    cfs = np.array([r.cfs for r in results if r.cfs is not None], dtype=float)
+    n_cit = int(sum(len(r.citations) for r in results))
+    n_fail = int(sum(len(r.parse_failures) for r in results))
+    parse_rate = n_fail / (n_cit + n_fail) if n_cit + n_fail else None
+    with_gt = [r for r in results if r.cfs_product is not None]
+    survival = {}
+    for s, name in FIDELITY_STAGES.items():
+        evaluated = [r for r in with_gt if r.survival.get(s) is not None]
+        survival[name] = (sum(r.survival[s] for r in evaluated) / len(evaluated)) if evaluated else None
+    conv = rules.percentile
+    summary = {
+        "run_id": run_id, "n_queries": len(results), "n_with_citations": int(len(cfs)),
+        "n_citations": n_cit, "n_parse_failures": n_fail, "parse_failure_rate": parse_rate,
+        "cfs_mean": float(cfs.mean()) if len(cfs) else None,
+        "cfs_p50": _pct(cfs, 50, conv), "cfs_p95": _pct(cfs, 95, conv), "cfs_p99": _pct(cfs, 99, conv),
+        "percentile_convention": conv,
+        "n_with_ground_truth": len(with_gt),
+        "cfs_product_mean": float(np.mean([r.cfs_product for r in with_gt])) if with_gt else None,
+        "stage_survival": survival,
+        "outcomes": {k: int(v) for k, v in cits["diagnostic"].value_counts().items()},
+        "failure_modes": {k: int(v) for k, v in finds["check"].value_counts().items()},
+    }
+    alerts = []
+
+    def rule(name: str, value, threshold, fires: bool | None, sentence: str) -> None:
+        status = "not applicable" if fires is None else ("alert" if fires else "ok")
+        alerts.append({"rule": name, "value": value, "threshold": threshold, "status": status,
+                       "message": sentence})
+
+    p95 = summary["cfs_p95"]
+    rule("p95 CFS", p95, rules.p95_cfs_min, None if p95 is None else p95 < rules.p95_cfs_min,
+         "no query has a citation, so there is no CFS distribution" if p95 is None else
+         f"p95 CFS is {p95:.3f}, {'below' if p95 < rules.p95_cfs_min else 'at or above'} the threshold "
+         f"{rules.p95_cfs_min}")
+    for name, rate in survival.items():
+        rule(f"{name} survival", rate, rules.stage_survival_min,
+             None if rate is None else rate < rules.stage_survival_min,
+             f"no query with ground truth reached the {name} stage" if rate is None else
+             f"{rate:.1%} of queries keep a ground-truth source through {name} "
+             f"({'below' if rate < rules.stage_survival_min else 'at or above'} {rules.stage_survival_min:.0%})")
+    rule("parse-failure rate", parse_rate, rules.parse_failure_max,
+         None if parse_rate is None else parse_rate > rules.parse_failure_max,
+         "the generated texts hold no citation-like strings" if parse_rate is None else
+         f"{n_fail} of {n_cit + n_fail} citation-like strings could not be parsed ({parse_rate:.2%}; "
+         f"threshold {rules.parse_failure_max:.2%})")
+    summary["n_alerts"] = sum(a["status"] == "alert" for a in alerts)
+    return RunFidelity(run_id, summary, q, cits, finds, alerts)
+
+
+def canary(cfs_a: Sequence[float], cfs_b: Sequence[float], *, alpha: float = 0.01) -> dict:
+    """Seed 002's canary check: Mann–Whitney U (two-sided) between two runs' per-query CFS."""
+    a = np.asarray([x for x in cfs_a if x is not None], dtype=float)
+    b = np.asarray([x for x in cfs_b if x is not None], dtype=float)
+    out = {"n_a": len(a), "n_b": len(b), "median_a": float(np.median(a)) if len(a) else None,
+           "median_b": float(np.median(b)) if len(b) else None, "alpha": alpha}
+    if len(a) < 2 or len(b) < 2:
+        return out | {"u": None, "p_value": None, "significant": None,
+                      "note": "at least two queries with citations are needed on each side"}
+    if np.all(a == a[0]) and np.all(b == b[0]) and a[0] == b[0]:
+        return out | {"u": float(len(a) * len(b) / 2), "p_value": 1.0, "significant": False}
+    from scipy.stats import mannwhitneyu
+
+    res = mannwhitneyu(a, b, alternative="two-sided")
+    return out | {"u": float(res.statistic), "p_value": float(res.pvalue), "significant": bool(res.pvalue < alpha)}
+
+
+def fidelity_runs(con: duckdb.DuckDBPyConnection, runs: Sequence[str] | None = None,
+                  rules: FidelityRules = FidelityRules(),
+                  patterns: Sequence[CitationPattern] = DEFAULT_PATTERNS) -> dict[str, RunFidelity]:
+    """Citation fidelity of each provenance run in the database."""
+    from ragaudit_core.logs import store
+
+    opts = store.get_json_meta(con.cursor(), "ingest_options") or {}
+    canon = CanonOptions(case_sensitive=bool(opts.get("case_sensitive", False)),
+                         collapse_internal_whitespace=bool(opts.get("collapse_internal_whitespace", False)))
+    out = {}
+    for run in (runs if runs is not None else provenance_runs(con)):
+        out[run] = summarise_run(run, [compute_query(g, patterns, canon) for g in load_graphs(con, run)], rules)
+    return out

@@ -1,0 +1,303 @@
+"""Every number and figure the report shows, gathered from an ingested database.
+
+The report asks the same functions the dashboard pages and the CLI call — stability,
+compare, probe, fidelity, attributions, gate — and builds the same Plotly figures as the
+dashboard (:mod:`ragaudit_core.review.charts`). One function per step; a step whose data
+is absent records why in :attr:`ReportData.omitted` (the cover lists it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import duckdb
+import pandas as pd
+import plotly.graph_objects as go
+
+from ragaudit_core import __version__
+from ragaudit_core.attribution.explain import batch_tables
+from ragaudit_core.fidelity import canary, fidelity_runs, provenance_runs
+from ragaudit_core.logs import catalog, store
+from ragaudit_core.review import charts
+from ragaudit_core.review.gate import DEFAULT_RULES, Rule, Verdict, collect, evaluate
+from ragaudit_core.stability.cache import stability_cached
+from ragaudit_core.stability.compare import CompareResult, compare_runs
+from ragaudit_core.stability.drilldown import evidence_side_by_side
+from ragaudit_core.stability.metrics import StabilityError, StabilityOptions, effects_by_change, list_runs
+from ragaudit_core.stability.probe import DEFAULT_SIMILARITY_MODEL, has_answers, lookup_similarities, probe_pair
+
+__all__ = ["ReportData", "ReportError", "ReportOptions", "gather"]
+
+
+class ReportError(ValueError):
+    """The report cannot be built (message says why)."""
+
+
+@dataclass
+class ReportOptions:
+    baseline: str | None = None
+    candidate: str | None = None
+    rules: list[Rule] | None = None          # None: the default preset
+    rules_source: str = "default preset"
+    tau: float = 0.5
+    worst_queries: int = 5
+    entries_per_side: int = 5
+    excerpt_chars: int = 240
+    probe: bool = True                      # compute answer similarity (SBERT) when it is not stored
+    embedder: Any = None                    # loaded model or zero-argument loader; default packaged MiniLM
+    db_label: str = ""
+
+    @property
+    def pair(self) -> tuple[str, str] | None:
+        return (self.baseline, self.candidate) if self.baseline is not None else None
+
+
+@dataclass
+class WorstQuery:
+    """One of the least stable queries, with both runs' first evidence entries."""
+
+    query_id: str
+    query: str | None
+    run_a: str
+    run_b: str
+    j_doc: float
+    j_span: float | None
+    a: list[dict]            # rank, doc_id, status, same_doc_other_span, text (an excerpt)
+    b: list[dict]
+    n_a: int
+    n_b: int
+
+
+@dataclass
+class ReportData:
+    generated_at: str
+    version: str
+    db_label: str
+    data_version: str
+    runs: pd.DataFrame
+    prov_runs: pd.DataFrame
+    files: pd.DataFrame
+    n_queries: int
+    n_rejected: int
+    tau: float = 0.5
+    omitted: list[str] = field(default_factory=list)
+    verdict: Verdict | None = None
+    rules_source: str = ""
+    stability: Any = None                   # StabilityResult
+    effects: pd.DataFrame | None = None
+    worst: list[WorstQuery] = field(default_factory=list)
+    worst_scope: str = ""
+    probes: list = field(default_factory=list)          # ProbeResult
+    fidelity: dict = field(default_factory=dict)        # run → RunFidelity
+    canary: dict | None = None
+    attributions: dict = field(default_factory=dict)    # run → {"failure": df, "warg": df}
+    figures: dict[str, go.Figure] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class _Clock:
+    """Seconds per step, into ``ReportData.timings``."""
+
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings, self.t = timings, time.perf_counter()
+
+    def tick(self, key: str) -> None:
+        t = time.perf_counter()
+        self.timings[key] = round(t - self.t, 3)
+        self.t = t
+
+
+def gather(con: duckdb.DuckDBPyConnection, opts: ReportOptions = ReportOptions(),
+           progress: Callable[[str], None] | None = None) -> ReportData:
+    """Every number and figure the report shows, from an ingested database."""
+    say = progress or (lambda _m: None)
+    timings: dict[str, float] = {}
+    clock = _Clock(timings)
+    data = _catalog(con, opts, timings)
+    clock.tick("catalog")
+    evidence_runs = list_runs(con)
+    cmp = None
+    if opts.pair:
+        say("verdict")
+        cmp = _verdict(con, data, opts, evidence_runs)
+        clock.tick("verdict")
+    else:
+        data.omitted.append("verdict (no baseline and candidate were chosen)")
+    for name, key, step in (("stability", "stability", lambda: _stability(con, data, opts, evidence_runs)),
+                            ("worst queries", "worst_queries", lambda: _worst_queries(con, data, opts, cmp)),
+                            ("answer probe", "probe", lambda: _probes(con, data, opts)),
+                            ("citation fidelity", "fidelity", lambda: _fidelity(con, data, opts)),
+                            ("attributions", "attributions", lambda: _attributions(con, data, evidence_runs))):
+        say(name)
+        step()
+        clock.tick(key)
+    return data
+
+
+def _catalog(con, opts: ReportOptions, timings: dict[str, float]) -> ReportData:
+    runs = catalog.runs_table(con)
+    prov_table = catalog.provenance_runs_table(con)
+    if runs.empty and prov_table.empty:
+        raise ReportError("the database holds no runs; ingest logs first")
+    known = catalog.all_run_ids(con)
+    for r in (opts.baseline, opts.candidate):
+        if r is not None and r not in known:
+            raise ReportError(f"run {r!r} not found; runs are: {', '.join(map(repr, known))}")
+    if (opts.baseline is None) != (opts.candidate is None):
+        raise ReportError("give both a baseline and a candidate run, or neither")
+    return ReportData(
+        generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), version=__version__,
+        db_label=opts.db_label, data_version=store.data_version(con), runs=runs, prov_runs=prov_table,
+        files=catalog.files_table(con), n_queries=catalog.distinct_query_count(con),
+        n_rejected=catalog.overview(con)["rejected"], tau=opts.tau, timings=timings)
+
+
+def _verdict(con, data: ReportData, opts: ReportOptions, evidence_runs: list[str]) -> CompareResult | None:
+    """The gate's verdict on the pair; returns the pair's comparison (reused by the worst queries)."""
+    pair = opts.pair
+    rules = opts.rules if opts.rules is not None else DEFAULT_RULES
+    cmp = (compare_runs(con, *pair, tau=opts.tau)
+           if pair[0] != pair[1] and set(pair) <= set(evidence_runs) else None)
+    data.verdict = evaluate(rules, collect(con, *pair, tau=opts.tau, comparison=cmp))
+    data.rules_source = opts.rules_source
+    return cmp
+
+
+def _stability(con, data: ReportData, opts: ReportOptions, evidence_runs: list[str]) -> None:
+    if len(evidence_runs) < 2:
+        data.omitted.append("evidence stability (it compares the evidence logs of two or more runs; "
+                            f"{len(evidence_runs)} loaded)")
+        return
+    try:
+        res = stability_cached(con, StabilityOptions(flip_threshold=opts.tau, allow_missing=True))
+    except StabilityError as e:
+        data.omitted.append(f"evidence stability ({e})")
+        return
+    data.stability = res
+    data.effects = effects_by_change(res.pairs)
+    data.figures["stability_scatter"] = charts.stability_scatter(
+        res.pairs, gap_ratio=res.summary["gap_ratio"], highlight=tuple(sorted(opts.pair)) if opts.pair else None)
+    data.figures["jmin_histogram"] = charts.jmin_histogram(res.queries)
+
+
+def _worst_queries(con, data: ReportData, opts: ReportOptions, cmp: CompareResult | None) -> None:
+    """The reviewed pair's least stable queries, else each query's worst pair (J_min)."""
+    if cmp is not None:
+        a, b = opts.pair
+        data.worst_scope = f"the reviewed pair, {a} (A) vs {b} (B)"
+        picks = [(r.query_id, a, b, r.j_doc, None if pd.isna(r.j_span) else r.j_span)
+                 for r in cmp.queries.head(opts.worst_queries).itertuples()]
+    elif data.stability is not None:
+        q = data.stability.queries
+        level = "span" if (q["level"] == "span").any() else "doc"
+        q = q[q["level"] == level].sort_values(["j_min", "query_id"]).head(opts.worst_queries)
+        data.worst_scope = f"every run pair: each query's worst pair at {level} level (J_min)"
+        picks = [(r.query_id, r.run_a, r.run_b, None, None) for r in q.itertuples()]
+    else:
+        picks = []
+    pair_cells: dict[tuple[str, str], pd.DataFrame] = {}
+    for qid, a, b, jd, js in picks:
+        ea, eb = evidence_side_by_side(con, qid, a, b)
+        if jd is None:            # J_min mode: this query's worst pair, computed once per pair
+            if (a, b) not in pair_cells:
+                pair_cells[(a, b)] = compare_runs(con, a, b, tau=opts.tau).queries.set_index("query_id")
+            cells = pair_cells[(a, b)]
+            jd = float(cells.loc[qid, "j_doc"])
+            js = None if pd.isna(cells.loc[qid, "j_span"]) else float(cells.loc[qid, "j_span"])
+        data.worst.append(WorstQuery(qid, catalog.query_text(con, qid, [a, b]), a, b, jd, js,
+                                     _entries(ea, opts), _entries(eb, opts), len(ea), len(eb)))
+
+
+def _entries(frame: pd.DataFrame, opts: ReportOptions) -> list[dict]:
+    out = []
+    for r in frame.head(opts.entries_per_side).itertuples():
+        text = r.text if isinstance(r.text, str) else ""
+        text = " ".join(text.split())
+        if len(text) > opts.excerpt_chars:
+            text = text[: opts.excerpt_chars - 1] + "…"
+        out.append({"rank": int(r.position) + 1, "doc_id": r.doc_id, "status": r.status,
+                    "same_doc_other_span": bool(r.same_doc_other_span), "text": text})
+    return out
+
+
+def _probe_pairs(con, opts: ReportOptions) -> list[tuple[str, str]] | None:
+    """Every answered run against one anchor (the reviewed baseline, else the sample's base run);
+    the reviewed pair first. None when fewer than two runs carry answers."""
+    answered = catalog.answered_runs(con)
+    if len(answered) < 2:
+        return None
+    pair = opts.pair
+    anchor = pair[0] if pair and pair[0] in answered else catalog.preferred_run(answered)
+    pairs = [(anchor, r) for r in answered if r != anchor]
+    if pair and pair[0] != pair[1] and all(r in answered for r in pair) and tuple(pair) not in pairs:
+        pairs.insert(0, tuple(pair))
+    return pairs
+
+
+def _probes(con, data: ReportData, opts: ReportOptions) -> None:
+    pairs = _probe_pairs(con, opts)
+    if pairs is None:
+        data.omitted.append("answer probe (fewer than two runs carry answers)")
+        return
+    loaded: list = []
+
+    def encoder():
+        if not loaded:
+            e = opts.embedder
+            if e is None:
+                from ragaudit_core.models import load_embedder
+
+                e = load_embedder
+            loaded.append(e() if callable(e) and not hasattr(e, "encode") else e)
+        return loaded[0]
+
+    skipped = []
+    for a, b in pairs:
+        if not opts.probe:        # only pairs whose every similarity is stored: no model load
+            if len(lookup_similarities(con, a, b, model=DEFAULT_SIMILARITY_MODEL)) < has_answers(con, a, b):
+                skipped.append(f"{a} vs {b}")
+                continue
+        data.probes.append(probe_pair(con, a, b, encoder, tau=opts.tau))
+    if skipped:
+        data.omitted.append("answer probe for " + ", ".join(skipped) + " (similarities not computed yet)")
+    if data.probes:
+        p0 = data.probes[0]
+        data.figures["probe_scatter"] = charts.probe_scatter(p0.rows, tau=opts.tau, title=f"{p0.run_a} vs {p0.run_b}")
+
+
+def _fidelity(con, data: ReportData, opts: ReportOptions) -> None:
+    prov = provenance_runs(con)
+    if not prov:
+        data.omitted.append("citation fidelity (no provenance logs)")
+        return
+    data.fidelity = fidelity_runs(con, prov)
+    summaries = {r: f.summary for r, f in data.fidelity.items()}
+    data.figures["survival_funnel"] = charts.survival_funnel(summaries)
+    data.figures["cfs_histogram"] = charts.cfs_histogram(
+        {r: f.queries["cfs"].dropna().tolist() for r, f in data.fidelity.items()}, summaries=summaries,
+        threshold=0.85)
+    pair = opts.pair
+    if pair and all(r in data.fidelity for r in pair) and pair[0] != pair[1]:
+        data.canary = {"baseline": pair[0], "candidate": pair[1], **canary(
+            data.fidelity[pair[0]].queries["cfs"].dropna(), data.fidelity[pair[1]].queries["cfs"].dropna())}
+
+
+def _attributions(con, data: ReportData, evidence_runs: list[str]) -> None:
+    for run in evidence_runs:
+        tables = batch_tables(con, run)
+        if tables:
+            data.attributions[run] = tables
+    if not data.attributions:
+        data.omitted.append("attributions (none stored; run `ragaudit attribute` or the Attributions page)")
+        return
+    means = {}
+    for run, tables in data.attributions.items():
+        for _, row in tables["warg"].iterrows():
+            means[f"{run}, {row['condition']}"] = {c[5:]: row[c] for c in tables["warg"].columns
+                                                   if c.startswith("warg_") and pd.notna(row[c])}
+    data.figures["warg_curves"] = charts.warg_curves(
+        {}, run_means=means, title="Mean WARG(p) over each run's explained queries (seed 001, Table 3)")

@@ -1,0 +1,89 @@
+"""Lay the gathered data out as a PDF: charts exported once, fonts planned for the characters
+the report will draw, then each section of :data:`sections.SECTIONS` in turn."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from ragaudit_core.review.fonts import plan_fonts
+from ragaudit_core.review.report.export import export_figures
+from ragaudit_core.review.report.gather import ReportData
+from ragaudit_core.review.report.layout import ReportPDF
+from ragaudit_core.review.report.methods import METHODS_TEXT
+from ragaudit_core.review.report.sections import SECTIONS
+
+__all__ = ["render"]
+
+
+def render(data: ReportData, out: str | Path | None = None, *, chart_images: dict[str, bytes] | None = None,
+           progress: Callable[[str], None] | None = None) -> bytes:
+    """Lay ``data`` out as a PDF; returns its bytes (and writes ``out`` when given)."""
+    say = progress or (lambda _m: None)
+    t = time.perf_counter()
+    chart_error = None
+    if chart_images is None:
+        say("charts")
+        chart_images, chart_error = export_figures(data.figures)
+    t = _tick(data.timings, "charts", t)
+    say("layout")
+    pdf = ReportPDF(plan_fonts(_strings(data)), f"RagAudit {data.version} audit report · {data.generated_at}",
+                    chart_images, chart_error)
+    pdf.set_author(f"RagAudit {data.version}")
+    for section in SECTIONS:
+        section(pdf, data)
+    t = _tick(data.timings, "layout", t)
+    say("writing")
+    blob = bytes(pdf.output())
+    _tick(data.timings, "output", t)
+    data.timings["pages"] = pdf.pages_count
+    if out is not None:
+        Path(out).write_bytes(blob)
+    return blob
+
+
+def _tick(timings: dict, key: str, t0: float) -> float:
+    t = time.perf_counter()
+    timings[key] = round(t - t0, 3)
+    return t
+
+
+def _strings(data: ReportData) -> set[str]:
+    """Every character the report will draw (for font planning)."""
+    chars: set[str] = set()
+
+    def add(v):
+        if isinstance(v, str):
+            chars.update(v)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                add(k)
+                add(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                add(x)
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+            add(dataclasses.asdict(v))
+        elif isinstance(v, pd.DataFrame):
+            for c in v.columns:
+                add(str(c))
+                if v[c].dtype == object or str(v[c].dtype).startswith("string"):
+                    for x in v[c].dropna():
+                        add(str(x))
+
+    add([data.runs, data.prov_runs, data.files, data.worst, data.omitted, data.db_label, data.rules_source])
+    if data.verdict is not None:
+        add([r.message for r in data.verdict.results] + [r.rule.name for r in data.verdict.results])
+    for p in data.probes:
+        add(p.rows[["query_id"]])
+    for f in data.fidelity.values():
+        add([f.alerts, f.citations, f.findings, f.summary])
+    if data.stability is not None:
+        add([data.stability.pairs, data.stability.summary.get("warnings", [])])
+    add(list(data.attributions))
+    chars.update(METHODS_TEXT)
+    return chars

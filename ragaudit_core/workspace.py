@@ -1,0 +1,50 @@
+"""Loading logs into a database and keeping its derived results fresh.
+
+The one place where the log spine (:mod:`ragaudit_core.logs`) meets a metric package:
+after a load that added records, the stability overview the dashboard opens on is
+computed once and stored with the data (:func:`ragaudit_core.stability.cache.precompute`),
+while the user waits for the load anyway. The log store itself imports no metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import duckdb
+
+from ragaudit_core.logs import catalog
+from ragaudit_core.logs.ingest import IngestOptions, IngestReport, ingest_paths
+from ragaudit_core.stability.cache import precompute
+
+__all__ = ["load_paths", "load_sample_logs", "load_uploads"]
+
+
+def load_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
+               options: IngestOptions = IngestOptions(), *, precompute_overview: bool = True,
+               progress: Callable[[str, int], None] | None = None) -> IngestReport:
+    """:func:`ingest_paths` on a cursor of its own (its own transaction, whatever other
+    sessions do on a shared connection), then the stored stability overview when records
+    were added and ``precompute_overview``."""
+    cur = con.cursor()
+    try:
+        report = ingest_paths(cur, list(paths), options, progress=progress)
+    finally:
+        cur.close()
+    if report.n_records and precompute_overview:
+        precompute(con)
+    return report
+
+
+def load_uploads(con: duckdb.DuckDBPyConnection, uploads: Iterable[tuple[str, bytes]], dest: Path,
+                 options: IngestOptions = IngestOptions()) -> IngestReport:
+    """Keep uploaded ``(name, bytes)`` files under ``dest`` (:func:`catalog.keep_uploads`) and load them."""
+    return load_paths(con, catalog.keep_uploads(uploads, dest), options)
+
+
+def load_sample_logs(con: duckdb.DuckDBPyConnection) -> IngestReport:
+    """Load the bundled SciFact sample logs (see ``sample_logs/README.md``)."""
+    root = catalog.sample_logs_dir()
+    if root is None:
+        raise FileNotFoundError("the bundled sample logs are missing (sample_logs/scifact/*.jsonl.gz)")
+    return load_paths(con, [root])
