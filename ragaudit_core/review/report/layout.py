@@ -154,6 +154,11 @@ class ReportPDF(FPDF):
         self.image(io.BytesIO(png), x=self.l_margin + (self.epw - w) / 2, w=w, h=h)
         self.gap(2)
 
+    def new_section(self, title: str) -> None:
+        """A top-level section (in the contents) on a fresh page."""
+        self.fresh_page()
+        self.start_section(title)
+
     def fresh_page(self) -> None:
         """A new page unless the current one is still empty (the contents placeholder leaves one)."""
         if self.page == 0 or self.get_y() > self.t_margin + 0.5:

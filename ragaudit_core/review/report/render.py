@@ -35,7 +35,10 @@ def render(data: ReportData, out: str | Path | None = None, *, chart_images: dic
                     chart_images, chart_error)
     pdf.set_author(f"RagAudit {data.version}")
     for section in SECTIONS:
-        section(pdf, data)
+        if section.present(data):
+            if section.title is not None:
+                pdf.new_section(section.title)
+            section.draw(pdf, data)
     t = _tick(data.timings, "layout", t)
     say("writing")
     blob = bytes(pdf.output())

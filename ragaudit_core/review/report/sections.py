@@ -6,6 +6,8 @@ data is absent (the cover names what was left out and why).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from fpdf.fonts import TextStyle
@@ -16,7 +18,7 @@ from ragaudit_core.review.report.gather import ReportData
 from ragaudit_core.review.report.layout import BAD, OK, ReportPDF, fmt, font_names, json_or_empty, pct
 from ragaudit_core.review.report.methods import METHODS, SOURCES
 
-__all__ = ["SECTIONS"]
+__all__ = ["SECTIONS", "Section"]
 
 
 def cover(pdf: ReportPDF, data: ReportData) -> None:
@@ -25,39 +27,87 @@ def cover(pdf: ReportPDF, data: ReportData) -> None:
     pdf.heading("RagAudit audit report", 22, 12)
     pdf.para("Evidence stability · citation fidelity · retriever–generator alignment", size=11, style="I")
     pdf.gap(3)
-    info = [["generated", data.generated_at], ["tool", f"RagAudit {data.version}"],
-            ["database", data.db_label or "(in memory)"], ["data version", data.data_version],
-            ["runs", f"{len(data.runs)} with evidence logs" + (f", {len(data.prov_runs)} with provenance logs"
-                                                                 if not data.prov_runs.empty else "")],
-            ["queries (distinct ids)", f"{data.n_queries:,}"],
-            ["input files", str(len(data.files))], ["rejected lines", f"{data.n_rejected:,}"]]
+    info = [
+        ["generated", data.generated_at],
+        ["tool", f"RagAudit {data.version}"],
+        ["database", data.db_label or "(in memory)"],
+        ["data version", data.data_version],
+        [
+            "runs",
+            f"{len(data.runs)} with evidence logs"
+            + (f", {len(data.prov_runs)} with provenance logs" if not data.prov_runs.empty else ""),
+        ],
+        ["queries (distinct ids)", f"{data.n_queries:,}"],
+        ["input files", str(len(data.files))],
+        ["rejected lines", f"{data.n_rejected:,}"],
+    ]
     if data.verdict is not None:
         v = data.verdict
         info.insert(0, ["pair under review", f"{v.candidate} (candidate) against {v.baseline} (baseline)"])
-        info.insert(1, ["verdict", f"{v.status.upper()} — {len(v.failed)} of "
-                                   f"{sum(r.status != 'not applicable' for r in v.results)} applicable rules failed"])
+        info.insert(
+            1,
+            [
+                "verdict",
+                f"{v.status.upper()} — {len(v.failed)} of "
+                f"{sum(r.status != 'not applicable' for r in v.results)} applicable rules failed",
+            ],
+        )
     pdf.data_table(None, info, widths=[45, W - 45], size=9)
     if not data.runs.empty:
         pdf.para("Runs audited (evidence logs)", size=10.5, style="B")
-    run_rows = [[r.run_id, fmt(r.top_k), fmt(r.chunk_size), fmt(r.chunk_overlap), r.embedder or "—",
-                 f"{int(r.queries):,}", f"{int(r.entries):,}", f"{int(r.answers):,}"] for r in data.runs.itertuples()]
+    run_rows = [
+        [
+            r.run_id,
+            fmt(r.top_k),
+            fmt(r.chunk_size),
+            fmt(r.chunk_overlap),
+            r.embedder or "—",
+            f"{int(r.queries):,}",
+            f"{int(r.entries):,}",
+            f"{int(r.answers):,}",
+        ]
+        for r in data.runs.itertuples()
+    ]
     if run_rows:
-        pdf.data_table(["run", "top-k", "chunk size", "overlap", "embedder", "queries", "entries", "answers"], run_rows,
-              widths=[30, 13, 16, 14, W - 30 - 13 - 16 - 14 - 16 - 16 - 16, 16, 16, 16], size=7.5)
+        pdf.data_table(
+            ["run", "top-k", "chunk size", "overlap", "embedder", "queries", "entries", "answers"],
+            run_rows,
+            widths=[30, 13, 16, 14, W - 30 - 13 - 16 - 14 - 16 - 16 - 16, 16, 16, 16],
+            size=7.5,
+        )
     if not data.prov_runs.empty:
         pdf.para("Provenance runs (citation pipelines)", size=10.5, style="B")
         prow = []
         for r in data.prov_runs.itertuples():
             cfg = json_or_empty(r.config)
-            prow.append([r.run_id, fmt(cfg.get("top_k")), fmt(cfg.get("chunk_size")), fmt(cfg.get("chunk_overlap")),
-                         str(cfg.get("generator") or "—"), f"{int(r.queries):,}", f"{int(r.with_ground_truth):,}"])
-        pdf.data_table(["run", "top-k", "chunk size", "overlap", "generator", "queries", "with ground truth"], prow,
-              widths=[30, 13, 16, 14, W - 30 - 13 - 16 - 14 - 16 - 22, 16, 22], size=7.5)
+            prow.append(
+                [
+                    r.run_id,
+                    fmt(cfg.get("top_k")),
+                    fmt(cfg.get("chunk_size")),
+                    fmt(cfg.get("chunk_overlap")),
+                    str(cfg.get("generator") or "—"),
+                    f"{int(r.queries):,}",
+                    f"{int(r.with_ground_truth):,}",
+                ]
+            )
+        pdf.data_table(
+            ["run", "top-k", "chunk size", "overlap", "generator", "queries", "with ground truth"],
+            prow,
+            widths=[30, 13, 16, 14, W - 30 - 13 - 16 - 14 - 16 - 22, 16, 22],
+            size=7.5,
+        )
     pdf.para("Input files (SHA-256 of the bytes as loaded)", size=10.5, style="B")
-    pdf.data_table(["file", "SHA-256", "lines", "loaded", "rejected"],
-          [[Path(str(f.path)).name, f.sha256, f"{int(f.n_lines):,}", f"{int(f.n_loaded):,}", f"{int(f.n_rejected):,}"]
-           for f in data.files.itertuples()],
-          widths=[45, W - 45 - 42, 14, 14, 14], size=6.8, wrap_char=True)
+    pdf.data_table(
+        ["file", "SHA-256", "lines", "loaded", "rejected"],
+        [
+            [Path(str(f.path)).name, f.sha256, f"{int(f.n_lines):,}", f"{int(f.n_loaded):,}", f"{int(f.n_rejected):,}"]
+            for f in data.files.itertuples()
+        ],
+        widths=[45, W - 45 - 42, 14, 14, 14],
+        size=6.8,
+        wrap_char=True,
+    )
     if data.omitted:
         pdf.para("Sections left out (their data is absent): " + "; ".join(data.omitted) + ".", size=8.5, style="I")
 
@@ -65,193 +115,290 @@ def cover(pdf: ReportPDF, data: ReportData) -> None:
 def contents(pdf: ReportPDF, data: ReportData) -> None:
     pdf.add_page()
     pdf.heading("Contents", 15, 10)
-    toc = TableOfContents(text_style=TextStyle(font_family="Sans", font_size_pt=10), level_indent=6,
-                          line_spacing=1.6, ignore_pages_before_toc=False)
+    toc = TableOfContents(
+        text_style=TextStyle(font_family="Sans", font_size_pt=10),
+        level_indent=6,
+        line_spacing=1.6,
+        ignore_pages_before_toc=False,
+    )
     pdf.insert_toc_placeholder(toc.render_toc, pages=1, allow_extra_pages=True, reset_page_indices=False)
 
 
 def verdict(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
-    if data.verdict is not None:
-        v = data.verdict
-        pdf.fresh_page()
-        pdf.start_section("Verdict")
-        colour = (20, 120, 40) if v.status == "pass" else (180, 20, 20)
-        pdf.para(f"{v.status.upper()}: {v.candidate} "
-             f"{'may replace' if v.status == 'pass' else 'should not replace'} {v.baseline}.", size=13, style="B",
-             colour=colour)
-        pdf.para(f"Rules: {data.rules_source}. Failed rules first; a rule whose data is absent is not applicable "
-             f"and does not fail the gate. Relative rules compare the change candidate − baseline.", size=8.5)
-        pdf.gap(1)
-        rows, styles = pdf.status_rows([(r.status, r.rule.name, r.value, r.message) for r in v.sorted_results()],
-                                       {"fail": BAD, "pass": OK})
-        pdf.data_table(["status", "rule", "value", "why"], rows, widths=[13, 42, 14, W - 69], styles=styles, size=7.5)
+    v = data.verdict
+    colour = (20, 120, 40) if v.status == "pass" else (180, 20, 20)
+    pdf.para(
+        f"{v.status.upper()}: {v.candidate} "
+        f"{'may replace' if v.status == 'pass' else 'should not replace'} {v.baseline}.",
+        size=13,
+        style="B",
+        colour=colour,
+    )
+    pdf.para(
+        f"Rules: {data.rules_source}. Failed rules first; a rule whose data is absent is not applicable "
+        f"and does not fail the gate. Relative rules compare the change candidate − baseline.",
+        size=8.5,
+    )
+    pdf.gap(1)
+    rows, styles = pdf.status_rows(
+        [(r.status, r.rule.name, r.value, r.message) for r in v.sorted_results()], {"fail": BAD, "pass": OK}
+    )
+    pdf.data_table(["status", "rule", "value", "why"], rows, widths=[13, 42, 14, W - 69], styles=styles, size=7.5)
 
 
 def stability(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
-    if data.stability is not None:
-        res = data.stability
-        s = res.summary
-        pdf.fresh_page()
-        pdf.start_section("Evidence stability")
-        pdf.para(f"{s['n_queries']:,} queries × {s['n_pairs']:,} run pairs, flip threshold τ = {data.tau:g}. "
-             "Jaccard of each query's "
-             "evidence set between two runs, at document level (doc_id) and at span level (doc_id, span_hash); "
-             "seed 000.", size=8.5)
-        pdf.gap(1)
-        pdf.data_table(["mean J_doc", "mean J_span", "gap ratio", "collapse rate (span)", "flip rate doc / span",
-               "null transitions", "median J_min,span"],
-              [[fmt(s["mean_j_doc"]), fmt(s["mean_j_span"]), fmt(s["gap_ratio"]), pct(s["collapse_rate"]),
-                f"{pct(s['flip_rate']['doc'])} / {pct(s['flip_rate']['span'])}", f"{s['null_transitions']:,}",
-                fmt(s["span"].get("median_j_min"))]], size=8)
-        for w in s.get("warnings", []):
-            pdf.para(f"Warning: {w}", size=8, style="I", colour=(150, 80, 0))
-        if s.get("gap_ratio_note"):
-            pdf.para(s["gap_ratio_note"], size=8, style="I")
-        pdf.chart("stability_scatter", width=W * 0.82)
-        pdf.start_section("Per-pair table", level=1)
-        wide = res.pairs.pivot_table(index=["run_a", "run_b", "changed"], columns="level",
-                                     values=["j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain"],
-                                     aggfunc="first")
-        rows = []
-        for (a, b, ch), r in wide.iterrows():
-            rows.append([a, b, ch, fmt(r.get(("j_avg", "doc"))), fmt(r.get(("j_avg", "span"))), pct(r.get(("flip_rate", "doc"))),
-                         pct(r.get(("flip_rate", "span"))), pct(r.get(("collapse_rate", "span"))),
-                         pct(r.get(("null_loss", "doc"))), pct(r.get(("null_gain", "doc")))])
-        pdf.data_table(["run A", "run B", "changed", "J_doc", "J_span", "flip doc", "flip span", "collapse", "null loss",
-               "null gain"], rows, widths=[25, 25, 22, 13, 13, 14, 14, 14, 15, W - 155], size=7)
-        if data.effects is not None and not data.effects.empty and set(data.effects["changed"]) != {"unknown"}:
-            pdf.start_section("Effects by what changed", level=1)
-            pdf.para("Pairs that differ in exactly one setting, grouped by that setting (pairs weigh equally).", size=8.5)
-            pdf.data_table(["changed", "level", "pairs", "J_avg", "flip rate", "collapse rate"],
-                  [[r.changed, r.level, str(int(r.n_pairs)), fmt(r.j_avg), pct(r.flip_rate), pct(r.collapse_rate)]
-                   for r in data.effects.itertuples()], size=8)
-        pdf.chart("jmin_histogram", width=W * 0.82)
+    res = data.stability
+    s = res.summary
+    pdf.para(
+        f"{s['n_queries']:,} queries × {s['n_pairs']:,} run pairs, flip threshold τ = {data.tau:g}. "
+        "Jaccard of each query's "
+        "evidence set between two runs, at document level (doc_id) and at span level (doc_id, span_hash); "
+        "seed 000.",
+        size=8.5,
+    )
+    pdf.gap(1)
+    pdf.data_table(
+        [
+            "mean J_doc",
+            "mean J_span",
+            "gap ratio",
+            "collapse rate (span)",
+            "flip rate doc / span",
+            "null transitions",
+            "median J_min,span",
+        ],
+        [
+            [
+                fmt(s["mean_j_doc"]),
+                fmt(s["mean_j_span"]),
+                fmt(s["gap_ratio"]),
+                pct(s["collapse_rate"]),
+                f"{pct(s['flip_rate']['doc'])} / {pct(s['flip_rate']['span'])}",
+                f"{s['null_transitions']:,}",
+                fmt(s["span"].get("median_j_min")),
+            ]
+        ],
+        size=8,
+    )
+    for w in s.get("warnings", []):
+        pdf.para(f"Warning: {w}", size=8, style="I", colour=(150, 80, 0))
+    if s.get("gap_ratio_note"):
+        pdf.para(s["gap_ratio_note"], size=8, style="I")
+    pdf.chart("stability_scatter", width=W * 0.82)
+    pdf.start_section("Per-pair table", level=1)
+    wide = res.pairs.pivot_table(
+        index=["run_a", "run_b", "changed"],
+        columns="level",
+        values=["j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain"],
+        aggfunc="first",
+    )
+    rows = []
+    for (a, b, ch), r in wide.iterrows():
+        rows.append(
+            [
+                a,
+                b,
+                ch,
+                fmt(r.get(("j_avg", "doc"))),
+                fmt(r.get(("j_avg", "span"))),
+                pct(r.get(("flip_rate", "doc"))),
+                pct(r.get(("flip_rate", "span"))),
+                pct(r.get(("collapse_rate", "span"))),
+                pct(r.get(("null_loss", "doc"))),
+                pct(r.get(("null_gain", "doc"))),
+            ]
+        )
+    pdf.data_table(
+        ["run A", "run B", "changed", "J_doc", "J_span", "flip doc", "flip span", "collapse", "null loss", "null gain"],
+        rows,
+        widths=[25, 25, 22, 13, 13, 14, 14, 14, 15, W - 155],
+        size=7,
+    )
+    if data.effects is not None and not data.effects.empty and set(data.effects["changed"]) != {"unknown"}:
+        pdf.start_section("Effects by what changed", level=1)
+        pdf.para("Pairs that differ in exactly one setting, grouped by that setting (pairs weigh equally).", size=8.5)
+        pdf.data_table(
+            ["changed", "level", "pairs", "J_avg", "flip rate", "collapse rate"],
+            [
+                [r.changed, r.level, str(int(r.n_pairs)), fmt(r.j_avg), pct(r.flip_rate), pct(r.collapse_rate)]
+                for r in data.effects.itertuples()
+            ],
+            size=8,
+        )
+    pdf.chart("jmin_histogram", width=W * 0.82)
 
 
 def worst_queries(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
-    if data.worst:
-        pdf.fresh_page()
-        pdf.start_section("Worst queries")
-        pdf.para(f"The {len(data.worst)} least stable queries over {data.worst_scope}, with the first "
-             f"{max(len(w.a) for w in data.worst)} evidence entries of each run side by side. “in both”: the same "
-             "span (or document, without spans) is in the other list; “same doc, other span”: the document "
-             "came back but not this span.", size=8.5)
-        for w in data.worst:
-            pdf.start_section(f"Query {w.query_id}", level=1)
-            if w.query:
-                pdf.para(w.query, size=9, style="I")
-            pdf.para(f"A = {w.run_a}, B = {w.run_b} · J_doc {fmt(w.j_doc)} · J_span {fmt(w.j_span)} · "
-                 f"{w.n_a} vs {w.n_b} entries", size=8)
-            rows = []
-            for i in range(max(len(w.a), len(w.b))):
-                cells = []
-                for side in (w.a, w.b):
-                    if i < len(side):
-                        e = side[i]
-                        tag = e["status"] + (", same doc, other span" if e["same_doc_other_span"] else "")
-                        cells.append(f"#{e['rank']} {e['doc_id']} ({tag})\n{e['text']}".rstrip())
-                    else:
-                        cells.append("")
-                rows.append(cells)
-            if rows:
-                pdf.data_table([f"A: {w.run_a}", f"B: {w.run_b}"], rows, widths=[W / 2, W / 2], size=7)
-            else:
-                pdf.para("Both runs returned no evidence for this query.", size=8)
+    pdf.para(
+        f"The {len(data.worst)} least stable queries over {data.worst_scope}, with the first "
+        f"{max(len(w.a) for w in data.worst)} evidence entries of each run side by side. “in both”: the same "
+        "span (or document, without spans) is in the other list; “same doc, other span”: the document "
+        "came back but not this span.",
+        size=8.5,
+    )
+    for w in data.worst:
+        pdf.start_section(f"Query {w.query_id}", level=1)
+        if w.query:
+            pdf.para(w.query, size=9, style="I")
+        pdf.para(
+            f"A = {w.run_a}, B = {w.run_b} · J_doc {fmt(w.j_doc)} · J_span {fmt(w.j_span)} · "
+            f"{w.n_a} vs {w.n_b} entries",
+            size=8,
+        )
+        rows = []
+        for i in range(max(len(w.a), len(w.b))):
+            cells = []
+            for side in (w.a, w.b):
+                if i < len(side):
+                    e = side[i]
+                    tag = e["status"] + (", same doc, other span" if e["same_doc_other_span"] else "")
+                    cells.append(f"#{e['rank']} {e['doc_id']} ({tag})\n{e['text']}".rstrip())
+                else:
+                    cells.append("")
+            rows.append(cells)
+        if rows:
+            pdf.data_table([f"A: {w.run_a}", f"B: {w.run_b}"], rows, widths=[W / 2, W / 2], size=7)
+        else:
+            pdf.para("Both runs returned no evidence for this query.", size=8)
 
 
 def probe(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
-    if data.probes:
-        pdf.fresh_page()
-        pdf.start_section("Evidence–answer probe")
-        pdf.para("Does the answer stay the same while its evidence changes? SBERT cosine similarity of the two runs' "
-             "answers (all-MiniLM-L6-v2) against the query's span-level Jaccard (seed 000, Table 1). Silent jitter: "
-             "J_span < τ while similarity ≥ 0.9.", size=8.5)
-        pdf.gap(1)
-        pdf.data_table(["pair", "answered", "mean J_span", "mean sim", "drift < 0.9", "drift < 0.8", "Spearman ρ",
-               "silent jitter"],
-              [[p.summary["pair"], str(p.summary["n_queries"]), fmt(p.summary["mean_j_span"]),
-                fmt(p.summary["mean_sim"]), f"{p.summary['drift_0.9']} ({pct(p.summary['drift_rate_0.9'])})",
-                f"{p.summary['drift_0.8']} ({pct(p.summary['drift_rate_0.8'])})", fmt(p.summary["spearman_rho"]),
-                fmt(p.summary["silent_jitter"])] for p in data.probes],
-              widths=[44, 16, 17, 16, 22, 22, 18, W - 155], size=7.5)
-        pdf.chart("probe_scatter", width=W * 0.8)
+    pdf.para(
+        "Does the answer stay the same while its evidence changes? SBERT cosine similarity of the two runs' "
+        "answers (all-MiniLM-L6-v2) against the query's span-level Jaccard (seed 000, Table 1). Silent jitter: "
+        "J_span < τ while similarity ≥ 0.9.",
+        size=8.5,
+    )
+    pdf.gap(1)
+    pdf.data_table(
+        ["pair", "answered", "mean J_span", "mean sim", "drift < 0.9", "drift < 0.8", "Spearman ρ", "silent jitter"],
+        [
+            [
+                p.summary["pair"],
+                str(p.summary["n_queries"]),
+                fmt(p.summary["mean_j_span"]),
+                fmt(p.summary["mean_sim"]),
+                f"{p.summary['drift_0.9']} ({pct(p.summary['drift_rate_0.9'])})",
+                f"{p.summary['drift_0.8']} ({pct(p.summary['drift_rate_0.8'])})",
+                fmt(p.summary["spearman_rho"]),
+                fmt(p.summary["silent_jitter"]),
+            ]
+            for p in data.probes
+        ],
+        widths=[44, 16, 17, 16, 22, 22, 18, W - 155],
+        size=7.5,
+    )
+    pdf.chart("probe_scatter", width=W * 0.8)
 
 
 def fidelity(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
-    if data.fidelity:
-        pdf.fresh_page()
-        pdf.start_section("Citation fidelity")
-        pdf.para("Citations extracted from each generated answer and verified against the provenance graph (1.0 exact "
-             "source, 0.3 right document wrong page, 0.0 not in the graph); CFS = mean score per query; stage "
-             "survival = share of queries keeping a ground-truth source through each stage, given the previous "
-             "one (seed 002).", size=8.5)
+    pdf.para(
+        "Citations extracted from each generated answer and verified against the provenance graph (1.0 exact "
+        "source, 0.3 right document wrong page, 0.0 not in the graph); CFS = mean score per query; stage "
+        "survival = share of queries keeping a ground-truth source through each stage, given the previous "
+        "one (seed 002).",
+        size=8.5,
+    )
+    pdf.gap(1)
+    stage_names = list(FIDELITY_STAGES.values())
+    pdf.data_table(
+        ["run", "queries", "with citations", "CFS mean", "p50", "p95", "p99", "product CFS", "parse failures"],
+        [
+            [
+                r,
+                str(f.summary["n_queries"]),
+                str(f.summary["n_with_citations"]),
+                fmt(f.summary["cfs_mean"]),
+                fmt(f.summary["cfs_p50"]),
+                fmt(f.summary["cfs_p95"]),
+                fmt(f.summary["cfs_p99"]),
+                fmt(f.summary["cfs_product_mean"]),
+                pct(f.summary["parse_failure_rate"]),
+            ]
+            for r, f in data.fidelity.items()
+        ],
+        size=7.5,
+    )
+    pdf.data_table(
+        ["run"] + [f"{s} survival" for s in stage_names],
+        [[r] + [pct(f.summary["stage_survival"].get(s)) for s in stage_names] for r, f in data.fidelity.items()],
+        size=7.5,
+    )
+    pdf.chart("survival_funnel", width=W * 0.8)
+    pdf.chart("cfs_histogram", width=W * 0.8)
+    pdf.start_section("Alerts and failure modes", level=1)
+    for r, f in data.fidelity.items():
+        alerts = sorted(f.alerts, key=lambda a: {"alert": 0, "ok": 1}.get(a["status"], 2))
+        rows, styles = pdf.status_rows(
+            [(a["status"], a["rule"], a["value"], a["message"]) for a in alerts], {"alert": BAD, "ok": OK}
+        )
+        pdf.para(f"Run {r}", size=9, style="B")
+        pdf.data_table(["status", "rule", "value", "why"], rows, widths=[14, 34, 14, W - 62], styles=styles, size=7.5)
+        fm = f.summary.get("failure_modes") or {}
+        outcomes = f.summary.get("outcomes") or {}
+        if outcomes:
+            pdf.para("Citation outcomes: " + ", ".join(f"{k} {v}" for k, v in outcomes.items()), size=8)
+        pdf.para("Failure modes: " + (", ".join(f"{k} {v}" for k, v in fm.items()) if fm else "none found"), size=8)
         pdf.gap(1)
-        stage_names = list(FIDELITY_STAGES.values())
-        pdf.data_table(["run", "queries", "with citations", "CFS mean", "p50", "p95", "p99", "product CFS", "parse failures"],
-              [[r, str(f.summary["n_queries"]), str(f.summary["n_with_citations"]), fmt(f.summary["cfs_mean"]),
-                      fmt(f.summary["cfs_p50"]), fmt(f.summary["cfs_p95"]), fmt(f.summary["cfs_p99"]),
-                      fmt(f.summary["cfs_product_mean"]), pct(f.summary["parse_failure_rate"])]
-                     for r, f in data.fidelity.items()], size=7.5)
-        pdf.data_table(["run"] + [f"{s} survival" for s in stage_names],
-              [[r] + [pct(f.summary["stage_survival"].get(s)) for s in stage_names] for r, f in data.fidelity.items()],
-              size=7.5)
-        pdf.chart("survival_funnel", width=W * 0.8)
-        pdf.chart("cfs_histogram", width=W * 0.8)
-        pdf.start_section("Alerts and failure modes", level=1)
-        for r, f in data.fidelity.items():
-            alerts = sorted(f.alerts, key=lambda a: {"alert": 0, "ok": 1}.get(a["status"], 2))
-            rows, styles = pdf.status_rows([(a["status"], a["rule"], a["value"], a["message"]) for a in alerts],
-                                           {"alert": BAD, "ok": OK})
-            pdf.para(f"Run {r}", size=9, style="B")
-            pdf.data_table(["status", "rule", "value", "why"], rows, widths=[14, 34, 14, W - 62], styles=styles, size=7.5)
-            fm = f.summary.get("failure_modes") or {}
-            outcomes = f.summary.get("outcomes") or {}
-            if outcomes:
-                pdf.para("Citation outcomes: " + ", ".join(f"{k} {v}" for k, v in outcomes.items()), size=8)
-            pdf.para("Failure modes: " + (", ".join(f"{k} {v}" for k, v in fm.items()) if fm else "none found"), size=8)
-            pdf.gap(1)
-        if data.canary:
-            c = data.canary
-            verdict = ("significant" if c["significant"] else "not significant" if c["significant"] is False
-                       else c.get("note", "not computed"))
-            pdf.para(f"Canary {c['baseline']} → {c['candidate']}: Mann–Whitney U = {fmt(c['u'])}, p = {fmt(c['p_value'])}"
-                 f", {verdict} at α = {c['alpha']} (median CFS {fmt(c['median_a'])} → {fmt(c['median_b'])}).",
-                 size=8.5)
+    if data.canary:
+        c = data.canary
+        verdict = (
+            "significant"
+            if c["significant"]
+            else "not significant" if c["significant"] is False else c.get("note", "not computed")
+        )
+        pdf.para(
+            f"Canary {c['baseline']} → {c['candidate']}: Mann–Whitney U = {fmt(c['u'])}, p = {fmt(c['p_value'])}"
+            f", {verdict} at α = {c['alpha']} (median CFS {fmt(c['median_a'])} → {fmt(c['median_b'])}).",
+            size=8.5,
+        )
 
 
 def attributions(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
-    if data.attributions:
-        pdf.fresh_page()
-        pdf.start_section("Attributions")
-        pdf.para("Stored attributions (seed 001, RAG-E): Shapley values of each retrieved document on the generator's "
-             "answer, ranked and compared with the retriever's ranking. Wasted retrieval: the retriever's top "
-             "document gets generator rank > 2; noise distraction: the generator's top document had retriever "
-             "rank > 2. WARG(p) = 1 − RBO truncated at the list depth (identical lists give p^k, not 0).", size=8.5)
-        pdf.gap(1)
-        rows = []
-        for run, tables in data.attributions.items():
-            for r in tables["failure"].itertuples():
-                rows.append([run, r.condition, str(int(r.queries)), pct(r.wasted_retrieval),
-                             pct(r.noise_distraction), fmt(r.spearman)])
-        pdf.data_table(["run", "condition", "queries", "wasted retrieval", "noise distraction", "mean Spearman"], rows, size=8)
-        ps = sorted({c[5:] for t_ in data.attributions.values() for c in t_["warg"].columns if c.startswith("warg_")},
-                    key=float)
-        rows = [[run, r["condition"]] + [fmt(r.get(f"warg_{p}")) for p in ps]
-                for run, tables in data.attributions.items() for _, r in tables["warg"].iterrows()]
-        if rows:
-            pdf.data_table(["run", "condition"] + [f"WARG({p})" for p in ps], rows, size=7.5)
-        pdf.chart("warg_curves", width=W * 0.8)
+    pdf.para(
+        "Stored attributions (seed 001, RAG-E): Shapley values of each retrieved document on the generator's "
+        "answer, ranked and compared with the retriever's ranking. Wasted retrieval: the retriever's top "
+        "document gets generator rank > 2; noise distraction: the generator's top document had retriever "
+        "rank > 2. WARG(p) = 1 − RBO truncated at the list depth (identical lists give p^k, not 0).",
+        size=8.5,
+    )
+    pdf.gap(1)
+    rows = []
+    for run, tables in data.attributions.items():
+        for r in tables["failure"].itertuples():
+            rows.append(
+                [
+                    run,
+                    r.condition,
+                    str(int(r.queries)),
+                    pct(r.wasted_retrieval),
+                    pct(r.noise_distraction),
+                    fmt(r.spearman),
+                ]
+            )
+    pdf.data_table(
+        ["run", "condition", "queries", "wasted retrieval", "noise distraction", "mean Spearman"], rows, size=8
+    )
+    ps = sorted(
+        {c[5:] for t_ in data.attributions.values() for c in t_["warg"].columns if c.startswith("warg_")}, key=float
+    )
+    rows = [
+        [run, r["condition"]] + [fmt(r.get(f"warg_{p}")) for p in ps]
+        for run, tables in data.attributions.items()
+        for _, r in tables["warg"].iterrows()
+    ]
+    if rows:
+        pdf.data_table(["run", "condition"] + [f"WARG({p})" for p in ps], rows, size=7.5)
+    pdf.chart("warg_curves", width=W * 0.8)
 
 
 def methods(pdf: ReportPDF, data: ReportData) -> None:
-    pdf.fresh_page()
-    pdf.start_section("Methods")
     for title, body in METHODS:
         pdf.para(title, size=9.5, style="B")
         pdf.para(body, size=8.3)
@@ -262,16 +409,47 @@ def methods(pdf: ReportPDF, data: ReportData) -> None:
         pdf.gap(0.8)
     pdf.start_section("Rendering notes", level=1)
     plan = pdf.plan
-    notes = [f"Charts: the dashboard's Plotly figures exported to PNG by Kaleido ({len(pdf.chart_images)} of "
-             f"{len(data.figures)} drawn)" + (f"; {pdf.chart_error}" if pdf.chart_error else "") + ".",
-             font_names(plan)]
+    notes = [
+        f"Charts: the dashboard's Plotly figures exported to PNG by Kaleido ({len(pdf.chart_images)} of "
+        f"{len(data.figures)} drawn)" + (f"; {pdf.chart_error}" if pdf.chart_error else "") + ".",
+        font_names(plan),
+    ]
     if plan.missing:
-        notes.append(f"{len(plan.missing)} character(s) in the logs have no glyph in any installed font and show "
-                     "as boxes: " + " ".join(f"U+{ord(c):04X}" for c in plan.missing[:40])
-                     + (" …" if len(plan.missing) > 40 else "") + ".")
+        notes.append(
+            f"{len(plan.missing)} character(s) in the logs have no glyph in any installed font and show "
+            "as boxes: "
+            + " ".join(f"U+{ord(c):04X}" for c in plan.missing[:40])
+            + (" …" if len(plan.missing) > 40 else "")
+            + "."
+        )
     for n in notes:
         pdf.para(n, size=8.3)
 
 
-SECTIONS = [cover, contents, verdict, stability, worst_queries, probe, fidelity, attributions, methods]
-"""The report's sections in page order."""
+
+@dataclass(frozen=True)
+class Section:
+    """A part of the report: its contents title (None: drawn without one, on a page of its
+    own making), whether the gathered data holds it, and the function that draws its body."""
+
+    title: str | None
+    present: Callable[[ReportData], bool]
+    draw: Callable[[ReportPDF, ReportData], None]
+
+
+def _always(_data: ReportData) -> bool:
+    return True
+
+
+SECTIONS = [
+    Section(None, _always, cover),
+    Section(None, _always, contents),
+    Section("Verdict", lambda d: d.verdict is not None, verdict),
+    Section("Evidence stability", lambda d: d.stability is not None, stability),
+    Section("Worst queries", lambda d: bool(d.worst), worst_queries),
+    Section("Evidence–answer probe", lambda d: bool(d.probes), probe),
+    Section("Citation fidelity", lambda d: bool(d.fidelity), fidelity),
+    Section("Attributions", lambda d: bool(d.attributions), attributions),
+    Section("Methods", _always, methods),
+]
+"""The report's sections in page order; a top-level section opens on a fresh page."""
