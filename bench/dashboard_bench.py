@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from browser_support import launch_chromium, streamlit_server, wait_idle  # noqa: E402
+from tests.dashboard.browser_support import launch_chromium, streamlit_server, wait_idle  # noqa: E402
 
 KEY = {  # an element each page shows once its content is drawn
     "home": "text=Runs and their configurations",

@@ -1,45 +1,19 @@
-"""Shared fixtures: small logs written as real files, and a real in-memory DuckDB store."""
+"""Shared fixtures: a real in-memory DuckDB store, the hand-worked three-run logs, the sample
+database, the dashboard pointed at a database. Builders live in ``tests/helpers.py``."""
 
 from __future__ import annotations
 
-import gzip
-import json
 import sys
 from pathlib import Path
 
 import pytest
 
 from ragaudit_core.logs import store
+from tests.helpers import ev, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:        # the dashboard's helpers (pages/ui) import as `pages.ui`, as under streamlit run
     sys.path.insert(0, str(ROOT))
-
-
-def write_jsonl(path: Path, records, *, gz: bool = False) -> Path:
-    """Write records (dicts, or raw ``bytes``/``str`` lines written verbatim) as JSONL."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    chunks = []
-    for r in records:
-        if isinstance(r, bytes):
-            chunks.append(r)
-        elif isinstance(r, str):
-            chunks.append(r.encode("utf-8"))
-        else:
-            chunks.append(json.dumps(r, ensure_ascii=False).encode("utf-8"))
-    data = b"\n".join(chunks) + b"\n"
-    if gz:
-        data = gzip.compress(data)
-    path.write_bytes(data)
-    return path
-
-
-def ev(doc: str, span: str | None = None, **kw) -> dict:
-    e = {"doc_id": doc}
-    if span is not None:
-        e["span_hash"] = span
-    e.update(kw)
-    return e
 
 
 @pytest.fixture
@@ -93,30 +67,6 @@ def app_env(monkeypatch, tmp_path):
         return path
 
     return use
-
-
-def app_test(page: str):
-    from streamlit.testing.v1 import AppTest
-
-    root = Path(__file__).resolve().parent.parent
-    return AppTest.from_file(str(root / page), default_timeout=120)
-
-
-XSS = "<img src=x onerror=alert(1)>"
-
-
-def xss_logs(d: Path) -> Path:
-    """Two runs whose query, chunk texts, ids and answers carry HTML/script payloads."""
-    text_a = f"Shared start. {XSS} <script>alert(2)</script> tail of A"
-    text_b = f"{XSS} <script>alert(2)</script> tail of A and more of B"
-    for run, text, start in (("A", text_a, 0), ("B", text_b, 14)):
-        write_jsonl(d / f"{run}.jsonl", [
-            {"run_id": run, "query_id": "q<b>1</b>", "query": f"What is {XSS}?", "answer": f"Answer {XSS} {run}",
-             "config": {"top_k": 2, "chunk_size": 128 if run == "A" else 256, "chunk_overlap": 0},
-             "evidence": [{"doc_id": f"doc{XSS}", "text": text, "char_start": start, "char_end": start + len(text)},
-                          {"doc_id": "d2", "text": f"other {run}"}]},
-        ])
-    return d
 
 
 @pytest.fixture(scope="session", autouse=True)

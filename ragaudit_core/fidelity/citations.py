@@ -4,7 +4,7 @@ Extraction: configurable regular expressions find citation strings in generated 
 a bracketed fragment that looks like a citation but matches no pattern is a parse
 failure. Verification scores one citation against its query's provenance graph: 1.0
 exact context match, 0.3 right document with a wrong or unretrieved page, 0.0 otherwise
-(the full reading is in :mod:`ragaudit_core.fidelity`'s docstring).
+(the full reading is in :mod:`ragaudit_core.fidelity.score`'s docstring).
 """
 
 from __future__ import annotations

@@ -169,7 +169,7 @@ def _why(e: ValidationError) -> str:
 
 def dump_rules(rules: list[Rule]) -> str:
     """TOML text that :func:`load_rules` reads back to the same rules (``preset = "none"``)."""
-    lines = ['# RagAudit gate rules (see ragaudit_core/gate.py for the metrics)', 'preset = "none"', ""]
+    lines = ['# RagAudit gate rules (see ragaudit_core/review/gate.py for the metrics)', 'preset = "none"', ""]
     for r in rules:
         lines.append("[[rule]]")
         for k, v in r.model_dump(exclude_none=True).items():

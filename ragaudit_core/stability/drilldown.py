@@ -1,7 +1,7 @@
 """One query under the microscope: its Jaccard matrix across runs, two evidence lists
 side by side, and what two overlapping chunks of one document share.
 
-Identities are those of :mod:`ragaudit_core.stability` (seed 000, §3): a document is its
+Identities are those of :mod:`ragaudit_core.stability.metrics` (seed 000, §3): a document is its
 canonical ``doc_id``; a span is (``doc_id``, ``span_hash``), the hash of the normalised
 chunk text. The matrix is computed by :func:`stability.compute_stability` restricted to
 the query, so every number here equals the one on the stability pages.

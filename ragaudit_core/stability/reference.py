@@ -1,6 +1,6 @@
 """A straightforward pure-Python, set-based implementation of the stability metrics.
 
-It is the *oracle* for the SQL implementation in :mod:`ragaudit_core.stability`
+It is the *oracle* for the SQL implementation in :mod:`ragaudit_core.stability.metrics`
 (property tests compare the two on random logs) and the *reference* the benchmark
 measures against. It reads already-parsed records; it applies the same canonical ids,
 span hashes and conventions (both empty → 1.0, strict ``J < τ``, ties broken by pair

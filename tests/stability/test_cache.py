@@ -9,7 +9,7 @@ from ragaudit_core.stability import cache as derived
 from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
-from conftest import ev, write_jsonl
+from tests.helpers import ev, write_jsonl
 
 
 def test_stored_result_equals_a_fresh_computation(con, three_runs):

@@ -8,8 +8,8 @@ from ragaudit_core.logs import store
 from ragaudit_core.fidelity.score import canary, fidelity_runs
 from ragaudit_core.logs.ingest import ingest_paths
 
-from conftest import app_test, write_jsonl
-from prov_fixtures import pipeline
+from tests.helpers import app_test, write_jsonl
+from tests.helpers import pipeline
 
 pytestmark = pytest.mark.slow
 PAGE = "pages/4_Citation_fidelity.py"

@@ -8,7 +8,7 @@ from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
-from conftest import XSS, app_test, xss_logs
+from tests.helpers import XSS, app_test, xss_logs
 
 pytestmark = pytest.mark.slow
 PAGE = "pages/2_Query_drilldown.py"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import ROOT, launch_chromium, streamlit_server, wait_idle
-from conftest import XSS, xss_logs
+from tests.dashboard.browser_support import ROOT, launch_chromium, streamlit_server, wait_idle
+from tests.helpers import XSS, xss_logs
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ from ragaudit_core.logs import store
 from ragaudit_core.stability.compare import compare_runs
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
-from conftest import app_test
+from tests.helpers import app_test
 
 pytestmark = pytest.mark.slow
 PAGE = "pages/1_Stability.py"
@@ -58,6 +58,13 @@ def test_picking_a_pair_shows_its_queries(app_env, sample_db):
 def test_flip_threshold_changes_the_flip_rate(app_env, sample_db):
     app_env(sample_db)
     at = app_test(PAGE).run()
+    before = {m.label: m.value for m in at.metric}["flip rate (span)"]
     at.sidebar.slider[0].set_value(0.1).run()
-    s = compute_stability(store.connect(sample_db), StabilityOptions(allow_missing=True, flip_threshold=0.1)).summary
-    assert {m.label: m.value for m in at.metric}["flip rate (span)"] == f"{s['flip_rate']['span']:.1%}"
+    assert not at.exception
+    con = store.connect(sample_db)
+    s_05 = compute_stability(con, StabilityOptions(allow_missing=True, flip_threshold=0.5)).summary
+    s_01 = compute_stability(con, StabilityOptions(allow_missing=True, flip_threshold=0.1)).summary
+    after = {m.label: m.value for m in at.metric}["flip rate (span)"]
+    assert before == f"{s_05['flip_rate']['span']:.1%}"
+    assert after == f"{s_01['flip_rate']['span']:.1%}"
+    assert s_01["flip_rate"]["span"] < s_05["flip_rate"]["span"] and after != before    # fewer cells below τ = 0.1

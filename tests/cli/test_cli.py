@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_jsonl
+from tests.helpers import write_jsonl
 
 EXE = shutil.which("ragaudit") or str(Path(sys.executable).parent / "ragaudit")
 
@@ -104,8 +104,9 @@ def test_ingest_strict_exits_2_on_rejected_lines(tmp_path):
     assert f"rejected: {f} line 2: invalid JSON" in p.stderr
 
 
+@pytest.mark.slow
 def test_fidelity_cli_summaries_alerts_canary_and_exit_codes(tmp_path):
-    from prov_fixtures import pipeline
+    from tests.helpers import pipeline
 
     logs = tmp_path / "prov"
     write_jsonl(logs / "base.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]"),
@@ -137,6 +138,7 @@ def test_fidelity_cli_summaries_alerts_canary_and_exit_codes(tmp_path):
     assert p.returncode == 2 and "no provenance records are loaded" in p.stderr
 
 
+@pytest.mark.slow
 def test_gate_exit_codes_and_json(three_runs, tmp_path):
     db = tmp_path / "g.duckdb"
     assert run("ingest", three_runs, "--db", db).returncode == 0
@@ -175,6 +177,7 @@ def test_gate_bad_input_exits_2(three_runs, args, message):
     assert p.returncode == 2 and message in p.stderr, p.stderr
 
 
+@pytest.mark.slow
 def test_gate_bad_rules_file_exits_2(three_runs, tmp_path):
     rules = tmp_path / "r.toml"
     rules.write_text('[[rule]]\nmetric = "collapse_rate"\nlevel = "page"\nop = "<="\nthreshold = 0.2\n')
@@ -187,6 +190,7 @@ def test_gate_bad_rules_file_exits_2(three_runs, tmp_path):
     assert p.returncode == 2 and "no such database file" in p.stderr
 
 
+@pytest.mark.slow
 def test_report_writes_a_pdf_and_refuses_bad_input(three_runs, tmp_path):
     out = tmp_path / "audit.pdf"
     p = run("report", three_runs, "--baseline", "A", "--candidate", "B", "--out", out)

@@ -10,7 +10,7 @@ import pytest
 
 from ragaudit_core.logs.ingest import IngestError, ingest_paths
 
-from conftest import write_jsonl
+from tests.helpers import write_jsonl
 
 GOOD1 = {"run_id": "r", "query_id": "good1", "cited": ["a"]}
 GOOD2 = {"run_id": "r", "query_id": "good2", "cited": ["b"]}

@@ -8,8 +8,8 @@ from ragaudit_core.fidelity.score import (DEFAULT_PATTERNS, CitationPattern, Fid
                                     extract_citations, fidelity_runs, load_graphs, summarise_run)
 from ragaudit_core.logs.ingest import ingest_paths
 
-from conftest import write_jsonl
-from prov_fixtures import TEXT, node, pipeline
+from tests.helpers import write_jsonl
+from tests.helpers import TEXT, node, pipeline
 
 
 def _load(con, tmp_path, *records, name="prov.jsonl"):

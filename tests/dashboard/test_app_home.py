@@ -6,7 +6,7 @@ import pytest
 
 from ragaudit_core.logs import catalog, store
 
-from conftest import XSS, app_test, write_jsonl, xss_logs
+from tests.helpers import XSS, app_test, write_jsonl, xss_logs
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from ragaudit_core.logs import store
 from ragaudit_core.logs.identity import CanonOptions, DocIdMapError, canonical_doc_id, load_docid_map, span_hash
 from ragaudit_core.logs.ingest import IngestError, IngestOptions, ingest_paths
 
-from conftest import write_jsonl
+from tests.helpers import write_jsonl
 
 
 def _docs(con, run, q):

@@ -1,6 +1,66 @@
-"""Small provenance graphs written out by hand for the fidelity tests."""
+"""What the tests share: logs written as real files, hand-made provenance graphs, and the
+dashboard's pages under Streamlit's AppTest. Fixtures live in ``conftest.py``."""
 
 from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write_jsonl(path: Path, records, *, gz: bool = False) -> Path:
+    """Write records (dicts, or raw ``bytes``/``str`` lines written verbatim) as JSONL."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    chunks = []
+    for r in records:
+        if isinstance(r, bytes):
+            chunks.append(r)
+        elif isinstance(r, str):
+            chunks.append(r.encode("utf-8"))
+        else:
+            chunks.append(json.dumps(r, ensure_ascii=False).encode("utf-8"))
+    data = b"\n".join(chunks) + b"\n"
+    if gz:
+        data = gzip.compress(data)
+    path.write_bytes(data)
+    return path
+
+
+def ev(doc: str, span: str | None = None, **kw) -> dict:
+    e = {"doc_id": doc}
+    if span is not None:
+        e["span_hash"] = span
+    e.update(kw)
+    return e
+
+
+def app_test(page: str):
+    from streamlit.testing.v1 import AppTest
+
+    return AppTest.from_file(str(ROOT / page), default_timeout=120)
+
+
+XSS = "<img src=x onerror=alert(1)>"
+
+
+def xss_logs(d: Path) -> Path:
+    """Two runs whose query, chunk texts, ids and answers carry HTML/script payloads."""
+    text_a = f"Shared start. {XSS} <script>alert(2)</script> tail of A"
+    text_b = f"{XSS} <script>alert(2)</script> tail of A and more of B"
+    for run, text, start in (("A", text_a, 0), ("B", text_b, 14)):
+        write_jsonl(d / f"{run}.jsonl", [
+            {"run_id": run, "query_id": "q<b>1</b>", "query": f"What is {XSS}?", "answer": f"Answer {XSS} {run}",
+             "config": {"top_k": 2, "chunk_size": 128 if run == "A" else 256, "chunk_overlap": 0},
+             "evidence": [{"doc_id": f"doc{XSS}", "text": text, "char_start": start, "char_end": start + len(text)},
+                          {"doc_id": "d2", "text": f"other {run}"}]},
+        ])
+    return d
+
+
+# --------------------------------------------------------------------------- provenance graphs
+# Small provenance graphs written out by hand for the fidelity tests.
 
 
 def node(nid, stage, at, derived=(), doc=None, page=None, start=None, end=None, **md):

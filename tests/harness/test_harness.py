@@ -17,6 +17,8 @@ from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.models import load_embedder, load_generator
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
+pytestmark = pytest.mark.slow        # loads the real tokenizers and models
+
 TOPICS = ["insulin resistance in adipose tissue", "tumour suppressor p53 mutations",
           "malaria parasite drug resistance", "gut microbiome and obesity"]
 

@@ -8,7 +8,7 @@ from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.models import load_embedder
 from ragaudit_core.stability.probe import answer_similarity, probe_pair, spearman, summarise_probe
 
-from conftest import ev, write_jsonl
+from tests.helpers import ev, write_jsonl
 
 
 def test_summary_by_hand():

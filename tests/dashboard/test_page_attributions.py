@@ -8,7 +8,7 @@ from ragaudit_core.logs import store
 from ragaudit_core.attribution.explain import stored_attribution
 from ragaudit_core.logs.ingest import ingest_paths
 
-from conftest import XSS, app_test, write_jsonl
+from tests.helpers import XSS, app_test, write_jsonl
 
 pytestmark = pytest.mark.slow
 PAGE = "pages/5_Attributions.py"

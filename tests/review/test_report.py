@@ -20,7 +20,7 @@ from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.review.report import ReportError, ReportOptions, build_report
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
-from conftest import write_jsonl
+from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.slow
 BASE, CAND = "k10-c256-o32", "k10-c128-o32"
@@ -162,7 +162,7 @@ def test_sections_without_data_are_named_and_bad_pairs_refused(tmp_path):
 
 
 def test_provenance_only_logs_get_a_report_with_the_fidelity_section(tmp_path):
-    from prov_fixtures import pipeline
+    from tests.helpers import pipeline
 
     write_jsonl(tmp_path / "logs" / "p.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]"),
                                                 pipeline("cand", "q1", text="[Source: D9, p. 1]")])

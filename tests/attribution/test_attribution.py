@@ -50,10 +50,21 @@ def test_ig_completeness_at_100_steps(saliency, side):
     assert r.word_attributions.sum() == pytest.approx(r.attributions.sum())
 
 
-def test_ig_baselines(saliency):
-    for b in ("unk", "mask", "pad", "zeros"):
-        r = saliency.attribute(QUERY, DOCS[0], side="query", baseline=b, steps=50)
-        assert r.baseline == b and np.isfinite(r.completeness)
+def test_ig_baselines_differ_on_the_real_model(saliency):
+    """Each baseline x⁰ is a different input: its score s(x⁰) and the attributions differ
+    from every other baseline's, while each still satisfies completeness."""
+    res = {b: saliency.attribute(QUERY, DOCS[0], side="query", baseline=b, steps=50)
+           for b in ("unk", "mask", "pad", "zeros")}
+    for b, r in res.items():
+        assert r.baseline == b and r.completeness == pytest.approx(1.0, abs=0.1)
+        assert r.attributions[0] == 0 and r.attributions[-1] == 0      # [CLS]/[SEP] kept in every baseline
+    names = list(res)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            ra, rb = res[a], res[b]
+            assert abs(ra.baseline_score - rb.baseline_score) > 1e-3, (a, b)
+            assert np.abs(ra.attributions - rb.attributions).max() > 1e-3, (a, b)
+            assert ra.score == pytest.approx(rb.score, abs=1e-6)        # the same input x
 
 
 def test_batched_and_unbatched_coalition_values_agree(game):
@@ -86,7 +97,7 @@ def test_exact_shapley_efficiency_and_estimators_converge(game):
 
 
 def _log_with_texts(tmp_path):
-    from conftest import write_jsonl
+    from tests.helpers import write_jsonl
 
     return write_jsonl(tmp_path / "run.jsonl", [{
         "run_id": "base", "query_id": "q1", "query": QUERY,

@@ -14,7 +14,7 @@ from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.stability.reference import reference_stability
 from ragaudit_core.stability.metrics import StabilityError, StabilityOptions, compute_stability
 
-from conftest import ev, write_jsonl
+from tests.helpers import ev, write_jsonl
 
 # Fixture (conftest.three_runs), evidence identities per query:
 #        q1                        q2      q3
@@ -238,6 +238,7 @@ def random_logs(draw):
     return recs
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(random_logs(), st.sampled_from([0.25, 0.5, 0.75]))
 def test_sql_matches_pure_python_reference(tmp_path_factory, recs, tau):

@@ -77,9 +77,9 @@ def test_rule_validation_and_toml(tmp_path):
 
 def _evidence_and_provenance(d):
     """Evidence runs base/cand (2 queries each) and provenance for both (prov_fixtures)."""
-    from prov_fixtures import pipeline
+    from tests.helpers import pipeline
 
-    from conftest import ev, write_jsonl
+    from tests.helpers import ev, write_jsonl
 
     write_jsonl(d / "base.jsonl", [
         {"run_id": "base", "query_id": "q1", "evidence": [ev("D1", "s1"), ev("D2", "s2")]},
@@ -137,7 +137,7 @@ def test_a_run_against_itself_from_the_database(con, three_runs):
 
 
 def test_doc_only_logs_get_a_real_verdict(con, tmp_path):
-    from conftest import write_jsonl
+    from tests.helpers import write_jsonl
     from ragaudit_core.logs.ingest import ingest_paths
 
     # RagCiteCheck-style: document ids only
@@ -209,9 +209,9 @@ def test_a_required_rule_fails_when_its_data_is_absent(tmp_path):
 
 
 def test_provenance_only_runs_get_a_fidelity_verdict(con, tmp_path):
-    from prov_fixtures import pipeline
+    from tests.helpers import pipeline
 
-    from conftest import write_jsonl
+    from tests.helpers import write_jsonl
     from ragaudit_core.logs.ingest import ingest_paths
 
     write_jsonl(tmp_path / "p.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]"),

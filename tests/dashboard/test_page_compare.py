@@ -9,7 +9,7 @@ from ragaudit_core.logs import store
 from ragaudit_core.stability.compare import compare_runs
 from ragaudit_core.stability.probe import probe_pair
 
-from conftest import app_test
+from tests.helpers import app_test
 
 pytestmark = pytest.mark.slow
 PAGE = "pages/3_Compare.py"
