@@ -54,11 +54,25 @@ def ints(v: str, what: str) -> list[int]:
     return out
 
 
+Format = Annotated[str, typer.Option("--format", help="auto (recognise by fields), native, ragas or ragchecker.")]
+RunId = Annotated[Optional[str], typer.Option("--run-id", help="Run id for foreign records without one "
+                                                             "(default: the file name without extensions).")]
+DocIdKey = Annotated[Optional[str], typer.Option("--doc-id-key", help="Metadata key holding document ids in "
+                                                                    "foreign records (e.g. source).")]
+
+
 def ingest_options(case_sensitive: bool = False, collapse_ws: bool = False, casefold_spans: bool = False,
-                   max_line_bytes: int | None = None) -> IngestOptions:
+                   max_line_bytes: int | None = None, fmt: str = "auto", run_id: str | None = None,
+                   doc_id_key: str | None = None) -> IngestOptions:
+    """Ingest options from command-line values (exit 2 for an unknown format)."""
+    from ragaudit_core.logs.formats import FOREIGN_FORMATS
+
+    if fmt not in ("auto", "native", *FOREIGN_FORMATS):
+        fail(f"--format must be auto, native or one of {', '.join(FOREIGN_FORMATS)}, not {fmt!r}")
     kw = {} if max_line_bytes is None else {"max_line_bytes": max_line_bytes}
     return IngestOptions(canon=CanonOptions(case_sensitive=case_sensitive, collapse_internal_whitespace=collapse_ws),
-                         casefold_spans=casefold_spans, **kw)
+                         casefold_spans=casefold_spans, format=None if fmt == "auto" else fmt, run_id=run_id,
+                         doc_id_key=doc_id_key, **kw)
 
 
 def print_ingest(report: IngestReport, max_lines: int = 50) -> None:

@@ -13,7 +13,10 @@ from ragaudit_core.cli.common import (
     CaseSensitive,
     CasefoldSpans,
     CollapseWs,
+    DocIdKey,
+    Format,
     MaxLine,
+    RunId,
     fail,
     ingest_options,
     print_ingest,
@@ -27,22 +30,26 @@ __all__ = ["ingest"]
 
 
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="JSONL / JSONL.gz files or folders.")],
+    paths: Annotated[list[Path], typer.Argument(help="Log files (JSONL, JSON, CSV, Parquet; .gz) or folders.")],
     db: Annotated[Path, typer.Option("--db", help="DuckDB file to load into.")] = None,
     case_sensitive: CaseSensitive = False,
     collapse_internal_whitespace: CollapseWs = False,
     casefold_spans: CasefoldSpans = False,
     max_line_bytes: MaxLine = DEFAULT_MAX_LINE_BYTES,
+    fmt: Format = "auto",
+    run_id: RunId = None,
+    doc_id_key: DocIdKey = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
     no_precompute: Annotated[bool, typer.Option(
         "--no-precompute", help="Skip storing the stability overview the dashboard opens on.")] = False,
 ) -> None:
-    """Validate evidence logs and load them into a DuckDB file (one transaction)."""
+    """Validate logs (ours, Ragas, RAGChecker) and load them into a DuckDB file (one transaction)."""
     db = db or store.default_db_path()
+    options = ingest_options(case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt,
+                             run_id, doc_id_key)
     try:
         con = store.connect(db)
-        report = workspace.load_paths(con, paths, ingest_options(case_sensitive, collapse_internal_whitespace,
-                                                                 casefold_spans, max_line_bytes),
+        report = workspace.load_paths(con, paths, options,
                                       precompute_overview=not no_precompute, progress=progress())
     except (IngestError, store.StoreError) as e:
         fail(str(e))

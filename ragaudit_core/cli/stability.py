@@ -14,8 +14,11 @@ from ragaudit_core.cli.common import (
     CasefoldSpans,
     CollapseWs,
     Device,
+    DocIdKey,
+    Format,
     LazyModels,
     MaxLine,
+    RunId,
     emit_json,
     fail,
     fmt,
@@ -50,12 +53,15 @@ def stability(
     collapse_internal_whitespace: CollapseWs = False,
     casefold_spans: CasefoldSpans = False,
     max_line_bytes: MaxLine = DEFAULT_MAX_LINE_BYTES,
+    fmt: Format = "auto",
+    run_id: RunId = None,
+    doc_id_key: DocIdKey = None,
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write the metrics as JSON here ('-' = stdout).")] = None,
     csv_dir: Annotated[Optional[Path], typer.Option("--csv-dir", help="Write runs.csv, pairs.csv, queries.csv here.")] = None,
 ) -> None:
     """Document- and span-level evidence stability across runs (seed 000)."""
     con = open_logs(paths, db, must_exist=False, options=ingest_options(
-        case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes))
+        case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt, run_id, doc_id_key))
     try:
         mapping = {}
         if docid_map is not None:

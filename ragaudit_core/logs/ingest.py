@@ -27,10 +27,13 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from ragaudit_core.logs import store
-from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
+from ragaudit_core.logs import formats
+from ragaudit_core.logs.containers import iter_rows
+from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error
+from ragaudit_core.logs.lines import buffer_provenance, json_object, parse_evidence_line, parse_provenance_line
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES, InputFileError, expand_paths, file_sha256, iter_lines
-from ragaudit_core.logs.provenance import Coordinates, ProvenanceRecord, looks_like_provenance
+from ragaudit_core.logs.provenance import looks_like_provenance
 
 __all__ = [
     "FileReport",
@@ -52,6 +55,9 @@ class IngestOptions:
     casefold_spans: bool = False
     recompute_span_hash: bool = False
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    format: str | None = None          # force a format (native, ragas, ragchecker); None: recognise by fields
+    run_id: str | None = None          # run id for foreign records that carry none (default: the file name)
+    doc_id_key: str | None = None      # metadata key holding document ids in foreign records
 
     def fingerprint(self) -> dict[str, object]:
         """The options that change stored identities; they must not change within one database."""
@@ -258,8 +264,8 @@ class _Batch:
         fr = FileReport(spath, sha, "loaded")
         self.report.files.append(fr)
         file_notes: list[str] = []
-        gen = iter_lines(path, max_line_bytes=self.options.max_line_bytes, warn=file_notes)
         try:
+            gen = iter_rows(path) or iter_lines(path, max_line_bytes=self.options.max_line_bytes, warn=file_notes)
             first = next(gen, None)
         except InputFileError as e:
             fr.status, fr.n_rejected = "unreadable", 1
@@ -273,10 +279,18 @@ class _Batch:
         if first is None:
             self.warn(spath, None, "empty-file", "file holds no records (it is empty or blank)", file_id)
         lines = itertools.chain((first,), gen) if first is not None else iter(())
-        if first is not None and _sniff_provenance(first.data):
+        fmt = self._format_of(first)
+        if fmt == "provenance":
             kind = "provenance"
             for ln in lines:
                 self.provenance_line(fr, file_id, ln)
+        elif fmt is not None:
+            kind = "evidence"
+            ctx = formats.MapContext(formats.run_id_for(path, self.options.run_id), self.options.doc_id_key)
+            for ln in lines:
+                self.foreign_line(fr, file_id, ln, fmt, ctx)
+            for w in ctx.warnings:
+                self.warn(spath, None, f"{fmt}-mapping", w, file_id)
         else:
             kind = "evidence"
             for i, ln in enumerate(lines, 1):
@@ -288,14 +302,28 @@ class _Batch:
         self.file_rows.append((file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded,
                                fr.n_rejected))
 
+    def _format_of(self, first) -> str | None:
+        """``provenance``, a foreign format, or None (native evidence), from the option or the
+        first record's fields."""
+        forced = self.options.format
+        if forced is not None and forced != "auto":
+            return None if forced == "native" else forced
+        if first is None or first.error:
+            return None
+        try:
+            obj = orjson.loads(first.data)
+        except orjson.JSONDecodeError:
+            return None
+        return "provenance" if looks_like_provenance(obj) else formats.detect(obj)
+
     # ------------------------------------------------------------------ lines
 
     def provenance_line(self, fr: FileReport, file_id: int, ln) -> None:
         fr.n_lines += 1
-        reason, prec = (ln.error, None) if ln.error else _parse_prov_line(ln.data)
+        reason, prec = (ln.error, None) if ln.error else parse_provenance_line(ln.data)
         if self.admit(fr, file_id, ln, reason, prec, "provenance record", self.known_prov,
                       self.prov_first_seen) is not None:
-            _buffer_provenance(prec, file_id, ln.line_no, self.options.canon, self.canon_cache, self.prov_rec_rows,
+            buffer_provenance(prec, file_id, ln.line_no, self.options.canon, self.canon_cache, self.prov_rec_rows,
                                self.prov_node_rows)
 
     def evidence_line(self, fr: FileReport, file_id: int, ln) -> None:
@@ -304,9 +332,32 @@ class _Batch:
         if ln.note and not reason and ln.note.startswith("a UTF-8 byte-order mark"):
             self.warn(fr.path, ln.line_no, "bom", ln.note, file_id)
         if reason is None:
-            reason, rec = _parse_line(ln.data)
-        if self.admit(fr, file_id, ln, reason, rec, "record", self.known, self.first_seen) is None:
+            reason, rec = parse_evidence_line(ln.data)
+        if self.admit(fr, file_id, ln, reason, rec, "record", self.known, self.first_seen) is not None:
+            self._add_record(fr, file_id, ln, rec)
+
+    def foreign_line(self, fr: FileReport, file_id: int, ln, fmt: str, ctx: formats.MapContext) -> None:
+        """A line (or row) of another tool's log, mapped to native records (:mod:`formats`)."""
+        fr.n_lines += 1
+        reason, obj = (ln.error, None) if ln.error else json_object(ln.data)
+        recs: list[EvidenceRecord] = []
+        if reason is None:
+            try:
+                recs = [EvidenceRecord.model_validate(r) for r in formats.map_record(fmt, obj, ctx)]
+            except formats.FormatError as e:
+                reason = f"not a {fmt} record: {e}"
+            except ValidationError as e:
+                reason = f"{fmt} record maps to an invalid record: {describe_validation_error(e)}"
+        if reason is None and not recs:
+            reason = f"{fmt} record holds no query"
+        if reason is not None:
+            self.reject(fr, file_id, ln, reason)
             return
+        for rec in recs:
+            if self.admit(fr, file_id, ln, None, rec, "record", self.known, self.first_seen) is not None:
+                self._add_record(fr, file_id, ln, rec)
+
+    def _add_record(self, fr: FileReport, file_id: int, ln, rec: EvidenceRecord) -> None:
         self._run_config(rec, fr.path, file_id, ln.line_no)
         n_kept = self._entries(rec, fr.path, file_id, ln.line_no)
         for col, v in zip(_Columns.RECORDS, (rec.run_id, rec.query_id, file_id, ln.line_no, rec.query, rec.answer,
@@ -422,81 +473,6 @@ def _new_runs(con: duckdb.DuckDBPyConnection, run_configs: dict[str, tuple[dict 
                      _int_or_none(c.get("chunk_overlap")),
                      None if c.get("embedder") is None else str(c.get("embedder"))))
     return rows
-
-
-def _sniff_provenance(data: bytes) -> bool:
-    try:
-        return looks_like_provenance(orjson.loads(data))
-    except orjson.JSONDecodeError:
-        return False
-
-
-def _parse_prov_line(data: bytes) -> tuple[str | None, ProvenanceRecord | None]:
-    """Like :func:`_parse_line`, for a provenance record (graph checks included)."""
-    reason, obj = _json_object(data)
-    if reason is not None:
-        return (reason, None)
-    if not looks_like_provenance(obj):
-        return ("not a provenance record (no \"nodes\" list) in a file of provenance records; "
-                "put evidence records in their own file", None)
-    try:
-        return (None, ProvenanceRecord.model_validate(obj))
-    except ValidationError as e:
-        return (describe_validation_error(e), None)
-
-
-def _buffer_provenance(rec: ProvenanceRecord, file_id: int, line_no: int, canon: CanonOptions,
-                       cache: dict[str, str], rec_rows: list, node_rows: list) -> None:
-    def cid(raw: str | None) -> str | None:
-        if raw is None:
-            return None
-        c = cache.get(raw)
-        if c is None:
-            c = cache[raw] = canonical_doc_id(raw, canon)
-        return c
-
-    def dumps(v) -> str:
-        return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
-
-    rec_rows.append((rec.run_id, rec.query_id, file_id, line_no, rec.query, rec.generated_text,
-                     None if rec.config is None else dumps(rec.config),
-                     dumps([{"doc_id": cid(t.doc_id), "page": t.page} for t in rec.ground_truth]),
-                     dumps([{"doc_id": cid(d.doc_id), "pages": d.pages} for d in rec.documents]),
-                     dumps([d.model_dump() for d in rec.dropped]), len(rec.nodes)))
-    for i, n in enumerate(rec.nodes):
-        c = n.coordinates or Coordinates()
-        node_rows.append((rec.run_id, rec.query_id, i, n.node_id, n.stage, n.artifact_type, cid(c.doc_id), c.doc_id,
-                          c.page, c.paragraph, c.char_start, c.char_end, n.transformation, list(n.derived_from),
-                          dumps(n.metadata) if n.metadata else None))
-
-
-def _json_object(data: bytes) -> tuple[str | None, dict | None]:
-    """(reason, None) when a line is not one UTF-8 JSON object, else (None, the object)."""
-    if b"\x00" in data:
-        return ("line contains NUL bytes (\\x00); the file may be binary or corrupted", None)
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return (f"line is not valid UTF-8 (byte 0x{data[e.start]:02x} at byte offset {e.start}); "
-                "re-encode the file as UTF-8", None)
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError as e:
-        return (f"invalid JSON: {e}", None)
-    if not isinstance(obj, dict):
-        return (f"expected a JSON object per line, got {json_type(obj)}", None)
-    return (None, obj)
-
-
-def _parse_line(data: bytes) -> tuple[str | None, EvidenceRecord | None]:
-    """(reason, None) for a bad line, (None, record) for a good one."""
-    reason, obj = _json_object(data)
-    if reason is not None:
-        return (reason, None)
-    try:
-        return (None, EvidenceRecord.model_validate(obj))
-    except ValidationError as e:
-        return (describe_validation_error(e), None)
 
 
 def collisions(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[str]:

@@ -1,0 +1,107 @@
+"""Log files that are not JSON Lines — a JSON document (an array of records, or RAGChecker's
+``{"results": [...]}``), CSV with a header row, Parquet — read as rows.
+
+Each row comes out as a :class:`~ragaudit_core.logs.jsonl.Line` holding the row as one JSON
+object (``line_no`` = the row's number from 1; for CSV the file line the row starts on), so
+it goes through the same decoding, validation and quarantine as a line of a JSONL file.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from ragaudit_core.logs.jsonl import InputFileError, Line
+
+__all__ = ["TABLE_SUFFIXES", "iter_rows"]
+
+TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet")
+
+
+def _dumps(obj) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, default=str).encode("utf-8")
+
+
+def iter_rows(path: Path) -> Iterator[Line] | None:
+    """The rows of a JSON document, CSV or Parquet file; None for a JSON Lines file (read it
+    with :func:`jsonl.iter_lines`). Raises :class:`InputFileError` for an unreadable file."""
+    name = path.name.lower()
+    if name.endswith(".parquet"):
+        return _parquet_rows(path)
+    if name.endswith((".csv", ".csv.gz")):
+        return _csv_rows(path)
+    if name.endswith((".json", ".json.gz")):
+        return _json_document_rows(path)
+    return None
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+        return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+    except (OSError, EOFError, gzip.BadGzipFile) as e:
+        raise InputFileError(f"{path}: cannot read the file ({e})") from None
+
+
+def _json_document_rows(path: Path) -> Iterator[Line] | None:
+    """A JSON array of records, or ``{"results": [...]}``; None when the file is JSON Lines
+    (several documents, or one record object)."""
+    data = _read_bytes(path)
+    head = data.lstrip()[:1]
+    if head not in (b"[", b"{"):
+        return None
+    try:
+        doc = json.loads(data.decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError):
+        return None                       # JSON Lines, or broken: the line reader reports each line
+    if isinstance(doc, dict) and isinstance(doc.get("results"), list):
+        rows = doc["results"]
+    elif isinstance(doc, list):
+        rows = doc
+    else:
+        return None
+    return (Line(i, _dumps(r)) for i, r in enumerate(rows, start=1))
+
+
+def _csv_rows(path: Path) -> Iterator[Line]:
+    text = _read_bytes(path)
+    try:
+        decoded = text.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputFileError(f"{path}: not UTF-8 text (byte offset {e.start}); re-encode the file as UTF-8") from None
+    reader = csv.DictReader(io.StringIO(decoded, newline=""))
+    if not reader.fieldnames:
+        return iter(())
+
+    def rows() -> Iterator[Line]:
+        line_no = reader.line_num + 1
+        for row in reader:
+            if None in row:
+                yield Line(line_no, _dumps({k: v for k, v in row.items() if k is not None}),
+                           error=f"row has {len(reader.fieldnames) + len(row[None])} fields, the header "
+                                 f"{len(reader.fieldnames)}")
+            else:
+                yield Line(line_no, _dumps({k: (None if v == "" else v) for k, v in row.items()}))
+            line_no = reader.line_num + 1
+    return rows()
+
+
+def _parquet_rows(path: Path) -> Iterator[Line]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
+        raise InputFileError(f"{path}: not a readable Parquet file ({e})") from None
+
+    def rows() -> Iterator[Line]:
+        n = 0
+        for batch in pf.iter_batches(batch_size=4096):
+            for row in batch.to_pylist():
+                n += 1
+                yield Line(n, _dumps(row))
+    return rows()

@@ -1,0 +1,87 @@
+"""One line of a log file → a validated record, or the reason a person reads when it is not one.
+
+Evidence lines become :class:`~ragaudit_core.logs.contracts.EvidenceRecord`, provenance lines
+:class:`~ragaudit_core.logs.provenance.ProvenanceRecord` (graph checks included); a provenance
+record's rows for the ``prov_records`` and ``prov_nodes`` tables are built here too.
+"""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+from pydantic import ValidationError
+
+from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
+from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id
+from ragaudit_core.logs.provenance import Coordinates, ProvenanceRecord, looks_like_provenance
+
+__all__ = ["buffer_provenance", "json_object", "parse_evidence_line", "parse_provenance_line"]
+
+
+def parse_provenance_line(data: bytes) -> tuple[str | None, ProvenanceRecord | None]:
+    """Like :func:`parse_evidence_line`, for a provenance record (graph checks included)."""
+    reason, obj = json_object(data)
+    if reason is not None:
+        return (reason, None)
+    if not looks_like_provenance(obj):
+        return ("not a provenance record (no \"nodes\" list) in a file of provenance records; "
+                "put evidence records in their own file", None)
+    try:
+        return (None, ProvenanceRecord.model_validate(obj))
+    except ValidationError as e:
+        return (describe_validation_error(e), None)
+
+
+def buffer_provenance(rec: ProvenanceRecord, file_id: int, line_no: int, canon: CanonOptions,
+                       cache: dict[str, str], rec_rows: list, node_rows: list) -> None:
+    def cid(raw: str | None) -> str | None:
+        if raw is None:
+            return None
+        c = cache.get(raw)
+        if c is None:
+            c = cache[raw] = canonical_doc_id(raw, canon)
+        return c
+
+    def dumps(v) -> str:
+        return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+    rec_rows.append((rec.run_id, rec.query_id, file_id, line_no, rec.query, rec.generated_text,
+                     None if rec.config is None else dumps(rec.config),
+                     dumps([{"doc_id": cid(t.doc_id), "page": t.page} for t in rec.ground_truth]),
+                     dumps([{"doc_id": cid(d.doc_id), "pages": d.pages} for d in rec.documents]),
+                     dumps([d.model_dump() for d in rec.dropped]), len(rec.nodes)))
+    for i, n in enumerate(rec.nodes):
+        c = n.coordinates or Coordinates()
+        node_rows.append((rec.run_id, rec.query_id, i, n.node_id, n.stage, n.artifact_type, cid(c.doc_id), c.doc_id,
+                          c.page, c.paragraph, c.char_start, c.char_end, n.transformation, list(n.derived_from),
+                          dumps(n.metadata) if n.metadata else None))
+
+
+def json_object(data: bytes) -> tuple[str | None, dict | None]:
+    """(reason, None) when a line is not one UTF-8 JSON object, else (None, the object)."""
+    if b"\x00" in data:
+        return ("line contains NUL bytes (\\x00); the file may be binary or corrupted", None)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return (f"line is not valid UTF-8 (byte 0x{data[e.start]:02x} at byte offset {e.start}); "
+                "re-encode the file as UTF-8", None)
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        return (f"invalid JSON: {e}", None)
+    if not isinstance(obj, dict):
+        return (f"expected a JSON object per line, got {json_type(obj)}", None)
+    return (None, obj)
+
+
+def parse_evidence_line(data: bytes) -> tuple[str | None, EvidenceRecord | None]:
+    """(reason, None) for a bad line, (None, record) for a good one."""
+    reason, obj = json_object(data)
+    if reason is not None:
+        return (reason, None)
+    try:
+        return (None, EvidenceRecord.model_validate(obj))
+    except ValidationError as e:
+        return (describe_validation_error(e), None)
