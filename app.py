@@ -68,7 +68,9 @@ def _after_load(report=None, error: str | None = None) -> None:
     else:
         st.session_state[KEYS.last_ingest] = {
             "summary": report.summary(), "rejected": [(i.path, i.line_no, i.message) for i in report.rejected],
-            "warnings": [str(w) for w in report.warnings]}
+            "warnings": [str(w) for w in report.warnings],
+            "failed": [f"No record of {ui.md(Path(f.path).name)} could be loaded: all {f.n_rejected:,} of its lines were "
+                       "rejected (reasons below, under Rejected lines)." for f in report.failed_files]}
     st.cache_data.clear()
 
 
@@ -115,6 +117,8 @@ def _last_ingest() -> None:
     if "error" in last:
         st.error(last["error"])
         return
+    for msg in last.get("failed", []):
+        st.error(msg)
     (st.warning if last["rejected"] else st.success)(last["summary"])
     for w in last["warnings"][:20]:
         st.warning(w)

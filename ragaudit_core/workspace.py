@@ -38,8 +38,12 @@ def load_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
 
 def load_uploads(con: duckdb.DuckDBPyConnection, uploads: Iterable[tuple[str, bytes]], dest: Path,
                  options: IngestOptions = IngestOptions()) -> IngestReport:
-    """Keep uploaded ``(name, bytes)`` files under ``dest`` (:func:`catalog.keep_uploads`) and load them."""
-    return load_paths(con, catalog.keep_uploads(uploads, dest), options)
+    """Keep uploaded ``(name, bytes)`` files under ``dest`` (:func:`catalog.keep_uploads`) and load
+    them; the report names each file as it was uploaded, not where it is kept."""
+    uploads = list(uploads)
+    paths = catalog.keep_uploads(uploads, dest)
+    report = load_paths(con, paths, options)
+    return report.with_paths({str(p): name for p, (name, _data) in zip(paths, uploads)})
 
 
 def load_sample_logs(con: duckdb.DuckDBPyConnection) -> IngestReport:

@@ -14,11 +14,12 @@ from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.ingest import IngestError, IngestOptions, IngestReport, ingest_paths
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "LazyModels", "emit_json", "fail", "fmt", "ingest_options",
+__all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "LazyModels", "emit_json", "fail", "fail_on_rejected_files", "fmt", "ingest_options",
            "ints", "known_runs", "open_logs", "print_ingest", "progress", "resolve_run", "tqdm_progress"]
 
 EXIT_BAD_INPUT = 2
 EXIT_GATE_FAILED = 1
+MAX_LINE_LIMIT = 1 << 30
 
 CaseSensitive = Annotated[bool, typer.Option("--case-sensitive", help="Keep the case of doc ids (default: lower-case).")]
 CollapseWs = Annotated[bool, typer.Option("--collapse-internal-whitespace",
@@ -69,6 +70,8 @@ def ingest_options(case_sensitive: bool = False, collapse_ws: bool = False, case
 
     if fmt not in ("auto", "native", *FOREIGN_FORMATS):
         fail(f"--format must be auto, native or one of {', '.join(FOREIGN_FORMATS)}, not {fmt!r}")
+    if max_line_bytes is not None and not 1 <= max_line_bytes <= MAX_LINE_LIMIT:
+        fail(f"--max-line-bytes must be between 1 and {MAX_LINE_LIMIT:,} (1 GiB), not {max_line_bytes:,}")
     kw = {} if max_line_bytes is None else {"max_line_bytes": max_line_bytes}
     return IngestOptions(canon=CanonOptions(case_sensitive=case_sensitive, collapse_internal_whitespace=collapse_ws),
                          casefold_spans=casefold_spans, format=None if fmt == "auto" else fmt, run_id=run_id,
@@ -86,6 +89,16 @@ def print_ingest(report: IngestReport, max_lines: int = 50) -> None:
         typer.echo(f"warning: {w}", err=True)
     if len(report.warnings) > max_lines:
         typer.echo(f"warning: … and {len(report.warnings) - max_lines} more (see the ingest_warnings table)", err=True)
+
+
+def fail_on_rejected_files(report: IngestReport) -> None:
+    """Exit 2 when every line of some file was rejected (nothing of it could be loaded)."""
+    bad = report.failed_files
+    for f in bad:
+        typer.echo(f"error: no record of {Path(f.path).name} could be loaded ({f.n_rejected:,} line(s) rejected; "
+                   "see the reasons above)", err=True)
+    if bad:
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def progress():

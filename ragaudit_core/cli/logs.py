@@ -18,6 +18,7 @@ from ragaudit_core.cli.common import (
     MaxLine,
     RunId,
     fail,
+    fail_on_rejected_files,
     ingest_options,
     print_ingest,
     progress,
@@ -55,5 +56,6 @@ def ingest(
         fail(str(e))
     print_ingest(report)
     typer.echo(f"database: {db}", err=True)
+    fail_on_rejected_files(report)
     if strict and report.rejected:
         raise typer.Exit(EXIT_BAD_INPUT)

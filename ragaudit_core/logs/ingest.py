@@ -14,6 +14,7 @@ Guarantees (issue #2):
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from collections.abc import Callable, Iterable
@@ -30,7 +31,7 @@ from ragaudit_core.logs import store
 from ragaudit_core.logs import formats
 from ragaudit_core.logs.containers import iter_rows
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error
-from ragaudit_core.logs.lines import buffer_provenance, json_object, parse_evidence_line, parse_provenance_line
+from ragaudit_core.logs.lines import buffer_provenance, json_object, parse_evidence_object, parse_provenance_object
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES, InputFileError, expand_paths, file_sha256, iter_lines
 from ragaudit_core.logs.provenance import looks_like_provenance
@@ -83,7 +84,7 @@ class Issue:
 class FileReport:
     path: str
     sha256: str
-    status: str  # loaded | already-loaded | unreadable
+    status: str  # loaded | already-loaded | unreadable | rejected (every line rejected: not marked loaded)
     n_lines: int = 0
     n_loaded: int = 0
     n_rejected: int = 0
@@ -102,6 +103,20 @@ class IngestReport:
     @property
     def n_rejected(self) -> int:
         return len(self.rejected)
+
+    @property
+    def failed_files(self) -> list[FileReport]:
+        """Files of which nothing could be loaded: every line rejected, or unreadable."""
+        return [f for f in self.files if f.status in ("rejected", "unreadable")]
+
+    def with_paths(self, names: dict[str, str]) -> IngestReport:
+        """The same report with file paths renamed (e.g. kept uploads → the names the user uploaded)."""
+        def rename(issue: Issue) -> Issue:
+            return dataclasses.replace(issue, path=names.get(issue.path, issue.path))
+
+        return dataclasses.replace(
+            self, files=[dataclasses.replace(f, path=names.get(f.path, f.path)) for f in self.files],
+            rejected=[rename(i) for i in self.rejected], warnings=[rename(w) for w in self.warnings])
 
     def summary(self) -> str:
         loaded = sum(1 for f in self.files if f.status == "loaded")
@@ -153,15 +168,16 @@ def _check_options(con: duckdb.DuckDBPyConnection, opts: IngestOptions) -> None:
 
 
 def _int_or_none(v: object) -> int | None:
+    """A grid setting (top-k, chunk size, overlap) as an INTEGER column value; None when the
+    config holds none, or a value that is not an integer in the column's range (the config
+    itself is kept as logged)."""
     if isinstance(v, bool):
         return None
-    if isinstance(v, int):
-        return v
     if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, str) and v.strip().isdigit():
-        return int(v.strip())
-    return None
+        v = int(v)
+    elif isinstance(v, str) and v.strip().isdigit():
+        v = int(v.strip())
+    return v if isinstance(v, int) and -2**31 <= v < 2**31 else None
 
 
 def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
@@ -201,7 +217,12 @@ class _Batch:
         self.report = IngestReport()
         self.known = {(r, q): None for r, q in con.execute("SELECT run_id, query_id FROM records").fetchall()}
         self.known_prov = {(r, q): None for r, q in con.execute("SELECT run_id, query_id FROM prov_records").fetchall()}
-        self.seen_sha = dict(con.execute("SELECT sha256, path FROM files").fetchall())
+        self.seen_sha = dict(con.execute("SELECT sha256, path FROM files WHERE n_loaded > 0 OR n_rejected = 0"
+                                         ).fetchall())
+        # files of an earlier ingest whose every line was rejected: read again, and replace that attempt
+        self.failed_sha = dict(con.execute("SELECT sha256, file_id FROM files WHERE n_loaded = 0 AND n_rejected > 0"
+                                           ).fetchall())
+        self.replaced_file_ids: list[int] = []
         self.next_file_id = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM files").fetchall()[0][0]
         self.first_seen: dict[tuple[str, str], tuple[str, int]] = {}
         self.prov_first_seen: dict[tuple[str, str], tuple[str, int]] = {}
@@ -250,9 +271,14 @@ class _Batch:
 
     def add_file(self, path: Path) -> None:
         """Read one file: skipped when its content is already loaded, else every line admitted
-        or rejected; the file's kind (evidence or provenance) is sniffed from its first line."""
+        or rejected. A native file may mix evidence and provenance lines (each line is read as
+        what it is); another tool's format is recognised from the first record's fields. A file
+        whose every line was rejected is not marked loaded: the next ingest of it reads it again
+        and replaces that attempt."""
         spath = str(path)
         sha = file_sha256(path)
+        if sha in self.failed_sha:
+            self.replaced_file_ids.append(self.failed_sha.pop(sha))
         if sha in self.seen_sha:
             self.report.files.append(FileReport(spath, sha, "already-loaded"))
             self.warn(spath, None, "already-loaded",
@@ -279,32 +305,31 @@ class _Batch:
         if first is None:
             self.warn(spath, None, "empty-file", "file holds no records (it is empty or blank)", file_id)
         lines = itertools.chain((first,), gen) if first is not None else iter(())
+        n_ev, n_prov = len(self.records["run_id"]), len(self.prov_rec_rows)
         fmt = self._format_of(first)
-        if fmt == "provenance":
-            kind = "provenance"
-            for ln in lines:
-                self.provenance_line(fr, file_id, ln)
-        elif fmt is not None:
-            kind = "evidence"
+        if fmt is not None:
             ctx = formats.MapContext(formats.run_id_for(path, self.options.run_id), self.options.doc_id_key)
             for ln in lines:
                 self.foreign_line(fr, file_id, ln, fmt, ctx)
             for w in ctx.warnings:
                 self.warn(spath, None, f"{fmt}-mapping", w, file_id)
         else:
-            kind = "evidence"
             for i, ln in enumerate(lines, 1):
                 if self.progress is not None and i % 10000 == 0:
                     self.progress(spath, i)
-                self.evidence_line(fr, file_id, ln)
+                self.native_line(fr, file_id, ln)
             if self.progress is not None:
                 self.progress(spath, fr.n_lines)
+        if fr.n_loaded == 0 and fr.n_rejected > 0:
+            fr.status = "rejected"
+            del self.seen_sha[sha]
+        has_ev, has_prov = len(self.records["run_id"]) > n_ev, len(self.prov_rec_rows) > n_prov
+        kind = "mixed" if has_ev and has_prov else "provenance" if has_prov else "evidence"
         self.file_rows.append((file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded,
                                fr.n_rejected))
 
     def _format_of(self, first) -> str | None:
-        """``provenance``, a foreign format, or None (native evidence), from the option or the
-        first record's fields."""
+        """A foreign format, or None (native), from the option or the first record's fields."""
         forced = self.options.format
         if forced is not None and forced != "auto":
             return None if forced == "native" else forced
@@ -314,25 +339,28 @@ class _Batch:
             obj = orjson.loads(first.data)
         except orjson.JSONDecodeError:
             return None
-        return "provenance" if looks_like_provenance(obj) else formats.detect(obj)
+        return None if looks_like_provenance(obj) else formats.detect(obj)
 
     # ------------------------------------------------------------------ lines
 
-    def provenance_line(self, fr: FileReport, file_id: int, ln) -> None:
+    def native_line(self, fr: FileReport, file_id: int, ln) -> None:
+        """A line of our contract: a provenance record (it has a ``nodes`` list) or an evidence record."""
         fr.n_lines += 1
-        reason, prec = (ln.error, None) if ln.error else parse_provenance_line(ln.data)
+        if ln.note and not ln.error and ln.note.startswith("a UTF-8 byte-order mark"):
+            self.warn(fr.path, ln.line_no, "bom", ln.note, file_id)
+        reason, obj = (ln.error, None) if ln.error else json_object(ln.data)
+        if reason is None and looks_like_provenance(obj):
+            self._provenance(fr, file_id, ln, *parse_provenance_object(obj))
+        else:
+            self._evidence(fr, file_id, ln, *((reason, None) if reason else parse_evidence_object(obj)))
+
+    def _provenance(self, fr: FileReport, file_id: int, ln, reason: str | None, prec) -> None:
         if self.admit(fr, file_id, ln, reason, prec, "provenance record", self.known_prov,
                       self.prov_first_seen) is not None:
             buffer_provenance(prec, file_id, ln.line_no, self.options.canon, self.canon_cache, self.prov_rec_rows,
                                self.prov_node_rows)
 
-    def evidence_line(self, fr: FileReport, file_id: int, ln) -> None:
-        fr.n_lines += 1
-        reason, rec = ln.error, None
-        if ln.note and not reason and ln.note.startswith("a UTF-8 byte-order mark"):
-            self.warn(fr.path, ln.line_no, "bom", ln.note, file_id)
-        if reason is None:
-            reason, rec = parse_evidence_line(ln.data)
+    def _evidence(self, fr: FileReport, file_id: int, ln, reason: str | None, rec) -> None:
         if self.admit(fr, file_id, ln, reason, rec, "record", self.known, self.first_seen) is not None:
             self._add_record(fr, file_id, ln, rec)
 
@@ -418,6 +446,8 @@ class _Batch:
         report.n_entries = len(self.ev_rows)
         con.execute("BEGIN TRANSACTION")
         try:
+            for table in ("quarantine", "ingest_warnings", "files"):
+                con.execute(f"DELETE FROM {table} WHERE list_contains(?, file_id)", [self.replaced_file_ids])
             self._insert(con)
             if report.n_records or report.n_provenance:
                 for msg in collisions(con):

@@ -9,6 +9,7 @@ whole *file* unreadable (missing, UTF-16, unreadable gzip header) raise
 from __future__ import annotations
 
 import gzip
+import io
 import hashlib
 import zlib
 from collections.abc import Iterator
@@ -88,7 +89,8 @@ def iter_lines(path: Path, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     * gzip is recognised by its magic bytes, whatever the file is called; a ``.gz``
       file that is not gzip is read as plain text and a note is added to ``warn``;
     * a UTF-8 byte-order mark at the start of a line is stripped (noted on the line);
-    * CR before LF is dropped; blank lines are skipped;
+    * CR before LF is dropped; a file whose lines end in CR alone (classic Mac) is split
+      on CR; blank lines are skipped;
     * a line longer than ``max_line_bytes`` is not parsed: its first 64 KiB are kept;
     * a corrupt or truncated gzip stream ends the file with one error line after the
       last good line.
@@ -109,8 +111,10 @@ def iter_lines(path: Path, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                 f"{path}: named .gz but not gzip-compressed (no gzip header); read as plain text"
             )
     opener = (lambda: gzip.open(path, "rb")) if is_gzip else (lambda: open(path, "rb"))
+    cr_only = _cr_only(opener)
     line_no = 0
-    with opener() as f:
+    with opener() as raw:
+        f = _CrLines(raw) if cr_only else raw
         while True:
             try:
                 chunk = f.readline(max_line_bytes + 1)
@@ -143,3 +147,24 @@ def iter_lines(path: Path, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
             if not data.strip():
                 continue
             yield Line(line_no, data, note=note)
+
+
+def _cr_only(opener) -> bool:
+    """Whether the file's lines end in a bare CR: its first MiB holds a CR and no LF."""
+    try:
+        with opener() as f:
+            head = f.read(1 << 20)
+    except (OSError, EOFError, zlib.error):
+        return False                      # the reader reports the damage line by line
+    return b"\r" in head and b"\n" not in head
+
+
+class _CrLines:
+    """A binary file whose lines end in CR, read line by line as if they ended in LF."""
+
+    def __init__(self, raw) -> None:
+        self._text = io.TextIOWrapper(raw, encoding="latin-1", newline="\r")   # latin-1: bytes unchanged
+
+    def readline(self, size: int = -1) -> bytes:
+        line = self._text.readline(size).encode("latin-1")
+        return line[:-1] + b"\n" if line.endswith(b"\r") else line

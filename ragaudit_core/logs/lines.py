@@ -8,25 +8,22 @@ record's rows for the ``prov_records`` and ``prov_nodes`` tables are built here 
 from __future__ import annotations
 
 import json
+import re
 
 import orjson
 from pydantic import ValidationError
 
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id
-from ragaudit_core.logs.provenance import Coordinates, ProvenanceRecord, looks_like_provenance
+from ragaudit_core.logs.provenance import Coordinates, ProvenanceRecord
 
-__all__ = ["buffer_provenance", "json_object", "parse_evidence_line", "parse_provenance_line"]
+__all__ = ["buffer_provenance", "json_object", "parse_evidence_object", "parse_provenance_object"]
+
+_LONG_NUMBER = re.compile(rb"\d{20}")
 
 
-def parse_provenance_line(data: bytes) -> tuple[str | None, ProvenanceRecord | None]:
-    """Like :func:`parse_evidence_line`, for a provenance record (graph checks included)."""
-    reason, obj = json_object(data)
-    if reason is not None:
-        return (reason, None)
-    if not looks_like_provenance(obj):
-        return ("not a provenance record (no \"nodes\" list) in a file of provenance records; "
-                "put evidence records in their own file", None)
+def parse_provenance_object(obj: dict) -> tuple[str | None, ProvenanceRecord | None]:
+    """(reason, None) for a provenance record that does not validate, else (None, record)."""
     try:
         return (None, ProvenanceRecord.model_validate(obj))
     except ValidationError as e:
@@ -71,16 +68,15 @@ def json_object(data: bytes) -> tuple[str | None, dict | None]:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         return (f"invalid JSON: {e}", None)
+    if _LONG_NUMBER.search(data):
+        obj = json.loads(data)           # integers beyond 64 bits stay exact (orjson reads them as floats)
     if not isinstance(obj, dict):
         return (f"expected a JSON object per line, got {json_type(obj)}", None)
     return (None, obj)
 
 
-def parse_evidence_line(data: bytes) -> tuple[str | None, EvidenceRecord | None]:
-    """(reason, None) for a bad line, (None, record) for a good one."""
-    reason, obj = json_object(data)
-    if reason is not None:
-        return (reason, None)
+def parse_evidence_object(obj: dict) -> tuple[str | None, EvidenceRecord | None]:
+    """(reason, None) for an evidence record that does not validate, else (None, record)."""
     try:
         return (None, EvidenceRecord.model_validate(obj))
     except ValidationError as e:

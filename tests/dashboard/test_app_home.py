@@ -87,3 +87,16 @@ def test_log_text_is_never_rendered_as_html(app_env, tmp_path):
     # nothing from the logs reaches an HTML or markdown element; it is in data frames only
     for el in list(at.markdown) + list(at.caption) + list(at.get("html")):
         assert XSS not in str(el.value) and "onerror" not in str(el.value)
+
+
+def test_an_upload_whose_every_line_is_rejected_is_an_error_naming_the_uploaded_file(app_env, tmp_path):
+    app_env()
+    body = write_jsonl(tmp_path / "x.jsonl", ["{nope", "[1, 2]"]).read_bytes()
+    at = app_test("app.py").run()
+    at.file_uploader[0].set_value(("all_bad.jsonl", body, "application/jsonl"))
+    at.run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any("No record of all\\_bad\\.jsonl could be loaded: all 2 of its lines were rejected" in e for e in errors)
+    assert not any(".uploads" in e for e in errors)
