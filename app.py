@@ -76,8 +76,8 @@ def _after_load(report=None, error: str | None = None) -> None:
 
 def _upload(con, db_path: str) -> None:
     files = st.file_uploader(
-        "Evidence or provenance logs — ours, Ragas or RAGChecker (JSONL, JSON, CSV or Parquet; .gz; several "
-        "files at once)",
+        "Evidence or provenance logs — ours, Ragas, RAGChecker, OpenInference/Phoenix, LangSmith or Langfuse "
+        "(JSONL, JSON, CSV or Parquet; .gz; several files at once)",
         type=["jsonl", "gz", "json", "ndjson", "csv", "parquet"], accept_multiple_files=True,
         key=f"{KEYS.uploader}.{st.session_state.get(KEYS.uploader, 0)}")
     if files and st.button("Load the uploaded files", type="primary"):

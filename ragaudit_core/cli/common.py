@@ -55,7 +55,8 @@ def ints(v: str, what: str) -> list[int]:
     return out
 
 
-Format = Annotated[str, typer.Option("--format", help="auto (recognise by fields), native, ragas or ragchecker.")]
+Format = Annotated[str, typer.Option("--format", help="auto (recognise by fields), native, ragas, ragchecker, "
+                                                       "openinference, langsmith or langfuse.")]
 RunId = Annotated[Optional[str], typer.Option("--run-id", help="Run id for foreign records without one "
                                                              "(default: the file name without extensions).")]
 DocIdKey = Annotated[Optional[str], typer.Option("--doc-id-key", help="Metadata key holding document ids in "
@@ -67,9 +68,11 @@ def ingest_options(case_sensitive: bool = False, collapse_ws: bool = False, case
                    doc_id_key: str | None = None) -> IngestOptions:
     """Ingest options from command-line values (exit 2 for an unknown format)."""
     from ragaudit_core.logs.formats import FOREIGN_FORMATS
+    from ragaudit_core.logs.traces import TRACE_FORMATS
 
-    if fmt not in ("auto", "native", *FOREIGN_FORMATS):
-        fail(f"--format must be auto, native or one of {', '.join(FOREIGN_FORMATS)}, not {fmt!r}")
+    known = (*FOREIGN_FORMATS, *TRACE_FORMATS)
+    if fmt not in ("auto", "native", *known):
+        fail(f"--format must be auto, native or one of {', '.join(known)}, not {fmt!r}")
     if max_line_bytes is not None and not 1 <= max_line_bytes <= MAX_LINE_LIMIT:
         fail(f"--max-line-bytes must be between 1 and {MAX_LINE_LIMIT:,} (1 GiB), not {max_line_bytes:,}")
     kw = {} if max_line_bytes is None else {"max_line_bytes": max_line_bytes}

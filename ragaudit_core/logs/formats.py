@@ -37,7 +37,8 @@ from typing import Any
 
 from ragaudit_core.logs.identity import span_hash
 
-__all__ = ["FOREIGN_FORMATS", "FormatError", "MapContext", "detect", "map_record", "query_id_for", "run_id_for"]
+__all__ = ["FOREIGN_FORMATS", "FormatError", "MapContext", "build_record", "detect", "map_record", "query_id_for",
+           "run_id_for"]
 
 FOREIGN_FORMATS = ("ragas", "ragchecker")
 
@@ -183,6 +184,13 @@ def _native(obj: dict, ctx: MapContext, query: str, answer: Any, evidence: list[
     return {"run_id": obj.get("run_id") or ctx.run_id,
             "query_id": qid if qid not in (None, "") else query_id_for(query),
             "query": query, "answer": answer if isinstance(answer, str) else None, "evidence": evidence}
+
+
+def build_record(fmt: str, ctx: MapContext, query: str, answer: str | None, texts: list[str],
+                 ids: list[Any] | None = None, metadata: list[Any] | None = None) -> dict:
+    """A native record from a query, its retrieved texts (with ids and metadata when the
+    format has them) and an answer, with the identities documented above."""
+    return _native({}, ctx, query, answer, _evidence(texts, ids, metadata, ctx, fmt))
 
 
 # --------------------------------------------------------------------------- formats

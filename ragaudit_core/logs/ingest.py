@@ -28,7 +28,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from ragaudit_core.logs import store
-from ragaudit_core.logs import formats
+from ragaudit_core.logs import formats, traces
 from ragaudit_core.logs.containers import iter_rows
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error
 from ragaudit_core.logs.lines import buffer_provenance, json_object, parse_evidence_object, parse_provenance_object
@@ -88,6 +88,7 @@ class FileReport:
     n_lines: int = 0
     n_loaded: int = 0
     n_rejected: int = 0
+    n_skipped: int = 0     # tracing spans that carry no evidence (LLM, chain, tool …): read, neither loaded nor rejected
 
 
 @dataclass
@@ -309,8 +310,11 @@ class _Batch:
         fmt = self._format_of(first)
         if fmt is not None:
             ctx = formats.MapContext(formats.run_id_for(path, self.options.run_id), self.options.doc_id_key)
-            for ln in lines:
-                self.foreign_line(fr, file_id, ln, fmt, ctx)
+            if fmt in traces.TRACE_FORMATS:
+                self.trace_lines(fr, file_id, lines, fmt, ctx)
+            else:
+                for ln in lines:
+                    self.foreign_line(fr, file_id, ln, fmt, ctx)
             for w in ctx.warnings:
                 self.warn(spath, None, f"{fmt}-mapping", w, file_id)
         else:
@@ -339,7 +343,7 @@ class _Batch:
             obj = orjson.loads(first.data)
         except orjson.JSONDecodeError:
             return None
-        return None if looks_like_provenance(obj) else formats.detect(obj)
+        return None if looks_like_provenance(obj) else formats.detect(obj) or traces.detect_trace_format(obj)
 
     # ------------------------------------------------------------------ lines
 
@@ -382,6 +386,39 @@ class _Batch:
             self.reject(fr, file_id, ln, reason)
             return
         for rec in recs:
+            if self.admit(fr, file_id, ln, None, rec, "record", self.known, self.first_seen) is not None:
+                self._add_record(fr, file_id, ln, rec)
+
+    def trace_lines(self, fr: FileReport, file_id: int, lines, fmt: str, ctx: formats.MapContext) -> None:
+        """A tracing export (:mod:`traces`): retriever spans held until the file is read, then
+        loaded with the answer of their trace; spans without evidence counted as skipped."""
+        pending: list[tuple[object, traces.Span]] = []
+        answers: dict[str, tuple[bool, str]] = {}
+        for ln in lines:
+            fr.n_lines += 1
+            reason, obj = (ln.error, None) if ln.error else json_object(ln.data)
+            if reason is None:
+                try:
+                    span = traces.read_span(fmt, obj)
+                except formats.FormatError as e:
+                    reason = f"not a {fmt} span: {e}"
+            if reason is not None:
+                self.reject(fr, file_id, ln, reason)
+            elif span.kind == "retriever":
+                pending.append((ln, span))
+            else:
+                fr.n_skipped += 1
+                if span.kind == "answer" and span.answer and span.trace_id is not None:
+                    if span.root or not answers.get(span.trace_id, (False, ""))[0]:
+                        answers[span.trace_id] = (span.root, span.answer)
+        for ln, span in pending:
+            answer = answers.get(span.trace_id, (False, None))[1] if span.trace_id is not None else None
+            try:
+                rec = EvidenceRecord.model_validate(formats.build_record(
+                    fmt, ctx, span.query, answer, span.texts, span.ids, span.metadata))
+            except ValidationError as e:
+                self.reject(fr, file_id, ln, f"{fmt} span maps to an invalid record: {describe_validation_error(e)}")
+                continue
             if self.admit(fr, file_id, ln, None, rec, "record", self.known, self.first_seen) is not None:
                 self._add_record(fr, file_id, ln, rec)
 

@@ -49,3 +49,26 @@ def test_ragchecker_results_are_loaded_or_quarantined(tmp_path, results):
     path.write_text(json.dumps({"results": results}), encoding="utf-8")
     loaded, quarantined, read = _count(path)
     assert read == len(results) and loaded + quarantined == read
+
+
+_good_span = st.builds(lambda t, q, txt: {"span_kind": "RETRIEVER", "context.trace_id": t, "attributes.input.value": q,
+                                          "attributes.retrieval.documents.0.document.content": txt},
+                       st.sampled_from(["t1", "t2", "t3"]), _text, _text)
+_other_span = st.builds(lambda t, a: {"span_kind": "LLM", "context.trace_id": t, "attributes.output.value": a},
+                        st.sampled_from(["t1", "t2"]), _text)
+_bad_span = st.sampled_from([{"span_kind": "RETRIEVER", "context.trace_id": "t9"}, "x", [],
+                             {"span_kind": "RETRIEVER", "attributes.input.value": "q",
+                              "attributes.retrieval.documents.0.document.id": "no content"}])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(_good_span, _other_span, _bad_span), min_size=1, max_size=12))
+def test_openinference_spans_are_loaded_quarantined_or_counted_as_without_evidence(tmp_path, spans):
+    spans[0] = {"span_kind": "CHAIN", "context.trace_id": "t0", "attributes.input.value": "q"}
+    path = tmp_path / "spans.jsonl"
+    path.write_text("\n".join(json.dumps(s) for s in spans) + "\n", encoding="utf-8")
+    con = store.connect(":memory:")
+    report = ingest_paths(con, [path])
+    f = report.files[0]
+    quarantined = con.execute("SELECT count(*) FROM quarantine").fetchone()[0]
+    assert f.n_lines == len(spans) and report.n_records + quarantined + f.n_skipped == f.n_lines

@@ -1,0 +1,87 @@
+"""OpenInference spans (Arize Phoenix), nested and flattened, as JSONL and as Phoenix's span
+dataframe in Parquet, load to the same stored rows as the native log; the LLM span of the same
+trace gives the answer."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ragaudit_core.logs import store
+from ragaudit_core.logs.formats import query_id_for
+from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
+from tests.helpers import write_jsonl
+
+Q = "What causes tides?"
+DOCS = [("moon", "The Moon's gravity pulls the oceans.", 0.91), ("cycle", "Tides follow the lunar cycle.", 0.55)]
+
+
+def nested_spans(trace="t1", query=Q, answer="The Moon."):
+    retriever = {"name": "retrieve", "context": {"trace_id": trace, "span_id": "s2"}, "parent_id": "s1",
+                 "attributes": {"openinference": {"span": {"kind": "RETRIEVER"}}, "input": {"value": query},
+                                "retrieval": {"documents": [
+                                    {"document": {"id": i, "content": t, "score": sc,
+                                                  "metadata": json.dumps({"source": f"{i}.txt"})}}
+                                    for i, t, sc in DOCS]}}}
+    llm = {"name": "llm", "context": {"trace_id": trace, "span_id": "s3"}, "parent_id": "s1",
+           "attributes": {"openinference.span.kind": "LLM", "output.value": answer,
+                          "llm.output_messages": [{"message.role": "assistant", "message.content": answer}]}}
+    chain = {"name": "rag", "context": {"trace_id": trace, "span_id": "s1"},
+             "attributes": {"openinference.span.kind": "CHAIN", "input.value": query}}
+    return [llm, chain, retriever]                       # the answer may come first
+
+
+def flat_span(trace="t1"):
+    row = {"span_kind": "RETRIEVER", "context.trace_id": trace, "attributes.input.value": Q}
+    for n, (i, t, sc) in enumerate(DOCS):
+        row |= {f"attributes.retrieval.documents.{n}.document.id": i,
+                f"attributes.retrieval.documents.{n}.document.content": t,
+                f"attributes.retrieval.documents.{n}.document.score": sc}
+    return row
+
+
+def _stored(path, **opts):
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [path], IngestOptions(**opts))
+    return rep, (con.execute("SELECT run_id, query_id, position, doc_id, span_hash, text FROM evidence "
+                             "ORDER BY query_id, position").fetchall(),
+                 con.execute("SELECT run_id, query_id, query, answer, n_evidence FROM records").fetchall())
+
+
+def _native(tmp_path, answer="The Moon."):
+    rec = {"run_id": "phoenix", "query_id": query_id_for(Q), "query": Q, "answer": answer,
+           "evidence": [{"doc_id": i, "text": t} for i, t, _ in DOCS]}
+    return _stored(write_jsonl(tmp_path / "native" / "phoenix.jsonl", [rec]))[1]
+
+
+def test_nested_spans_join_the_llm_answer(tmp_path):
+    rep, got = _stored(write_jsonl(tmp_path / "phoenix.jsonl", nested_spans()))
+    assert rep.n_rejected == 0 and rep.n_records == 1 and rep.files[0].n_skipped == 2
+    assert got == _native(tmp_path)
+
+
+def test_flattened_spans_and_the_phoenix_parquet_dataframe(tmp_path):
+    llm = {"span_kind": "LLM", "context.trace_id": "t1", "attributes.output.value": "The Moon."}
+    rep, got = _stored(write_jsonl(tmp_path / "phoenix.jsonl", [flat_span(), llm]))
+    assert rep.n_rejected == 0 and got == _native(tmp_path)
+    # Phoenix's get_spans_dataframe(): retrieval.documents as a list of {"document": {...}} per row
+    rows = [{"name": "retrieve", "span_kind": "RETRIEVER", "context.trace_id": "t1",
+             "attributes.input.value": Q,
+             "attributes.retrieval.documents": [{"document": {"id": i, "content": t, "score": sc}}
+                                                for i, t, sc in DOCS], "attributes.output.value": None},
+            {"name": "llm", "span_kind": "LLM", "context.trace_id": "t1", "attributes.input.value": "prompt",
+             "attributes.retrieval.documents": None, "attributes.output.value": "The Moon."}]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "phoenix.parquet")
+    rep, got = _stored(tmp_path / "phoenix.parquet")
+    assert rep.n_rejected == 0 and got == _native(tmp_path)
+
+
+def test_a_broken_span_is_quarantined_and_the_trace_still_loads(tmp_path):
+    spans = nested_spans() + [{"span_kind": "RETRIEVER", "context.trace_id": "t2", "attributes.input.value": "x",
+                               "attributes.retrieval.documents.0.document.id": "d"}]   # no content
+    rep, (ev, rec) = _stored(write_jsonl(tmp_path / "p.jsonl", spans))
+    assert len(rec) == 1 and rep.n_rejected == 1 and "document.content" in rep.rejected[0].message
+    f = rep.files[0]
+    assert f.n_loaded + f.n_rejected + f.n_skipped == f.n_lines == 4
