@@ -125,9 +125,16 @@ def load_docid_map(path: str | Path, *, case_sensitive: bool = False,
 
 
 def normalise_span_text(text: str, *, casefold: bool = False) -> str:
-    """Normalised cited text: NFKC, whitespace runs → one space, trimmed, optional casefold."""
-    s = unicodedata.normalize("NFKC", text)
-    s = _WS.sub(" ", s).strip()
+    """Normalised cited text: NFKC, whitespace runs → one space, trimmed, optional casefold.
+
+    Fast path with the same result: NFKC leaves ASCII text unchanged, and ASCII text with no
+    whitespace other than single inner spaces needs no collapsing."""
+    if text.isascii():
+        s = text
+        if not s.isprintable() or "  " in s or s[:1] == " " or s[-1:] == " ":     # ASCII \s but " " is unprintable
+            s = _WS.sub(" ", s).strip()
+    else:
+        s = _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
     if casefold:
         s = s.casefold()
     return s

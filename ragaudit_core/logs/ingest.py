@@ -199,22 +199,37 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
         raise IngestError("no input files given")
     _check_options(con, options)
     batch = _Batch(con, options, progress)
-    for path in files:
-        batch.add_file(path)
-    batch.write(con)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for path in files:
+            batch.add_file(path)
+        batch.finish()
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
     return batch.report
 
 
-class _Batch:
-    """Everything one ingest call loads, buffered until its single transaction.
+FLUSH_ENTRIES = 50_000
+"""Evidence entries buffered before they are inserted (inside the call's one transaction):
+the bound on what one ingest holds in Python, whatever the size of its input."""
+HASH_CACHE = 100_000
+"""Distinct texts (and raw doc ids) whose span hash (canonical id) is remembered; the cache is
+emptied when full, so it saves the repeated texts of neighbouring records without growing."""
 
-    One method per kind of input: a file (:meth:`add_file`), an evidence line, a
-    provenance line; :meth:`write` inserts it all, or nothing.
+
+class _Batch:
+    """What one ingest call loads, streamed into its single transaction in bounded batches.
+
+    One method per kind of input: a file (:meth:`add_file`), a native line, a foreign line,
+    a tracing export; :meth:`flush` inserts what is buffered, :meth:`finish` the rest and the
+    per-file tables. The caller opens the transaction and commits or rolls it back.
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, options: IngestOptions,
                  progress: Callable[[str, int], None] | None) -> None:
-        self.options, self.progress = options, progress
+        self.con, self.options, self.progress = con, options, progress
         self.report = IngestReport()
         self.known = {(r, q): None for r, q in con.execute("SELECT run_id, query_id FROM records").fetchall()}
         self.known_prov = {(r, q): None for r, q in con.execute("SELECT run_id, query_id FROM prov_records").fetchall()}
@@ -237,6 +252,7 @@ class _Batch:
         self.file_rows: list[tuple] = []
         self.hash_cache: dict[str, str] = {}
         self.canon_cache: dict[str, str] = {}
+        self.n_records = self.n_entries = self.n_provenance = 0
 
     # ------------------------------------------------------------------ reporting
 
@@ -306,7 +322,7 @@ class _Batch:
         if first is None:
             self.warn(spath, None, "empty-file", "file holds no records (it is empty or blank)", file_id)
         lines = itertools.chain((first,), gen) if first is not None else iter(())
-        n_ev, n_prov = len(self.records["run_id"]), len(self.prov_rec_rows)
+        n_ev, n_prov = self.n_records, self.n_provenance
         fmt = self._format_of(first)
         if fmt is not None:
             ctx = formats.MapContext(formats.run_id_for(path, self.options.run_id), self.options.doc_id_key)
@@ -327,7 +343,7 @@ class _Batch:
         if fr.n_loaded == 0 and fr.n_rejected > 0:
             fr.status = "rejected"
             del self.seen_sha[sha]
-        has_ev, has_prov = len(self.records["run_id"]) > n_ev, len(self.prov_rec_rows) > n_prov
+        has_ev, has_prov = self.n_records > n_ev, self.n_provenance > n_prov
         kind = "mixed" if has_ev and has_prov else "provenance" if has_prov else "evidence"
         self.file_rows.append((file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded,
                                fr.n_rejected))
@@ -362,7 +378,8 @@ class _Batch:
         if self.admit(fr, file_id, ln, reason, prec, "provenance record", self.known_prov,
                       self.prov_first_seen) is not None:
             buffer_provenance(prec, file_id, ln.line_no, self.options.canon, self.canon_cache, self.prov_rec_rows,
-                               self.prov_node_rows)
+                              self.prov_node_rows)
+            self.n_provenance += 1
 
     def _evidence(self, fr: FileReport, file_id: int, ln, reason: str | None, rec) -> None:
         if self.admit(fr, file_id, ln, reason, rec, "record", self.known, self.first_seen) is not None:
@@ -428,6 +445,10 @@ class _Batch:
         for col, v in zip(_Columns.RECORDS, (rec.run_id, rec.query_id, file_id, ln.line_no, rec.query, rec.answer,
                                              n_kept)):
             self.records[col].append(v)
+        self.n_records += 1
+        self.n_entries += n_kept
+        if len(self.ev_rows) >= FLUSH_ENTRIES:
+            self.flush()
 
     def _run_config(self, rec: EvidenceRecord, spath: str, file_id: int, line_no: int) -> None:
         """The first config logged for a run is kept; a different one later is a warning."""
@@ -445,6 +466,10 @@ class _Batch:
         seen_ids: dict[tuple[str, str | None], int] = {}
         dropped: list[str] = []
         canon, casefold, recompute = self.options.canon, self.options.casefold_spans, self.options.recompute_span_hash
+        if len(self.hash_cache) > HASH_CACHE:
+            self.hash_cache.clear()
+        if len(self.canon_cache) > HASH_CACHE:
+            self.canon_cache.clear()
         canon_cache, hash_cache, add_row = self.canon_cache, self.hash_cache, self.ev_rows.append
         run_id, query_id = rec.run_id, rec.query_id
         for j, e in enumerate(rec.evidence):
@@ -475,56 +500,52 @@ class _Batch:
 
     # ------------------------------------------------------------------ the transaction
 
-    def write(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Insert everything buffered in one transaction (rolled back on any error)."""
-        report = self.report
-        report.n_records = len(self.records["run_id"])
-        report.n_provenance = len(self.prov_rec_rows)
-        report.n_entries = len(self.ev_rows)
-        con.execute("BEGIN TRANSACTION")
-        try:
-            for table in ("quarantine", "ingest_warnings", "files"):
-                con.execute(f"DELETE FROM {table} WHERE list_contains(?, file_id)", [self.replaced_file_ids])
-            self._insert(con)
-            if report.n_records or report.n_provenance:
-                for msg in collisions(con):
-                    self.warn(None, None, "collision", msg, None)
-                for msg in coverage_warnings(con):
-                    self.warn(None, None, "coverage", msg, None)
-            if self.warn_rows:
-                con.executemany("INSERT INTO ingest_warnings VALUES (?, ?, ?, ?, ?)", self.warn_rows)
-            if self.file_rows:
-                store.bump_data_version(con)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        report.runs = sorted(self.run_configs)
+    def flush(self) -> None:
+        """Insert the buffered records, evidence entries and provenance rows, and empty the buffers."""
+        con = self.con
+        if self.records["run_id"]:
+            ev_tbl = pa.table({name: list(col) for name, col in zip(_Columns.EVIDENCE, zip(*self.ev_rows))}
+                              if self.ev_rows else {c: [] for c in _Columns.EVIDENCE}, schema=_EV_SCHEMA)
+            # from_arrow(...).insert_into: the Arrow buffers are released after the insert, not at COMMIT
+            con.from_arrow(ev_tbl).insert_into("evidence")
+            con.from_arrow(pa.table(self.records, schema=_REC_SCHEMA)).insert_into("records")
+            self.ev_rows.clear()
+            self.records = _Columns().rec
+        if self.prov_rec_rows:
+            con.executemany("INSERT INTO prov_records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.prov_rec_rows)
+            con.executemany("INSERT INTO prov_nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            self.prov_node_rows)
+            self.prov_rec_rows.clear()
+            self.prov_node_rows.clear()
 
-    def _insert(self, con: duckdb.DuckDBPyConnection) -> None:
+    def finish(self) -> None:
+        """The last batch, then the per-file tables, runs, quarantine, warnings and the data version
+        (inside the caller's transaction)."""
+        con, report = self.con, self.report
+        self.flush()
+        report.n_records, report.n_entries, report.n_provenance = self.n_records, self.n_entries, self.n_provenance
+        for table in ("quarantine", "ingest_warnings", "files"):
+            con.execute(f"DELETE FROM {table} WHERE list_contains(?, file_id)", [self.replaced_file_ids])
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         opts_json = json.dumps(self.options.fingerprint(), sort_keys=True)
         if self.file_rows:
             con.executemany("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             [row + (now, opts_json) for row in self.file_rows])
-        if self.report.n_records:
-            ev_tbl = pa.table({name: list(col) for name, col in zip(_Columns.EVIDENCE, zip(*self.ev_rows))}
-                              if self.ev_rows else {c: [] for c in _Columns.EVIDENCE}, schema=_EV_SCHEMA)
-            con.register("_ev_in", ev_tbl)
-            con.register("_rec_in", pa.table(self.records, schema=_REC_SCHEMA))
-            con.execute("INSERT INTO evidence SELECT * FROM _ev_in")
-            con.execute("INSERT INTO records SELECT * FROM _rec_in")
-            con.unregister("_ev_in")
-            con.unregister("_rec_in")
         new_runs = _new_runs(con, self.run_configs)
         if new_runs:
             con.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)", new_runs)
-        if self.prov_rec_rows:
-            con.executemany("INSERT INTO prov_records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.prov_rec_rows)
-            con.executemany("INSERT INTO prov_nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            self.prov_node_rows)
         if self.quarantine:
             con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?)", self.quarantine)
+        if report.n_records or report.n_provenance:
+            for msg in collisions(con):
+                self.warn(None, None, "collision", msg, None)
+            for msg in coverage_warnings(con):
+                self.warn(None, None, "coverage", msg, None)
+        if self.warn_rows:
+            con.executemany("INSERT INTO ingest_warnings VALUES (?, ?, ?, ?, ?)", self.warn_rows)
+        if self.file_rows:
+            store.bump_data_version(con)
+        report.runs = sorted(self.run_configs)
 
 
 def _new_runs(con: duckdb.DuckDBPyConnection, run_configs: dict[str, tuple[dict | None, str, int]]) -> list[tuple]:

@@ -8,7 +8,6 @@ record's rows for the ``prov_records`` and ``prov_nodes`` tables are built here 
 from __future__ import annotations
 
 import json
-import re
 
 import orjson
 from pydantic import ValidationError
@@ -19,7 +18,8 @@ from ragaudit_core.logs.provenance import Coordinates, ProvenanceRecord
 
 __all__ = ["buffer_provenance", "json_object", "parse_evidence_object", "parse_provenance_object"]
 
-_LONG_NUMBER = re.compile(rb"\d{20}")
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_TWENTY_DIGITS = b"0" * 20      # a run of 20 digits: an integer orjson may have read as a float
 
 
 def parse_provenance_object(obj: dict) -> tuple[str | None, ProvenanceRecord | None]:
@@ -68,7 +68,7 @@ def json_object(data: bytes) -> tuple[str | None, dict | None]:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         return (f"invalid JSON: {e}", None)
-    if _LONG_NUMBER.search(data):
+    if _TWENTY_DIGITS in data.translate(_DIGITS_TO_ZERO):
         obj = json.loads(data)           # integers beyond 64 bits stay exact (orjson reads them as floats)
     if not isinstance(obj, dict):
         return (f"expected a JSON object per line, got {json_type(obj)}", None)

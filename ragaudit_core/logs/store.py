@@ -21,6 +21,7 @@ Tables (schema version 1):
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 import os
@@ -178,9 +179,39 @@ def connect(path: str | Path | None = None, *, read_only: bool = False) -> duckd
         con = duckdb.connect(target, read_only=read_only)
     except duckdb.Error as e:
         raise StoreError(f"cannot open database {target}: {e}") from None
+    _limit_memory(con, target == ":memory:")
     if not read_only:
         init_schema(con)
     return con
+
+
+MEMORY_LIMIT = "512MB"
+"""DuckDB's buffer pool for one database (``RAGAUDIT_DUCKDB_MEMORY`` overrides): with it, a load
+and the metrics spill to disk instead of growing with the input."""
+
+
+def _limit_memory(con: duckdb.DuckDBPyConnection, in_memory: bool) -> None:
+    import os
+    import re
+
+    limit = os.environ.get("RAGAUDIT_DUCKDB_MEMORY", MEMORY_LIMIT)
+    if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", limit, re.IGNORECASE):
+        raise StoreError(f"RAGAUDIT_DUCKDB_MEMORY must look like 512MB or 2GB, not {limit!r}")
+    con.execute(f"SET memory_limit = '{limit}'")
+    if in_memory:            # an in-memory database spills to a folder of its own, made only when needed
+        con.execute(f"SET temp_directory = '{_spill_base() / uuid.uuid4().hex}'")
+
+
+@functools.cache
+def _spill_base() -> Path:
+    """One temporary folder per process for in-memory databases' spill files, removed at exit."""
+    import atexit
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="ragaudit-duckdb-"))
+    atexit.register(shutil.rmtree, base, ignore_errors=True)
+    return base
 
 
 def init_schema(con: duckdb.DuckDBPyConnection) -> None:
