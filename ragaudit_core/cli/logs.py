@@ -44,7 +44,8 @@ def ingest(
     no_precompute: Annotated[bool, typer.Option(
         "--no-precompute", help="Skip storing the stability overview the dashboard opens on.")] = False,
 ) -> None:
-    """Validate logs (ours, Ragas, RAGChecker) and load them into a DuckDB file (one transaction)."""
+    """Validate logs (ours or another tool's: Ragas, RAGChecker, OpenInference, LangSmith, Langfuse) and load them
+    into a DuckDB file (one transaction)."""
     db = db or store.default_db_path()
     options = ingest_options(case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt,
                              run_id, doc_id_key)

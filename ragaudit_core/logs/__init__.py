@@ -1,7 +1,8 @@
 """The log spine: what a log must say, how it is read and identified, and where it is kept.
 
-Contracts (:mod:`.contracts`, :mod:`.provenance`), JSONL reading (:mod:`.jsonl`), evidence
-identity (:mod:`.identity`), ingestion (:mod:`.ingest`), the DuckDB store (:mod:`.store`) and
+Contracts (:mod:`.contracts`, :mod:`.provenance`), reading (:mod:`.jsonl`, :mod:`.containers`,
+:mod:`.lines`), other tools' logs (:mod:`.formats`, :mod:`.traces`), evidence identity
+(:mod:`.identity`), streaming ingestion (:mod:`.ingest`), the DuckDB store (:mod:`.store`) and
 what is loaded (:mod:`.catalog`). It imports no metric package.
 """
 

@@ -20,6 +20,8 @@ __all__ = [
     "answered_runs",
     "distinct_query_count",
     "evidence_run_ids",
+    "collisions",
+    "coverage_warnings",
     "files_table",
     "missing_data_message",
     "missing_provenance_message",
@@ -261,3 +263,37 @@ def keep_uploads(uploads: Iterable[tuple[str, bytes]], dest: Path) -> list[Path]
             target.write_bytes(data)
         paths.append(target)
     return paths
+
+
+def collisions(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[str]:
+    """Canonicalisation collisions: canonical ids that several different raw ids map to."""
+    rows = con.execute(
+        """
+        SELECT doc_id, list(DISTINCT doc_id_raw ORDER BY doc_id_raw) AS raws
+        FROM evidence GROUP BY doc_id HAVING count(DISTINCT doc_id_raw) > 1
+        ORDER BY doc_id LIMIT ?
+        """, [limit + 1]).fetchall()
+    if not rows:
+        return []
+    shown = rows[:limit]
+    msgs = [f"{len(r[1])} raw ids map to the canonical id {r[0]!r}: " + ", ".join(repr(x) for x in r[1])
+            for r in shown]
+    if len(rows) > limit:
+        msgs.append("more canonical-id collisions exist; query the evidence table for the full list")
+    return msgs
+
+
+def coverage_warnings(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[str]:
+    """Runs that lack queries other runs have (evaluated as an error or intersection later)."""
+    rows = con.execute(
+        """
+        WITH allq AS (SELECT DISTINCT query_id FROM records),
+             missing AS (
+                SELECT r.run_id, allq.query_id FROM runs r CROSS JOIN allq
+                WHERE NOT EXISTS (SELECT 1 FROM records rec
+                                  WHERE rec.run_id = r.run_id AND rec.query_id = allq.query_id))
+        SELECT run_id, count(*) AS n, list(query_id ORDER BY query_id)[1:?] AS sample
+        FROM missing GROUP BY run_id ORDER BY run_id
+        """, [limit]).fetchall()
+    return [f"run {run!r} lacks {n} quer{'y' if n == 1 else 'ies'} that other runs have "
+            f"(e.g. {', '.join(repr(s) for s in sample)})" for run, n, sample in rows]

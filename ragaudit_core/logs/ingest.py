@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -29,6 +30,7 @@ from pydantic import ValidationError
 
 from ragaudit_core.logs import store
 from ragaudit_core.logs import formats, traces
+from ragaudit_core.logs.catalog import collisions, coverage_warnings
 from ragaudit_core.logs.containers import iter_rows
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error
 from ragaudit_core.logs.lines import buffer_provenance, json_object, parse_evidence_object, parse_provenance_object
@@ -205,10 +207,25 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
             batch.add_file(path)
         batch.finish()
         con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
+    except BaseException as e:
+        try:
+            con.execute("ROLLBACK")
+        except duckdb.TransactionException:
+            pass                          # a failed COMMIT has already rolled the transaction back
+        if isinstance(e, (duckdb.Error, OSError)) and _NO_SPACE in str(e):
+            raise IngestError(_no_space_message(e)) from None
         raise
     return batch.report
+
+
+_NO_SPACE = "No space left on device"
+
+
+def _no_space_message(e: BaseException) -> str:
+    m = re.search(r'"([^"]+)": No space left on device', str(e))
+    where = f"the disk holding {m.group(1)}" if m else "the database's disk"
+    return (f"no space left on {where}: nothing was loaded and the database is as it was; free some space, or "
+            "load into a database on another disk (--db)")
 
 
 FLUSH_ENTRIES = 50_000
@@ -408,8 +425,10 @@ class _Batch:
 
     def trace_lines(self, fr: FileReport, file_id: int, lines, fmt: str, ctx: formats.MapContext) -> None:
         """A tracing export (:mod:`traces`): retriever spans held until the file is read, then
-        loaded with the answer of their trace; spans without evidence counted as skipped."""
+        loaded with the answer of their trace (and, with a reranker span, the trace's provenance
+        graph); spans without evidence counted as skipped."""
         pending: list[tuple[object, traces.Span]] = []
+        rerankers: dict[str, tuple[object, traces.Span]] = {}
         answers: dict[str, tuple[bool, str]] = {}
         for ln in lines:
             fr.n_lines += 1
@@ -423,6 +442,8 @@ class _Batch:
                 self.reject(fr, file_id, ln, reason)
             elif span.kind == "retriever":
                 pending.append((ln, span))
+            elif span.kind == "reranker" and span.trace_id is not None and span.trace_id not in rerankers:
+                rerankers[span.trace_id] = (ln, span)
             else:
                 fr.n_skipped += 1
                 if span.kind == "answer" and span.answer and span.trace_id is not None:
@@ -430,14 +451,25 @@ class _Batch:
                         answers[span.trace_id] = (span.root, span.answer)
         for ln, span in pending:
             answer = answers.get(span.trace_id, (False, None))[1] if span.trace_id is not None else None
-            try:
-                rec = EvidenceRecord.model_validate(formats.build_record(
-                    fmt, ctx, span.query, answer, span.texts, span.ids, span.metadata))
-            except ValidationError as e:
-                self.reject(fr, file_id, ln, f"{fmt} span maps to an invalid record: {describe_validation_error(e)}")
-                continue
-            if self.admit(fr, file_id, ln, None, rec, "record", self.known, self.first_seen) is not None:
-                self._add_record(fr, file_id, ln, rec)
+            rec = self._trace_record(fr, file_id, ln, fmt, ctx, span, answer)
+            rr = rerankers.pop(span.trace_id, None) if rec is not None and span.trace_id is not None else None
+            if rr is not None:
+                prov = traces.provenance_record(rec.run_id, rec.query_id, span, rr[1], answer)
+                self._provenance(fr, file_id, rr[0], *parse_provenance_object(prov))
+        fr.n_skipped += len(rerankers)               # rerankers of traces without a loaded retrieval
+
+    def _trace_record(self, fr: FileReport, file_id: int, ln, fmt: str, ctx: formats.MapContext,
+                      span: traces.Span, answer: str | None) -> EvidenceRecord | None:
+        try:
+            rec = EvidenceRecord.model_validate(formats.build_record(
+                fmt, ctx, span.query, answer, span.texts, span.ids, span.metadata))
+        except ValidationError as e:
+            self.reject(fr, file_id, ln, f"{fmt} span maps to an invalid record: {describe_validation_error(e)}")
+            return None
+        if self.admit(fr, file_id, ln, None, rec, "record", self.known, self.first_seen) is None:
+            return None
+        self._add_record(fr, file_id, ln, rec)
+        return rec
 
     def _add_record(self, fr: FileReport, file_id: int, ln, rec: EvidenceRecord) -> None:
         self._run_config(rec, fr.path, file_id, ln.line_no)
@@ -561,37 +593,3 @@ def _new_runs(con: duckdb.DuckDBPyConnection, run_configs: dict[str, tuple[dict 
                      _int_or_none(c.get("chunk_overlap")),
                      None if c.get("embedder") is None else str(c.get("embedder"))))
     return rows
-
-
-def collisions(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[str]:
-    """Canonicalisation collisions: canonical ids that several different raw ids map to."""
-    rows = con.execute(
-        """
-        SELECT doc_id, list(DISTINCT doc_id_raw ORDER BY doc_id_raw) AS raws
-        FROM evidence GROUP BY doc_id HAVING count(DISTINCT doc_id_raw) > 1
-        ORDER BY doc_id LIMIT ?
-        """, [limit + 1]).fetchall()
-    if not rows:
-        return []
-    shown = rows[:limit]
-    msgs = [f"{len(r[1])} raw ids map to the canonical id {r[0]!r}: " + ", ".join(repr(x) for x in r[1])
-            for r in shown]
-    if len(rows) > limit:
-        msgs.append("more canonical-id collisions exist; query the evidence table for the full list")
-    return msgs
-
-
-def coverage_warnings(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[str]:
-    """Runs that lack queries other runs have (evaluated as an error or intersection later)."""
-    rows = con.execute(
-        """
-        WITH allq AS (SELECT DISTINCT query_id FROM records),
-             missing AS (
-                SELECT r.run_id, allq.query_id FROM runs r CROSS JOIN allq
-                WHERE NOT EXISTS (SELECT 1 FROM records rec
-                                  WHERE rec.run_id = r.run_id AND rec.query_id = allq.query_id))
-        SELECT run_id, count(*) AS n, list(query_id ORDER BY query_id)[1:?] AS sample
-        FROM missing GROUP BY run_id ORDER BY run_id
-        """, [limit]).fetchall()
-    return [f"run {run!r} lacks {n} quer{'y' if n == 1 else 'ies'} that other runs have "
-            f"(e.g. {', '.join(repr(s) for s in sample)})" for run, n, sample in rows]

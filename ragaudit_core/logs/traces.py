@@ -16,7 +16,9 @@ Field mapping (``docs/log-contract.md`` has an example per format):
   ``openinference.span.kind`` or ``span_kind``; trace ``context.trace_id``; query
   ``input.value``; documents ``retrieval.documents[i].document.{id, content, score,
   metadata}`` (metadata may be a JSON string); answer: the LLM span's
-  ``llm.output_messages.0.message.content``, else its ``output.value``.
+  ``llm.output_messages.0.message.content``, else its ``output.value``. A RERANKER span
+  (``reranker.output_documents``) makes the trace a provenance record too
+  (:func:`provenance_record`): retrieval, reranking, context and generation stages.
 * **LangSmith** runs: ``run_type == "retriever"``, query ``inputs.query`` (or ``inputs.input``,
   ``inputs.question``), documents ``outputs.documents[i].{page_content, metadata, id}``;
   trace ``trace_id``; answer: the root run's ``outputs.{answer, output, result}``, else the last
@@ -35,7 +37,7 @@ from typing import Any
 
 from ragaudit_core.logs.formats import FormatError
 
-__all__ = ["TRACE_FORMATS", "Span", "detect_trace_format", "read_span"]
+__all__ = ["TRACE_FORMATS", "Span", "detect_trace_format", "provenance_record", "read_span"]
 
 TRACE_FORMATS = ("openinference", "langsmith", "langfuse")
 
@@ -45,13 +47,14 @@ class Span:
     """What one span contributes: evidence (a retriever span), an answer, or nothing."""
 
     trace_id: str | None
-    kind: str                                   # "retriever", "answer" or "other"
+    kind: str                                   # "retriever", "reranker", "answer" or "other"
     query: str | None = None
     texts: list[str] = field(default_factory=list)
     ids: list[Any] = field(default_factory=list)
     metadata: list[dict | None] = field(default_factory=list)
     answer: str | None = None
     root: bool = False                          # a root run's answer wins over an LLM call's
+    reranked: list[dict] = field(default_factory=list)   # a RERANKER span's output documents (id, content)
 
 
 def detect_trace_format(obj: Any) -> str | None:
@@ -129,26 +132,70 @@ def _openinference(obj: dict) -> Span:
     trace = _oi_get(flat, "context.trace_id") or obj.get("trace_id")
     if kind == "RETRIEVER":
         query = _oi_get(flat, "input.value")
-        docs: dict[int, dict] = {}
-        for k, v in flat.items():
-            rest = k.removeprefix("attributes.")
-            if rest.startswith("retrieval.documents."):
-                parts = rest[len("retrieval.documents."):].split(".", 1)
-                if parts[0].isdigit() and len(parts) == 2:
-                    docs.setdefault(int(parts[0]), {})[parts[1].removeprefix("document.")] = v
-        items = [docs[i] for i in sorted(docs)]
+        items = _oi_documents(flat, "retrieval.documents.")
         if not isinstance(query, str) or not query.strip():
             raise FormatError("RETRIEVER span without input.value (the query)")
         if any(not isinstance(d.get("content"), str) for d in items):
             raise FormatError("a retrieved document has no document.content text")
         md = [_metadata(d) for d in items]
         return Span(trace, "retriever", query, [d["content"] for d in items], [d.get("id") for d in items], md)
+    if kind == "RERANKER":
+        outs = _oi_documents(flat, "reranker.output_documents.")
+        if any(not isinstance(d.get("content"), str) and d.get("id") in (None, "") for d in outs):
+            raise FormatError("a reranker output document has neither document.id nor document.content")
+        return Span(trace, "reranker", _oi_get(flat, "reranker.query"), reranked=outs)
     if kind == "LLM":
         answer = _oi_get(flat, "llm.output_messages.0.message.content")
         if not isinstance(answer, str):
             answer = _text_of(_json_maybe(_oi_get(flat, "output.value")))
         return Span(trace, "answer", answer=answer)
     return Span(trace, "other")
+
+
+def _oi_documents(flat: dict, prefix: str) -> list[dict]:
+    """The documents under ``prefix`` (``retrieval.documents.`` …) as ``{id, content, score, …}`` in order."""
+    docs: dict[int, dict] = {}
+    for k, v in flat.items():
+        rest = k.removeprefix("attributes.")
+        if rest.startswith(prefix):
+            parts = rest[len(prefix):].split(".", 1)
+            if parts[0].isdigit() and len(parts) == 2:
+                docs.setdefault(int(parts[0]), {})[parts[1].removeprefix("document.")] = v
+    return [docs[i] for i in sorted(docs)]
+
+
+def provenance_record(run_id: str, query_id: str, retriever: Span, reranker: Span, answer: str | None) -> dict:
+    """A provenance record (``docs/provenance-contract.md``) for a trace with a reranker: the
+    retrieved documents (stage 2), the reranker's output (stage 3, each linked to the retrieved
+    document with its id, else its text), the context in that order (stage 4) and the generation
+    (stage 5); retrieved documents the reranker left out are ``dropped`` at stage 3."""
+    nodes, dropped = [], []
+    by_key: dict[object, str] = {}
+    for i, (text, doc) in enumerate(zip(retriever.texts, retriever.ids)):
+        nid = f"r{i}"
+        nodes.append({"node_id": nid, "stage": 2, "artifact_type": "rank_result", "derived_from": [],
+                      "coordinates": {"doc_id": str(doc) if doc not in (None, "") else f"text:{i}"},
+                      "metadata": {"text": text, "rank": i}})
+        by_key.setdefault(("id", doc), nid)
+        by_key.setdefault(("text", text), nid)
+    kept = set()
+    for j, d in enumerate(reranker.reranked):
+        parent = by_key.get(("id", d.get("id"))) if d.get("id") not in (None, "") else None
+        parent = parent or by_key.get(("text", d.get("content")))
+        node = {"node_id": f"k{j}", "stage": 3, "artifact_type": "rank_result",
+                "derived_from": [parent] if parent else [], "metadata": {"rank": j}}
+        if d.get("id") not in (None, ""):
+            node["coordinates"] = {"doc_id": str(d["id"])}
+        nodes.append(node)
+        nodes.append({"node_id": f"x{j}", "stage": 4, "artifact_type": "context_element", "derived_from": [f"k{j}"],
+                      "metadata": {"context_index": j + 1}})
+        kept.add(parent)
+    dropped = [{"node_id": n["node_id"], "stage": 3, "reason": "not among the reranker's output documents"}
+               for n in nodes if n["stage"] == 2 and n["node_id"] not in kept]
+    nodes.append({"node_id": "g", "stage": 5, "artifact_type": "generation",
+                  "derived_from": [f"x{j}" for j in range(len(reranker.reranked))]})
+    return {"run_id": run_id, "query_id": query_id, "query": retriever.query, "nodes": nodes, "dropped": dropped,
+            "generated_text": answer}
 
 
 def _metadata(d: dict) -> dict | None:

@@ -100,3 +100,23 @@ def test_an_upload_whose_every_line_is_rejected_is_an_error_naming_the_uploaded_
     errors = [e.value for e in at.error]
     assert any("No record of all\\_bad\\.jsonl could be loaded: all 2 of its lines were rejected" in e for e in errors)
     assert not any(".uploads" in e for e in errors)
+
+
+def test_uploading_a_ragas_csv_loads_a_run_named_after_the_file(app_env, tmp_path):
+    import csv
+    import io
+
+    app_env()
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=["user_input", "retrieved_contexts", "response"])
+    w.writeheader()
+    w.writerow({"user_input": "What causes tides?", "retrieved_contexts": repr(["The Moon pulls.", "Lunar cycle."]),
+                "response": "The Moon."})
+    at = app_test("app.py").run()
+    at.file_uploader[0].set_value(("ragas eval.csv", buf.getvalue().encode(), "text/csv"))
+    at.run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    assert not at.exception and not at.error
+    runs = next(df.value for df in at.dataframe if "run_id" in df.value.columns and "mean_entries" in df.value.columns)
+    assert list(runs["run_id"]) == ["ragas_eval"]             # the kept file's name, without extensions
+    assert {m.label: m.value for m in at.metric}["Evidence entries"] == "2"

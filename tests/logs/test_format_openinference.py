@@ -85,3 +85,26 @@ def test_a_broken_span_is_quarantined_and_the_trace_still_loads(tmp_path):
     assert len(rec) == 1 and rep.n_rejected == 1 and "document.content" in rep.rejected[0].message
     f = rep.files[0]
     assert f.n_loaded + f.n_rejected + f.n_skipped == f.n_lines == 4
+
+
+def test_a_reranker_span_makes_the_trace_a_provenance_graph(tmp_path):
+    reranker = {"span_kind": "RERANKER", "context.trace_id": "t1", "attributes.reranker.query": Q,
+                "attributes.reranker.output_documents.0.document.id": "cycle",
+                "attributes.reranker.output_documents.0.document.content": DOCS[1][1]}
+    answer = "The lunar cycle [Document 1]."
+    rep, (ev, rec) = _stored(write_jsonl(tmp_path / "phoenix.jsonl", nested_spans(answer=answer) + [reranker]))
+    assert rep.n_rejected == 0 and rep.n_records == 1 and rep.n_provenance == 1
+    f = rep.files[0]
+    assert f.n_loaded + f.n_rejected + f.n_skipped == f.n_lines == 4
+    from ragaudit_core.fidelity import fidelity_runs
+
+    con = store.connect(":memory:")
+    ingest_paths(con, [tmp_path / "phoenix.jsonl"])
+    nodes = con.execute("SELECT node_id, stage, doc_id, derived_from FROM prov_nodes ORDER BY ord").fetchall()
+    assert [n[:3] for n in nodes] == [("r0", 2, "moon"), ("r1", 2, "cycle"), ("k0", 3, "cycle"), ("x0", 4, None),
+                                      ("g", 5, None)]
+    assert nodes[2][3] == ["r1"]                              # the reranked document links to its retrieval
+    dropped = json.loads(con.execute("SELECT dropped FROM prov_records").fetchone()[0])
+    assert [d["node_id"] for d in dropped] == ["r0"]          # the reranker left the Moon passage out
+    fid = fidelity_runs(con)["phoenix"]
+    assert fid.queries["cfs"].tolist() == [1.0]               # "[Document 1]" is the reranked context element
