@@ -199,6 +199,9 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
         raise IngestError(str(e)) from None
     if not files:
         raise IngestError("no input files given")
+    known = ("native", *formats.FOREIGN_FORMATS, *traces.TRACE_FORMATS)
+    if options.format not in (None, "auto", *known):
+        raise IngestError(f"unknown log format {options.format!r}; formats are: auto, {', '.join(known)}")
     _check_options(con, options)
     batch = _Batch(con, options, progress)
     con.execute("BEGIN TRANSACTION")

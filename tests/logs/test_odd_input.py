@@ -85,3 +85,15 @@ def test_every_line_rejected_exits_2(tmp_path):
     path = write_jsonl(tmp_path / "bad.jsonl", ["{nope", "[1]"])
     out = _cli("ingest", path, "--db", tmp_path / "x.duckdb")
     assert out.returncode == 2 and "no record of bad.jsonl could be loaded" in out.stderr
+
+
+def test_an_unknown_forced_format_is_refused_before_anything_is_written(tmp_path):
+    import pytest
+
+    from ragaudit_core.logs.ingest import IngestError
+
+    path = write_jsonl(tmp_path / "a.jsonl", [{"run_id": "r", "query_id": "q", "evidence": ["d"]}])
+    con = store.connect(":memory:")
+    with pytest.raises(IngestError, match="unknown log format 'bogus'"):
+        ingest_paths(con, [path], IngestOptions(format="bogus"))
+    assert con.execute("SELECT count(*) FROM files").fetchone()[0] == 0
