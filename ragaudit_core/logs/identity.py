@@ -140,6 +140,18 @@ def normalise_span_text(text: str, *, casefold: bool = False) -> str:
     return s
 
 
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
+_sha256 = hashlib.sha256
+
+
 def span_hash(text: str, *, casefold: bool = False) -> str:
-    """SHA-256 (hex) of ``normalise_span_text(text)`` encoded as UTF-8."""
-    return hashlib.sha256(normalise_span_text(text, casefold=casefold).encode("utf-8")).hexdigest()
+    """SHA-256 (hex) of ``normalise_span_text(text)`` encoded as UTF-8.
+
+    Fast path with the same result: printable ASCII text without double, leading or trailing
+    spaces is its own normal form (NFKC leaves ASCII unchanged; its only white space is single
+    inner spaces), so its bytes are hashed as they are."""
+    if not casefold and text.isascii():
+        b = text.encode("ascii")
+        if not b.translate(None, _PRINTABLE_ASCII) and b[:1] != b" " and b[-1:] != b" " and b"  " not in b:
+            return _sha256(b).hexdigest()
+    return _sha256(normalise_span_text(text, casefold=casefold).encode("utf-8")).hexdigest()

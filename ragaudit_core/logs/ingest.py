@@ -25,18 +25,19 @@ from pathlib import Path
 
 import duckdb
 import orjson
-import pyarrow as pa
 from pydantic import ValidationError
 
 from ragaudit_core.logs import store
 from ragaudit_core.logs import formats, traces
 from ragaudit_core.logs.catalog import collisions, coverage_warnings
 from ragaudit_core.logs.containers import iter_rows
+from ragaudit_core.logs.decode import decode_canonical
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error
 from ragaudit_core.logs.lines import buffer_provenance, json_object, parse_evidence_object, parse_provenance_object
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES, InputFileError, expand_paths, file_sha256, iter_lines
 from ragaudit_core.logs.provenance import looks_like_provenance
+from ragaudit_core.logs.writer import BatchWriter
 
 __all__ = [
     "FileReport",
@@ -133,29 +134,6 @@ class IngestReport:
         return s
 
 
-class _Columns:
-    """Column buffers for one bulk insert."""
-
-    EVIDENCE = ("run_id", "query_id", "position", "doc_id", "doc_id_raw", "span_hash", "chunk_id",
-                "text", "rank", "score", "char_start", "char_end", "page", "metadata")
-    RECORDS = ("run_id", "query_id", "file_id", "line_no", "query", "answer", "n_evidence")
-
-    def __init__(self) -> None:
-        self.rec = {c: [] for c in self.RECORDS}
-
-
-_EV_SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("query_id", pa.string()), ("position", pa.int32()),
-    ("doc_id", pa.string()), ("doc_id_raw", pa.string()), ("span_hash", pa.string()),
-    ("chunk_id", pa.string()), ("text", pa.string()), ("rank", pa.int32()), ("score", pa.float64()),
-    ("char_start", pa.int32()), ("char_end", pa.int32()), ("page", pa.int32()), ("metadata", pa.string()),
-])
-_REC_SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("query_id", pa.string()), ("file_id", pa.int32()), ("line_no", pa.int32()),
-    ("query", pa.string()), ("answer", pa.string()), ("n_evidence", pa.int32()),
-])
-
-
 def _check_options(con: duckdb.DuckDBPyConnection, opts: IngestOptions) -> None:
     stored = store.get_json_meta(con, "ingest_options")
     wanted = opts.fingerprint()
@@ -211,6 +189,7 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
         batch.finish()
         con.execute("COMMIT")
     except BaseException as e:
+        batch.out.abandon()
         try:
             con.execute("ROLLBACK")
         except duckdb.TransactionException:
@@ -243,7 +222,7 @@ class _Batch:
     """What one ingest call loads, streamed into its single transaction in bounded batches.
 
     One method per kind of input: a file (:meth:`add_file`), a native line, a foreign line,
-    a tracing export; :meth:`flush` inserts what is buffered, :meth:`finish` the rest and the
+    a tracing export; rows go to a :class:`~ragaudit_core.logs.writer.BatchWriter` in batches, :meth:`finish` writes the rest and the
     per-file tables. The caller opens the transaction and commits or rolls it back.
     """
 
@@ -263,10 +242,7 @@ class _Batch:
         self.first_seen: dict[tuple[str, str], tuple[str, int]] = {}
         self.prov_first_seen: dict[tuple[str, str], tuple[str, int]] = {}
         self.run_configs: dict[str, tuple[dict | None, str, int]] = {}
-        self.records = _Columns().rec
-        self.ev_rows: list[tuple] = []      # row tuples: one append per entry is the cheapest buffer
-        self.prov_rec_rows: list[tuple] = []
-        self.prov_node_rows: list[tuple] = []
+        self.out = BatchWriter(con)
         self.quarantine: list[tuple] = []
         self.warn_rows: list[tuple] = []
         self.file_rows: list[tuple] = []
@@ -388,6 +364,11 @@ class _Batch:
         fr.n_lines += 1
         if ln.note and not ln.error and ln.note.startswith("a UTF-8 byte-order mark"):
             self.warn(fr.path, ln.line_no, "bom", ln.note, file_id)
+        if not ln.error:
+            fast = decode_canonical(ln.data)
+            if fast is not None:
+                self._evidence(fr, file_id, ln, None, fast)
+                return
         reason, obj = (ln.error, None) if ln.error else json_object(ln.data)
         if reason is None and looks_like_provenance(obj):
             self._provenance(fr, file_id, ln, *parse_provenance_object(obj))
@@ -397,9 +378,11 @@ class _Batch:
     def _provenance(self, fr: FileReport, file_id: int, ln, reason: str | None, prec) -> None:
         if self.admit(fr, file_id, ln, reason, prec, "provenance record", self.known_prov,
                       self.prov_first_seen) is not None:
-            buffer_provenance(prec, file_id, ln.line_no, self.options.canon, self.canon_cache, self.prov_rec_rows,
-                              self.prov_node_rows)
+            buffer_provenance(prec, file_id, ln.line_no, self.options.canon, self.canon_cache, self.out.prov_rec_rows,
+                              self.out.prov_node_rows)
             self.n_provenance += 1
+            if len(self.out.prov_node_rows) >= FLUSH_ENTRIES:
+                self.out.flush()
 
     def _evidence(self, fr: FileReport, file_id: int, ln, reason: str | None, rec) -> None:
         if self.admit(fr, file_id, ln, reason, rec, "record", self.known, self.first_seen) is not None:
@@ -477,13 +460,11 @@ class _Batch:
     def _add_record(self, fr: FileReport, file_id: int, ln, rec: EvidenceRecord) -> None:
         self._run_config(rec, fr.path, file_id, ln.line_no)
         n_kept = self._entries(rec, fr.path, file_id, ln.line_no)
-        for col, v in zip(_Columns.RECORDS, (rec.run_id, rec.query_id, file_id, ln.line_no, rec.query, rec.answer,
-                                             n_kept)):
-            self.records[col].append(v)
+        self.out.rec_rows.append((rec.run_id, rec.query_id, file_id, ln.line_no, rec.query, rec.answer, n_kept))
         self.n_records += 1
         self.n_entries += n_kept
-        if len(self.ev_rows) >= FLUSH_ENTRIES:
-            self.flush()
+        if len(self.out.ev_rows) >= FLUSH_ENTRIES:
+            self.out.flush()
 
     def _run_config(self, rec: EvidenceRecord, spath: str, file_id: int, line_no: int) -> None:
         """The first config logged for a run is kept; a different one later is a warning."""
@@ -505,7 +486,7 @@ class _Batch:
             self.hash_cache.clear()
         if len(self.canon_cache) > HASH_CACHE:
             self.canon_cache.clear()
-        canon_cache, hash_cache, add_row = self.canon_cache, self.hash_cache, self.ev_rows.append
+        canon_cache, hash_cache, add_row = self.canon_cache, self.hash_cache, self.out.ev_rows.append
         run_id, query_id = rec.run_id, rec.query_id
         for j, e in enumerate(rec.evidence):
             raw_id = e.doc_id
@@ -535,29 +516,11 @@ class _Batch:
 
     # ------------------------------------------------------------------ the transaction
 
-    def flush(self) -> None:
-        """Insert the buffered records, evidence entries and provenance rows, and empty the buffers."""
-        con = self.con
-        if self.records["run_id"]:
-            ev_tbl = pa.table({name: list(col) for name, col in zip(_Columns.EVIDENCE, zip(*self.ev_rows))}
-                              if self.ev_rows else {c: [] for c in _Columns.EVIDENCE}, schema=_EV_SCHEMA)
-            # from_arrow(...).insert_into: the Arrow buffers are released after the insert, not at COMMIT
-            con.from_arrow(ev_tbl).insert_into("evidence")
-            con.from_arrow(pa.table(self.records, schema=_REC_SCHEMA)).insert_into("records")
-            self.ev_rows.clear()
-            self.records = _Columns().rec
-        if self.prov_rec_rows:
-            con.executemany("INSERT INTO prov_records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.prov_rec_rows)
-            con.executemany("INSERT INTO prov_nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            self.prov_node_rows)
-            self.prov_rec_rows.clear()
-            self.prov_node_rows.clear()
-
     def finish(self) -> None:
         """The last batch, then the per-file tables, runs, quarantine, warnings and the data version
         (inside the caller's transaction)."""
         con, report = self.con, self.report
-        self.flush()
+        self.out.close()
         report.n_records, report.n_entries, report.n_provenance = self.n_records, self.n_entries, self.n_provenance
         for table in ("quarantine", "ingest_warnings", "files"):
             con.execute(f"DELETE FROM {table} WHERE list_contains(?, file_id)", [self.replaced_file_ids])

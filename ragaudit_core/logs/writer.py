@@ -1,0 +1,99 @@
+"""Rows on their way into DuckDB: buffered, then written in batches by one background thread.
+
+The ingest (:mod:`ingest`) decides what is loaded; this module only moves rows. Evidence
+entries, records and provenance rows are appended as tuples (one append per row is the
+cheapest buffer in Python); :meth:`BatchWriter.flush` turns the evidence and records into Arrow
+tables and hands them to a single writer thread, which inserts them with
+``from_arrow(...).insert_into`` (the Arrow buffers are released after the insert, not at
+COMMIT). DuckDB releases the GIL while it inserts, so the next batch is parsed meanwhile; at most
+one batch is being written while the next one is built, which keeps memory bounded. Everything
+runs inside the caller's one transaction (the connection is used by the writer thread only
+between :meth:`flush` and :meth:`drain`; the caller touches it only after :meth:`close`).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import duckdb
+import pyarrow as pa
+
+__all__ = ["EVIDENCE_COLUMNS", "EVIDENCE_SCHEMA", "RECORD_COLUMNS", "RECORD_SCHEMA", "BatchWriter"]
+
+EVIDENCE_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("query_id", pa.string()), ("position", pa.int32()),
+    ("doc_id", pa.string()), ("doc_id_raw", pa.string()), ("span_hash", pa.string()),
+    ("chunk_id", pa.string()), ("text", pa.string()), ("rank", pa.int32()), ("score", pa.float64()),
+    ("char_start", pa.int32()), ("char_end", pa.int32()), ("page", pa.int32()), ("metadata", pa.string()),
+])
+RECORD_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("query_id", pa.string()), ("file_id", pa.int32()), ("line_no", pa.int32()),
+    ("query", pa.string()), ("answer", pa.string()), ("n_evidence", pa.int32()),
+])
+EVIDENCE_COLUMNS = tuple(EVIDENCE_SCHEMA.names)
+RECORD_COLUMNS = tuple(RECORD_SCHEMA.names)
+
+
+def _table(rows: list[tuple], schema: pa.Schema) -> pa.Table:
+    cols = zip(*rows) if rows else ([] for _ in schema)
+    return pa.Table.from_arrays([pa.array(col, type=f.type) for col, f in zip(cols, schema)], schema=schema)
+
+
+class BatchWriter:
+    """Row buffers for the ``evidence``, ``records``, ``prov_records`` and ``prov_nodes`` tables."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self.ev_rows: list[tuple] = []
+        self.rec_rows: list[tuple] = []
+        self.prov_rec_rows: list[tuple] = []
+        self.prov_node_rows: list[tuple] = []
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragaudit-ingest-writer")
+        self._pending: Future | None = None
+
+    def flush(self) -> None:
+        """Hand what is buffered to the writer thread (after the previous batch is written) and
+        empty the buffers."""
+        tables = None
+        if self.rec_rows:
+            tables = (_table(self.ev_rows, EVIDENCE_SCHEMA), _table(self.rec_rows, RECORD_SCHEMA))
+            self.ev_rows, self.rec_rows = [], []
+        prov = None
+        if self.prov_rec_rows:
+            prov = (self.prov_rec_rows, self.prov_node_rows)
+            self.prov_rec_rows, self.prov_node_rows = [], []
+        self.drain()
+        if tables is not None or prov is not None:
+            self._pending = self._pool.submit(self._write, tables, prov)
+
+    def _write(self, tables: tuple[pa.Table, pa.Table] | None, prov: tuple[list, list] | None) -> None:
+        con = self.con
+        if tables is not None:
+            con.from_arrow(tables[0]).insert_into("evidence")
+            con.from_arrow(tables[1]).insert_into("records")
+        if prov is not None:
+            con.executemany("INSERT INTO prov_records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", prov[0])
+            con.executemany("INSERT INTO prov_nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", prov[1])
+
+    def drain(self) -> None:
+        """Wait for the batch being written; its error (a full disk, say) is raised here."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        """Write what is left and stop the thread; the connection is the caller's again."""
+        try:
+            self.flush()
+            self.drain()
+        finally:
+            self._pool.shutdown()
+
+    def abandon(self) -> None:
+        """After a failure elsewhere: wait for the writer (its own error is dropped: the first
+        error is the one reported) and stop it, so that the caller can roll back."""
+        try:
+            self.drain()
+        except BaseException:
+            pass
+        self._pool.shutdown()
