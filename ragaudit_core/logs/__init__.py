@@ -6,11 +6,21 @@ Contracts (:mod:`.contracts`, :mod:`.provenance`), reading (:mod:`.jsonl`, :mod:
 what is loaded (:mod:`.catalog`). It imports no metric package.
 """
 
-from ragaudit_core.logs.catalog import SAMPLE_BASE_RUN, preferred_run
-from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
-from ragaudit_core.logs.ingest import IngestError, IngestOptions, IngestReport, ingest_paths
-from ragaudit_core.logs.store import StoreError, connect, data_version, default_db_path
+import importlib
 
-__all__ = ["SAMPLE_BASE_RUN", "CanonOptions", "IngestError", "IngestOptions", "IngestReport", "StoreError",
-           "canonical_doc_id", "connect", "data_version", "default_db_path", "ingest_paths", "preferred_run",
-           "span_hash"]
+_EXPORTS = {
+    "SAMPLE_BASE_RUN": "catalog", "preferred_run": "catalog",
+    "CanonOptions": "identity", "canonical_doc_id": "identity", "span_hash": "identity",
+    "IngestError": "ingest", "IngestOptions": "ingest", "IngestReport": "ingest", "ingest_paths": "ingest",
+    "StoreError": "store", "connect": "store", "data_version": "store", "default_db_path": "store",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """Public names are imported on first use, so that a process needing one module (an ingest
+    worker needs only the decoder) does not import the store, pandas and DuckDB."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import duckdb
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import ValidationError
 
 from ragaudit_core.logs import store
@@ -34,9 +36,12 @@ from ragaudit_core.logs.containers import iter_rows
 from ragaudit_core.logs.decode import decode_canonical
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error
 from ragaudit_core.logs.lines import buffer_provenance, json_object, parse_evidence_object, parse_provenance_object
-from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
-from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES, InputFileError, expand_paths, file_sha256, iter_lines
+from ragaudit_core.logs.identity import CanonOptions
+from ragaudit_core.logs.jsonl import (DEFAULT_MAX_LINE_BYTES, InputFileError, expand_paths, file_sha256, iter_lines,
+                                     plain_lf_file)
 from ragaudit_core.logs.provenance import looks_like_provenance
+from ragaudit_core.logs.parallel import MIN_FILE_BYTES, DecodedLine, FileLine, LinePool, default_workers
+from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
 from ragaudit_core.logs.writer import BatchWriter
 
 __all__ = [
@@ -189,6 +194,7 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
         batch.finish()
         con.execute("COMMIT")
     except BaseException as e:
+        batch.pool.close()
         batch.out.abandon()
         try:
             con.execute("ROLLBACK")
@@ -213,9 +219,6 @@ def _no_space_message(e: BaseException) -> str:
 FLUSH_ENTRIES = 50_000
 """Evidence entries buffered before they are inserted (inside the call's one transaction):
 the bound on what one ingest holds in Python, whatever the size of its input."""
-HASH_CACHE = 100_000
-"""Distinct texts (and raw doc ids) whose span hash (canonical id) is remembered; the cache is
-emptied when full, so it saves the repeated texts of neighbouring records without growing."""
 
 
 class _Batch:
@@ -246,8 +249,10 @@ class _Batch:
         self.quarantine: list[tuple] = []
         self.warn_rows: list[tuple] = []
         self.file_rows: list[tuple] = []
-        self.hash_cache: dict[str, str] = {}
-        self.canon_cache: dict[str, str] = {}
+        self.row_opts = RowOptions(options.canon, options.casefold_spans, options.recompute_span_hash)
+        self.caches = RowCaches()
+        self.workers = default_workers()
+        self.pool = LinePool(self.row_opts, self.workers, options.max_line_bytes)
         self.n_records = self.n_entries = self.n_provenance = 0
 
     # ------------------------------------------------------------------ reporting
@@ -304,7 +309,8 @@ class _Batch:
         self.report.files.append(fr)
         file_notes: list[str] = []
         try:
-            gen = iter_rows(path) or iter_lines(path, max_line_bytes=self.options.max_line_bytes, warn=file_notes)
+            rows = iter_rows(path)
+            gen = rows or iter_lines(path, max_line_bytes=self.options.max_line_bytes, warn=file_notes)
             first = next(gen, None)
         except InputFileError as e:
             fr.status, fr.n_rejected = "unreadable", 1
@@ -329,6 +335,9 @@ class _Batch:
                     self.foreign_line(fr, file_id, ln, fmt, ctx)
             for w in ctx.warnings:
                 self.warn(spath, None, f"{fmt}-mapping", w, file_id)
+        elif rows is None and self.workers and path.stat().st_size >= MIN_FILE_BYTES and plain_lf_file(path):
+            gen.close()
+            self.native_lines_in_workers(fr, file_id, path)
         else:
             for i, ln in enumerate(lines, 1):
                 if self.progress is not None and i % 10000 == 0:
@@ -375,10 +384,44 @@ class _Batch:
         else:
             self._evidence(fr, file_id, ln, *((reason, None) if reason else parse_evidence_object(obj)))
 
+    def native_lines_in_workers(self, fr: FileReport, file_id: int, path: Path) -> None:
+        """A large native file, read and decoded by the worker pool (:mod:`parallel`) range by
+        range, its records admitted here in file order; a line the workers leave is read by
+        :meth:`native_line`. Same stored rows and report as reading every line here (tested)."""
+        base = 0
+        for n_lines, items, table in self.pool.decode(path):
+            admitted: list[int] = []
+            n_decoded = 0
+            for i, it in enumerate(items):
+                if not isinstance(it, DecodedLine):
+                    self.native_line(fr, file_id, dataclasses.replace(it, line_no=base + it.line_no))
+                    continue
+                n_decoded += 1
+                fr.n_lines += 1
+                ln = FileLine(base + it.line_no, fr.path, it.offset, it.length)
+                if self.admit(fr, file_id, ln, None, it, "record", self.known, self.first_seen) is None:
+                    continue
+                admitted.append(i)
+                self._run_config(it, fr.path, file_id, ln.line_no)
+                if it.dropped:
+                    self.warn(fr.path, ln.line_no, "duplicate-evidence",
+                              duplicate_message(it.run_id, it.query_id, it.dropped), file_id)
+                self.out.rec_rows.append((it.run_id, it.query_id, file_id, ln.line_no, it.query, it.answer, it.n_kept))
+                self.n_records += 1
+                self.n_entries += it.n_kept
+            base += n_lines
+            if len(admitted) < n_decoded:
+                table = table.filter(pc.is_in(table["rec_idx"], pa.array(admitted, type=pa.int32())))
+            self.out.add_table(table.drop_columns(["rec_idx"]))
+            if self.out.n_entries >= FLUSH_ENTRIES:
+                self.out.flush()
+            if self.progress is not None:
+                self.progress(fr.path, fr.n_lines)
+
     def _provenance(self, fr: FileReport, file_id: int, ln, reason: str | None, prec) -> None:
         if self.admit(fr, file_id, ln, reason, prec, "provenance record", self.known_prov,
                       self.prov_first_seen) is not None:
-            buffer_provenance(prec, file_id, ln.line_no, self.options.canon, self.canon_cache, self.out.prov_rec_rows,
+            buffer_provenance(prec, file_id, ln.line_no, self.options.canon, self.caches.canon, self.out.prov_rec_rows,
                               self.out.prov_node_rows)
             self.n_provenance += 1
             if len(self.out.prov_node_rows) >= FLUSH_ENTRIES:
@@ -463,7 +506,7 @@ class _Batch:
         self.out.rec_rows.append((rec.run_id, rec.query_id, file_id, ln.line_no, rec.query, rec.answer, n_kept))
         self.n_records += 1
         self.n_entries += n_kept
-        if len(self.out.ev_rows) >= FLUSH_ENTRIES:
+        if self.out.n_entries >= FLUSH_ENTRIES:
             self.out.flush()
 
     def _run_config(self, rec: EvidenceRecord, spath: str, file_id: int, line_no: int) -> None:
@@ -477,42 +520,13 @@ class _Batch:
                       "the first one is kept", file_id)
 
     def _entries(self, rec: EvidenceRecord, spath: str, file_id: int, line_no: int) -> int:
-        """Buffer a record's evidence entries (canonical ids, span hashes, duplicates dropped);
-        returns how many were kept."""
-        seen_ids: dict[tuple[str, str | None], int] = {}
-        dropped: list[str] = []
-        canon, casefold, recompute = self.options.canon, self.options.casefold_spans, self.options.recompute_span_hash
-        if len(self.hash_cache) > HASH_CACHE:
-            self.hash_cache.clear()
-        if len(self.canon_cache) > HASH_CACHE:
-            self.canon_cache.clear()
-        canon_cache, hash_cache, add_row = self.canon_cache, self.hash_cache, self.out.ev_rows.append
-        run_id, query_id = rec.run_id, rec.query_id
-        for j, e in enumerate(rec.evidence):
-            raw_id = e.doc_id
-            cid = canon_cache.get(raw_id)
-            if cid is None:
-                cid = canon_cache[raw_id] = canonical_doc_id(raw_id, canon)
-            sh = e.span_hash
-            text = e.text
-            if text is not None and (sh is None or recompute):
-                sh = hash_cache.get(text)
-                if sh is None:
-                    sh = hash_cache[text] = span_hash(text, casefold=casefold)
-            ident = (cid, sh)
-            if ident in seen_ids:
-                dropped.append(f"evidence[{j}] repeats evidence[{seen_ids[ident]}]")
-                continue
-            seen_ids[ident] = j
-            md = e.metadata
-            add_row((run_id, query_id, j, cid, raw_id, sh, e.chunk_id, text, e.rank, e.score,
-                     e.char_start, e.char_end, e.page,
-                     None if md is None else json.dumps(md, ensure_ascii=False, separators=(",", ":"))))
+        """Buffer a record's evidence entries (:func:`rows.evidence_rows`: canonical ids, span
+        hashes, duplicates dropped and warned about); returns how many were kept."""
+        n_kept, dropped = evidence_rows(rec, self.row_opts, self.caches, self.out.ev_rows.append)
         if dropped:
-            self.warn(spath, line_no, "duplicate-evidence",
-                      f"run {run_id!r}, query {query_id!r}: " + ", ".join(dropped)
-                      + " (same document and span); duplicates were dropped", file_id)
-        return len(seen_ids)
+            self.warn(spath, line_no, "duplicate-evidence", duplicate_message(rec.run_id, rec.query_id, dropped),
+                      file_id)
+        return n_kept
 
     # ------------------------------------------------------------------ the transaction
 
@@ -520,6 +534,7 @@ class _Batch:
         """The last batch, then the per-file tables, runs, quarantine, warnings and the data version
         (inside the caller's transaction)."""
         con, report = self.con, self.report
+        self.pool.close()
         self.out.close()
         report.n_records, report.n_entries, report.n_provenance = self.n_records, self.n_entries, self.n_provenance
         for table in ("quarantine", "ingest_warnings", "files"):
@@ -559,3 +574,4 @@ def _new_runs(con: duckdb.DuckDBPyConnection, run_configs: dict[str, tuple[dict 
                      _int_or_none(c.get("chunk_overlap")),
                      None if c.get("embedder") is None else str(c.get("embedder"))))
     return rows
+

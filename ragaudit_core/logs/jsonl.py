@@ -24,6 +24,8 @@ __all__ = [
     "file_sha256",
     "iter_lines",
     "LOG_SUFFIXES",
+    "plain_lf_file",
+    "read_lines",
 ]
 
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -45,6 +47,7 @@ class Line:
     data: bytes
     error: str | None = None
     note: str | None = None  # a non-fatal remark (e.g. a byte-order mark was stripped)
+    offset: int | None = None  # byte offset of the line in an uncompressed file, where known
 
 
 def expand_paths(paths: list[str | Path]) -> list[Path]:
@@ -112,12 +115,33 @@ def iter_lines(path: Path, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
             )
     opener = (lambda: gzip.open(path, "rb")) if is_gzip else (lambda: open(path, "rb"))
     cr_only = _cr_only(opener)
-    line_no = 0
     with opener() as raw:
-        f = _CrLines(raw) if cr_only else raw
-        while True:
+        yield from read_lines(_CrLines(raw) if cr_only else raw, max_line_bytes=max_line_bytes)
+
+
+def plain_lf_file(path: Path) -> bool:
+    """Whether ``path`` is uncompressed with LF line ends: then any byte range of it that starts
+    after a LF can be read on its own (:func:`read_lines` with ``end``)."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+    return head[:2] != _GZIP_MAGIC and head[:2] not in (b"\xff\xfe", b"\xfe\xff") and not (
+        b"\r" in head and b"\n" not in head)
+
+
+def read_lines(f, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, end: int | None = None,
+               offset: int | None = None, counted: list[int] | None = None) -> Iterator[Line]:
+    """The lines of an open binary file from its current position (line numbers from 1), as
+    :func:`iter_lines` describes; with ``end`` (a byte count from the current position that ends
+    after a LF), only that range. With ``offset`` (the current position in an uncompressed file)
+    each line carries its byte offset. ``counted``, when given, receives the physical lines read
+    (blank ones included) as its one element."""
+    line_no = 0
+    left = end
+    pos = offset
+    try:
+        while left is None or left > 0:
             try:
-                chunk = f.readline(max_line_bytes + 1)
+                chunk = f.readline(max_line_bytes + 1 if left is None else min(max_line_bytes + 1, left))
             except (OSError, EOFError, zlib.error) as e:
                 yield Line(line_no + 1, b"", error=(
                     f"gzip stream is corrupt or truncated after line {line_no} ({e}); "
@@ -125,28 +149,47 @@ def iter_lines(path: Path, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                 return
             if not chunk:
                 return
+            if left is not None:
+                left -= len(chunk)
             line_no += 1
+            at = pos
+            if pos is not None:
+                pos += len(chunk)
             if len(chunk) > max_line_bytes and not chunk.endswith(b"\n"):
-                total = len(chunk)
-                kept = chunk[:_KEEP_OF_LONG_LINE]
-                try:
-                    while chunk and not chunk.endswith(b"\n"):
-                        chunk = f.readline(1 << 20)
-                        total += len(chunk)
-                except (OSError, EOFError, zlib.error):
-                    pass
-                yield Line(line_no, kept, error=(
-                    f"line is longer than the {max_line_bytes:,}-byte limit (at least {total:,} bytes); "
-                    "split the record or raise --max-line-bytes"), note="truncated")
+                line, rest = _long_line(f, line_no, chunk, max_line_bytes)
+                if left is not None:
+                    left -= rest
+                if pos is not None:
+                    pos += rest
+                yield line
                 continue
             data = chunk.rstrip(b"\n").rstrip(b"\r")
             note = None
             if data.startswith(_UTF8_BOM):
                 data = data[len(_UTF8_BOM):]
                 note = "a UTF-8 byte-order mark at the start of the line was ignored"
-            if not data.strip():
+            if not data or data.isspace():
                 continue
-            yield Line(line_no, data, note=note)
+            yield Line(line_no, data, note=note, offset=at)
+    finally:
+        if counted is not None:
+            counted[:] = [line_no]
+
+
+def _long_line(f, line_no: int, chunk: bytes, max_line_bytes: int) -> tuple[Line, int]:
+    """A line over the limit: its first 64 KiB kept with the reason, the rest of it read past;
+    returns the line and how many bytes were read after ``chunk``."""
+    first = total = len(chunk)
+    kept = chunk[:_KEEP_OF_LONG_LINE]
+    try:
+        while chunk and not chunk.endswith(b"\n"):
+            chunk = f.readline(1 << 20)
+            total += len(chunk)
+    except (OSError, EOFError, zlib.error):
+        pass
+    return Line(line_no, kept, error=(
+        f"line is longer than the {max_line_bytes:,}-byte limit (at least {total:,} bytes); "
+        "split the record or raise --max-line-bytes"), note="truncated"), total - first
 
 
 def _cr_only(opener) -> bool:

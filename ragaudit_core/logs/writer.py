@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import duckdb
 import pyarrow as pa
 
-__all__ = ["EVIDENCE_COLUMNS", "EVIDENCE_SCHEMA", "RECORD_COLUMNS", "RECORD_SCHEMA", "BatchWriter"]
+__all__ = ["EVIDENCE_COLUMNS", "EVIDENCE_SCHEMA", "RECORD_COLUMNS", "RECORD_SCHEMA", "BatchWriter", "rows_table"]
 
 EVIDENCE_SCHEMA = pa.schema([
     ("run_id", pa.string()), ("query_id", pa.string()), ("position", pa.int32()),
@@ -34,7 +34,8 @@ EVIDENCE_COLUMNS = tuple(EVIDENCE_SCHEMA.names)
 RECORD_COLUMNS = tuple(RECORD_SCHEMA.names)
 
 
-def _table(rows: list[tuple], schema: pa.Schema) -> pa.Table:
+def rows_table(rows: list[tuple], schema: pa.Schema) -> pa.Table:
+    """Row tuples (in the schema's column order) as an Arrow table."""
     cols = zip(*rows) if rows else ([] for _ in schema)
     return pa.Table.from_arrays([pa.array(col, type=f.type) for col, f in zip(cols, schema)], schema=schema)
 
@@ -45,19 +46,31 @@ class BatchWriter:
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
         self.ev_rows: list[tuple] = []
+        self.ev_tables: list[pa.Table] = []       # rows built elsewhere (the ingest's worker processes)
         self.rec_rows: list[tuple] = []
         self.prov_rec_rows: list[tuple] = []
         self.prov_node_rows: list[tuple] = []
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragaudit-ingest-writer")
         self._pending: Future | None = None
 
+    @property
+    def n_entries(self) -> int:
+        """Evidence rows buffered."""
+        return len(self.ev_rows) + sum(t.num_rows for t in self.ev_tables)
+
+    def add_table(self, table: pa.Table) -> None:
+        """Evidence rows already in Arrow (the evidence schema)."""
+        if table.num_rows:
+            self.ev_tables.append(table)
+
     def flush(self) -> None:
         """Hand what is buffered to the writer thread (after the previous batch is written) and
         empty the buffers."""
         tables = None
         if self.rec_rows:
-            tables = (_table(self.ev_rows, EVIDENCE_SCHEMA), _table(self.rec_rows, RECORD_SCHEMA))
-            self.ev_rows, self.rec_rows = [], []
+            evidence = pa.concat_tables([rows_table(self.ev_rows, EVIDENCE_SCHEMA), *self.ev_tables])
+            tables = (evidence, rows_table(self.rec_rows, RECORD_SCHEMA))
+            self.ev_rows, self.ev_tables, self.rec_rows = [], [], []
         prov = None
         if self.prov_rec_rows:
             prov = (self.prov_rec_rows, self.prov_node_rows)

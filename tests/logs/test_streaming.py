@@ -4,6 +4,7 @@ span-hash fast path gives the documented identity (NFKC, whitespace collapse, SH
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import unicodedata
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 import ragaudit_core.logs.ingest as ing
 from ragaudit_core.logs import store
+from ragaudit_core.logs import parallel, rows
 from ragaudit_core.logs.identity import normalise_span_text, span_hash
 from tests.helpers import write_jsonl
 
@@ -42,8 +44,61 @@ def test_small_batches_store_what_one_batch_stores(tmp_path, monkeypatch):
     one = store.connect(":memory:")
     ing.ingest_paths(one, [path])
     monkeypatch.setattr(ing, "FLUSH_ENTRIES", 3)            # a flush every other record
-    monkeypatch.setattr(ing, "HASH_CACHE", 2)               # and the caches emptied all the time
+    monkeypatch.setattr(rows, "HASH_CACHE", 2)              # and the caches emptied all the time
     many = store.connect(":memory:")
     report = ing.ingest_paths(many, [path])
     assert report.n_records == 80 and report.n_entries == 160
     assert _dump(many) == _dump(one)
+
+
+def _everything(con, report):
+    return (_dump(con),
+            con.execute("SELECT file_id, line_no, reason, raw FROM quarantine ORDER BY file_id, line_no").fetchall(),
+            con.execute("SELECT line_no, code, message FROM ingest_warnings ORDER BY all").fetchall(),
+            con.execute("SELECT run_id, config FROM runs ORDER BY run_id").fetchall(),
+            [str(i) for i in report.rejected], report.n_records, report.n_entries)
+
+
+def test_worker_processes_store_and_report_what_the_process_does(tmp_path, monkeypatch):
+    """A large file's lines go to worker processes (here: every file, ranges of ~300 bytes, 2
+    workers); fast lines, lines the workers leave (aliases, bad lines, a BOM), duplicates of a
+    (run, query) inside and across chunks and duplicate entries give the same database and report."""
+    lines = []
+    for i in range(30):
+        ev = [{"doc_id": f"D{i % 4}", "text": f"passage  {i % 5}"}, {"doc_id": f"d{i % 4}", "text": f"passage {i % 5}"},
+              {"doc_id": "x", "span_hash": "H"}]
+        lines.append(json.dumps({"run_id": "A", "query_id": f"q{i % 25}", "config": {"top_k": 3 + i % 2},
+                                 "evidence": ev}))
+        if i % 7 == 0:
+            lines.append(json.dumps({"runId": "B", "qid": i, "contexts": [f" d{i} "]}))
+        if i % 9 == 0:
+            lines.append('{"run_id": "A", "query_id": "broken", "evidence": [}')
+    lines.insert(3, "\ufeff" + json.dumps({"run_id": "C", "query_id": "q0", "evidence": ["d1"]}))
+    lines.insert(8, "")                                                              # blank lines count
+    lines.insert(12, "   ")
+    lines.insert(15, json.dumps({"run_id": "L", "query_id": "long", "evidence": ["d" * 600]}))  # over the limit
+    path = tmp_path / "logs.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    serial = store.connect(":memory:")
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    opts = ing.IngestOptions(max_line_bytes=500)
+    expected = _everything(serial, ing.ingest_paths(serial, [path], opts))
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "2")
+    monkeypatch.setattr(ing, "MIN_FILE_BYTES", 0)
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 300)
+    monkeypatch.setattr(ing, "FLUSH_ENTRIES", 5)
+    chunks = []
+    decode = parallel.LinePool.decode
+
+    def counted(self, path):
+        for n_lines, items, table in decode(self, path):
+            chunks.append(sum(isinstance(it, parallel.DecodedLine) for it in items))
+            yield n_lines, items, table
+    monkeypatch.setattr(parallel.LinePool, "decode", counted)
+    pooled = store.connect(":memory:")
+    got = _everything(pooled, ing.ingest_paths(pooled, [path], opts))
+    assert len(chunks) > 5 and sum(chunks) == 30      # every A line decoded by a worker, in several ranges
+    assert got == expected
+    assert expected[5] == 25 + 5 + 1 and any("duplicate record" in r for r in expected[4])
+    assert any(code == "duplicate-evidence" for _, code, _ in expected[2])
+    assert any("500-byte limit" in r for r in expected[4])

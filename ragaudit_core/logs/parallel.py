@@ -1,0 +1,180 @@
+"""Native evidence lines decoded by worker processes, returned in order, in bounded memory.
+
+The per-line work of a large native log — reading, decoding (:mod:`decode`), canonical ids and
+span hashes (:mod:`rows`), building the Arrow rows — is pure, so it runs in a pool of worker
+processes (one per core, started with ``spawn``), each reading a byte range of the file itself
+(ranges end after a LF; only uncompressed LF files are split). Everything that depends on order stays
+in the ingesting process: which record of a (run, query) is first, warnings, quarantine, the
+transaction. A line the fast decoder does not take comes back as ``None`` and the ingest reads it
+on its general path, so a file gives the same stored rows and the same report either way (tested).
+
+At most ``WINDOW`` chunks are in flight, so memory does not grow with the input.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import types
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import pyarrow as pa
+
+from ragaudit_core.logs.decode import decode_canonical
+from ragaudit_core.logs.jsonl import read_lines
+from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
+from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, rows_table
+
+__all__ = ["CHUNK_BYTES", "MIN_FILE_BYTES", "WINDOW", "DecodedLine", "FileLine", "LinePool", "byte_ranges",
+           "default_workers"]
+
+CHUNK_BYTES = 4 << 20
+"""Bytes of a file per task: a worker reads its range of the file itself, so only decoded
+results (and the rows as Arrow) cross between processes."""
+WINDOW = 6
+"""Tasks in flight at most (decoded results waiting to be merged included)."""
+MIN_FILE_BYTES = 32 << 20
+"""Files smaller than this are read in the process: starting workers would cost more."""
+
+
+def default_workers() -> int:
+    """Worker processes for a large file: the cores this process may use, at most 4; 0 (read in
+    the process) on one core. ``RAGAUDIT_INGEST_WORKERS`` overrides (0 turns the pool off)."""
+    env = os.environ.get("RAGAUDIT_INGEST_WORKERS")
+    if env is not None and env.strip().isdigit():
+        return int(env)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 0 if cores < 2 else min(cores, 4)
+
+
+class DecodedLine(NamedTuple):
+    """What a worker made of one line it could take on the fast path (``line_no`` counts from the
+    start of its range; ``offset``/``length`` locate the line's bytes in the file). A named tuple:
+    it crosses between processes as a plain tuple."""
+
+    line_no: int
+    offset: int
+    length: int
+    run_id: str
+    query_id: str
+    config: dict | None
+    query: str | None
+    answer: str | None
+    n_kept: int
+    dropped: list[str]
+
+
+@dataclass(frozen=True)
+class FileLine:
+    """A decoded line as the ingest sees it: its number, and its bytes read back from the file
+    only when they are needed (to quarantine a rejected duplicate)."""
+
+    line_no: int
+    path: str
+    offset: int
+    length: int
+    error: None = None
+    note: None = None
+
+    @property
+    def data(self) -> bytes:
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            return f.read(self.length)
+
+
+def byte_ranges(path: Path, chunk_bytes: int) -> Iterator[tuple[int, int]]:
+    """(start, length) ranges covering ``path``, each ending after a LF (or at the end)."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        start = 0
+        while start < size:
+            f.seek(min(start + chunk_bytes, size))
+            piece = b""
+            while True:                              # to the end of the line (in bounded pieces)
+                piece = f.readline(1 << 20)
+                if not piece or piece.endswith(b"\n"):
+                    break
+            end = f.tell()
+            yield start, end - start
+            start = end
+
+
+_WORKER: dict[str, object] = {}
+
+
+def _init_worker(opts: RowOptions, max_line_bytes: int) -> None:
+    _WORKER["opts"], _WORKER["caches"], _WORKER["max_line_bytes"] = opts, RowCaches(), max_line_bytes
+
+
+def _decode_range(path: str, start: int, length: int) -> tuple[int, list, pa.Table]:
+    """Worker task: the physical lines in the range, each non-blank line decoded
+    (:class:`DecodedLine`) or left as it is (a :class:`~ragaudit_core.logs.jsonl.Line`), and the
+    kept entries' rows with ``rec_idx``, the index of their line in that list."""
+    opts, caches = _WORKER["opts"], _WORKER["caches"]
+    items: list = []
+    rows: list[tuple] = []
+    rec_idx: list[int] = []
+    counted = [0]
+    with open(path, "rb") as f:
+        f.seek(start)
+        for ln in read_lines(f, max_line_bytes=_WORKER["max_line_bytes"], end=length, offset=start, counted=counted):
+            rec = decode_canonical(ln.data) if ln.error is None and ln.note is None else None
+            if rec is None:
+                items.append(ln)
+                continue
+            n_kept, dropped = evidence_rows(rec, opts, caches, rows.append)
+            rec_idx.extend([len(items)] * n_kept)
+            items.append(DecodedLine(ln.line_no, ln.offset, len(ln.data), rec.run_id, rec.query_id, rec.config,
+                                     rec.query, rec.answer, n_kept, dropped))
+    table = rows_table(rows, EVIDENCE_SCHEMA).append_column("rec_idx", pa.array(rec_idx, type=pa.int32()))
+    return counted[0], items, table
+
+
+@contextmanager
+def _bare_main() -> Iterator[None]:
+    """Hide the caller's ``__main__`` while workers may be started: a spawned worker re-imports
+    the parent's main script (or fails when it is ``<stdin>``, a notebook, a Streamlit page);
+    ours need nothing from it. Submitting can start a worker, so each submit is wrapped."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
+class LinePool:
+    """The worker pool of one ingest call (started on first use, stopped by :meth:`close`)."""
+
+    def __init__(self, opts: RowOptions, workers: int, max_line_bytes: int) -> None:
+        self.opts, self.workers, self.max_line_bytes = opts, workers, max_line_bytes
+        self._pool: ProcessPoolExecutor | None = None
+
+    def decode(self, path: Path) -> Iterator[tuple[int, list, pa.Table]]:
+        """For each range of ``path`` in file order: its physical line count, its lines (decoded
+        or not, line numbers from the start of the range) and its rows."""
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_init_worker, initargs=(self.opts, self.max_line_bytes))
+        pending: deque[Future] = deque()
+        for start, length in byte_ranges(path, CHUNK_BYTES):
+            with _bare_main():
+                pending.append(self._pool.submit(_decode_range, str(path), start, length))
+            if len(pending) >= WINDOW:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
