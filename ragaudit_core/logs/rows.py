@@ -15,11 +15,14 @@ from dataclasses import dataclass
 
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
 
-__all__ = ["HASH_CACHE", "RowOptions", "RowCaches", "duplicate_message", "evidence_rows"]
+__all__ = ["HASH_CACHE", "HASH_CACHE_CHARS", "RowOptions", "RowCaches", "duplicate_message", "evidence_rows"]
 
 HASH_CACHE = 100_000
-"""Distinct texts (and raw doc ids) whose span hash (canonical id) is remembered; a cache is
-emptied when full, so it saves the repeated texts of neighbouring records without growing."""
+"""Distinct raw doc ids whose canonical id is remembered (and at most as many texts); a cache is
+emptied when full, so it saves the repeats of neighbouring records without growing."""
+HASH_CACHE_CHARS = 16_000_000
+"""Characters of text held by the span-hash cache at most (about 16 MB for ASCII text): the bound
+is on size, not count, so long passages cannot make it large."""
 
 
 @dataclass(frozen=True)
@@ -37,10 +40,12 @@ class RowCaches:
     def __init__(self) -> None:
         self.canon: dict[str, str] = {}
         self.hash: dict[str, str] = {}
+        self.hash_chars = 0
 
     def trim(self) -> None:
-        if len(self.hash) > HASH_CACHE:
+        if self.hash_chars > HASH_CACHE_CHARS or len(self.hash) > HASH_CACHE:
             self.hash.clear()
+            self.hash_chars = 0
         if len(self.canon) > HASH_CACHE:
             self.canon.clear()
 
@@ -66,6 +71,7 @@ def evidence_rows(rec, opts: RowOptions, caches: RowCaches, add_row: Callable[[t
             sh = hash_cache.get(text)
             if sh is None:
                 sh = hash_cache[text] = span_hash(text, casefold=casefold)
+                caches.hash_chars += len(text)
         ident = (cid, sh)
         if ident in seen_ids:
             dropped.append(f"evidence[{j}] repeats evidence[{seen_ids[ident]}]")

@@ -14,9 +14,12 @@ between :meth:`flush` and :meth:`drain`; the caller touches it only after :meth:
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
-import duckdb
 import pyarrow as pa
+
+if TYPE_CHECKING:                 # the ingest's worker processes import this module; they need no DuckDB
+    import duckdb
 
 __all__ = ["EVIDENCE_COLUMNS", "EVIDENCE_SCHEMA", "RECORD_COLUMNS", "RECORD_SCHEMA", "BatchWriter", "rows_table"]
 

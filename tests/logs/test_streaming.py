@@ -45,6 +45,7 @@ def test_small_batches_store_what_one_batch_stores(tmp_path, monkeypatch):
     ing.ingest_paths(one, [path])
     monkeypatch.setattr(ing, "FLUSH_ENTRIES", 3)            # a flush every other record
     monkeypatch.setattr(rows, "HASH_CACHE", 2)              # and the caches emptied all the time
+    monkeypatch.setattr(rows, "HASH_CACHE_CHARS", 20)
     many = store.connect(":memory:")
     report = ing.ingest_paths(many, [path])
     assert report.n_records == 80 and report.n_entries == 160
