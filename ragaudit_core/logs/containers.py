@@ -8,9 +8,11 @@ it goes through the same decoding, validation and quarantine as a line of a JSON
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import io
+import zlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +49,35 @@ def _read_bytes(path: Path) -> bytes:
         raise InputFileError(f"{path}: cannot read the file ({e})") from None
 
 
+def _is_gzip(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == b"\x1f\x8b"
+    except OSError as e:
+        raise InputFileError(f"{path}: cannot read the file ({e})") from None
+
+
+def _check_utf8(path: Path, opener) -> None:
+    """InputFileError naming the byte offset when the (decompressed) file is not UTF-8."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    done = 0
+    try:
+        with opener() as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                try:
+                    decoder.decode(block)
+                except UnicodeDecodeError as e:
+                    raise InputFileError(f"{path}: not UTF-8 text (byte offset {done + e.start}); "
+                                         "re-encode the file as UTF-8") from None
+                done += len(block)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError as e:
+        raise InputFileError(f"{path}: not UTF-8 text (byte offset {done + e.start}); "
+                             "re-encode the file as UTF-8") from None
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise InputFileError(f"{path}: cannot read the file ({e})") from None
+
+
 def _json_document_rows(path: Path) -> Iterator[Line] | None:
     """A JSON array of records, or ``{"results": [...]}``; None when the file is JSON Lines
     (several documents, or one record object)."""
@@ -68,12 +99,12 @@ def _json_document_rows(path: Path) -> Iterator[Line] | None:
 
 
 def _csv_rows(path: Path) -> Iterator[Line]:
-    text = _read_bytes(path)
-    try:
-        decoded = text.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputFileError(f"{path}: not UTF-8 text (byte offset {e.start}); re-encode the file as UTF-8") from None
-    reader = csv.DictReader(io.StringIO(decoded, newline=""))
+    """A CSV file (plain or gzip), streamed row by row: checked to be UTF-8 first, in 1 MiB
+    blocks, then parsed from the file (memory does not grow with the file)."""
+    gz = _is_gzip(path)
+    opener = (lambda: gzip.open(path, "rb")) if gz else (lambda: open(path, "rb"))
+    _check_utf8(path, opener)
+    reader = csv.DictReader(io.TextIOWrapper(opener(), encoding="utf-8-sig", newline=""))
     if not reader.fieldnames:
         return iter(())
 

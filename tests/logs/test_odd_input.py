@@ -97,3 +97,20 @@ def test_an_unknown_forced_format_is_refused_before_anything_is_written(tmp_path
     with pytest.raises(IngestError, match="unknown log format 'bogus'"):
         ingest_paths(con, [path], IngestOptions(format="bogus"))
     assert con.execute("SELECT count(*) FROM files").fetchone()[0] == 0
+
+
+def test_a_csv_is_streamed_and_one_not_in_utf8_is_named_with_its_byte_offset(tmp_path):
+    """CSV files are parsed from the file (plain or gzip); a file that is not UTF-8 is unreadable
+    as a whole, with the byte offset of the first bad byte, and loses nothing of the others."""
+    import gzip
+    header = "user_input,retrieved_contexts,response\n"
+    rows = "".join(f'"question {i}","[""passage {i} one"", ""passage {i} two""]","answer {i}"\n' for i in range(3000))
+    good = tmp_path / "ragas.csv.gz"
+    good.write_bytes(gzip.compress((header + rows).encode()))
+    bad = tmp_path / "latin1.csv"
+    bad.write_bytes((header + '"caf').encode() + b"\xe9" + b'","[""x""]","y"\n')     # 0xe9 at 39 + 4
+    con = store.connect(":memory:")
+    report = ingest_paths(con, [good, bad])
+    assert report.n_records == 3000 and report.n_entries == 6000
+    [issue] = report.rejected
+    assert issue.path == str(bad) and "not UTF-8 text (byte offset 43)" in str(issue)
