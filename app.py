@@ -49,14 +49,17 @@ def _database():
             try:
                 ui.connection(new_path)
             except store.StoreError as e:
-                st.error(str(e))
+                st.error(ui.md(str(e)))
             else:
                 st.session_state[KEYS.db_path] = new_path
                 st.rerun()
     try:
         con = ui.connection(db_path)
+    except store.StoreBusy as e:
+        st.warning(ui.md(f"{e}. This page works again on your next interaction once it is free."))
+        st.stop()
     except store.StoreError as e:
-        st.error(f"{e}. Pick another file under “Database” in the sidebar.")
+        st.error(ui.md(f"{e}. Pick another file under “Database” in the sidebar."))
         st.stop()
     st.sidebar.caption(f"Database: `{db_path}`")
     return con, db_path
@@ -155,11 +158,15 @@ def _loaded(con, info: dict) -> None:
                      hide_index=True)
 
 
-st.navigation([
+page = st.navigation([
     st.Page(home, title="Home", icon=":material/home:", default=True),
     st.Page(PAGES.stability, title="Evidence stability", icon=":material/scatter_plot:"),
     st.Page(PAGES.drilldown, title="Query drill-down", icon=":material/search:"),
     st.Page(PAGES.compare, title="Compare runs", icon=":material/compare_arrows:"),
     st.Page(PAGES.fidelity, title="Citation fidelity", icon=":material/link:"),
     st.Page(PAGES.attributions, title="Attributions", icon=":material/insights:"),
-]).run()
+])
+try:
+    page.run()
+finally:
+    ui.release_connections()      # the database is open only while an interaction runs (ui.connection)

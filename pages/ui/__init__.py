@@ -10,6 +10,7 @@ only Python outside ``ragaudit_core`` that imports Streamlit; it sits in a folde
 from __future__ import annotations
 
 from collections.abc import Callable
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,12 +22,41 @@ from ragaudit_core import models
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.review import gate
 
-__all__ = ["DOC_COLOURS", "KEYS", "PAGES", "PARAMS", "Store", "connection", "current_db_path", "diverging_html",
+__all__ = ["DB_WAIT_S", "DOC_COLOURS", "KEYS", "PAGES", "PARAMS", "Store", "connection", "current_db_path",
+           "diverging_html", "release_connections",
            "embedder", "fmt", "gate_rule_editor", "generator", "legend_html", "md", "open_store", "owner_html",
            "query_picker", "run_pair_picker", "tau_slider"]
 
-connection = st.cache_resource(store.connect, show_spinner=False)
-"""One DuckDB connection per database file, shared by every session (each query opens its own cursor)."""
+DB_WAIT_S = 10.0
+"""How long an interaction waits for a database another program (a CLI command, another
+dashboard) is writing, before the page says who holds it."""
+_RUN = threading.local()
+
+
+def connection(db_path: str):
+    """The database for this script run: opened on first use, closed when the run ends
+    (:func:`release_connections`, called by ``app.py`` around every page). The dashboard holds
+    the file only while an interaction runs, so ``ragaudit ingest/gate/report --db`` and other
+    dashboards can use it in between; new data shows on the next interaction (cached results
+    are keyed by the data version). Raises ``store.StoreBusy`` after ``DB_WAIT_S``."""
+    cons = getattr(_RUN, "cons", None)
+    if cons is None:
+        cons = _RUN.cons = {}
+    con = cons.get(db_path)
+    if con is None:
+        con = cons[db_path] = store.connect(db_path, wait_s=DB_WAIT_S)
+    return con
+
+
+def release_connections() -> None:
+    """Close this script run's database connections."""
+    for con in getattr(_RUN, "cons", {}).values():
+        try:
+            con.close()
+        except Exception:                # a connection already closed by DuckDB
+            pass
+    _RUN.cons = {}
+
 embedder = st.cache_resource(models.load_embedder, show_spinner="Loading the SBERT model…")
 generator = st.cache_resource(models.load_generator, show_spinner="Loading the generator…")
 
@@ -48,8 +78,12 @@ def open_store(title: str, precondition: Callable[[object], str | None] | None =
     (a function of the connection returning why the page cannot draw, or None); when it
     fails, say why and stop the script."""
     db_path = current_db_path()
-    con = connection(db_path)
     st.title(title)
+    try:
+        con = connection(db_path)
+    except store.StoreBusy as e:
+        st.warning(md(f"{e}. This page works again on your next interaction once it is free."))
+        st.stop()
     if precondition is not None and (msg := precondition(con)):
         st.info(msg)
         st.stop()

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragaudit_core.cli.common import Device, LazyModels, emit_json, fail
+from ragaudit_core.cli.common import Device, LazyModels, connect_db, emit_json, fail
 from ragaudit_core.logs import catalog, store
 
 __all__ = ["attribute"]
@@ -47,7 +47,7 @@ def attribute(
     if not db.exists():
         fail(f"{db}: no such database; load logs first with `ragaudit ingest PATH... --db {db}`")
     try:
-        con = store.connect(db)
+        con = connect_db(db)
     except store.StoreError as e:
         fail(str(e))
     qids = _chosen_queries(con, run, queries, all_queries)

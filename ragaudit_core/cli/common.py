@@ -3,6 +3,8 @@ loading models once, resolving run aliases, progress output."""
 
 from __future__ import annotations
 
+import os
+
 import json
 import sys
 from pathlib import Path
@@ -131,6 +133,22 @@ def tqdm_progress():
     return cb
 
 
+def db_wait_s() -> float:
+    """How long a command waits for a database another program holds (``RAGAUDIT_DB_WAIT``
+    seconds, default 60): a dashboard holds it only while an interaction runs."""
+    try:
+        return max(0.0, float(os.environ.get("RAGAUDIT_DB_WAIT", "60")))
+    except ValueError:
+        fail(f"RAGAUDIT_DB_WAIT must be a number of seconds, not {os.environ['RAGAUDIT_DB_WAIT']!r}")
+
+
+def connect_db(db: Path | str) -> Any:
+    """The database ``db``, waiting while another program holds it (said once on stderr)."""
+    wait = db_wait_s() if str(db) != ":memory:" else 0.0
+    return store.connect(db, wait_s=wait,
+                         on_wait=lambda msg: typer.echo(f"{msg} (waiting up to {wait:.0f} s)", err=True))
+
+
 def open_logs(paths: list[Path] | None, db: Path | None, *, what: str = "log files or folders",
               options: IngestOptions | None = None, must_exist: bool = True) -> Any:
     """A connection to ``db``, or to an in-memory database with ``paths`` ingested first
@@ -141,7 +159,7 @@ def open_logs(paths: list[Path] | None, db: Path | None, *, what: str = "log fil
     if must_exist and db is not None and not paths and not Path(db).exists():
         fail(f"{db}: no such database file (ingest logs first: ragaudit ingest PATH... --db {db})")
     try:
-        con = store.connect(db if db is not None else ":memory:")
+        con = connect_db(db if db is not None else ":memory:")
         if paths:
             print_ingest(ingest_paths(con, paths, options or IngestOptions()))
     except (IngestError, store.StoreError) as e:

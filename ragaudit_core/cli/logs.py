@@ -10,6 +10,7 @@ import typer
 from ragaudit_core import workspace
 from ragaudit_core.cli.common import (
     EXIT_BAD_INPUT,
+    connect_db,
     CaseSensitive,
     CasefoldSpans,
     CollapseWs,
@@ -50,7 +51,7 @@ def ingest(
     options = ingest_options(case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt,
                              run_id, doc_id_key)
     try:
-        con = store.connect(db)
+        con = connect_db(db)
         report = workspace.load_paths(con, paths, options,
                                       precompute_overview=not no_precompute, progress=progress())
     except (IngestError, store.StoreError) as e:

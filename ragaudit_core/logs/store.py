@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import functools
 import json
-import uuid
 import os
+import re
+import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -32,8 +35,10 @@ import duckdb
 __all__ = [
     "DEFAULT_DB_PATH",
     "SCHEMA_VERSION",
+    "StoreBusy",
     "StoreError",
     "bump_data_version",
+    "busy_message",
     "clear_data",
     "connect",
     "data_version",
@@ -168,21 +173,60 @@ def default_db_path() -> Path:
     return Path(env) if env else DEFAULT_DB_PATH
 
 
-def connect(path: str | Path | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (creating if needed) a RagAudit database. ``":memory:"`` gives an in-memory one."""
+def connect(path: str | Path | None = None, *, read_only: bool = False, wait_s: float = 0.0,
+            on_wait: Callable[[str], None] | None = None) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) a RagAudit database. ``":memory:"`` gives an in-memory one.
+
+    Sharing a database file (DuckDB allows one writing process at a time): RagAudit opens a file
+    only while it works — a CLI command for its run, the dashboard for one script run (one
+    interaction) — and closes it after, so a dashboard, a second dashboard and CLI commands take
+    turns on one file. When another process holds it, the open is retried for ``wait_s`` seconds
+    (``on_wait`` is told once, with the sentence below); then :class:`StoreBusy` says who holds it
+    and what to do, never DuckDB's raw error.
+    """
     if path is None:
         path = default_db_path()
     target = str(path)
     if target != ":memory:":
         Path(target).parent.mkdir(parents=True, exist_ok=True)
-    try:
-        con = duckdb.connect(target, read_only=read_only)
-    except duckdb.Error as e:
-        raise StoreError(f"cannot open database {target}: {e}") from None
+    deadline = time.monotonic() + wait_s
+    delay, told = 0.05, False
+    while True:
+        try:
+            con = duckdb.connect(target, read_only=read_only)
+            break
+        except duckdb.Error as e:
+            busy = busy_message(target, str(e))
+            if busy is None:
+                raise StoreError(f"cannot open database {target}: {e}") from None
+            if time.monotonic() >= deadline:
+                raise StoreBusy(busy) from None
+            if on_wait is not None and not told:
+                on_wait(busy)
+                told = True
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, 0.5)
     _limit_memory(con, target == ":memory:")
     if not read_only:
         init_schema(con)
     return con
+
+
+def busy_message(target: str, error: str) -> str | None:
+    """One sentence when ``error`` says the database is held elsewhere, else None."""
+    m = re.search(r"Conflicting lock is held in (.+?) \(PID (\d+)\)", error)
+    if m:
+        return (f"the database {target} is in use by another program (PID {m.group(2)}, {Path(m.group(1)).name}): "
+                "RagAudit opens it only while a command or a dashboard interaction runs; wait for that to finish "
+                "and try again, or use another database file (--db)")
+    if "different configuration" in error or "Could not set lock" in error:
+        return (f"the database {target} is in use (it is being opened in another mode by this program); "
+                "wait a moment and try again")
+    return None
+
+
+class StoreBusy(StoreError):
+    """The database file is held by another process (or another mode in this one)."""
 
 
 MEMORY_LIMIT = "512MB"

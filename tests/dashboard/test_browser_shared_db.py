@@ -1,0 +1,91 @@
+"""One database, a dashboard and the CLI at once (issue #15): while the dashboard is open on a
+database in a real browser, `ragaudit ingest` adds a run from another process, `ragaudit gate`
+and `ragaudit report` read it, and the open page shows the new run after a rerun."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragaudit_core.logs import store
+from tests.dashboard.browser_support import launch_chromium, streamlit_server, wait_idle
+from tests.helpers import write_jsonl
+
+pytestmark = pytest.mark.slow
+
+RAGAUDIT = str(Path(sys.executable).parent / "ragaudit")
+
+
+def _run(run_id: str, shift: int) -> list[dict]:
+    return [{"run_id": run_id, "query_id": f"q{i}", "query": f"question {i}", "answer": f"answer {i}",
+             "evidence": [{"doc_id": f"d{(i + shift + j) % 9}", "text": f"passage {(i + shift + j) % 9}"}
+                          for j in range(3)]} for i in range(6)]
+
+
+def _metric(page, label: str) -> str:
+    box = page.locator('[data-testid="stMetric"]', has_text=label).first
+    return box.locator('[data-testid="stMetricValue"]').inner_text()
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([RAGAUDIT, *args], capture_output=True, text=True, timeout=300)
+
+
+def test_the_cli_writes_and_reads_the_database_the_dashboard_has_open(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    db = tmp_path / "shared.duckdb"
+    first = _cli("ingest", str(write_jsonl(tmp_path / "a.jsonl", _run("base", 0) + _run("cand", 1))), "--db", str(db))
+    assert first.returncode == 0, first.stderr
+    with streamlit_server(db, tmp_path / "streamlit.log") as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url)
+        wait_idle(page)
+        assert _metric(page, "Runs") == "2"
+
+        # the page is open; another process writes to its database, then two commands read it
+        added = _cli("ingest", str(write_jsonl(tmp_path / "c.jsonl", _run("late", 2))), "--db", str(db))
+        assert added.returncode == 0, added.stderr
+        assert "Conflicting lock" not in added.stderr
+        verdict = _cli("gate", "--db", str(db), "--baseline", "base", "--candidate", "late")
+        assert verdict.returncode in (0, 1), verdict.stderr          # a verdict, not a usage error
+        assert "PASS" in verdict.stdout or "FAIL" in verdict.stdout
+        report = _cli("report", "--db", str(db), "--out", str(tmp_path / "audit.pdf"), "--baseline", "base",
+                      "--candidate", "late", "--no-probe")
+        assert report.returncode == 0, report.stderr
+        assert (tmp_path / "audit.pdf").read_bytes()[:5] == b"%PDF-"
+
+        # a rerun of the same session shows the new run
+        page.locator('[data-testid="stApp"]').click(position={"x": 5, "y": 5})
+        page.keyboard.press("r")
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-testid=\"stMetric\"]')].some(m => "
+            "m.innerText.includes('Runs') && m.innerText.includes('3'))", timeout=60_000)
+        assert _metric(page, "Runs") == "3"
+        browser.close()
+    con = store.connect(db)                       # the dashboard has let go of the file
+    assert sorted(r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()) == ["base", "cand", "late"]
+    con.close()
+
+
+def test_a_held_database_gives_one_sentence_and_the_cli_waits_for_it(tmp_path):
+    db = tmp_path / "held.duckdb"
+    store.connect(db).close()
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time, duckdb; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(float(sys.argv[2]))"),
+        str(db), "4"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(store.StoreBusy) as busy:
+            store.connect(db, wait_s=0.5)
+        msg = str(busy.value)
+        assert f"PID {holder.pid}" in msg and "in use by another program" in msg and "IO Error" not in msg
+        waited = _cli("ingest", str(write_jsonl(tmp_path / "a.jsonl", _run("base", 0))), "--db", str(db))
+        assert waited.returncode == 0, waited.stderr             # the command waited for the holder to finish
+        assert "waiting up to" in waited.stderr
+    finally:
+        holder.kill()
