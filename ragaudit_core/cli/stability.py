@@ -29,6 +29,7 @@ from ragaudit_core.cli.common import (
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.identity import DocIdMapError, load_docid_map
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
+from ragaudit_core.review.spreadsheet import write_csv
 from ragaudit_core.stability.metrics import (
     StabilityError,
     StabilityOptions,
@@ -81,9 +82,9 @@ def stability(
     emit_json(result.to_json(), json_out)
     if csv_dir:
         csv_dir.mkdir(parents=True, exist_ok=True)
-        result.runs.to_csv(csv_dir / "runs.csv", index=False)
-        result.pairs.to_csv(csv_dir / "pairs.csv", index=False)
-        result.queries.to_csv(csv_dir / "queries.csv", index=False)
+        write_csv(result.runs, csv_dir / "runs.csv")             # formula-leading cells neutralised
+        write_csv(result.pairs, csv_dir / "pairs.csv")
+        write_csv(result.queries, csv_dir / "queries.csv")
 
 
 def _print_stability(result: StabilityResult) -> None:

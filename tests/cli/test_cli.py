@@ -200,3 +200,20 @@ def test_report_writes_a_pdf_and_refuses_bad_input(three_runs, tmp_path):
     assert p.returncode == 2 and "run 'Z' not found" in p.stderr
     p = run("report", three_runs, "--out", tmp_path / "no" / "such" / "dir" / "a.pdf")
     assert p.returncode == 2 and "a.pdf" in p.stderr
+
+
+def test_csv_exports_neutralise_cells_a_spreadsheet_would_run(tmp_path):
+    """OWASP's rule: a text cell starting with = + - @ tab or CR gets a leading quote; numbers stay."""
+    recs = [{"run_id": rid, "query_id": qid, "evidence": [{"doc_id": "d1", "text": "t"}]}
+            for rid in ("=HYPERLINK(\"http://x.example\",\"a\")", "@SUM(A1)") for qid in ("+1+1", "-2", "plain")]
+    logs = tmp_path / "hostile.jsonl"
+    logs.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    p = run("stability", logs, "--json", tmp_path / "m.json", "--csv-dir", tmp_path / "csv")
+    assert p.returncode == 0, p.stderr
+    runs = {r["run_id"] for r in csv.DictReader(open(tmp_path / "csv" / "runs.csv"))}
+    assert runs == {"'=HYPERLINK(\"http://x.example\",\"a\")", "'@SUM(A1)"}
+    queries = list(csv.DictReader(open(tmp_path / "csv" / "queries.csv")))
+    assert {q["query_id"] for q in queries} == {"'+1+1", "'-2", "plain"}
+    pairs = list(csv.DictReader(open(tmp_path / "csv" / "pairs.csv")))
+    assert all(not v.startswith(("=", "+", "-", "@")) for row in pairs for v in row.values())
+    assert float(pairs[0]["j_avg"]) == 1.0                      # numbers are numbers
