@@ -172,12 +172,10 @@ def _rule_sources() -> None:
     if preset != "—" and c1.button(f"Use the {preset} preset"):
         _use_rules(gate.PRESETS[preset])
     if loaded is not None and c2.button(f"Use the rules in {loaded.name}"):
-        import tomllib
-
         try:
-            rules_in = gate.rules_from_dict(tomllib.loads(loaded.getvalue().decode("utf-8")))
-        except (UnicodeDecodeError, ValueError) as e:
-            st.error(f"{loaded.name}: {e}")
+            rules_in = gate.rules_from_toml(loaded.getvalue())
+        except ValueError as e:
+            st.error(md(f"{loaded.name}: {e}"))
         else:
             _use_rules(rules_in)
 

@@ -142,10 +142,9 @@ class FidelityRules(BaseModel):
 
     @classmethod
     def from_toml(cls, path) -> "FidelityRules":
-        import tomllib
+        from ragaudit_core.tomlfile import load_toml_file
 
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        data = load_toml_file(path)          # ValueError for a file too large, too deep, not TOML
         return cls.model_validate(data.get("fidelity", data))
 
 

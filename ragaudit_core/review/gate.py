@@ -41,11 +41,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ragaudit_core import tomlfile
 from ragaudit_core.fidelity.graph import FIDELITY_STAGES
 from ragaudit_core.stability.compare import PAIR_METRIC_LABELS
 
 __all__ = ["DEFAULT_RULES", "PAIR_METRICS", "PRESETS", "RUN_METRICS", "STRICT_RULES", "GateInputs", "Rule",
            "RuleResult", "Verdict", "collect", "dump_rules", "evaluate", "load_rules", "review", "rule_rows", "rules_from_dict",
+           "rules_from_toml",
            "rules_from_rows", "save_rules", "verdict_rows", "verdict_table"]
 
 PAIR_METRICS = frozenset(PAIR_METRIC_LABELS)
@@ -62,9 +64,9 @@ class Rule(BaseModel):
     metric: Literal["j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain", "cfs_p95", "cfs_mean",
                     "stage_survival", "parse_failure_rate", "warg", "wasted_retrieval", "noise_distraction"]
     level: str | None = None
-    p: float | None = Field(None, gt=0, lt=1)
+    p: float | None = Field(None, gt=0, lt=1, allow_inf_nan=False)
     op: Literal[">=", "<=", ">", "<"]
-    threshold: float
+    threshold: float = Field(allow_inf_nan=False)
     relative: bool = False
     required: bool = False       # absent data fails the rule instead of making it not applicable
 
@@ -137,13 +139,19 @@ PRESETS: dict[str, list[Rule]] = {"default": DEFAULT_RULES, "strict": STRICT_RUL
 
 
 def load_rules(path) -> list[Rule]:
-    """Rules from TOML: ``preset = "default" | "strict" | "none"`` and/or ``[[rule]]`` tables
-    (added to the preset; with ``[[rule]]`` tables and no preset, only those rules)."""
-    import tomllib
+    """Rules from a TOML file (:func:`rules_from_toml`); ``ValueError`` says what is wrong."""
+    return rules_from_dict(tomlfile.load_toml_file(path))
 
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
-    return rules_from_dict(data)
+
+def rules_from_toml(data: bytes) -> list[Rule]:
+    """Rules from TOML: ``preset = "default" | "strict" | "none"`` and/or ``[[rule]]`` tables
+    (added to the preset; with ``[[rule]]`` tables and no preset, only those rules).
+
+    Bad input is a ``ValueError`` naming the key: what :func:`tomlfile.load_toml` refuses (over
+    1 MiB, not UTF-8, not TOML, nested deeper than 4 levels), an unknown key, metric or operator,
+    a threshold or ``p`` that is not a finite number (TOML allows ``inf`` and ``nan``; a rule
+    against ``nan`` could never fail)."""
+    return rules_from_dict(tomlfile.load_toml(data))
 
 
 def rules_from_dict(data: dict) -> list[Rule]:
@@ -151,10 +159,13 @@ def rules_from_dict(data: dict) -> list[Rule]:
     if unknown:
         raise ValueError(f"unknown top-level keys: {', '.join(sorted(unknown))} (use preset and [[rule]])")
     preset = data.get("preset", "none" if data.get("rule") else "default")
-    if preset not in PRESETS:
-        raise ValueError(f"preset must be default, strict or none, not {preset!r}")
+    if not isinstance(preset, str) or preset not in PRESETS:
+        raise ValueError(f"preset: must be default, strict or none, not {preset!r}")
+    tables = data.get("rule", [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ValueError("rule: must be an array of tables, written [[rule]]")
     out = list(PRESETS[preset])
-    for i, r in enumerate(data.get("rule", [])):
+    for i, r in enumerate(tables):
         try:
             out.append(Rule.model_validate(r))
         except ValidationError as e:

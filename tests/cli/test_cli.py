@@ -217,3 +217,26 @@ def test_csv_exports_neutralise_cells_a_spreadsheet_would_run(tmp_path):
     pairs = list(csv.DictReader(open(tmp_path / "csv" / "pairs.csv")))
     assert all(not v.startswith(("=", "+", "-", "@")) for row in pairs for v in row.values())
     assert float(pairs[0]["j_avg"]) == 1.0                      # numbers are numbers
+
+
+@pytest.mark.parametrize("text, says", [
+    ("a = " + "[" * 10_000 + "]" * 10_000 + "\n", "nested too deeply"),
+    ("".join(f"[{'.'.join(['t'] * n)}]\n" for n in (1, 2, 3, 4, 5, 6)), "t.t.t.t.t: nested too deeply"),
+    ('[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = ">="\nthreshold = inf\n', "[[rule]] number 1: threshold:"),
+    ('[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = ">="\nthreshold = nan\n', "finite number"),
+    ('[[rule]]\nmetric = "warg"\np = nan\nop = ">="\nthreshold = 0.5\n', "[[rule]] number 1: p:"),
+    ('[[rule]]\nmetric = "jaccard"\nlevel = "doc"\nop = ">="\nthreshold = 0.5\n', "[[rule]] number 1: metric:"),
+    ('[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = "=="\nthreshold = 0.5\n', "[[rule]] number 1: op:"),
+    ('[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = ">="\nthreshold = 0.5\ncolour = "red"\n', "colour:"),
+    ("rule = 3\n", "rule: must be an array of tables"),
+    ("preset = 7\n", "preset: must be default, strict or none"),
+    ("# " + "x" * (1 << 20) + "\n", "at most 1,048,576 bytes"),
+])
+def test_gate_rules_files_are_bad_input_too(three_runs, tmp_path, text, says):
+    """Depth, size, non-finite numbers, unknown metrics, operators and keys: exit 2 naming the
+    file and the key, never a traceback."""
+    rules = tmp_path / "r.toml"
+    rules.write_text(text)
+    p = run("gate", three_runs, "--baseline", "A", "--candidate", "B", "--rules", rules)
+    assert p.returncode == 2, p.stderr
+    assert str(rules) in p.stderr and says in p.stderr and "Traceback" not in p.stderr
