@@ -118,13 +118,13 @@ def _last_ingest() -> None:
     if not last:
         return
     if "error" in last:
-        st.error(last["error"])
+        st.error(ui.md(last["error"]))
         return
     for msg in last.get("failed", []):
         st.error(msg)
-    (st.warning if last["rejected"] else st.success)(last["summary"])
+    (st.warning if last["rejected"] else st.success)(ui.md(last["summary"]))
     for w in last["warnings"][:20]:
-        st.warning(w)
+        st.warning(ui.md(w))
 
 
 def _loaded(con, info: dict) -> None:

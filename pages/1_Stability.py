@@ -38,11 +38,11 @@ tau = ui.tau_slider("Flip threshold τ (a pair flips when J < τ)")
 try:
     res = stability(db_path, version, tau)
 except StabilityError as e:
-    st.error(str(e))
+    st.error(ui.md(str(e)))
     st.stop()
 s = res.summary
 for w in s["warnings"]:
-    st.warning(w)
+    st.warning(ui.md(w))
 
 
 m = st.columns(6)

@@ -36,11 +36,11 @@ if baseline == candidate:
 try:
     cmp = comparison(db_path, version, baseline, candidate, tau)
 except StabilityError as e:
-    st.error(str(e))
+    st.error(ui.md(str(e)))
     st.stop()
 s = cmp.summary
 for w in s.warnings:
-    st.warning(w)
+    st.warning(ui.md(w))
 
 m = st.columns(5)
 m[0].metric("J_avg, doc", ui.fmt(cmp.pair_value("j_avg", "doc")))
@@ -69,9 +69,9 @@ applicable = [r for r in verdict.results if r.status != "not applicable"]
 headline = (f"{len(verdict.failed)} of {len(applicable)} applicable rules failed" if applicable
             else "no rule applies to these logs")
 if verdict.status == "pass":
-    st.success(f"PASS — {candidate} may replace {baseline}: {headline}.", icon="✅")
+    st.success(f"PASS — {ui.md(candidate)} may replace {ui.md(baseline)}: {headline}.", icon="✅")
 else:
-    st.error(f"FAIL — {candidate} should not replace {baseline}: {headline}.", icon="⛔")
+    st.error(f"FAIL — {ui.md(candidate)} should not replace {ui.md(baseline)}: {headline}.", icon="⛔")
 st.dataframe([{k: ("" if v is None else f"{v:.3f}") if k in ("value", "baseline", "candidate") else v
                for k, v in row.items()} for row in gate.verdict_rows(verdict)],
              hide_index=True, key="compare.verdict", column_config={"why": st.column_config.TextColumn(width="large")})
@@ -100,7 +100,7 @@ with st.container(border=True):
                 baseline=baseline, candidate=candidate, rules=rules, rules_source="rules of the compare page",
                 tau=tau, embedder=ui.embedder, db_label=db_path), progress=step)
         except ReportError as e:
-            st.error(str(e))
+            st.error(ui.md(str(e)))
         else:
             built = (what, blob)
             st.session_state[KEYS.report] = built

@@ -89,7 +89,7 @@ if len(cits):
 else:
     st.caption("No citation in the generated text.")
 if qf.parse_failures:
-    st.warning("Citation-like strings that no pattern parses: " + " · ".join(qf.parse_failures))
+    st.warning("Citation-like strings that no pattern parses: " + " · ".join(ui.md(f) for f in qf.parse_failures))
 nodes, edges = graph_layout(g, qf)
 st.plotly_chart(charts.provenance_graph(nodes, edges, title=f"Provenance of query {qid}"
                                         + (f" — ground truth lost at {r.queries.set_index('query_id').loc[qid, 'first_failed_stage']}"

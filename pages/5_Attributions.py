@@ -51,7 +51,7 @@ if not results or (shuffle and "shuffled" not in results):
                                 ig_steps=int(ig_steps), ig_baseline=ig_baseline, shuffle=shuffle,
                                 progress=lambda label, frac: bar.progress(min(1.0, frac), text=label))
         except AttributionError as e:
-            st.error(str(e))
+            st.error(ui.md(str(e)))
             st.stop()
         results = {r["condition"] if "condition" in r else c: r for c, r in zip(["original", "shuffled"], out)}
         bar.empty()

@@ -13,4 +13,5 @@ if catalog.overview(con)["runs"] == 0 and catalog.sample_logs_dir() is not None:
     print(workspace.load_sample_logs(con).summary(), "(bundled sample logs)")
 con.close()
 PY
-exec .venv/bin/streamlit run app.py "$@"
+# no file watcher: it watched .venv too and printed thousands of "inotify queue overflowed" lines
+exec .venv/bin/streamlit run app.py --server.fileWatcherType none "$@"

@@ -85,7 +85,7 @@ def open_store(title: str, precondition: Callable[[object], str | None] | None =
         st.warning(md(f"{e}. This page works again on your next interaction once it is free."))
         st.stop()
     if precondition is not None and (msg := precondition(con)):
-        st.info(msg)
+        st.info(md(msg))
         st.stop()
     return Store(con, db_path, store.data_version(con))
 

@@ -7,6 +7,7 @@ are computed from numbers, never taken from a log.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 
 __all__ = ["DOC_COLOURS", "diverging_html", "legend_html", "md", "owner_html"]
@@ -14,10 +15,20 @@ __all__ = ["DOC_COLOURS", "diverging_html", "legend_html", "md", "owner_html"]
 _MD_SPECIAL = set("\\`*_{}[]()<>#+-.!|~$:")
 
 
+_AUTOLINK = re.compile(r"(://|(?i:www)\.|@)")
+_JOINER = "\u2060"      # WORD JOINER: invisible, and breaks GFM's autolink literals
+
+
 def md(text: object) -> str:
-    """Log text made inert inside Streamlit markdown: every markdown/HTML-significant
-    character backslash-escaped, so an id like ``**x**`` or ``[a](javascript:…)`` shows as typed."""
-    return "".join("\\" + c if c in _MD_SPECIAL else c for c in str(text))
+    """Log text made inert inside Streamlit markdown: every markdown/HTML/LaTeX-significant
+    character backslash-escaped (so ``**x**``, ``[a](…)``, ``:red[…]`` and ``$…$`` show as
+    typed), and an invisible word joiner put into ``://``, ``www.`` and ``@`` — GFM turns bare
+    URLs and e-mail addresses into links *after* escapes are resolved, so escaping alone does
+    not stop ``http://host`` from becoming a link. This is the one helper for putting untrusted
+    text into a Streamlit markdown string (banners, captions, labels)."""
+    s = _AUTOLINK.sub(lambda m: m.group(0)[:-1] + _JOINER + m.group(0)[-1] if m.group(0) != "@" else "@" + _JOINER,
+                      str(text))
+    return "".join("\\" + c if c in _MD_SPECIAL else c for c in s)
 
 DOC_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
                "#bab0ac"]

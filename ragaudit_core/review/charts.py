@@ -81,7 +81,7 @@ def stability_scatter(pairs: pd.DataFrame, *, gap_ratio: float | None = None,
     title = "Document vs span stability per run pair"
     if gap_ratio is not None:
         title += f" — gap ratio {gap_ratio:.2f}"
-    fig.update_layout(title=title, xaxis_title="mean J_doc", yaxis_title="mean J_span",
+    fig.update_layout(title=html.escape(title), xaxis_title="mean J_doc", yaxis_title="mean J_span",
                       xaxis=dict(range=[-0.02, 1.02]), yaxis=dict(range=[-0.02, 1.02], scaleanchor="x"),
                       legend_title="changed", height=520, margin=dict(l=50, r=20, t=60, b=50))
     return fig
@@ -127,7 +127,7 @@ def matrix_heatmap(matrix: pd.DataFrame, *, title: str) -> go.Figure:
     fig = go.Figure(go.Heatmap(z=z, x=names, y=names, zmin=0, zmax=1, colorscale="RdYlGn",
                                text=np.round(z, 2), texttemplate="%{text}",
                                hovertemplate="%{y} vs %{x}<br>J = %{z:.3f}<extra></extra>"))
-    fig.update_layout(title=title, height=120 + 32 * len(names), yaxis=dict(autorange="reversed"),
+    fig.update_layout(title=html.escape(title), height=120 + 32 * len(names), yaxis=dict(autorange="reversed"),
                       margin=dict(l=120, r=20, t=60, b=120))
     return fig
 
@@ -151,7 +151,7 @@ def probe_scatter(rows: pd.DataFrame, *, tau: float = 0.5, sim_threshold: float 
         customdata=np.column_stack([rows["query_id"]]), text=_esc(rows["query_id"]),
         hovertemplate="query %{text}<br>J_span %{x:.3f}<br>answer similarity %{y:.3f}<extra></extra>",
         name="queries"))
-    fig.update_layout(title=title or "Answer similarity vs span stability", xaxis_title="J_span",
+    fig.update_layout(title=html.escape(title or "Answer similarity vs span stability"), xaxis_title="J_span",
                       yaxis_title="answer similarity (SBERT cosine)", xaxis=dict(range=[-0.02, 1.02]),
                       yaxis=dict(range=[min(0.0, float(np.nanmin(rows["sim"])) - 0.02) if len(rows) else 0, 1.02]),
                       height=460, showlegend=False, margin=dict(l=50, r=20, t=60, b=50))
@@ -235,7 +235,7 @@ def provenance_graph(nodes: pd.DataFrame, edges: pd.DataFrame, *, title: str = "
     fig.add_trace(go.Scatter(x=nodes["x"], y=nodes["y"], mode="markers", marker=dict(size=12, color=colours),
                              text=_esc(nodes["label"]), customdata=np.column_stack([_esc(nodes["node_id"])]),
                              hovertemplate="%{customdata[0]}: %{text}<extra></extra>", name="node"))
-    fig.update_layout(title=title or "Provenance graph", height=max(360, 40 * int(-nodes["y"].min() + 2)),
+    fig.update_layout(title=html.escape(title or "Provenance graph"), height=max(360, 40 * int(-nodes["y"].min() + 2)),
                       xaxis=dict(tickmode="array", tickvals=list(range(7)),
                                  ticktext=["source", "chunking", "retrieval", "reranking", "compression",
                                            "generation", "post-processing"], range=[-0.5, 7]),
@@ -251,7 +251,9 @@ def influence_bars(importance: Sequence[float], labels: Sequence[str], colours: 
     fig = go.Figure(go.Bar(x=share, y=_esc(labels), orientation="h", marker_color=list(colours),
                            text=[f"{s:.0f}% ({x:+.3f})" for s, x in zip(share, importance)], textposition="auto",
                            hovertemplate="%{y}: %{x:.1f}%<extra></extra>"))
-    fig.update_layout(title=title, xaxis_title="share of |importance| (%)", yaxis=dict(autorange="reversed"),
+    # the documents are categories (an id like "3" must not become a number on a numeric axis)
+    fig.update_layout(title=html.escape(title), xaxis_title="share of |importance| (%)",
+                      yaxis=dict(autorange="reversed", type="category"),
                       height=80 + 40 * len(labels), margin=dict(l=140, r=20, t=50, b=40))
     return fig
 
@@ -284,6 +286,6 @@ def warg_curves(curves: dict[str, dict], *, dashed: dict[str, dict] | None = Non
         ps = sorted(c, key=float)
         fig.add_trace(go.Scatter(x=[float(p) for p in ps], y=[c[p] for p in ps], mode="lines",
                                  name=html.escape(name), line=dict(width=4, dash="longdash")))
-    fig.update_layout(title=title, xaxis_title="p", yaxis_title="WARG", yaxis=dict(range=[0, 1]), height=380,
+    fig.update_layout(title=html.escape(title), xaxis_title="p", yaxis_title="WARG", yaxis=dict(range=[0, 1]), height=380,
                       margin=dict(l=50, r=20, t=60, b=50))
     return fig

@@ -55,7 +55,9 @@ def query_matrix(con: duckdb.DuckDBPyConnection, query_id: str, *, runs: Sequenc
     runs = [r for r in (runs if runs is not None else logged) if r in logged]
     if len(runs) < 2:
         return {}
-    res = compute_stability(con, StabilityOptions(runs=runs, queries=[query_id], topk=topk), keep_cells=True)
+    # allow_missing: the runs all logged this query; their coverage of other queries does not matter here
+    res = compute_stability(con, StabilityOptions(runs=runs, queries=[query_id], topk=topk, allow_missing=True),
+                            keep_cells=True)
     out = {}
     for level, cells in res.cells.groupby("level"):
         names = sorted(set(cells["run_a"]) | set(cells["run_b"]))
