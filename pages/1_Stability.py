@@ -11,9 +11,10 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core.logs import catalog
+from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.review import charts
 from ragaudit_core.stability.cache import DEFAULT_DENSITY_BINS as BINS
-from ragaudit_core.stability.cache import stability_cached
+from ragaudit_core.stability.cache import default_options, stability_cached
 from ragaudit_core.stability.compare import compare_runs
 from ragaudit_core.stability.metrics import StabilityError, StabilityOptions, effects_by_change
 
@@ -24,9 +25,12 @@ KEYS, PAGES, fmt = ui.KEYS, ui.PAGES, ui.fmt
 
 
 @st.cache_data(show_spinner="Computing stability over every run pair…", max_entries=8)
-def stability(db: str, data_version: str, tau: float):
-    # stored in the database per data version: computed once, at ingest for τ = 0.5
-    return stability_cached(ui.connection(db), StabilityOptions(flip_threshold=tau, allow_missing=True))
+def stability(db: str, data_version: str, tau: float, runs: tuple[str, ...] | None):
+    # stored in the database per data version: the default selection is computed at ingest for τ = 0.5
+    con = ui.connection(db)
+    opts = default_options(con, tau) if runs is None else StabilityOptions(runs=list(runs), flip_threshold=tau,
+                                                                          allow_missing=True)
+    return stability_cached(con, opts)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -35,8 +39,17 @@ def pair_queries(db: str, data_version: str, a: str, b: str, tau: float):
 
 
 tau = ui.tau_slider("Flip threshold τ (a pair flips when J < τ)")
+selection = comparable_runs(db.con)
+all_runs = natural_sorted(catalog.evidence_run_ids(db.con))
+picked = st.sidebar.multiselect("Runs compared", all_runs, default=selection.runs,
+                                help="Default: the largest set of runs that share queries.")
+if selection.note and set(picked) == set(selection.runs):
+    st.info(ui.md(selection.note))
+if len(picked) < 2:
+    st.info("Pick at least two runs to compare under “Runs compared” in the sidebar.")
+    st.stop()
 try:
-    res = stability(db_path, version, tau)
+    res = stability(db_path, version, tau, None if set(picked) == set(selection.runs) else tuple(natural_sorted(picked)))
 except StabilityError as e:
     st.error(ui.md(str(e)))
     st.stop()

@@ -102,3 +102,11 @@ def pipeline(run="base", qid="q1", *, text=TEXT, strip_rerank=False, gt=("D1",),
     ]
     return {"run_id": run, "query_id": qid, "query": "what?", "nodes": nodes, "generated_text": text,
             "ground_truth": [{"doc_id": d} for d in gt]}
+
+
+def plain(markdown: str) -> str:
+    """A Streamlit element's Markdown source as the reader sees it: ``ui.md``'s backslash escapes
+    and invisible word joiners removed (AppTest returns the source)."""
+    import re
+
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")

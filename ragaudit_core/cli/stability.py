@@ -29,6 +29,7 @@ from ragaudit_core.cli.common import (
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.identity import DocIdMapError, load_docid_map
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
+from ragaudit_core.logs.selection import comparable_runs
 from ragaudit_core.review.spreadsheet import write_csv
 from ragaudit_core.stability.metrics import (
     StabilityError,
@@ -68,8 +69,14 @@ def stability(
         if docid_map is not None:
             mapping = load_docid_map(docid_map, case_sensitive=case_sensitive,
                                      collapse_internal_whitespace=collapse_internal_whitespace)
+        chosen = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
+        if chosen is None and baseline is None:
+            selection = comparable_runs(con)           # runs sharing no query with the others are left out, named
+            if selection.left_out:
+                chosen = selection.runs
+                typer.echo(f"warning: {selection.note.replace('; pick runs', '; use --runs')}", err=True)
         opts = StabilityOptions(
-            runs=[r.strip() for r in runs.split(",") if r.strip()] if runs else None,
+            runs=chosen,
             baseline=baseline, flip_threshold=flip_threshold, topk=topk,
             allow_missing=allow_missing, docid_map=mapping)
         result = compute_stability(con, opts)

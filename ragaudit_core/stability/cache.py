@@ -22,9 +22,10 @@ import pandas as pd
 import pyarrow as pa
 
 from ragaudit_core.logs import store
+from ragaudit_core.logs.selection import comparable_runs
 from ragaudit_core.stability.metrics import StabilityOptions, StabilityResult, compute_stability
 
-__all__ = ["DEFAULT_DENSITY_BINS", "precompute", "stability_cached"]
+__all__ = ["DEFAULT_DENSITY_BINS", "default_options", "precompute", "stability_cached"]
 
 DEFAULT_DENSITY_BINS = 20
 _TABLES = ("runs", "pairs", "queries", "density")
@@ -81,6 +82,13 @@ def stability_cached(con: duckdb.DuckDBPyConnection, opts: StabilityOptions = St
         cur.close()
 
 
+def default_options(con: duckdb.DuckDBPyConnection, tau: float = 0.5) -> StabilityOptions:
+    """What the dashboard and the CLI compare when the user picks no runs: every run, or, when
+    some share no query with the others, the default selection (:func:`logs.selection.comparable_runs`)."""
+    sel = comparable_runs(con)
+    return StabilityOptions(runs=sel.runs if sel.left_out else None, flip_threshold=tau, allow_missing=True)
+
+
 def precompute(con: duckdb.DuckDBPyConnection) -> StabilityResult | None:
     """Compute and store what the dashboard opens on (stability over every pair, τ = 0.5).
 
@@ -94,6 +102,6 @@ def precompute(con: duckdb.DuckDBPyConnection) -> StabilityResult | None:
     if n_runs < 2:
         return None
     try:
-        return stability_cached(con, StabilityOptions(allow_missing=True))
+        return stability_cached(con, default_options(con))
     except ValueError:  # e.g. no query in common: the page reports it when opened
         return None

@@ -240,3 +240,14 @@ def test_gate_rules_files_are_bad_input_too(three_runs, tmp_path, text, says):
     p = run("gate", three_runs, "--baseline", "A", "--candidate", "B", "--rules", rules)
     assert p.returncode == 2, p.stderr
     assert str(rules) in p.stderr and says in p.stderr and "Traceback" not in p.stderr
+
+
+def test_stability_leaves_out_a_run_sharing_no_query_and_says_so(tmp_path):
+    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}"]} for r in ("k5", "k10") for i in range(3)]
+    recs.append({"run_id": "stray", "query_id": "elsewhere", "evidence": ["x"]})
+    logs = tmp_path / "r.jsonl"
+    logs.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    p = run("stability", logs, "--json", tmp_path / "m.json")
+    assert p.returncode == 0, p.stderr
+    assert "Left out 1 run(s) that share no query with the 2 compared (which share 3): 'stray'; use --runs" in p.stderr
+    assert json.loads((tmp_path / "m.json").read_text())["summary"]["runs"] == ["k10", "k5"]

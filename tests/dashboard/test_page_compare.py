@@ -9,7 +9,7 @@ from ragaudit_core.logs import store
 from ragaudit_core.stability.compare import compare_runs
 from ragaudit_core.stability.probe import probe_pair
 
-from tests.helpers import app_test
+from tests.helpers import app_test, plain
 
 pytestmark = pytest.mark.slow
 PAGE = "pages/3_Compare.py"
@@ -66,7 +66,7 @@ def test_gate_verdict_failed_rules_first_and_rules_saved(app_env, sample_db, tmp
     assert not at.exception
     v = review(store.connect(sample_db), DEFAULT_RULES, "k10-c256-o32", "k10-c128-o32")
     assert v.status == "fail"
-    assert any(e.value.startswith("FAIL — k10-c128-o32 should not replace k10-c256-o32: "
+    assert any(plain(e.value).startswith("FAIL — k10-c128-o32 should not replace k10-c256-o32: "
                                   f"{len(v.failed)} of 8 applicable rules failed") for e in at.error)
     shown = next(df.value for df in at.dataframe if "why" in df.value.columns)
     assert list(shown["status"]) == [r.status for r in v.sorted_results()]
@@ -94,7 +94,7 @@ def test_a_pair_that_passes_shows_pass(app_env, sample_db):
     assert not at.exception
     v = review_pair(sample_db, "k10-c256-o32", "k20-c256-o32")
     assert v.status == "pass"
-    assert any(s.value.startswith("PASS — k20-c256-o32 may replace k10-c256-o32") for s in at.success)
+    assert any(plain(s.value).startswith("PASS — k20-c256-o32 may replace k10-c256-o32") for s in at.success)
 
 
 def review_pair(db, a, b):

@@ -68,3 +68,27 @@ def test_flip_threshold_changes_the_flip_rate(app_env, sample_db):
     assert before == f"{s_05['flip_rate']['span']:.1%}"
     assert after == f"{s_01['flip_rate']['span']:.1%}"
     assert s_01["flip_rate"]["span"] < s_05["flip_rate"]["span"] and after != before    # fewer cells below τ = 0.1
+
+
+def test_a_run_sharing_no_query_is_left_out_by_default_and_named(app_env, tmp_path):
+    """Before: one small upload sharing no query made the page say 'nothing to compare'."""
+    from ragaudit_core.logs.ingest import ingest_paths
+    from tests.helpers import write_jsonl
+
+    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}", f"d{(i + k) % 4}"]}
+            for k, r in ((1, "k10"), (2, "k5"), (3, "k20")) for i in range(3)]
+    recs.append({"run_id": "upload", "query_id": "elsewhere", "evidence": ["x"]})
+    db = tmp_path / "sel.duckdb"
+    con = store.connect(db)
+    ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
+    con.close()
+    app_env(db)
+    at = app_test(PAGE).run()
+    assert not at.exception and not at.error
+    assert at.sidebar.multiselect[0].value == ["k5", "k10", "k20"]             # natural order, upload left out
+    assert any("Left out 1 run\\(s\\) that share no query with the 3 compared \\(which share 3\\)" in i.value
+               and "upload" in i.value for i in at.info)       # the note as md() escapes it
+    assert {m.label for m in at.metric} >= {"mean J_doc", "gap ratio"}
+    at.sidebar.multiselect[0].set_value(["k5", "upload"]).run()
+    assert not at.exception
+    assert any("no query in common" in e.value for e in at.error)

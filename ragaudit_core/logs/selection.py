@@ -1,0 +1,63 @@
+"""Which runs to compare when the user has not said: the largest set of runs that share queries.
+
+A stability comparison is over the queries every compared run logged. One small upload that
+shares no query with the loaded runs would make that intersection empty ("nothing to compare"),
+so the default selection starts from the run with the most queries and adds the others, the most
+overlapping first, while the shared queries stay non-empty; a run that would empty them is left
+out and named in one sentence. Runs are listed in natural order (``k5 < k10 < k20``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import duckdb
+
+__all__ = ["RunSelection", "comparable_runs", "natural_key", "natural_sorted"]
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(s: str) -> tuple:
+    """Sort key reading digit runs as numbers: ``k5-c128 < k10-c128 < k20-c128``."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.casefold()) for p in _DIGITS.split(str(s)) if p)
+
+
+def natural_sorted(items) -> list[str]:
+    return sorted(items, key=natural_key)
+
+
+@dataclass(frozen=True)
+class RunSelection:
+    """The runs compared by default, the runs left out, and the sentence that says why."""
+
+    runs: list[str]
+    left_out: list[str] = field(default_factory=list)
+    n_shared: int = 0            # queries every selected run logged
+
+    @property
+    def note(self) -> str | None:
+        if not self.left_out:
+            return None
+        names = ", ".join(repr(r) for r in self.left_out[:5]) + (" …" if len(self.left_out) > 5 else "")
+        return (f"Left out {len(self.left_out)} run(s) that share no query with the {len(self.runs)} compared "
+                f"(which share {self.n_shared:,}): {names}; pick runs to compare them instead.")
+
+
+def comparable_runs(con: duckdb.DuckDBPyConnection, candidates: list[str] | None = None) -> RunSelection:
+    """The default selection among ``candidates`` (default: every run with evidence records)."""
+    rows = con.execute("SELECT run_id, list(query_id) FROM records GROUP BY run_id").fetchall()
+    sets = {r: set(qs) for r, qs in rows if candidates is None or r in candidates}
+    if len(sets) < 2:
+        return RunSelection(natural_sorted(sets), [], len(next(iter(sets.values()))) if sets else 0)
+    first = min(sets, key=lambda r: (-len(sets[r]), natural_key(r)))
+    chosen, common, left = [first], set(sets[first]), []
+    for r in sorted((r for r in sets if r != first), key=lambda r: (-len(sets[r] & sets[first]), natural_key(r))):
+        shared = common & sets[r]
+        if shared:
+            chosen.append(r)
+            common = shared
+        else:
+            left.append(r)
+    return RunSelection(natural_sorted(chosen), natural_sorted(left), len(common))

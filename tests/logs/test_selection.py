@@ -1,0 +1,29 @@
+"""The default run selection, worked out by hand."""
+
+from __future__ import annotations
+
+from ragaudit_core.logs import store
+from ragaudit_core.logs.ingest import ingest_paths
+from ragaudit_core.logs.selection import comparable_runs, natural_sorted
+from tests.helpers import write_jsonl
+
+
+def test_natural_order():
+    assert natural_sorted(["k20-c128", "k5-c256", "k10-c128", "k5-c128", "B", "a"]) == \
+        ["a", "B", "k5-c128", "k5-c256", "k10-c128", "k20-c128"]
+
+
+def test_a_small_upload_sharing_no_query_is_left_out_and_named(tmp_path):
+    """k5 and k10 log q1..q3, k20 logs q2..q3, 'upload' logs only q9: the default compares k5, k10
+    and k20 over {q2, q3} and names 'upload'."""
+    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": ["d"]} for r in ("k10", "k5") for i in (1, 2, 3)]
+    recs += [{"run_id": "k20", "query_id": f"q{i}", "evidence": ["d"]} for i in (2, 3)]
+    recs += [{"run_id": "upload", "query_id": "q9", "evidence": ["d"]}]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
+    sel = comparable_runs(con)
+    assert sel.runs == ["k5", "k10", "k20"] and sel.left_out == ["upload"] and sel.n_shared == 2
+    assert sel.note == ("Left out 1 run(s) that share no query with the 3 compared (which share 2): 'upload'; "
+                        "pick runs to compare them instead.")
+    assert comparable_runs(con, ["k5", "upload"]).runs == ["k5"]
+    assert comparable_runs(con, ["k5", "k20"]).note is None
