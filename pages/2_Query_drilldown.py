@@ -7,6 +7,7 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core.logs import catalog
+from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.review import charts
 from ragaudit_core.stability import drilldown
 from ragaudit_core.stability.probe import DEFAULT_SIMILARITY_MODEL, lookup_similarities, stored_similarities
@@ -55,10 +56,11 @@ else:
     st.info("Only one run logged this query: there is nothing to compare it with.")
 
 # --- two runs side by side --------------------------------------------------------------------
-runs = logged["run_id"].tolist()
+runs = natural_sorted(logged["run_id"])
 if len(runs) < 2:
     st.stop()
-run_a, run_b = ui.run_pair_picker(runs, ("Run A", "Run B"), prefer_sample_run=False)
+answered = natural_sorted(logged.loc[logged["answer"].notna(), "run_id"])    # open on a pair with answers
+run_a, run_b = ui.run_pair_picker(runs, ("Run A", "Run B"), prefer_sample_run=False, preferred=answered)
 st.query_params[PARAMS.run_a], st.query_params[PARAMS.run_b] = run_a, run_b
 a, b = lists(db_path, version, qid, run_a, run_b)
 if mats:
@@ -90,6 +92,10 @@ with r:
 
 # --- overlapping chunks of one document --------------------------------------------------------
 st.subheader("Same document, different span")
+st.caption("Both runs cite this document (sometimes even the same chunk id), but not the same passage: the span "
+           "is the hash of the cited text, and a chunking change (size, overlap) moves a chunk's boundaries while "
+           "its document and often its id stay the same. Same id is not same evidence; the shared characters show "
+           "how much of the passage survived.")
 cand = drilldown.overlap_candidates(a, b)
 if cand.empty:
     st.caption("No document appears in both lists with different spans for this pair.")
@@ -98,8 +104,11 @@ else:
     k = st.selectbox("Chunk pair", opts, format_func=lambda i: cand.label[i])
     ca, cb = a.loc[cand.pos_a[k]], b.loc[cand.pos_b[k]]
 
-    def off(v):
-        return None if v is None or v != v else int(v)
+    def off(v):                     # an offset, or None when the log has none (None, NaN or pandas' NA)
+        try:
+            return None if v is None else int(v)
+        except (TypeError, ValueError):
+            return None
 
     ov = drilldown.chunk_overlap(ca["text"], cb["text"], start_a=off(ca.char_start), end_a=off(ca.char_end),
                                  start_b=off(cb.char_start), end_b=off(cb.char_end))

@@ -98,15 +98,18 @@ def tau_slider(label: str = "Flip threshold τ (a query flips when J < τ)") -> 
 
 
 def run_pair_picker(runs: list[str], labels: tuple[str, str] = ("Baseline run", "Candidate run"),
-                    prefer_sample_run: bool = True) -> tuple[str, str]:
-    """Two runs side by side, remembered across pages; defaults: the sample's base run (or the
-    first run) and the next one."""
-    first = st.session_state.get(KEYS.run_a)
+                    prefer_sample_run: bool = True, preferred: list[str] | None = None) -> tuple[str, str]:
+    """Two runs side by side, remembered across pages; defaults: two of ``preferred`` when it
+    holds two (e.g. the runs that logged answers), else the sample's base run (or the first run)
+    and the next one."""
+    first, second = st.session_state.get(KEYS.run_a), st.session_state.get(KEYS.run_b)
+    pool = [r for r in (preferred or []) if r in runs]
+    if len(pool) >= 2 and not (first in runs and second in runs and first != second):
+        first, second = (catalog.preferred_run(pool) if prefer_sample_run else pool[0]), None
     if first not in runs:
         first = catalog.preferred_run(runs) if prefer_sample_run else runs[0]
-    second = st.session_state.get(KEYS.run_b)
     if second not in runs or second == first:
-        second = next((r for r in runs if r != first), first)
+        second = next((r for r in (pool if len(pool) >= 2 else runs) if r != first), first)
     c1, c2 = st.columns(2)
     a = c1.selectbox(labels[0], runs, index=runs.index(first))
     b = c2.selectbox(labels[1], runs, index=runs.index(second))

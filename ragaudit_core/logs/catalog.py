@@ -14,6 +14,8 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from ragaudit_core.logs.selection import natural_key
+
 
 __all__ = [
     "all_run_ids",
@@ -130,7 +132,7 @@ def missing_text_message(con: duckdb.DuckDBPyConnection) -> str | None:
 
 
 def runs_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """One row per run: its configuration parameters and what it holds."""
+    """One row per run, in natural order (k5 < k10 < k20): its configuration parameters and what it holds."""
     return _q(con, """
         WITH rec AS (
           SELECT run_id, count(*) AS queries, sum(n_evidence) AS entries,
@@ -143,7 +145,8 @@ def runs_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
                (SELECT string_agg(f.path, ', ' ORDER BY f.path) FROM files f
                 WHERE list_contains(rec.file_ids, f.file_id)) AS files,
                r.config
-        FROM runs r LEFT JOIN rec USING (run_id) ORDER BY r.run_id""")
+        FROM runs r LEFT JOIN rec USING (run_id)""").pipe(
+        lambda d: d.sort_values("run_id", key=lambda ids: ids.map(natural_key), kind="stable", ignore_index=True))
 
 
 def provenance_runs_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:

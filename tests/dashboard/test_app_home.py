@@ -6,6 +6,7 @@ import pytest
 
 from ragaudit_core.logs import catalog, store
 
+from ragaudit_core.logs.selection import natural_sorted
 from tests.helpers import XSS, app_test, plain, write_jsonl, xss_logs
 
 pytestmark = pytest.mark.slow
@@ -33,7 +34,8 @@ def test_open_sample_logs_with_one_click(app_env):
     assert metrics["Evidence entries"] == f"{info['entries']:,}"
     assert metrics["Answers"] == "180"
     runs = at.dataframe[0].value
-    assert list(runs["run_id"]) == sorted(runs["run_id"]) and len(runs) == 12
+    assert list(runs["run_id"]) == natural_sorted(runs["run_id"]) and len(runs) == 12     # k5 < k10 < k20
+    assert list(runs["run_id"])[:2] == ["k5-c128-o0", "k5-c128-o32"]
     assert set(runs["chunk_size"]) == {128, 256}
 
 

@@ -68,3 +68,27 @@ def test_markdown_escape_makes_log_text_inert():
     assert md("**x**") == "\\*\\*x\\*\\*"
     assert md("[a](javascript:alert(1))") == "\\[a\\]\\(javascript\\:alert\\(1\\)\\)"
     assert md("k10-c256-o32") == "k10\\-c256\\-o32"
+
+
+def test_opens_on_a_pair_with_answers_and_survives_chunks_without_offsets(app_env, tmp_path):
+    """Runs are in natural order; of k5, k10 and k20 only k10 and k20 answered, so the page opens on
+    that pair; chunks without offsets (NaN/NA) are compared by text, not a crash; the caption says
+    why the same document can carry another span."""
+    from ragaudit_core.logs.ingest import ingest_paths
+    from tests.helpers import write_jsonl
+
+    recs = [{"run_id": r, "query_id": "q1", "query": "why?", "answer": ans,
+             "evidence": [{"doc_id": "D1", "chunk_id": "c1", "text": f"the shared passage {tail}"}]}
+            for r, ans, tail in (("k5", None, "five"), ("k10", "ten", "ten"), ("k20", "twenty", "twenty"))]
+    db = tmp_path / "d.duckdb"
+    con = store.connect(db)
+    ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
+    con.close()
+    app_env(db)
+    at = app_test(PAGE).run()
+    assert not at.exception and not at.error
+    assert next(s for s in at.selectbox if s.label == "Run A").options == ["k5", "k10", "k20"]
+    assert (next(s for s in at.selectbox if s.label == "Run A").value,
+            next(s for s in at.selectbox if s.label == "Run B").value) == ("k10", "k20")
+    assert any("Same id is not same evidence" in c.value for c in at.caption)
+    assert any(c.value.startswith("Compared by") for c in at.caption)        # the chunk pair was compared

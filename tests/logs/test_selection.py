@@ -27,3 +27,12 @@ def test_a_small_upload_sharing_no_query_is_left_out_and_named(tmp_path):
                         "pick runs to compare them instead.")
     assert comparable_runs(con, ["k5", "upload"]).runs == ["k5"]
     assert comparable_runs(con, ["k5", "k20"]).note is None
+
+
+def test_the_runs_table_lists_runs_in_natural_order(tmp_path):
+    from ragaudit_core.logs import catalog
+
+    recs = [{"run_id": r, "query_id": "q", "evidence": ["d"]} for r in ("k20", "k5", "k10")]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
+    assert catalog.runs_table(con)["run_id"].tolist() == ["k5", "k10", "k20"]
