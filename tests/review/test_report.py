@@ -189,3 +189,28 @@ def test_no_probe_leaves_out_pairs_without_stored_similarities(sample_db, tmp_pa
                                                         embedder=no_model))
     assert not data.probes and "probe_scatter" not in data.figures
     assert any(o.startswith("answer probe for ") and "similarities not computed yet" in o for o in data.omitted)
+
+
+def test_the_report_opens_with_a_one_page_executive_summary(sample_db, tmp_path):
+    """Page 1: the verdict, what changed between the two runs, the rules that decided it (failed
+    first, at most four), headline figures with the CFS tail beside its p95, where to look; the
+    contents come after it."""
+    con = store.connect(shutil.copy(sample_db, tmp_path / "s.duckdb"))
+    out = tmp_path / "r.pdf"
+    blob, data = build_report(con, out, ReportOptions(baseline=BASE, candidate=CAND, probe=False))
+    pages = _text(out)
+    first = _flat(pages[0])
+    assert first.startswith("Executive summary")
+    v = data.verdict
+    assert f"{v.status.upper()}: {CAND} should not replace {BASE}" in first and v.status == "fail"
+    assert f"{len(v.failed)} of 8 applicable rules failed" in first
+    assert "What changed: chunk size 256 → 128." in first                  # k10-c256-o32 → k10-c128-o32
+    decided = [r for r in v.sorted_results() if r.status != "not applicable"][:4]
+    for r in decided:
+        assert r.rule.name in first
+    s = data.stability.summary
+    assert f"{s['mean_j_doc']:.3f} / {s['mean_j_span']:.3f}" in first and f"{s['gap_ratio']:.3f}" in first
+    f = data.fidelity[CAND].summary
+    assert f"CFS of {CAND}: p95 / median {f['cfs_p95']:.3f} / {f['cfs_p50']:.3f}" in first
+    assert "the median is far lower" in first                             # p95 1.0 with a median of 0
+    assert next(i for i, p in enumerate(pages) if p.startswith("Contents")) > 0          # after the summary and the cover

@@ -17,6 +17,7 @@ from ragaudit_core.fidelity.graph import FIDELITY_STAGES
 from ragaudit_core.review.report.gather import ReportData
 from ragaudit_core.review.report.layout import BAD, OK, ReportPDF, fmt, font_names, json_or_empty, pct
 from ragaudit_core.review.report.methods import METHODS, SOURCES
+from ragaudit_core.review.report.summary import executive_summary
 
 __all__ = ["SECTIONS", "Section"]
 
@@ -442,6 +443,7 @@ def _always(_data: ReportData) -> bool:
 
 
 SECTIONS = [
+    Section(None, _always, executive_summary),       # page 1: what a reviewer reads first
     Section(None, _always, cover),
     Section(None, _always, contents),
     Section("Verdict", lambda d: d.verdict is not None, verdict),
