@@ -33,14 +33,18 @@ def stability(db: str, data_version: str, tau: float, runs: tuple[str, ...] | No
     return stability_cached(con, opts)
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def default_selection(db: str, data_version: str):
+    return comparable_runs(ui.connection(db)), natural_sorted(catalog.evidence_run_ids(ui.connection(db)))
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def pair_queries(db: str, data_version: str, a: str, b: str, tau: float):
     return compare_runs(ui.connection(db), a, b, tau=tau)
 
 
 tau = ui.tau_slider("Flip threshold τ (a pair flips when J < τ)")
-selection = comparable_runs(db.con)
-all_runs = natural_sorted(catalog.evidence_run_ids(db.con))
+selection, all_runs = default_selection(db_path, version)
 picked = st.sidebar.multiselect("Runs compared", all_runs, default=selection.runs,
                                 help="Default: the largest set of runs that share queries.")
 if selection.note and set(picked) == set(selection.runs):

@@ -28,6 +28,18 @@ def write_jsonl(path: Path, records, *, gz: bool = False) -> Path:
     return path
 
 
+def records_db(tmp_path: Path, records, name: str = "logs.duckdb") -> Path:
+    """A DuckDB file holding ``records`` ingested as one JSONL log (closed, for a page test)."""
+    from ragaudit_core.logs import store
+    from ragaudit_core.logs.ingest import ingest_paths
+
+    db = tmp_path / name
+    con = store.connect(db)
+    ingest_paths(con, [write_jsonl(tmp_path / f"{Path(name).stem}.jsonl", records)])
+    con.close()
+    return db
+
+
 def ev(doc: str, span: str | None = None, **kw) -> dict:
     e = {"doc_id": doc}
     if span is not None:

@@ -8,7 +8,7 @@ from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
-from tests.helpers import XSS, app_test, xss_logs
+from tests.helpers import XSS, app_test, records_db, xss_logs
 
 pytestmark = pytest.mark.slow
 PAGE = "pages/2_Query_drilldown.py"
@@ -74,17 +74,10 @@ def test_opens_on_a_pair_with_answers_and_survives_chunks_without_offsets(app_en
     """Runs are in natural order; of k5, k10 and k20 only k10 and k20 answered, so the page opens on
     that pair; chunks without offsets (NaN/NA) are compared by text, not a crash; the caption says
     why the same document can carry another span."""
-    from ragaudit_core.logs.ingest import ingest_paths
-    from tests.helpers import write_jsonl
-
     recs = [{"run_id": r, "query_id": "q1", "query": "why?", "answer": ans,
              "evidence": [{"doc_id": "D1", "chunk_id": "c1", "text": f"the shared passage {tail}"}]}
             for r, ans, tail in (("k5", None, "five"), ("k10", "ten", "ten"), ("k20", "twenty", "twenty"))]
-    db = tmp_path / "d.duckdb"
-    con = store.connect(db)
-    ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
-    con.close()
-    app_env(db)
+    app_env(records_db(tmp_path, recs))
     at = app_test(PAGE).run()
     assert not at.exception and not at.error
     assert next(s for s in at.selectbox if s.label == "Run A").options == ["k5", "k10", "k20"]

@@ -8,7 +8,7 @@ from ragaudit_core.logs import store
 from ragaudit_core.stability.compare import compare_runs
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
-from tests.helpers import app_test
+from tests.helpers import app_test, records_db
 
 pytestmark = pytest.mark.slow
 PAGE = "pages/1_Stability.py"
@@ -72,17 +72,10 @@ def test_flip_threshold_changes_the_flip_rate(app_env, sample_db):
 
 def test_a_run_sharing_no_query_is_left_out_by_default_and_named(app_env, tmp_path):
     """Before: one small upload sharing no query made the page say 'nothing to compare'."""
-    from ragaudit_core.logs.ingest import ingest_paths
-    from tests.helpers import write_jsonl
-
     recs = [{"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}", f"d{(i + k) % 4}"]}
             for k, r in ((1, "k10"), (2, "k5"), (3, "k20")) for i in range(3)]
     recs.append({"run_id": "upload", "query_id": "elsewhere", "evidence": ["x"]})
-    db = tmp_path / "sel.duckdb"
-    con = store.connect(db)
-    ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
-    con.close()
-    app_env(db)
+    app_env(records_db(tmp_path, recs))
     at = app_test(PAGE).run()
     assert not at.exception and not at.error
     assert at.sidebar.multiselect[0].value == ["k5", "k10", "k20"]             # natural order, upload left out
