@@ -135,7 +135,7 @@ def _loaded(con, info: dict) -> None:
         col.metric(label, f"{info[key]:,}")
     if info["runs"]:
         st.subheader("Runs and their configurations")
-        st.dataframe(catalog.runs_table(con), hide_index=True,
+        ui.table(catalog.runs_table(con), hide_index=True,
                      column_config={"mean_entries": st.column_config.NumberColumn("mean entries", format="%.2f"),
                                     "config": st.column_config.TextColumn("config (as logged)", width="large")})
         nav = st.columns(4)
@@ -146,15 +146,15 @@ def _loaded(con, info: dict) -> None:
     st.subheader(f"Rejected lines ({info['rejected']:,})")
     if info["rejected"]:
         st.caption("Every line that could not be loaded: which file, which line, why. The line is kept verbatim.")
-        st.dataframe(catalog.quarantine_table(con), hide_index=True,
+        ui.table(catalog.quarantine_table(con), hide_index=True,
                      column_config={"raw": st.column_config.TextColumn("line as read", width="large")})
     else:
         st.caption("None: every line of every file was loaded.")
     if info["warnings"]:
         with st.expander(f"Ingest warnings ({info['warnings']:,})"):
-            st.dataframe(catalog.warnings_table(con), hide_index=True)
+            ui.table(catalog.warnings_table(con), hide_index=True)
     with st.expander("Files"):
-        st.dataframe(catalog.files_table(con).assign(path=lambda d: d["path"].map(lambda p: Path(p).name)),
+        ui.table(catalog.files_table(con).assign(path=lambda d: d["path"].map(lambda p: Path(p).name)),
                      hide_index=True)
 
 

@@ -11,7 +11,7 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core.logs import catalog
-from ragaudit_core.logs.selection import comparable_runs, natural_sorted
+from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.review import charts
 from ragaudit_core.stability.cache import DEFAULT_DENSITY_BINS as BINS
 from ragaudit_core.stability.cache import default_options, stability_cached
@@ -33,20 +33,20 @@ def stability(db: str, data_version: str, tau: float, runs: tuple[str, ...] | No
     return stability_cached(con, opts)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
-def default_selection(db: str, data_version: str):
-    return comparable_runs(ui.connection(db)), natural_sorted(catalog.evidence_run_ids(ui.connection(db)))
-
-
 @st.cache_data(show_spinner=False, max_entries=32)
 def pair_queries(db: str, data_version: str, a: str, b: str, tau: float):
     return compare_runs(ui.connection(db), a, b, tau=tau)
 
 
 tau = ui.tau_slider("Flip threshold τ (a pair flips when J < τ)")
-selection, all_runs = default_selection(db_path, version)
-picked = st.sidebar.multiselect("Runs compared", all_runs, default=selection.runs,
-                                help="Default: the largest set of runs that share queries.")
+selection, all_runs = ui.default_selection(db_path, version)
+remembered = [r for r in (ui.picked_runs() or []) if r in all_runs]
+current = [r for r in st.session_state.get("stability.runs", []) if r in all_runs]
+st.session_state["stability.runs"] = current or (remembered if len(remembered) >= 2 else selection.runs)
+picked = st.sidebar.multiselect("Runs compared", all_runs, key="stability.runs",
+                                help="Default: the largest set of runs that share queries. The PDF report built "
+                                     "on the compare page compares the same runs.")
+st.session_state[KEYS.runs] = None if set(picked) == set(selection.runs) else natural_sorted(picked)
 if selection.note and set(picked) == set(selection.runs):
     st.info(ui.md(selection.note))
 if len(picked) < 2:
@@ -98,7 +98,7 @@ with right:
         st.info("No pair has span information on both sides: the per-(query, pair) view needs spans.")
 
 st.subheader("By what changed between the two runs")
-st.dataframe(effects_by_change(pairs), hide_index=True,
+ui.table(effects_by_change(pairs), hide_index=True,
              column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("j_avg", "flip_rate",
                                                                                       "collapse_rate")})
 
@@ -109,7 +109,7 @@ wide.columns = [f"{v}_{lvl}" if lvl else v for v, lvl in wide.columns]
 sdds = pairs[pairs.level == "span"].set_index(["run_a", "run_b"])["same_docs_diff_spans"]
 wide["same_docs_diff_spans"] = [sdds.get((a, b)) for a, b in zip(wide.run_a, wide.run_b)]
 wide = wide.sort_values("j_avg_span" if "j_avg_span" in wide else "j_avg_doc", kind="stable")
-pair_pick = st.dataframe(wide, hide_index=True, on_select="rerun", selection_mode="single-row",
+pair_pick = ui.table(wide, hide_index=True, on_select="rerun", selection_mode="single-row",
                          key="stability.pairs",
                          column_config={c: st.column_config.NumberColumn(format="%.3f")
                                         for c in wide.columns if c.startswith(("j_", "flip", "collapse", "null"))})
@@ -137,7 +137,7 @@ ds = detail.summary
 st.write(f"**{ui.md(a)}** vs **{ui.md(b)}**: {ds.n_queries:,} queries, {ds.n_flipped:,} flipped (J_{ds.level} < τ), "
          + (f"{ds.n_collapsed:,} collapsed, " if ds.n_collapsed is not None else "")
          + f"{ds.n_null_changes:,} null transitions.")
-q_pick = st.dataframe(detail.queries, hide_index=True, on_select="rerun", selection_mode="single-row",
+q_pick = ui.table(detail.queries, hide_index=True, on_select="rerun", selection_mode="single-row",
                       key=f"stability.pair_queries.{a}.{b}",
                       column_config={"j_doc": st.column_config.NumberColumn(format="%.3f"),
                                      "j_span": st.column_config.NumberColumn(format="%.3f"),

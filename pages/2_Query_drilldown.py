@@ -84,11 +84,11 @@ l, r = st.columns(2)
 with l:
     st.markdown("**Run A**")
     st.text(run_a)
-    st.dataframe(styled(a), hide_index=True, column_config=cols, key="drill.list_a")
+    ui.table(styled(a), hide_index=True, column_config=cols, key="drill.list_a")
 with r:
     st.markdown("**Run B**")
     st.text(run_b)
-    st.dataframe(styled(b), hide_index=True, column_config=cols, key="drill.list_b")
+    ui.table(styled(b), hide_index=True, column_config=cols, key="drill.list_b")
 
 # --- overlapping chunks of one document --------------------------------------------------------
 st.subheader("Same document, different span")

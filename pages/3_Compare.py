@@ -9,7 +9,7 @@ from pages import ui
 from ragaudit_core.logs import catalog
 from ragaudit_core.review import charts, gate
 from ragaudit_core.stability.compare import PAIR_METRIC_LABELS, RUN_METRIC_LABELS, compare_runs
-from ragaudit_core.stability.metrics import StabilityError
+from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError
 from ragaudit_core.stability.probe import has_answers, lookup_similarities, probe_pair
 
 st.set_page_config(page_title="Compare · RagAudit", page_icon="⚖️", layout="wide")
@@ -28,13 +28,19 @@ def gate_inputs(db: str, data_version: str, a: str, b: str, tau: float):
     return gate.collect(ui.connection(db), a, b, tau=tau, comparison=comparison(db, data_version, a, b, tau))
 
 
-baseline, candidate = ui.run_pair_picker(catalog.runs_table(con)["run_id"].tolist())
+selection, _evidence_runs = ui.default_selection(db_path, version)
+compared = ui.picked_runs() or selection.runs
+baseline, candidate = ui.run_pair_picker(catalog.runs_table(con)["run_id"].tolist(), preferred=compared)
 tau = ui.tau_slider()
 if baseline == candidate:
     st.info("Pick two different runs.")
     st.stop()
 try:
     cmp = comparison(db_path, version, baseline, candidate, tau)
+except NoSharedQueries:
+    st.info(ui.md(f"{baseline} and {candidate} share no query, so there is nothing to compare. Pick two of "
+                  f"the runs that share queries: {', '.join(compared[:8])}" + (" …" if len(compared) > 8 else "") + "."))
+    st.stop()
 except StabilityError as e:
     st.error(ui.md(str(e)))
     st.stop()
@@ -53,12 +59,12 @@ m[4].metric("null transitions", f"{s.n_null_changes:,}")
 left, right = st.columns(2)
 with left:
     st.markdown("**Between the two runs**")
-    st.dataframe(cmp.pair.assign(metric=cmp.pair["metric"].map(PAIR_METRIC_LABELS)), hide_index=True, column_config={
+    ui.table(cmp.pair.assign(metric=cmp.pair["metric"].map(PAIR_METRIC_LABELS)), hide_index=True, column_config={
         "doc": st.column_config.NumberColumn("document level", format="%.3f"),
         "span": st.column_config.NumberColumn("span level", format="%.3f")})
 with right:
     st.markdown("**Each run on its own**")
-    st.dataframe(cmp.runs.assign(metric=cmp.runs["metric"].map(RUN_METRIC_LABELS)), hide_index=True, column_config={
+    ui.table(cmp.runs.assign(metric=cmp.runs["metric"].map(RUN_METRIC_LABELS)), hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in ("baseline", "candidate", "delta")})
 
 # --- deploy gate ------------------------------------------------------------------------------
@@ -72,9 +78,9 @@ if verdict.status == "pass":
     st.success(f"PASS — {ui.md(candidate)} may replace {ui.md(baseline)}: {headline}.", icon="✅")
 else:
     st.error(f"FAIL — {ui.md(candidate)} should not replace {ui.md(baseline)}: {headline}.", icon="⛔")
-st.dataframe([{k: ("" if v is None else f"{v:.3f}") if k in ("value", "baseline", "candidate") else v
-               for k, v in row.items()} for row in gate.verdict_rows(verdict)],
-             hide_index=True, key="compare.verdict", column_config={"why": st.column_config.TextColumn(width="large")})
+ui.table(gate.verdict_rows(verdict), key="compare.verdict",
+         column_config={"why": st.column_config.TextColumn(width="large"),
+                        **{c: st.column_config.NumberColumn(format="%.3f") for c in ("value", "baseline", "candidate")}})
 st.caption("Failed rules first. A rule whose data is absent (no spans, no provenance logs, no stored "
            "attributions) is not applicable and does not fail the gate. The same verdict from the command "
            f"line: `ragaudit gate --db {db_path} --baseline {baseline} --candidate {candidate}`.")
@@ -82,7 +88,11 @@ st.caption("Failed rules first. A rule whose data is absent (no spans, no proven
 with st.container(border=True):
     st.markdown("**Audit report (PDF)** — cover, this verdict, stability, worst queries, probe, citation "
                 "fidelity, attributions and a methods appendix, with the charts of these pages.")
-    what = (db_path, version, baseline, candidate, tau, toml_text)
+    what = (db_path, version, baseline, candidate, tau, toml_text, tuple(ui.picked_runs() or ()))
+    st.caption(ui.md("Its stability section compares " + (
+        f"the runs picked on the stability page: {', '.join(compared)}." if ui.picked_runs()
+        else f"the default selection ({len(selection.runs)} runs that share queries)."
+        + (f" {selection.note}" if selection.note else ""))))
     built = st.session_state.get(KEYS.report)
     if st.button("Build the PDF report", key="compare.build_report"):
         bar = st.progress(0.0, text="Building the report…")
@@ -98,7 +108,7 @@ with st.container(border=True):
         try:
             blob, _data = build_report(con, None, ReportOptions(
                 baseline=baseline, candidate=candidate, rules=rules, rules_source="rules of the compare page",
-                tau=tau, embedder=ui.embedder, db_label=db_path), progress=step)
+                tau=tau, embedder=ui.embedder, db_label=db_path, runs=ui.picked_runs()), progress=step)
         except ReportError as e:
             st.error(ui.md(str(e)))
         else:
@@ -118,7 +128,7 @@ q = cmp.queries
 if only:
     q = q[q["flipped"] | q["collapsed"] | (q["null_change"] != "")]
 st.caption(f"{len(q):,} queries, worst first. Select a row to open it in the drill-down.")
-pick = st.dataframe(q, hide_index=True, on_select="rerun", selection_mode="single-row",
+pick = ui.table(q, hide_index=True, on_select="rerun", selection_mode="single-row",
                     key=f"compare.queries.{baseline}.{candidate}.{only}",
                     column_config={"j_doc": st.column_config.NumberColumn(format="%.3f"),
                                    "j_span": st.column_config.NumberColumn(format="%.3f"),
@@ -155,6 +165,6 @@ pts = (ev or {}).get("selection", {}).get("points", []) if ev else []
 if pts and pts[0].get("customdata"):
     st.session_state[KEYS.query] = pts[0]["customdata"][0]
     st.switch_page(PAGES.drilldown)
-st.dataframe(probe.rows, hide_index=True, column_config={
+ui.table(probe.rows, hide_index=True, column_config={
     "answer_a": st.column_config.TextColumn("baseline answer", width="large"),
     "answer_b": st.column_config.TextColumn("candidate answer", width="large")})

@@ -10,8 +10,19 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import ui
-from ragaudit_core.fidelity import FidelityRules, canary, compute_query, fidelity_runs, graph_layout, load_graphs
+from ragaudit_core.fidelity import (
+    SURVIVAL_LABELS,
+    FidelityRules,
+    canary,
+    compute_query,
+    fidelity_runs,
+    graph_layout,
+    load_graphs,
+    survival_table,
+    tail_comment,
+)
 from ragaudit_core.logs import catalog
+from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.review import charts
 
 st.set_page_config(page_title="Citation fidelity · RagAudit", page_icon="🔗", layout="wide")
@@ -37,18 +48,23 @@ def results(db: str, data_version: str, rules_json: str):
 
 
 res = results(db_path, version, rules.model_dump_json())
-runs = list(res)
+runs = natural_sorted(res)
 
 # --- overview across runs ---------------------------------------------------------------------
 cols = st.columns(len(runs))
 for col, run in zip(cols, runs):
     s = res[run].summary
     col.markdown(f"**{ui.md(run)}**")
-    col.metric("mean CFS", "n/a" if s["cfs_mean"] is None else f"{s['cfs_mean']:.3f}",
-               help="Mean per-query CFS over queries with citations.")
-    col.caption(f"{s['n_queries']} queries · {s['n_with_citations']} with citations · {s['n_citations']} citations"
-                f" · product-form CFS {'n/a' if s['cfs_product_mean'] is None else format(s['cfs_product_mean'], '.3f')}"
-                f" · {s['n_alerts']} alert(s)")
+    col.metric("mean CFS", ui.fmt(s["cfs_mean"]), help="Mean per-query CFS over queries with citations.")
+    upper_name, other_name = ("p95", "tail p95") if s["percentile_convention"] == "upper" else ("tail p95", "p95")
+    col.caption(f"{s['n_queries']:,} queries · {s['n_with_citations']:,} with citations · {s['n_citations']:,} citations"
+                f" · product-form CFS {ui.fmt(s['cfs_product_mean'])} · {s['n_alerts']} alert(s)")
+    col.caption(f"median {ui.fmt(s['cfs_p50'])} · {upper_name} {ui.fmt(s['cfs_p95'])} · "
+                f"{other_name} {ui.fmt(s['cfs_p95_other'])}",
+                help="p95: the 95th percentile of per-query CFS (the seed as written). tail p95: the score 95 % "
+                     "of queries reach (the 5th percentile).")
+    if comment := tail_comment(s, rules.p95_cfs_min):
+        col.warning(ui.md(comment))
 left, right = st.columns(2)
 left.plotly_chart(charts.survival_funnel({r: res[r].summary for r in runs}), key="fid.funnel")
 right.plotly_chart(charts.cfs_histogram({r: res[r].queries["cfs"].dropna() for r in runs},
@@ -60,16 +76,24 @@ run = st.selectbox("Run", runs, index=0)
 r = res[run]
 st.subheader("Alerts")
 alerts = sorted(r.alerts, key=lambda a: {"alert": 0, "ok": 1}.get(a["status"], 2))
-st.dataframe(alerts, hide_index=True, column_config={
+ui.table(alerts, hide_index=True, column_config={
     "value": st.column_config.NumberColumn(format="%.3f"), "threshold": st.column_config.NumberColumn(format="%.3f"),
     "message": st.column_config.TextColumn(width="large")})
+with st.expander(f"Stage survival of {run}, both readings", expanded=False):
+    st.caption("The alert uses the conditional rate (of the queries that reached a stage with a ground-truth "
+               "source, the share keeping one through it); the funnel shows the running product (the share of "
+               "all queries with ground truth still holding a source). Stages no query reached are left out.")
+    ui.table(survival_table(r.summary), hide_index=True, key=f"fid.survival.{run}", column_config={
+        "stage": st.column_config.TextColumn("stage"),
+        "conditional": st.column_config.NumberColumn(SURVIVAL_LABELS["conditional"], format="percent"),
+        "share": st.column_config.NumberColumn(SURVIVAL_LABELS["share"], format="percent")})
 s = r.summary
 st.caption("Verification outcomes: " + (", ".join(f"{k} {v}" for k, v in s["outcomes"].items()) or "none")
            + " · failure modes: " + (", ".join(f"{k} {v}" for k, v in s["failure_modes"].items()) or "none found"))
 
 st.subheader("Queries")
 st.caption("Select a query to see its citations and draw its provenance graph.")
-pick = st.dataframe(r.queries, hide_index=True, on_select="rerun", selection_mode="single-row",
+pick = ui.table(r.queries, hide_index=True, on_select="rerun", selection_mode="single-row",
                     key=f"fid.queries.{run}", column_config={"cfs": st.column_config.NumberColumn(format="%.3f")})
 rows = pick.selection.rows if pick else []
 qid = r.queries.iloc[rows[0]]["query_id"] if rows else st.session_state.get(f"{KEYS.query}.fidelity")
@@ -85,7 +109,7 @@ st.text(g.query or "(no query text logged)")
 st.text(g.generated_text or "(no generated text)")
 cits = r.citations[r.citations["query_id"] == qid].drop(columns=["query_id"])
 if len(cits):
-    st.dataframe(cits, hide_index=True)
+    ui.table(cits, hide_index=True)
 else:
     st.caption("No citation in the generated text.")
 if qf.parse_failures:
@@ -96,11 +120,11 @@ st.plotly_chart(charts.provenance_graph(nodes, edges, title=f"Provenance of quer
                                            if qf.first_failed_stage else "")), key="fid.graph")
 if g.dropped:
     with st.expander(f"Chunks dropped by compression ({len(g.dropped)})"):
-        st.dataframe(g.dropped, hide_index=True)
+        ui.table(g.dropped, hide_index=True)
 finds = r.findings[r.findings["query_id"] == qid]
 if len(finds):
     st.warning(f"{len(finds)} failure-mode finding(s) in this graph")
-    st.dataframe(finds.drop(columns=["query_id"]), hide_index=True)
+    ui.table(finds.drop(columns=["query_id"]), hide_index=True)
 
 # --- canary -----------------------------------------------------------------------------------
 st.subheader("Canary: two runs' CFS distributions")

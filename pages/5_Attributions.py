@@ -111,7 +111,7 @@ wfig = charts.warg_curves({f"WARG, {cond}": r["warg"] for cond, r in results.ite
 st.plotly_chart(wfig, key="attr.warg")
 if tables:
     st.markdown(f"**Run {ui.md(run)}: stored results** (wasted retrieval and noise distraction rates, mean Spearman)")
-    st.dataframe(tables["failure"], hide_index=True)
+    ui.table(tables["failure"], hide_index=True)
 st.caption("Answer (generated once with all documents, greedy):")
 st.text(res["answer"])
 st.caption(f"{res['n_coalitions']} coalitions evaluated · IG {res['timings_s']['ig']} s · "

@@ -14,18 +14,22 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+from pandas.io.formats.style import Styler
 import streamlit as st
 
 from pages.ui.render import DOC_COLOURS, diverging_html, legend_html, md, owner_html
 from pages.ui.session import KEYS, PAGES, PARAMS
 from ragaudit_core import models
 from ragaudit_core.logs import catalog, store
+from ragaudit_core.logs.selection import comparable_runs, natural_key, natural_sorted
+from ragaudit_core.review.labels import column_label
 from ragaudit_core.review import gate
 
 __all__ = ["DB_WAIT_S", "DOC_COLOURS", "KEYS", "PAGES", "PARAMS", "Store", "connection", "current_db_path",
-           "diverging_html", "release_connections",
+           "default_selection", "diverging_html", "release_connections",
            "embedder", "fmt", "gate_rule_editor", "generator", "legend_html", "md", "open_store", "owner_html",
-           "query_picker", "run_pair_picker", "tau_slider"]
+           "picked_runs", "query_picker", "run_pair_picker", "table", "tau_slider"]
 
 DB_WAIT_S = 10.0
 """How long an interaction waits for a database another program (a CLI command, another
@@ -66,6 +70,18 @@ class Store:
     con: object          # duckdb.DuckDBPyConnection
     db_path: str
     version: str         # the data version: part of every cached result's key
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def default_selection(db: str, data_version: str):
+    """The runs compared by default (``logs.selection.RunSelection``) and every run with evidence,
+    in natural order; cached per data version (it groups every record)."""
+    return comparable_runs(connection(db)), natural_sorted(catalog.evidence_run_ids(connection(db)))
+
+
+def picked_runs() -> list[str] | None:
+    """The runs the user picked on the stability page, or None for the default selection."""
+    return st.session_state.get(KEYS.runs)
 
 
 def current_db_path() -> str:
@@ -132,6 +148,30 @@ def query_picker(con, current: str | None, *, search_box=st, limit: int = 500) -
     labels = dict(zip(found["query_id"], found["query"].fillna("")))
     return st.selectbox("Query", ids, index=ids.index(current) if current in ids else 0,
                         format_func=lambda q: f"{q} — {labels.get(q, '')[:110]}")
+
+
+def table(data, *, column_config: dict | None = None, natural: str | None = None, **kwargs):
+    """``st.dataframe`` as every page draws it: missing values blank (never "None"), readable
+    column titles (:func:`ragaudit_core.review.labels.column_label`), floats with three decimals,
+    and, with ``natural="run_id"``, rows in natural run order (k5 < k10 < k20). The data keeps
+    its keys, so a selection's row index and ``.value`` in tests are unchanged. Returns what
+    ``st.dataframe`` returns (the selection, with ``on_select``)."""
+    styler = data if isinstance(data, Styler) else None
+    frame = styler.data if styler is not None else data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    if natural and natural in frame and len(frame) and styler is None:
+        frame = frame.sort_values(natural, key=lambda s: s.map(natural_key), kind="stable", ignore_index=True)
+    config: dict = {}
+    for col in frame.columns:
+        if pd.api.types.is_float_dtype(frame[col].dtype):
+            config[col] = st.column_config.NumberColumn(column_label(col), format="%.3f")
+        else:
+            config[col] = column_label(col)
+    for col, spec in (column_config or {}).items():
+        if isinstance(spec, dict) and spec.get("label") is None and col in frame:
+            spec = {**spec, "label": column_label(col)}
+        config[col] = spec
+    kwargs.setdefault("hide_index", True)
+    return st.dataframe(styler if styler is not None else frame, column_config=config, placeholder="", **kwargs)
 
 
 def fmt(v, pct: bool = False, nd: int = 3) -> str:

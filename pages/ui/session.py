@@ -13,6 +13,7 @@ class _Keys:
     db_path = "ragaudit.db_path"          # the DuckDB file the dashboard reads
     flip_threshold = "ragaudit.tau"       # τ of the flip rate, shared by every page
     pair = "ragaudit.pair"                # (run_a, run_b) chosen on the stability page
+    runs = "ragaudit.runs"                # runs the user picked to compare (None: the default selection)
     query = "ragaudit.query"              # query id opened in the drill-down
     run_a = "ragaudit.run_a"              # drill-down / compare: the two runs
     run_b = "ragaudit.run_b"

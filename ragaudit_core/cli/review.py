@@ -75,6 +75,8 @@ def report(
     candidate: Annotated[Optional[str], typer.Option("--candidate", help="Run that would replace it.")] = None,
     rules: Annotated[Optional[Path], typer.Option("--rules", help="Gate rules TOML (default: the default preset).")] = None,
     flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ: a query flips when J < τ.")] = 0.5,
+    runs: Annotated[Optional[str], typer.Option("--runs", help="Comma-separated runs the stability section compares "
+                                                "(default: the largest set of runs that share queries).")] = None,
     no_probe: Annotated[bool, typer.Option("--no-probe", help="Do not load SBERT for answer similarities that are "
                                            "not stored yet (their pairs are left out).")] = False,
     device: Device = "auto",
@@ -86,9 +88,10 @@ def report(
         fail(f"{out}: the folder {out.parent} does not exist")
     the_rules, source = (None, "default preset") if rules is None else (_rules_file(rules), str(rules))
     con = open_logs(paths, db)
-    runs = known_runs(con)
-    pair = [None if r is None else resolve_run(r, runs) for r in (baseline, candidate)]
-    opts = ReportOptions(baseline=pair[0], candidate=pair[1], rules=the_rules, rules_source=source,
+    known = known_runs(con)
+    pair = [None if r is None else resolve_run(r, known) for r in (baseline, candidate)]
+    chosen = None if runs is None else [resolve_run(r.strip(), known) for r in runs.split(",") if r.strip()]
+    opts = ReportOptions(baseline=pair[0], candidate=pair[1], rules=the_rules, rules_source=source, runs=chosen,
                          tau=flip_threshold, probe=not no_probe, embedder=LazyModels(device=device).embedder,
                          db_label=str(db) if db is not None else ", ".join(map(str, paths or [])))
     try:

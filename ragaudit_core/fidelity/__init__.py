@@ -12,6 +12,7 @@ from ragaudit_core.fidelity.citations import (
 )
 from ragaudit_core.fidelity.graph import FIDELITY_STAGES, QueryGraph, graph_layout, load_graphs, provenance_runs
 from ragaudit_core.fidelity.score import (
+    SURVIVAL_LABELS,
     FidelityRules,
     QueryFidelity,
     RunFidelity,
@@ -19,8 +20,11 @@ from ragaudit_core.fidelity.score import (
     compute_query,
     fidelity_runs,
     summarise_run,
+    survival_table,
+    tail_comment,
 )
 
-__all__ = ["DEFAULT_PATTERNS", "FIDELITY_STAGES", "Citation", "CitationPattern", "FidelityRules", "QueryFidelity",
+__all__ = ["SURVIVAL_LABELS", "DEFAULT_PATTERNS", "FIDELITY_STAGES", "Citation", "CitationPattern", "FidelityRules", "QueryFidelity",
            "QueryGraph", "RunFidelity", "canary", "compute_query", "extract_citations", "fidelity_runs",
-           "graph_layout", "load_graphs", "provenance_runs", "summarise_run", "verify_citation"]
+           "graph_layout", "load_graphs", "provenance_runs", "summarise_run", "survival_table", "tail_comment",
+           "verify_citation"]

@@ -72,8 +72,8 @@ from ragaudit_core.fidelity.graph import (
 )
 from ragaudit_core.logs.identity import CanonOptions
 
-__all__ = ["FidelityRules", "QueryFidelity", "RunFidelity", "canary", "compute_query", "fidelity_runs",
-           "summarise_run"]
+__all__ = ["SURVIVAL_LABELS", "FidelityRules", "QueryFidelity", "RunFidelity", "canary", "compute_query",
+           "fidelity_runs", "summarise_run", "survival_table", "tail_comment"]
 
 
 @dataclass
@@ -189,15 +189,22 @@ def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: Fidelity
         evaluated = [r for r in with_gt if r.survival.get(s) is not None]
         survival[name] = (sum(r.survival[s] for r in evaluated) / len(evaluated)) if evaluated else None
     conv = rules.percentile
+    cumulative, share = {}, 1.0
+    for name, rate in survival.items():
+        if rate is not None:
+            share *= rate
+        cumulative[name] = share if rate is not None else None
     summary = {
         "run_id": run_id, "n_queries": len(results), "n_with_citations": int(len(cfs)),
         "n_citations": n_cit, "n_parse_failures": n_fail, "parse_failure_rate": parse_rate,
         "cfs_mean": float(cfs.mean()) if len(cfs) else None,
         "cfs_p50": _pct(cfs, 50, conv), "cfs_p95": _pct(cfs, 95, conv), "cfs_p99": _pct(cfs, 99, conv),
         "percentile_convention": conv,
+        "cfs_p95_other": _pct(cfs, 95, "tail" if conv == "upper" else "upper"),
         "n_with_ground_truth": len(with_gt),
         "cfs_product_mean": float(np.mean([r.cfs_product for r in with_gt])) if with_gt else None,
         "stage_survival": survival,
+        "stage_share": cumulative,
         "outcomes": {k: int(v) for k, v in cits["diagnostic"].value_counts().items()},
         "failure_modes": {k: int(v) for k, v in finds["check"].value_counts().items()},
     }
@@ -217,8 +224,9 @@ def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: Fidelity
         rule(f"{name} survival", rate, rules.stage_survival_min,
              None if rate is None else rate < rules.stage_survival_min,
              f"no query with ground truth reached the {name} stage" if rate is None else
-             f"{rate:.1%} of queries keep a ground-truth source through {name} "
-             f"({'below' if rate < rules.stage_survival_min else 'at or above'} {rules.stage_survival_min:.0%})")
+             f"{rate:.1%} of the queries that reached {name} with a ground-truth source keep one through it "
+             f"(conditional survival; {'below' if rate < rules.stage_survival_min else 'at or above'} "
+             f"{rules.stage_survival_min:.0%})")
     rule("parse-failure rate", parse_rate, rules.parse_failure_max,
          None if parse_rate is None else parse_rate > rules.parse_failure_max,
          "the generated texts hold no citation-like strings" if parse_rate is None else
@@ -226,6 +234,45 @@ def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: Fidelity
          f"threshold {rules.parse_failure_max:.2%})")
     summary["n_alerts"] = sum(a["status"] == "alert" for a in alerts)
     return RunFidelity(run_id, summary, q, cits, finds, alerts)
+
+
+SURVIVAL_LABELS = {
+    "conditional": "survival (of queries reaching the stage)",
+    "share": "share of all queries with ground truth",
+}
+"""Display labels of the two readings of stage survival: the conditional rate
+``#(survived s) / #(survived s−1)`` (the alert's, seed 002's product factors) and the running
+product, the share of all queries with ground truth still holding a source (the funnel's)."""
+
+
+def survival_table(summary: dict) -> pd.DataFrame:
+    """One row per evaluated stage: the conditional survival rate and the cumulative share
+    (keys ``conditional`` and ``share``; labels in :data:`SURVIVAL_LABELS`). A stage no query
+    reached is left out."""
+    rows = [{"stage": name, "conditional": rate, "share": summary["stage_share"][name]}
+            for name, rate in summary["stage_survival"].items() if rate is not None]
+    return pd.DataFrame(rows, columns=["stage", "conditional", "share"])
+
+
+def tail_comment(summary: dict, threshold: float | None = None) -> str | None:
+    """A sentence when the run's p95 CFS reads well but its tail does not, else None.
+
+    Seed 002's "p95 CFS" read literally (the 95th percentile, ``upper``) is high as soon as
+    5 % of queries cite perfectly; the tail reading (the 5th percentile: the score 95 % of
+    queries reach) and the median say how the rest fare. Fires when the two readings differ
+    by 0.5 or more, or when the upper reading clears ``threshold`` and the tail does not."""
+    conv = summary.get("percentile_convention", "upper")
+    upper, tail = ((summary.get("cfs_p95"), summary.get("cfs_p95_other")) if conv == "upper"
+                   else (summary.get("cfs_p95_other"), summary.get("cfs_p95")))
+    median = summary.get("cfs_p50")
+    if upper is None or tail is None:
+        return None
+    clears = threshold is not None and upper >= threshold > tail
+    if upper - tail < 0.5 and not clears:
+        return None
+    return (f"p95 CFS read as the 95th percentile is {upper:.2f}, but the median is {median:.2f} and 5 % of queries "
+            f"score {tail:.2f} or less (the tail reading): the upper reading says only that the best-cited queries "
+            "are faithful.")
 
 
 def canary(cfs_a: Sequence[float], cfs_b: Sequence[float], *, alpha: float = 0.01) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from ragaudit_core.logs.selection import natural_key
+from ragaudit_core.logs.selection import natural_key, natural_sorted
 
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "distinct_query_count",
     "evidence_run_ids",
     "collisions",
+    "coverage_gaps",
     "coverage_warnings",
     "files_table",
     "missing_data_message",
@@ -286,17 +287,50 @@ def collisions(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[str]:
     return msgs
 
 
-def coverage_warnings(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[str]:
-    """Runs that lack queries other runs have (evaluated as an error or intersection later)."""
+def coverage_gaps(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None, limit: int = 5) -> str | None:
+    """One sentence on which runs lack queries the others have, or None when coverage is equal.
+
+    Runs lacking the same queries are named together (``runs 'a', 'b' each lack the same 3
+    queries: …``), so a hundred runs missing one upload's queries read as one clause, not a
+    hundred warnings; at most ``limit`` groups and ``limit`` example queries per group are named.
+    ``runs``: the runs to compare (default: every run)."""
+    sel = ("SELECT run_id FROM runs" if runs is None
+           else "SELECT unnest(?::VARCHAR[]) AS run_id")
     rows = con.execute(
-        """
-        WITH allq AS (SELECT DISTINCT query_id FROM records),
+        f"""
+        WITH sel AS ({sel}),
+             allq AS (SELECT DISTINCT query_id FROM records JOIN sel USING (run_id)),
              missing AS (
-                SELECT r.run_id, allq.query_id FROM runs r CROSS JOIN allq
+                SELECT sel.run_id, allq.query_id FROM sel CROSS JOIN allq
                 WHERE NOT EXISTS (SELECT 1 FROM records rec
-                                  WHERE rec.run_id = r.run_id AND rec.query_id = allq.query_id))
-        SELECT run_id, count(*) AS n, list(query_id ORDER BY query_id)[1:?] AS sample
-        FROM missing GROUP BY run_id ORDER BY run_id
-        """, [limit]).fetchall()
-    return [f"run {run!r} lacks {n} quer{'y' if n == 1 else 'ies'} that other runs have "
-            f"(e.g. {', '.join(repr(s) for s in sample)})" for run, n, sample in rows]
+                                  WHERE rec.run_id = sel.run_id AND rec.query_id = allq.query_id))
+        SELECT run_id, count(*) AS n, list(query_id ORDER BY query_id)[1:{int(limit)}] AS sample,
+               md5(string_agg(query_id, chr(31) ORDER BY query_id)) AS fingerprint
+        FROM missing GROUP BY run_id
+        """, [] if runs is None else [list(runs)]).fetchall()
+    if not rows:
+        return None
+    groups: dict[tuple, list] = {}
+    for run, n, sample, fp in rows:
+        groups.setdefault((n, fp), [sample, []])[1].append(run)
+    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1][1]), -kv[0][0], natural_key(min(kv[1][1]))))
+    clauses = []
+    for (n, _fp), (sample, members) in ordered[:limit]:
+        members = natural_sorted(members)
+        qs = f"{n} quer{'y' if n == 1 else 'ies'}: " + ", ".join(map(repr, sample)) + (" …" if n > len(sample) else "")
+        if len(members) == 1:
+            clauses.append(f"run {members[0]!r} lacks {qs}")
+        else:
+            names = ", ".join(map(repr, members[:limit])) + (f" and {len(members) - limit} more" if len(members) > limit else "")
+            clauses.append(f"{len(members)} runs ({names}) each lack the same {qs}")
+    rest = sum(len(m) for _k, (_s, m) in ordered[limit:])
+    if rest:
+        clauses.append(f"{rest} more run(s) lack other queries")
+    return "; ".join(clauses)
+
+
+def coverage_warnings(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[str]:
+    """The ingest report's coverage warning: one grouped sentence (:func:`coverage_gaps`), or none."""
+    gaps = coverage_gaps(con, None, limit)
+    return [] if gaps is None else [f"query coverage differs between runs: {gaps} (stability compares the "
+                                    "queries every compared run has)"]

@@ -2,9 +2,11 @@
 
 A stability comparison is over the queries every compared run logged. One small upload that
 shares no query with the loaded runs would make that intersection empty ("nothing to compare"),
-so the default selection starts from the run with the most queries and adds the others, the most
-overlapping first, while the shared queries stay non-empty; a run that would empty them is left
-out and named in one sentence. Runs are listed in natural order (``k5 < k10 < k20``).
+so the default selection is the largest group of runs that share queries: from each seed run
+(the largest first) the others are added, the most overlapping first, while the shared queries
+stay non-empty; the group with the most runs wins (ties: the most shared queries). A run left
+out is named in one sentence. (Greedy: the largest group is NP-hard in general; on real logs,
+where runs differ by settings over one query set, the greedy group is the whole set.) Runs are listed in natural order (``k5 < k10 < k20``).
 """
 
 from __future__ import annotations
@@ -51,13 +53,23 @@ def comparable_runs(con: duckdb.DuckDBPyConnection, candidates: list[str] | None
     sets = {r: set(qs) for r, qs in rows if candidates is None or r in candidates}
     if len(sets) < 2:
         return RunSelection(natural_sorted(sets), [], len(next(iter(sets.values()))) if sets else 0)
-    first = min(sets, key=lambda r: (-len(sets[r]), natural_key(r)))
-    chosen, common, left = [first], set(sets[first]), []
+    seeds = sorted(sets, key=lambda r: (-len(sets[r]), natural_key(r)))[:MAX_SEEDS]
+    best = max((_grow(sets, seed) for seed in seeds), key=lambda g: (len(g[0]), len(g[1])))
+    chosen, common = best
+    left = [r for r in sets if r not in chosen]
+    return RunSelection(natural_sorted(chosen), natural_sorted(left), len(common))
+
+
+MAX_SEEDS = 50
+"""Runs tried as the seed of a group (the largest first): the group with the most runs wins."""
+
+
+def _grow(sets: dict[str, set], first: str) -> tuple[list[str], set]:
+    """Greedy group from ``first``: add runs, the most overlapping first, while queries stay shared."""
+    chosen, common = [first], set(sets[first])
     for r in sorted((r for r in sets if r != first), key=lambda r: (-len(sets[r] & sets[first]), natural_key(r))):
         shared = common & sets[r]
         if shared:
             chosen.append(r)
             common = shared
-        else:
-            left.append(r)
-    return RunSelection(natural_sorted(chosen), natural_sorted(left), len(common))
+    return chosen, common

@@ -164,44 +164,63 @@ _STAGE_NAMES = list(FIDELITY_STAGES.values())
 
 
 def survival_funnel(summaries: dict[str, dict]) -> go.Figure:
-    """Per run: the share of queries (with ground truth) still holding a ground-truth
-    source after each stage — the running product of the conditional survival rates."""
+    """Per run: the share of queries with ground truth still holding a ground-truth source
+    after each stage (``stage_share``, the running product of the conditional rates), as a
+    percentage; the conditional rate of each stage is in the hover. Labels sit outside the bars
+    so the last (narrowest) stage stays readable."""
     fig = go.Figure()
     for run, s in summaries.items():
-        share, xs, ys = 1.0, [], []
+        xs, ys, cond = [], [], []
         for name in _STAGE_NAMES:
             rate = s["stage_survival"].get(name)
             if rate is None:
                 continue
-            share *= rate
-            xs.append(round(share * 100, 1))
+            xs.append(round(s["stage_share"][name] * 100, 1))
             ys.append(name)
-        fig.add_trace(go.Funnel(name=html.escape(run), y=ys, x=xs, textinfo="value",
-                                texttemplate="%{x:.1f}%", hovertemplate="%{y}: %{x:.1f}% of queries<extra>"
-                                + html.escape(run) + "</extra>"))
-    fig.update_layout(title="Stage survival: queries still holding a ground-truth source (%)", height=420,
-                      margin=dict(l=110, r=20, t=60, b=40), legend_title="run")
+            cond.append(rate * 100)
+        fig.add_trace(go.Funnel(name=html.escape(run), y=ys, x=xs, customdata=cond, textposition="outside",
+                                texttemplate="%{x:.1f}%", cliponaxis=False, connector=dict(visible=False),
+                                hovertemplate="%{y}: %{x:.1f}% of all queries with ground truth still hold a source; "
+                                              "%{customdata:.1f}% of those reaching this stage keep one<extra>"
+                                              + html.escape(run) + "</extra>"))
+    fig.update_layout(title="Stage survival: share of all queries with ground truth still holding a source (%)",
+                      height=420, margin=dict(l=110, r=60, t=60, b=40), legend_title="run")
     return fig
+
+
+_PCT_DASH = {"cfs_p50": "dot", "cfs_p95": "dash", "cfs_p99": "longdash"}
 
 
 def cfs_histogram(cfs_by_run: dict[str, Sequence[float]], *, summaries: dict[str, dict] | None = None,
                   threshold: float | None = None) -> go.Figure:
-    """Per-query CFS distributions, with each run's p50/p95/p99 and the alert threshold drawn."""
+    """Per-query CFS distributions, with each run's p50/p95/p99 and the alert threshold drawn.
+
+    Percentiles of one run that fall on the same value share one line and one label
+    (``p95 = p99 1.00``); every label has its own row at the top of the plot, so none overlap."""
     fig = go.Figure()
     palette = ["#1f5f8b", "#d62728", "#2ca02c", "#9467bd"]
+    row = 0
     for i, (run, values) in enumerate(cfs_by_run.items()):
         colour = palette[i % len(palette)]
         fig.add_trace(go.Histogram(x=list(values), name=html.escape(run), xbins=dict(start=0, end=1.0001, size=0.05),
                                    marker_color=colour, opacity=0.7))
-        s = (summaries or {}).get(run)
-        if s:
-            for key, dash in (("cfs_p50", "dot"), ("cfs_p95", "dash"), ("cfs_p99", "longdash")):
-                if s.get(key) is not None:
-                    fig.add_vline(x=s[key], line=dict(color=colour, dash=dash, width=1.5),
-                                  annotation_text=f"{key[4:]} {s[key]:.2f}", annotation_position="top")
+        s = (summaries or {}).get(run) or {}
+        at: dict[float, list[str]] = {}
+        for key in _PCT_DASH:
+            if s.get(key) is not None:
+                at.setdefault(round(float(s[key]), 2), []).append(key)
+        for x, keys in sorted(at.items()):
+            fig.add_vline(x=x, line=dict(color=colour, dash=_PCT_DASH[keys[-1]], width=1.5))
+            label = " = ".join(k[4:] for k in keys) + f" {x:.2f}" + (f" ({html.escape(run)})" if len(cfs_by_run) > 1 else "")
+            fig.add_annotation(x=x, y=1.0 - 0.075 * row, xref="x", yref="paper", text=label, showarrow=False,
+                               xanchor="right" if x > 0.6 else "left", font=dict(color=colour, size=11),
+                               bgcolor="rgba(255,255,255,0.8)")
+            row += 1
     if threshold is not None:
-        fig.add_vline(x=threshold, line=dict(color="black", width=2),
-                      annotation_text=f"alert below {threshold:.2f}", annotation_position="bottom left")
+        fig.add_vline(x=threshold, line=dict(color="black", width=2))
+        fig.add_annotation(x=threshold, y=0.0, xref="x", yref="paper", text=f"alert below {threshold:.2f}",
+                           showarrow=False, xanchor="right", yanchor="bottom", font=dict(size=11),
+                           bgcolor="rgba(255,255,255,0.8)")
     fig.update_layout(title="Citation Fidelity Score per query", xaxis_title="CFS (mean verification score)",
                       yaxis_title="queries", barmode="overlay", height=400, xaxis=dict(range=[-0.02, 1.05]),
                       margin=dict(l=50, r=20, t=60, b=50))

@@ -43,7 +43,10 @@ from dataclasses import dataclass, field
 import duckdb
 import pandas as pd
 
+from ragaudit_core.logs import catalog
+
 __all__ = [
+    "NoSharedQueries",
     "StabilityError",
     "StabilityOptions",
     "StabilityResult",
@@ -59,6 +62,10 @@ __all__ = [
 
 class StabilityError(ValueError):
     """The requested comparison is impossible with the data at hand (message says why)."""
+
+
+class NoSharedQueries(StabilityError):
+    """The selected runs logged no query in common."""
 
 
 @dataclass(frozen=True)
@@ -144,33 +151,22 @@ def evaluation_queries(con: duckdb.DuckDBPyConnection, runs: Sequence[str], allo
                        ) -> tuple[list[str], list[str]]:
     """The query ids to evaluate and the warnings; raises when coverage differs and
     ``allow_missing`` is false (the message names the missing queries)."""
-    rows = con.execute(
-        """
-        WITH sel AS (SELECT unnest(?::VARCHAR[]) AS run_id),
-             allq AS (SELECT DISTINCT query_id FROM records JOIN sel USING (run_id)),
-             missing AS (
-                SELECT sel.run_id, allq.query_id FROM sel CROSS JOIN allq
-                WHERE NOT EXISTS (SELECT 1 FROM records r WHERE r.run_id = sel.run_id AND r.query_id = allq.query_id))
-        SELECT run_id, count(*), list(query_id ORDER BY query_id)[1:10] FROM missing GROUP BY run_id ORDER BY run_id
-        """, [list(runs)]).fetchall()
+    detail = catalog.coverage_gaps(con, list(runs))
     warnings = []
-    if rows:
-        detail = "; ".join(
-            f"run {run!r} lacks {n} quer{'y' if n == 1 else 'ies'}: {', '.join(map(repr, sample))}"
-            + (" …" if n > len(sample) else "") for run, n, sample in rows)
+    if detail:
         if not allow_missing:
             raise StabilityError(
                 "query coverage differs between runs: " + detail
                 + ". Re-run the missing queries, or pass --allow-missing to evaluate only the queries every run has"
             )
-        warnings.append("query coverage differs; evaluating the intersection only: " + detail)
+        warnings.append("query coverage differs; evaluating the queries every run has: " + detail)
     qs = [q for (q,) in con.execute(
         """
         SELECT query_id FROM records WHERE list_contains(?, run_id)
         GROUP BY query_id HAVING count(DISTINCT run_id) = ? ORDER BY query_id
         """, [list(runs), len(runs)]).fetchall()]
     if not qs:
-        raise StabilityError("the runs have no query in common; nothing to compare")
+        raise NoSharedQueries("the runs have no query in common; nothing to compare")
     return qs, warnings
 
 

@@ -122,3 +122,29 @@ def test_pdf_report_built_and_offered_for_download(app_env, sample_db, tmp_path)
     assert len(pages) >= 10
     text = " ".join(" ".join(p.extract_text().split()) for p in pages)
     assert "FAIL: k10-c128-o32 should not replace k10-c256-o32." in text and "rules of the compare page" in text
+
+
+def test_the_pair_defaults_to_runs_that_share_queries(app_env, tmp_path):
+    """'upload' (alphabetically and by size first or not) shares no query: the page opens on two runs
+    of the default selection, the report's scope names it, and picking it says what to do."""
+    from tests.helpers import records_db
+
+    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}", f"d{(i + k) % 4}"]}
+            for k, r in ((1, "k10"), (2, "k5")) for i in range(3)]
+    recs += [{"run_id": "upload", "query_id": f"e{i}", "evidence": ["x"]} for i in range(5)]
+    app_env(records_db(tmp_path, recs))
+    at = app_test(PAGE).run()
+    assert not at.exception
+    picked = [s.value for s in at.selectbox if s.label in ("Baseline run", "Candidate run")]
+    assert sorted(picked) == ["k10", "k5"]
+    assert any("default selection (2 runs that share queries)" in plain(c.value) and "'upload'" in plain(c.value)
+               for c in at.caption)
+    next(s for s in at.selectbox if s.label == "Candidate run").select("upload").run()
+    assert not at.exception and not at.error
+    assert any(plain(i.value).startswith("k5 and upload share no query") or
+               plain(i.value).startswith("k10 and upload share no query") for i in at.info)
+    # runs picked on the stability page are the report's scope
+    at.session_state["ragaudit.runs"] = ["k5", "k10"]
+    at.run()            # the picker's index follows the remembered pair: its widget is redrawn once (as in a browser)
+    next(s for s in at.selectbox if s.label == "Candidate run").select("k10" if picked[0] == "k5" else "k5").run()
+    assert any("the runs picked on the stability page: k5, k10" in plain(c.value) for c in at.caption)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ragaudit_core.logs import store
 from ragaudit_core.fidelity.score import canary, fidelity_runs
 from ragaudit_core.logs.ingest import ingest_paths
 
-from tests.helpers import app_test, write_jsonl
+from tests.helpers import app_test, plain, write_jsonl
 from tests.helpers import pipeline
 
 pytestmark = pytest.mark.slow
@@ -64,3 +66,34 @@ def test_thresholds_are_live(prov_db):
     assert list(cits["diagnostic"]) == ["valid_doc_invalid_page_or_unretrieved"] and list(cits["score"]) == [0.3]
     finds = next(df.value for df in at.dataframe if "check" in df.value.columns)
     assert list(finds["check"]) == ["reranker_text_mutation"] and list(finds["node_id"]) == ["k1"]
+
+
+def test_tail_reading_survival_readings_and_blank_cells(app_env, tmp_path):
+    """A run where one query of three cites its source: CFS 1, 0, 0. Upper p95 (linear) sits at
+    position 0.95 · 2 = 1.9 → 0 + 0.9 · (1 − 0) = 0.90, the median 0, the tail p95 (position 0.1) 0.00.
+    The upper reading clears 0.85 while most queries fail: the page says so beside it."""
+    path = app_env()
+    write_jsonl(tmp_path / "tail.jsonl", [pipeline("tail", "q1", text="[Source: D1, p. 2]"),
+                                          pipeline("tail", "q2", text="[Source: D9, p. 1]"),
+                                          pipeline("tail", "q3", text="[Source: D9, p. 1]")])
+    ingest_paths(store.connect(path), [tmp_path / "tail.jsonl"])
+    at = app_test(PAGE).run()
+    assert not at.exception
+    assert any(c.value == "median 0.000 · p95 0.900 · tail p95 0.000" for c in at.caption)
+    (warning,) = [w.value for w in at.warning]
+    assert plain(warning).startswith("p95 CFS read as the 95th percentile is 0.90, but the median is 0.00 and 5 % "
+                                     "of queries score 0.00 or less")
+    # the two readings of survival, labelled: D1 survives every stage up to generation in all three
+    # queries; only q1's citation resolves to it, so generation keeps 1 of 3 (conditional and share alike)
+    surv = next(df for df in at.dataframe if "conditional" in df.value.columns)
+    assert surv.value["conditional"].tolist() == pytest.approx([1.0, 1.0, 1.0, 1.0, 1 / 3])
+    assert surv.value["share"].tolist() == pytest.approx([1.0, 1.0, 1.0, 1.0, 1 / 3])
+    cols = json.loads(surv.proto.columns)
+    assert cols["conditional"]["label"] == "survival (of queries reaching the stage)"
+    assert cols["share"]["label"] == "share of all queries with ground truth"
+    # every table: blanks for missing values, readable titles (keys stay the data's)
+    assert all(df.proto.placeholder == "" for df in at.dataframe)
+    queries = next(df for df in at.dataframe if "first_failed_stage" in df.value.columns)
+    lost = queries.value.set_index("query_id")["first_failed_stage"]
+    assert lost.isna()["q1"] and lost["q2"] == lost["q3"] == "generation"            # q1's cell shows blank
+    assert json.loads(queries.proto.columns)["first_failed_stage"]["label"] == "ground truth lost at"

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from ragaudit_core.fidelity.score import (DEFAULT_PATTERNS, CitationPattern, FidelityRules, canary, compute_query,
+from ragaudit_core.fidelity.score import (DEFAULT_PATTERNS, survival_table, tail_comment, CitationPattern, FidelityRules, canary, compute_query,
                                     extract_citations, fidelity_runs, load_graphs, summarise_run)
 from ragaudit_core.logs.ingest import ingest_paths
 
@@ -142,8 +143,40 @@ def test_run_summary_survival_rates_and_alerts(con, tmp_path):
     assert status["parse-failure rate"] == "alert"                    # 33 % > 0.5 %
     assert s["n_alerts"] == 2
     msg = next(a["message"] for a in res.alerts if a["rule"] == "reranking survival")
-    assert msg == "50.0% of queries keep a ground-truth source through reranking (below 90%)"
+    assert msg == ("50.0% of the queries that reached reranking with a ground-truth source keep one through it "
+                   "(conditional survival; below 90%)")
+    # the funnel's reading: the running product of the conditional rates (1 · 1 · 0.5 · 1 · 1)
+    assert s["stage_share"] == {"chunking": 1.0, "retrieval": 1.0, "reranking": 0.5, "compression": 0.5,
+                                "generation": 0.5}
+    table = survival_table(s)
+    assert table["stage"].tolist() == ["chunking", "retrieval", "reranking", "compression", "generation"]
+    assert table["conditional"].tolist() == [1.0, 1.0, 0.5, 1.0, 1.0]
+    assert table["share"].tolist() == [1.0, 1.0, 0.5, 0.5, 0.5]
     assert list(res.queries["first_failed_stage"].fillna("-")) == ["-", "reranking"]
+
+
+def test_tail_comment_when_the_upper_p95_hides_a_failing_majority():
+    # 20 queries, 18 score 0 and two score 1. Upper p95 (linear): position 0.95 · 19 = 18.05, between
+    # values[18] = 1 and values[19] = 1 → 1.0. Tail (5th percentile): position 0.95, between two zeros → 0.0
+    cfs = [0.0] * 18 + [1.0, 1.0]
+    upper = float(np.percentile(cfs, 95))
+    tail = float(np.percentile(cfs, 5))
+    assert upper == 1.0 and tail == 0.0
+    s = {"percentile_convention": "upper", "cfs_p95": upper, "cfs_p95_other": tail, "cfs_p50": 0.0}
+    msg = tail_comment(s, 0.85)
+    assert msg.startswith("p95 CFS read as the 95th percentile is 1.00, but the median is 0.00 and 5 % of queries "
+                          "score 0.00 or less")
+    # the same run read with the tail convention: the figures swap places, the sentence is the same
+    assert tail_comment({"percentile_convention": "tail", "cfs_p95": tail, "cfs_p95_other": upper,
+                         "cfs_p50": 0.0}, 0.85) == msg
+    # both readings close and above the threshold: no comment
+    assert tail_comment({"percentile_convention": "upper", "cfs_p95": 1.0, "cfs_p95_other": 0.9,
+                         "cfs_p50": 1.0}, 0.85) is None
+    # close (0.2 apart) but the tail falls below the threshold while the upper clears it: a comment
+    assert tail_comment({"percentile_convention": "upper", "cfs_p95": 0.9, "cfs_p95_other": 0.7,
+                         "cfs_p50": 0.8}, 0.85) is not None
+    assert tail_comment({"percentile_convention": "upper", "cfs_p95": None, "cfs_p95_other": None,
+                         "cfs_p50": None}, 0.85) is None
 
 
 def test_percentile_conventions():

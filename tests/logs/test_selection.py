@@ -36,3 +36,24 @@ def test_the_runs_table_lists_runs_in_natural_order(tmp_path):
     con = store.connect(":memory:")
     ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
     assert catalog.runs_table(con)["run_id"].tolist() == ["k5", "k10", "k20"]
+
+
+def test_coverage_differences_are_one_grouped_sentence(tmp_path):
+    """Five runs log q1..q3, except: r2 and r3 both lack q3, r4 lacks q1 and q2. One sentence,
+    runs lacking the same queries named together (largest group first)."""
+    from ragaudit_core.logs import catalog
+    from ragaudit_core.stability.metrics import evaluation_queries
+
+    have = {"r1": (1, 2, 3), "r2": (1, 2), "r3": (1, 2), "r4": (3,), "r10": (1, 2, 3)}
+    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": ["d"]} for r, qs in have.items() for i in qs]
+    con = store.connect(":memory:")
+    report = ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
+    gaps = catalog.coverage_gaps(con)
+    assert gaps == "2 runs ('r2', 'r3') each lack the same 1 query: 'q3'; run 'r4' lacks 2 queries: 'q1', 'q2'"
+    assert catalog.coverage_gaps(con, ["r1", "r10"]) is None
+    assert catalog.coverage_gaps(con, ["r1", "r2"]) == "run 'r2' lacks 1 query: 'q3'"
+    assert sum("coverage differs" in w.message for w in report.warnings) == 1         # one warning at ingest, not one per run
+    qs, warnings = evaluation_queries(con, ["r1", "r2", "r3"], allow_missing=True)
+    assert qs == ["q1", "q2"]
+    assert warnings == ["query coverage differs; evaluating the queries every run has: "
+                        "2 runs ('r2', 'r3') each lack the same 1 query: 'q3'"]

@@ -214,3 +214,24 @@ def test_the_report_opens_with_a_one_page_executive_summary(sample_db, tmp_path)
     assert f"CFS of {CAND}: p95 / median {f['cfs_p95']:.3f} / {f['cfs_p50']:.3f}" in first
     assert "the median is far lower" in first                             # p95 1.0 with a median of 0
     assert next(i for i, p in enumerate(pages) if p.startswith("Contents")) > 0          # after the summary and the cover
+
+
+def test_the_stability_section_compares_the_selected_runs(tmp_path):
+    """k5 and k10 log q1, q2; 'upload' logs only q9. By default the section compares k5 and k10 and
+    names 'upload'; runs named by the reviewer are compared as named; an unknown run is refused."""
+    from ragaudit_core.review.report.gather import gather
+
+    recs = [{"run_id": r, "query_id": q, "cited": ["x", "y"] if r == "k5" else ["x"]}
+            for r in ("k10", "k5") for q in ("q1", "q2")]
+    recs.append({"run_id": "upload", "query_id": "q9", "cited": ["x"]})
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
+    data = gather(con, ReportOptions(probe=False))
+    assert data.stability.summary["runs"] == ["k10", "k5"] and data.stability.summary["n_queries"] == 2
+    assert data.stability_scope == ("Left out 1 run(s) that share no query with the 2 compared (which share 2): "
+                                    "'upload'; name runs to compare them instead (--runs).")
+    assert data.stability.summary["mean_j_doc"] == pytest.approx(0.5)            # {x} vs {x, y} in both queries
+    data = gather(con, ReportOptions(probe=False, runs=["k10", "k5"]))
+    assert data.stability_scope == "Runs compared (chosen by the reviewer): k5, k10."
+    with pytest.raises(ReportError, match="'nope' have no evidence logs"):
+        gather(con, ReportOptions(probe=False, runs=["k5", "nope"]))

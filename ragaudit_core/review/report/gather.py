@@ -22,9 +22,10 @@ from ragaudit_core import __version__
 from ragaudit_core.attribution.explain import batch_tables
 from ragaudit_core.fidelity import canary, fidelity_runs, provenance_runs
 from ragaudit_core.logs import catalog, store
+from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.review import charts
 from ragaudit_core.review.gate import DEFAULT_RULES, Rule, Verdict, collect, evaluate
-from ragaudit_core.stability.cache import stability_cached
+from ragaudit_core.stability.cache import default_options, stability_cached
 from ragaudit_core.stability.compare import CompareResult, compare_runs
 from ragaudit_core.stability.drilldown import evidence_side_by_side
 from ragaudit_core.stability.metrics import StabilityError, StabilityOptions, effects_by_change, list_runs
@@ -50,6 +51,7 @@ class ReportOptions:
     probe: bool = True                      # compute answer similarity (SBERT) when it is not stored
     embedder: Any = None                    # loaded model or zero-argument loader; default packaged MiniLM
     db_label: str = ""
+    runs: list[str] | None = None           # runs the stability section compares; None: the default selection
 
     @property
     def pair(self) -> tuple[str, str] | None:
@@ -88,6 +90,7 @@ class ReportData:
     verdict: Verdict | None = None
     rules_source: str = ""
     stability: Any = None                   # StabilityResult
+    stability_scope: str = ""               # which runs the stability section compares, and what it left out
     effects: pd.DataFrame | None = None
     worst: list[WorstQuery] = field(default_factory=list)
     worst_scope: str = ""
@@ -172,8 +175,21 @@ def _stability(con, data: ReportData, opts: ReportOptions, evidence_runs: list[s
         data.omitted.append("evidence stability (it compares the evidence logs of two or more runs; "
                             f"{len(evidence_runs)} loaded)")
         return
+    if opts.runs is not None:
+        unknown = [r for r in opts.runs if r not in evidence_runs]
+        if unknown:
+            raise ReportError(f"run(s) {', '.join(map(repr, unknown))} have no evidence logs; runs with evidence: "
+                              + ", ".join(map(repr, natural_sorted(evidence_runs))))
+        sopts = StabilityOptions(runs=natural_sorted(opts.runs), flip_threshold=opts.tau, allow_missing=True)
+        data.stability_scope = f"Runs compared (chosen by the reviewer): {', '.join(sopts.runs)}."
+    else:
+        sel = comparable_runs(con)
+        sopts = default_options(con, opts.tau)
+        data.stability_scope = (f"Runs compared: all {len(sel.runs)} with evidence logs." if not sel.left_out
+                                else sel.note.replace("; pick runs to compare them instead",
+                                                      "; name runs to compare them instead (--runs)"))
     try:
-        res = stability_cached(con, StabilityOptions(flip_threshold=opts.tau, allow_missing=True))
+        res = stability_cached(con, sopts)
     except StabilityError as e:
         data.omitted.append(f"evidence stability ({e})")
         return

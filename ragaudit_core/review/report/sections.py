@@ -14,6 +14,7 @@ from fpdf.fonts import TextStyle
 from fpdf.outline import TableOfContents
 
 from ragaudit_core.fidelity.graph import FIDELITY_STAGES
+from ragaudit_core.fidelity.score import FidelityRules, tail_comment
 from ragaudit_core.review.report.gather import ReportData
 from ragaudit_core.review.report.layout import BAD, OK, ReportPDF, fmt, font_names, json_or_empty, pct
 from ragaudit_core.review.report.methods import METHODS, SOURCES
@@ -156,7 +157,7 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
         f"{s['n_queries']:,} queries × {s['n_pairs']:,} run pairs, flip threshold τ = {data.tau:g}. "
         "Jaccard of each query's "
         "evidence set between two runs, at document level (doc_id) and at span level (doc_id, span_hash); "
-        "seed 000.",
+        "seed 000. " + data.stability_scope,
         size=8.5,
     )
     pdf.gap(1)
@@ -300,9 +301,10 @@ def fidelity(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
     pdf.para(
         "Citations extracted from each generated answer and verified against the provenance graph (1.0 exact "
-        "source, 0.3 right document wrong page, 0.0 not in the graph); CFS = mean score per query; stage "
-        "survival = share of queries keeping a ground-truth source through each stage, given the previous "
-        "one (seed 002).",
+        "source, 0.3 right document wrong page, 0.0 not in the graph); CFS = mean score per query. Stage "
+        "survival in the table is conditional: of the queries that reached a stage with a ground-truth source, "
+        "the share keeping one through it (the alert's reading; seed 002). The funnel shows the running "
+        "product: the share of all queries with ground truth still holding a source.",
         size=8.5,
     )
     pdf.gap(1)
@@ -326,12 +328,15 @@ def fidelity(pdf: ReportPDF, data: ReportData) -> None:
         size=7.5,
     )
     pdf.data_table(
-        ["run"] + [f"{s} survival" for s in stage_names],
+        ["run"] + [f"{s} (conditional)" for s in stage_names],
         [[r] + [pct(f.summary["stage_survival"].get(s)) for s in stage_names] for r, f in data.fidelity.items()],
         size=7.5,
     )
     pdf.chart("survival_funnel", width=W * 0.8)
     pdf.chart("cfs_histogram", width=W * 0.8)
+    for r, f in data.fidelity.items():
+        if comment := tail_comment(f.summary, FidelityRules().p95_cfs_min):
+            pdf.para(f"{r}: {comment}", size=8, style="I", colour=(150, 80, 0))
     pdf.start_section("Alerts and failure modes", level=1)
     for r, f in data.fidelity.items():
         alerts = sorted(f.alerts, key=lambda a: {"alert": 0, "ok": 1}.get(a["status"], 2))

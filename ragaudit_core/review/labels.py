@@ -1,0 +1,37 @@
+"""Display labels of column keys: applied only where a table is drawn (dashboard, PDF).
+
+Metric and column keys (``j_span``, ``first_failed_stage``) travel between modules unchanged;
+a reader sees ``J span`` and ``ground truth lost at``. :func:`column_label` falls back to the
+key with underscores as spaces, so a new column is readable before it gets an entry here.
+"""
+
+from __future__ import annotations
+
+__all__ = ["COLUMN_LABELS", "column_label"]
+
+COLUMN_LABELS: dict[str, str] = {
+    "run_id": "run", "run_a": "run A", "run_b": "run B", "query_id": "query id", "doc_id": "document",
+    "doc_id_raw": "document (as logged)", "span_hash": "span hash", "chunk_id": "chunk",
+    "j_doc": "J doc", "j_span": "J span", "j_min": "J min", "j_avg": "J avg",
+    "j_avg_doc": "J avg, doc", "j_avg_span": "J avg, span", "flip_rate": "flip rate",
+    "flip_rate_doc": "flip rate, doc", "flip_rate_span": "flip rate, span", "collapse_rate": "collapse rate",
+    "collapse_rate_doc": "collapse rate, doc", "collapse_rate_span": "collapse rate, span",
+    "null_loss_doc": "null loss, doc", "null_loss_span": "null loss, span", "null_gain_doc": "null gain, doc",
+    "null_gain_span": "null gain, span", "null_change": "null transition", "null_loss": "null loss",
+    "null_gain": "null gain", "same_docs_diff_spans": "same docs, different spans", "changed": "what changed",
+    "n_pairs": "run pairs", "n_queries": "queries", "n_entries": "entries", "n_records": "records",
+    "n_answers": "answers", "n_citations": "citations", "n_parse_failures": "parse failures",
+    "n_findings": "failure-mode findings", "top_k": "top-k", "chunk_size": "chunk size",
+    "chunk_overlap": "chunk overlap", "cfs": "CFS", "cfs_product": "product CFS",
+    "first_failed_stage": "ground truth lost at", "survived_chunking": "survived chunking",
+    "survived_retrieval": "survived retrieval", "survived_reranking": "survived reranking",
+    "survived_compression": "survived compression", "survived_generation": "survived generation",
+    "staleness_s": "staleness (s)", "sim": "answer similarity", "answer_a": "baseline answer",
+    "answer_b": "candidate answer", "position": "rank", "has_spans": "has spans", "line_no": "line",
+    "offset_start": "start", "offset_end": "end",
+}
+
+
+def column_label(key: str) -> str:
+    """The label a table header shows for ``key``."""
+    return COLUMN_LABELS.get(key, str(key).replace("_", " "))
