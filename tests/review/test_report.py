@@ -84,8 +84,12 @@ def test_sample_report_parses_and_holds_the_key_figures_and_verdict(sample_repor
     # cover: every input file with its SHA-256, the tool version; contents; methods with sources
     files = data.files
     assert len(files) == 14
+    lines = [line for p in pages for line in p.splitlines()]
     for sha in files["sha256"]:
-        assert sha in text.replace(" ", "")
+        assert any(sha in line for line in lines), f"SHA-256 {sha} broken across lines"   # never mid-token
+    words = {w for line in lines for w in line.split()}
+    for heading_word in ("SHA-256", "rejected", "ground", "truth", "collapse", "compression", "(conditional)"):
+        assert heading_word in words                       # table headings are not split inside a word
     from ragaudit_core import __version__
 
     assert f"RagAudit {__version__}" in text

@@ -121,7 +121,13 @@ class ReportPDF(FPDF):
 
     def data_table(self, headings: list[str] | None, rows: list[list[Any]], widths: list[float] | None = None,
               size: float = 7.5, styles: list[list[Any]] | None = None, wrap_char: bool = False) -> None:
-        """A table of plain-text cells (values through :func:`fmt`), headings repeated on each page."""
+        """A table of plain-text cells (values through :func:`fmt`), headings repeated on each page.
+
+        Column widths are widened where a heading word or an unbreakable cell (a hash, an id) would
+        otherwise be broken mid-token, taking the room from columns with slack (:meth:`_fit_widths`)."""
+        headings = [clean(h) for h in headings] if headings is not None else None
+        cells = [[clean(v if isinstance(v, str) else fmt(v)) for v in r] for r in rows]
+        widths = self._fit_widths(headings, cells, widths, size)
         self.set_font("Sans", "", size)
         with super().table(col_widths=tuple(widths) if widths else None, text_align="LEFT",
                            line_height=size * 0.5, first_row_as_headings=headings is not None, repeat_headings=1,
@@ -130,12 +136,46 @@ class ReportPDF(FPDF):
             if headings is not None:
                 row = tb.row()
                 for h in headings:
-                    row.cell(clean(h))
-            for i, r in enumerate(rows):
+                    row.cell(h)
+            for i, r in enumerate(cells):
                 row = tb.row()
                 for j, v in enumerate(r):
-                    row.cell(clean(v if isinstance(v, str) else fmt(v)), style=styles[i][j] if styles else None)
+                    row.cell(v, style=styles[i][j] if styles else None)
         self.gap(2)
+
+    _PAD = 0.8 * 2 + 0.6          # cell padding on both sides and a little air, mm
+
+    def _fit_widths(self, headings: list[str] | None, cells: list[list[str]], widths: list[float] | None,
+                    size: float) -> list[float] | None:
+        """Widths (mm) at which no heading word and no cell token
+        is split (a token up to 60 % of the page: a SHA-256 fits): each column gets at least its widest such
+        token; the room comes from the columns
+        with the most slack. The given widths (default: equal) are kept where they already fit."""
+        n = len(headings) if headings is not None else (len(cells[0]) if cells else 0)
+        if not n:
+            return widths
+        widths = list(widths) if widths else [self.epw / n] * n
+        cap = self.epw * 0.6
+        need = [0.0] * n
+        self.set_font("Sans", "B", size)
+        for j, h in enumerate(headings or []):
+            need[j] = max([self.get_string_width(w) for w in h.split()] or [0.0])
+        self.set_font("Sans", "", size)
+        for r in cells:
+            for j, v in enumerate(r[:n]):
+                for tok in v.split():
+                    w = self.get_string_width(tok)
+                    if need[j] < w <= cap:
+                        need[j] = w
+        need = [w + self._PAD if w else 0.0 for w in need]
+        short = sum(max(0.0, nd - w) for nd, w in zip(need, widths))
+        slack = [max(0.0, w - nd) for nd, w in zip(need, widths)]
+        if short <= 0 or sum(slack) < short:
+            return widths                                   # already fits, or cannot: keep the layout
+        out = []
+        for w, nd, sl in zip(widths, need, slack):
+            out.append(nd if nd > w else w - short * sl / sum(slack))
+        return out
 
     def chart(self, name: str, width: float | None = None) -> None:
         """The exported PNG of figure ``name``, or a line saying why it is missing."""

@@ -108,7 +108,6 @@ def cover(pdf: ReportPDF, data: ReportData) -> None:
         ],
         widths=[45, W - 45 - 42, 14, 14, 14],
         size=6.8,
-        wrap_char=True,
     )
     if data.omitted:
         pdf.para("Sections left out (their data is absent): " + "; ".join(data.omitted) + ".", size=8.5, style="I")
