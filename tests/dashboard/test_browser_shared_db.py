@@ -89,3 +89,39 @@ def test_a_held_database_gives_one_sentence_and_the_cli_waits_for_it(tmp_path):
         assert "waiting up to" in waited.stderr
     finally:
         holder.kill()
+
+
+def test_two_dashboards_on_one_database_work_side_by_side(tmp_path):
+    """Two Streamlit servers (two processes) open the same file: both draw the stability page at
+    the same moment, a CLI ingest lands between their interactions, and both show it on rerun."""
+    from playwright.sync_api import sync_playwright
+
+    db = tmp_path / "shared.duckdb"
+    first = _cli("ingest", str(write_jsonl(tmp_path / "a.jsonl", _run("base", 0) + _run("cand", 1))), "--db", str(db))
+    assert first.returncode == 0, first.stderr
+    with streamlit_server(db, tmp_path / "one.log") as url1, streamlit_server(db, tmp_path / "two.log") as url2, \
+            sync_playwright() as p:
+        browser = launch_chromium(p)
+        pages = [browser.new_page(viewport={"width": 1400, "height": 1000}) for _ in range(2)]
+        for page, url in zip(pages, (url1, url2)):
+            page.goto(url)
+        for page in pages:
+            wait_idle(page)
+            assert _metric(page, "Runs") == "2"
+        for page, url in zip(pages, (url1, url2)):            # both interact at once
+            page.goto(url.rstrip("/") + "/Stability")
+        for page in pages:
+            wait_idle(page)
+            page.wait_for_selector('[data-testid="stMetric"]', timeout=60_000)
+            assert _metric(page, "mean J_doc") != ""
+            assert "is in use by" not in page.inner_text("body")      # no StoreBusy sentence
+        added = _cli("ingest", str(write_jsonl(tmp_path / "c.jsonl", _run("late", 2))), "--db", str(db))
+        assert added.returncode == 0, added.stderr
+        for page, url in zip(pages, (url1, url2)):
+            page.goto(url)
+        for page in pages:
+            wait_idle(page)
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('[data-testid=\"stMetric\"]')].some(m => "
+                "m.innerText.includes('Runs') && m.innerText.includes('3'))", timeout=60_000)
+        browser.close()
