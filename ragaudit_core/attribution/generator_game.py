@@ -56,6 +56,7 @@ class GeneratorGame:
         self.strategy = strategy
         self._prefixes: dict[tuple[int, ...], object] = {}
         self.n_forward_tokens = 0
+        self.on_coalition = None          # called with the number of coalitions just computed (progress)
         self.answer_ids = list(answer_ids)
         if not self.answer_ids:
             raise ValueError("the generator produced an empty answer; nothing to attribute")
@@ -110,6 +111,8 @@ class GeneratorGame:
         for s in range(0, len(order), self.batch_size):
             idx = order[s:s + self.batch_size]
             out[idx] = self._batch([prompts[i] for i in idx])
+            if self.on_coalition:
+                self.on_coalition(len(idx))
         return out
 
     def _batch(self, prompts: list[list[int]]) -> np.ndarray:
@@ -193,6 +196,8 @@ class GeneratorGame:
             logp = torch.log_softmax(res.logits[0, :m, :].float(), dim=-1)
             out[i] = logp.gather(-1, torch.tensor(self.answer_ids, device=logp.device)[:, None])[:, 0].cpu().numpy()
             prev = seq
+            if self.on_coalition:
+                self.on_coalition(1)
         return out
 
     # ------------------------------------------------------------------ reference

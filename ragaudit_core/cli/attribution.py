@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragaudit_core.cli.common import Device, LazyModels, connect_db, emit_json, fail
+from ragaudit_core.cli.common import Device, connect_db, emit_json, fail
 from ragaudit_core.logs import catalog, store
 
 __all__ = ["attribute"]
@@ -20,30 +20,42 @@ def attribute(
     run: Annotated[str, typer.Option("--run", help="The run whose logged queries and documents are explained.")],
     queries: Annotated[Optional[str], typer.Option("--queries", help="Comma-separated query ids.")] = None,
     all_queries: Annotated[bool, typer.Option("--all", help="Every query of the run that has texts.")] = False,
-    method: Annotated[str, typer.Option("--method", help="auto, exact, kernel, mc or pmc.")] = "auto",
+    method: Annotated[str, typer.Option("--method", help="pmc (default), exact, kernel, mc or auto "
+                                        "(exact up to 6 documents).")] = "pmc",
     n_samples: Annotated[int, typer.Option("--n-samples", help="N coalitions (kernel, mc, pmc).")] = 20,
     n_fits: Annotated[int, typer.Option("--n-fits", help="M Monte-Carlo fits (mc, pmc).")] = 200,
     max_docs: Annotated[int, typer.Option("--max-docs", help="Explain the first K documents.")] = 5,
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens")] = 48,
-    ig_steps: Annotated[int, typer.Option("--ig-steps", help="L Riemann steps of IG.")] = 100,
+    ig_steps: Annotated[int, typer.Option("--ig-steps", help="L points of the IG path integral.")] = 24,
+    ig_method: Annotated[str, typer.Option("--ig-method", help="gausslegendre (default) or riemann_right.")] = "gausslegendre",
     ig_baseline: Annotated[str, typer.Option("--ig-baseline", help="unk, mask, pad or zeros.")] = "unk",
     shuffle: Annotated[bool, typer.Option("--shuffle", help="Also attribute with the documents shuffled (seeded).")] = False,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     device: Device = "auto",
     retriever: Annotated[Optional[str], typer.Option("--retriever", help="Encoder model id or folder.")] = None,
     generator: Annotated[Optional[str], typer.Option("--generator", help="Causal LM id, folder or .gguf.")] = None,
+    ray: Annotated[Optional[str], typer.Option("--ray", help="Run the queries as Ray tasks: 'local' starts a local "
+                                               "cluster, anything else is the address of one to join.")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", help="CPUs of the local Ray cluster "
+                                                   "(default: all).")] = None,
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write the results as JSON ('-' = stdout).")] = None,
 ) -> None:
-    """Explain logged queries: IG on the retriever, Shapley on the generator, WARG (seed 001)."""
+    """Explain logged queries: IG on the retriever, Shapley on the generator, WARG (seed 001).
+
+    Each query is one job; results already stored are skipped, so a batch resumes where a
+    previous one stopped. A failed query is reported with its error; the others are kept."""
     from tqdm import tqdm
 
-    from ragaudit_core.attribution.explain import AttributionError, batch_tables, explain_query
-    from ragaudit_core.models import DEFAULT_EMBEDDER, DEFAULT_GENERATOR_NAME, ModelLoadError
+    from ragaudit_core.attribution.explain import AttributionError, batch_tables, stored_payloads
+    from ragaudit_core.jobs import plan, run_batch
+    from ragaudit_core.models import ModelLoadError
 
     if method not in ("auto", "exact", "kernel", "mc", "pmc"):
         fail(f"--method must be auto, exact, kernel, mc or pmc, not {method!r}")
     if ig_baseline not in ("unk", "mask", "pad", "zeros"):
         fail(f"--ig-baseline must be unk, mask, pad or zeros, not {ig_baseline!r}")
+    if ig_method not in ("gausslegendre", "riemann_right"):
+        fail(f"--ig-method must be gausslegendre or riemann_right, not {ig_method!r}")
     if not db.exists():
         fail(f"{db}: no such database; load logs first with `ragaudit ingest PATH... --db {db}`")
     try:
@@ -51,31 +63,48 @@ def attribute(
     except store.StoreError as e:
         fail(str(e))
     qids = _chosen_queries(con, run, queries, all_queries)
-    models = LazyModels(retriever, generator, device)
-    out = []
+    opts = dict(method=method, n_samples=n_samples, n_fits=n_fits, seed=seed, max_docs=max_docs,
+                max_new_tokens=max_new_tokens, ig_steps=ig_steps, ig_baseline=ig_baseline, ig_method=ig_method)
+    jobs, unplanned = [], []
+    for q in qids:
+        try:
+            jobs.append(plan(con, run, q, retriever=retriever, generator=generator, device=device, shuffle=shuffle,
+                             **opts))
+        except AttributionError as e:
+            unplanned.append((q, str(e)))
+    if unplanned and len(qids) == 1:
+        fail(unplanned[0][1])
+    bar = tqdm(total=len(jobs), desc=f"attribute {run}" + (f" on Ray ({ray})" if ray else ""), unit="query")
     try:
-        for q in tqdm(qids, desc=f"attribute {run}", unit="query"):
-            out += explain_query(con, run, q, embedder=models.embedder, generator=models.generator,
-                                 retriever_name=retriever or DEFAULT_EMBEDDER,
-                                 generator_name=generator or DEFAULT_GENERATOR_NAME, method=method,
-                                 n_samples=n_samples, n_fits=n_fits, seed=seed, max_docs=max_docs,
-                                 max_new_tokens=max_new_tokens, ig_steps=ig_steps, ig_baseline=ig_baseline,
-                                 shuffle=shuffle)
-    except (AttributionError, ModelLoadError, ValueError) as e:
+        rep = run_batch(con, jobs, ray=ray, workers=workers, on_result=lambda _s, _st: bar.update(1))
+    except (ModelLoadError, RuntimeError) as e:
         fail(str(e))
+    finally:
+        bar.close()
+    out = []
+    for spec, _inputs in jobs:
+        keys = spec.result_keys()
+        have = stored_payloads(con, list(keys.values()))
+        out += [have[keys[c]] for c in spec.conditions if keys[c] in have]
     for r in out:
         typer.echo(f"{r['query_id']}: {r['method']}  generator ranking "
                    f"{' > '.join(str(i + 1) for i in r['generator_ranking'])}  "
                    f"WARG(0.5) {r['warg']['0.5']:.3f}  WARG(0.9) {r['warg']['0.9']:.3f}  "
                    f"wasted retrieval {r['wasted_retrieval']}  noise distraction {r['noise_distraction']}")
+    typer.echo(f"{len(rep.done)} computed, {len(rep.skipped)} already stored, {len(rep.failed) + len(unplanned)} "
+               f"failed ({rep.runner}, {rep.seconds:.1f} s)", err=True)
+    for q, err in unplanned + rep.failed:
+        typer.echo(f"failed: query {q}: {err}", err=True)
     tables = batch_tables(con, run)
     if len(qids) > 1 and tables:
         typer.echo("\nfailure rates (stored results of the run):")
         typer.echo(tables["failure"].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
         typer.echo("\nmean WARG by p:")
         typer.echo(tables["warg"].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    emit_json({"results": out, "tables": {k: json.loads(v.to_json(orient="records")) for k, v in tables.items()}},
-              json_out)
+    emit_json({"results": out, "failed": [{"query_id": q, "error": e} for q, e in unplanned + rep.failed],
+               "tables": {k: json.loads(v.to_json(orient="records")) for k, v in tables.items()}}, json_out)
+    if unplanned or rep.failed:
+        raise typer.Exit(1)
 
 
 def _chosen_queries(con, run: str, queries: str | None, all_queries: bool) -> list[str]:

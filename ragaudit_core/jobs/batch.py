@@ -1,0 +1,107 @@
+"""Batches of jobs: in the process, or mapped over a Ray cluster.
+
+``run_batch`` skips jobs whose results are stored (so a batch resumes where a previous one
+stopped), runs the rest, stores each result as it lands, and reports a failed job with its
+query and error without losing the others. With ``ray`` (``"local"`` starts a local cluster
+of ``workers`` CPUs; anything else is an address to join) each job is a Ray task that runs
+the same :func:`jobs.run.execute` in a Ray worker process; the results come back to this
+process, the only one that writes the database. Tasks ask for a GPU when the cluster has
+GPUs and the jobs' device is not ``cpu``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import duckdb
+
+from ragaudit_core.jobs.run import execute, is_stored, store
+from ragaudit_core.jobs.spec import JobInputs, JobSpec
+
+__all__ = ["BatchReport", "run_batch"]
+
+
+@dataclass
+class BatchReport:
+    done: list[str] = field(default_factory=list)             # query ids computed now
+    skipped: list[str] = field(default_factory=list)          # already stored
+    failed: list[tuple[str, str]] = field(default_factory=list)   # (query id, error)
+    seconds: float = 0.0
+    runner: str = "process"
+
+
+def run_batch(con: duckdb.DuckDBPyConnection, jobs: Sequence[tuple[JobSpec, JobInputs]], *, ray: str | None = None,
+              workers: int | None = None, on_result: Callable[[JobSpec, str], None] | None = None) -> BatchReport:
+    """Run ``jobs`` (spec, inputs) and store their results; ``on_result(spec, status)`` after
+    each (``done``, ``skipped`` or ``failed``) — e.g. a progress bar."""
+    t0 = time.perf_counter()
+    rep = BatchReport(runner="process" if ray is None else f"ray ({ray})")
+    say = on_result or (lambda _s, _st: None)
+    todo = []
+    for spec, inputs in jobs:
+        if is_stored(con, spec):
+            rep.skipped.append(spec.query_id)
+            say(spec, "skipped")
+        else:
+            todo.append((spec, inputs))
+    if ray is None:
+        for spec, inputs in todo:
+            try:
+                payloads = execute(spec, inputs)
+            except Exception as e:  # noqa: BLE001 — reported with its query; the batch goes on
+                rep.failed.append((spec.query_id, f"{type(e).__name__}: {e}"))
+                say(spec, "failed")
+                continue
+            store(con, spec, payloads)
+            rep.done.append(spec.query_id)
+            say(spec, "done")
+    elif todo:
+        _run_on_ray(con, todo, ray, workers, rep, say)
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+def _ray_task(spec_json: str, inputs_json: str) -> list[dict]:
+    """One job in a Ray worker process (models loaded once per worker, :class:`ModelCache`)."""
+    return execute(JobSpec.model_validate_json(spec_json), JobInputs.model_validate_json(inputs_json))
+
+
+def _run_on_ray(con, todo, address: str, workers: int | None, rep: BatchReport, say) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError("Ray is not installed: pip install 'ragaudit[ray]'") from None
+    started = not ray.is_initialized()
+    if started:
+        if address == "local":
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    try:
+        gpus = ray.cluster_resources().get("GPU", 0)
+        tasks = {g: ray.remote(num_cpus=1, num_gpus=g, max_retries=0)(_ray_task) for g in (0, 1)}
+        pending = {}
+        for spec, inputs in todo:
+            want_gpu = gpus > 0 and spec.device != "cpu"
+            ref = tasks[int(want_gpu)].remote(spec.model_copy(update={"device": "cuda" if want_gpu else spec.device}).model_dump_json(),
+                              inputs.model_dump_json())
+            pending[ref] = spec
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                spec = pending.pop(ref)
+                try:
+                    payloads = ray.get(ref)
+                except Exception as e:  # noqa: BLE001 — a task's error, reported with its query
+                    cause = getattr(e, "cause", None) or e
+                    rep.failed.append((spec.query_id, f"{type(cause).__name__}: {cause}"))
+                    say(spec, "failed")
+                    continue
+                store(con, spec, payloads)
+                rep.done.append(spec.query_id)
+                say(spec, "done")
+    finally:
+        if started:
+            ray.shutdown()
