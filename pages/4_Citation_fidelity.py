@@ -21,6 +21,9 @@ from ragaudit_core.fidelity import (
     survival_table,
     tail_comment,
 )
+from ragaudit_core.fidelity.judging import judge_summary, verdict_table
+from ragaudit_core.jobs import is_stored, plan_judge, queue
+from ragaudit_core.jobs.worker import ensure_worker
 from ragaudit_core.logs import catalog
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.review import charts
@@ -79,7 +82,7 @@ alerts = sorted(r.alerts, key=lambda a: {"alert": 0, "ok": 1}.get(a["status"], 2
 ui.table(alerts, hide_index=True, column_config={
     "value": st.column_config.NumberColumn(format="%.3f"), "threshold": st.column_config.NumberColumn(format="%.3f"),
     "message": st.column_config.TextColumn(width="large")})
-with st.expander(f"Stage survival of {run}, both readings", expanded=False):
+with st.expander(f"Stage survival of {ui.md(run)}, both readings", expanded=False):
     st.caption("The alert uses the conditional rate (of the queries that reached a stage with a ground-truth "
                "source, the share keeping one through it); the funnel shows the running product (the share of "
                "all queries with ground truth still holding a source). Stages no query reached are left out.")
@@ -125,6 +128,43 @@ finds = r.findings[r.findings["query_id"] == qid]
 if len(finds):
     st.warning(f"{len(finds)} failure-mode finding(s) in this graph")
     ui.table(finds.drop(columns=["query_id"]), hide_index=True)
+
+# --- LLM judge (Pattern 4) --------------------------------------------------------------------
+st.subheader("LLM judge (Pattern 4)")
+st.caption("A judge model verifies each citation against the retrieved context with seed 002's prompt; three "
+           "judges (seeds 0–2 of the packaged SmolLM2; seed 0 greedy) vote. Beside the rule-based verification "
+           "above: how often they agree, and how often the judges disagree among themselves (the seed reports "
+           "12–18 % for its judges). Runs in the background; results appear as they land.")
+verdicts = verdict_table(con, run)
+js = judge_summary(con, run)
+active = [j for j in queue.jobs(con, run_id=run) if j.spec.kind == "judge" and j.status in ("queued", "running")]
+if js["n_citations"]:
+    a, d = js["agreement"], js["disagreement"]
+    jm = st.columns(4)
+    jm[0].metric("citations judged", f"{js['n_citations']:,}")
+    jm[1].metric("agreement with the rules", ui.fmt(a["rate"], pct=True),
+                 help="Share of citations whose majority verdict equals Pattern 3's (1.0 ACCURATE, 0.3 PARTIAL, "
+                      "0 HALLUCINATED).")
+    jm[2].metric("judges disagree", ui.fmt(d["rate"], pct=True),
+                 help=f"Share of citations whose votes are not unanimous; pairwise: {ui.fmt(d['pairwise'], pct=True)}.")
+    jm[3].metric("invalid votes", f"{js['n_invalid_votes']:,}")
+    ui.table(verdicts.drop(columns=["_votes"]), key=f"fid.judge.{run}",
+             column_config={"rule": st.column_config.TextColumn("rule-based (Pattern 3)"),
+                            "votes": st.column_config.TextColumn("judges' votes", width="large"),
+                            "majority": st.column_config.TextColumn("majority (ties: most conservative)")})
+if active:
+    done_n = sum(j.status == "running" for j in active)
+    st.info(f"{len(active)} judge job(s) queued or running ({done_n} running); reload to see new verdicts.")
+elif st.button(f"Judge the citations of {ui.md(run)} (3 judges)", key="fid.judge.start"):
+    n_jobs = 0
+    for q in r.queries["query_id"]:
+        spec, inputs = plan_judge(con, run, q)
+        if inputs.citations and not is_stored(con, spec):
+            queue.enqueue(con, spec, inputs)
+            n_jobs += 1
+    if n_jobs:
+        ensure_worker(db_path, idle_s=60)
+    st.rerun()
 
 # --- canary -----------------------------------------------------------------------------------
 st.subheader("Canary: two runs' CFS distributions")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from ragaudit_core import __version__
-from ragaudit_core.cli import attribution, fidelity, harness, logs, review, stability
+from ragaudit_core.cli import attribution, fidelity, harness, judge, logs, review, stability
 
 __all__ = ["app", "main"]
 
@@ -22,7 +22,7 @@ app = typer.Typer(
 )
 
 for command in (logs.ingest, stability.stability, harness.sweep, harness.provenance, fidelity.fidelity,
-                attribution.attribute, stability.probe, review.gate, review.report):
+                attribution.attribute, judge.judge, stability.probe, review.gate, review.report):
     app.command()(command)
 
 

@@ -6,8 +6,18 @@ result wherever it runs.
 """
 
 from ragaudit_core.jobs.batch import BatchReport, run_batch
-from ragaudit_core.jobs.run import ATTRIBUTION_DEFAULTS, JobCancelled, ModelCache, execute, is_stored, plan, store
+from ragaudit_core.jobs.run import (
+    ATTRIBUTION_DEFAULTS,
+    JUDGE_DEFAULTS,
+    JobCancelled,
+    ModelCache,
+    execute,
+    is_stored,
+    plan,
+    plan_judge,
+    store,
+)
 from ragaudit_core.jobs.spec import JobInputs, JobSpec
 
-__all__ = ["ATTRIBUTION_DEFAULTS", "BatchReport", "JobCancelled", "JobInputs", "JobSpec", "ModelCache", "execute",
-           "is_stored", "plan", "run_batch", "store"]
+__all__ = ["ATTRIBUTION_DEFAULTS", "JUDGE_DEFAULTS", "BatchReport", "JobCancelled", "JobInputs", "JobSpec", "ModelCache", "execute",
+           "is_stored", "plan", "plan_judge", "run_batch", "store"]

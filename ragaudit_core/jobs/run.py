@@ -15,14 +15,17 @@ import duckdb
 
 from ragaudit_core.jobs.spec import JobInputs, JobSpec
 
-__all__ = ["ATTRIBUTION_DEFAULTS", "JobCancelled", "ModelCache", "execute", "is_stored", "plan", "store"]
+__all__ = ["ATTRIBUTION_DEFAULTS", "JUDGE_DEFAULTS", "JobCancelled", "ModelCache", "execute", "is_stored", "plan",
+           "plan_judge", "store"]
 
-ATTRIBUTION_DEFAULTS = {"method": "pmc", "n_samples": 20, "n_fits": 200, "seed": 0, "max_docs": 5,
+ATTRIBUTION_DEFAULTS = {"method": "auto", "n_samples": 20, "n_fits": 200, "seed": 0, "max_docs": 5,
                         "max_new_tokens": 48, "ig_steps": 24, "ig_baseline": "unk", "ig_method": "gausslegendre"}
 """Defaults of an attribution job, chosen by measurement on 2 CPU cores (docs/benchmarks.md,
-"Attribution defaults"): IG by 24-point Gauss–Legendre (completeness within 0.2 % on the bench
-documents, against 100 Riemann steps), Shapley by PMCSHAP (N = 20, M = 200; its MSE against
-exact Shapley is reported there). Exact Shapley stays one option away (``method="exact"``)."""
+"Attribution defaults"): IG by 24-point Gauss–Legendre (completeness within 0.6 % on the bench
+queries, at a quarter of the time of 100 Riemann steps); Shapley ``auto``: exact up to 6
+documents — on five documents the prompts' token trie makes all 32 coalitions cost little
+more than PMCSHAP's 12, and PMCSHAP (N = 20, M = 200) was measurably off on some queries
+(its MSE against exact is reported there) — and PMCSHAP beyond, one option away below."""
 
 
 class JobCancelled(RuntimeError):
@@ -74,12 +77,69 @@ def plan(con: duckdb.DuckDBPyConnection, run_id: str, query_id: str, *, retrieve
     return spec, JobInputs(query=query, documents=docs)
 
 
+JUDGE_DEFAULTS = {"seeds": (0, 1, 2), "max_chars": 400, "explanation_tokens": 16}
+"""The judge panel's defaults: three judges (seed 0 greedy, seeds 1 and 2 sampled), context
+chunks cut to 400 characters, explanations of at most 16 tokens (local backend)."""
+
+
+def plan_judge(con: duckdb.DuckDBPyConnection, run_id: str, query_id: str, *, model: str | None = None,
+               endpoint: str | None = None, seeds: tuple[int, ...] | None = None, max_chars: int | None = None,
+               device: str = "auto") -> tuple[JobSpec, JobInputs]:
+    """The Pattern-4 judge job for one provenance record: ``model`` (default the packaged
+    SmolLM2) loaded locally, or served by the OpenAI-compatible ``endpoint``."""
+    from ragaudit_core import models
+    from ragaudit_core.fidelity import load_graphs
+    from ragaudit_core.fidelity.judging import judge_inputs
+
+    graphs = load_graphs(con, run_id, [query_id])
+    if not graphs:
+        raise ValueError(f"run {run_id!r} has no provenance record for query {query_id!r}")
+    params = {"seeds": list(seeds or JUDGE_DEFAULTS["seeds"]), "max_chars": max_chars or JUDGE_DEFAULTS["max_chars"],
+              "explanation_tokens": JUDGE_DEFAULTS["explanation_tokens"], "endpoint": endpoint}
+    query, citations, context = judge_inputs(graphs[0], params["max_chars"])
+    if endpoint and not model:
+        raise ValueError("an endpoint needs a model name (--judge-model)")
+    spec = JobSpec(kind="judge", run_id=run_id, query_id=query_id, retriever="",
+                   generator=model or models.DEFAULT_GENERATOR_NAME, method="endpoint" if endpoint else "local",
+                   params=params, device=device)
+    return spec, JobInputs(query=query, citations=citations, context=context)
+
+
+def _judge_backend(spec: JobSpec, generator=None):
+    import os
+
+    from ragaudit_core.fidelity.judges import EndpointJudge, LocalJudge
+
+    if spec.method == "endpoint":
+        return EndpointJudge(spec.params["endpoint"], spec.generator, api_key=os.environ.get("RAGAUDIT_JUDGE_API_KEY"))
+    gen = generator or ModelCache.get("generator", spec.generator, spec.device)
+    return LocalJudge(gen() if callable(gen) and not hasattr(gen, "model") else gen,
+                      explanation_tokens=spec.params.get("explanation_tokens", 16))
+
+
+def _execute_judge(spec: JobSpec, inputs: JobInputs, generator, progress) -> list[dict]:
+    from ragaudit_core.fidelity.judging import judge_citations
+
+    backend = _judge_backend(spec, generator)
+    rows, n = [], len(inputs.citations)
+    for i, c in enumerate(inputs.citations):
+        rows += judge_citations(inputs.query, [c], inputs.context, backend, spec.params["seeds"])
+        for r in rows[-len(spec.params["seeds"]):]:
+            r["citation_index"] = i
+        if progress:
+            progress(f"judge: citation {i + 1} of {n}", (i + 1) / n)
+    return rows
+
+
 def execute(spec: JobSpec, inputs: JobInputs, *, embedder=None, generator=None,
             progress: Callable[[str, float], None] | None = None) -> list[dict]:
-    """Compute the job's result (one payload per condition). Models default to the spec's,
-    loaded once per process (:class:`ModelCache`)."""
+    """Compute the job's result: one payload per condition (attribution) or one row per
+    citation and judge (judge). Models default to the spec's, loaded once per process
+    (:class:`ModelCache`)."""
     from ragaudit_core.attribution.explain import compute_attribution
 
+    if spec.kind == "judge":
+        return _execute_judge(spec, inputs, generator, progress)
     dev = spec.device
     return compute_attribution(
         spec.run_id, spec.query_id, inputs.query, inputs.documents,
@@ -92,6 +152,12 @@ def store(con: duckdb.DuckDBPyConnection, spec: JobSpec, payloads: list[dict]) -
     """Write the job's result under its keys (a repeated job replaces its rows)."""
     from ragaudit_core.attribution.explain import store_payloads
 
+    if spec.kind == "judge":
+        from ragaudit_core.fidelity.judging import store_verdicts
+
+        store_verdicts(con, spec.result_keys()["verdicts"], spec.run_id, spec.query_id, payloads)
+        return
+
     keys = spec.result_keys()
     desc = {"run_id": spec.run_id, "query_id": spec.query_id, "retriever": spec.retriever,
             "generator": spec.generator, "method": spec.method, "params": spec.params}
@@ -101,6 +167,11 @@ def store(con: duckdb.DuckDBPyConnection, spec: JobSpec, payloads: list[dict]) -
 def is_stored(con: duckdb.DuckDBPyConnection, spec: JobSpec) -> bool:
     """Whether every condition of the job has a stored result (a batch skips it)."""
     from ragaudit_core.attribution.explain import stored_payloads
+
+    if spec.kind == "judge":
+        from ragaudit_core.fidelity.judging import has_verdicts
+
+        return has_verdicts(con, spec.result_keys()["verdicts"])
 
     keys = spec.result_keys()
     return len(stored_payloads(con, list(keys.values()))) == len(keys)

@@ -24,7 +24,7 @@ class JobSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["attribution"] = "attribution"
+    kind: Literal["attribution", "judge"] = "attribution"
     run_id: str
     query_id: str
     retriever: str
@@ -41,8 +41,12 @@ class JobSpec(BaseModel):
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=list).encode()).hexdigest()[:16]
 
     def result_keys(self) -> dict[str, str]:
-        """condition → the key of the stored result (as :func:`attribution.explain.result_key`)."""
+        """condition → the key of the stored result (as :func:`attribution.explain.result_key`);
+        a judge job has one key, ``verdicts``."""
         from ragaudit_core.attribution.explain import result_key
+
+        if self.kind == "judge":
+            return {"verdicts": "judge-" + self.job_id()}
 
         return {c: result_key(self.run_id, self.query_id, self.retriever, self.generator, self.method, self.params, c)
                 for c in self.conditions}
@@ -50,9 +54,12 @@ class JobSpec(BaseModel):
 
 class JobInputs(BaseModel):
     """The data a job reads, resolved from the database by whoever queues it, so a worker on
-    another machine needs no database: the query text and its documents in retriever order."""
+    another machine needs no database: the query text and its documents in retriever order
+    (attribution), or its citations and context (judge)."""
 
     model_config = ConfigDict(frozen=True)
 
     query: str
-    documents: list[tuple[str, str]]        # (doc_id, text)
+    documents: list[tuple[str, str]] = []          # attribution: (doc_id, text) in retriever order
+    citations: list[dict] = []                     # judge: [{citation, score}] (Pattern 3's extraction)
+    context: list[dict] = []                       # judge: the context chunks with provenance

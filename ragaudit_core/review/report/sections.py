@@ -350,6 +350,17 @@ def fidelity(pdf: ReportPDF, data: ReportData) -> None:
             pdf.para("Citation outcomes: " + ", ".join(f"{k} {v}" for k, v in outcomes.items()), size=8)
         pdf.para("Failure modes: " + (", ".join(f"{k} {v}" for k, v in fm.items()) if fm else "none found"), size=8)
         pdf.gap(1)
+    if data.judge:
+        pdf.start_section("LLM judge (Pattern 4)", level=1)
+        pdf.para("Each citation judged by a panel with seed 002's judge prompt; majority vote (ties to the most "
+                 "conservative verdict). Agreement: the majority equals the rule-based verdict (1.0 ACCURATE, 0.3 "
+                 "PARTIAL, 0 HALLUCINATED). Disagreement: citations whose votes are not unanimous (the seed reports "
+                 "12–18 % for its judges); pairwise: judge pairs that differ.", size=8.5)
+        pdf.data_table(
+            ["run", "citations", "agreement with rules", "judges disagree", "pairwise", "invalid votes"],
+            [[r, str(j["n_citations"]), pct(j["agreement"]["rate"]), pct(j["disagreement"]["rate"]),
+              pct(j["disagreement"]["pairwise"]), str(j["n_invalid_votes"])] for r, j in data.judge.items()],
+            size=7.5)
     if data.canary:
         c = data.canary
         verdict = (

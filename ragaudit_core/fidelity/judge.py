@@ -1,0 +1,155 @@
+"""Seed 002, Pattern 4: an LLM judge verifies each citation against the retrieved context.
+
+The judge reads the seed's prompt (:data:`JUDGE_PROMPT`, verbatim) with the citation string,
+the context chunks with their provenance and the query, and returns the seed's structured
+verdict (:class:`JudgeVerdict`): ACCURATE / PARTIAL / HALLUCINATED / UNVERIFIABLE, a
+confidence, the matching chunk, a short explanation and the coordinate fidelity. Backends
+(:mod:`.judges`) are any local causal LM or any OpenAI-compatible endpoint.
+
+**Consensus** (seed: "inter-judge consensus (n=3, majority vote)"): n judges — different
+seeds or models — vote; the majority verdict wins. A tie (e.g. three different verdicts)
+goes to the most conservative verdict among the tied ones, in the order HALLUCINATED,
+UNVERIFIABLE, PARTIAL, ACCURATE (a reading the seed leaves open: an audit should not round
+a split vote up). A judge whose output stays invalid after its retries casts no vote.
+
+**Disagreement rate** (seed: "12–18 % disagreement rate on PARTIAL vs. ACCURATE"): by
+default the share of citations whose valid votes are not unanimous; ``pairwise`` — the
+share of judge pairs, over all citations, that voted differently — is reported beside it.
+
+**Agreement with Pattern 3**: the rule-based score maps to a verdict — 1.0 ACCURATE, 0.3
+(right document, wrong or missing page) PARTIAL, 0.0 HALLUCINATED — and is compared with the
+majority verdict.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+__all__ = ["CONSERVATIVE_ORDER", "JUDGE_PROMPT", "VERDICTS", "JudgeVerdict", "agreement", "context_chunks",
+           "disagreement", "judge_prompt", "majority", "rule_verdict"]
+
+VERDICTS = ("ACCURATE", "PARTIAL", "HALLUCINATED", "UNVERIFIABLE")
+CONSERVATIVE_ORDER = ("HALLUCINATED", "UNVERIFIABLE", "PARTIAL", "ACCURATE")
+
+JUDGE_PROMPT = """You are a citation verification system. Evaluate whether
+the generated citation accurately represents a source in the provided context.
+
+INPUT:
+- Generated citation string: {citation_string}
+- Retrieved context chunks with provenance: {context_json}
+- Original user query: {query}
+
+RULES:
+1. A citation is ACCURATE only if the cited content appears in the retrieved context
+   AND the source coordinates (document ID, page, section) match the context metadata.
+2. A citation is PARTIAL if the content is correct but coordinates are imprecise
+   (e.g., "the report" instead of "Q3 Earnings, p.12").
+3. A citation is HALLUCINATED if the content or coordinates cannot be verified
+   against retrieved context.
+4. A citation is UNVERIFIABLE if the context is insufficient to check.
+
+OUTPUT JSON:
+{{
+  "verdict": "ACCURATE|PARTIAL|HALLUCINATED|UNVERIFIABLE",
+  "confidence": 0.0-1.0,
+  "matching_chunk_id": "string or null",
+  "explanation": "max 100 chars",
+  "coordinate_fidelity": 0.0-1.0  # how precisely coordinates match
+}}
+"""
+"""Seed 002, Pattern 4's ``CITATION_JUDGE_PROMPT``, word for word."""
+
+
+class JudgeVerdict(BaseModel):
+    """The seed's structured verdict; an explanation longer than 100 characters is cut."""
+
+    verdict: Literal["ACCURATE", "PARTIAL", "HALLUCINATED", "UNVERIFIABLE"]
+    confidence: float = Field(ge=0.0, le=1.0)
+    matching_chunk_id: str | None = None
+    explanation: str = ""
+    coordinate_fidelity: float = Field(ge=0.0, le=1.0)
+
+    @field_validator("explanation")
+    @classmethod
+    def _short(cls, v: str) -> str:
+        return v[:100]
+
+
+def context_chunks(g, max_chars: int = 400) -> list[dict]:
+    """The context the generator saw (stage-4 elements, in context order) with provenance:
+    chunk id, document, page and the chunk text (first ``max_chars`` characters, to bound the
+    judge's prompt). ``g`` is a ``fidelity.graph.QueryGraph``."""
+    out = []
+    elements = sorted((n for n in g.nodes.values() if n.stage == 4),
+                      key=lambda n: (n.metadata.get("context_index") or 0, n.node_id))
+    for n in elements:
+        doc, page = g.resolve(n.node_id)
+        text, chunk_id = _text_of(g, n.node_id)
+        out.append({"chunk_id": chunk_id or n.node_id, "doc_id": doc, "page": page,
+                    "text": (text or "")[:max_chars]})
+    return out
+
+
+def _text_of(g, node_id: str, seen: frozenset = frozenset()) -> tuple[str | None, str | None]:
+    """The nearest text (and chunk id) on a node or its ancestors."""
+    n = g.nodes.get(node_id)
+    if n is None:
+        return None, None
+    if n.metadata.get("text"):
+        return n.metadata["text"], n.metadata.get("chunk_id") or n.node_id
+    for p in n.derived_from:
+        if p not in seen:
+            t, c = _text_of(g, p, seen | {node_id})
+            if t:
+                return t, c
+    return None, None
+
+
+def judge_prompt(citation: str, context: Sequence[dict], query: str | None) -> str:
+    return JUDGE_PROMPT.format(citation_string=citation, context_json=json.dumps(list(context), ensure_ascii=False),
+                               query=query or "")
+
+
+def rule_verdict(score: float | None) -> str:
+    """Pattern 3's score as a verdict: 1.0 ACCURATE, 0 < s < 1 PARTIAL, 0 HALLUCINATED."""
+    if score is None:
+        return "UNVERIFIABLE"
+    return "ACCURATE" if score >= 1.0 else ("PARTIAL" if score > 0 else "HALLUCINATED")
+
+
+def majority(votes: Sequence[str | None]) -> str | None:
+    """The majority verdict of the valid votes; ties go to the most conservative (module doc)."""
+    valid = [v for v in votes if v is not None]
+    if not valid:
+        return None
+    counts = Counter(valid)
+    top = max(counts.values())
+    return next(v for v in CONSERVATIVE_ORDER if counts.get(v) == top)
+
+
+def disagreement(votes_per_citation: Sequence[Sequence[str | None]]) -> dict:
+    """Both readings of the judges' disagreement (module doc) over citations with ≥ 2 valid votes."""
+    judged = [[v for v in vs if v is not None] for vs in votes_per_citation]
+    judged = [vs for vs in judged if len(vs) >= 2]
+    if not judged:
+        return {"n_citations": 0, "rate": None, "pairwise": None}
+    pairs = [a != b for vs in judged for a, b in itertools.combinations(vs, 2)]
+    return {"n_citations": len(judged), "rate": sum(len(set(vs)) > 1 for vs in judged) / len(judged),
+            "pairwise": sum(pairs) / len(pairs)}
+
+
+def agreement(majorities: Sequence[str | None], rules: Sequence[str]) -> dict:
+    """Share of citations where the judges' majority equals Pattern 3's verdict, and the
+    confusion counts (rule verdict → judge verdict), over citations with a majority."""
+    pairs = [(r, m) for m, r in zip(majorities, rules) if m is not None]
+    if not pairs:
+        return {"n_citations": 0, "rate": None, "confusion": {}}
+    confusion = Counter(f"{r} → {m}" for r, m in pairs)
+    return {"n_citations": len(pairs), "rate": sum(r == m for r, m in pairs) / len(pairs),
+            "confusion": dict(sorted(confusion.items()))}

@@ -1,0 +1,189 @@
+"""Judge backends for Pattern 4 (:mod:`.judge`): a local causal LM with JSON enforced by
+constrained decoding, or any OpenAI-compatible chat endpoint with the JSON validated and retried.
+
+Both answer ``verdicts(prompt, chunk_ids, seeds) -> [JudgeVerdict | None]``: one verdict per
+seed, each seed one judge of the panel (seed 0 decodes greedily — the seed's temperature 0 —,
+other seeds sample, so n seeds are n judges).
+
+**Local** (:class:`LocalJudge`): the prompt goes in as the system turn of the model's chat
+template and is computed once for all seeds. The answer is decoded *inside* the verdict's
+JSON skeleton: every fixed part (``{"verdict": "``, ``", "confidence": ``…) is fed as given;
+each slot is chosen among its legal values by the model's log-probability of the value
+(``verdict`` among the four verdicts, ``matching_chunk_id`` among the context's chunk ids and
+``null``, the two scores among 0, 0.25, 0.5, 0.75, 1), greedily for seed 0 and by sampling
+∝ exp(log p) for the others; the explanation is generated freely (at most
+``explanation_tokens`` tokens, stopped at a quote). The output is valid JSON by
+construction. The same loading path as the generator (``models.load_generator``): any
+local folder, model id or ``.gguf`` a user names.
+
+**Endpoint** (:class:`EndpointJudge`): POST ``{base_url}/chat/completions`` (vLLM, Ollama,
+a hosted API) with the prompt as the system message, ``response_format: json_object``,
+temperature 0 for seed 0 (the seed's setting) and ``temperature`` otherwise, and ``seed``.
+The reply's first JSON object is validated against :class:`JudgeVerdict`; an invalid or
+failed reply is retried ``retries`` times, then the judge casts no vote (None).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+
+import numpy as np
+
+from ragaudit_core.fidelity.judge import VERDICTS, JudgeVerdict
+
+__all__ = ["EndpointJudge", "LocalJudge", "SCORE_CHOICES"]
+
+SCORE_CHOICES = ("0.0", "0.25", "0.5", "0.75", "1.0")
+
+
+class LocalJudge:
+    """A local Hugging Face causal LM (``models.Generator``) as a judge, decoded in the schema."""
+
+    def __init__(self, generator, *, explanation_tokens: int = 16, temperature: float = 1.0):
+        self.gen, self.tok, self.model = generator, generator.tokenizer, generator.model
+        self.explanation_tokens = explanation_tokens
+        self.temperature = temperature
+        self.name = f"local:{getattr(generator, 'name', 'model')}"
+
+    def verdicts(self, prompt: str, chunk_ids: Sequence[str], seeds: Sequence[int]) -> list[JudgeVerdict | None]:
+        import torch
+
+        ids = self.tok.apply_chat_template([{"role": "system", "content": prompt}], add_generation_prompt=True,
+                                           tokenize=True)
+        if isinstance(ids, dict) or hasattr(ids, "input_ids"):
+            ids = ids["input_ids"]
+        with torch.no_grad():
+            out = self.model(torch.tensor([list(ids)], device=self.gen.device), use_cache=True, logits_to_keep=1)
+        cache, base, last = out.past_key_values, len(ids), out.logits[0, -1].float()
+        verdicts = []
+        for seed in seeds:
+            _crop(cache, base)
+            state = _State(self, cache, last, np.random.default_rng(seed), greedy=seed == 0)
+            verdicts.append(state.decode(list(chunk_ids)))
+        return verdicts
+
+
+def _crop(cache, length: int) -> None:
+    """Keep the first ``length`` positions of a KV cache."""
+    extra = cache.get_seq_length() - length
+    if extra > 0:
+        cache.crop(-extra)
+
+
+class _State:
+    """One seed's walk through the JSON skeleton over a shared KV cache."""
+
+    def __init__(self, judge: LocalJudge, cache, last_logits, rng, greedy: bool):
+        self.j, self.cache, self.last, self.rng, self.greedy = judge, cache, last_logits, rng, greedy
+
+    def _feed(self, token_ids: list[int]):
+        import torch
+
+        with torch.no_grad():
+            out = self.j.model(torch.tensor([token_ids], device=self.j.gen.device), past_key_values=self.cache,
+                               use_cache=True)
+        return out.logits[0].float()
+
+    def emit(self, text: str) -> None:
+        logits = self._feed(self.j.tok(text, add_special_tokens=False)["input_ids"])
+        self.last = logits[-1]
+
+    def choose(self, options: Sequence[str]) -> int:
+        import torch
+
+        start = self.cache.get_seq_length()
+        scores = []
+        for opt in options:
+            toks = self.j.tok(opt, add_special_tokens=False)["input_ids"]
+            logp = torch.log_softmax(self.last, -1)[toks[0]].item()
+            if len(toks) > 1:
+                lg = torch.log_softmax(self._feed(toks[:-1]), -1)
+                logp += float(sum(lg[i, t] for i, t in enumerate(toks[1:])))
+                _crop(self.cache, start)
+            scores.append(logp)
+        s = np.asarray(scores)
+        if self.greedy:
+            pick = int(np.argmax(s))
+        else:
+            p = np.exp((s - s.max()) / self.j.temperature)
+            pick = int(self.rng.choice(len(options), p=p / p.sum()))
+        self.emit(options[pick])
+        return pick
+
+    def generate_text(self) -> str:
+        import torch
+
+        out: list[int] = []
+        for _ in range(self.j.explanation_tokens):
+            logp = torch.log_softmax(self.last, -1)
+            if self.greedy:
+                t = int(torch.argmax(logp))
+            else:
+                p = torch.softmax(self.last / self.j.temperature, -1).cpu().numpy().astype(float)
+                t = int(self.rng.choice(len(p), p=p / p.sum()))
+            piece = self.j.tok.decode([t])
+            if '"' in piece or "\n" in piece or t == self.j.tok.eos_token_id:
+                break
+            out.append(t)
+            self.last = self._feed([t])[-1]
+        return self.j.tok.decode(out).replace("\\", "")
+
+    def decode(self, chunk_ids: list[str]) -> JudgeVerdict:
+        self.emit('{"verdict": "')
+        verdict = VERDICTS[self.choose([f'{v}"' for v in VERDICTS])]
+        self.emit(', "confidence": ')
+        confidence = float(SCORE_CHOICES[self.choose(list(SCORE_CHOICES))])
+        self.emit(', "matching_chunk_id": ')
+        opts = [json.dumps(c) for c in chunk_ids] + ["null"]
+        picked = opts[self.choose(opts)]
+        self.emit(', "explanation": "')
+        explanation = self.generate_text()
+        self.emit('", "coordinate_fidelity": ')
+        fidelity = float(SCORE_CHOICES[self.choose(list(SCORE_CHOICES))])
+        return JudgeVerdict(verdict=verdict, confidence=confidence, matching_chunk_id=json.loads(picked),
+                            explanation=explanation.strip(), coordinate_fidelity=fidelity)
+
+
+_JSON_OBJECT = re.compile(r"\{.*\}", re.S)
+
+
+class EndpointJudge:
+    """An OpenAI-compatible chat-completions endpoint as a judge."""
+
+    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, temperature: float = 0.7,
+                 retries: int = 2, timeout_s: float = 120.0):
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model, self.api_key, self.temperature = model, api_key, temperature
+        self.retries, self.timeout_s = retries, timeout_s
+        self.name = f"endpoint:{model}"
+        self.n_invalid = 0           # replies that failed validation or the request (retried)
+
+    def _ask(self, prompt: str, seed: int) -> str:
+        body = {"model": self.model, "messages": [{"role": "system", "content": prompt}],
+                "response_format": {"type": "json_object"}, "temperature": 0.0 if seed == 0 else self.temperature,
+                "seed": seed}
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        req = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
+        with urllib.request.urlopen(req, timeout=self.timeout_s) as r:     # noqa: S310 — the user's endpoint
+            return json.loads(r.read())["choices"][0]["message"]["content"]
+
+    def verdicts(self, prompt: str, chunk_ids: Sequence[str], seeds: Sequence[int]) -> list[JudgeVerdict | None]:
+        out = []
+        for seed in seeds:
+            verdict = None
+            for _attempt in range(1 + self.retries):
+                try:
+                    content = self._ask(prompt, seed)
+                    m = _JSON_OBJECT.search(content or "")
+                    verdict = JudgeVerdict.model_validate_json(m.group(0) if m else "")
+                    break
+                except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError):
+                    self.n_invalid += 1
+            out.append(verdict)
+        return out

@@ -1,0 +1,113 @@
+"""Running the Pattern-4 judge panel over a run's citations and keeping its verdicts.
+
+``judge_citations`` is the pure step (a query's citations, its context, a backend and the
+panel's seeds → one row per citation and judge); ``store_verdicts`` / ``verdict_table`` /
+``judge_summary`` keep and read them in the ``judge_verdicts`` table, beside Pattern 3's
+rule-based verification (:mod:`.score`), with the agreement and disagreement rates of
+:mod:`.judge`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+import pandas as pd
+
+from ragaudit_core.fidelity.citations import DEFAULT_PATTERNS
+from ragaudit_core.fidelity.judge import agreement, context_chunks, disagreement, judge_prompt, majority, rule_verdict
+
+__all__ = ["judge_citations", "judge_inputs", "judge_summary", "store_verdicts", "verdict_table"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS judge_verdicts (
+    job_key     VARCHAR NOT NULL,
+    run_id      VARCHAR NOT NULL,
+    query_id    VARCHAR NOT NULL,
+    citation_index INTEGER NOT NULL,
+    citation    VARCHAR NOT NULL,
+    rule_score  DOUBLE,
+    judge       VARCHAR NOT NULL,
+    seed        INTEGER NOT NULL,
+    verdict     VARCHAR,
+    confidence  DOUBLE,
+    matching_chunk_id VARCHAR,
+    explanation VARCHAR,
+    coordinate_fidelity DOUBLE,
+    created_at  TIMESTAMP DEFAULT now()
+)
+"""
+
+
+def judge_inputs(g, max_chars: int = 400) -> tuple[str, list[dict], list[dict]]:
+    """(query, citations [{citation, score}], context chunks) of one provenance record; the
+    citations are Pattern 3's (extracted and scored by :func:`score.compute_query`)."""
+    from ragaudit_core.fidelity.score import compute_query
+
+    q = compute_query(g, DEFAULT_PATTERNS)
+    return g.query or "", [{"citation": c["citation"], "score": c["score"]} for c in q.citations], \
+        context_chunks(g, max_chars)
+
+
+def judge_citations(query: str, citations: Sequence[dict], context: Sequence[dict], backend,
+                    seeds: Sequence[int]) -> list[dict]:
+    """One row per (citation, judge): the judge's verdict fields, None where it cast no vote."""
+    rows = []
+    chunk_ids = [c["chunk_id"] for c in context]
+    for i, c in enumerate(citations):
+        verdicts = backend.verdicts(judge_prompt(c["citation"], context, query), chunk_ids, seeds)
+        for seed, v in zip(seeds, verdicts):
+            rows.append({"citation_index": i, "citation": c["citation"], "rule_score": c["score"],
+                         "judge": backend.name, "seed": int(seed),
+                         **(v.model_dump() if v is not None else dict.fromkeys(
+                             ("verdict", "confidence", "matching_chunk_id", "explanation", "coordinate_fidelity")))})
+    return rows
+
+
+def store_verdicts(con: duckdb.DuckDBPyConnection, job_key: str, run_id: str, query_id: str, rows: list[dict]) -> None:
+    """Replace the verdicts of one judge job (one query, one panel)."""
+    con.execute(_SCHEMA)
+    con.execute("DELETE FROM judge_verdicts WHERE job_key = ?", [job_key])
+    for r in rows:
+        con.execute("INSERT INTO judge_verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
+                    [job_key, run_id, query_id, r["citation_index"], r["citation"], r["rule_score"], r["judge"],
+                     r["seed"], r["verdict"], r["confidence"], r["matching_chunk_id"], r["explanation"],
+                     r["coordinate_fidelity"]])
+
+
+def has_verdicts(con: duckdb.DuckDBPyConnection, job_key: str) -> bool:
+    con.execute(_SCHEMA)
+    return bool(con.execute("SELECT count(*) FROM judge_verdicts WHERE job_key = ?", [job_key]).fetchone()[0])
+
+
+def verdict_table(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
+    """One row per judged citation of a run: Pattern 3's verdict, the judges' votes, the
+    majority and whether the votes were unanimous."""
+    con.execute(_SCHEMA)
+    df = con.execute("SELECT query_id, citation_index, citation, rule_score, judge, seed, verdict, confidence, "
+                     "matching_chunk_id FROM judge_verdicts WHERE run_id = ? ORDER BY query_id, citation_index, "
+                     "judge, seed", [run_id]).df()
+    cols = ["query_id", "citation", "rule", "votes", "majority", "unanimous", "n_judges", "n_valid"]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for (qid, idx), grp in df.groupby(["query_id", "citation_index"], sort=False):
+        votes = [None if pd.isna(v) else v for v in grp["verdict"]]
+        valid = [v for v in votes if v is not None]
+        rows.append({"query_id": qid, "citation": grp["citation"].iloc[0],
+                     "rule": rule_verdict(None if pd.isna(grp["rule_score"].iloc[0]) else grp["rule_score"].iloc[0]),
+                     "votes": " · ".join(v or "no vote" for v in votes), "majority": majority(votes),
+                     "unanimous": len(set(valid)) == 1 if len(valid) >= 2 else None,
+                     "n_judges": len(votes), "n_valid": len(valid), "_votes": votes})
+    return pd.DataFrame(rows)
+
+
+def judge_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict:
+    """Counts, the agreement with Pattern 3 and the judges' disagreement for a run."""
+    t = verdict_table(con, run_id)
+    if t.empty:
+        return {"n_citations": 0, "agreement": agreement([], []), "disagreement": disagreement([]),
+                "n_invalid_votes": 0}
+    return {"n_citations": len(t), "agreement": agreement(t["majority"].tolist(), t["rule"].tolist()),
+            "disagreement": disagreement(t["_votes"].tolist()),
+            "n_invalid_votes": int((t["n_judges"] - t["n_valid"]).sum())}
