@@ -3,6 +3,8 @@ evidence–answer probe (seed 000, Table 1 and figures 2–3)."""
 
 from __future__ import annotations
 
+import shlex
+
 import streamlit as st
 
 from pages import ui
@@ -82,8 +84,9 @@ ui.table(gate.verdict_rows(verdict), key="compare.verdict",
          column_config={"why": st.column_config.TextColumn(width="large"),
                         **{c: st.column_config.NumberColumn(format="%.3f") for c in ("value", "baseline", "candidate")}})
 st.caption("Failed rules first. A rule whose data is absent (no spans, no provenance logs, no stored "
-           "attributions) is not applicable and does not fail the gate. The same verdict from the command "
-           f"line: `ragaudit gate --db {db_path} --baseline {baseline} --candidate {candidate}`.")
+           "attributions) is not applicable and does not fail the gate. The same verdict from the command line:")
+st.code(f"ragaudit gate --db {shlex.quote(db_path)} --baseline {shlex.quote(baseline)} "
+        f"--candidate {shlex.quote(candidate)}", language="bash")
 
 with st.container(border=True):
     st.markdown("**Audit report (PDF)** — cover, this verdict, stability, worst queries, probe, citation "
@@ -116,7 +119,7 @@ with st.container(border=True):
             st.session_state[KEYS.report] = built
         bar.empty()
     if built and built[0] == what:
-        st.download_button(f"Download audit-{candidate}-vs-{baseline}.pdf ({len(built[1]) / 1024:.0f} KB)", built[1],
+        st.download_button(f"Download audit-{ui.md(candidate)}-vs-{ui.md(baseline)}.pdf ({len(built[1]) / 1024:.0f} KB)", built[1],
                            file_name=f"audit-{candidate}-vs-{baseline}.pdf", mime="application/pdf",
                            key="compare.download_report")
     elif built:

@@ -29,11 +29,11 @@ qid = ui.query_picker(con, st.session_state.get(KEYS.query), search_box=c2, limi
 
 with st.expander("Settings (defaults chosen by measurement: docs/benchmarks.md)"):
     s1, s2, s3, s4 = st.columns(4)
-    methods = ["pmc", "exact", "kernel", "mc", "auto"]
+    methods = ["auto", "pmc", "exact", "kernel", "mc"]
     method = s1.selectbox("Shapley estimator", methods, index=methods.index(D["method"]),
-                          help="pmc: PMCSHAP, N sampled coalitions in complementary pairs (the default; its error "
-                               "against exact is in docs/benchmarks.md). exact: all 2^n coalitions. "
-                               "auto: exact up to 6 documents, PMCSHAP beyond.")
+                          help="auto (default): exact up to 6 documents, PMCSHAP beyond. pmc: PMCSHAP, N sampled "
+                               "coalitions in complementary pairs (its error against exact is in "
+                               "docs/benchmarks.md). exact: all 2^n coalitions.")
     max_docs = s2.number_input("Documents", 2, 10, D["max_docs"])
     ig_steps = s3.number_input("IG points L", 2, 300, D["ig_steps"])
     ig_method = s4.selectbox("IG rule", ["gausslegendre", "riemann_right"])
@@ -114,7 +114,7 @@ if len(results) < len(spec.conditions):
     b1, b2 = st.columns(2)
     if b1.button("Explain this query", type="primary"):
         _queue([(spec, inputs)])
-    if b2.button(f"Explain all queries of run {run}"):
+    if b2.button(f"Explain all queries of run {ui.md(run)}"):
         todo = []
         for q in catalog.query_ids(con, run):
             try:

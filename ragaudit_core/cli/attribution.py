@@ -20,8 +20,8 @@ def attribute(
     run: Annotated[str, typer.Option("--run", help="The run whose logged queries and documents are explained.")],
     queries: Annotated[Optional[str], typer.Option("--queries", help="Comma-separated query ids.")] = None,
     all_queries: Annotated[bool, typer.Option("--all", help="Every query of the run that has texts.")] = False,
-    method: Annotated[str, typer.Option("--method", help="pmc (default), exact, kernel, mc or auto "
-                                        "(exact up to 6 documents).")] = "pmc",
+    method: Annotated[str, typer.Option("--method", help="auto (default: exact up to 6 documents, PMCSHAP "
+                                        "beyond), exact, kernel, mc or pmc.")] = "auto",
     n_samples: Annotated[int, typer.Option("--n-samples", help="N coalitions (kernel, mc, pmc).")] = 20,
     n_fits: Annotated[int, typer.Option("--n-fits", help="M Monte-Carlo fits (mc, pmc).")] = 200,
     max_docs: Annotated[int, typer.Option("--max-docs", help="Explain the first K documents.")] = 5,

@@ -70,7 +70,7 @@ def test_a_queued_job_runs_in_the_background_and_its_result_appears(app_env, tmp
     shown = {m.label: m.value for m in at.metric}
     assert shown["wasted retrieval"] == ("yes" if res["wasted_retrieval"] else "no")
     assert shown["generator ranking"] == " > ".join(str(i + 1) for i in res["generator_ranking"])
-    assert res["method"] == "pmc" and res["ig_documents"][0]["steps"] == 8
+    assert res["method"] == "exact" and res["ig_documents"][0]["steps"] == 8           # auto: 3 documents → exact
     bodies = [h.proto.body for h in at.get("html")]
     assert len(bodies) == 3 * 2 + 2                                  # query + document per tab, legend, answer
     # the payload is split into words, each escaped: its pieces show as text, no tag is built

@@ -113,7 +113,8 @@ def test_pdf_report_built_and_offered_for_download(app_env, sample_db, tmp_path)
     at = _pick(app_test(PAGE).run(), "k10-c256-o32", "k10-c128-o32")
     next(b for b in at.button if b.label == "Build the PDF report").click().run()
     assert not at.exception
-    dl = [b for b in at.get("download_button") if b.proto.label.startswith("Download audit-k10-c128-o32-vs-k10-c256-o32")]
+    dl = [b for b in at.get("download_button")
+          if plain(b.proto.label).startswith("Download audit-k10-c128-o32-vs-k10-c256-o32")]
     assert len(dl) == 1
     from pages.ui.session import KEYS
 
