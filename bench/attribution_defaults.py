@@ -27,6 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _sample import sample_db  # noqa: E402
 
 
 def main() -> None:
@@ -47,13 +50,8 @@ def main() -> None:
     from ragaudit_core.jobs import ATTRIBUTION_DEFAULTS as D
     from ragaudit_core.jobs import execute, plan
     from ragaudit_core.logs import store
-    from ragaudit_core.logs.ingest import ingest_paths
 
-    db = Path(args.db)
-    if not db.exists():
-        db.parent.mkdir(parents=True, exist_ok=True)
-        with store.connect(db) as con:
-            ingest_paths(con, [ROOT / "sample_logs"])
+    db = sample_db(args.db)
     con = store.connect(db)
     run = "k10-c256-o32"
     qids = [q for (q,) in con.execute(

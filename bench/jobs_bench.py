@@ -21,6 +21,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _sample import sample_db  # noqa: E402
 
 
 def main() -> None:
@@ -35,13 +38,8 @@ def main() -> None:
     from ragaudit_core.attribution.explain import stored_payloads
     from ragaudit_core.jobs import plan, run_batch
     from ragaudit_core.logs import store
-    from ragaudit_core.logs.ingest import ingest_paths
 
-    src = Path(args.db)
-    if not src.exists():
-        src.parent.mkdir(parents=True, exist_ok=True)
-        with store.connect(src) as con:
-            ingest_paths(con, [ROOT / "sample_logs"])
+    src = sample_db(args.db)
     run = "k10-c256-o32"
     results, rankings = {}, {}
     for mode in args.modes.split(","):

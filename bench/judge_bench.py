@@ -21,6 +21,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _sample import sample_db  # noqa: E402
 
 
 def main() -> None:
@@ -37,13 +40,8 @@ def main() -> None:
     from ragaudit_core.fidelity.judging import judge_summary
     from ragaudit_core.jobs import plan_judge, run_batch
     from ragaudit_core.logs import store
-    from ragaudit_core.logs.ingest import ingest_paths
 
-    src = Path(args.db)
-    if not src.exists():
-        src.parent.mkdir(parents=True, exist_ok=True)
-        with store.connect(src) as con:
-            ingest_paths(con, [ROOT / "sample_logs"])
+    src = sample_db(args.db)
     tmp = Path(tempfile.mkdtemp()) / "judge.duckdb"
     shutil.copy(src, tmp)
     con = store.connect(tmp)

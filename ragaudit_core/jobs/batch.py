@@ -48,19 +48,26 @@ def run_batch(con: duckdb.DuckDBPyConnection, jobs: Sequence[tuple[JobSpec, JobI
             todo.append((spec, inputs))
     if ray is None:
         for spec, inputs in todo:
-            try:
-                payloads = execute(spec, inputs)
-            except Exception as e:  # noqa: BLE001 — reported with its query; the batch goes on
-                rep.failed.append((spec.query_id, f"{type(e).__name__}: {e}"))
-                say(spec, "failed")
-                continue
-            store(con, spec, payloads)
-            rep.done.append(spec.query_id)
-            say(spec, "done")
+            _land(con, spec, lambda spec=spec, inputs=inputs: execute(spec, inputs), rep, say)
     elif todo:
         _run_on_ray(con, todo, ray, workers, rep, say)
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+def _land(con, spec: JobSpec, result: Callable[[], list[dict]], rep: BatchReport, say) -> None:
+    """Take one job's result (computing it, or fetching a Ray task's) and store it; a failure —
+    the job's own error, or a Ray task's, unwrapped to its cause — is reported with the query."""
+    try:
+        payloads = result()
+    except Exception as e:  # noqa: BLE001 — reported with its query; the batch goes on
+        cause = getattr(e, "cause", None) or e
+        rep.failed.append((spec.query_id, f"{type(cause).__name__}: {cause}"))
+        say(spec, "failed")
+        return
+    store(con, spec, payloads)
+    rep.done.append(spec.query_id)
+    say(spec, "done")
 
 
 def _ray_task(spec_json: str, inputs_json: str) -> list[dict]:
@@ -91,17 +98,7 @@ def _run_on_ray(con, todo, address: str, workers: int | None, rep: BatchReport, 
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
-                spec = pending.pop(ref)
-                try:
-                    payloads = ray.get(ref)
-                except Exception as e:  # noqa: BLE001 — a task's error, reported with its query
-                    cause = getattr(e, "cause", None) or e
-                    rep.failed.append((spec.query_id, f"{type(cause).__name__}: {cause}"))
-                    say(spec, "failed")
-                    continue
-                store(con, spec, payloads)
-                rep.done.append(spec.query_id)
-                say(spec, "done")
+                _land(con, pending.pop(ref), lambda ref=ref: ray.get(ref), rep, say)
     finally:
         if started:
             ray.shutdown()

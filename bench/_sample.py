@@ -1,0 +1,20 @@
+"""The benches' shared input: the sample logs ingested once into ``bench/out/sample.duckdb``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sample_db(path: str | Path | None = None) -> Path:
+    """The sample database, ingested on first use."""
+    from ragaudit_core.logs import store
+    from ragaudit_core.logs.ingest import ingest_paths
+
+    db = Path(path) if path else ROOT / "bench" / "out" / "sample.duckdb"
+    if not db.exists():
+        db.parent.mkdir(parents=True, exist_ok=True)
+        with store.connect(db) as con:
+            ingest_paths(con, [ROOT / "sample_logs"])
+    return db
