@@ -97,3 +97,35 @@ def test_tail_reading_survival_readings_and_blank_cells(app_env, tmp_path):
     lost = queries.value.set_index("query_id")["first_failed_stage"]
     assert lost.isna()["q1"] and lost["q2"] == lost["q3"] == "generation"            # q1's cell shows blank
     assert json.loads(queries.proto.columns)["first_failed_stage"]["label"] == "ground truth lost at"
+
+
+def test_judge_verdicts_sit_beside_the_rules(app_env, tmp_path):
+    """Verdicts of a judge job (three judges over an OpenAI-compatible server started here) on
+    the page: q1's citation is right (rules ACCURATE) and the judges agree; q2's is wrong (rules
+    HALLUCINATED) and one judge dissents. Agreement 2/2, disagreement 1/2."""
+    from ragaudit_core.jobs import plan_judge, run_batch
+    from tests.fidelity.test_judge import GOOD, _Server
+
+    def reply(body):
+        cited = body["messages"][0]["content"].split("Generated citation string: ")[1].split("\n")[0]
+        return json.dumps({**GOOD, "verdict": "ACCURATE" if "D1" in cited else
+                           ("PARTIAL" if body["seed"] == 2 else "HALLUCINATED")})
+
+    path = app_env()
+    server = _Server(reply)
+    try:
+        with store.connect(path) as con:
+            ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", [
+                pipeline("base", "q1", text="[Source: D1, p. 2]"), pipeline("base", "q2", text="[Source: D9, p. 1]")])])
+            run_batch(con, [plan_judge(con, "base", q, model="m", endpoint=server.url) for q in ("q1", "q2")])
+    finally:
+        server.close()
+    at = app_test(PAGE).run()
+    assert not at.exception
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["citations judged"] == "2" and shown["agreement with the rules"] == "100.0%"
+    assert shown["judges disagree"] == "50.0%" and shown["invalid votes"] == "0"
+    table = next(df.value for df in at.dataframe if "majority" in df.value.columns)
+    assert table["rule"].tolist() == ["ACCURATE", "HALLUCINATED"]
+    assert table["majority"].tolist() == ["ACCURATE", "HALLUCINATED"]
+    assert any(b.label.startswith("Judge the citations of base") for b in at.button)
