@@ -7,6 +7,12 @@ Each mode starts from a fresh copy of the sample database (nothing stored), plan
 and runs ``jobs.run_batch``; wall time includes loading the models (once in the process;
 once per Ray worker) and, for Ray, starting the local cluster. Then it checks that the two
 modes stored the same generator rankings.
+
+``--memory N1,N2`` instead measures peak memory at each batch size (e.g. 20,80: 1× and 4×), each
+mode in a fresh process whose whole tree is sampled (``ingest_bench._measure``: summed PSS of
+the driver, the Ray cluster and its workers). ``--small`` uses small jobs (2 documents, 4 IG
+points, 6 answer tokens) so 4× the batch stays short: the memory of a batch is the models and
+the jobs in flight, not the number of queries, which is what this checks.
 """
 
 from __future__ import annotations
@@ -33,7 +39,11 @@ def main() -> None:
     ap.add_argument("--modes", default="process,ray")
     ap.add_argument("--db", default=str(ROOT / "bench" / "out" / "sample.duckdb"))
     ap.add_argument("--out", default=None)
+    ap.add_argument("--small", action="store_true")
+    ap.add_argument("--memory", default=None, help="batch sizes to measure peak memory at, e.g. 20,80")
     args = ap.parse_args()
+    if args.memory:
+        return memory(args)
 
     from ragaudit_core.attribution.explain import stored_payloads
     from ragaudit_core.jobs import plan, run_batch
@@ -49,13 +59,15 @@ def main() -> None:
         con.execute("DROP TABLE IF EXISTS attributions")
         qids = [q for (q,) in con.execute("SELECT query_id FROM records WHERE run_id = ? ORDER BY query_id",
                                           [run]).fetchall()][: args.queries]
-        jobs = [plan(con, run, q, device="cpu") for q in qids]
+        small = dict(max_docs=2, ig_steps=4, max_new_tokens=6) if args.small else {}
+        jobs = (plan(con, run, q, device="cpu", **small) for q in qids)         # planned lazily
         t = time.perf_counter()
         rep = run_batch(con, jobs, ray="local" if mode == "ray" else None, workers=args.workers)
         wall = time.perf_counter() - t
-        rankings[mode] = {s.query_id: next(iter(stored_payloads(con, list(s.result_keys().values())).values()))
-                          ["generator_ranking"] for s, _ in jobs}
-        results[mode] = {"wall_s": round(wall, 1), "per_query_s": round(wall / len(jobs), 2),
+        rankings[mode] = {q: next(iter(stored_payloads(con, list(plan(con, run, q, device="cpu", **small)[0]
+                                                                  .result_keys().values())).values()))
+                          ["generator_ranking"] for q in qids}
+        results[mode] = {"wall_s": round(wall, 1), "per_query_s": round(wall / len(qids), 2),
                          "done": len(rep.done), "failed": rep.failed}
         print(json.dumps({"mode": mode, **results[mode]}), flush=True)
         con.close()
@@ -65,6 +77,24 @@ def main() -> None:
     print(json.dumps(results))
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=1))
+
+
+def memory(args) -> None:
+    """Peak memory of the whole process tree per (mode, batch size), each a fresh process."""
+    from ingest_bench import _measure
+
+    out = []
+    for n in (int(x) for x in args.memory.split(",")):
+        for mode in args.modes.split(","):
+            cmd = [sys.executable, __file__, "--queries", str(n), "--modes", mode, "--workers", str(args.workers),
+                   "--db", args.db] + (["--small"] if args.small else [])
+            wall, tree_gb, largest_gb = _measure(cmd)
+            row = {"mode": mode, "queries": n, "wall_s": round(wall, 1), "tree_pss_gb": round(tree_gb, 2),
+                   "largest_rss_gb": round(largest_gb, 2)}
+            out.append(row)
+            print(json.dumps(row), flush=True)
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from ragaudit_core.fidelity import provenance_runs
-    from ragaudit_core.fidelity.judging import judge_summary
+    from ragaudit_core.fidelity.judging import judge_summary, verdict_table
     from ragaudit_core.jobs import plan_judge, run_batch
     from ragaudit_core.logs import store
 
@@ -60,7 +60,7 @@ def main() -> None:
         t = time.perf_counter()
         rep = run_batch(con, jobs, ray=args.ray, workers=args.workers)
         wall = time.perf_counter() - t
-        s = judge_summary(con, run)
+        s = judge_summary(verdict_table(con, run))
         out["runs"][run] = {"records": len(jobs), "citations": s["n_citations"], "wall_s": round(wall, 1),
                             "s_per_citation": round(wall / max(1, s["n_citations"]), 2), "failed": rep.failed, **s}
         print(json.dumps({run: out["runs"][run]}), flush=True)

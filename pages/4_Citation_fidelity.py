@@ -136,8 +136,9 @@ st.caption("A judge model verifies each citation against the retrieved context w
            "above: how often they agree, and how often the judges disagree among themselves (the seed reports "
            "12–18 % for its judges). Runs in the background; results appear as they land.")
 verdicts = verdict_table(con, run)
-js = judge_summary(con, run)
-active = [j for j in queue.jobs(con, run_id=run) if j.spec.kind == "judge" and j.status in ("queued", "running")]
+js = judge_summary(verdicts)
+judge_jobs = [j for j in queue.jobs(con, run_id=run) if j.spec.kind == "judge"]
+active = [j for j in judge_jobs if j.status in ("queued", "running")]
 if js["n_citations"]:
     a, d = js["agreement"], js["disagreement"]
     jm = st.columns(4)
@@ -152,9 +153,29 @@ if js["n_citations"]:
              column_config={"rule": st.column_config.TextColumn("rule-based (Pattern 3)"),
                             "votes": st.column_config.TextColumn("judges' votes", width="large"),
                             "majority": st.column_config.TextColumn("majority (ties: most conservative)")})
+
+
+@st.fragment(run_every=2.0)
+def judge_progress(n_done: int) -> None:
+    """The run's judge jobs, re-read every two seconds; the page reruns when one lands, so its
+    verdicts appear, and when the last one ends."""
+    with ui.short_connection(db_path) as c:
+        jobs = [j for j in queue.jobs(c, run_id=run) if j.spec.kind == "judge"]
+    done = sum(j.status == "done" for j in jobs)
+    live = [j for j in jobs if j.status in ("queued", "running")]
+    if done != n_done or not live:
+        st.rerun(scope="app")
+    running = next((j for j in live if j.status == "running"), None)
+    st.progress(done / max(1, len(jobs)), text=ui.md(f"{done} of {len(jobs)} judge jobs done, {len(live)} queued or "
+                                                     f"running" + (f" · query {running.spec.query_id}: {running.label}"
+                                                                   if running else "")))
+    if st.button("Cancel judging", key="fid.judge.cancel"):
+        with ui.short_connection(db_path) as c:
+            queue.cancel(c, [j.job_id for j in live])
+
+
 if active:
-    done_n = sum(j.status == "running" for j in active)
-    st.info(f"{len(active)} judge job(s) queued or running ({done_n} running); reload to see new verdicts.")
+    judge_progress(sum(j.status == "done" for j in judge_jobs))
 elif st.button(f"Judge the citations of {ui.md(run)} (3 judges)", key="fid.judge.start"):
     n_jobs = 0
     for q in r.queries["query_id"]:

@@ -23,13 +23,13 @@ from pages.ui.render import DOC_COLOURS, diverging_html, legend_html, md, owner_
 from pages.ui.session import KEYS, PAGES, PARAMS
 from ragaudit_core import models
 from ragaudit_core.logs import catalog, store
-from ragaudit_core.logs.selection import comparable_runs, natural_key, natural_sorted
+from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.review.labels import column_label
 from ragaudit_core.review import gate
 
 __all__ = ["DB_WAIT_S", "DOC_COLOURS", "KEYS", "PAGES", "PARAMS", "Store", "connection", "current_db_path",
            "default_selection", "diverging_html", "release_connections", "short_connection",
-           "embedder", "fmt", "gate_rule_editor", "generator", "legend_html", "md", "open_store", "owner_html",
+           "embedder", "fmt", "gate_rule_editor", "legend_html", "md", "open_store", "owner_html",
            "picked_runs", "query_picker", "run_pair_picker", "table", "tau_slider"]
 
 DB_WAIT_S = 10.0
@@ -74,7 +74,6 @@ def release_connections() -> None:
     _RUN.cons = {}
 
 embedder = st.cache_resource(models.load_embedder, show_spinner="Loading the SBERT model…")
-generator = st.cache_resource(models.load_generator, show_spinner="Loading the generator…")
 
 
 @dataclass(frozen=True)
@@ -162,16 +161,14 @@ def query_picker(con, current: str | None, *, search_box=st, limit: int = 500) -
                         format_func=lambda q: f"{q} — {labels.get(q, '')[:110]}")
 
 
-def table(data, *, column_config: dict | None = None, natural: str | None = None, **kwargs):
+def table(data, *, column_config: dict | None = None, **kwargs):
     """``st.dataframe`` as every page draws it: missing values blank (never "None"), readable
-    column titles (:func:`ragaudit_core.review.labels.column_label`), floats with three decimals,
-    and, with ``natural="run_id"``, rows in natural run order (k5 < k10 < k20). The data keeps
-    its keys, so a selection's row index and ``.value`` in tests are unchanged. Returns what
+    column titles (:func:`ragaudit_core.review.labels.column_label`) and floats with three
+    decimals (the callers give rows in natural run order). The data keeps its keys, so a
+    selection's row index and ``.value`` in tests are unchanged. Returns what
     ``st.dataframe`` returns (the selection, with ``on_select``)."""
     styler = data if isinstance(data, Styler) else None
     frame = styler.data if styler is not None else data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
-    if natural and natural in frame and len(frame) and styler is None:
-        frame = frame.sort_values(natural, key=lambda s: s.map(natural_key), kind="stable", ignore_index=True)
     config: dict = {}
     for col in frame.columns:
         if pd.api.types.is_float_dtype(frame[col].dtype):

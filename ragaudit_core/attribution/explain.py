@@ -34,7 +34,7 @@ import pandas as pd
 from ragaudit_core.attribution import alignment
 from ragaudit_core.attribution.shapley import CachedGame, estimator
 
-__all__ = ["DEFAULTS", "AttributionError", "batch_tables", "compute_attribution", "explain_query", "job_params",
+__all__ = ["AttributionError", "batch_tables", "compute_attribution", "explain_query", "job_params",
            "query_documents", "resolve_method", "result_key", "store_payloads", "stored_attribution",
            "stored_payloads"]
 
@@ -109,11 +109,6 @@ def stored_attribution(con: duckdb.DuckDBPyConnection, run_id: str, query_id: st
     return out
 
 
-DEFAULTS = {"method": "auto", "n_samples": 20, "n_fits": 200, "seed": 0, "max_docs": 5, "max_new_tokens": 48,
-            "ig_steps": 100, "ig_baseline": "unk", "ig_method": "riemann_right"}
-"""The request's defaults (callers may override each)."""
-
-
 def resolve_method(method: str, n_docs: int) -> str:
     """``auto``: exact Shapley up to 6 documents, PMCSHAP beyond."""
     return method if method != "auto" else ("exact" if n_docs <= 6 else "pmc")
@@ -169,33 +164,24 @@ def store_payloads(con: duckdb.DuckDBPyConnection, rows: Sequence[tuple[str, dic
 
 
 def explain_query(con: duckdb.DuckDBPyConnection, run_id: str, query_id: str, *, embedder, generator,
-                  retriever_name: str, generator_name: str, method: str = "auto", n_samples: int = 20,
-                  n_fits: int = 200, seed: int = 0, max_docs: int = 5, max_new_tokens: int = 48,
-                  ig_steps: int = 100, ig_baseline: str = "unk", ig_method: str = "riemann_right",
-                  shuffle: bool = False, p_grid: Sequence[float] = alignment.DEFAULT_P_GRID, batch_size: int = 8,
-                  progress: Callable[[str, float], None] | None = None) -> list[dict]:
-    """Explain one logged query; returns one result per condition (original[, shuffled]).
+                  retriever_name: str | None = None, generator_name: str | None = None, shuffle: bool = False,
+                  progress: Callable[[str, float], None] | None = None, **options) -> list[dict]:
+    """Explain one logged query in this process; returns one result per condition
+    (original[, shuffled]). The job's own path (:mod:`ragaudit_core.jobs`): plan it from the
+    database, serve it when stored, else compute (:func:`compute_attribution`) and store it.
+    ``options`` override ``jobs.ATTRIBUTION_DEFAULTS`` (method, ig_steps, ...); ``embedder`` /
+    ``generator`` are loaded models or zero-argument loaders, called only when the result is
+    not stored yet."""
+    from ragaudit_core.jobs import execute, plan, store
 
-    Reads the query and its documents (:func:`query_documents`), serves stored results, else
-    computes them (:func:`compute_attribution`, a pure function of query, documents, models,
-    method and parameters) and stores them. ``embedder`` / ``generator`` are loaded models
-    or zero-argument loaders (called only when the result is not stored yet).
-    """
-    query, docs = query_documents(con, run_id, query_id, max_docs)
-    chosen = resolve_method(method, len(docs))
-    params = job_params(chosen, max_docs=max_docs, max_new_tokens=max_new_tokens, ig_steps=ig_steps,
-                        ig_baseline=ig_baseline, seed=seed, n_samples=n_samples, n_fits=n_fits, ig_method=ig_method)
-    conditions = ["original"] + (["shuffled"] if shuffle else [])
-    keys = {c: result_key(run_id, query_id, retriever_name, generator_name, chosen, params, c) for c in conditions}
+    spec, inputs = plan(con, run_id, query_id, retriever=retriever_name, generator=generator_name, shuffle=shuffle,
+                        **options)
+    keys = spec.result_keys()
     have = stored_payloads(con, list(keys.values()))
-    if all(k in have for k in keys.values()):
-        return [have[keys[c]] for c in conditions]
-    results = compute_attribution(run_id, query_id, query, docs, embedder=embedder, generator=generator,
-                                  method=chosen, params=params, conditions=conditions, p_grid=p_grid,
-                                  batch_size=batch_size, progress=progress)
-    desc = {"run_id": run_id, "query_id": query_id, "retriever": retriever_name, "generator": generator_name,
-            "method": chosen, "params": params}
-    store_payloads(con, [(keys[c], {**desc, "condition": c}, r) for c, r in zip(conditions, results)])
+    if len(have) == len(keys):
+        return [have[keys[c]] for c in spec.conditions]
+    results = execute(spec, inputs, embedder=embedder, generator=generator, progress=progress)
+    store(con, spec, results)
     return results
 
 

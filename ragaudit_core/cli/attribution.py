@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragaudit_core.cli.common import Device, connect_db, emit_json, fail
-from ragaudit_core.logs import catalog, store
+from ragaudit_core.cli.common import Device, emit_json, fail, open_existing_db
+from ragaudit_core.logs import catalog
 
 __all__ = ["attribute"]
 
@@ -56,33 +56,38 @@ def attribute(
         fail(f"--ig-baseline must be unk, mask, pad or zeros, not {ig_baseline!r}")
     if ig_method not in ("gausslegendre", "riemann_right"):
         fail(f"--ig-method must be gausslegendre or riemann_right, not {ig_method!r}")
-    if not db.exists():
-        fail(f"{db}: no such database; load logs first with `ragaudit ingest PATH... --db {db}`")
-    try:
-        con = connect_db(db)
-    except store.StoreError as e:
-        fail(str(e))
+    con = open_existing_db(db, "logs with texts")
     qids = _chosen_queries(con, run, queries, all_queries)
     opts = dict(method=method, n_samples=n_samples, n_fits=n_fits, seed=seed, max_docs=max_docs,
                 max_new_tokens=max_new_tokens, ig_steps=ig_steps, ig_baseline=ig_baseline, ig_method=ig_method)
-    jobs, unplanned = [], []
-    for q in qids:
+    unplanned, planned = [], []
+
+    def jobs():                    # planned one at a time: memory stays flat however many queries
+        for q in qids:
+            try:
+                spec, inputs = plan(con, run, q, retriever=retriever, generator=generator, device=device,
+                                    shuffle=shuffle, **opts)
+            except AttributionError as e:
+                unplanned.append((q, str(e)))
+                bar.update(1)
+                continue
+            planned.append(spec)
+            yield spec, inputs
+
+    if len(qids) == 1:             # one query that cannot be explained: say why, exit 2
         try:
-            jobs.append(plan(con, run, q, retriever=retriever, generator=generator, device=device, shuffle=shuffle,
-                             **opts))
+            plan(con, run, qids[0], max_docs=max_docs)
         except AttributionError as e:
-            unplanned.append((q, str(e)))
-    if unplanned and len(qids) == 1:
-        fail(unplanned[0][1])
-    bar = tqdm(total=len(jobs), desc=f"attribute {run}" + (f" on Ray ({ray})" if ray else ""), unit="query")
+            fail(str(e))
+    bar = tqdm(total=len(qids), desc=f"attribute {run}" + (f" on Ray ({ray})" if ray else ""), unit="query")
     try:
-        rep = run_batch(con, jobs, ray=ray, workers=workers, on_result=lambda _s, _st: bar.update(1))
+        rep = run_batch(con, jobs(), ray=ray, workers=workers, on_result=lambda _s, _st: bar.update(1))
     except (ModelLoadError, RuntimeError) as e:
         fail(str(e))
     finally:
         bar.close()
     out = []
-    for spec, _inputs in jobs:
+    for spec in planned:
         keys = spec.result_keys()
         have = stored_payloads(con, list(keys.values()))
         out += [have[keys[c]] for c in spec.conditions if keys[c] in have]

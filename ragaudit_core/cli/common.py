@@ -16,7 +16,7 @@ from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.ingest import IngestError, IngestOptions, IngestReport, ingest_paths
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "LazyModels", "emit_json", "fail", "fail_on_rejected_files", "fmt", "ingest_options",
+__all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "LazyModels", "emit_json", "open_existing_db", "fail", "fail_on_rejected_files", "fmt", "ingest_options",
            "ints", "known_runs", "open_logs", "print_ingest", "progress", "resolve_run", "tqdm_progress"]
 
 EXIT_BAD_INPUT = 2
@@ -147,6 +147,19 @@ def connect_db(db: Path | str) -> Any:
     wait = db_wait_s() if str(db) != ":memory:" else 0.0
     return store.connect(db, wait_s=wait,
                          on_wait=lambda msg: typer.echo(f"{msg} (waiting up to {wait:.0f} s)", err=True))
+
+
+def open_existing_db(db: Path, what: str) -> Any:
+    """An existing database for a command that reads ``what`` from it (exit 2 with what to do
+    when it is missing or held elsewhere)."""
+    from ragaudit_core.logs import store
+
+    if not db.exists():
+        fail(f"{db}: no such database; load {what} first with `ragaudit ingest PATH... --db {db}`")
+    try:
+        return connect_db(db)
+    except store.StoreError as e:
+        fail(str(e))
 
 
 def open_logs(paths: list[Path] | None, db: Path | None, *, what: str = "log files or folders",

@@ -9,8 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragaudit_core.cli.common import Device, connect_db, emit_json, fail
-from ragaudit_core.logs import store
+from ragaudit_core.cli.common import Device, emit_json, fail, open_existing_db
 
 __all__ = ["judge"]
 
@@ -41,12 +40,7 @@ def judge(
 
     if judges < 1:
         fail("--judges must be at least 1")
-    if not db.exists():
-        fail(f"{db}: no such database; load provenance logs first with `ragaudit ingest PATH... --db {db}`")
-    try:
-        con = connect_db(db)
-    except store.StoreError as e:
-        fail(str(e))
+    con = open_existing_db(db, "provenance logs")
     if run not in provenance_runs(con):
         fail(f"run {run!r} has no provenance logs; provenance runs: {', '.join(map(repr, provenance_runs(con)))}")
     known = [q for (q,) in con.execute("SELECT query_id FROM prov_records WHERE run_id = ? ORDER BY query_id",
@@ -55,20 +49,27 @@ def judge(
     missing = sorted(set(qids) - set(known))
     if missing:
         fail(f"run {run!r} has no provenance record for {', '.join(map(repr, missing))}")
+    if endpoint and not judge_model:
+        fail("an endpoint needs a model name (--judge-model)")
+
+    def jobs():                    # planned one at a time: memory stays flat however many records
+        for q in qids:
+            spec, inputs = plan_judge(con, run, q, model=judge_model, endpoint=endpoint, seeds=tuple(range(judges)),
+                                      device=device)
+            if inputs.citations:   # a record without citations: nothing to judge
+                yield spec, inputs
+            else:
+                bar.update(1)
+
+    bar = tqdm(total=len(qids), desc=f"judge {run}", unit="query")
     try:
-        jobs = [plan_judge(con, run, q, model=judge_model, endpoint=endpoint, seeds=tuple(range(judges)),
-                           device=device) for q in qids]
-    except ValueError as e:
-        fail(str(e))
-    jobs = [(s, i) for s, i in jobs if i.citations]           # records without citations: nothing to judge
-    bar = tqdm(total=len(jobs), desc=f"judge {run}", unit="query")
-    try:
-        rep = run_batch(con, jobs, ray=ray, workers=workers, on_result=lambda _s, _st: bar.update(1))
+        rep = run_batch(con, jobs(), ray=ray, workers=workers, on_result=lambda _s, _st: bar.update(1))
     except RuntimeError as e:
         fail(str(e))
     finally:
         bar.close()
-    s = judge_summary(con, run)
+    table = verdict_table(con, run)
+    s = judge_summary(table)
     a, d = s["agreement"], s["disagreement"]
     typer.echo(f"{run}: {s['n_citations']} citations judged by {judges} judge(s); "
                f"agreement with Pattern 3 {_pct(a['rate'])}; judges disagree on {_pct(d['rate'])} of citations "
@@ -79,8 +80,8 @@ def judge(
                f"({rep.runner}, {rep.seconds:.1f} s)", err=True)
     for q, err in rep.failed:
         typer.echo(f"failed: query {q}: {err}", err=True)
-    table = verdict_table(con, run).drop(columns=["_votes"], errors="ignore")
-    emit_json({"summary": s, "citations": json.loads(table.to_json(orient="records"))}, json_out)
+    emit_json({"summary": s, "citations": json.loads(table.drop(columns=["_votes"], errors="ignore")
+                                                        .to_json(orient="records"))}, json_out)
     if rep.failed:
         raise typer.Exit(1)
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from ragaudit_core.fidelity.judge import VERDICTS, JudgeVerdict
 
-__all__ = ["EndpointJudge", "LocalJudge", "SCORE_CHOICES"]
+__all__ = ["EndpointJudge", "JudgeUnreachable", "LocalJudge", "SCORE_CHOICES"]
 
 SCORE_CHOICES = ("0.0", "0.25", "0.5", "0.75", "1.0")
 
@@ -174,16 +174,33 @@ class EndpointJudge:
             return json.loads(r.read())["choices"][0]["message"]["content"]
 
     def verdicts(self, prompt: str, chunk_ids: Sequence[str], seeds: Sequence[int]) -> list[JudgeVerdict | None]:
+        """One verdict per seed; an invalid reply is retried, then casts no vote. An endpoint that
+        cannot be reached (or answers with an HTTP error) on every attempt raises ``JudgeUnreachable``:
+        that is a failed job, not a judge's abstention."""
         out = []
         for seed in seeds:
-            verdict = None
+            verdict, reached, last_error = None, False, ""
             for _attempt in range(1 + self.retries):
                 try:
                     content = self._ask(prompt, seed)
-                    m = _JSON_OBJECT.search(content or "")
+                except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as e:
+                    last_error = f"{type(e).__name__}: {getattr(e, 'reason', None) or e}"
+                    self.n_invalid += 1
+                    continue
+                reached = True
+                m = _JSON_OBJECT.search(content or "")
+                try:
                     verdict = JudgeVerdict.model_validate_json(m.group(0) if m else "")
                     break
-                except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError):
+                except ValueError:
                     self.n_invalid += 1
+            if not reached:
+                raise JudgeUnreachable(f"the judge endpoint {self.url} gave no usable reply in {1 + self.retries} "
+                                       f"attempt(s) ({last_error}); check the URL, the model name and the API key "
+                                       "(RAGAUDIT_JUDGE_API_KEY)")
             out.append(verdict)
         return out
+
+
+class JudgeUnreachable(RuntimeError):
+    """The endpoint could not be reached or did not answer in the chat-completions shape."""

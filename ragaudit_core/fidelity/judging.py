@@ -9,7 +9,7 @@ rule-based verification (:mod:`.score`), with the agreement and disagreement rat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import duckdb
 import pandas as pd
@@ -50,8 +50,9 @@ def judge_inputs(g, max_chars: int = 400) -> tuple[str, list[dict], list[dict]]:
 
 
 def judge_citations(query: str, citations: Sequence[dict], context: Sequence[dict], backend,
-                    seeds: Sequence[int]) -> list[dict]:
-    """One row per (citation, judge): the judge's verdict fields, None where it cast no vote."""
+                    seeds: Sequence[int], progress: Callable[[str, float], None] | None = None) -> list[dict]:
+    """One row per (citation, judge): the judge's verdict fields, None where it cast no vote;
+    ``progress(label, fraction)`` after each citation."""
     rows = []
     chunk_ids = [c["chunk_id"] for c in context]
     for i, c in enumerate(citations):
@@ -61,6 +62,8 @@ def judge_citations(query: str, citations: Sequence[dict], context: Sequence[dic
                          "judge": backend.name, "seed": int(seed),
                          **(v.model_dump() if v is not None else dict.fromkeys(
                              ("verdict", "confidence", "matching_chunk_id", "explanation", "coordinate_fidelity")))})
+        if progress:
+            progress(f"judge: citation {i + 1} of {len(citations)}", (i + 1) / len(citations))
     return rows
 
 
@@ -102,9 +105,10 @@ def verdict_table(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def judge_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict:
-    """Counts, the agreement with Pattern 3 and the judges' disagreement for a run."""
-    t = verdict_table(con, run_id)
+def judge_summary(table: pd.DataFrame) -> dict:
+    """Counts, the agreement with Pattern 3 and the judges' disagreement, from a run's
+    :func:`verdict_table`."""
+    t = table
     if t.empty:
         return {"n_citations": 0, "agreement": agreement([], []), "disagreement": disagreement([]),
                 "n_invalid_votes": 0}

@@ -11,8 +11,9 @@ GPUs and the jobs' device is not ``cpu``.
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import duckdb
@@ -32,25 +33,32 @@ class BatchReport:
     runner: str = "process"
 
 
-def run_batch(con: duckdb.DuckDBPyConnection, jobs: Sequence[tuple[JobSpec, JobInputs]], *, ray: str | None = None,
+def run_batch(con: duckdb.DuckDBPyConnection, jobs: Iterable[tuple[JobSpec, JobInputs]], *, ray: str | None = None,
               workers: int | None = None, on_result: Callable[[JobSpec, str], None] | None = None) -> BatchReport:
     """Run ``jobs`` (spec, inputs) and store their results; ``on_result(spec, status)`` after
-    each (``done``, ``skipped`` or ``failed``) — e.g. a progress bar."""
+    each (``done``, ``skipped`` or ``failed``) — e.g. a progress bar. ``jobs`` is consumed
+    lazily (a generator that plans one query at a time keeps memory flat); on Ray at most
+    twice the cluster's CPUs are in flight."""
     t0 = time.perf_counter()
     rep = BatchReport(runner="process" if ray is None else f"ray ({ray})")
     say = on_result or (lambda _s, _st: None)
-    todo = []
-    for spec, inputs in jobs:
-        if is_stored(con, spec):
-            rep.skipped.append(spec.query_id)
-            say(spec, "skipped")
-        else:
-            todo.append((spec, inputs))
+
+    def todo():
+        for spec, inputs in jobs:
+            if is_stored(con, spec):
+                rep.skipped.append(spec.query_id)
+                say(spec, "skipped")
+            else:
+                yield spec, inputs
+
     if ray is None:
-        for spec, inputs in todo:
+        for spec, inputs in todo():
             _land(con, spec, lambda spec=spec, inputs=inputs: execute(spec, inputs), rep, say)
-    elif todo:
-        _run_on_ray(con, todo, ray, workers, rep, say)
+    else:
+        rest = todo()
+        first = next(rest, None)                     # nothing left to compute: no cluster to start
+        if first is not None:
+            _run_on_ray(con, itertools.chain([first], rest), ray, workers, rep, say)
     rep.seconds = time.perf_counter() - t0
     return rep
 
@@ -89,16 +97,21 @@ def _run_on_ray(con, todo, address: str, workers: int | None, rep: BatchReport, 
     try:
         gpus = ray.cluster_resources().get("GPU", 0)
         tasks = {g: ray.remote(num_cpus=1, num_gpus=g, max_retries=0)(_ray_task) for g in (0, 1)}
-        pending = {}
+        window = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
+        pending: dict = {}
+
+        def collect(block_until: int) -> None:
+            while len(pending) > block_until:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    _land(con, pending.pop(ref), lambda ref=ref: ray.get(ref), rep, say)
+
         for spec, inputs in todo:
             want_gpu = gpus > 0 and spec.device != "cpu"
-            ref = tasks[int(want_gpu)].remote(spec.model_copy(update={"device": "cuda" if want_gpu else spec.device}).model_dump_json(),
-                              inputs.model_dump_json())
-            pending[ref] = spec
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                _land(con, pending.pop(ref), lambda ref=ref: ray.get(ref), rep, say)
+            run_spec = spec.model_copy(update={"device": "cuda" if want_gpu else spec.device})
+            pending[tasks[int(want_gpu)].remote(run_spec.model_dump_json(), inputs.model_dump_json())] = spec
+            collect(window - 1)
+        collect(0)
     finally:
         if started:
             ray.shutdown()

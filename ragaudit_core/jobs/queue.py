@@ -179,7 +179,12 @@ def estimate_seconds(con: duckdb.DuckDBPyConnection, spec: JobSpec) -> tuple[flo
             "device": spec.device, "conditions": list(spec.conditions)}
     rows = con.execute("SELECT spec, seconds FROM jobs WHERE status = 'done' AND kind = ? AND seconds IS NOT NULL",
                        [spec.kind]).fetchall()
-    secs = sorted(sec for s, sec in rows if {k: json.loads(s).get(k) for k in same} == same)
+    secs = []
+    for s, sec in rows:
+        d = json.loads(s)
+        if all(d.get(k) == v for k, v in same.items()):
+            secs.append(sec)
+    secs.sort()
     if not secs:
         return None
     mid = len(secs) // 2

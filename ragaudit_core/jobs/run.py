@@ -120,15 +120,8 @@ def _judge_backend(spec: JobSpec, generator=None):
 def _execute_judge(spec: JobSpec, inputs: JobInputs, generator, progress) -> list[dict]:
     from ragaudit_core.fidelity.judging import judge_citations
 
-    backend = _judge_backend(spec, generator)
-    rows, n = [], len(inputs.citations)
-    for i, c in enumerate(inputs.citations):
-        rows += judge_citations(inputs.query, [c], inputs.context, backend, spec.params["seeds"])
-        for r in rows[-len(spec.params["seeds"]):]:
-            r["citation_index"] = i
-        if progress:
-            progress(f"judge: citation {i + 1} of {n}", (i + 1) / n)
-    return rows
+    return judge_citations(inputs.query, inputs.citations, inputs.context, _judge_backend(spec, generator),
+                           spec.params["seeds"], progress)
 
 
 def execute(spec: JobSpec, inputs: JobInputs, *, embedder=None, generator=None,

@@ -66,3 +66,14 @@ def wait_idle(page, timeout: float = 60_000) -> None:
     """Wait until Streamlit has finished running the page's script."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
+
+
+def upload_logs(page, url: str, files) -> None:
+    """Open the home page, upload ``files`` through the file input and load them."""
+    page.goto(url)
+    page.get_by_text("Load logs").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    page.locator('input[type="file"]').set_input_files([str(f) for f in files])
+    page.get_by_role("button", name="Load the uploaded files").click(timeout=60_000)
+    page.get_by_text("Runs and their configurations").wait_for(timeout=60_000)
+    wait_idle(page)

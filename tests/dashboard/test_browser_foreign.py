@@ -1,6 +1,7 @@
 """Logs RagAudit did not write, used as an auditor would in a real browser: a Ragas CSV export of
 two configurations and a Phoenix (OpenInference) span export are uploaded through the file input;
-the home page counts their runs, the stability page compares them, the drill-down shows a query."""
+the home page counts their runs, the stability page compares them, the drill-down shows a query,
+and the attributions page explains one of their queries in the background."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.browser_support import launch_chromium, streamlit_server, wait_idle
+from tests.dashboard.browser_support import launch_chromium, streamlit_server, upload_logs, wait_idle
 from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.slow
@@ -52,13 +53,7 @@ def test_an_auditor_uploads_ragas_and_phoenix_exports(tmp_path):
     with streamlit_server(tmp_path / "foreign.duckdb", tmp_path / "streamlit.log") as url, sync_playwright() as p:
         browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
-        page.goto(url)
-        page.get_by_text("Load logs").first.wait_for(timeout=60_000)
-        wait_idle(page)
-        page.locator('input[type="file"]').set_input_files([str(f) for f in files])
-        page.get_by_role("button", name="Load the uploaded files").click(timeout=60_000)
-        page.get_by_text("Runs and their configurations").wait_for(timeout=60_000)
-        wait_idle(page)
+        upload_logs(page, url, files)
         metrics = {m.locator('[data-testid="stMetricLabel"]').inner_text(): m.locator(
             '[data-testid="stMetricValue"]').inner_text() for m in page.locator('[data-testid="stMetric"]').all()}
         assert metrics["Runs"] == "3" and metrics["Queries"] == "3" and metrics["Rejected lines"] == "0"
@@ -74,4 +69,17 @@ def test_an_auditor_uploads_ragas_and_phoenix_exports(tmp_path):
         wait_idle(page)
         body = page.inner_text("body")
         assert "Run A" in body and "Same document, different span" in body and "Traceback" not in body
+
+        # the Ragas run's first query explained: queued, run by the background worker (real MiniLM and
+        # SmolLM2, the default settings), its progress shown, its result drawn when it lands
+        page.goto(f"{url}/Attributions")
+        page.get_by_role("button", name="Explain this query").wait_for(timeout=60_000)
+        wait_idle(page)
+        page.get_by_role("button", name="Explain this query").click()
+        page.get_by_text("Cancel").or_(page.get_by_text("wasted retrieval")).first.wait_for(timeout=60_000)
+        page.get_by_text("wasted retrieval").wait_for(timeout=300_000)
+        wait_idle(page)
+        body = page.inner_text("body")
+        assert "Generator: which document each answer token came from" in body and "Traceback" not in body
+        assert "coalitions evaluated" in body
         browser.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.browser_support import launch_chromium, streamlit_server, wait_idle
+from tests.dashboard.browser_support import launch_chromium, streamlit_server, upload_logs, wait_idle
 from tests.helpers import pipeline, write_jsonl
 
 pytestmark = pytest.mark.slow
@@ -58,13 +58,7 @@ def test_no_page_renders_markdown_html_or_latex_from_log_text(tmp_path):
         foreign = []
         page.on("request", lambda r: foreign.append(r.url) if "127.0.0.1" not in r.url and
                 not r.url.startswith(("data:", "blob:")) else None)
-        page.goto(url)
-        page.get_by_text("Load logs").first.wait_for(timeout=60_000)
-        wait_idle(page)
-        page.locator('input[type="file"]').set_input_files([str(f) for f in files])
-        page.get_by_role("button", name="Load the uploaded files").click(timeout=60_000)
-        page.get_by_text("Runs and their configurations").wait_for(timeout=60_000)
-        wait_idle(page)
+        upload_logs(page, url, files)
         assert page.evaluate(_LEAKS) == []
         seen = {}
         for path, marker in (("Stability", "Run pairs"), ("Query_drilldown", "Query drill-down"),

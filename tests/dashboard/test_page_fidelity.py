@@ -129,3 +129,26 @@ def test_judge_verdicts_sit_beside_the_rules(app_env, tmp_path):
     assert table["rule"].tolist() == ["ACCURATE", "HALLUCINATED"]
     assert table["majority"].tolist() == ["ACCURATE", "HALLUCINATED"]
     assert any(b.label.startswith("Judge the citations of base") for b in at.button)
+
+
+def test_queued_judge_jobs_show_progress_and_cancel(app_env, tmp_path):
+    """Two judge jobs queued (no worker has taken them): the page shows 0 of 2 done and no start
+    button; cancelling ends both, and the start button is back."""
+    from ragaudit_core.jobs import plan_judge, queue
+
+    path = app_env()
+    with store.connect(path) as con:
+        ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", [
+            pipeline("base", "q1", text="[Source: D1, p. 2]"), pipeline("base", "q2", text="[Source: D9, p. 1]")])])
+        for q in ("q1", "q2"):
+            queue.enqueue(con, *plan_judge(con, "base", q))
+    at = app_test(PAGE).run()
+    assert not at.exception
+    (bar,) = at.get("progress")
+    assert plain(bar.proto.text) == "0 of 2 judge jobs done, 2 queued or running"
+    assert not any(b.label.startswith("Judge the citations") for b in at.button)
+    next(b for b in at.button if b.label == "Cancel judging").click().run()
+    at.run()
+    with store.connect(path) as con:
+        assert sorted(j.status for j in queue.jobs(con)) == ["cancelled", "cancelled"]
+    assert any(b.label.startswith("Judge the citations of base") for b in at.button)

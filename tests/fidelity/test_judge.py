@@ -103,6 +103,12 @@ def test_the_endpoint_client_sends_the_seed_prompt_validates_and_retries():
     assert body["response_format"] == {"type": "json_object"} and body["model"] == "judge-model"
     assert [r[2]["temperature"] for r in server.requests] == [0.0, 0.0, 0.7, 0.7, 0.7]
     assert [r[2]["seed"] for r in server.requests] == [0, 0, 1, 1, 1]
+    # nothing listening: a failed job with a sentence that says what to check, not three silent abstentions
+    from ragaudit_core.fidelity.judges import JudgeUnreachable
+
+    with pytest.raises(JudgeUnreachable, match=r"the judge endpoint http://127\.0\.0\.1:1/v1/chat/completions gave "
+                                               r"no usable reply in 2 attempt\(s\) \(URLError: .*check the URL"):
+        EndpointJudge("http://127.0.0.1:1/v1", "m", retries=1).verdicts("P", [], [0])
 
 
 def test_a_judge_job_over_an_endpoint_stores_verdicts_beside_the_rules(tmp_path):
@@ -134,7 +140,7 @@ def test_a_judge_job_over_an_endpoint_stores_verdicts_beside_the_rules(tmp_path)
     t = verdict_table(con, "base")
     assert t["rule"].tolist() == [A, H] and t["majority"].tolist() == [A, H]
     assert t["votes"].tolist() == [f"{A} · {A} · {A}", f"{H} · {H} · {P}"]
-    s = judge_summary(con, "base")
+    s = judge_summary(t)
     assert s["agreement"]["rate"] == 1.0
     assert s["disagreement"] == {"n_citations": 2, "rate": 0.5, "pairwise": pytest.approx(2 / 6)}
     assert run_batch(con, jobs).skipped == ["q1", "q2"]                 # stored: a second batch skips them

@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from ragaudit_core import __version__
 from ragaudit_core.attribution.explain import batch_tables
 from ragaudit_core.fidelity import canary, fidelity_runs, provenance_runs
-from ragaudit_core.fidelity.judging import judge_summary
+from ragaudit_core.fidelity.judging import judge_summary, verdict_table
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.review import charts
@@ -293,7 +293,7 @@ def _fidelity(con, data: ReportData, opts: ReportOptions) -> None:
         data.omitted.append("citation fidelity (no provenance logs)")
         return
     data.fidelity = fidelity_runs(con, prov)
-    data.judge = {r: js for r in prov if (js := judge_summary(con, r))["n_citations"]}
+    data.judge = {r: js for r in prov if (js := judge_summary(verdict_table(con, r)))["n_citations"]}
     summaries = {r: f.summary for r, f in data.fidelity.items()}
     data.figures["survival_funnel"] = charts.survival_funnel(summaries)
     data.figures["cfs_histogram"] = charts.cfs_histogram(
