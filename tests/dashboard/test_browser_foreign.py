@@ -76,8 +76,9 @@ def test_an_auditor_uploads_ragas_and_phoenix_exports(tmp_path):
         page.get_by_role("button", name="Explain this query").wait_for(timeout=60_000)
         wait_idle(page)
         page.get_by_role("button", name="Explain this query").click()
-        page.get_by_text("Cancel").or_(page.get_by_text("wasted retrieval")).first.wait_for(timeout=60_000)
-        page.get_by_text("wasted retrieval").wait_for(timeout=300_000)
+        done = page.get_by_text("wasted retrieval", exact=True).first
+        page.get_by_role("button", name="Cancel").or_(done).first.wait_for(timeout=60_000)   # queued or running
+        done.wait_for(timeout=300_000)
         wait_idle(page)
         body = page.inner_text("body")
         assert "Generator: which document each answer token came from" in body and "Traceback" not in body
