@@ -34,8 +34,10 @@ def home() -> None:
             _sample_and_clear(con, info)
     _last_ingest()
     if info["runs"] == 0 and info["rejected"] == 0 and info["provenance"] == 0:
-        st.info("No logs loaded yet. Upload evidence logs above, open the bundled sample logs, or load files from a "
-                f"shell with `ragaudit ingest PATH... --db {db_path}`.")
+        st.info(
+            "No logs loaded yet. Upload evidence logs above, open the bundled sample logs, or load files from a "
+            f"shell with `ragaudit ingest PATH... --db {db_path}`."
+        )
         st.stop()
     _loaded(con, info)
 
@@ -70,10 +72,15 @@ def _after_load(report=None, error: str | None = None) -> None:
         st.session_state[KEYS.last_ingest] = {"error": error}
     else:
         st.session_state[KEYS.last_ingest] = {
-            "summary": report.summary(), "rejected": [(i.path, i.line_no, i.message) for i in report.rejected],
+            "summary": report.summary(),
+            "rejected": [(i.path, i.line_no, i.message) for i in report.rejected],
             "warnings": [str(w) for w in report.warnings],
-            "failed": [f"No record of {ui.md(Path(f.path).name)} could be loaded: all {f.n_rejected:,} of its lines were "
-                       "rejected (reasons below, under Rejected lines)." for f in report.failed_files]}
+            "failed": [
+                f"No record of {ui.md(Path(f.path).name)} could be loaded: all {f.n_rejected:,} of its lines were "
+                "rejected (reasons below, under Rejected lines)."
+                for f in report.failed_files
+            ],
+        }
     st.cache_data.clear()
 
 
@@ -81,13 +88,16 @@ def _upload(con, db_path: str) -> None:
     files = st.file_uploader(
         "Evidence or provenance logs — ours, Ragas, RAGChecker, OpenInference/Phoenix, LangSmith or Langfuse "
         "(JSONL, JSON, CSV or Parquet; .gz; several files at once)",
-        type=["jsonl", "gz", "json", "ndjson", "csv", "parquet"], accept_multiple_files=True,
-        key=f"{KEYS.uploader}.{st.session_state.get(KEYS.uploader, 0)}")
+        type=["jsonl", "gz", "json", "ndjson", "csv", "parquet"],
+        accept_multiple_files=True,
+        key=f"{KEYS.uploader}.{st.session_state.get(KEYS.uploader, 0)}",
+    )
     if files and st.button("Load the uploaded files", type="primary"):
         with st.spinner("Validating and loading…"):
             try:
-                report = workspace.load_uploads(con, [(f.name, f.getvalue()) for f in files],
-                                                catalog.uploads_dir(db_path))
+                report = workspace.load_uploads(
+                    con, [(f.name, f.getvalue()) for f in files], catalog.uploads_dir(db_path)
+                )
             except IngestError as e:
                 _after_load(error=str(e))
             else:
@@ -129,15 +139,29 @@ def _last_ingest() -> None:
 
 def _loaded(con, info: dict) -> None:
     c = st.columns(7)
-    for col, (label, key) in zip(c, [("Runs", "runs"), ("Queries", "queries"), ("Evidence entries", "entries"),
-                                     ("Answers", "answers"), ("Provenance records", "provenance"),
-                                     ("Files", "files"), ("Rejected lines", "rejected")]):
+    for col, (label, key) in zip(
+        c,
+        [
+            ("Runs", "runs"),
+            ("Queries", "queries"),
+            ("Evidence entries", "entries"),
+            ("Answers", "answers"),
+            ("Provenance records", "provenance"),
+            ("Files", "files"),
+            ("Rejected lines", "rejected"),
+        ],
+    ):
         col.metric(label, f"{info[key]:,}")
     if info["runs"]:
         st.subheader("Runs and their configurations")
-        ui.table(catalog.runs_table(con), hide_index=True,
-                     column_config={"mean_entries": st.column_config.NumberColumn("mean entries", format="%.2f"),
-                                    "config": st.column_config.TextColumn("config (as logged)", width="large")})
+        ui.table(
+            catalog.runs_table(con),
+            hide_index=True,
+            column_config={
+                "mean_entries": st.column_config.NumberColumn("mean entries", format="%.2f"),
+                "config": st.column_config.TextColumn("config (as logged)", width="large"),
+            },
+        )
         nav = st.columns(4)
         nav[0].page_link(PAGES.stability, label="Evidence stability →", icon=":material/scatter_plot:")
         nav[1].page_link(PAGES.drilldown, label="Query drill-down →", icon=":material/search:")
@@ -146,27 +170,31 @@ def _loaded(con, info: dict) -> None:
     st.subheader(f"Rejected lines ({info['rejected']:,})")
     if info["rejected"]:
         st.caption("Every line that could not be loaded: which file, which line, why. The line is kept verbatim.")
-        ui.table(catalog.quarantine_table(con), hide_index=True,
-                     column_config={"raw": st.column_config.TextColumn("line as read", width="large")})
+        ui.table(
+            catalog.quarantine_table(con),
+            hide_index=True,
+            column_config={"raw": st.column_config.TextColumn("line as read", width="large")},
+        )
     else:
         st.caption("None: every line of every file was loaded.")
     if info["warnings"]:
         with st.expander(f"Ingest warnings ({info['warnings']:,})"):
             ui.table(catalog.warnings_table(con), hide_index=True)
     with st.expander("Files"):
-        ui.table(catalog.files_table(con).assign(path=lambda d: d["path"].map(lambda p: Path(p).name)),
-                     hide_index=True)
+        ui.table(catalog.files_table(con).assign(path=lambda d: d["path"].map(lambda p: Path(p).name)), hide_index=True)
 
 
-page = st.navigation([
-    st.Page(home, title="Home", icon=":material/home:", default=True),
-    st.Page(PAGES.stability, title="Evidence stability", icon=":material/scatter_plot:"),
-    st.Page(PAGES.drilldown, title="Query drill-down", icon=":material/search:"),
-    st.Page(PAGES.compare, title="Compare runs", icon=":material/compare_arrows:"),
-    st.Page(PAGES.fidelity, title="Citation fidelity", icon=":material/link:"),
-    st.Page(PAGES.attributions, title="Attributions", icon=":material/insights:"),
-])
+page = st.navigation(
+    [
+        st.Page(home, title="Home", icon=":material/home:", default=True),
+        st.Page(PAGES.stability, title="Evidence stability", icon=":material/scatter_plot:"),
+        st.Page(PAGES.drilldown, title="Query drill-down", icon=":material/search:"),
+        st.Page(PAGES.compare, title="Compare runs", icon=":material/compare_arrows:"),
+        st.Page(PAGES.fidelity, title="Citation fidelity", icon=":material/link:"),
+        st.Page(PAGES.attributions, title="Attributions", icon=":material/insights:"),
+    ]
+)
 try:
     page.run()
 finally:
-    ui.release_connections()      # the database is open only while an interaction runs (ui.connection)
+    ui.release_connections()  # the database is open only while an interaction runs (ui.connection)

@@ -57,27 +57,37 @@ def run_phase(phase: str, device: str, doc_tokens: int) -> dict:
     import torch
 
     from ragaudit_core.attribution.generator_game import GeneratorGame
-    from ragaudit_core.models import load_embedder, load_generator
     from ragaudit_core.attribution.saliency import RetrieverSaliency
     from ragaudit_core.attribution.shapley import CachedGame, ExactShapley, PMCShap
+    from ragaudit_core.models import load_embedder, load_generator
 
     qid, query, docs = case(doc_tokens)
     out = {"phase": phase, "query_id": qid, "device": device}
     if phase.startswith("ig"):
         sal = RetrieverSaliency(load_embedder(device=device))
         ibs = 1 if phase == "ig_naive" else 16
-        sal.attribute(query, docs[0][:200], side="query", steps=5, internal_batch_size=ibs)   # warm-up
+        sal.attribute(query, docs[0][:200], side="query", steps=5, internal_batch_size=ibs)  # warm-up
         t = time.perf_counter()
         comp = []
         for d in docs:
             comp.append(sal.attribute(query, d, side="query", steps=100, internal_batch_size=ibs).completeness)
             comp.append(sal.attribute(query, d, side="document", steps=100, internal_batch_size=ibs).completeness)
-        out.update(seconds=time.perf_counter() - t, completeness_min=min(comp), completeness_max=max(comp),
-                   doc_tokens=[len(sal.tok(d)["input_ids"]) for d in docs])
+        out.update(
+            seconds=time.perf_counter() - t,
+            completeness_min=min(comp),
+            completeness_max=max(comp),
+            doc_tokens=[len(sal.tok(d)["input_ids"]) for d in docs],
+        )
     else:
         gen = load_generator(device=device)
-        game = GeneratorGame.generate(gen, query, docs, max_new_tokens=20, batch_size=8,
-                             strategy="batched" if phase == "exact_batched" else "prefix_tree")
+        game = GeneratorGame.generate(
+            gen,
+            query,
+            docs,
+            max_new_tokens=20,
+            batch_size=8,
+            strategy="batched" if phase == "exact_batched" else "prefix_tree",
+        )
         masks = np.array([[bool(i >> j & 1) for j in range(5)] for i in range(32)])
         if device == "cuda":
             torch.cuda.synchronize()
@@ -90,9 +100,13 @@ def run_phase(phase: str, device: str, doc_tokens: int) -> dict:
             res = PMCShap(n_samples=20, n_fits=200, seed=0).attribute(CachedGame(5, game.values))
         if device == "cuda":
             torch.cuda.synchronize()
-        out.update(seconds=time.perf_counter() - t, answer_tokens=len(game.answer_ids),
-                   forward_tokens=game.n_forward_tokens, coalitions=res.n_coalitions,
-                   efficiency_gap=float(abs(res.efficiency_gap()).max()))
+        out.update(
+            seconds=time.perf_counter() - t,
+            answer_tokens=len(game.answer_ids),
+            forward_tokens=game.n_forward_tokens,
+            coalitions=res.n_coalitions,
+            efficiency_gap=float(abs(res.efficiency_gap()).max()),
+        )
         del masks
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if device == "cuda":
@@ -115,8 +129,20 @@ def main() -> None:
     for phase in args.phases.split(","):
         runs = []
         for _ in range(args.repeat):
-            p = subprocess.run([sys.executable, __file__, "--phase", phase, "--device", args.device,
-                                "--doc-tokens", str(args.doc_tokens)], capture_output=True, text=True)
+            p = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--phase",
+                    phase,
+                    "--device",
+                    args.device,
+                    "--doc-tokens",
+                    str(args.doc_tokens),
+                ],
+                capture_output=True,
+                text=True,
+            )
             if p.returncode:
                 raise SystemExit(p.stderr[-3000:])
             runs.append(json.loads(p.stdout.strip().splitlines()[-1]))

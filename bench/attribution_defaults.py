@@ -54,8 +54,9 @@ def main() -> None:
     db = sample_db(args.db)
     con = store.connect(db)
     run = "k10-c256-o32"
-    qids = [q for (q,) in con.execute(
-        "SELECT query_id FROM records WHERE run_id = ? ORDER BY query_id", [run]).fetchall()][: args.queries]
+    qids = [
+        q for (q,) in con.execute("SELECT query_id FROM records WHERE run_id = ? ORDER BY query_id", [run]).fetchall()
+    ][: args.queries]
     t = time.perf_counter()
     emb = models.load_embedder(device=args.device)
     gen = models.load_generator(device=args.device)
@@ -82,14 +83,23 @@ def main() -> None:
         # rerun here shares the exact walk's cache, so values may differ by float rounding
         rerun_diff = float(np.max(np.abs(pmc.values - np.asarray(payload["values"]))))
         mse = float(np.mean((pmc.values - exact.values) ** 2))
-        row = {"query_id": q, "n_tokens": len(game.answer_ids), "default_s": round(default_s, 2),
-               "default_method": default["method"], "pmc_job_s": round(new_s, 2),
-               "ig_s": payload["timings_s"]["ig"], "pmc_s": payload["timings_s"]["shapley"],
-               "pmc_coalitions": payload["n_coalitions"], "ig_completeness_max_dev": round(dev, 5),
-               "exact_s": round(exact_s, 2), "pmc_mse": mse, "pmc_rel_mse": mse / float(np.mean(exact.values ** 2)),
-               "importance_spearman": float(spearmanr(pmc.importance, exact.importance)[0]),
-               "top_doc_agrees": int(np.argmax(pmc.importance) == np.argmax(exact.importance)),
-               "job_vs_rerun_max_abs_diff": rerun_diff}
+        row = {
+            "query_id": q,
+            "n_tokens": len(game.answer_ids),
+            "default_s": round(default_s, 2),
+            "default_method": default["method"],
+            "pmc_job_s": round(new_s, 2),
+            "ig_s": payload["timings_s"]["ig"],
+            "pmc_s": payload["timings_s"]["shapley"],
+            "pmc_coalitions": payload["n_coalitions"],
+            "ig_completeness_max_dev": round(dev, 5),
+            "exact_s": round(exact_s, 2),
+            "pmc_mse": mse,
+            "pmc_rel_mse": mse / float(np.mean(exact.values**2)),
+            "importance_spearman": float(spearmanr(pmc.importance, exact.importance)[0]),
+            "top_doc_agrees": int(np.argmax(pmc.importance) == np.argmax(exact.importance)),
+            "job_vs_rerun_max_abs_diff": rerun_diff,
+        }
         if i == 0:
             sal = RetrieverSaliency(emb)
             t = time.perf_counter()
@@ -100,12 +110,16 @@ def main() -> None:
             row["old_s"] = round(row["old_ig_s"] + exact_s, 2)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    summary = {"device": args.device, "model_load_s": round(load_s, 2), "queries": rows,
-               "median_default_s": float(np.median([r["default_s"] for r in rows])),
-               "max_default_s": max(r["default_s"] for r in rows),
-               "median_pmc_job_s": float(np.median([r["pmc_job_s"] for r in rows])),
-               "median_exact_s": float(np.median([r["exact_s"] for r in rows])),
-               "median_rel_mse": float(np.median([r["pmc_rel_mse"] for r in rows]))}
+    summary = {
+        "device": args.device,
+        "model_load_s": round(load_s, 2),
+        "queries": rows,
+        "median_default_s": float(np.median([r["default_s"] for r in rows])),
+        "max_default_s": max(r["default_s"] for r in rows),
+        "median_pmc_job_s": float(np.median([r["pmc_job_s"] for r in rows])),
+        "median_exact_s": float(np.median([r["exact_s"] for r in rows])),
+        "median_rel_mse": float(np.median([r["pmc_rel_mse"] for r in rows])),
+    }
     print(json.dumps(summary))
     if args.out:
         Path(args.out).write_text(json.dumps(summary, indent=1))

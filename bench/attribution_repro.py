@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     from ragaudit_core.attribution import alignment
     from ragaudit_core.attribution.generator_game import GeneratorGame
-    from ragaudit_core.models import load_embedder, load_generator
     from ragaudit_core.attribution.saliency import BASELINES, RetrieverSaliency, perturbation_aipc
     from ragaudit_core.attribution.shapley import CachedGame, ExactShapley, KernelShap, PMCShap
+    from ragaudit_core.models import load_embedder, load_generator
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--queries", type=int, default=30)
@@ -50,10 +50,10 @@ def main() -> None:
     enc = load_embedder(device="cpu")
     tok = enc.tokenizer
     with gzip.open(ROOT / "sample_logs" / "scifact" / "k10-c256-o32.jsonl.gz", "rt") as f:
-        recs = [json.loads(line) for line in f][:args.queries]
+        recs = [json.loads(line) for line in f][: args.queries]
 
     def trim(text: str) -> str:
-        return tok.decode(tok(text, add_special_tokens=False)["input_ids"][:args.doc_tokens])
+        return tok.decode(tok(text, add_special_tokens=False)["input_ids"][: args.doc_tokens])
 
     out: dict = {"queries": len(recs), "doc_tokens": args.doc_tokens, "seeds": args.seeds}
     t0 = time.perf_counter()
@@ -63,44 +63,64 @@ def main() -> None:
         rng = np.random.default_rng(0)
         for qi, r in enumerate(recs):
             docs = [trim(e["text"]) for e in r["evidence"][:5]]
-            ids = list(range(len(docs)))     # items by position (a document may give several chunks)
+            ids = list(range(len(docs)))  # items by position (a document may give several chunks)
             game = GeneratorGame.generate(gen, r["query"], docs, max_new_tokens=20, batch_size=8)
             cached = CachedGame(5, game.values)
             exact = ExactShapley().attribute(cached)
-            mse_k = [float(np.mean((KernelShap(n_samples=20, seed=s).attribute(cached).values - exact.values) ** 2))
-                     for s in range(args.seeds)]
-            mse_p = [float(np.mean((PMCShap(n_samples=20, n_fits=200, seed=s).attribute(cached).values
-                                    - exact.values) ** 2)) for s in range(args.seeds)]
+            mse_k = [
+                float(np.mean((KernelShap(n_samples=20, seed=s).attribute(cached).values - exact.values) ** 2))
+                for s in range(args.seeds)
+            ]
+            mse_p = [
+                float(np.mean((PMCShap(n_samples=20, n_fits=200, seed=s).attribute(cached).values - exact.values) ** 2))
+                for s in range(args.seeds)
+            ]
             order = [int(i) for i in rng.permutation(5)]
             shuf = GeneratorGame(gen, r["query"], [docs[i] for i in order], game.answer_ids, batch_size=8)
             sv = ExactShapley().attribute(CachedGame(5, shuf.values)).values
             back = np.zeros_like(sv)
             back[order] = sv
-            row = {"query_id": r["query_id"], "answer_tokens": len(game.answer_ids),
-                   "mse_kernel": float(np.mean(mse_k)), "mse_pmc": float(np.mean(mse_p)),
-                   "exact_var": float(np.var(exact.values))}
+            row = {
+                "query_id": r["query_id"],
+                "answer_tokens": len(game.answer_ids),
+                "mse_kernel": float(np.mean(mse_k)),
+                "mse_pmc": float(np.mean(mse_p)),
+                "exact_var": float(np.var(exact.values)),
+            }
             for cond, vals in (("original", exact.values), ("shuffled", back)):
                 imp = vals.mean(axis=1)
                 rank = alignment.generator_ranking(ids, imp)
-                row[cond] = {"warg": {p: alignment.warg(ids, rank, p) for p in alignment.DEFAULT_P_GRID},
-                             "spearman": alignment.rank_spearman(imp), **alignment.failure_modes(ids, rank)}
+                row[cond] = {
+                    "warg": {p: alignment.warg(ids, rank, p) for p in alignment.DEFAULT_P_GRID},
+                    "spearman": alignment.rank_spearman(imp),
+                    **alignment.failure_modes(ids, rank),
+                }
             rows.append(row)
-            print(f"[{qi + 1}/{len(recs)}] {r['query_id']}: mse kernel {row['mse_kernel']:.4g} pmc {row['mse_pmc']:.4g} "
-                  f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+            print(
+                f"[{qi + 1}/{len(recs)}] {r['query_id']}: mse kernel {row['mse_kernel']:.4g} pmc {row['mse_pmc']:.4g} "
+                f"({time.perf_counter() - t0:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
         mk, mp = np.array([x["mse_kernel"] for x in rows]), np.array([x["mse_pmc"] for x in rows])
         from scipy.stats import wilcoxon
 
-        out["estimators"] = {"mse_kernel_mean": float(mk.mean()), "mse_pmc_mean": float(mp.mean()),
-                             "mse_kernel_median": float(np.median(mk)), "mse_pmc_median": float(np.median(mp)),
-                             "pmc_better_queries": int((mp < mk).sum()),
-                             "wilcoxon_p": float(wilcoxon(mk, mp).pvalue) if np.any(mk != mp) else None}
+        out["estimators"] = {
+            "mse_kernel_mean": float(mk.mean()),
+            "mse_pmc_mean": float(mp.mean()),
+            "mse_kernel_median": float(np.median(mk)),
+            "mse_pmc_median": float(np.median(mp)),
+            "pmc_better_queries": int((mp < mk).sum()),
+            "wilcoxon_p": float(wilcoxon(mk, mp).pvalue) if np.any(mk != mp) else None,
+        }
         align = {}
         for cond in ("original", "shuffled"):
             align[cond] = {
                 "wasted_retrieval": float(np.mean([x[cond]["wasted_retrieval"] for x in rows])),
                 "noise_distraction": float(np.mean([x[cond]["noise_distraction"] for x in rows])),
-                "spearman_mean": float(np.nanmean([x[cond]["spearman"] if x[cond]["spearman"] is not None
-                                                   else np.nan for x in rows])),
+                "spearman_mean": float(
+                    np.nanmean([x[cond]["spearman"] if x[cond]["spearman"] is not None else np.nan for x in rows])
+                ),
                 "warg": {str(p): float(np.mean([x[cond]["warg"][p] for x in rows])) for p in alignment.DEFAULT_P_GRID},
             }
         out["alignment"] = align
@@ -115,22 +135,32 @@ def main() -> None:
             for b in BASELINES:
                 res = sal.attribute(r["query"], doc, side="document", baseline=b, steps=100)
                 scores[b].append(perturbation_aipc(sal, r["query"], doc, res.attributions))
-            print(f"[IG {qi + 1}/{len(recs)}] " + " ".join(f"{b} {scores[b][-1]:.3f}" for b in BASELINES),
-                  file=sys.stderr, flush=True)
+            print(
+                f"[IG {qi + 1}/{len(recs)}] " + " ".join(f"{b} {scores[b][-1]:.3f}" for b in BASELINES),
+                file=sys.stderr,
+                flush=True,
+            )
         boot = np.random.default_rng(0)
         ig = {}
         for b, v in scores.items():
             v = np.array(v)
             means = [boot.choice(v, len(v)).mean() for _ in range(1000)]
-            ig[b] = {"aipc_mean": float(v.mean()), "ci95": [float(np.percentile(means, 2.5)),
-                                                           float(np.percentile(means, 97.5))]}
+            ig[b] = {
+                "aipc_mean": float(v.mean()),
+                "ci95": [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))],
+            }
         out["ig_baselines"] = ig
-        out["ig_scores"] = scores          # per pair, for paired tests
+        out["ig_scores"] = scores  # per pair, for paired tests
         from scipy.stats import wilcoxon
 
-        out["ig_unk_vs"] = {b: {"unk_better": int(np.sum(np.array(scores["unk"]) > np.array(scores[b]))),
-                                "wilcoxon_p": float(wilcoxon(scores["unk"], scores[b]).pvalue)}
-                            for b in BASELINES if b != "unk"}
+        out["ig_unk_vs"] = {
+            b: {
+                "unk_better": int(np.sum(np.array(scores["unk"]) > np.array(scores[b]))),
+                "wilcoxon_p": float(wilcoxon(scores["unk"], scores[b]).pvalue),
+            }
+            for b in BASELINES
+            if b != "unk"
+        }
         out["ig_seconds"] = time.perf_counter() - t1
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=2))

@@ -41,8 +41,8 @@ KEY = {  # an element each page shows once its content is drawn
 def build_db(kind: str, path: Path, queries: int) -> dict:
     from ragaudit_core import workspace
     from ragaudit_core.logs import catalog, store
-    from ragaudit_core.stability import cache as derived
     from ragaudit_core.logs.ingest import ingest_paths
+    from ragaudit_core.stability import cache as derived
 
     con = store.connect(path)
     if kind == "sample":
@@ -105,7 +105,9 @@ def main() -> None:
                 with streamlit_server(db, Path(tmp) / f"{kind}.log") as url:
                     runs.append(time_pages(url, browser))
             results[kind] = {
-                "entries": info["entries"], "runs": info["runs"], "queries": info["queries"],
+                "entries": info["entries"],
+                "runs": info["runs"],
+                "queries": info["queries"],
                 "median_s": {k: round(statistics.median(r[k] for r in runs), 2) for k in runs[0]},
                 "max_s": {k: round(max(r[k] for r in runs), 2) for k in runs[0]},
             }

@@ -19,8 +19,8 @@ Measured, each in its own process (wall time and peak RSS of that process):
 from __future__ import annotations
 
 import argparse
-import os
 import json
+import os
 import random
 import shutil
 import statistics
@@ -34,9 +34,43 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out" / "ingest"
 GRID = [(k, c, o) for k in (5, 10, 20) for c in (128, 256) for o in (0, 32)]
-WORDS = ("evidence retrieval stability citation span document query answer model chunk overlap index "
-         "vector score rank protein cell gene tumour therapy patient trial outcome dose effect risk "
-         "cohort analysis signal pathway receptor expression mutation binding assay").split()
+WORDS = [
+    "evidence",
+    "retrieval",
+    "stability",
+    "citation",
+    "span",
+    "document",
+    "query",
+    "answer",
+    "model",
+    "chunk",
+    "overlap",
+    "index",
+    "vector",
+    "score",
+    "rank",
+    "protein",
+    "cell",
+    "gene",
+    "tumour",
+    "therapy",
+    "patient",
+    "trial",
+    "outcome",
+    "dose",
+    "effect",
+    "risk",
+    "cohort",
+    "analysis",
+    "signal",
+    "pathway",
+    "receptor",
+    "expression",
+    "mutation",
+    "binding",
+    "assay",
+]
 
 
 def _passage(rng: random.Random) -> str:
@@ -64,9 +98,13 @@ def write_logs(entries: int) -> Path:
         with open(d / f"k{k}-c{c}-o{o}.jsonl", "w", encoding="utf-8") as f:
             for q, pool in enumerate(pools):
                 picks = r.sample(range(30), 8)
-                rec = {"run_id": f"k{k}-c{c}-o{o}", "query_id": str(q), "query": f"question {q}",
-                       "config": {"top_k": k, "chunk_size": c, "chunk_overlap": o},
-                       "evidence": [{"doc_id": pool[p][0], "text": pool[p][1], "rank": i} for i, p in enumerate(picks)]}
+                rec = {
+                    "run_id": f"k{k}-c{c}-o{o}",
+                    "query_id": str(q),
+                    "query": f"question {q}",
+                    "config": {"top_k": k, "chunk_size": c, "chunk_overlap": o},
+                    "evidence": [{"doc_id": pool[p][0], "text": pool[p][1], "rank": i} for i, p in enumerate(picks)],
+                }
                 f.write(json.dumps(rec) + "\n")
     done.touch()
     return d
@@ -94,15 +132,19 @@ def _measure(cmd: list[str]) -> tuple[float, float, float]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[:3]} exited {proc.returncode}")
-    return wall, tree_peak / 1024 ** 3, usage.ru_maxrss / 1024 ** 2
+    return wall, tree_peak / 1024**3, usage.ru_maxrss / 1024**2
 
 
 def run(entries: int, repeat: int) -> dict:
     d = write_logs(entries)
     files = sorted(str(p) for p in d.glob("*.jsonl"))
-    scan = [sys.executable, "-c", "import duckdb, sys; duckdb.sql(\"SET threads=2\"); print(duckdb.sql("
-            "\"SELECT count(*) FROM read_json(?, format='newline_delimited')\", params=[sys.argv[1:]]).fetchall())",
-            *files]
+    scan = [
+        sys.executable,
+        "-c",
+        'import duckdb, sys; duckdb.sql("SET threads=2"); print(duckdb.sql('
+        "\"SELECT count(*) FROM read_json(?, format='newline_delimited')\", params=[sys.argv[1:]]).fetchall())",
+        *files,
+    ]
     exe = str(Path(sys.executable).parent / "ragaudit")
     rows = {"entries": entries, "bytes": sum(Path(f).stat().st_size for f in files), "scan": [], "ragaudit": []}
     for _ in range(repeat):
@@ -125,10 +167,14 @@ def main() -> None:
         scan = statistics.median(w for w, _, _ in r["scan"])
         wall = statistics.median(w for w, _, _ in r["ragaudit"])
         print(json.dumps(r))
-        print(f"{n:>11,} entries ({r['bytes'] / 1e9:.2f} GB), median of {args.repeat}: scan {scan:.1f} s / "
-              f"{max(m for _, m, _ in r['scan']):.2f} GB; ragaudit {wall:.1f} s / "
-              f"{max(m for _, m, _ in r['ragaudit']):.2f} GB peak RSS of the process tree "
-              f"({max(m for _, _, m in r['ragaudit']):.2f} GB largest process); ratio {wall / scan:.1f}x", flush=True)
+        print(
+            f"{n:>11,} entries ({r['bytes'] / 1e9:.2f} GB), median of {args.repeat}: scan {scan:.1f} s / "
+            f"{max(m for _, m, _ in r['scan']):.2f} GB; ragaudit {wall:.1f} s / "
+            f"{max(m for _, m, _ in r['ragaudit']):.2f} GB peak RSS of the process tree "
+            f"({max(m for _, _, m in r['ragaudit']):.2f} GB largest process); ratio {wall / scan:.1f}x",
+            flush=True,
+        )
+
 
 if __name__ == "__main__":
     main()

@@ -57,18 +57,31 @@ def main() -> None:
         shutil.copy(src, tmp)
         con = store.connect(tmp)
         con.execute("DROP TABLE IF EXISTS attributions")
-        qids = [q for (q,) in con.execute("SELECT query_id FROM records WHERE run_id = ? ORDER BY query_id",
-                                          [run]).fetchall()][: args.queries]
+        qids = [
+            q
+            for (q,) in con.execute("SELECT query_id FROM records WHERE run_id = ? ORDER BY query_id", [run]).fetchall()
+        ][: args.queries]
         small = dict(max_docs=2, ig_steps=4, max_new_tokens=6) if args.small else {}
-        jobs = (plan(con, run, q, device="cpu", **small) for q in qids)         # planned lazily
+        jobs = (plan(con, run, q, device="cpu", **small) for q in qids)  # planned lazily
         t = time.perf_counter()
         rep = run_batch(con, jobs, ray="local" if mode == "ray" else None, workers=args.workers)
         wall = time.perf_counter() - t
-        rankings[mode] = {q: next(iter(stored_payloads(con, list(plan(con, run, q, device="cpu", **small)[0]
-                                                                  .result_keys().values())).values()))
-                          ["generator_ranking"] for q in qids}
-        results[mode] = {"wall_s": round(wall, 1), "per_query_s": round(wall / len(qids), 2),
-                         "done": len(rep.done), "failed": rep.failed}
+        rankings[mode] = {
+            q: next(
+                iter(
+                    stored_payloads(
+                        con, list(plan(con, run, q, device="cpu", **small)[0].result_keys().values())
+                    ).values()
+                )
+            )["generator_ranking"]
+            for q in qids
+        }
+        results[mode] = {
+            "wall_s": round(wall, 1),
+            "per_query_s": round(wall / len(qids), 2),
+            "done": len(rep.done),
+            "failed": rep.failed,
+        }
         print(json.dumps({"mode": mode, **results[mode]}), flush=True)
         con.close()
     if len(rankings) == 2:
@@ -86,11 +99,26 @@ def memory(args) -> None:
     out = []
     for n in (int(x) for x in args.memory.split(",")):
         for mode in args.modes.split(","):
-            cmd = [sys.executable, __file__, "--queries", str(n), "--modes", mode, "--workers", str(args.workers),
-                   "--db", args.db] + (["--small"] if args.small else [])
+            cmd = [
+                sys.executable,
+                __file__,
+                "--queries",
+                str(n),
+                "--modes",
+                mode,
+                "--workers",
+                str(args.workers),
+                "--db",
+                args.db,
+            ] + (["--small"] if args.small else [])
             wall, tree_gb, largest_gb = _measure(cmd)
-            row = {"mode": mode, "queries": n, "wall_s": round(wall, 1), "tree_pss_gb": round(tree_gb, 2),
-                   "largest_rss_gb": round(largest_gb, 2)}
+            row = {
+                "mode": mode,
+                "queries": n,
+                "wall_s": round(wall, 1),
+                "tree_pss_gb": round(tree_gb, 2),
+                "largest_rss_gb": round(largest_gb, 2),
+            }
             out.append(row)
             print(json.dumps(row), flush=True)
     if args.out:

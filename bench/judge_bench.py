@@ -48,8 +48,12 @@ def main() -> None:
     con.execute("DROP TABLE IF EXISTS judge_verdicts")
     out = {"judges": args.judges, "runner": args.ray or "process", "runs": {}}
     for run in provenance_runs(con):
-        qids = [q for (q,) in con.execute("SELECT query_id FROM prov_records WHERE run_id = ? ORDER BY query_id",
-                                          [run]).fetchall()]
+        qids = [
+            q
+            for (q,) in con.execute(
+                "SELECT query_id FROM prov_records WHERE run_id = ? ORDER BY query_id", [run]
+            ).fetchall()
+        ]
         jobs = []
         for q in qids:
             spec, inp = plan_judge(con, run, q, seeds=tuple(range(args.judges)), device="cpu")
@@ -61,8 +65,14 @@ def main() -> None:
         rep = run_batch(con, jobs, ray=args.ray, workers=args.workers)
         wall = time.perf_counter() - t
         s = judge_summary(verdict_table(con, run))
-        out["runs"][run] = {"records": len(jobs), "citations": s["n_citations"], "wall_s": round(wall, 1),
-                            "s_per_citation": round(wall / max(1, s["n_citations"]), 2), "failed": rep.failed, **s}
+        out["runs"][run] = {
+            "records": len(jobs),
+            "citations": s["n_citations"],
+            "wall_s": round(wall, 1),
+            "s_per_citation": round(wall / max(1, s["n_citations"]), 2),
+            "failed": rep.failed,
+            **s,
+        }
         print(json.dumps({run: out["runs"][run]}), flush=True)
     print(json.dumps(out))
     if args.out:

@@ -57,15 +57,21 @@ def main() -> None:
     runs = []
     for i in range(args.repeat):
         with tempfile.TemporaryDirectory() as d:
-            p = subprocess.run([sys.executable, "-c", _CHILD.format(root=str(ROOT)), f"{d}/s.duckdb", f"{d}/a.pdf"],
-                               capture_output=True, text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+            p = subprocess.run(
+                [sys.executable, "-c", _CHILD.format(root=str(ROOT)), f"{d}/s.duckdb", f"{d}/a.pdf"],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},
+            )
             if p.returncode:
                 sys.exit(p.stderr)
             r = json.loads(p.stdout.strip().splitlines()[-1])
             runs.append(r)
-            print(f"run {i + 1}: ingest {r['ingest_s']:.1f} s, report cold {r['cold']['seconds']:.1f} s, "
-                  f"warm {r['warm']['seconds']:.1f} s, {r['cold']['pages']} pages, peak RSS {r['peak_rss_mb']:.0f} MB",
-                  flush=True)
+            print(
+                f"run {i + 1}: ingest {r['ingest_s']:.1f} s, report cold {r['cold']['seconds']:.1f} s, "
+                f"warm {r['warm']['seconds']:.1f} s, {r['cold']['pages']} pages, peak RSS {r['peak_rss_mb']:.0f} MB",
+                flush=True,
+            )
     summary = {
         "repeat": args.repeat,
         "ingest_median_s": statistics.median(r["ingest_s"] for r in runs),
@@ -73,8 +79,12 @@ def main() -> None:
         "cold_max_s": max(r["cold"]["seconds"] for r in runs),
         "warm_median_s": statistics.median(r["warm"]["seconds"] for r in runs),
         "warm_max_s": max(r["warm"]["seconds"] for r in runs),
-        "cold_steps_median": {k: statistics.median(r["cold"]["steps"][k] for r in runs) for k in runs[0]["cold"]["steps"]},
-        "warm_steps_median": {k: statistics.median(r["warm"]["steps"][k] for r in runs) for k in runs[0]["warm"]["steps"]},
+        "cold_steps_median": {
+            k: statistics.median(r["cold"]["steps"][k] for r in runs) for k in runs[0]["cold"]["steps"]
+        },
+        "warm_steps_median": {
+            k: statistics.median(r["warm"]["steps"][k] for r in runs) for k in runs[0]["warm"]["steps"]
+        },
         "pages": runs[0]["cold"]["pages"],
         "peak_rss_mb_max": max(r["peak_rss_mb"] for r in runs),
         "runs": runs,

@@ -57,12 +57,15 @@ def generate(out: Path, n_queries: int, seed: int = 0) -> int:
                     ev = []
                     for i in range(k):
                         d = int(order[i])
-                        ev.append('{"doc_id":"doc%d","span_hash":"%x","rank":%d}'
-                                  % (d, hash((d, c, o, int(chunk_of[i]))) & 0xFFFFFFFFFFFF, i))
+                        ev.append(
+                            '{"doc_id":"doc%d","span_hash":"%x","rank":%d}'
+                            % (d, hash((d, c, o, int(chunk_of[i]))) & 0xFFFFFFFFFFFF, i)
+                        )
                     n_entries += k
                     files[(k, c, o)].write(
                         '{"run_id":"k%d_c%d_o%d","query_id":"q%d","config":{"top_k":%d,"chunk_size":%d,'
-                        '"chunk_overlap":%d},"evidence":[%s]}\n' % (k, c, o, q, k, c, o, ",".join(ev)))
+                        '"chunk_overlap":%d},"evidence":[%s]}\n' % (k, c, o, q, k, c, o, ",".join(ev))
+                    )
     for f in files.values():
         f.close()
     return n_entries
@@ -85,9 +88,17 @@ def run_ragaudit(logs: Path, db: Path) -> dict:
     t1 = time.perf_counter()
     res = compute_stability(con)
     t2 = time.perf_counter()
-    return {"ingest_s": t1 - t0, "metrics_s": t2 - t1, "total_s": t2 - t0, "peak_rss_mb": _peak_mb(),
-            "entries": rep.n_entries, "records": rep.n_records, "pairs": int(len(res.pairs)),
-            "gap_ratio": res.summary["gap_ratio"], "mean_j_doc": res.summary["mean_j_doc"]}
+    return {
+        "ingest_s": t1 - t0,
+        "metrics_s": t2 - t1,
+        "total_s": t2 - t0,
+        "peak_rss_mb": _peak_mb(),
+        "entries": rep.n_entries,
+        "records": rep.n_records,
+        "pairs": len(res.pairs),
+        "gap_ratio": res.summary["gap_ratio"],
+        "mean_j_doc": res.summary["mean_j_doc"],
+    }
 
 
 def run_reference(logs: Path) -> dict:
@@ -100,13 +111,24 @@ def run_reference(logs: Path) -> dict:
         with open(f, encoding="utf-8") as fh:
             for line in fh:
                 r = json.loads(line)
-                records.append((r["run_id"], r["query_id"],
-                                [(canonical_doc_id(e["doc_id"]), e.get("span_hash")) for e in r["evidence"]]))
+                records.append(
+                    (
+                        r["run_id"],
+                        r["query_id"],
+                        [(canonical_doc_id(e["doc_id"]), e.get("span_hash")) for e in r["evidence"]],
+                    )
+                )
     t1 = time.perf_counter()
     res = reference_stability(records)
     t2 = time.perf_counter()
-    return {"read_s": t1 - t0, "metrics_s": t2 - t1, "total_s": t2 - t0, "peak_rss_mb": _peak_mb(),
-            "pairs": len(res["pairs"]), "gap_ratio": res["gap_ratio"]}
+    return {
+        "read_s": t1 - t0,
+        "metrics_s": t2 - t1,
+        "total_s": t2 - t0,
+        "peak_rss_mb": _peak_mb(),
+        "pairs": len(res["pairs"]),
+        "gap_ratio": res["gap_ratio"],
+    }
 
 
 def main() -> None:
@@ -132,8 +154,12 @@ def main() -> None:
     for phase in ("ragaudit", "reference"):
         runs = []
         for _ in range(args.repeat):  # alternate-free repeats; each in a fresh process
-            p = subprocess.run([sys.executable, __file__, "--queries", str(args.queries), "--out", str(args.out),
-                                "--phase", phase], capture_output=True, text=True, check=True)
+            p = subprocess.run(
+                [sys.executable, __file__, "--queries", str(args.queries), "--out", str(args.out), "--phase", phase],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
         runs.sort(key=lambda r: r["total_s"])
         results[phase] = runs[len(runs) // 2]

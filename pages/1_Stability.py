@@ -28,8 +28,11 @@ KEYS, PAGES, fmt = ui.KEYS, ui.PAGES, ui.fmt
 def stability(db: str, data_version: str, tau: float, runs: tuple[str, ...] | None):
     # stored in the database per data version: the default selection is computed at ingest for τ = 0.5
     con = ui.connection(db)
-    opts = default_options(con, tau) if runs is None else StabilityOptions(runs=list(runs), flip_threshold=tau,
-                                                                          allow_missing=True)
+    opts = (
+        default_options(con, tau)
+        if runs is None
+        else StabilityOptions(runs=list(runs), flip_threshold=tau, allow_missing=True)
+    )
     return stability_cached(con, opts)
 
 
@@ -43,9 +46,13 @@ selection, all_runs = ui.default_selection(db_path, version)
 remembered = [r for r in (ui.picked_runs() or []) if r in all_runs]
 current = [r for r in st.session_state.get("stability.runs", []) if r in all_runs]
 st.session_state["stability.runs"] = current or (remembered if len(remembered) >= 2 else selection.runs)
-picked = st.sidebar.multiselect("Runs compared", all_runs, key="stability.runs",
-                                help="Default: the largest set of runs that share queries. The PDF report built "
-                                     "on the compare page compares the same runs.")
+picked = st.sidebar.multiselect(
+    "Runs compared",
+    all_runs,
+    key="stability.runs",
+    help="Default: the largest set of runs that share queries. The PDF report built "
+    "on the compare page compares the same runs.",
+)
 st.session_state[KEYS.runs] = None if set(picked) == set(selection.runs) else natural_sorted(picked)
 if selection.note and set(picked) == set(selection.runs):
     st.info(ui.md(selection.note))
@@ -53,7 +60,9 @@ if len(picked) < 2:
     st.info("Pick at least two runs to compare under “Runs compared” in the sidebar.")
     st.stop()
 try:
-    res = stability(db_path, version, tau, None if set(picked) == set(selection.runs) else tuple(natural_sorted(picked)))
+    res = stability(
+        db_path, version, tau, None if set(picked) == set(selection.runs) else tuple(natural_sorted(picked))
+    )
 except StabilityError as e:
     st.error(ui.md(str(e)))
     st.stop()
@@ -66,16 +75,28 @@ m = st.columns(6)
 m[0].metric("mean J_doc", fmt(s["mean_j_doc"]), help="Mean document-level Jaccard over every (query, pair).")
 m[1].metric("mean J_span", fmt(s["mean_j_span"]), help="Mean span-level Jaccard; n/a when the logs carry no spans.")
 m[2].metric("gap ratio", fmt(s["gap_ratio"]), help="mean J_doc / mean J_span: the Stability Gap.")
-m[3].metric("collapse rate", fmt(s["collapse_rate"], pct=True),
-            help="Queries with some pair at J_span = 0 while both lists are non-empty.")
-m[4].metric("flip rate (span)", fmt(s["flip_rate"]["span"], pct=True),
-            help=f"(query, pair) cells with J_span < τ = {tau}; document level: {fmt(s['flip_rate']['doc'], True)}.")
-m[5].metric("null transitions", f"{s['null_transitions']:,}",
-            help="(query, pair) cells where one run returned evidence and the other none.")
-st.caption(f"{s['n_queries']:,} queries × {s['n_pairs']:,} run pairs · flip rate (doc) {fmt(s['flip_rate']['doc'], True)}"
-           f" · median J_min,span {fmt(s['span'].get('median_j_min'))}"
-           f" · same documents with different spans: {s['same_docs_diff_spans'] if s['same_docs_diff_spans'] is not None else 'n/a'}"
-           + (f" · {s['gap_ratio_note']}" if s["gap_ratio_note"] else ""))
+m[3].metric(
+    "collapse rate",
+    fmt(s["collapse_rate"], pct=True),
+    help="Queries with some pair at J_span = 0 while both lists are non-empty.",
+)
+m[4].metric(
+    "flip rate (span)",
+    fmt(s["flip_rate"]["span"], pct=True),
+    help=f"(query, pair) cells with J_span < τ = {tau}; document level: {fmt(s['flip_rate']['doc'], True)}.",
+)
+m[5].metric(
+    "null transitions",
+    f"{s['null_transitions']:,}",
+    help="(query, pair) cells where one run returned evidence and the other none.",
+)
+st.caption(
+    f"{s['n_queries']:,} queries × {s['n_pairs']:,} run pairs · flip rate (doc) {fmt(s['flip_rate']['doc'], True)}"
+    f" · median J_min,span {fmt(s['span'].get('median_j_min'))}"
+    f" · same documents with different spans: "
+    f"{s['same_docs_diff_spans'] if s['same_docs_diff_spans'] is not None else 'n/a'}"
+    + (f" · {s['gap_ratio_note']}" if s["gap_ratio_note"] else "")
+)
 
 pairs = res.pairs
 pair_list = [tuple(p) for p in pairs.loc[pairs.level == "doc", ["run_a", "run_b"]].itertuples(index=False)]
@@ -84,8 +105,12 @@ selected = tuple(selected) if selected and tuple(selected) in pair_list else Non
 
 left, right = st.columns(2)
 with left:
-    event = st.plotly_chart(charts.stability_scatter(pairs, gap_ratio=s["gap_ratio"], highlight=selected),
-                            on_select="rerun", selection_mode="points", key="stability.scatter")
+    event = st.plotly_chart(
+        charts.stability_scatter(pairs, gap_ratio=s["gap_ratio"], highlight=selected),
+        on_select="rerun",
+        selection_mode="points",
+        key="stability.scatter",
+    )
     points = (event or {}).get("selection", {}).get("points", []) if event else []
     picked = [p.get("customdata") for p in points if p.get("customdata")]
     if picked and tuple(picked[0][:2]) != selected:
@@ -98,21 +123,34 @@ with right:
         st.info("No pair has span information on both sides: the per-(query, pair) view needs spans.")
 
 st.subheader("By what changed between the two runs")
-ui.table(effects_by_change(pairs), hide_index=True,
-             column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("j_avg", "flip_rate",
-                                                                                      "collapse_rate")})
+ui.table(
+    effects_by_change(pairs),
+    hide_index=True,
+    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("j_avg", "flip_rate", "collapse_rate")},
+)
 
 st.subheader("Run pairs")
-wide = pairs.pivot_table(index=["run_a", "run_b", "changed"], columns="level",
-                         values=["j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain"]).reset_index()
+wide = pairs.pivot_table(
+    index=["run_a", "run_b", "changed"],
+    columns="level",
+    values=["j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain"],
+).reset_index()
 wide.columns = [f"{v}_{lvl}" if lvl else v for v, lvl in wide.columns]
 sdds = pairs[pairs.level == "span"].set_index(["run_a", "run_b"])["same_docs_diff_spans"]
 wide["same_docs_diff_spans"] = [sdds.get((a, b)) for a, b in zip(wide.run_a, wide.run_b)]
 wide = wide.sort_values("j_avg_span" if "j_avg_span" in wide else "j_avg_doc", kind="stable")
-pair_pick = ui.table(wide, hide_index=True, on_select="rerun", selection_mode="single-row",
-                         key="stability.pairs",
-                         column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                        for c in wide.columns if c.startswith(("j_", "flip", "collapse", "null"))})
+pair_pick = ui.table(
+    wide,
+    hide_index=True,
+    on_select="rerun",
+    selection_mode="single-row",
+    key="stability.pairs",
+    column_config={
+        c: st.column_config.NumberColumn(format="%.3f")
+        for c in wide.columns
+        if c.startswith(("j_", "flip", "collapse", "null"))
+    },
+)
 rows = pair_pick.selection.rows if pair_pick else []
 if rows:
     r = wide.iloc[rows[0]]
@@ -126,22 +164,35 @@ st.plotly_chart(charts.jmin_histogram(res.queries), key="stability.jmin")
 # --- one pair ---------------------------------------------------------------------------------
 st.subheader("One pair, query by query")
 index = pair_list.index(selected) if selected else 0
-choice = st.selectbox("Run pair (or click a point in the scatter)", range(len(pair_list)), index=index,
-                      format_func=lambda i: f"{pair_list[i][0]} vs {pair_list[i][1]}")
+choice = st.selectbox(
+    "Run pair (or click a point in the scatter)",
+    range(len(pair_list)),
+    index=index,
+    format_func=lambda i: f"{pair_list[i][0]} vs {pair_list[i][1]}",
+)
 a, b = pair_list[choice]
 if choice != index:  # only a change by the user: the scatter's spec (and its selection) stays put
     st.session_state[KEYS.pair] = (a, b)
     st.rerun()
 detail = pair_queries(db_path, version, a, b, tau)
 ds = detail.summary
-st.write(f"**{ui.md(a)}** vs **{ui.md(b)}**: {ds.n_queries:,} queries, {ds.n_flipped:,} flipped (J_{ds.level} < τ), "
-         + (f"{ds.n_collapsed:,} collapsed, " if ds.n_collapsed is not None else "")
-         + f"{ds.n_null_changes:,} null transitions.")
-q_pick = ui.table(detail.queries, hide_index=True, on_select="rerun", selection_mode="single-row",
-                      key=f"stability.pair_queries.{a}.{b}",
-                      column_config={"j_doc": st.column_config.NumberColumn(format="%.3f"),
-                                     "j_span": st.column_config.NumberColumn(format="%.3f"),
-                                     "query": st.column_config.TextColumn(width="large")})
+st.write(
+    f"**{ui.md(a)}** vs **{ui.md(b)}**: {ds.n_queries:,} queries, {ds.n_flipped:,} flipped (J_{ds.level} < τ), "
+    + (f"{ds.n_collapsed:,} collapsed, " if ds.n_collapsed is not None else "")
+    + f"{ds.n_null_changes:,} null transitions."
+)
+q_pick = ui.table(
+    detail.queries,
+    hide_index=True,
+    on_select="rerun",
+    selection_mode="single-row",
+    key=f"stability.pair_queries.{a}.{b}",
+    column_config={
+        "j_doc": st.column_config.NumberColumn(format="%.3f"),
+        "j_span": st.column_config.NumberColumn(format="%.3f"),
+        "query": st.column_config.TextColumn(width="large"),
+    },
+)
 nav = st.columns(2)
 if nav[0].button("Compare these two runs →"):
     st.session_state[KEYS.run_a], st.session_state[KEYS.run_b] = a, b

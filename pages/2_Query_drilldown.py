@@ -50,8 +50,10 @@ if mats:
     tabs = st.tabs([f"{lvl} level" for lvl in ("span", "doc") if lvl in mats])
     for tab, lvl in zip(tabs, [lvl for lvl in ("span", "doc") if lvl in mats]):
         with tab:
-            st.plotly_chart(charts.matrix_heatmap(mats[lvl], title=f"J_{lvl} between every two runs for query {qid}"),
-                            key=f"drill.matrix.{lvl}")
+            st.plotly_chart(
+                charts.matrix_heatmap(mats[lvl], title=f"J_{lvl} between every two runs for query {qid}"),
+                key=f"drill.matrix.{lvl}",
+            )
 else:
     st.info("Only one run logged this query: there is nothing to compare it with.")
 
@@ -59,7 +61,7 @@ else:
 runs = natural_sorted(logged["run_id"])
 if len(runs) < 2:
     st.stop()
-answered = natural_sorted(logged.loc[logged["answer"].notna(), "run_id"])    # open on a pair with answers
+answered = natural_sorted(logged.loc[logged["answer"].notna(), "run_id"])  # open on a pair with answers
 run_a, run_b = ui.run_pair_picker(runs, ("Run A", "Run B"), prefer_sample_run=False, preferred=answered)
 st.query_params[PARAMS.run_a], st.query_params[PARAMS.run_b] = run_a, run_b
 a, b = lists(db_path, version, qid, run_a, run_b)
@@ -72,16 +74,19 @@ STATUS_COLOURS = {"in both": "#d9f2d9", "only in A": "#f9dcdc", "only in B": "#d
 
 
 def styled(df):
-    show = df[["rank", "doc_id", "chunk_id", "status", "same_doc_other_span", "score", "char_start", "char_end",
-               "text"]]
+    show = df[
+        ["rank", "doc_id", "chunk_id", "status", "same_doc_other_span", "score", "char_start", "char_end", "text"]
+    ]
     return show.style.map(lambda v: f"background-color: {STATUS_COLOURS.get(v, '')}", subset=["status"])
 
 
-cols = {"text": st.column_config.TextColumn("chunk text", width="large"),
-        "same_doc_other_span": st.column_config.CheckboxColumn("same doc, other span"),
-        "score": st.column_config.NumberColumn(format="%.4f")}
-l, r = st.columns(2)
-with l:
+cols = {
+    "text": st.column_config.TextColumn("chunk text", width="large"),
+    "same_doc_other_span": st.column_config.CheckboxColumn("same doc, other span"),
+    "score": st.column_config.NumberColumn(format="%.4f"),
+}
+left, r = st.columns(2)
+with left:
     st.markdown("**Run A**")
     st.text(run_a)
     ui.table(styled(a), hide_index=True, column_config=cols, key="drill.list_a")
@@ -92,10 +97,12 @@ with r:
 
 # --- overlapping chunks of one document --------------------------------------------------------
 st.subheader("Same document, different span")
-st.caption("Both runs cite this document (sometimes even the same chunk id), but not the same passage: the span "
-           "is the hash of the cited text, and a chunking change (size, overlap) moves a chunk's boundaries while "
-           "its document and often its id stay the same. Same id is not same evidence; the shared characters show "
-           "how much of the passage survived.")
+st.caption(
+    "Both runs cite this document (sometimes even the same chunk id), but not the same passage: the span "
+    "is the hash of the cited text, and a chunking change (size, overlap) moves a chunk's boundaries while "
+    "its document and often its id stay the same. Same id is not same evidence; the shared characters show "
+    "how much of the passage survived."
+)
 cand = drilldown.overlap_candidates(a, b)
 if cand.empty:
     st.caption("No document appears in both lists with different spans for this pair.")
@@ -104,16 +111,24 @@ else:
     k = st.selectbox("Chunk pair", opts, format_func=lambda i: cand.label[i])
     ca, cb = a.loc[cand.pos_a[k]], b.loc[cand.pos_b[k]]
 
-    def off(v):                     # an offset, or None when the log has none (None, NaN or pandas' NA)
+    def off(v):  # an offset, or None when the log has none (None, NaN or pandas' NA)
         try:
             return None if v is None else int(v)
         except (TypeError, ValueError):
             return None
 
-    ov = drilldown.chunk_overlap(ca["text"], cb["text"], start_a=off(ca.char_start), end_a=off(ca.char_end),
-                                 start_b=off(cb.char_start), end_b=off(cb.char_end))
-    st.caption(f"Compared by {ov.method}: {ov.shared_chars:,} shared characters (green); characters only in one chunk "
-               "in red." + (f" {ov.note}." if ov.note else ""))
+    ov = drilldown.chunk_overlap(
+        ca["text"],
+        cb["text"],
+        start_a=off(ca.char_start),
+        end_a=off(ca.char_end),
+        start_b=off(cb.char_start),
+        end_b=off(cb.char_end),
+    )
+    st.caption(
+        f"Compared by {ov.method}: {ov.shared_chars:,} shared characters (green); characters only in one chunk "
+        "in red." + (f" {ov.note}." if ov.note else "")
+    )
     x, y = st.columns(2)
     x.html(drilldown.segments_html(ov.a))
     y.html(drilldown.segments_html(ov.b))

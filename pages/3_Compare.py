@@ -40,8 +40,12 @@ if baseline == candidate:
 try:
     cmp = comparison(db_path, version, baseline, candidate, tau)
 except NoSharedQueries:
-    st.info(ui.md(f"{baseline} and {candidate} share no query, so there is nothing to compare. Pick two of "
-                  f"the runs that share queries: {', '.join(compared[:8])}" + (" …" if len(compared) > 8 else "") + "."))
+    st.info(
+        ui.md(
+            f"{baseline} and {candidate} share no query, so there is nothing to compare. Pick two of "
+            f"the runs that share queries: {', '.join(compared[:8])}" + (" …" if len(compared) > 8 else "") + "."
+        )
+    )
     st.stop()
 except StabilityError as e:
     st.error(ui.md(str(e)))
@@ -54,64 +58,120 @@ m = st.columns(5)
 m[0].metric("J_avg, doc", ui.fmt(cmp.pair_value("j_avg", "doc")))
 m[1].metric("J_avg, span", ui.fmt(cmp.pair_value("j_avg", "span")))
 m[2].metric("queries flipped", f"{s.n_flipped:,} / {s.n_queries:,}", help=f"J_{s.level} < τ = {tau}")
-m[3].metric("queries collapsed", "n/a" if s.n_collapsed is None else f"{s.n_collapsed:,}",
-            help="J_span = 0 while both lists are non-empty")
+m[3].metric(
+    "queries collapsed",
+    "n/a" if s.n_collapsed is None else f"{s.n_collapsed:,}",
+    help="J_span = 0 while both lists are non-empty",
+)
 m[4].metric("null transitions", f"{s.n_null_changes:,}")
 
 left, right = st.columns(2)
 with left:
     st.markdown("**Between the two runs**")
-    ui.table(cmp.pair.assign(metric=cmp.pair["metric"].map(PAIR_METRIC_LABELS)), hide_index=True, column_config={
-        "doc": st.column_config.NumberColumn("document level", format="%.3f"),
-        "span": st.column_config.NumberColumn("span level", format="%.3f")})
+    ui.table(
+        cmp.pair.assign(metric=cmp.pair["metric"].map(PAIR_METRIC_LABELS)),
+        hide_index=True,
+        column_config={
+            "doc": st.column_config.NumberColumn("document level", format="%.3f"),
+            "span": st.column_config.NumberColumn("span level", format="%.3f"),
+        },
+    )
 with right:
     st.markdown("**Each run on its own**")
-    ui.table(cmp.runs.assign(metric=cmp.runs["metric"].map(RUN_METRIC_LABELS)), hide_index=True, column_config={
-        c: st.column_config.NumberColumn(format="%.3f") for c in ("baseline", "candidate", "delta")})
+    ui.table(
+        cmp.runs.assign(metric=cmp.runs["metric"].map(RUN_METRIC_LABELS)),
+        hide_index=True,
+        column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("baseline", "candidate", "delta")},
+    )
 
 # --- deploy gate ------------------------------------------------------------------------------
 st.subheader("Deploy gate")
 rules, toml_text = ui.gate_rule_editor(db_path)
 verdict = gate.evaluate(rules, gate_inputs(db_path, version, baseline, candidate, tau))
 applicable = [r for r in verdict.results if r.status != "not applicable"]
-headline = (f"{len(verdict.failed)} of {len(applicable)} applicable rules failed" if applicable
-            else "no rule applies to these logs")
+headline = (
+    f"{len(verdict.failed)} of {len(applicable)} applicable rules failed"
+    if applicable
+    else "no rule applies to these logs"
+)
 if verdict.status == "pass":
     st.success(f"PASS — {ui.md(candidate)} may replace {ui.md(baseline)}: {headline}.", icon="✅")
 else:
     st.error(f"FAIL — {ui.md(candidate)} should not replace {ui.md(baseline)}: {headline}.", icon="⛔")
-ui.table(gate.verdict_rows(verdict), key="compare.verdict",
-         column_config={"why": st.column_config.TextColumn(width="large"),
-                        **{c: st.column_config.NumberColumn(format="%.3f") for c in ("value", "baseline", "candidate")}})
-st.caption("Failed rules first. A rule whose data is absent (no spans, no provenance logs, no stored "
-           "attributions) is not applicable and does not fail the gate. The same verdict from the command line:")
-st.code(f"ragaudit gate --db {shlex.quote(db_path)} --baseline {shlex.quote(baseline)} "
-        f"--candidate {shlex.quote(candidate)}", language="bash")
+ui.table(
+    gate.verdict_rows(verdict),
+    key="compare.verdict",
+    column_config={
+        "why": st.column_config.TextColumn(width="large"),
+        **{c: st.column_config.NumberColumn(format="%.3f") for c in ("value", "baseline", "candidate")},
+    },
+)
+st.caption(
+    "Failed rules first. A rule whose data is absent (no spans, no provenance logs, no stored "
+    "attributions) is not applicable and does not fail the gate. The same verdict from the command line:"
+)
+st.code(
+    f"ragaudit gate --db {shlex.quote(db_path)} --baseline {shlex.quote(baseline)} "
+    f"--candidate {shlex.quote(candidate)}",
+    language="bash",
+)
 
 with st.container(border=True):
-    st.markdown("**Audit report (PDF)** — cover, this verdict, stability, worst queries, probe, citation "
-                "fidelity, attributions and a methods appendix, with the charts of these pages.")
+    st.markdown(
+        "**Audit report (PDF)** — cover, this verdict, stability, worst queries, probe, citation "
+        "fidelity, attributions and a methods appendix, with the charts of these pages."
+    )
     what = (db_path, version, baseline, candidate, tau, toml_text, tuple(ui.picked_runs() or ()))
-    st.caption(ui.md("Its stability section compares " + (
-        f"the runs picked on the stability page: {', '.join(compared)}." if ui.picked_runs()
-        else f"the default selection ({len(selection.runs)} runs that share queries)."
-        + (f" {selection.note}" if selection.note else ""))))
+    st.caption(
+        ui.md(
+            "Its stability section compares "
+            + (
+                f"the runs picked on the stability page: {', '.join(compared)}."
+                if ui.picked_runs()
+                else f"the default selection ({len(selection.runs)} runs that share queries)."
+                + (f" {selection.note}" if selection.note else "")
+            )
+        )
+    )
     built = st.session_state.get(KEYS.report)
     if st.button("Build the PDF report", key="compare.build_report"):
         bar = st.progress(0.0, text="Building the report…")
-        steps = ["verdict", "stability", "worst queries", "answer probe", "citation fidelity", "attributions",
-                 "charts", "layout", "writing"]
+        steps = [
+            "verdict",
+            "stability",
+            "worst queries",
+            "answer probe",
+            "citation fidelity",
+            "attributions",
+            "charts",
+            "layout",
+            "writing",
+        ]
 
         def step(name: str) -> None:
-            bar.progress(min(1.0, (steps.index(name) + 1) / len(steps)) if name in steps else 0.0,
-                         text=f"Building the report: {name}…")
+            bar.progress(
+                min(1.0, (steps.index(name) + 1) / len(steps)) if name in steps else 0.0,
+                text=f"Building the report: {name}…",
+            )
 
         from ragaudit_core.review.report import ReportError, ReportOptions, build_report
 
         try:
-            blob, _data = build_report(con, None, ReportOptions(
-                baseline=baseline, candidate=candidate, rules=rules, rules_source="rules of the compare page",
-                tau=tau, embedder=ui.embedder, db_label=db_path, runs=ui.picked_runs()), progress=step)
+            blob, _data = build_report(
+                con,
+                None,
+                ReportOptions(
+                    baseline=baseline,
+                    candidate=candidate,
+                    rules=rules,
+                    rules_source="rules of the compare page",
+                    tau=tau,
+                    embedder=ui.embedder,
+                    db_label=db_path,
+                    runs=ui.picked_runs(),
+                ),
+                progress=step,
+            )
         except ReportError as e:
             st.error(ui.md(str(e)))
         else:
@@ -119,9 +179,13 @@ with st.container(border=True):
             st.session_state[KEYS.report] = built
         bar.empty()
     if built and built[0] == what:
-        st.download_button(f"Download audit-{ui.md(candidate)}-vs-{ui.md(baseline)}.pdf ({len(built[1]) / 1024:.0f} KB)", built[1],
-                           file_name=f"audit-{candidate}-vs-{baseline}.pdf", mime="application/pdf",
-                           key="compare.download_report")
+        st.download_button(
+            f"Download audit-{ui.md(candidate)}-vs-{ui.md(baseline)}.pdf ({len(built[1]) / 1024:.0f} KB)",
+            built[1],
+            file_name=f"audit-{candidate}-vs-{baseline}.pdf",
+            mime="application/pdf",
+            key="compare.download_report",
+        )
     elif built:
         st.caption("The last report was built for other settings; build it again for this pair.")
 
@@ -131,11 +195,18 @@ q = cmp.queries
 if only:
     q = q[q["flipped"] | q["collapsed"] | (q["null_change"] != "")]
 st.caption(f"{len(q):,} queries, worst first. Select a row to open it in the drill-down.")
-pick = ui.table(q, hide_index=True, on_select="rerun", selection_mode="single-row",
-                    key=f"compare.queries.{baseline}.{candidate}.{only}",
-                    column_config={"j_doc": st.column_config.NumberColumn(format="%.3f"),
-                                   "j_span": st.column_config.NumberColumn(format="%.3f"),
-                                   "query": st.column_config.TextColumn(width="large")})
+pick = ui.table(
+    q,
+    hide_index=True,
+    on_select="rerun",
+    selection_mode="single-row",
+    key=f"compare.queries.{baseline}.{candidate}.{only}",
+    column_config={
+        "j_doc": st.column_config.NumberColumn(format="%.3f"),
+        "j_span": st.column_config.NumberColumn(format="%.3f"),
+        "query": st.column_config.TextColumn(width="large"),
+    },
+)
 if pick and pick.selection.rows:
     st.session_state[KEYS.query] = q.iloc[pick.selection.rows[0]]["query_id"]
     st.switch_page(PAGES.drilldown)
@@ -158,16 +229,30 @@ p[1].metric("mean J_span", "n/a" if ps["mean_j_span"] is None else f"{ps['mean_j
 p[2].metric("mean answer similarity", f"{ps['mean_sim']:.3f}")
 p[3].metric("drift < 0.9", f"{ps['drift_0.9']} ({ps['drift_rate_0.9']:.0%})")
 p[4].metric("drift < 0.8", f"{ps['drift_0.8']} ({ps['drift_rate_0.8']:.0%})")
-p[5].metric("Spearman ρ", "n/a" if ps["spearman_rho"] is None else f"{ps['spearman_rho']:.3f}",
-            help="Rank correlation of per-query J_span and answer similarity.")
-st.caption(f"Silent jitter (J_span < τ = {tau} while similarity ≥ 0.9): "
-           f"{ps['silent_jitter'] if ps['silent_jitter'] is not None else 'n/a'} queries.")
-ev = st.plotly_chart(charts.probe_scatter(probe.rows, tau=tau, title=f"{baseline} vs {candidate}"),
-                     on_select="rerun", selection_mode="points", key="compare.probe")
+p[5].metric(
+    "Spearman ρ",
+    "n/a" if ps["spearman_rho"] is None else f"{ps['spearman_rho']:.3f}",
+    help="Rank correlation of per-query J_span and answer similarity.",
+)
+st.caption(
+    f"Silent jitter (J_span < τ = {tau} while similarity ≥ 0.9): "
+    f"{ps['silent_jitter'] if ps['silent_jitter'] is not None else 'n/a'} queries."
+)
+ev = st.plotly_chart(
+    charts.probe_scatter(probe.rows, tau=tau, title=f"{baseline} vs {candidate}"),
+    on_select="rerun",
+    selection_mode="points",
+    key="compare.probe",
+)
 pts = (ev or {}).get("selection", {}).get("points", []) if ev else []
 if pts and pts[0].get("customdata"):
     st.session_state[KEYS.query] = pts[0]["customdata"][0]
     st.switch_page(PAGES.drilldown)
-ui.table(probe.rows, hide_index=True, column_config={
-    "answer_a": st.column_config.TextColumn("baseline answer", width="large"),
-    "answer_b": st.column_config.TextColumn("candidate answer", width="large")})
+ui.table(
+    probe.rows,
+    hide_index=True,
+    column_config={
+        "answer_a": st.column_config.TextColumn("baseline answer", width="large"),
+        "answer_b": st.column_config.TextColumn("candidate answer", width="large"),
+    },
+)

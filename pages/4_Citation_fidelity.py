@@ -38,11 +38,16 @@ with st.sidebar:
     p95_min = st.slider("p95 CFS at least", 0.0, 1.0, 0.85, 0.01)
     surv_min = st.slider("every stage survival at least", 0.0, 1.0, 0.90, 0.01)
     parse_max = st.slider("parse-failure rate at most", 0.0, 0.2, 0.005, 0.001, format="%.3f")
-    convention = st.radio("Percentiles", ["upper", "tail"], horizontal=True,
-                          help="upper: p95 is the 95th percentile of CFS (the seed as written). "
-                               "tail: p95 is the value 95% of queries reach (the 5th percentile).")
-rules = FidelityRules(p95_cfs_min=p95_min, stage_survival_min=surv_min, parse_failure_max=parse_max,
-                      percentile=convention)
+    convention = st.radio(
+        "Percentiles",
+        ["upper", "tail"],
+        horizontal=True,
+        help="upper: p95 is the 95th percentile of CFS (the seed as written). "
+        "tail: p95 is the value 95% of queries reach (the 5th percentile).",
+    )
+rules = FidelityRules(
+    p95_cfs_min=p95_min, stage_survival_min=surv_min, parse_failure_max=parse_max, percentile=convention
+)
 
 
 @st.cache_data(show_spinner="Verifying citations…", max_entries=16)
@@ -60,44 +65,77 @@ for col, run in zip(cols, runs):
     col.markdown(f"**{ui.md(run)}**")
     col.metric("mean CFS", ui.fmt(s["cfs_mean"]), help="Mean per-query CFS over queries with citations.")
     upper_name, other_name = ("p95", "tail p95") if s["percentile_convention"] == "upper" else ("tail p95", "p95")
-    col.caption(f"{s['n_queries']:,} queries · {s['n_with_citations']:,} with citations · {s['n_citations']:,} citations"
-                f" · product-form CFS {ui.fmt(s['cfs_product_mean'])} · {s['n_alerts']} alert(s)")
-    col.caption(f"median {ui.fmt(s['cfs_p50'])} · {upper_name} {ui.fmt(s['cfs_p95'])} · "
-                f"{other_name} {ui.fmt(s['cfs_p95_other'])}",
-                help="p95: the 95th percentile of per-query CFS (the seed as written). tail p95: the score 95 % "
-                     "of queries reach (the 5th percentile).")
+    col.caption(
+        f"{s['n_queries']:,} queries · {s['n_with_citations']:,} with citations · {s['n_citations']:,} citations"
+        f" · product-form CFS {ui.fmt(s['cfs_product_mean'])} · {s['n_alerts']} alert(s)"
+    )
+    col.caption(
+        f"median {ui.fmt(s['cfs_p50'])} · {upper_name} {ui.fmt(s['cfs_p95'])} · "
+        f"{other_name} {ui.fmt(s['cfs_p95_other'])}",
+        help="p95: the 95th percentile of per-query CFS (the seed as written). tail p95: the score 95 % "
+        "of queries reach (the 5th percentile).",
+    )
     if comment := tail_comment(s, rules.p95_cfs_min):
         col.warning(ui.md(comment))
 left, right = st.columns(2)
 left.plotly_chart(charts.survival_funnel({r: res[r].summary for r in runs}), key="fid.funnel")
-right.plotly_chart(charts.cfs_histogram({r: res[r].queries["cfs"].dropna() for r in runs},
-                                        summaries={r: res[r].summary for r in runs}, threshold=rules.p95_cfs_min),
-                   key="fid.hist")
+right.plotly_chart(
+    charts.cfs_histogram(
+        {r: res[r].queries["cfs"].dropna() for r in runs},
+        summaries={r: res[r].summary for r in runs},
+        threshold=rules.p95_cfs_min,
+    ),
+    key="fid.hist",
+)
 
 # --- one run ----------------------------------------------------------------------------------
 run = st.selectbox("Run", runs, index=0)
 r = res[run]
 st.subheader("Alerts")
 alerts = sorted(r.alerts, key=lambda a: {"alert": 0, "ok": 1}.get(a["status"], 2))
-ui.table(alerts, hide_index=True, column_config={
-    "value": st.column_config.NumberColumn(format="%.3f"), "threshold": st.column_config.NumberColumn(format="%.3f"),
-    "message": st.column_config.TextColumn(width="large")})
+ui.table(
+    alerts,
+    hide_index=True,
+    column_config={
+        "value": st.column_config.NumberColumn(format="%.3f"),
+        "threshold": st.column_config.NumberColumn(format="%.3f"),
+        "message": st.column_config.TextColumn(width="large"),
+    },
+)
 with st.expander(f"Stage survival of {ui.md(run)}, both readings", expanded=False):
-    st.caption("The alert uses the conditional rate (of the queries that reached a stage with a ground-truth "
-               "source, the share keeping one through it); the funnel shows the running product (the share of "
-               "all queries with ground truth still holding a source). Stages no query reached are left out.")
-    ui.table(survival_table(r.summary), hide_index=True, key=f"fid.survival.{run}", column_config={
-        "stage": st.column_config.TextColumn("stage"),
-        "conditional": st.column_config.NumberColumn(SURVIVAL_LABELS["conditional"], format="percent"),
-        "share": st.column_config.NumberColumn(SURVIVAL_LABELS["share"], format="percent")})
+    st.caption(
+        "The alert uses the conditional rate (of the queries that reached a stage with a ground-truth "
+        "source, the share keeping one through it); the funnel shows the running product (the share of "
+        "all queries with ground truth still holding a source). Stages no query reached are left out."
+    )
+    ui.table(
+        survival_table(r.summary),
+        hide_index=True,
+        key=f"fid.survival.{run}",
+        column_config={
+            "stage": st.column_config.TextColumn("stage"),
+            "conditional": st.column_config.NumberColumn(SURVIVAL_LABELS["conditional"], format="percent"),
+            "share": st.column_config.NumberColumn(SURVIVAL_LABELS["share"], format="percent"),
+        },
+    )
 s = r.summary
-st.caption("Verification outcomes: " + (", ".join(f"{k} {v}" for k, v in s["outcomes"].items()) or "none")
-           + " · failure modes: " + (", ".join(f"{k} {v}" for k, v in s["failure_modes"].items()) or "none found"))
+st.caption(
+    "Verification outcomes: "
+    + (", ".join(f"{k} {v}" for k, v in s["outcomes"].items()) or "none")
+    + " · failure modes: "
+    + (", ".join(f"{k} {v}" for k, v in s["failure_modes"].items()) or "none found")
+)
 
 st.subheader("Queries")
 st.caption("Select a query to see its citations and draw its provenance graph.")
-pick = ui.table(r.queries, hide_index=True, on_select="rerun", selection_mode="single-row",
-                    key=f"fid.queries.{run}", column_config={"cfs": st.column_config.NumberColumn(format="%.3f")})
+pick = ui.table(
+    r.queries,
+    hide_index=True,
+    on_select="rerun",
+    selection_mode="single-row",
+    key=f"fid.queries.{run}",
+    column_config={"cfs": st.column_config.NumberColumn(format="%.3f")},
+)
 rows = pick.selection.rows if pick else []
 qid = r.queries.iloc[rows[0]]["query_id"] if rows else st.session_state.get(f"{KEYS.query}.fidelity")
 if qid not in set(r.queries["query_id"]):
@@ -118,9 +156,19 @@ else:
 if qf.parse_failures:
     st.warning("Citation-like strings that no pattern parses: " + " · ".join(ui.md(f) for f in qf.parse_failures))
 nodes, edges = graph_layout(g, qf)
-st.plotly_chart(charts.provenance_graph(nodes, edges, title=f"Provenance of query {qid}"
-                                        + (f" — ground truth lost at {r.queries.set_index('query_id').loc[qid, 'first_failed_stage']}"
-                                           if qf.first_failed_stage else "")), key="fid.graph")
+st.plotly_chart(
+    charts.provenance_graph(
+        nodes,
+        edges,
+        title=f"Provenance of query {qid}"
+        + (
+            f" — ground truth lost at {r.queries.set_index('query_id').loc[qid, 'first_failed_stage']}"
+            if qf.first_failed_stage
+            else ""
+        ),
+    ),
+    key="fid.graph",
+)
 if g.dropped:
     with st.expander(f"Chunks dropped by compression ({len(g.dropped)})"):
         ui.table(g.dropped, hide_index=True)
@@ -131,10 +179,12 @@ if len(finds):
 
 # --- LLM judge (Pattern 4) --------------------------------------------------------------------
 st.subheader("LLM judge (Pattern 4)")
-st.caption("A judge model verifies each citation against the retrieved context with seed 002's prompt; three "
-           "judges (seeds 0–2 of the packaged SmolLM2; seed 0 greedy) vote. Beside the rule-based verification "
-           "above: how often they agree, and how often the judges disagree among themselves (the seed reports "
-           "12–18 % for its judges). Runs in the background; results appear as they land.")
+st.caption(
+    "A judge model verifies each citation against the retrieved context with seed 002's prompt; three "
+    "judges (seeds 0–2 of the packaged SmolLM2; seed 0 greedy) vote. Beside the rule-based verification "
+    "above: how often they agree, and how often the judges disagree among themselves (the seed reports "
+    "12–18 % for its judges). Runs in the background; results appear as they land."
+)
 verdicts = verdict_table(con, run)
 js = judge_summary(verdicts)
 judge_jobs = [j for j in queue.jobs(con, run_id=run) if j.spec.kind == "judge"]
@@ -143,16 +193,27 @@ if js["n_citations"]:
     a, d = js["agreement"], js["disagreement"]
     jm = st.columns(4)
     jm[0].metric("citations judged", f"{js['n_citations']:,}")
-    jm[1].metric("agreement with the rules", ui.fmt(a["rate"], pct=True),
-                 help="Share of citations whose majority verdict equals Pattern 3's (1.0 ACCURATE, 0.3 PARTIAL, "
-                      "0 HALLUCINATED).")
-    jm[2].metric("judges disagree", ui.fmt(d["rate"], pct=True),
-                 help=f"Share of citations whose votes are not unanimous; pairwise: {ui.fmt(d['pairwise'], pct=True)}.")
+    jm[1].metric(
+        "agreement with the rules",
+        ui.fmt(a["rate"], pct=True),
+        help="Share of citations whose majority verdict equals Pattern 3's (1.0 ACCURATE, 0.3 PARTIAL, "
+        "0 HALLUCINATED).",
+    )
+    jm[2].metric(
+        "judges disagree",
+        ui.fmt(d["rate"], pct=True),
+        help=f"Share of citations whose votes are not unanimous; pairwise: {ui.fmt(d['pairwise'], pct=True)}.",
+    )
     jm[3].metric("invalid votes", f"{js['n_invalid_votes']:,}")
-    ui.table(verdicts.drop(columns=["_votes"]), key=f"fid.judge.{run}",
-             column_config={"rule": st.column_config.TextColumn("rule-based (Pattern 3)"),
-                            "votes": st.column_config.TextColumn("judges' votes", width="large"),
-                            "majority": st.column_config.TextColumn("majority (ties: most conservative)")})
+    ui.table(
+        verdicts.drop(columns=["_votes"]),
+        key=f"fid.judge.{run}",
+        column_config={
+            "rule": st.column_config.TextColumn("rule-based (Pattern 3)"),
+            "votes": st.column_config.TextColumn("judges' votes", width="large"),
+            "majority": st.column_config.TextColumn("majority (ties: most conservative)"),
+        },
+    )
 
 
 @st.fragment(run_every=2.0)
@@ -166,9 +227,13 @@ def judge_progress(n_done: int) -> None:
     if done != n_done or not live:
         st.rerun(scope="app")
     running = next((j for j in live if j.status == "running"), None)
-    st.progress(done / max(1, len(jobs)), text=ui.md(f"{done} of {len(jobs)} judge jobs done, {len(live)} queued or "
-                                                     f"running" + (f" · query {running.spec.query_id}: {running.label}"
-                                                                   if running else "")))
+    st.progress(
+        done / max(1, len(jobs)),
+        text=ui.md(
+            f"{done} of {len(jobs)} judge jobs done, {len(live)} queued or "
+            f"running" + (f" · query {running.spec.query_id}: {running.label}" if running else "")
+        ),
+    )
     if st.button("Cancel judging", key="fid.judge.cancel"):
         with ui.short_connection(db_path) as c:
             queue.cancel(c, [j.job_id for j in live])
@@ -206,4 +271,5 @@ if c["significant"] is None:
 else:
     (st.error if c["significant"] else st.success)(
         f"The CFS distributions {'differ' if c['significant'] else 'do not differ'} significantly "
-        f"at α = {rules.canary_alpha} (two-sided Mann–Whitney U, {c['n_a']} vs {c['n_b']} queries with citations).")
+        f"at α = {rules.canary_alpha} (two-sided Mann–Whitney U, {c['n_a']} vs {c['n_b']} queries with citations)."
+    )

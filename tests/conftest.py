@@ -12,7 +12,7 @@ from ragaudit_core.logs import store
 from tests.helpers import ev, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:        # the dashboard's helpers (pages/ui) import as `pages.ui`, as under streamlit run
+if str(ROOT) not in sys.path:  # the dashboard's helpers (pages/ui) import as `pages.ui`, as under streamlit run
     sys.path.insert(0, str(ROOT))
 
 
@@ -27,21 +27,30 @@ def con():
 def three_runs(tmp_path: Path) -> Path:
     """The hand-worked fixture of test_stability.py (3 runs × 3 queries)."""
     d = tmp_path / "runs"
-    write_jsonl(d / "A.jsonl", [
-        {"run_id": "A", "query_id": "q1", "evidence": [ev("d1", "s1"), ev("d2", "s2")]},
-        {"run_id": "A", "query_id": "q2", "evidence": []},
-        {"run_id": "A", "query_id": "q3", "evidence": [ev("d3", "s3")]},
-    ])
-    write_jsonl(d / "B.jsonl", [
-        {"run_id": "B", "query_id": "q1", "evidence": [ev("d1", "s1"), ev("d2", "s2b")]},
-        {"run_id": "B", "query_id": "q2", "evidence": []},
-        {"run_id": "B", "query_id": "q3", "evidence": []},
-    ])
-    write_jsonl(d / "C.jsonl", [
-        {"run_id": "C", "query_id": "q1", "evidence": [ev("d1", "s1b"), ev("d4", "s4")]},
-        {"run_id": "C", "query_id": "q2", "evidence": [ev("d5", "s5")]},
-        {"run_id": "C", "query_id": "q3", "evidence": [ev("d3", "s3")]},
-    ])
+    write_jsonl(
+        d / "A.jsonl",
+        [
+            {"run_id": "A", "query_id": "q1", "evidence": [ev("d1", "s1"), ev("d2", "s2")]},
+            {"run_id": "A", "query_id": "q2", "evidence": []},
+            {"run_id": "A", "query_id": "q3", "evidence": [ev("d3", "s3")]},
+        ],
+    )
+    write_jsonl(
+        d / "B.jsonl",
+        [
+            {"run_id": "B", "query_id": "q1", "evidence": [ev("d1", "s1"), ev("d2", "s2b")]},
+            {"run_id": "B", "query_id": "q2", "evidence": []},
+            {"run_id": "B", "query_id": "q3", "evidence": []},
+        ],
+    )
+    write_jsonl(
+        d / "C.jsonl",
+        [
+            {"run_id": "C", "query_id": "q1", "evidence": [ev("d1", "s1b"), ev("d4", "s4")]},
+            {"run_id": "C", "query_id": "q2", "evidence": [ev("d5", "s5")]},
+            {"run_id": "C", "query_id": "q3", "evidence": [ev("d3", "s3")]},
+        ],
+    )
     return d
 
 
@@ -77,5 +86,5 @@ def _close_cached_connections():
         import streamlit as st
 
         st.cache_resource.clear()
-    except Exception:  # streamlit not imported by this session: nothing to close
+    except Exception:  # noqa: BLE001 — streamlit not imported by this session: nothing to close
         pass

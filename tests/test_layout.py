@@ -12,8 +12,13 @@ import pytest
 from tests.helpers import ROOT
 
 CORE = ROOT / "ragaudit_core"
-METRIC_PACKAGES = ("ragaudit_core.stability", "ragaudit_core.fidelity", "ragaudit_core.attribution",
-                   "ragaudit_core.review", "ragaudit_core.harness")
+METRIC_PACKAGES = (
+    "ragaudit_core.stability",
+    "ragaudit_core.fidelity",
+    "ragaudit_core.attribution",
+    "ragaudit_core.review",
+    "ragaudit_core.harness",
+)
 
 
 def _modules(folder):
@@ -31,11 +36,16 @@ def _imports(path) -> set[str]:
 
 
 def test_importing_every_core_module_imports_neither_streamlit_nor_torch():
-    names = [".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-             for p in _modules(CORE) if p.name != "__main__.py"]
-    code = ("import importlib, sys\n"
-            f"for n in {names!r}: importlib.import_module(n)\n"
-            "print(sorted(m for m in ('streamlit', 'torch') if m in sys.modules))")
+    names = [
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for p in _modules(CORE)
+        if p.name != "__main__.py"
+    ]
+    code = (
+        "import importlib, sys\n"
+        f"for n in {names!r}: importlib.import_module(n)\n"
+        "print(sorted(m for m in ('streamlit', 'torch') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -46,7 +56,7 @@ def test_the_log_spine_imports_no_metric_package():
         assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
 
 
-@pytest.mark.parametrize("page", sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"], ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [*sorted((ROOT / "pages").glob("*.py")), ROOT / "app.py"], ids=lambda p: p.name)
 def test_pages_import_only_the_core_and_their_helpers(page):
     third_party = {m.split(".")[0] for m in _imports(page)} - set(sys.stdlib_module_names)
     assert third_party <= {"streamlit", "ragaudit_core", "pages"}, third_party

@@ -16,21 +16,43 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from pandas.io.formats.style import Styler
 import streamlit as st
+from pandas.io.formats.style import Styler
 
 from pages.ui.render import DOC_COLOURS, diverging_html, legend_html, md, owner_html
 from pages.ui.session import KEYS, PAGES, PARAMS
 from ragaudit_core import models
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
-from ragaudit_core.review.labels import column_label
 from ragaudit_core.review import gate
+from ragaudit_core.review.labels import column_label
 
-__all__ = ["DB_WAIT_S", "DOC_COLOURS", "KEYS", "PAGES", "PARAMS", "Store", "connection", "current_db_path",
-           "default_selection", "diverging_html", "release_connections", "short_connection",
-           "embedder", "fmt", "gate_rule_editor", "legend_html", "md", "open_store", "owner_html",
-           "picked_runs", "query_picker", "run_pair_picker", "table", "tau_slider"]
+__all__ = [
+    "DB_WAIT_S",
+    "DOC_COLOURS",
+    "KEYS",
+    "PAGES",
+    "PARAMS",
+    "Store",
+    "connection",
+    "current_db_path",
+    "default_selection",
+    "diverging_html",
+    "embedder",
+    "fmt",
+    "gate_rule_editor",
+    "legend_html",
+    "md",
+    "open_store",
+    "owner_html",
+    "picked_runs",
+    "query_picker",
+    "release_connections",
+    "run_pair_picker",
+    "short_connection",
+    "table",
+    "tau_slider",
+]
 
 DB_WAIT_S = 10.0
 """How long an interaction waits for a database another program (a CLI command, another
@@ -69,18 +91,19 @@ def release_connections() -> None:
     for con in getattr(_RUN, "cons", {}).values():
         try:
             con.close()
-        except Exception:                # a connection already closed by DuckDB
+        except Exception:  # noqa: BLE001 — a connection already closed by DuckDB
             pass
     _RUN.cons = {}
+
 
 embedder = st.cache_resource(models.load_embedder, show_spinner="Loading the SBERT model…")
 
 
 @dataclass(frozen=True)
 class Store:
-    con: object          # duckdb.DuckDBPyConnection
+    con: object  # duckdb.DuckDBPyConnection
     db_path: str
-    version: str         # the data version: part of every cached result's key
+    version: str  # the data version: part of every cached result's key
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -124,8 +147,12 @@ def tau_slider(label: str = "Flip threshold τ (a query flips when J < τ)") -> 
     return tau
 
 
-def run_pair_picker(runs: list[str], labels: tuple[str, str] = ("Baseline run", "Candidate run"),
-                    prefer_sample_run: bool = True, preferred: list[str] | None = None) -> tuple[str, str]:
+def run_pair_picker(
+    runs: list[str],
+    labels: tuple[str, str] = ("Baseline run", "Candidate run"),
+    prefer_sample_run: bool = True,
+    preferred: list[str] | None = None,
+) -> tuple[str, str]:
     """Two runs side by side, remembered across pages; defaults: two of ``preferred`` when it
     holds two (e.g. the runs that logged answers), else the sample's base run (or the first run)
     and the next one."""
@@ -157,8 +184,12 @@ def query_picker(con, current: str | None, *, search_box=st, limit: int = 500) -
         st.stop()
     ids = found["query_id"].tolist()
     labels = dict(zip(found["query_id"], found["query"].fillna("")))
-    return st.selectbox("Query", ids, index=ids.index(current) if current in ids else 0,
-                        format_func=lambda q: f"{q} — {labels.get(q, '')[:110]}")
+    return st.selectbox(
+        "Query",
+        ids,
+        index=ids.index(current) if current in ids else 0,
+        format_func=lambda q: f"{q} — {labels.get(q, '')[:110]}",
+    )
 
 
 def table(data, *, column_config: dict | None = None, **kwargs):
@@ -199,8 +230,12 @@ def gate_rule_editor(db_path: str) -> tuple[list[gate.Rule], str]:
     with st.expander("Rules (edit, load, save)"):
         _rule_sources()
         edited = st.data_editor(
-            st.session_state[KEYS.gate_rules], num_rows="dynamic", hide_index=True,
-            key=f"compare.rule_editor.{st.session_state[KEYS.gate_editor]}", column_config=_rule_columns())
+            st.session_state[KEYS.gate_rules],
+            num_rows="dynamic",
+            hide_index=True,
+            key=f"compare.rule_editor.{st.session_state[KEYS.gate_editor]}",
+            column_config=_rule_columns(),
+        )
         rules, errors = gate.rules_from_rows(edited)
         for e in errors:
             st.error(f"Rule {e} (left out until fixed)")
@@ -211,15 +246,20 @@ def gate_rule_editor(db_path: str) -> tuple[list[gate.Rule], str]:
 
 def _use_rules(rules: list[gate.Rule]) -> None:
     st.session_state[KEYS.gate_rules] = gate.rule_rows(rules)
-    st.session_state[KEYS.gate_editor] += 1       # a new editor widget, so the table shows the new rows
+    st.session_state[KEYS.gate_editor] += 1  # a new editor widget, so the table shows the new rows
     st.rerun()
 
 
 def _rule_sources() -> None:
     c1, c2 = st.columns([1, 2])
-    preset = c1.selectbox("Start from a preset", ["—", "default", "strict"], help=(
-        "default: doc + span stability, fidelity and WARG relative to the baseline; "
-        "strict: seed 002's absolute fidelity thresholds"))
+    preset = c1.selectbox(
+        "Start from a preset",
+        ["—", "default", "strict"],
+        help=(
+            "default: doc + span stability, fidelity and WARG relative to the baseline; "
+            "strict: seed 002's absolute fidelity thresholds"
+        ),
+    )
     loaded = c2.file_uploader("…or load a rules TOML file", type=["toml"], key="compare.rules_file")
     if preset != "—" and c1.button(f"Use the {preset} preset"):
         _use_rules(gate.PRESETS[preset])
@@ -241,20 +281,21 @@ def _rule_targets(rules: list[gate.Rule], toml_text: str, has_errors: bool, db_p
         except OSError as e:
             st.error(f"Could not write {target}: {e}")
         else:
-            st.success(f"Saved {len(rules)} rules to {target} — use them in CI with "
-                       f"`ragaudit gate --rules {target}`.")
+            st.success(f"Saved {len(rules)} rules to {target} — use them in CI with `ragaudit gate --rules {target}`.")
     c2.download_button("Download rules.toml", toml_text, file_name="gate-rules.toml", mime="application/toml")
 
 
 def _rule_columns() -> dict:
     return {
-        "metric": st.column_config.SelectboxColumn("metric", options=sorted(gate.PAIR_METRICS | gate.RUN_METRICS),
-                                                   required=True),
+        "metric": st.column_config.SelectboxColumn(
+            "metric", options=sorted(gate.PAIR_METRICS | gate.RUN_METRICS), required=True
+        ),
         "level": st.column_config.TextColumn("level / stage", help="doc or span; a stage name or 'every'"),
         "p": st.column_config.NumberColumn("p (WARG)", min_value=0.01, max_value=0.99, step=0.05),
         "op": st.column_config.SelectboxColumn("op", options=[">=", "<=", ">", "<"], required=True),
         "threshold": st.column_config.NumberColumn("threshold", required=True, format="%.3f"),
         "relative": st.column_config.CheckboxColumn("relative to baseline", default=False),
-        "required": st.column_config.CheckboxColumn("required", default=False,
-                                                    help="Fail when the rule's data is absent"),
+        "required": st.column_config.CheckboxColumn(
+            "required", default=False, help="Fail when the rule's data is absent"
+        ),
     }

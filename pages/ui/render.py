@@ -16,7 +16,7 @@ _MD_SPECIAL = set("\\`*_{}[]()<>#+-.!|~$:")
 
 
 _AUTOLINK = re.compile(r"(://|(?i:www)\.|@)")
-_JOINER = "\u2060"      # WORD JOINER: invisible, and breaks GFM's autolink literals
+_JOINER = "\u2060"  # WORD JOINER: invisible, and breaks GFM's autolink literals
 
 
 def md(text: object) -> str:
@@ -26,12 +26,24 @@ def md(text: object) -> str:
     URLs and e-mail addresses into links *after* escapes are resolved, so escaping alone does
     not stop ``http://host`` from becoming a link. This is the one helper for putting untrusted
     text into a Streamlit markdown string (banners, captions, labels)."""
-    s = _AUTOLINK.sub(lambda m: m.group(0)[:-1] + _JOINER + m.group(0)[-1] if m.group(0) != "@" else "@" + _JOINER,
-                      str(text))
+    s = _AUTOLINK.sub(
+        lambda m: m.group(0)[:-1] + _JOINER + m.group(0)[-1] if m.group(0) != "@" else "@" + _JOINER, str(text)
+    )
     return "".join("\\" + c if c in _MD_SPECIAL else c for c in s)
 
-DOC_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
-               "#bab0ac"]
+
+DOC_COLOURS = [
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#e15759",
+    "#76b7b2",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+]
 
 
 def _rgba(score: float, scale: float) -> str:
@@ -39,13 +51,15 @@ def _rgba(score: float, scale: float) -> str:
     return f"rgba(214,39,40,{a:.3f})" if score >= 0 else f"rgba(31,119,180,{a:.3f})"
 
 
-def diverging_html(words: Sequence[str], scores: Sequence[float], *, scale: float | None = None,
-                   sep: str = " ") -> str:
+def diverging_html(words: Sequence[str], scores: Sequence[float], *, scale: float | None = None, sep: str = " ") -> str:
     """Words on a diverging background: red for positive attribution, blue for negative,
     opacity ∝ |score| / scale (default: the largest |score|). Hover shows the value."""
     scale = scale if scale is not None else max((abs(float(s)) for s in scores), default=0.0)
-    parts = [f'<span title="{float(s):+.4f}" style="background:{_rgba(float(s), scale)};padding:1px 2px;'
-             f'border-radius:3px">{html.escape(w)}</span>' for w, s in zip(words, scores)]
+    parts = [
+        f'<span title="{float(s):+.4f}" style="background:{_rgba(float(s), scale)};padding:1px 2px;'
+        f'border-radius:3px">{html.escape(w)}</span>'
+        for w, s in zip(words, scores)
+    ]
     return f'<div style="line-height:1.9">{sep.join(parts)}</div>'
 
 
@@ -57,13 +71,18 @@ def owner_html(tokens: Sequence[str], owners: Sequence[int], strengths: Sequence
     for t, o, s in zip(tokens, owners, strengths):
         colour = DOC_COLOURS[int(o) % len(DOC_COLOURS)]
         alpha = 0.15 + 0.85 * min(1.0, abs(float(s)) / top)
-        rgb = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
-        parts.append(f'<span title="document {int(o) + 1}: {float(s):+.4f}" style="background:rgba({rgb[0]},{rgb[1]},'
-                     f'{rgb[2]},{alpha:.3f});border-radius:3px">{html.escape(t)}</span>')
+        rgb = tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
+        parts.append(
+            f'<span title="document {int(o) + 1}: {float(s):+.4f}" style="background:rgba({rgb[0]},{rgb[1]},'
+            f'{rgb[2]},{alpha:.3f});border-radius:3px">{html.escape(t)}</span>'
+        )
     return f'<div style="line-height:1.9;white-space:pre-wrap">{"".join(parts)}</div>'
 
 
 def legend_html(labels: Sequence[str]) -> str:
-    items = [f'<span style="display:inline-block;width:12px;height:12px;background:{DOC_COLOURS[i % len(DOC_COLOURS)]};'
-             f'margin:0 4px 0 12px;border-radius:2px"></span>{html.escape(label)}' for i, label in enumerate(labels)]
+    items = [
+        f'<span style="display:inline-block;width:12px;height:12px;background:{DOC_COLOURS[i % len(DOC_COLOURS)]};'
+        f'margin:0 4px 0 12px;border-radius:2px"></span>{html.escape(label)}'
+        for i, label in enumerate(labels)
+    ]
     return f'<div style="font-size:0.9em">{"".join(items)}</div>'

@@ -26,7 +26,27 @@ from ragaudit_core.attribution.shapley import (
     estimator,
 )
 
-__all__ = ["BASELINES", "ESTIMATORS", "AttributionError", "CachedGame", "ExactShapley", "GeneratorGame",
-           "KernelShap", "MCShap", "PMCShap", "RetrieverSaliency", "SaliencyResult", "ShapleyResult",
-           "batch_tables", "estimator", "explain_query", "failure_modes", "generator_ranking", "query_documents",
-           "rbo", "stored_attribution", "warg", "warg_floor"]
+__all__ = [
+    "BASELINES",
+    "ESTIMATORS",
+    "AttributionError",
+    "CachedGame",
+    "ExactShapley",
+    "GeneratorGame",
+    "KernelShap",
+    "MCShap",
+    "PMCShap",
+    "RetrieverSaliency",
+    "SaliencyResult",
+    "ShapleyResult",
+    "batch_tables",
+    "estimator",
+    "explain_query",
+    "failure_modes",
+    "generator_ranking",
+    "query_documents",
+    "rbo",
+    "stored_attribution",
+    "warg",
+    "warg_floor",
+]

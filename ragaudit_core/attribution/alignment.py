@@ -61,23 +61,24 @@ def rbo(s: Sequence[Hashable], t: Sequence[Hashable], p: float, *, extrapolated:
     k = max(len(s), len(t))
     if k == 0:
         return 1.0
-    x = [len(set(s[:d]) & set(t[:d])) for d in range(1, k + 1)]   # X_d; k is small (documents)
+    x = [len(set(s[:d]) & set(t[:d])) for d in range(1, k + 1)]  # X_d; k is small (documents)
     total = sum(p ** (d - 1) * x[d - 1] / d for d in range(1, k + 1))
     if not extrapolated:
         return (1 - p) * total
     xk = x[-1]
-    return (xk / k) * p ** k + ((1 - p) / p) * sum((x[d - 1] / d) * p ** d for d in range(1, k + 1))
+    return (xk / k) * p**k + ((1 - p) / p) * sum((x[d - 1] / d) * p**d for d in range(1, k + 1))
 
 
-def warg(ret_ranking: Sequence[Hashable], gen_ranking: Sequence[Hashable], p: float, *,
-         extrapolated: bool = False) -> float:
+def warg(
+    ret_ranking: Sequence[Hashable], gen_ranking: Sequence[Hashable], p: float, *, extrapolated: bool = False
+) -> float:
     """WARG(p) = 1 − RBO(R_ret, R_gen; p) (seed 001, Definition 3.1)."""
     return 1.0 - rbo(ret_ranking, gen_ranking, p, extrapolated=extrapolated)
 
 
 def warg_floor(k: int, p: float) -> float:
     """The smallest truncated WARG possible at depth k: p^k (identical lists)."""
-    return p ** k
+    return p**k
 
 
 def generator_ranking(doc_ids: Sequence[Hashable], importance: Sequence[float]) -> list:
@@ -92,8 +93,10 @@ def failure_modes(ret_ranking: Sequence[Hashable], gen_ranking: Sequence[Hashabl
         return {"wasted_retrieval": False, "noise_distraction": False}
     gen_pos = {d: i for i, d in enumerate(gen_ranking)}
     ret_pos = {d: i for i, d in enumerate(ret_ranking)}
-    return {"wasted_retrieval": gen_pos.get(ret_ranking[0], len(gen_ranking)) > 2,
-            "noise_distraction": ret_pos.get(gen_ranking[0], len(ret_ranking)) > 2}
+    return {
+        "wasted_retrieval": gen_pos.get(ret_ranking[0], len(gen_ranking)) > 2,
+        "noise_distraction": ret_pos.get(gen_ranking[0], len(ret_ranking)) > 2,
+    }
 
 
 def rank_spearman(importance: Sequence[float]) -> float | None:

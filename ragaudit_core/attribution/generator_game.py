@@ -39,8 +39,17 @@ __all__ = ["GeneratorGame"]
 class GeneratorGame:
     """Teacher-forced answer-token log-probabilities of a causal LM per document coalition."""
 
-    def __init__(self, generator, query: str, documents: Sequence[str], answer_ids: Sequence[int], *,
-                 batch_size: int = 8, prefix_cache: bool = True, strategy: str = "prefix_tree"):
+    def __init__(
+        self,
+        generator,
+        query: str,
+        documents: Sequence[str],
+        answer_ids: Sequence[int],
+        *,
+        batch_size: int = 8,
+        prefix_cache: bool = True,
+        strategy: str = "prefix_tree",
+    ):
         """The game for a fixed answer (``answer_ids``, the tokens teacher-forced in every
         coalition); :meth:`generate` first generates the answer with every document."""
         if strategy not in ("prefix_tree", "batched"):
@@ -56,14 +65,15 @@ class GeneratorGame:
         self.strategy = strategy
         self._prefixes: dict[tuple[int, ...], object] = {}
         self.n_forward_tokens = 0
-        self.on_coalition = None          # called with the number of coalitions just computed (progress)
+        self.on_coalition = None  # called with the number of coalitions just computed (progress)
         self.answer_ids = list(answer_ids)
         if not self.answer_ids:
             raise ValueError("the generator produced an empty answer; nothing to attribute")
 
     @classmethod
-    def generate(cls, generator, query: str, documents: Sequence[str], *, max_new_tokens: int = 64,
-                 **options) -> GeneratorGame:
+    def generate(
+        cls, generator, query: str, documents: Sequence[str], *, max_new_tokens: int = 64, **options
+    ) -> GeneratorGame:
         """Generate the answer once, greedily, with every document (seed 001, eq. 9; trailing
         end-of-sequence and padding tokens dropped), and return the game over it."""
         import torch
@@ -74,8 +84,11 @@ class GeneratorGame:
             out = generator.model.generate(
                 torch.tensor([ids], device=generator.device),
                 attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=generator.device),
-                max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id)
-        answer = out[0, len(ids):].tolist()
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=tok.pad_token_id,
+            )
+        answer = out[0, len(ids) :].tolist()
         eos = {tok.eos_token_id, tok.pad_token_id}
         while answer and answer[-1] in eos:
             answer.pop()
@@ -109,7 +122,7 @@ class GeneratorGame:
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         out = np.zeros((len(prompts), len(self.answer_ids)))
         for s in range(0, len(order), self.batch_size):
-            idx = order[s:s + self.batch_size]
+            idx = order[s : s + self.batch_size]
             out[idx] = self._batch([prompts[i] for i in idx])
             if self.on_coalition:
                 self.on_coalition(len(idx))
@@ -124,7 +137,7 @@ class GeneratorGame:
         plen = 0
         if self.prefix_cache and len(seqs) > 1:
             first = seqs[0]
-            plen = min(len(s) for s in seqs) - m - 1        # keep ≥ 1 prompt token per row after the prefix
+            plen = min(len(s) for s in seqs) - m - 1  # keep ≥ 1 prompt token per row after the prefix
             for s in seqs[1:]:
                 k = 0
                 while k < plen and s[k] == first[k]:
@@ -138,17 +151,18 @@ class GeneratorGame:
         ids = torch.full((len(seqs), width), pad, dtype=torch.long)
         mask = torch.zeros((len(seqs), width), dtype=torch.long)
         for r, s in enumerate(suffixes):
-            ids[r, width - len(s):] = torch.tensor(s)
-            mask[r, width - len(s):] = 1
+            ids[r, width - len(s) :] = torch.tensor(s)
+            mask[r, width - len(s) :] = 1
         kwargs = {}
         if plen:
             prefix = tuple(seqs[0][:plen])
             cache = self._prefixes.get(prefix)
             if cache is None:
                 with torch.no_grad():
-                    cache = self.model(torch.tensor([list(prefix)], device=dev), use_cache=True,
-                                       logits_to_keep=1).past_key_values
-                self._prefixes = {prefix: cache}        # keep one: batches share the same prefix
+                    cache = self.model(
+                        torch.tensor([list(prefix)], device=dev), use_cache=True, logits_to_keep=1
+                    ).past_key_values
+                self._prefixes = {prefix: cache}  # keep one: batches share the same prefix
                 self.n_forward_tokens += plen
             batch_cache = copy.deepcopy(cache)
             batch_cache.batch_repeat_interleave(len(seqs))
@@ -159,8 +173,14 @@ class GeneratorGame:
         pos = (plen + mask.cumsum(dim=1) - 1).clamp(min=plen)
         self.n_forward_tokens += int(mask.sum())
         with torch.no_grad():
-            logits = self.model(input_ids=ids.to(dev), attention_mask=full_mask.to(dev), position_ids=pos.to(dev),
-                                use_cache=bool(plen), logits_to_keep=m + 1, **kwargs).logits
+            logits = self.model(
+                input_ids=ids.to(dev),
+                attention_mask=full_mask.to(dev),
+                position_ids=pos.to(dev),
+                use_cache=bool(plen),
+                logits_to_keep=m + 1,
+                **kwargs,
+            ).logits
         logp = torch.log_softmax(logits[:, :m, :].float(), dim=-1)
         target = torch.tensor(self.answer_ids, device=logp.device).expand(len(seqs), m)
         return logp.gather(-1, target.unsqueeze(-1)).squeeze(-1).cpu().numpy()
@@ -183,11 +203,11 @@ class GeneratorGame:
         for i in order:
             seq = seqs[i]
             lcp = 0
-            limit = min(len(prev), len(seq) - m - 1)     # recompute at least the answer's predecessors
+            limit = min(len(prev), len(seq) - m - 1)  # recompute at least the answer's predecessors
             while lcp < limit and prev[lcp] == seq[lcp]:
                 lcp += 1
             if cache is not None and cache.get_seq_length() > lcp:
-                cache.crop(lcp - cache.get_seq_length())     # keep the first lcp positions
+                cache.crop(lcp - cache.get_seq_length())  # keep the first lcp positions
             new = torch.tensor([seq[lcp:]], device=dev)
             with torch.no_grad():
                 res = self.model(input_ids=new, past_key_values=cache, use_cache=True, logits_to_keep=m + 1)
@@ -212,7 +232,7 @@ class GeneratorGame:
             seq = self.prompt_ids(mask) + self.answer_ids
             with torch.no_grad():
                 logits = self.model(torch.tensor([seq], device=self.gen.device)).logits[0]
-            logp = torch.log_softmax(logits[len(seq) - m - 1:len(seq) - 1].float(), dim=-1)
+            logp = torch.log_softmax(logits[len(seq) - m - 1 : len(seq) - 1].float(), dim=-1)
             out.append(logp.gather(-1, torch.tensor(self.answer_ids, device=logp.device)[:, None])[:, 0].cpu().numpy())
             self.n_forward_tokens += len(seq)
         return np.array(out)

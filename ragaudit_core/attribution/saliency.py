@@ -34,13 +34,13 @@ BASELINES = ("unk", "mask", "pad", "zeros")
 
 @dataclass
 class SaliencyResult:
-    side: str                    # "query" or "document"
-    tokens: list[str]            # word pieces, special tokens included
-    attributions: np.ndarray     # β per token
+    side: str  # "query" or "document"
+    tokens: list[str]  # word pieces, special tokens included
+    attributions: np.ndarray  # β per token
     words: list[str]
     word_attributions: np.ndarray
-    score: float                 # s(x)
-    baseline_score: float        # s(x⁰)
+    score: float  # s(x)
+    baseline_score: float  # s(x⁰)
     steps: int
     baseline: str
     method: str
@@ -85,8 +85,17 @@ class RetrieverSaliency:
     def score(self, query: str, document: str) -> float:
         return float(self.embed(query) @ self.embed(document))
 
-    def attribute(self, query: str, document: str, *, side: str = "query", baseline: str = "unk",
-                  steps: int = 100, method: str = "riemann_right", internal_batch_size: int = 16) -> SaliencyResult:
+    def attribute(
+        self,
+        query: str,
+        document: str,
+        *,
+        side: str = "query",
+        baseline: str = "unk",
+        steps: int = 100,
+        method: str = "riemann_right",
+        internal_batch_size: int = 16,
+    ) -> SaliencyResult:
         import torch
         from captum.attr import IntegratedGradients
 
@@ -99,14 +108,19 @@ class RetrieverSaliency:
         enc = self._encode_ids(text)
         ids, mask = enc["input_ids"], enc["attention_mask"]
         emb_layer = self.hf.get_input_embeddings()
-        special = torch.tensor(self.tok.get_special_tokens_mask(ids[0].tolist(), already_has_special_tokens=True),
-                               dtype=torch.bool, device=ids.device)
+        special = torch.tensor(
+            self.tok.get_special_tokens_mask(ids[0].tolist(), already_has_special_tokens=True),
+            dtype=torch.bool,
+            device=ids.device,
+        )
         with torch.no_grad():
             x = emb_layer(ids)
             if baseline == "zeros":
                 x0 = torch.where(special[None, :, None], x, torch.zeros_like(x))
             else:
-                repl = {"unk": self.tok.unk_token_id, "mask": self.tok.mask_token_id, "pad": self.tok.pad_token_id}[baseline]
+                repl = {"unk": self.tok.unk_token_id, "mask": self.tok.mask_token_id, "pad": self.tok.pad_token_id}[
+                    baseline
+                ]
                 if repl is None:
                     raise ValueError(f"the tokenizer has no {baseline} token")
                 x0 = emb_layer(torch.where(special[None, :], ids, torch.full_like(ids, repl)))
@@ -145,8 +159,15 @@ class RetrieverSaliency:
         return words, np.array(vals)
 
 
-def perturbation_aipc(sal: RetrieverSaliency, query: str, document: str, attributions: np.ndarray, *,
-                      n_points: int = 21, mode: str = "delete") -> float:
+def perturbation_aipc(
+    sal: RetrieverSaliency,
+    query: str,
+    document: str,
+    attributions: np.ndarray,
+    *,
+    n_points: int = 21,
+    mode: str = "delete",
+) -> float:
     """Area Inside the Perturbation Curves for a document-side explanation (seed 001, app. D, eq. 14).
 
     Non-special tokens are removed (``mode="delete"``) or replaced by ``[MASK]``
@@ -186,12 +207,12 @@ def perturbation_aipc(sal: RetrieverSaliency, query: str, document: str, attribu
     x = torch.full((len(variants), width), pad, dtype=torch.long)
     m = torch.zeros((len(variants), width), dtype=torch.long)
     for r, v in enumerate(variants):
-        x[r, :len(v)] = torch.tensor(v)
-        m[r, :len(v)] = 1
+        x[r, : len(v)] = torch.tensor(v)
+        m[r, : len(v)] = 1
     scores = []
     with torch.no_grad():
         for s in range(0, len(variants), 16):
-            xb, mb = x[s:s + 16].to(sal.device), m[s:s + 16].to(sal.device)
+            xb, mb = x[s : s + 16].to(sal.device), m[s : s + 16].to(sal.device)
             scores.append((sal._pooled(sal.hf.get_input_embeddings()(xb), mb) @ fixed).cpu().numpy())
     sc = np.concatenate(scores)
     k = len(counts)

@@ -34,8 +34,17 @@ from typing import Protocol
 
 import numpy as np
 
-__all__ = ["ExactShapley", "Game", "KernelShap", "MCShap", "PMCShap", "ShapleyResult", "CachedGame",
-           "ESTIMATORS", "estimator"]
+__all__ = [
+    "ESTIMATORS",
+    "CachedGame",
+    "ExactShapley",
+    "Game",
+    "KernelShap",
+    "MCShap",
+    "PMCShap",
+    "ShapleyResult",
+    "estimator",
+]
 
 
 class Game(Protocol):
@@ -71,12 +80,12 @@ class CachedGame:
 
 @dataclass
 class ShapleyResult:
-    values: np.ndarray           # (n, m): per document and output token
-    v_empty: np.ndarray          # (m,)
-    v_full: np.ndarray           # (m,)
+    values: np.ndarray  # (n, m): per document and output token
+    v_empty: np.ndarray  # (m,)
+    v_full: np.ndarray  # (m,)
     method: str
     params: dict = field(default_factory=dict)
-    n_coalitions: int = 0        # distinct coalitions the game evaluated for this result
+    n_coalitions: int = 0  # distinct coalitions the game evaluated for this result
 
     @property
     def importance(self) -> np.ndarray:
@@ -105,8 +114,10 @@ class ExactShapley:
     def attribute(self, game: Game) -> ShapleyResult:
         n = game.n_players
         if n > self.max_players:
-            raise ValueError(f"exact Shapley over {n} documents needs 2^{n} model calls; "
-                             f"use kernel, mc or pmc (or raise max_players)")
+            raise ValueError(
+                f"exact Shapley over {n} documents needs 2^{n} model calls; "
+                f"use kernel, mc or pmc (or raise max_players)"
+            )
         masks = np.array(list(itertools.product([False, True], repeat=n)), dtype=bool)
         vals = game.values(masks)
         index = {m.tobytes(): i for i, m in enumerate(masks)}
@@ -132,7 +143,7 @@ def _solve(z: np.ndarray, y: np.ndarray, w: np.ndarray, v0: np.ndarray, v1: np.n
     delta = v1 - v0
     if n == 1:
         return delta[None, :]
-    a = z[:, :-1].astype(float) - z[:, -1:].astype(float)          # eliminate φ_n = Δ − Σ_{i<n} φ_i
+    a = z[:, :-1].astype(float) - z[:, -1:].astype(float)  # eliminate φ_n = Δ − Σ_{i<n} φ_i
     b = y - v0[None, :] - z[:, -1:].astype(float) * delta[None, :]
     sw = np.sqrt(w)[:, None]
     sol, *_ = np.linalg.lstsq(a * sw, b * sw, rcond=None)
@@ -175,7 +186,7 @@ class KernelShap:
         n = game.n_players
         v0, v1 = _ends(game)
         params = {"n_samples": self.n_samples, "paired": self.paired, "seed": self.seed}
-        if self.n_samples >= 2 ** n - 2:
+        if self.n_samples >= 2**n - 2:
             z, w = _all_proper(n)
         else:
             z = _sample(n, self.n_samples, np.random.default_rng(self.seed), self.paired)
@@ -199,8 +210,8 @@ class MCShap:
         v0, v1 = _ends(game)
         rng = np.random.default_rng(self.seed)
         z = _sample(n, self.n_samples, rng, self.paired)
-        y = game.values(z)                                   # every perturbation evaluated once
-        n_sub = self.subset or max(n, int(round(0.8 * len(z))))
+        y = game.values(z)  # every perturbation evaluated once
+        n_sub = self.subset or max(n, round(0.8 * len(z)))
         n_sub = min(n_sub, len(z))
         if self.paired:
             pairs = [np.arange(i, min(i + 2, len(z))) for i in range(0, len(z), 2)]
@@ -214,8 +225,7 @@ class MCShap:
                 idx = rng.choice(len(z), size=n_sub, replace=False)
             fits.append(_solve(z[idx], y[idx], np.ones(len(idx)), v0, v1))
         params = {"n_samples": self.n_samples, "n_fits": self.n_fits, "subset": n_sub, "seed": self.seed}
-        return ShapleyResult(np.mean(fits, axis=0), v0, v1, self.name, params,
-                             len({m.tobytes() for m in z}) + 2)
+        return ShapleyResult(np.mean(fits, axis=0), v0, v1, self.name, params, len({m.tobytes() for m in z}) + 2)
 
 
 class PMCShap(MCShap):

@@ -21,8 +21,18 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for command in (logs.ingest, stability.stability, harness.sweep, harness.provenance, fidelity.fidelity,
-                attribution.attribute, judge.judge, stability.probe, review.gate, review.report):
+for command in (
+    logs.ingest,
+    stability.stability,
+    harness.sweep,
+    harness.provenance,
+    fidelity.fidelity,
+    attribution.attribute,
+    judge.judge,
+    stability.probe,
+    review.gate,
+    review.report,
+):
     app.command()(command)
 
 

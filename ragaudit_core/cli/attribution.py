@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -18,27 +18,42 @@ __all__ = ["attribute"]
 def attribute(
     db: Annotated[Path, typer.Option("--db", help="DuckDB file holding the run's evidence logs (with texts).")],
     run: Annotated[str, typer.Option("--run", help="The run whose logged queries and documents are explained.")],
-    queries: Annotated[Optional[str], typer.Option("--queries", help="Comma-separated query ids.")] = None,
+    queries: Annotated[str | None, typer.Option("--queries", help="Comma-separated query ids.")] = None,
     all_queries: Annotated[bool, typer.Option("--all", help="Every query of the run that has texts.")] = False,
-    method: Annotated[str, typer.Option("--method", help="auto (default: exact up to 6 documents, PMCSHAP "
-                                        "beyond), exact, kernel, mc or pmc.")] = "auto",
+    method: Annotated[
+        str,
+        typer.Option(
+            "--method", help="auto (default: exact up to 6 documents, PMCSHAP beyond), exact, kernel, mc or pmc."
+        ),
+    ] = "auto",
     n_samples: Annotated[int, typer.Option("--n-samples", help="N coalitions (kernel, mc, pmc).")] = 20,
     n_fits: Annotated[int, typer.Option("--n-fits", help="M Monte-Carlo fits (mc, pmc).")] = 200,
     max_docs: Annotated[int, typer.Option("--max-docs", help="Explain the first K documents.")] = 5,
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens")] = 48,
     ig_steps: Annotated[int, typer.Option("--ig-steps", help="L points of the IG path integral.")] = 24,
-    ig_method: Annotated[str, typer.Option("--ig-method", help="gausslegendre (default) or riemann_right.")] = "gausslegendre",
+    ig_method: Annotated[
+        str, typer.Option("--ig-method", help="gausslegendre (default) or riemann_right.")
+    ] = "gausslegendre",
     ig_baseline: Annotated[str, typer.Option("--ig-baseline", help="unk, mask, pad or zeros.")] = "unk",
-    shuffle: Annotated[bool, typer.Option("--shuffle", help="Also attribute with the documents shuffled (seeded).")] = False,
+    shuffle: Annotated[
+        bool, typer.Option("--shuffle", help="Also attribute with the documents shuffled (seeded).")
+    ] = False,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     device: Device = "auto",
-    retriever: Annotated[Optional[str], typer.Option("--retriever", help="Encoder model id or folder.")] = None,
-    generator: Annotated[Optional[str], typer.Option("--generator", help="Causal LM id, folder or .gguf.")] = None,
-    ray: Annotated[Optional[str], typer.Option("--ray", help="Run the queries as Ray tasks: 'local' starts a local "
-                                               "cluster, anything else is the address of one to join.")] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", help="CPUs of the local Ray cluster "
-                                                   "(default: all).")] = None,
-    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the results as JSON ('-' = stdout).")] = None,
+    retriever: Annotated[str | None, typer.Option("--retriever", help="Encoder model id or folder.")] = None,
+    generator: Annotated[str | None, typer.Option("--generator", help="Causal LM id, folder or .gguf.")] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="Run the queries as Ray tasks: 'local' starts a local "
+            "cluster, anything else is the address of one to join.",
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="CPUs of the local Ray cluster (default: all).")
+    ] = None,
+    json_out: Annotated[str | None, typer.Option("--json", help="Write the results as JSON ('-' = stdout).")] = None,
 ) -> None:
     """Explain logged queries: IG on the retriever, Shapley on the generator, WARG (seed 001).
 
@@ -46,7 +61,7 @@ def attribute(
     previous one stopped. A failed query is reported with its error; the others are kept."""
     from tqdm import tqdm
 
-    from ragaudit_core.attribution.explain import AttributionError, batch_tables, stored_payloads
+    from ragaudit_core.attribution.explain import AttributionError
     from ragaudit_core.jobs import plan, run_batch
     from ragaudit_core.models import ModelLoadError
 
@@ -58,15 +73,25 @@ def attribute(
         fail(f"--ig-method must be gausslegendre or riemann_right, not {ig_method!r}")
     con = open_existing_db(db, "logs with texts")
     qids = _chosen_queries(con, run, queries, all_queries)
-    opts = dict(method=method, n_samples=n_samples, n_fits=n_fits, seed=seed, max_docs=max_docs,
-                max_new_tokens=max_new_tokens, ig_steps=ig_steps, ig_baseline=ig_baseline, ig_method=ig_method)
+    opts = dict(
+        method=method,
+        n_samples=n_samples,
+        n_fits=n_fits,
+        seed=seed,
+        max_docs=max_docs,
+        max_new_tokens=max_new_tokens,
+        ig_steps=ig_steps,
+        ig_baseline=ig_baseline,
+        ig_method=ig_method,
+    )
     unplanned, planned = [], []
 
-    def jobs():                    # planned one at a time: memory stays flat however many queries
+    def jobs():  # planned one at a time: memory stays flat however many queries
         for q in qids:
             try:
-                spec, inputs = plan(con, run, q, retriever=retriever, generator=generator, device=device,
-                                    shuffle=shuffle, **opts)
+                spec, inputs = plan(
+                    con, run, q, retriever=retriever, generator=generator, device=device, shuffle=shuffle, **opts
+                )
             except AttributionError as e:
                 unplanned.append((q, str(e)))
                 bar.update(1)
@@ -74,7 +99,7 @@ def attribute(
             planned.append(spec)
             yield spec, inputs
 
-    if len(qids) == 1:             # one query that cannot be explained: say why, exit 2
+    if len(qids) == 1:  # one query that cannot be explained: say why, exit 2
         try:
             plan(con, run, qids[0], max_docs=max_docs)
         except AttributionError as e:
@@ -86,18 +111,32 @@ def attribute(
         fail(str(e))
     finally:
         bar.close()
+    _report(con, run, qids, planned, unplanned, rep, json_out)
+    if unplanned or rep.failed:
+        raise typer.Exit(1)
+
+
+def _report(con, run: str, qids: list[str], planned: list, unplanned: list, rep, json_out: str | None) -> None:
+    """Print each explained query, the batch's counts and failures, the run's tables; write ``--json``."""
+    from ragaudit_core.attribution.explain import batch_tables, stored_payloads
+
     out = []
     for spec in planned:
         keys = spec.result_keys()
         have = stored_payloads(con, list(keys.values()))
         out += [have[keys[c]] for c in spec.conditions if keys[c] in have]
     for r in out:
-        typer.echo(f"{r['query_id']}: {r['method']}  generator ranking "
-                   f"{' > '.join(str(i + 1) for i in r['generator_ranking'])}  "
-                   f"WARG(0.5) {r['warg']['0.5']:.3f}  WARG(0.9) {r['warg']['0.9']:.3f}  "
-                   f"wasted retrieval {r['wasted_retrieval']}  noise distraction {r['noise_distraction']}")
-    typer.echo(f"{len(rep.done)} computed, {len(rep.skipped)} already stored, {len(rep.failed) + len(unplanned)} "
-               f"failed ({rep.runner}, {rep.seconds:.1f} s)", err=True)
+        typer.echo(
+            f"{r['query_id']}: {r['method']}  generator ranking "
+            f"{' > '.join(str(i + 1) for i in r['generator_ranking'])}  "
+            f"WARG(0.5) {r['warg']['0.5']:.3f}  WARG(0.9) {r['warg']['0.9']:.3f}  "
+            f"wasted retrieval {r['wasted_retrieval']}  noise distraction {r['noise_distraction']}"
+        )
+    typer.echo(
+        f"{len(rep.done)} computed, {len(rep.skipped)} already stored, {len(rep.failed) + len(unplanned)} "
+        f"failed ({rep.runner}, {rep.seconds:.1f} s)",
+        err=True,
+    )
     for q, err in unplanned + rep.failed:
         typer.echo(f"failed: query {q}: {err}", err=True)
     tables = batch_tables(con, run)
@@ -106,10 +145,14 @@ def attribute(
         typer.echo(tables["failure"].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
         typer.echo("\nmean WARG by p:")
         typer.echo(tables["warg"].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    emit_json({"results": out, "failed": [{"query_id": q, "error": e} for q, e in unplanned + rep.failed],
-               "tables": {k: json.loads(v.to_json(orient="records")) for k, v in tables.items()}}, json_out)
-    if unplanned or rep.failed:
-        raise typer.Exit(1)
+    emit_json(
+        {
+            "results": out,
+            "failed": [{"query_id": q, "error": e} for q, e in unplanned + rep.failed],
+            "tables": {k: json.loads(v.to_json(orient="records")) for k, v in tables.items()},
+        },
+        json_out,
+    )
 
 
 def _chosen_queries(con, run: str, queries: str | None, all_queries: bool) -> list[str]:

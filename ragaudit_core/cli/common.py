@@ -3,12 +3,11 @@ loading models once, resolving run aliases, progress output."""
 
 from __future__ import annotations
 
-import os
-
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Optional
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -16,19 +15,38 @@ from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.ingest import IngestError, IngestOptions, IngestReport, ingest_paths
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "LazyModels", "emit_json", "open_existing_db", "fail", "fail_on_rejected_files", "fmt", "ingest_options",
-           "ints", "known_runs", "open_logs", "print_ingest", "progress", "resolve_run", "tqdm_progress"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_GATE_FAILED",
+    "LazyModels",
+    "emit_json",
+    "fail",
+    "fail_on_rejected_files",
+    "fmt",
+    "ingest_options",
+    "ints",
+    "known_runs",
+    "open_existing_db",
+    "open_logs",
+    "print_ingest",
+    "progress",
+    "resolve_run",
+    "tqdm_progress",
+]
 
 EXIT_BAD_INPUT = 2
 EXIT_GATE_FAILED = 1
 MAX_LINE_LIMIT = 1 << 30
 
-CaseSensitive = Annotated[bool, typer.Option("--case-sensitive", help="Keep the case of doc ids (default: lower-case).")]
-CollapseWs = Annotated[bool, typer.Option("--collapse-internal-whitespace",
-                                          help="Collapse whitespace runs inside doc ids to one space.")]
+CaseSensitive = Annotated[
+    bool, typer.Option("--case-sensitive", help="Keep the case of doc ids (default: lower-case).")
+]
+CollapseWs = Annotated[
+    bool, typer.Option("--collapse-internal-whitespace", help="Collapse whitespace runs inside doc ids to one space.")
+]
 CasefoldSpans = Annotated[bool, typer.Option("--casefold-spans", help="Case-fold cited text before span hashing.")]
 MaxLine = Annotated[int, typer.Option("--max-line-bytes", help="Reject lines longer than this many bytes.")]
-JsonOut = Annotated[Optional[str], typer.Option("--json", help="Write the results as JSON here ('-' = stdout).")]
+JsonOut = Annotated[str | None, typer.Option("--json", help="Write the results as JSON here ('-' = stdout).")]
 Device = Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")]
 
 
@@ -57,17 +75,33 @@ def ints(v: str, what: str) -> list[int]:
     return out
 
 
-Format = Annotated[str, typer.Option("--format", help="auto (recognise by fields), native, ragas, ragchecker, "
-                                                       "openinference, langsmith or langfuse.")]
-RunId = Annotated[Optional[str], typer.Option("--run-id", help="Run id for foreign records without one "
-                                                             "(default: the file name without extensions).")]
-DocIdKey = Annotated[Optional[str], typer.Option("--doc-id-key", help="Metadata key holding document ids in "
-                                                                    "foreign records (e.g. source).")]
+Format = Annotated[
+    str,
+    typer.Option(
+        "--format", help="auto (recognise by fields), native, ragas, ragchecker, openinference, langsmith or langfuse."
+    ),
+]
+RunId = Annotated[
+    str | None,
+    typer.Option(
+        "--run-id", help="Run id for foreign records without one (default: the file name without extensions)."
+    ),
+]
+DocIdKey = Annotated[
+    str | None,
+    typer.Option("--doc-id-key", help="Metadata key holding document ids in foreign records (e.g. source)."),
+]
 
 
-def ingest_options(case_sensitive: bool = False, collapse_ws: bool = False, casefold_spans: bool = False,
-                   max_line_bytes: int | None = None, fmt: str = "auto", run_id: str | None = None,
-                   doc_id_key: str | None = None) -> IngestOptions:
+def ingest_options(
+    case_sensitive: bool = False,
+    collapse_ws: bool = False,
+    casefold_spans: bool = False,
+    max_line_bytes: int | None = None,
+    fmt: str = "auto",
+    run_id: str | None = None,
+    doc_id_key: str | None = None,
+) -> IngestOptions:
     """Ingest options from command-line values (exit 2 for an unknown format)."""
     from ragaudit_core.logs.formats import FOREIGN_FORMATS
     from ragaudit_core.logs.traces import TRACE_FORMATS
@@ -78,9 +112,14 @@ def ingest_options(case_sensitive: bool = False, collapse_ws: bool = False, case
     if max_line_bytes is not None and not 1 <= max_line_bytes <= MAX_LINE_LIMIT:
         fail(f"--max-line-bytes must be between 1 and {MAX_LINE_LIMIT:,} (1 GiB), not {max_line_bytes:,}")
     kw = {} if max_line_bytes is None else {"max_line_bytes": max_line_bytes}
-    return IngestOptions(canon=CanonOptions(case_sensitive=case_sensitive, collapse_internal_whitespace=collapse_ws),
-                         casefold_spans=casefold_spans, format=None if fmt == "auto" else fmt, run_id=run_id,
-                         doc_id_key=doc_id_key, **kw)
+    return IngestOptions(
+        canon=CanonOptions(case_sensitive=case_sensitive, collapse_internal_whitespace=collapse_ws),
+        casefold_spans=casefold_spans,
+        format=None if fmt == "auto" else fmt,
+        run_id=run_id,
+        doc_id_key=doc_id_key,
+        **kw,
+    )
 
 
 def print_ingest(report: IngestReport, max_lines: int = 50) -> None:
@@ -100,8 +139,11 @@ def fail_on_rejected_files(report: IngestReport) -> None:
     """Exit 2 when every line of some file was rejected (nothing of it could be loaded)."""
     bad = report.failed_files
     for f in bad:
-        typer.echo(f"error: no record of {Path(f.path).name} could be loaded ({f.n_rejected:,} line(s) rejected; "
-                   "see the reasons above)", err=True)
+        typer.echo(
+            f"error: no record of {Path(f.path).name} could be loaded ({f.n_rejected:,} line(s) rejected; "
+            "see the reasons above)",
+            err=True,
+        )
     if bad:
         raise typer.Exit(EXIT_BAD_INPUT)
 
@@ -114,6 +156,7 @@ def progress():
         if sys.stderr.isatty() or n % 100000 == 0 or last["path"] != path:
             typer.echo(f"ingest: {path}: {n:,} lines read", err=True)
         last["path"] = path
+
     return cb
 
 
@@ -130,6 +173,7 @@ def tqdm_progress():
         bar.update(i - bar.n)
         if i >= n:
             bar.close()
+
     return cb
 
 
@@ -145,8 +189,9 @@ def db_wait_s() -> float:
 def connect_db(db: Path | str) -> Any:
     """The database ``db``, waiting while another program holds it (said once on stderr)."""
     wait = db_wait_s() if str(db) != ":memory:" else 0.0
-    return store.connect(db, wait_s=wait,
-                         on_wait=lambda msg: typer.echo(f"{msg} (waiting up to {wait:.0f} s)", err=True))
+    return store.connect(
+        db, wait_s=wait, on_wait=lambda msg: typer.echo(f"{msg} (waiting up to {wait:.0f} s)", err=True)
+    )
 
 
 def open_existing_db(db: Path, what: str) -> Any:
@@ -162,8 +207,14 @@ def open_existing_db(db: Path, what: str) -> Any:
         fail(str(e))
 
 
-def open_logs(paths: list[Path] | None, db: Path | None, *, what: str = "log files or folders",
-              options: IngestOptions | None = None, must_exist: bool = True) -> Any:
+def open_logs(
+    paths: list[Path] | None,
+    db: Path | None,
+    *,
+    what: str = "log files or folders",
+    options: IngestOptions | None = None,
+    must_exist: bool = True,
+) -> Any:
     """A connection to ``db``, or to an in-memory database with ``paths`` ingested first
     (their report on stderr). Exits 2 when neither is given, the database file is missing
     (``must_exist``, without paths) or cannot be opened, or ingestion cannot start."""
@@ -211,7 +262,7 @@ def resolve_run(name: str, runs: list[str]) -> str:
     grid = []
     for r in runs:
         try:
-            parts = dict((p[0], int(p[1:])) for p in r.split("-"))
+            parts = {p[0]: int(p[1:]) for p in r.split("-")}
             grid.append(RunConfig(parts["k"], parts["c"], parts["o"]))
         except (KeyError, ValueError, IndexError):
             continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -20,13 +20,17 @@ def sweep(
     top_k: Annotated[str, typer.Option("--top-k")] = "5,10,20",
     chunk_size: Annotated[str, typer.Option("--chunk-size")] = "128,256",
     chunk_overlap: Annotated[str, typer.Option("--chunk-overlap")] = "0,32",
-    max_queries: Annotated[Optional[int], typer.Option("--max-queries", help="Sample this many queries.")] = None,
+    max_queries: Annotated[int | None, typer.Option("--max-queries", help="Sample this many queries.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the query sample.")] = 0,
     answers: Annotated[str, typer.Option("--answers", help="Runs to answer, e.g. base,o0,c128.")] = "",
     answer_queries: Annotated[int, typer.Option("--answer-queries", help="Answer the first N queries.")] = 60,
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens")] = 96,
-    embedder: Annotated[Optional[str], typer.Option("--embedder", help="Model id or folder (default: packaged MiniLM).")] = None,
-    generator: Annotated[Optional[str], typer.Option("--generator", help="Model id, folder or .gguf (default: packaged SmolLM2).")] = None,
+    embedder: Annotated[
+        str | None, typer.Option("--embedder", help="Model id or folder (default: packaged MiniLM).")
+    ] = None,
+    generator: Annotated[
+        str | None, typer.Option("--generator", help="Model id, folder or .gguf (default: packaged SmolLM2).")
+    ] = None,
     device: Device = "auto",
     split: Annotated[str, typer.Option("--split")] = "test",
 ) -> None:
@@ -35,11 +39,23 @@ def sweep(
     from ragaudit_core.models import ModelLoadError
 
     try:
-        res = run_sweep(corpus, out, top_ks=ints(top_k, "--top-k"), chunk_sizes=ints(chunk_size, "--chunk-size"),
-                        chunk_overlaps=ints(chunk_overlap, "--chunk-overlap"), max_queries=max_queries, seed=seed,
-                        embedder=embedder, generator=generator,
-                        answers=[a for a in answers.split(",") if a.strip()], answer_queries=answer_queries,
-                        max_new_tokens=max_new_tokens, device=device, split=split, progress=tqdm_progress())
+        res = run_sweep(
+            corpus,
+            out,
+            top_ks=ints(top_k, "--top-k"),
+            chunk_sizes=ints(chunk_size, "--chunk-size"),
+            chunk_overlaps=ints(chunk_overlap, "--chunk-overlap"),
+            max_queries=max_queries,
+            seed=seed,
+            embedder=embedder,
+            generator=generator,
+            answers=[a for a in answers.split(",") if a.strip()],
+            answer_queries=answer_queries,
+            max_new_tokens=max_new_tokens,
+            device=device,
+            split=split,
+            progress=tqdm_progress(),
+        )
     except (SweepError, ModelLoadError) as e:
         fail(str(e))
     typer.echo(f"wrote {len(res.files)} run files for {res.n_queries} queries to {out}")
@@ -49,12 +65,14 @@ def sweep(
 def provenance(
     corpus: Annotated[Path, typer.Option("--corpus", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/.")],
     out: Annotated[Path, typer.Option("--out", help="Folder for prov-<run_id>.jsonl.gz.")],
-    configs: Annotated[str, typer.Option("--configs", help=f"Configurations, e.g. base,c128 or {SAMPLE_BASE_RUN}.")] = "base,c128",
+    configs: Annotated[
+        str, typer.Option("--configs", help=f"Configurations, e.g. base,c128 or {SAMPLE_BASE_RUN}.")
+    ] = "base,c128",
     queries: Annotated[int, typer.Option("--queries", help="Run the first N answerable queries.")] = 60,
     budget: Annotated[int, typer.Option("--budget", help="Context budget in generator tokens.")] = 1024,
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens")] = 96,
-    embedder: Annotated[Optional[str], typer.Option("--embedder")] = None,
-    generator: Annotated[Optional[str], typer.Option("--generator")] = None,
+    embedder: Annotated[str | None, typer.Option("--embedder")] = None,
+    generator: Annotated[str | None, typer.Option("--generator")] = None,
     device: Device = "auto",
 ) -> None:
     """Run the cited RAG pipeline and write its provenance logs (seed 002)."""
@@ -63,9 +81,18 @@ def provenance(
     from ragaudit_core.models import ModelLoadError
 
     try:
-        res = run_provenance(corpus, out, configs=[c.strip() for c in configs.split(",") if c.strip()],
-                             n_queries=queries, budget=budget, max_new_tokens=max_new_tokens, embedder=embedder,
-                             generator=generator, device=device, progress=tqdm_progress())
+        res = run_provenance(
+            corpus,
+            out,
+            configs=[c.strip() for c in configs.split(",") if c.strip()],
+            n_queries=queries,
+            budget=budget,
+            max_new_tokens=max_new_tokens,
+            embedder=embedder,
+            generator=generator,
+            device=device,
+            progress=tqdm_progress(),
+        )
     except (SweepError, ModelLoadError, FileNotFoundError) as e:
         fail(str(e))
     typer.echo(json.dumps(res))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -17,18 +17,28 @@ __all__ = ["judge"]
 def judge(
     db: Annotated[Path, typer.Option("--db", help="DuckDB file holding the run's provenance logs.")],
     run: Annotated[str, typer.Option("--run", help="The provenance run whose citations are judged.")],
-    queries: Annotated[Optional[str], typer.Option("--queries", help="Comma-separated query ids (default: all).")] = None,
-    judge_model: Annotated[Optional[str], typer.Option("--judge-model", help="Causal LM id, folder or .gguf (local), "
-                                                       "or the endpoint's model name (default: the packaged "
-                                                       "SmolLM2, local).")] = None,
-    endpoint: Annotated[Optional[str], typer.Option("--endpoint", help="OpenAI-compatible base URL (e.g. "
-                                                    "http://localhost:8000/v1); API key from "
-                                                    "RAGAUDIT_JUDGE_API_KEY.")] = None,
+    queries: Annotated[str | None, typer.Option("--queries", help="Comma-separated query ids (default: all).")] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-model",
+            help="Causal LM id, folder or .gguf (local), "
+            "or the endpoint's model name (default: the packaged "
+            "SmolLM2, local).",
+        ),
+    ] = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--endpoint",
+            help="OpenAI-compatible base URL (e.g. http://localhost:8000/v1); API key from RAGAUDIT_JUDGE_API_KEY.",
+        ),
+    ] = None,
     judges: Annotated[int, typer.Option("--judges", help="Judges in the panel: seeds 0..n-1 (seed 0 greedy).")] = 3,
     device: Device = "auto",
-    ray: Annotated[Optional[str], typer.Option("--ray", help="Run as Ray tasks: 'local' or a cluster address.")] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", help="CPUs of the local Ray cluster.")] = None,
-    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the verdicts as JSON ('-' = stdout).")] = None,
+    ray: Annotated[str | None, typer.Option("--ray", help="Run as Ray tasks: 'local' or a cluster address.")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="CPUs of the local Ray cluster.")] = None,
+    json_out: Annotated[str | None, typer.Option("--json", help="Write the verdicts as JSON ('-' = stdout).")] = None,
 ) -> None:
     """Judge a run's citations with an LLM panel (seed 002, Pattern 4); majority vote,
     disagreement rate and agreement with the rule-based verification."""
@@ -43,8 +53,12 @@ def judge(
     con = open_existing_db(db, "provenance logs")
     if run not in provenance_runs(con):
         fail(f"run {run!r} has no provenance logs; provenance runs: {', '.join(map(repr, provenance_runs(con)))}")
-    known = [q for (q,) in con.execute("SELECT query_id FROM prov_records WHERE run_id = ? ORDER BY query_id",
-                                       [run]).fetchall()]
+    known = [
+        q
+        for (q,) in con.execute(
+            "SELECT query_id FROM prov_records WHERE run_id = ? ORDER BY query_id", [run]
+        ).fetchall()
+    ]
     qids = known if not queries else [q.strip() for q in queries.split(",") if q.strip()]
     missing = sorted(set(qids) - set(known))
     if missing:
@@ -52,11 +66,12 @@ def judge(
     if endpoint and not judge_model:
         fail("an endpoint needs a model name (--judge-model)")
 
-    def jobs():                    # planned one at a time: memory stays flat however many records
+    def jobs():  # planned one at a time: memory stays flat however many records
         for q in qids:
-            spec, inputs = plan_judge(con, run, q, model=judge_model, endpoint=endpoint, seeds=tuple(range(judges)),
-                                      device=device)
-            if inputs.citations:   # a record without citations: nothing to judge
+            spec, inputs = plan_judge(
+                con, run, q, model=judge_model, endpoint=endpoint, seeds=tuple(range(judges)), device=device
+            )
+            if inputs.citations:  # a record without citations: nothing to judge
                 yield spec, inputs
             else:
                 bar.update(1)
@@ -71,17 +86,27 @@ def judge(
     table = verdict_table(con, run)
     s = judge_summary(table)
     a, d = s["agreement"], s["disagreement"]
-    typer.echo(f"{run}: {s['n_citations']} citations judged by {judges} judge(s); "
-               f"agreement with Pattern 3 {_pct(a['rate'])}; judges disagree on {_pct(d['rate'])} of citations "
-               f"(pairwise {_pct(d['pairwise'])}); {s['n_invalid_votes']} invalid vote(s)")
+    typer.echo(
+        f"{run}: {s['n_citations']} citations judged by {judges} judge(s); "
+        f"agreement with Pattern 3 {_pct(a['rate'])}; judges disagree on {_pct(d['rate'])} of citations "
+        f"(pairwise {_pct(d['pairwise'])}); {s['n_invalid_votes']} invalid vote(s)"
+    )
     for k, v in a["confusion"].items():
         typer.echo(f"  rule → judges: {k}: {v}")
-    typer.echo(f"{len(rep.done)} computed, {len(rep.skipped)} already stored, {len(rep.failed)} failed "
-               f"({rep.runner}, {rep.seconds:.1f} s)", err=True)
+    typer.echo(
+        f"{len(rep.done)} computed, {len(rep.skipped)} already stored, {len(rep.failed)} failed "
+        f"({rep.runner}, {rep.seconds:.1f} s)",
+        err=True,
+    )
     for q, err in rep.failed:
         typer.echo(f"failed: query {q}: {err}", err=True)
-    emit_json({"summary": s, "citations": json.loads(table.drop(columns=["_votes"], errors="ignore")
-                                                        .to_json(orient="records"))}, json_out)
+    emit_json(
+        {
+            "summary": s,
+            "citations": json.loads(table.drop(columns=["_votes"], errors="ignore").to_json(orient="records")),
+        },
+        json_out,
+    )
     if rep.failed:
         raise typer.Exit(1)
 

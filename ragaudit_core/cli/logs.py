@@ -10,14 +10,14 @@ import typer
 from ragaudit_core import workspace
 from ragaudit_core.cli.common import (
     EXIT_BAD_INPUT,
-    connect_db,
-    CaseSensitive,
     CasefoldSpans,
+    CaseSensitive,
     CollapseWs,
     DocIdKey,
     Format,
     MaxLine,
     RunId,
+    connect_db,
     fail,
     fail_on_rejected_files,
     ingest_options,
@@ -33,7 +33,7 @@ __all__ = ["ingest"]
 
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Log files (JSONL, JSON, CSV, Parquet; .gz) or folders.")],
-    db: Annotated[Path, typer.Option("--db", help="DuckDB file to load into.")] = None,
+    db: Annotated[Path | None, typer.Option("--db", help="DuckDB file to load into.")] = None,
     case_sensitive: CaseSensitive = False,
     collapse_internal_whitespace: CollapseWs = False,
     casefold_spans: CasefoldSpans = False,
@@ -42,18 +42,19 @@ def ingest(
     run_id: RunId = None,
     doc_id_key: DocIdKey = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
-    no_precompute: Annotated[bool, typer.Option(
-        "--no-precompute", help="Skip storing the stability overview the dashboard opens on.")] = False,
+    no_precompute: Annotated[
+        bool, typer.Option("--no-precompute", help="Skip storing the stability overview the dashboard opens on.")
+    ] = False,
 ) -> None:
     """Validate logs (ours or another tool's: Ragas, RAGChecker, OpenInference, LangSmith, Langfuse) and load them
     into a DuckDB file (one transaction)."""
     db = db or store.default_db_path()
-    options = ingest_options(case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt,
-                             run_id, doc_id_key)
+    options = ingest_options(
+        case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt, run_id, doc_id_key
+    )
     try:
         con = connect_db(db)
-        report = workspace.load_paths(con, paths, options,
-                                      precompute_overview=not no_precompute, progress=progress())
+        report = workspace.load_paths(con, paths, options, precompute_overview=not no_precompute, progress=progress())
     except (IngestError, store.StoreError) as e:
         fail(str(e))
     print_ingest(report)

@@ -4,7 +4,7 @@ PDF audit report."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -31,19 +31,25 @@ def _rules_file(rules: Path) -> list[Rule]:
         return load_rules(rules)
     except FileNotFoundError:
         fail(f"{rules}: no such rules file")
-    except (OSError, ValueError) as e:    # tomllib.TOMLDecodeError and pydantic errors are ValueErrors
+    except (OSError, ValueError) as e:  # tomllib.TOMLDecodeError and pydantic errors are ValueErrors
         fail(f"{rules}: {e}")
 
 
 def gate(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Log files or folders to ingest first.")] = None,
-    db: Annotated[Optional[Path], typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="Log files or folders to ingest first.")] = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")
+    ] = None,
     baseline: Annotated[str, typer.Option("--baseline", help="The run in production (id or alias).")] = ...,
     candidate: Annotated[str, typer.Option("--candidate", help="The run that would replace it (id or alias).")] = ...,
-    rules: Annotated[Optional[Path], typer.Option("--rules", help="TOML rules (preset and/or [[rule]] tables).")] = None,
-    preset: Annotated[str, typer.Option("--preset", help="Rule preset when --rules is not given: default or strict.")] = "default",
+    rules: Annotated[Path | None, typer.Option("--rules", help="TOML rules (preset and/or [[rule]] tables).")] = None,
+    preset: Annotated[
+        str, typer.Option("--preset", help="Rule preset when --rules is not given: default or strict.")
+    ] = "default",
     flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ: a query flips when J < τ.")] = 0.5,
-    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the verdict as JSON here ('-' = stdout).")] = None,
+    json_out: Annotated[
+        str | None, typer.Option("--json", help="Write the verdict as JSON here ('-' = stdout).")
+    ] = None,
 ) -> None:
     """Deploy gate: may CANDIDATE replace BASELINE? Exit 0 pass, 1 fail, 2 bad input."""
     if rules is not None:
@@ -57,8 +63,7 @@ def gate(
     con = open_logs(paths, db)
     runs = known_runs(con)
     try:
-        verdict = review(con, the_rules, resolve_run(baseline, runs), resolve_run(candidate, runs),
-                         tau=flip_threshold)
+        verdict = review(con, the_rules, resolve_run(baseline, runs), resolve_run(candidate, runs), tau=flip_threshold)
     except (StabilityError, store.StoreError) as e:
         fail(str(e))
     if json_out != "-":
@@ -68,17 +73,32 @@ def gate(
 
 
 def report(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Log files or folders to ingest first.")] = None,
-    db: Annotated[Optional[Path], typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="Log files or folders to ingest first.")] = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")
+    ] = None,
     out: Annotated[Path, typer.Option("--out", help="Where to write the PDF.")] = Path("audit.pdf"),
-    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Run in production (for the verdict).")] = None,
-    candidate: Annotated[Optional[str], typer.Option("--candidate", help="Run that would replace it.")] = None,
-    rules: Annotated[Optional[Path], typer.Option("--rules", help="Gate rules TOML (default: the default preset).")] = None,
+    baseline: Annotated[str | None, typer.Option("--baseline", help="Run in production (for the verdict).")] = None,
+    candidate: Annotated[str | None, typer.Option("--candidate", help="Run that would replace it.")] = None,
+    rules: Annotated[
+        Path | None, typer.Option("--rules", help="Gate rules TOML (default: the default preset).")
+    ] = None,
     flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ: a query flips when J < τ.")] = 0.5,
-    runs: Annotated[Optional[str], typer.Option("--runs", help="Comma-separated runs the stability section compares "
-                                                "(default: the largest set of runs that share queries).")] = None,
-    no_probe: Annotated[bool, typer.Option("--no-probe", help="Do not load SBERT for answer similarities that are "
-                                           "not stored yet (their pairs are left out).")] = False,
+    runs: Annotated[
+        str | None,
+        typer.Option(
+            "--runs",
+            help="Comma-separated runs the stability section compares "
+            "(default: the largest set of runs that share queries).",
+        ),
+    ] = None,
+    no_probe: Annotated[
+        bool,
+        typer.Option(
+            "--no-probe",
+            help="Do not load SBERT for answer similarities that are not stored yet (their pairs are left out).",
+        ),
+    ] = False,
     device: Device = "auto",
 ) -> None:
     """The PDF audit report: cover, verdict, stability, worst queries, probe, fidelity, attributions, methods."""
@@ -91,9 +111,17 @@ def report(
     known = known_runs(con)
     pair = [None if r is None else resolve_run(r, known) for r in (baseline, candidate)]
     chosen = None if runs is None else [resolve_run(r.strip(), known) for r in runs.split(",") if r.strip()]
-    opts = ReportOptions(baseline=pair[0], candidate=pair[1], rules=the_rules, rules_source=source, runs=chosen,
-                         tau=flip_threshold, probe=not no_probe, embedder=LazyModels(device=device).embedder,
-                         db_label=str(db) if db is not None else ", ".join(map(str, paths or [])))
+    opts = ReportOptions(
+        baseline=pair[0],
+        candidate=pair[1],
+        rules=the_rules,
+        rules_source=source,
+        runs=chosen,
+        tau=flip_threshold,
+        probe=not no_probe,
+        embedder=LazyModels(device=device).embedder,
+        db_label=str(db) if db is not None else ", ".join(map(str, paths or [])),
+    )
     try:
         _blob, data = build_report(con, out, opts, progress=lambda m: typer.echo(f"report: {m}…", err=True))
     except (StabilityError, store.StoreError, ReportError) as e:

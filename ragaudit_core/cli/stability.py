@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ragaudit_core.cli.common import (
-    CaseSensitive,
     CasefoldSpans,
+    CaseSensitive,
     CollapseWs,
     Device,
     DocIdKey,
@@ -43,14 +43,20 @@ __all__ = ["probe", "stability"]
 
 
 def stability(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="JSONL files or folders to ingest first.")] = None,
-    db: Annotated[Optional[Path], typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")] = None,
-    docid_map: Annotated[Optional[Path], typer.Option("--docid-map", help="Alias map CSV with headers raw,canonical.")] = None,
-    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Compare every run with this one.")] = None,
-    runs: Annotated[Optional[str], typer.Option("--runs", help="Comma-separated runs to include (default: all).")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="JSONL files or folders to ingest first.")] = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")
+    ] = None,
+    docid_map: Annotated[
+        Path | None, typer.Option("--docid-map", help="Alias map CSV with headers raw,canonical.")
+    ] = None,
+    baseline: Annotated[str | None, typer.Option("--baseline", help="Compare every run with this one.")] = None,
+    runs: Annotated[str | None, typer.Option("--runs", help="Comma-separated runs to include (default: all).")] = None,
     flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ: a pair flips when J < τ.")] = 0.5,
-    topk: Annotated[Optional[int], typer.Option("--topk", help="Keep only the first K entries of each list.")] = None,
-    allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Evaluate the queries all runs share.")] = False,
+    topk: Annotated[int | None, typer.Option("--topk", help="Keep only the first K entries of each list.")] = None,
+    allow_missing: Annotated[
+        bool, typer.Option("--allow-missing", help="Evaluate the queries all runs share.")
+    ] = False,
     case_sensitive: CaseSensitive = False,
     collapse_internal_whitespace: CollapseWs = False,
     casefold_spans: CasefoldSpans = False,
@@ -58,27 +64,42 @@ def stability(
     fmt: Format = "auto",
     run_id: RunId = None,
     doc_id_key: DocIdKey = None,
-    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the metrics as JSON here ('-' = stdout).")] = None,
-    csv_dir: Annotated[Optional[Path], typer.Option("--csv-dir", help="Write runs.csv, pairs.csv, queries.csv here.")] = None,
+    json_out: Annotated[
+        str | None, typer.Option("--json", help="Write the metrics as JSON here ('-' = stdout).")
+    ] = None,
+    csv_dir: Annotated[
+        Path | None, typer.Option("--csv-dir", help="Write runs.csv, pairs.csv, queries.csv here.")
+    ] = None,
 ) -> None:
     """Document- and span-level evidence stability across runs (seed 000)."""
-    con = open_logs(paths, db, must_exist=False, options=ingest_options(
-        case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt, run_id, doc_id_key))
+    con = open_logs(
+        paths,
+        db,
+        must_exist=False,
+        options=ingest_options(
+            case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt, run_id, doc_id_key
+        ),
+    )
     try:
         mapping = {}
         if docid_map is not None:
-            mapping = load_docid_map(docid_map, case_sensitive=case_sensitive,
-                                     collapse_internal_whitespace=collapse_internal_whitespace)
+            mapping = load_docid_map(
+                docid_map, case_sensitive=case_sensitive, collapse_internal_whitespace=collapse_internal_whitespace
+            )
         chosen = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
         if chosen is None and baseline is None:
-            selection = comparable_runs(con)           # runs sharing no query with the others are left out, named
+            selection = comparable_runs(con)  # runs sharing no query with the others are left out, named
             if selection.left_out:
                 chosen = selection.runs
                 typer.echo(f"warning: {selection.note.replace('; pick runs', '; use --runs')}", err=True)
         opts = StabilityOptions(
             runs=chosen,
-            baseline=baseline, flip_threshold=flip_threshold, topk=topk,
-            allow_missing=allow_missing, docid_map=mapping)
+            baseline=baseline,
+            flip_threshold=flip_threshold,
+            topk=topk,
+            allow_missing=allow_missing,
+            docid_map=mapping,
+        )
         result = compute_stability(con, opts)
     except (StabilityError, DocIdMapError, store.StoreError) as e:
         fail(str(e))
@@ -89,7 +110,7 @@ def stability(
     emit_json(result.to_json(), json_out)
     if csv_dir:
         csv_dir.mkdir(parents=True, exist_ok=True)
-        write_csv(result.runs, csv_dir / "runs.csv")             # formula-leading cells neutralised
+        write_csv(result.runs, csv_dir / "runs.csv")  # formula-leading cells neutralised
         write_csv(result.pairs, csv_dir / "pairs.csv")
         write_csv(result.queries, csv_dir / "queries.csv")
 
@@ -107,8 +128,20 @@ def _print_stability(result: StabilityResult) -> None:
     if s["gap_ratio_note"]:
         lines.append(s["gap_ratio_note"])
     typer.echo("\n".join(lines))
-    table = result.pairs[["run_a", "run_b", "changed", "level", "j_avg", "flip_rate", "null_loss", "null_gain",
-                          "collapse_rate", "same_docs_diff_spans"]]
+    table = result.pairs[
+        [
+            "run_a",
+            "run_b",
+            "changed",
+            "level",
+            "j_avg",
+            "flip_rate",
+            "null_loss",
+            "null_gain",
+            "collapse_rate",
+            "same_docs_diff_spans",
+        ]
+    ]
     typer.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     effects = effects_by_change(result.pairs)
     if not effects.empty and set(effects["changed"]) != {"unknown"}:
@@ -117,13 +150,17 @@ def _print_stability(result: StabilityResult) -> None:
 
 
 def probe(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Run files or folders to ingest first.")] = None,
-    db: Annotated[Optional[Path], typer.Option("--db", help="DuckDB file.")] = None,
-    pair: Annotated[Optional[list[str]], typer.Option("--pair", help="A:B (run ids or aliases base, o0, c128, …); repeatable.")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="Run files or folders to ingest first.")] = None,
+    db: Annotated[Path | None, typer.Option("--db", help="DuckDB file.")] = None,
+    pair: Annotated[
+        list[str] | None, typer.Option("--pair", help="A:B (run ids or aliases base, o0, c128, …); repeatable.")
+    ] = None,
     flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ for silent jitter (J_span < τ).")] = 0.5,
-    embedder: Annotated[Optional[str], typer.Option("--embedder", help="SBERT model (default: packaged MiniLM).")] = None,
+    embedder: Annotated[str | None, typer.Option("--embedder", help="SBERT model (default: packaged MiniLM).")] = None,
     device: Device = "auto",
-    json_out: Annotated[Optional[str], typer.Option("--json", help="Write rows and summaries as JSON ('-' = stdout).")] = None,
+    json_out: Annotated[
+        str | None, typer.Option("--json", help="Write rows and summaries as JSON ('-' = stdout).")
+    ] = None,
 ) -> None:
     """The evidence–answer probe: answer similarity vs J_span (seed 000, Table 1)."""
     from ragaudit_core.models import ModelLoadError
@@ -131,20 +168,23 @@ def probe(
 
     con = open_logs(paths, db, must_exist=False)
     pairs = _probe_pairs(con, pair)
-    models = LazyModels(embedder=embedder, device=device)   # loaded only for similarities not stored yet
+    models = LazyModels(embedder=embedder, device=device)  # loaded only for similarities not stored yet
     try:
-        results = [probe_pair(con, a, b, models.embedder, tau=flip_threshold,
-                              model=embedder or DEFAULT_SIMILARITY_MODEL) for a, b in pairs]
+        results = [
+            probe_pair(con, a, b, models.embedder, tau=flip_threshold, model=embedder or DEFAULT_SIMILARITY_MODEL)
+            for a, b in pairs
+        ]
     except (StabilityError, store.StoreError, ModelLoadError) as e:
         fail(str(e))
     if json_out != "-":
         typer.echo(f"{'pair':40} {'n':>4} {'J_span':>7} {'Sim':>6} {'Drift<0.9':>9} {'Drift<0.8':>9} {'rho':>7}")
         for r in results:
             s = r.summary
-            typer.echo(f"{s['pair']:40} {s['n_queries']:>4} {fmt(s['mean_j_span']):>7} {fmt(s['mean_sim']):>6} "
-                       f"{s['drift_0.9']:>9} {s['drift_0.8']:>9} {fmt(s['spearman_rho']):>7}")
-    emit_json([{"summary": r.summary, "rows": json.loads(r.rows.to_json(orient="records"))} for r in results],
-              json_out)
+            typer.echo(
+                f"{s['pair']:40} {s['n_queries']:>4} {fmt(s['mean_j_span']):>7} {fmt(s['mean_sim']):>6} "
+                f"{s['drift_0.9']:>9} {s['drift_0.8']:>9} {fmt(s['spearman_rho']):>7}"
+            )
+    emit_json([{"summary": r.summary, "rows": json.loads(r.rows.to_json(orient="records"))} for r in results], json_out)
 
 
 def _probe_pairs(con, pair: list[str] | None) -> list[tuple[str, str]]:
@@ -163,4 +203,3 @@ def _probe_pairs(con, pair: list[str] | None) -> list[tuple[str, str]]:
         fail("fewer than two runs carry answers; nothing to probe")
     base = catalog.preferred_run(answered)
     return [(base, r) for r in answered if r != base]
-

@@ -24,7 +24,25 @@ from ragaudit_core.fidelity.score import (
     tail_comment,
 )
 
-__all__ = ["SURVIVAL_LABELS", "DEFAULT_PATTERNS", "FIDELITY_STAGES", "Citation", "CitationPattern", "FidelityRules", "QueryFidelity",
-           "QueryGraph", "RunFidelity", "canary", "compute_query", "extract_citations", "fidelity_runs",
-           "graph_layout", "load_graphs", "provenance_runs", "summarise_run", "survival_table", "tail_comment",
-           "verify_citation"]
+__all__ = [
+    "DEFAULT_PATTERNS",
+    "FIDELITY_STAGES",
+    "SURVIVAL_LABELS",
+    "Citation",
+    "CitationPattern",
+    "FidelityRules",
+    "QueryFidelity",
+    "QueryGraph",
+    "RunFidelity",
+    "canary",
+    "compute_query",
+    "extract_citations",
+    "fidelity_runs",
+    "graph_layout",
+    "load_graphs",
+    "provenance_runs",
+    "summarise_run",
+    "survival_table",
+    "tail_comment",
+    "verify_citation",
+]

@@ -18,6 +18,7 @@ from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id
 
 __all__ = ["DEFAULT_PATTERNS", "Citation", "CitationPattern", "extract_citations", "verify_citation"]
 
+
 @dataclass(frozen=True)
 class CitationPattern:
     """A named regex. Groups: ``doc`` and ``page`` (document citation) or ``index``
@@ -35,8 +36,9 @@ DEFAULT_PATTERNS: tuple[CitationPattern, ...] = (
     CitationPattern("document_index", r"\[Document\s+(?P<index>\d+)\]|\(Document\s+(?P<index2>\d+)\)"),
     CitationPattern("bracket_index", r"\[(?P<index>\d+)\]"),
 )
-_CANDIDATE = re.compile(r"\[(?:Source|Sources|Document|Documents|Doc|Ref)\b[^\]]*\]|\((?:Document|Doc)\s[^)]*\)",
-                        re.IGNORECASE)
+_CANDIDATE = re.compile(
+    r"\[(?:Source|Sources|Document|Documents|Doc|Ref)\b[^\]]*\]|\((?:Document|Doc)\s[^)]*\)", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -50,8 +52,9 @@ class Citation:
     index: int | None = None
 
 
-def extract_citations(text: str | None, patterns: Sequence[CitationPattern] = DEFAULT_PATTERNS
-                      ) -> tuple[list[Citation], list[str]]:
+def extract_citations(
+    text: str | None, patterns: Sequence[CitationPattern] = DEFAULT_PATTERNS
+) -> tuple[list[Citation], list[str]]:
     """(citations in text order, parse failures). Earlier patterns win where matches overlap."""
     if not text:
         return [], []
@@ -64,18 +67,28 @@ def extract_citations(text: str | None, patterns: Sequence[CitationPattern] = DE
                 continue
             g = {k: v for k, v in m.groupdict().items() if v is not None}
             idx = g.get("index", g.get("index2"))
-            found.append(Citation(m.group(0), s, e, pat.name, doc_id=g.get("doc", None) and g["doc"].strip(),
-                                  page=int(g["page"]) if "page" in g else None,
-                                  index=int(idx) if idx is not None else None))
+            found.append(
+                Citation(
+                    m.group(0),
+                    s,
+                    e,
+                    pat.name,
+                    doc_id=g.get("doc") and g["doc"].strip(),
+                    page=int(g["page"]) if "page" in g else None,
+                    index=int(idx) if idx is not None else None,
+                )
+            )
             taken.append((s, e))
-    failures = [m.group(0) for m in _CANDIDATE.finditer(text)
-                if not any(m.start() < te and ts < m.end() for ts, te in taken)]
+    failures = [
+        m.group(0) for m in _CANDIDATE.finditer(text) if not any(m.start() < te and ts < m.end() for ts, te in taken)
+    ]
     found.sort(key=lambda c: c.start)
     return found, failures
 
 
-def verify_citation(c: Citation, g: QueryGraph, canon: CanonOptions = CanonOptions()
-                    ) -> tuple[float, str, str | None, int | None]:
+def verify_citation(
+    c: Citation, g: QueryGraph, canon: CanonOptions = CanonOptions()
+) -> tuple[float, str, str | None, int | None]:
     """(score, diagnostic, resolved doc_id, resolved page) for one citation."""
     ctx = g.context()
     if c.index is not None:

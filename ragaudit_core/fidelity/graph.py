@@ -8,7 +8,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -17,8 +17,16 @@ import pandas as pd
 if TYPE_CHECKING:
     from ragaudit_core.fidelity.score import QueryFidelity
 
-__all__ = ["FIDELITY_STAGES", "Node", "QueryGraph", "failure_modes", "graph_layout", "has_origin", "load_graphs",
-           "provenance_runs"]
+__all__ = [
+    "FIDELITY_STAGES",
+    "Node",
+    "QueryGraph",
+    "failure_modes",
+    "graph_layout",
+    "has_origin",
+    "load_graphs",
+    "provenance_runs",
+]
 
 FIDELITY_STAGES = {1: "chunking", 2: "retrieval", 3: "reranking", 4: "compression", 5: "generation"}
 
@@ -48,7 +56,7 @@ class QueryGraph:
     generated_text: str | None
     nodes: dict[str, Node]
     ground_truth: list[dict]
-    documents: dict[str, int | None]          # doc_id -> pages (None: unknown)
+    documents: dict[str, int | None]  # doc_id -> pages (None: unknown)
     dropped: list[dict] = field(default_factory=list)
 
     def resolve(self, node_id: str, _seen: frozenset = frozenset()) -> tuple[str | None, int | None]:
@@ -99,7 +107,7 @@ def _parse_ts(v) -> datetime | None:
         t = datetime.fromisoformat(v.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
 def _content_hash(n: Node) -> str | None:
@@ -116,18 +124,33 @@ def failure_modes(g: QueryGraph) -> list[dict]:
     out = []
     for n in g.nodes.values():
         text = n.metadata.get("text")
-        if n.artifact_type == "chunk" and isinstance(text, str) and n.char_start is not None \
-                and n.char_end is not None and n.char_end - n.char_start != len(text):
-            out.append({"node_id": n.node_id, "check": "offset_length_mismatch",
-                        "detail": f"offsets span {n.char_end - n.char_start} characters, text has {len(text)}"})
+        if (
+            n.artifact_type == "chunk"
+            and isinstance(text, str)
+            and n.char_start is not None
+            and n.char_end is not None
+            and n.char_end - n.char_start != len(text)
+        ):
+            out.append(
+                {
+                    "node_id": n.node_id,
+                    "check": "offset_length_mismatch",
+                    "detail": f"offsets span {n.char_end - n.char_start} characters, text has {len(text)}",
+                }
+            )
         if n.stage == 3:
             mine = _content_hash(n)
             for p in n.derived_from:
                 parent = g.nodes[p]
                 theirs = _content_hash(parent)
                 if mine is not None and theirs is not None and mine != theirs and parent.stage < 3:
-                    out.append({"node_id": n.node_id, "check": "reranker_text_mutation",
-                                "detail": f"content hash differs from its parent {p!r}"})
+                    out.append(
+                        {
+                            "node_id": n.node_id,
+                            "check": "reranker_text_mutation",
+                            "detail": f"content hash differs from its parent {p!r}",
+                        }
+                    )
         if n.artifact_type == "chunk":
             indexed = _parse_ts(n.metadata.get("indexed_at"))
             version = _parse_ts(n.metadata.get("doc_version"))
@@ -135,9 +158,14 @@ def failure_modes(g: QueryGraph) -> list[dict]:
                 version = version or _parse_ts(g.nodes[p].metadata.get("doc_version"))
             if indexed is not None and version is not None and indexed < version:
                 delta = (version - indexed).total_seconds()
-                out.append({"node_id": n.node_id, "check": "stale_chunk",
-                            "detail": f"indexed {delta / 86400:.1f} days before the document's current version",
-                            "staleness_s": delta})
+                out.append(
+                    {
+                        "node_id": n.node_id,
+                        "check": "stale_chunk",
+                        "detail": f"indexed {delta / 86400:.1f} days before the document's current version",
+                        "staleness_s": delta,
+                    }
+                )
     return out
 
 
@@ -149,34 +177,47 @@ def provenance_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
         cur.close()
 
 
-def load_graphs(con: duckdb.DuckDBPyConnection, run_id: str, query_ids: Sequence[str] | None = None
-                ) -> list[QueryGraph]:
+def load_graphs(
+    con: duckdb.DuckDBPyConnection, run_id: str, query_ids: Sequence[str] | None = None
+) -> list[QueryGraph]:
     cur = con.cursor()
     try:
         recs = cur.execute(
             """SELECT query_id, query, generated_text, ground_truth, documents, dropped FROM prov_records
                WHERE run_id = ? AND (? OR list_contains(?, query_id)) ORDER BY query_id""",
-            [run_id, query_ids is None, list(query_ids or [])]).fetchall()
+            [run_id, query_ids is None, list(query_ids or [])],
+        ).fetchall()
         nodes = cur.execute(
             """SELECT query_id, node_id, stage, artifact_type, doc_id, page, paragraph, char_start, char_end,
                       transformation, derived_from, metadata
                FROM prov_nodes WHERE run_id = ? AND (? OR list_contains(?, query_id)) ORDER BY query_id, ord""",
-            [run_id, query_ids is None, list(query_ids or [])]).fetchall()
+            [run_id, query_ids is None, list(query_ids or [])],
+        ).fetchall()
     finally:
         cur.close()
     by_q: dict[str, dict[str, Node]] = {}
-    for (qid, nid, stage, at, doc, page, para, cs, ce, tr, df, md) in nodes:
-        by_q.setdefault(qid, {})[nid] = Node(nid, stage, at, doc, page, para, cs, ce, tr, list(df or []),
-                                             json.loads(md) if md else {})
+    for qid, nid, stage, at, doc, page, para, cs, ce, tr, df, md in nodes:
+        by_q.setdefault(qid, {})[nid] = Node(
+            nid, stage, at, doc, page, para, cs, ce, tr, list(df or []), json.loads(md) if md else {}
+        )
     out = []
     for qid, query, text, gt, docs, dropped in recs:
-        out.append(QueryGraph(run_id, qid, query, text, by_q.get(qid, {}), json.loads(gt or "[]"),
-                              {d["doc_id"]: d.get("pages") for d in json.loads(docs or "[]")},
-                              json.loads(dropped or "[]")))
+        out.append(
+            QueryGraph(
+                run_id,
+                qid,
+                query,
+                text,
+                by_q.get(qid, {}),
+                json.loads(gt or "[]"),
+                {d["doc_id"]: d.get("pages") for d in json.loads(docs or "[]")},
+                json.loads(dropped or "[]"),
+            )
+        )
     return out
 
 
-def graph_layout(g: QueryGraph, r: "QueryFidelity") -> tuple[pd.DataFrame, pd.DataFrame]:
+def graph_layout(g: QueryGraph, r: QueryFidelity) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Nodes and edges of one provenance graph, placed for drawing (x = stage), with the
     ground-truth path and the broken edges marked.
 
@@ -196,10 +237,22 @@ def graph_layout(g: QueryGraph, r: "QueryFidelity") -> tuple[pd.DataFrame, pd.Da
         per_stage[n.stage] = y + 1
         d, p = resolved[nid]
         label = n.artifact_type + (f" {d}" if d else " (no coordinates)") + (f" p.{p}" if p is not None else "")
-        rows.append({"node_id": nid, "stage": n.stage, "x": n.stage, "y": -y, "artifact_type": n.artifact_type,
-                     "doc_id": d, "page": p, "on_path": d in gt if gt else False, "label": label})
-    nodes = pd.DataFrame(rows, columns=["node_id", "stage", "x", "y", "artifact_type", "doc_id", "page", "on_path",
-                                        "label"])
+        rows.append(
+            {
+                "node_id": nid,
+                "stage": n.stage,
+                "x": n.stage,
+                "y": -y,
+                "artifact_type": n.artifact_type,
+                "doc_id": d,
+                "page": p,
+                "on_path": d in gt if gt else False,
+                "label": label,
+            }
+        )
+    nodes = pd.DataFrame(
+        rows, columns=["node_id", "stage", "x", "y", "artifact_type", "doc_id", "page", "on_path", "label"]
+    )
     on = dict(zip(nodes["node_id"], nodes["on_path"]))
     fail = r.first_failed_stage
     children: dict[str, list[str]] = {}
@@ -213,10 +266,18 @@ def graph_layout(g: QueryGraph, r: "QueryFidelity") -> tuple[pd.DataFrame, pd.Da
         reasons = {d["node_id"]: d.get("reason", "") for d in g.dropped}
         for nid, n in g.nodes.items():
             if n.stage == fail - 1 and on.get(nid) and not any(on.get(c) for c in children.get(nid, [])):
-                edges.append({"parent": nid, "child": None, "broken": True,
-                              "label": reasons.get(nid, f"lost at {FIDELITY_STAGES[fail]}")})
+                edges.append(
+                    {
+                        "parent": nid,
+                        "child": None,
+                        "broken": True,
+                        "label": reasons.get(nid, f"lost at {FIDELITY_STAGES[fail]}"),
+                    }
+                )
     if fail == 1:
         for nid, n in g.nodes.items():
             if n.artifact_type == "chunk" and not has_origin(n):
-                edges.append({"parent": nid, "child": None, "broken": True, "label": "chunk without origin coordinates"})
+                edges.append(
+                    {"parent": nid, "child": None, "broken": True, "label": "chunk without origin coordinates"}
+                )
     return nodes, pd.DataFrame(edges, columns=["parent", "child", "broken", "label"])

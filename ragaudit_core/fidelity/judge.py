@@ -31,8 +31,18 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-__all__ = ["CONSERVATIVE_ORDER", "JUDGE_PROMPT", "VERDICTS", "JudgeVerdict", "agreement", "context_chunks",
-           "disagreement", "judge_prompt", "majority", "rule_verdict"]
+__all__ = [
+    "CONSERVATIVE_ORDER",
+    "JUDGE_PROMPT",
+    "VERDICTS",
+    "JudgeVerdict",
+    "agreement",
+    "context_chunks",
+    "disagreement",
+    "judge_prompt",
+    "majority",
+    "rule_verdict",
+]
 
 VERDICTS = ("ACCURATE", "PARTIAL", "HALLUCINATED", "UNVERIFIABLE")
 CONSERVATIVE_ORDER = ("HALLUCINATED", "UNVERIFIABLE", "PARTIAL", "ACCURATE")
@@ -86,13 +96,13 @@ def context_chunks(g, max_chars: int = 400) -> list[dict]:
     chunk id, document, page and the chunk text (first ``max_chars`` characters, to bound the
     judge's prompt). ``g`` is a ``fidelity.graph.QueryGraph``."""
     out = []
-    elements = sorted((n for n in g.nodes.values() if n.stage == 4),
-                      key=lambda n: (n.metadata.get("context_index") or 0, n.node_id))
+    elements = sorted(
+        (n for n in g.nodes.values() if n.stage == 4), key=lambda n: (n.metadata.get("context_index") or 0, n.node_id)
+    )
     for n in elements:
         doc, page = g.resolve(n.node_id)
         text, chunk_id = _text_of(g, n.node_id)
-        out.append({"chunk_id": chunk_id or n.node_id, "doc_id": doc, "page": page,
-                    "text": (text or "")[:max_chars]})
+        out.append({"chunk_id": chunk_id or n.node_id, "doc_id": doc, "page": page, "text": (text or "")[:max_chars]})
     return out
 
 
@@ -112,8 +122,9 @@ def _text_of(g, node_id: str, seen: frozenset = frozenset()) -> tuple[str | None
 
 
 def judge_prompt(citation: str, context: Sequence[dict], query: str | None) -> str:
-    return JUDGE_PROMPT.format(citation_string=citation, context_json=json.dumps(list(context), ensure_ascii=False),
-                               query=query or "")
+    return JUDGE_PROMPT.format(
+        citation_string=citation, context_json=json.dumps(list(context), ensure_ascii=False), query=query or ""
+    )
 
 
 def rule_verdict(score: float | None) -> str:
@@ -140,8 +151,11 @@ def disagreement(votes_per_citation: Sequence[Sequence[str | None]]) -> dict:
     if not judged:
         return {"n_citations": 0, "rate": None, "pairwise": None}
     pairs = [a != b for vs in judged for a, b in itertools.combinations(vs, 2)]
-    return {"n_citations": len(judged), "rate": sum(len(set(vs)) > 1 for vs in judged) / len(judged),
-            "pairwise": sum(pairs) / len(pairs)}
+    return {
+        "n_citations": len(judged),
+        "rate": sum(len(set(vs)) > 1 for vs in judged) / len(judged),
+        "pairwise": sum(pairs) / len(pairs),
+    }
 
 
 def agreement(majorities: Sequence[str | None], rules: Sequence[str]) -> dict:
@@ -151,5 +165,8 @@ def agreement(majorities: Sequence[str | None], rules: Sequence[str]) -> dict:
     if not pairs:
         return {"n_citations": 0, "rate": None, "confusion": {}}
     confusion = Counter(f"{r} → {m}" for r, m in pairs)
-    return {"n_citations": len(pairs), "rate": sum(r == m for r, m in pairs) / len(pairs),
-            "confusion": dict(sorted(confusion.items()))}
+    return {
+        "n_citations": len(pairs),
+        "rate": sum(r == m for r, m in pairs) / len(pairs),
+        "confusion": dict(sorted(confusion.items())),
+    }

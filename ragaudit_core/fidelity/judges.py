@@ -35,7 +35,7 @@ import numpy as np
 
 from ragaudit_core.fidelity.judge import VERDICTS, JudgeVerdict
 
-__all__ = ["EndpointJudge", "JudgeUnreachable", "LocalJudge", "SCORE_CHOICES"]
+__all__ = ["SCORE_CHOICES", "EndpointJudge", "JudgeUnreachable", "LocalJudge"]
 
 SCORE_CHOICES = ("0.0", "0.25", "0.5", "0.75", "1.0")
 
@@ -52,8 +52,9 @@ class LocalJudge:
     def verdicts(self, prompt: str, chunk_ids: Sequence[str], seeds: Sequence[int]) -> list[JudgeVerdict | None]:
         import torch
 
-        ids = self.tok.apply_chat_template([{"role": "system", "content": prompt}], add_generation_prompt=True,
-                                           tokenize=True)
+        ids = self.tok.apply_chat_template(
+            [{"role": "system", "content": prompt}], add_generation_prompt=True, tokenize=True
+        )
         if isinstance(ids, dict) or hasattr(ids, "input_ids"):
             ids = ids["input_ids"]
         with torch.no_grad():
@@ -84,8 +85,9 @@ class _State:
         import torch
 
         with torch.no_grad():
-            out = self.j.model(torch.tensor([token_ids], device=self.j.gen.device), past_key_values=self.cache,
-                               use_cache=True)
+            out = self.j.model(
+                torch.tensor([token_ids], device=self.j.gen.device), past_key_values=self.cache, use_cache=True
+            )
         return out.logits[0].float()
 
     def emit(self, text: str) -> None:
@@ -144,8 +146,13 @@ class _State:
         explanation = self.generate_text()
         self.emit('", "coordinate_fidelity": ')
         fidelity = float(SCORE_CHOICES[self.choose(list(SCORE_CHOICES))])
-        return JudgeVerdict(verdict=verdict, confidence=confidence, matching_chunk_id=json.loads(picked),
-                            explanation=explanation.strip(), coordinate_fidelity=fidelity)
+        return JudgeVerdict(
+            verdict=verdict,
+            confidence=confidence,
+            matching_chunk_id=json.loads(picked),
+            explanation=explanation.strip(),
+            coordinate_fidelity=fidelity,
+        )
 
 
 _JSON_OBJECT = re.compile(r"\{.*\}", re.S)
@@ -154,23 +161,40 @@ _JSON_OBJECT = re.compile(r"\{.*\}", re.S)
 class EndpointJudge:
     """An OpenAI-compatible chat-completions endpoint as a judge."""
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, temperature: float = 0.7,
-                 retries: int = 2, timeout_s: float = 120.0):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        temperature: float = 0.7,
+        retries: int = 2,
+        timeout_s: float = 120.0,
+    ):
+        if not base_url.lower().startswith(("http://", "https://")):
+            raise ValueError(f"a judge endpoint is an http:// or https:// URL, not {base_url!r}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model, self.api_key, self.temperature = model, api_key, temperature
         self.retries, self.timeout_s = retries, timeout_s
         self.name = f"endpoint:{model}"
-        self.n_invalid = 0           # replies that failed validation or the request (retried)
+        self.n_invalid = 0  # replies that failed validation or the request (retried)
 
     def _ask(self, prompt: str, seed: int) -> str:
-        body = {"model": self.model, "messages": [{"role": "system", "content": prompt}],
-                "response_format": {"type": "json_object"}, "temperature": 0.0 if seed == 0 else self.temperature,
-                "seed": seed}
+        body = {
+            "model": self.model,
+            "messages": [{"role": "system", "content": prompt}],
+            "response_format": {"type": "json_object"},
+            "temperature": 0.0 if seed == 0 else self.temperature,
+            "seed": seed,
+        }
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
-        with urllib.request.urlopen(req, timeout=self.timeout_s) as r:     # noqa: S310 — the user's endpoint
+        # the scheme was checked to be http(s) in __init__
+        req = urllib.request.Request(  # noqa: S310
+            self.url, data=json.dumps(body).encode(), headers=headers, method="POST"
+        )
+        with urllib.request.urlopen(req, timeout=self.timeout_s) as r:  # noqa: S310 — http(s) only, checked
             return json.loads(r.read())["choices"][0]["message"]["content"]
 
     def verdicts(self, prompt: str, chunk_ids: Sequence[str], seeds: Sequence[int]) -> list[JudgeVerdict | None]:
@@ -195,9 +219,11 @@ class EndpointJudge:
                 except ValueError:
                     self.n_invalid += 1
             if not reached:
-                raise JudgeUnreachable(f"the judge endpoint {self.url} gave no usable reply in {1 + self.retries} "
-                                       f"attempt(s) ({last_error}); check the URL, the model name and the API key "
-                                       "(RAGAUDIT_JUDGE_API_KEY)")
+                raise JudgeUnreachable(
+                    f"the judge endpoint {self.url} gave no usable reply in {1 + self.retries} "
+                    f"attempt(s) ({last_error}); check the URL, the model name and the API key "
+                    "(RAGAUDIT_JUDGE_API_KEY)"
+                )
             out.append(verdict)
         return out
 

@@ -45,12 +45,21 @@ def judge_inputs(g, max_chars: int = 400) -> tuple[str, list[dict], list[dict]]:
     from ragaudit_core.fidelity.score import compute_query
 
     q = compute_query(g, DEFAULT_PATTERNS)
-    return g.query or "", [{"citation": c["citation"], "score": c["score"]} for c in q.citations], \
-        context_chunks(g, max_chars)
+    return (
+        g.query or "",
+        [{"citation": c["citation"], "score": c["score"]} for c in q.citations],
+        context_chunks(g, max_chars),
+    )
 
 
-def judge_citations(query: str, citations: Sequence[dict], context: Sequence[dict], backend,
-                    seeds: Sequence[int], progress: Callable[[str, float], None] | None = None) -> list[dict]:
+def judge_citations(
+    query: str,
+    citations: Sequence[dict],
+    context: Sequence[dict],
+    backend,
+    seeds: Sequence[int],
+    progress: Callable[[str, float], None] | None = None,
+) -> list[dict]:
     """One row per (citation, judge): the judge's verdict fields, None where it cast no vote;
     ``progress(label, fraction)`` after each citation."""
     rows = []
@@ -58,10 +67,22 @@ def judge_citations(query: str, citations: Sequence[dict], context: Sequence[dic
     for i, c in enumerate(citations):
         verdicts = backend.verdicts(judge_prompt(c["citation"], context, query), chunk_ids, seeds)
         for seed, v in zip(seeds, verdicts):
-            rows.append({"citation_index": i, "citation": c["citation"], "rule_score": c["score"],
-                         "judge": backend.name, "seed": int(seed),
-                         **(v.model_dump() if v is not None else dict.fromkeys(
-                             ("verdict", "confidence", "matching_chunk_id", "explanation", "coordinate_fidelity")))})
+            rows.append(
+                {
+                    "citation_index": i,
+                    "citation": c["citation"],
+                    "rule_score": c["score"],
+                    "judge": backend.name,
+                    "seed": int(seed),
+                    **(
+                        v.model_dump()
+                        if v is not None
+                        else dict.fromkeys(
+                            ("verdict", "confidence", "matching_chunk_id", "explanation", "coordinate_fidelity")
+                        )
+                    ),
+                }
+            )
         if progress:
             progress(f"judge: citation {i + 1} of {len(citations)}", (i + 1) / len(citations))
     return rows
@@ -72,10 +93,24 @@ def store_verdicts(con: duckdb.DuckDBPyConnection, job_key: str, run_id: str, qu
     con.execute(_SCHEMA)
     con.execute("DELETE FROM judge_verdicts WHERE job_key = ?", [job_key])
     for r in rows:
-        con.execute("INSERT INTO judge_verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
-                    [job_key, run_id, query_id, r["citation_index"], r["citation"], r["rule_score"], r["judge"],
-                     r["seed"], r["verdict"], r["confidence"], r["matching_chunk_id"], r["explanation"],
-                     r["coordinate_fidelity"]])
+        con.execute(
+            "INSERT INTO judge_verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
+            [
+                job_key,
+                run_id,
+                query_id,
+                r["citation_index"],
+                r["citation"],
+                r["rule_score"],
+                r["judge"],
+                r["seed"],
+                r["verdict"],
+                r["confidence"],
+                r["matching_chunk_id"],
+                r["explanation"],
+                r["coordinate_fidelity"],
+            ],
+        )
 
 
 def has_verdicts(con: duckdb.DuckDBPyConnection, job_key: str) -> bool:
@@ -87,21 +122,32 @@ def verdict_table(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
     """One row per judged citation of a run: Pattern 3's verdict, the judges' votes, the
     majority and whether the votes were unanimous."""
     con.execute(_SCHEMA)
-    df = con.execute("SELECT query_id, citation_index, citation, rule_score, judge, seed, verdict, confidence, "
-                     "matching_chunk_id FROM judge_verdicts WHERE run_id = ? ORDER BY query_id, citation_index, "
-                     "judge, seed", [run_id]).df()
+    df = con.execute(
+        "SELECT query_id, citation_index, citation, rule_score, judge, seed, verdict, confidence, "
+        "matching_chunk_id FROM judge_verdicts WHERE run_id = ? ORDER BY query_id, citation_index, "
+        "judge, seed",
+        [run_id],
+    ).df()
     cols = ["query_id", "citation", "rule", "votes", "majority", "unanimous", "n_judges", "n_valid"]
     if df.empty:
         return pd.DataFrame(columns=cols)
     rows = []
-    for (qid, idx), grp in df.groupby(["query_id", "citation_index"], sort=False):
+    for (qid, _idx), grp in df.groupby(["query_id", "citation_index"], sort=False):
         votes = [None if pd.isna(v) else v for v in grp["verdict"]]
         valid = [v for v in votes if v is not None]
-        rows.append({"query_id": qid, "citation": grp["citation"].iloc[0],
-                     "rule": rule_verdict(None if pd.isna(grp["rule_score"].iloc[0]) else grp["rule_score"].iloc[0]),
-                     "votes": " · ".join(v or "no vote" for v in votes), "majority": majority(votes),
-                     "unanimous": len(set(valid)) == 1 if len(valid) >= 2 else None,
-                     "n_judges": len(votes), "n_valid": len(valid), "_votes": votes})
+        rows.append(
+            {
+                "query_id": qid,
+                "citation": grp["citation"].iloc[0],
+                "rule": rule_verdict(None if pd.isna(grp["rule_score"].iloc[0]) else grp["rule_score"].iloc[0]),
+                "votes": " · ".join(v or "no vote" for v in votes),
+                "majority": majority(votes),
+                "unanimous": len(set(valid)) == 1 if len(valid) >= 2 else None,
+                "n_judges": len(votes),
+                "n_valid": len(valid),
+                "_votes": votes,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -110,8 +156,15 @@ def judge_summary(table: pd.DataFrame) -> dict:
     :func:`verdict_table`."""
     t = table
     if t.empty:
-        return {"n_citations": 0, "agreement": agreement([], []), "disagreement": disagreement([]),
-                "n_invalid_votes": 0}
-    return {"n_citations": len(t), "agreement": agreement(t["majority"].tolist(), t["rule"].tolist()),
-            "disagreement": disagreement(t["_votes"].tolist()),
-            "n_invalid_votes": int((t["n_judges"] - t["n_valid"]).sum())}
+        return {
+            "n_citations": 0,
+            "agreement": agreement([], []),
+            "disagreement": disagreement([]),
+            "n_invalid_votes": 0,
+        }
+    return {
+        "n_citations": len(t),
+        "agreement": agreement(t["majority"].tolist(), t["rule"].tolist()),
+        "disagreement": disagreement(t["_votes"].tolist()),
+        "n_invalid_votes": int((t["n_judges"] - t["n_valid"]).sum()),
+    }

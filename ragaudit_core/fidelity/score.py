@@ -50,7 +50,6 @@ reads "p95" as the value 95 % of queries reach or exceed (the 5th percentile) in
 rate > 0.5 % — thresholds configurable (:class:`FidelityRules`).
 """
 
-
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -72,8 +71,18 @@ from ragaudit_core.fidelity.graph import (
 )
 from ragaudit_core.logs.identity import CanonOptions
 
-__all__ = ["SURVIVAL_LABELS", "FidelityRules", "QueryFidelity", "RunFidelity", "canary", "compute_query",
-           "fidelity_runs", "summarise_run", "survival_table", "tail_comment"]
+__all__ = [
+    "SURVIVAL_LABELS",
+    "FidelityRules",
+    "QueryFidelity",
+    "RunFidelity",
+    "canary",
+    "compute_query",
+    "fidelity_runs",
+    "summarise_run",
+    "survival_table",
+    "tail_comment",
+]
 
 
 @dataclass
@@ -84,21 +93,32 @@ class QueryFidelity:
     diagnostic: str | None
     citations: list[dict]
     parse_failures: list[str]
-    survival: dict[int, int | None]          # stage -> 1 / 0 / None (not evaluated)
+    survival: dict[int, int | None]  # stage -> 1 / 0 / None (not evaluated)
     cfs_product: int | None
     first_failed_stage: int | None
     findings: list[dict]
 
 
-def compute_query(g: QueryGraph, patterns: Sequence[CitationPattern] = DEFAULT_PATTERNS,
-                  canon: CanonOptions = CanonOptions()) -> QueryFidelity:
+def compute_query(
+    g: QueryGraph, patterns: Sequence[CitationPattern] = DEFAULT_PATTERNS, canon: CanonOptions = CanonOptions()
+) -> QueryFidelity:
     """Extraction, verification, CFS, stage survival and failure modes for one record."""
     cits, failures = extract_citations(g.generated_text, patterns)
     rows = []
     for c in cits:
         score, diag, doc, page = verify_citation(c, g, canon)
-        rows.append({"citation": c.string, "pattern": c.pattern, "score": score, "diagnostic": diag,
-                     "doc_id": doc, "page": page, "start": c.start, "end": c.end})
+        rows.append(
+            {
+                "citation": c.string,
+                "pattern": c.pattern,
+                "score": score,
+                "diagnostic": diag,
+                "doc_id": doc,
+                "page": page,
+                "start": c.start,
+                "end": c.end,
+            }
+        )
     cfs = float(np.mean([r["score"] for r in rows])) if rows else None
     diagnostic = None if rows else "no_citations_found"
 
@@ -123,8 +143,9 @@ def compute_query(g: QueryGraph, patterns: Sequence[CitationPattern] = DEFAULT_P
             if not ok:
                 product, first_failed = 0, s
                 break
-    return QueryFidelity(g.run_id, g.query_id, cfs, diagnostic, rows, failures, survival, product, first_failed,
-                         failure_modes(g))
+    return QueryFidelity(
+        g.run_id, g.query_id, cfs, diagnostic, rows, failures, survival, product, first_failed, failure_modes(g)
+    )
 
 
 # --------------------------------------------------------------------------- per run
@@ -141,10 +162,10 @@ class FidelityRules(BaseModel):
     canary_alpha: float = Field(0.01, gt=0, lt=1)
 
     @classmethod
-    def from_toml(cls, path) -> "FidelityRules":
+    def from_toml(cls, path) -> FidelityRules:
         from ragaudit_core.tomlfile import load_toml_file
 
-        data = load_toml_file(path)          # ValueError for a file too large, too deep, not TOML
+        data = load_toml_file(path)  # ValueError for a file too large, too deep, not TOML
         return cls.model_validate(data.get("fidelity", data))
 
 
@@ -152,9 +173,9 @@ class FidelityRules(BaseModel):
 class RunFidelity:
     run_id: str
     summary: dict
-    queries: pd.DataFrame     # one row per query
-    citations: pd.DataFrame   # one row per citation
-    findings: pd.DataFrame    # failure-mode findings
+    queries: pd.DataFrame  # one row per query
+    citations: pd.DataFrame  # one row per citation
+    findings: pd.DataFrame  # failure-mode findings
     alerts: list[dict]
 
 
@@ -164,21 +185,32 @@ def _pct(values: np.ndarray, q: float, convention: str) -> float | None:
     return float(np.percentile(values, q if convention == "upper" else 100 - q))
 
 
-def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: FidelityRules = FidelityRules()
-                  ) -> RunFidelity:
+def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: FidelityRules = FidelityRules()) -> RunFidelity:
     """Run-level figures and the alerts that fire."""
-    q = pd.DataFrame([{
-        "query_id": r.query_id, "cfs": r.cfs, "n_citations": len(r.citations),
-        "n_parse_failures": len(r.parse_failures), "cfs_product": r.cfs_product,
-        "first_failed_stage": FIDELITY_STAGES.get(r.first_failed_stage) if r.first_failed_stage else None,
-        "diagnostic": r.diagnostic or ("; ".join(sorted({c["diagnostic"] for c in r.citations}))),
-        **{f"survived_{name}": r.survival.get(s) for s, name in FIDELITY_STAGES.items()},
-        "n_findings": len(r.findings)} for r in results])
-    cits = pd.DataFrame([{"query_id": r.query_id, **c} for r in results for c in r.citations],
-                        columns=["query_id", "citation", "pattern", "score", "diagnostic", "doc_id", "page",
-                                 "start", "end"])
-    finds = pd.DataFrame([{"query_id": r.query_id, **f} for r in results for f in r.findings],
-                         columns=["query_id", "node_id", "check", "detail", "staleness_s"])
+    q = pd.DataFrame(
+        [
+            {
+                "query_id": r.query_id,
+                "cfs": r.cfs,
+                "n_citations": len(r.citations),
+                "n_parse_failures": len(r.parse_failures),
+                "cfs_product": r.cfs_product,
+                "first_failed_stage": FIDELITY_STAGES.get(r.first_failed_stage) if r.first_failed_stage else None,
+                "diagnostic": r.diagnostic or ("; ".join(sorted({c["diagnostic"] for c in r.citations}))),
+                **{f"survived_{name}": r.survival.get(s) for s, name in FIDELITY_STAGES.items()},
+                "n_findings": len(r.findings),
+            }
+            for r in results
+        ]
+    )
+    cits = pd.DataFrame(
+        [{"query_id": r.query_id, **c} for r in results for c in r.citations],
+        columns=["query_id", "citation", "pattern", "score", "diagnostic", "doc_id", "page", "start", "end"],
+    )
+    finds = pd.DataFrame(
+        [{"query_id": r.query_id, **f} for r in results for f in r.findings],
+        columns=["query_id", "node_id", "check", "detail", "staleness_s"],
+    )
     cfs = np.array([r.cfs for r in results if r.cfs is not None], dtype=float)
     n_cit = int(sum(len(r.citations) for r in results))
     n_fail = int(sum(len(r.parse_failures) for r in results))
@@ -195,10 +227,16 @@ def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: Fidelity
             share *= rate
         cumulative[name] = share if rate is not None else None
     summary = {
-        "run_id": run_id, "n_queries": len(results), "n_with_citations": int(len(cfs)),
-        "n_citations": n_cit, "n_parse_failures": n_fail, "parse_failure_rate": parse_rate,
+        "run_id": run_id,
+        "n_queries": len(results),
+        "n_with_citations": len(cfs),
+        "n_citations": n_cit,
+        "n_parse_failures": n_fail,
+        "parse_failure_rate": parse_rate,
         "cfs_mean": float(cfs.mean()) if len(cfs) else None,
-        "cfs_p50": _pct(cfs, 50, conv), "cfs_p95": _pct(cfs, 95, conv), "cfs_p99": _pct(cfs, 99, conv),
+        "cfs_p50": _pct(cfs, 50, conv),
+        "cfs_p95": _pct(cfs, 95, conv),
+        "cfs_p99": _pct(cfs, 99, conv),
         "percentile_convention": conv,
         "cfs_p95_other": _pct(cfs, 95, "tail" if conv == "upper" else "upper"),
         "n_with_ground_truth": len(with_gt),
@@ -212,26 +250,41 @@ def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: Fidelity
 
     def rule(name: str, value, threshold, fires: bool | None, sentence: str) -> None:
         status = "not applicable" if fires is None else ("alert" if fires else "ok")
-        alerts.append({"rule": name, "value": value, "threshold": threshold, "status": status,
-                       "message": sentence})
+        alerts.append({"rule": name, "value": value, "threshold": threshold, "status": status, "message": sentence})
 
     p95 = summary["cfs_p95"]
-    rule("p95 CFS", p95, rules.p95_cfs_min, None if p95 is None else p95 < rules.p95_cfs_min,
-         "no query has a citation, so there is no CFS distribution" if p95 is None else
-         f"p95 CFS is {p95:.3f}, {'below' if p95 < rules.p95_cfs_min else 'at or above'} the threshold "
-         f"{rules.p95_cfs_min}")
+    rule(
+        "p95 CFS",
+        p95,
+        rules.p95_cfs_min,
+        None if p95 is None else p95 < rules.p95_cfs_min,
+        "no query has a citation, so there is no CFS distribution"
+        if p95 is None
+        else f"p95 CFS is {p95:.3f}, {'below' if p95 < rules.p95_cfs_min else 'at or above'} the threshold "
+        f"{rules.p95_cfs_min}",
+    )
     for name, rate in survival.items():
-        rule(f"{name} survival", rate, rules.stage_survival_min,
-             None if rate is None else rate < rules.stage_survival_min,
-             f"no query with ground truth reached the {name} stage" if rate is None else
-             f"{rate:.1%} of the queries that reached {name} with a ground-truth source keep one through it "
-             f"(conditional survival; {'below' if rate < rules.stage_survival_min else 'at or above'} "
-             f"{rules.stage_survival_min:.0%})")
-    rule("parse-failure rate", parse_rate, rules.parse_failure_max,
-         None if parse_rate is None else parse_rate > rules.parse_failure_max,
-         "the generated texts hold no citation-like strings" if parse_rate is None else
-         f"{n_fail} of {n_cit + n_fail} citation-like strings could not be parsed ({parse_rate:.2%}; "
-         f"threshold {rules.parse_failure_max:.2%})")
+        rule(
+            f"{name} survival",
+            rate,
+            rules.stage_survival_min,
+            None if rate is None else rate < rules.stage_survival_min,
+            f"no query with ground truth reached the {name} stage"
+            if rate is None
+            else f"{rate:.1%} of the queries that reached {name} with a ground-truth source keep one through it "
+            f"(conditional survival; {'below' if rate < rules.stage_survival_min else 'at or above'} "
+            f"{rules.stage_survival_min:.0%})",
+        )
+    rule(
+        "parse-failure rate",
+        parse_rate,
+        rules.parse_failure_max,
+        None if parse_rate is None else parse_rate > rules.parse_failure_max,
+        "the generated texts hold no citation-like strings"
+        if parse_rate is None
+        else f"{n_fail} of {n_cit + n_fail} citation-like strings could not be parsed ({parse_rate:.2%}; "
+        f"threshold {rules.parse_failure_max:.2%})",
+    )
     summary["n_alerts"] = sum(a["status"] == "alert" for a in alerts)
     return RunFidelity(run_id, summary, q, cits, finds, alerts)
 
@@ -249,8 +302,11 @@ def survival_table(summary: dict) -> pd.DataFrame:
     """One row per evaluated stage: the conditional survival rate and the cumulative share
     (keys ``conditional`` and ``share``; labels in :data:`SURVIVAL_LABELS`). A stage no query
     reached is left out."""
-    rows = [{"stage": name, "conditional": rate, "share": summary["stage_share"][name]}
-            for name, rate in summary["stage_survival"].items() if rate is not None]
+    rows = [
+        {"stage": name, "conditional": rate, "share": summary["stage_share"][name]}
+        for name, rate in summary["stage_survival"].items()
+        if rate is not None
+    ]
     return pd.DataFrame(rows, columns=["stage", "conditional", "share"])
 
 
@@ -262,28 +318,42 @@ def tail_comment(summary: dict, threshold: float | None = None) -> str | None:
     queries reach) and the median say how the rest fare. Fires when the two readings differ
     by 0.5 or more, or when the upper reading clears ``threshold`` and the tail does not."""
     conv = summary.get("percentile_convention", "upper")
-    upper, tail = ((summary.get("cfs_p95"), summary.get("cfs_p95_other")) if conv == "upper"
-                   else (summary.get("cfs_p95_other"), summary.get("cfs_p95")))
+    upper, tail = (
+        (summary.get("cfs_p95"), summary.get("cfs_p95_other"))
+        if conv == "upper"
+        else (summary.get("cfs_p95_other"), summary.get("cfs_p95"))
+    )
     median = summary.get("cfs_p50")
     if upper is None or tail is None:
         return None
     clears = threshold is not None and upper >= threshold > tail
     if upper - tail < 0.5 and not clears:
         return None
-    return (f"p95 CFS read as the 95th percentile is {upper:.2f}, but the median is {median:.2f} and 5 % of queries "
-            f"score {tail:.2f} or less (the tail reading): the upper reading says only that the best-cited queries "
-            "are faithful.")
+    return (
+        f"p95 CFS read as the 95th percentile is {upper:.2f}, but the median is {median:.2f} and 5 % of queries "
+        f"score {tail:.2f} or less (the tail reading): the upper reading says only that the best-cited queries "
+        "are faithful."
+    )
 
 
 def canary(cfs_a: Sequence[float], cfs_b: Sequence[float], *, alpha: float = 0.01) -> dict:
     """Seed 002's canary check: Mann–Whitney U (two-sided) between two runs' per-query CFS."""
     a = np.asarray([x for x in cfs_a if x is not None], dtype=float)
     b = np.asarray([x for x in cfs_b if x is not None], dtype=float)
-    out = {"n_a": len(a), "n_b": len(b), "median_a": float(np.median(a)) if len(a) else None,
-           "median_b": float(np.median(b)) if len(b) else None, "alpha": alpha}
+    out = {
+        "n_a": len(a),
+        "n_b": len(b),
+        "median_a": float(np.median(a)) if len(a) else None,
+        "median_b": float(np.median(b)) if len(b) else None,
+        "alpha": alpha,
+    }
     if len(a) < 2 or len(b) < 2:
-        return out | {"u": None, "p_value": None, "significant": None,
-                      "note": "at least two queries with citations are needed on each side"}
+        return out | {
+            "u": None,
+            "p_value": None,
+            "significant": None,
+            "note": "at least two queries with citations are needed on each side",
+        }
     if np.all(a == a[0]) and np.all(b == b[0]) and a[0] == b[0]:
         return out | {"u": float(len(a) * len(b) / 2), "p_value": 1.0, "significant": False}
     from scipy.stats import mannwhitneyu
@@ -292,16 +362,21 @@ def canary(cfs_a: Sequence[float], cfs_b: Sequence[float], *, alpha: float = 0.0
     return out | {"u": float(res.statistic), "p_value": float(res.pvalue), "significant": bool(res.pvalue < alpha)}
 
 
-def fidelity_runs(con: duckdb.DuckDBPyConnection, runs: Sequence[str] | None = None,
-                  rules: FidelityRules = FidelityRules(),
-                  patterns: Sequence[CitationPattern] = DEFAULT_PATTERNS) -> dict[str, RunFidelity]:
+def fidelity_runs(
+    con: duckdb.DuckDBPyConnection,
+    runs: Sequence[str] | None = None,
+    rules: FidelityRules = FidelityRules(),
+    patterns: Sequence[CitationPattern] = DEFAULT_PATTERNS,
+) -> dict[str, RunFidelity]:
     """Citation fidelity of each provenance run in the database."""
     from ragaudit_core.logs import store
 
     opts = store.get_json_meta(con.cursor(), "ingest_options") or {}
-    canon = CanonOptions(case_sensitive=bool(opts.get("case_sensitive", False)),
-                         collapse_internal_whitespace=bool(opts.get("collapse_internal_whitespace", False)))
+    canon = CanonOptions(
+        case_sensitive=bool(opts.get("case_sensitive", False)),
+        collapse_internal_whitespace=bool(opts.get("collapse_internal_whitespace", False)),
+    )
     out = {}
-    for run in (runs if runs is not None else provenance_runs(con)):
+    for run in runs if runs is not None else provenance_runs(con):
         out[run] = summarise_run(run, [compute_query(g, patterns, canon) for g in load_graphs(con, run)], rules)
     return out

@@ -15,5 +15,14 @@ from ragaudit_core.harness.sweep import (
     run_sweep,
 )
 
-__all__ = ["BeirData", "RunConfig", "SweepError", "build_prompt", "chunk_corpus", "load_beir", "parse_run_alias",
-           "run_provenance", "run_sweep"]
+__all__ = [
+    "BeirData",
+    "RunConfig",
+    "SweepError",
+    "build_prompt",
+    "chunk_corpus",
+    "load_beir",
+    "parse_run_alias",
+    "run_provenance",
+    "run_sweep",
+]

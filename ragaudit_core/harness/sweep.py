@@ -73,7 +73,7 @@ def parse_run_alias(alias: str, grid: Sequence[RunConfig]) -> RunConfig:
     a = alias.strip()
     if a != "base":
         if a.startswith("k") and "-" in a:
-            parts = dict((p[0], int(p[1:])) for p in a.split("-"))
+            parts = {p[0]: int(p[1:]) for p in a.split("-")}
             k, c, o = parts["k"], parts["c"], parts["o"]
         elif a[:1] in "kco" and a[1:].isdigit():
             v = int(a[1:])
@@ -88,8 +88,8 @@ def parse_run_alias(alias: str, grid: Sequence[RunConfig]) -> RunConfig:
 
 @dataclass
 class BeirData:
-    corpus: dict[str, str]           # doc id → document text (title + "\n" + text)
-    queries: dict[str, str]          # query id → text, answerable queries only
+    corpus: dict[str, str]  # doc id → document text (title + "\n" + text)
+    queries: dict[str, str]  # query id → text, answerable queries only
     qrels: dict[str, dict[str, int]]  # query id → {doc id: relevance}
     corpus_sha256: str = ""
 
@@ -144,8 +144,12 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
         qid = str(q.get("_id"))
         if qid in answerable:
             queries[qid] = q.get("text") or ""  # only the text: metadata holds gold evidence
-    return BeirData(corpus=corpus, queries=dict(sorted(queries.items())),
-                    qrels={q: qrels[q] for q in queries}, corpus_sha256=h.hexdigest())
+    return BeirData(
+        corpus=corpus,
+        queries=dict(sorted(queries.items())),
+        qrels={q: qrels[q] for q in queries},
+        corpus_sha256=h.hexdigest(),
+    )
 
 
 @dataclass(frozen=True)
@@ -168,8 +172,7 @@ def chunk_text(text: str, tokenizer, chunk_size: int, chunk_overlap: int) -> lis
     window is one chunk; ``chunk_overlap`` must be smaller than ``chunk_size``."""
     if chunk_overlap >= chunk_size or chunk_size < 1 or chunk_overlap < 0:
         raise SweepError(f"chunk_overlap ({chunk_overlap}) must be in [0, chunk_size ({chunk_size}))")
-    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, truncation=False,
-                    verbose=False)
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, truncation=False, verbose=False)
     offsets = [o for o in enc["offset_mapping"] if o[1] > o[0]]
     n = len(offsets)
     spans = []
@@ -202,10 +205,19 @@ def _embed(model, texts: list[str], batch_size: int, progress: Callable[[int, in
     out = []
     order = np.argsort([len(t) for t in texts])[::-1]  # long first: padding-efficient batches
     for s in range(0, len(texts), batch_size):
-        idx = order[s:s + batch_size]
-        out.append((idx, model.encode([texts[i] for i in idx], batch_size=batch_size,
-                                      normalize_embeddings=True, convert_to_numpy=True,
-                                      show_progress_bar=False)))
+        idx = order[s : s + batch_size]
+        out.append(
+            (
+                idx,
+                model.encode(
+                    [texts[i] for i in idx],
+                    batch_size=batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                ),
+            )
+        )
         if progress:
             progress(min(s + batch_size, len(texts)), len(texts))
     emb = np.zeros((len(texts), out[0][1].shape[1]) if out else (0, 1), dtype=np.float32)
@@ -214,8 +226,9 @@ def _embed(model, texts: list[str], batch_size: int, progress: Callable[[int, in
     return emb
 
 
-def _build_index(data: BeirData, model, model_name: str, chunk_size: int, chunk_overlap: int,
-                 cache: Path, progress) -> _Index:
+def _build_index(
+    data: BeirData, model, model_name: str, chunk_size: int, chunk_overlap: int, cache: Path, progress
+) -> _Index:
     import faiss
 
     chunks = chunk_corpus(data.corpus, model.tokenizer, chunk_size, chunk_overlap)
@@ -239,9 +252,11 @@ def _build_index(data: BeirData, model, model_name: str, chunk_size: int, chunk_
     return _Index(chunks, index)
 
 
-SYSTEM_PROMPT = ("Use the following retrieved documents, ranked from highest to lowest relevance, "
-                 "to answer the user's query.\nBe thorough and accurate, and cite documents when useful.\n"
-                 "Keep the answer under 200 words.")
+SYSTEM_PROMPT = (
+    "Use the following retrieved documents, ranked from highest to lowest relevance, "
+    "to answer the user's query.\nBe thorough and accurate, and cite documents when useful.\n"
+    "Keep the answer under 200 words."
+)
 
 
 def build_prompt(query: str, documents: Sequence[str]) -> list[dict]:
@@ -252,8 +267,14 @@ def build_prompt(query: str, documents: Sequence[str]) -> list[dict]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def generate_answers(gen, prompts: list[list[dict]], *, max_new_tokens: int = 96, batch_size: int = 4,
-                     progress: Callable[[int, int], None] | None = None) -> list[str]:
+def generate_answers(
+    gen,
+    prompts: list[list[dict]],
+    *,
+    max_new_tokens: int = 96,
+    batch_size: int = 4,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[str]:
     """Greedy (deterministic) answers; prompts batched with left padding."""
     import torch
 
@@ -262,13 +283,12 @@ def generate_answers(gen, prompts: list[list[dict]], *, max_new_tokens: int = 96
     out: list[str] = [""] * len(texts)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     for s in range(0, len(order), batch_size):
-        idx = order[s:s + batch_size]
+        idx = order[s : s + batch_size]
         enc = tok([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False).to(gen.device)
         with torch.no_grad():
-            ids = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                 pad_token_id=tok.pad_token_id)
+            ids = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id)
         for row, i in zip(ids, idx):
-            out[i] = tok.decode(row[enc["input_ids"].shape[1]:], skip_special_tokens=True).strip()
+            out[i] = tok.decode(row[enc["input_ids"].shape[1] :], skip_special_tokens=True).strip()
         if progress:
             progress(min(s + batch_size, len(order)), len(order))
     return out
@@ -283,12 +303,25 @@ class SweepResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def run_sweep(corpus_dir: str | Path, out_dir: str | Path, *, top_ks: Sequence[int] = (5, 10, 20),
-              chunk_sizes: Sequence[int] = (128, 256), chunk_overlaps: Sequence[int] = (0, 32),
-              max_queries: int | None = None, seed: int = 0, embedder: str | None = None,
-              generator: str | None = None, answers: Sequence[str] = (), answer_queries: int = 60,
-              max_new_tokens: int = 96, device: str = "auto", cache: Path | None = None,
-              split: str = "test", progress: Callable[[str, int, int], None] | None = None) -> SweepResult:
+def run_sweep(
+    corpus_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    top_ks: Sequence[int] = (5, 10, 20),
+    chunk_sizes: Sequence[int] = (128, 256),
+    chunk_overlaps: Sequence[int] = (0, 32),
+    max_queries: int | None = None,
+    seed: int = 0,
+    embedder: str | None = None,
+    generator: str | None = None,
+    answers: Sequence[str] = (),
+    answer_queries: int = 60,
+    max_new_tokens: int = 96,
+    device: str = "auto",
+    cache: Path | None = None,
+    split: str = "test",
+    progress: Callable[[str, int, int], None] | None = None,
+) -> SweepResult:
     """Run the grid and write one ``<run_id>.jsonl.gz`` per configuration into ``out_dir``."""
     import time
 
@@ -309,8 +342,9 @@ def run_sweep(corpus_dir: str | Path, out_dir: str | Path, *, top_ks: Sequence[i
     model_name = embedder or DEFAULT_EMBEDDER
     qtexts = [data.queries[q] for q in qids]
     model.max_seq_length = 512
-    qemb = model.encode(qtexts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                        show_progress_bar=False)
+    qemb = model.encode(
+        qtexts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
     res = SweepResult(files=[], runs=grid, n_queries=len(qids))
     answer_qids = set(qids[:answer_queries]) if answers else set()
     gen = None
@@ -321,35 +355,62 @@ def run_sweep(corpus_dir: str | Path, out_dir: str | Path, *, top_ks: Sequence[i
     for c in chunk_sizes:
         for o in chunk_overlaps:
             te = time.perf_counter()
-            idx = _build_index(data, model, model_name, c, o, cache,
-                               (lambda i, n, c=c, o=o: progress(f"embed c{c}-o{o}", i, n)) if progress else None)
+            idx = _build_index(
+                data,
+                model,
+                model_name,
+                c,
+                o,
+                cache,
+                (lambda i, n, c=c, o=o: progress(f"embed c{c}-o{o}", i, n)) if progress else None,
+            )
             t_embed += time.perf_counter() - te
             res.n_chunks[f"c{c}-o{o}"] = len(idx.chunks)
             kmax = max(top_ks)
             scores, ids = idx.index.search(qemb, kmax)
             for k in top_ks:
                 rc = RunConfig(k, c, o)
-                config = {"top_k": k, "chunk_size": c, "chunk_overlap": o, "embedder": model_name,
-                          "index": "faiss.IndexFlatIP", "dataset": Path(corpus_dir).name, "split": split}
+                config = {
+                    "top_k": k,
+                    "chunk_size": c,
+                    "chunk_overlap": o,
+                    "embedder": model_name,
+                    "index": "faiss.IndexFlatIP",
+                    "dataset": Path(corpus_dir).name,
+                    "split": split,
+                }
                 records = []
                 for qi, q in enumerate(qids):
                     ev = []
                     for r in range(k):
                         ch = idx.chunks[int(ids[qi, r])]
-                        ev.append({"doc_id": ch.doc_id, "chunk_id": ch.chunk_id, "text": ch.text,
-                                   "span_hash": span_hash(ch.text), "rank": r, "score": round(float(scores[qi, r]), 6),
-                                   "char_start": ch.char_start, "char_end": ch.char_end})
-                    records.append({"run_id": rc.run_id, "query_id": q, "config": config,
-                                    "query": data.queries[q], "evidence": ev})
+                        ev.append(
+                            {
+                                "doc_id": ch.doc_id,
+                                "chunk_id": ch.chunk_id,
+                                "text": ch.text,
+                                "span_hash": span_hash(ch.text),
+                                "rank": r,
+                                "score": round(float(scores[qi, r]), 6),
+                                "char_start": ch.char_start,
+                                "char_end": ch.char_end,
+                            }
+                        )
+                    records.append(
+                        {"run_id": rc.run_id, "query_id": q, "config": config, "query": data.queries[q], "evidence": ev}
+                    )
                 if rc in answer_runs:
                     ta = time.perf_counter()
                     if gen is None:
                         gen = load_generator(generator, device=device)
                     todo = [r for r in records if r["query_id"] in answer_qids]
                     prompts = [build_prompt(r["query"], [e["text"] for e in r["evidence"]]) for r in todo]
-                    texts = generate_answers(gen, prompts, max_new_tokens=max_new_tokens,
-                                             progress=(lambda i, n, rid=rc.run_id: progress(f"answers {rid}", i, n))
-                                             if progress else None)
+                    texts = generate_answers(
+                        gen,
+                        prompts,
+                        max_new_tokens=max_new_tokens,
+                        progress=(lambda i, n, rid=rc.run_id: progress(f"answers {rid}", i, n)) if progress else None,
+                    )
                     for r, a in zip(todo, texts):
                         r["answer"] = a
                     t_answer += time.perf_counter() - ta

@@ -19,5 +19,18 @@ from ragaudit_core.jobs.run import (
 )
 from ragaudit_core.jobs.spec import JobInputs, JobSpec
 
-__all__ = ["ATTRIBUTION_DEFAULTS", "JUDGE_DEFAULTS", "BatchReport", "JobCancelled", "JobInputs", "JobSpec", "ModelCache", "execute",
-           "is_stored", "plan", "plan_judge", "run_batch", "store"]
+__all__ = [
+    "ATTRIBUTION_DEFAULTS",
+    "JUDGE_DEFAULTS",
+    "BatchReport",
+    "JobCancelled",
+    "JobInputs",
+    "JobSpec",
+    "ModelCache",
+    "execute",
+    "is_stored",
+    "plan",
+    "plan_judge",
+    "run_batch",
+    "store",
+]

@@ -26,15 +26,21 @@ __all__ = ["BatchReport", "run_batch"]
 
 @dataclass
 class BatchReport:
-    done: list[str] = field(default_factory=list)             # query ids computed now
-    skipped: list[str] = field(default_factory=list)          # already stored
-    failed: list[tuple[str, str]] = field(default_factory=list)   # (query id, error)
+    done: list[str] = field(default_factory=list)  # query ids computed now
+    skipped: list[str] = field(default_factory=list)  # already stored
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (query id, error)
     seconds: float = 0.0
     runner: str = "process"
 
 
-def run_batch(con: duckdb.DuckDBPyConnection, jobs: Iterable[tuple[JobSpec, JobInputs]], *, ray: str | None = None,
-              workers: int | None = None, on_result: Callable[[JobSpec, str], None] | None = None) -> BatchReport:
+def run_batch(
+    con: duckdb.DuckDBPyConnection,
+    jobs: Iterable[tuple[JobSpec, JobInputs]],
+    *,
+    ray: str | None = None,
+    workers: int | None = None,
+    on_result: Callable[[JobSpec, str], None] | None = None,
+) -> BatchReport:
     """Run ``jobs`` (spec, inputs) and store their results; ``on_result(spec, status)`` after
     each (``done``, ``skipped`` or ``failed``) — e.g. a progress bar. ``jobs`` is consumed
     lazily (a generator that plans one query at a time keeps memory flat); on Ray at most
@@ -56,7 +62,7 @@ def run_batch(con: duckdb.DuckDBPyConnection, jobs: Iterable[tuple[JobSpec, JobI
             _land(con, spec, lambda spec=spec, inputs=inputs: execute(spec, inputs), rep, say)
     else:
         rest = todo()
-        first = next(rest, None)                     # nothing left to compute: no cluster to start
+        first = next(rest, None)  # nothing left to compute: no cluster to start
         if first is not None:
             _run_on_ray(con, itertools.chain([first], rest), ray, workers, rep, say)
     rep.seconds = time.perf_counter() - t0

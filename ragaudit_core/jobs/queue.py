@@ -17,8 +17,19 @@ import duckdb
 
 from ragaudit_core.jobs.spec import JobInputs, JobSpec
 
-__all__ = ["Job", "cancel", "claim", "ensure_schema", "enqueue", "estimate_seconds", "finish", "jobs",
-           "progress", "cancel_requested", "requeue_stale"]
+__all__ = [
+    "Job",
+    "cancel",
+    "cancel_requested",
+    "claim",
+    "enqueue",
+    "ensure_schema",
+    "estimate_seconds",
+    "finish",
+    "jobs",
+    "progress",
+    "requeue_stale",
+]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -51,7 +62,7 @@ class Job:
     label: str | None
     fraction: float
     error: str | None
-    elapsed_s: float | None          # since it started (running) or its wall time (done)
+    elapsed_s: float | None  # since it started (running) or its wall time (done)
 
     @property
     def eta_s(self) -> float | None:
@@ -74,9 +85,11 @@ def enqueue(con: duckdb.DuckDBPyConnection, spec: JobSpec, inputs: JobInputs) ->
     if row and row[0] in ("queued", "running"):
         return jid
     con.execute("DELETE FROM jobs WHERE job_id = ?", [jid])
-    con.execute("INSERT INTO jobs (job_id, kind, run_id, query_id, spec, inputs, status, label, queued_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, 'queued', 'queued', now())",
-                [jid, spec.kind, spec.run_id, spec.query_id, spec.model_dump_json(), inputs.model_dump_json()])
+    con.execute(
+        "INSERT INTO jobs (job_id, kind, run_id, query_id, spec, inputs, status, label, queued_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, 'queued', 'queued', now())",
+        [jid, spec.kind, spec.run_id, spec.query_id, spec.model_dump_json(), inputs.model_dump_json()],
+    )
     return jid
 
 
@@ -85,11 +98,16 @@ def claim(con: duckdb.DuckDBPyConnection) -> tuple[str, JobSpec, JobInputs] | No
     ensure_schema(con)
     con.execute("BEGIN TRANSACTION")
     try:
-        row = con.execute("SELECT job_id, spec, inputs FROM jobs WHERE status = 'queued' AND NOT cancel "
-                          "ORDER BY queued_at, job_id LIMIT 1").fetchone()
+        row = con.execute(
+            "SELECT job_id, spec, inputs FROM jobs WHERE status = 'queued' AND NOT cancel "
+            "ORDER BY queued_at, job_id LIMIT 1"
+        ).fetchone()
         if row:
-            con.execute("UPDATE jobs SET status = 'running', label = 'starting', started_at = now(), "
-                        "updated_at = now(), worker_pid = ? WHERE job_id = ?", [os.getpid(), row[0]])
+            con.execute(
+                "UPDATE jobs SET status = 'running', label = 'starting', started_at = now(), "
+                "updated_at = now(), worker_pid = ? WHERE job_id = ?",
+                [os.getpid(), row[0]],
+            )
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")
@@ -100,8 +118,9 @@ def claim(con: duckdb.DuckDBPyConnection) -> tuple[str, JobSpec, JobInputs] | No
 
 
 def progress(con: duckdb.DuckDBPyConnection, job_id: str, label: str, fraction: float) -> None:
-    con.execute("UPDATE jobs SET label = ?, fraction = ?, updated_at = now() WHERE job_id = ?",
-                [label, float(fraction), job_id])
+    con.execute(
+        "UPDATE jobs SET label = ?, fraction = ?, updated_at = now() WHERE job_id = ?", [label, float(fraction), job_id]
+    )
 
 
 def cancel_requested(con: duckdb.DuckDBPyConnection, job_id: str) -> bool:
@@ -111,17 +130,22 @@ def cancel_requested(con: duckdb.DuckDBPyConnection, job_id: str) -> bool:
 
 def finish(con: duckdb.DuckDBPyConnection, job_id: str, status: str, error: str | None = None) -> None:
     """Close a job: ``done``, ``failed`` (with the error) or ``cancelled``."""
-    con.execute("UPDATE jobs SET status = ?, error = ?, fraction = CASE WHEN ? = 'done' THEN 1 ELSE fraction END, "
-                "label = ?, finished_at = now(), updated_at = now(), "
-                "seconds = date_diff('millisecond', started_at, now()) / 1000.0 WHERE job_id = ?",
-                [status, error, status, status, job_id])
+    con.execute(
+        "UPDATE jobs SET status = ?, error = ?, fraction = CASE WHEN ? = 'done' THEN 1 ELSE fraction END, "
+        "label = ?, finished_at = now(), updated_at = now(), "
+        "seconds = date_diff('millisecond', started_at, now()) / 1000.0 WHERE job_id = ?",
+        [status, error, status, status, job_id],
+    )
 
 
 def cancel(con: duckdb.DuckDBPyConnection, job_ids: list[str]) -> None:
     """Cancel jobs: a queued one at once, a running one at its next progress update."""
     ensure_schema(con)
-    con.execute("UPDATE jobs SET status = 'cancelled', label = 'cancelled', finished_at = now() "
-                "WHERE list_contains(?, job_id) AND status = 'queued'", [job_ids])
+    con.execute(
+        "UPDATE jobs SET status = 'cancelled', label = 'cancelled', finished_at = now() "
+        "WHERE list_contains(?, job_id) AND status = 'queued'",
+        [job_ids],
+    )
     con.execute("UPDATE jobs SET cancel = true WHERE list_contains(?, job_id) AND status = 'running'", [job_ids])
 
 
@@ -132,7 +156,7 @@ def _alive(pid: int | None) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:          # exists, owned by someone else
+    except PermissionError:  # exists, owned by someone else
         return True
     return True
 
@@ -144,13 +168,21 @@ def requeue_stale(con: duckdb.DuckDBPyConnection) -> int:
     rows = con.execute("SELECT job_id, worker_pid FROM jobs WHERE status = 'running'").fetchall()
     dead = [j for j, pid in rows if not _alive(pid)]
     if dead:
-        con.execute("UPDATE jobs SET status = 'queued', label = 'queued again (its worker stopped)', fraction = 0 "
-                    "WHERE list_contains(?, job_id)", [dead])
+        con.execute(
+            "UPDATE jobs SET status = 'queued', label = 'queued again (its worker stopped)', fraction = 0 "
+            "WHERE list_contains(?, job_id)",
+            [dead],
+        )
     return len(dead)
 
 
-def jobs(con: duckdb.DuckDBPyConnection, *, run_id: str | None = None, query_id: str | None = None,
-         job_ids: list[str] | None = None) -> list[Job]:
+def jobs(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    run_id: str | None = None,
+    query_id: str | None = None,
+    job_ids: list[str] | None = None,
+) -> list[Job]:
     """Jobs, newest first, optionally of one run / query / the given ids."""
     ensure_schema(con)
     where, args = ["true"], []
@@ -165,9 +197,10 @@ def jobs(con: duckdb.DuckDBPyConnection, *, run_id: str | None = None, query_id:
         f"""SELECT job_id, spec, status, label, fraction, error,
                    CASE WHEN status = 'running' THEN date_diff('millisecond', started_at, now()) / 1000.0
                         ELSE seconds END
-            FROM jobs WHERE {' AND '.join(where)} ORDER BY queued_at DESC, job_id""", args).fetchall()
-    return [Job(j, JobSpec.model_validate_json(s), st, lab, fr or 0.0, err, el)
-            for j, s, st, lab, fr, err, el in rows]
+            FROM jobs WHERE {" AND ".join(where)} ORDER BY queued_at DESC, job_id""",
+        args,
+    ).fetchall()
+    return [Job(j, JobSpec.model_validate_json(s), st, lab, fr or 0.0, err, el) for j, s, st, lab, fr, err, el in rows]
 
 
 def estimate_seconds(con: duckdb.DuckDBPyConnection, spec: JobSpec) -> tuple[float, int] | None:
@@ -175,10 +208,17 @@ def estimate_seconds(con: duckdb.DuckDBPyConnection, spec: JobSpec) -> tuple[flo
     device on this database (measured here, not guessed), and how many there were; None
     before the first."""
     ensure_schema(con)
-    same = {"method": spec.method, "params": spec.params, "retriever": spec.retriever, "generator": spec.generator,
-            "device": spec.device, "conditions": list(spec.conditions)}
-    rows = con.execute("SELECT spec, seconds FROM jobs WHERE status = 'done' AND kind = ? AND seconds IS NOT NULL",
-                       [spec.kind]).fetchall()
+    same = {
+        "method": spec.method,
+        "params": spec.params,
+        "retriever": spec.retriever,
+        "generator": spec.generator,
+        "device": spec.device,
+        "conditions": list(spec.conditions),
+    }
+    rows = con.execute(
+        "SELECT spec, seconds FROM jobs WHERE status = 'done' AND kind = ? AND seconds IS NOT NULL", [spec.kind]
+    ).fetchall()
     secs = []
     for s, sec in rows:
         d = json.loads(s)

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["JobSpec", "JobInputs"]
+__all__ = ["JobInputs", "JobSpec"]
 
 
 class JobSpec(BaseModel):
@@ -48,8 +48,10 @@ class JobSpec(BaseModel):
         if self.kind == "judge":
             return {"verdicts": "judge-" + self.job_id()}
 
-        return {c: result_key(self.run_id, self.query_id, self.retriever, self.generator, self.method, self.params, c)
-                for c in self.conditions}
+        return {
+            c: result_key(self.run_id, self.query_id, self.retriever, self.generator, self.method, self.params, c)
+            for c in self.conditions
+        }
 
 
 class JobInputs(BaseModel):
@@ -60,6 +62,6 @@ class JobInputs(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     query: str
-    documents: list[tuple[str, str]] = []          # attribution: (doc_id, text) in retriever order
-    citations: list[dict] = []                     # judge: [{citation, score}] (Pattern 3's extraction)
-    context: list[dict] = []                       # judge: the context chunks with provenance
+    documents: list[tuple[str, str]] = []  # attribution: (doc_id, text) in retriever order
+    citations: list[dict] = []  # judge: [{citation, score}] (Pattern 3's extraction)
+    context: list[dict] = []  # judge: the context chunks with provenance

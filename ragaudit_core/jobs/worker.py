@@ -50,7 +50,7 @@ def run_one(db_path: str, job_id: str, spec, inputs, *, embedder=None, generator
                 queue.progress(con, job_id, label, fraction)
                 cancelled = queue.cancel_requested(con, job_id)
         except logstore.StoreBusy:
-            return                             # the file is busy: skip this update, the job goes on
+            return  # the file is busy: skip this update, the job goes on
         if cancelled:
             raise JobCancelled(job_id)
 
@@ -64,14 +64,21 @@ def run_one(db_path: str, job_id: str, spec, inputs, *, embedder=None, generator
         with _db(db_path) as con:
             queue.finish(con, job_id, "failed", f"{type(e).__name__}: {e}")
         return "failed"
-    with _db(db_path) as con:        # a worker killed between the two is requeued; the result is replaced
+    with _db(db_path) as con:  # a worker killed between the two is requeued; the result is replaced
         store(con, spec, payloads)
         queue.finish(con, job_id, "done")
     return "done"
 
 
-def work(db_path: str, *, idle_s: float = 120.0, poll_s: float = 1.0, max_jobs: int | None = None,
-         embedder=None, generator=None) -> int:
+def work(
+    db_path: str,
+    *,
+    idle_s: float = 120.0,
+    poll_s: float = 1.0,
+    max_jobs: int | None = None,
+    embedder=None,
+    generator=None,
+) -> int:
     """Run queued jobs until none has come for ``idle_s`` seconds (or ``max_jobs`` ran);
     returns how many ran."""
     ran, idle_since = 0, time.monotonic()
@@ -82,7 +89,7 @@ def work(db_path: str, *, idle_s: float = 120.0, poll_s: float = 1.0, max_jobs: 
                 queue.requeue_stale(con)
                 got = queue.claim(con)
         except logstore.StoreBusy:
-            got = None                         # held by someone else: try again shortly
+            got = None  # held by someone else: try again shortly
         if got is None:
             if time.monotonic() - idle_since > idle_s:
                 break
@@ -108,7 +115,7 @@ def ensure_worker(db_path: str, *, idle_s: float = 120.0) -> int:
     pid_file = _pid_file(db_path)
     child = _children.get(str(db_path))
     if child is not None:
-        if child.poll() is None:                 # ours and running (poll() also reaps it once it exits)
+        if child.poll() is None:  # ours and running (poll() also reaps it once it exits)
             return child.pid
     else:
         try:
@@ -119,9 +126,14 @@ def ensure_worker(db_path: str, *, idle_s: float = 120.0) -> int:
             return pid
     log = pid_file.with_suffix(".log")
     with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "ragaudit_core.jobs.worker", "--db", str(db_path),
-                                 "--idle", str(idle_s)], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, env={**os.environ})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragaudit_core.jobs.worker", "--db", str(db_path), "--idle", str(idle_s)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ},
+        )
     _children[str(db_path)] = proc
     pid_file.write_text(str(proc.pid))
     return proc.pid

@@ -9,10 +9,19 @@ what is loaded (:mod:`.catalog`). It imports no metric package.
 import importlib
 
 _EXPORTS = {
-    "SAMPLE_BASE_RUN": "catalog", "preferred_run": "catalog",
-    "CanonOptions": "identity", "canonical_doc_id": "identity", "span_hash": "identity",
-    "IngestError": "ingest", "IngestOptions": "ingest", "IngestReport": "ingest", "ingest_paths": "ingest",
-    "StoreError": "store", "connect": "store", "data_version": "store", "default_db_path": "store",
+    "SAMPLE_BASE_RUN": "catalog",
+    "preferred_run": "catalog",
+    "CanonOptions": "identity",
+    "canonical_doc_id": "identity",
+    "span_hash": "identity",
+    "IngestError": "ingest",
+    "IngestOptions": "ingest",
+    "IngestReport": "ingest",
+    "ingest_paths": "ingest",
+    "StoreError": "store",
+    "connect": "store",
+    "data_version": "store",
+    "default_db_path": "store",
 }
 __all__ = sorted(_EXPORTS)
 

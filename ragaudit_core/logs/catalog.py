@@ -16,32 +16,31 @@ import pandas as pd
 
 from ragaudit_core.logs.selection import natural_key, natural_sorted
 
-
 __all__ = [
+    "SAMPLE_BASE_RUN",
     "all_run_ids",
     "answered_runs",
-    "distinct_query_count",
-    "evidence_run_ids",
     "collisions",
     "coverage_gaps",
     "coverage_warnings",
+    "distinct_query_count",
+    "evidence_run_ids",
     "files_table",
+    "keep_uploads",
+    "list_queries",
     "missing_data_message",
     "missing_provenance_message",
     "missing_text_message",
-    "list_queries",
     "overview",
+    "preferred_run",
     "provenance_runs_table",
+    "quarantine_table",
     "query_ids",
     "query_text",
-    "quarantine_table",
     "runs_table",
     "runs_with_texts",
-    "SAMPLE_BASE_RUN",
-    "preferred_run",
     "sample_logs_dir",
     "stored_similarity_count",
-    "keep_uploads",
     "uploads_dir",
     "warnings_table",
 ]
@@ -73,7 +72,9 @@ def sample_logs_dir() -> Path | None:
 
 def overview(con: duckdb.DuckDBPyConnection) -> dict:
     """Counts of what is loaded (all zero on an empty database)."""
-    row = _q(con, """
+    row = _q(
+        con,
+        """
         SELECT (SELECT count(*) FROM runs) AS runs,
                (SELECT count(DISTINCT query_id) FROM records) AS queries,
                (SELECT count(*) FROM records) AS records,
@@ -82,25 +83,30 @@ def overview(con: duckdb.DuckDBPyConnection) -> dict:
                (SELECT count(*) FROM prov_records) AS provenance,
                (SELECT count(*) FROM files) AS files,
                (SELECT count(*) FROM quarantine) AS rejected,
-               (SELECT count(*) FROM ingest_warnings) AS warnings""").iloc[0]
+               (SELECT count(*) FROM ingest_warnings) AS warnings""",
+    ).iloc[0]
     return {k: int(v) for k, v in row.items()}
 
 
 def stored_similarity_count(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> int:
     """How many answer similarities are already stored for the pair (any model)."""
-    return int(_q(con, "SELECT count(*) AS n FROM derived_answer_similarity WHERE run_a = ? AND run_b = ?",
-                  [run_a, run_b])["n"][0])
+    return int(
+        _q(con, "SELECT count(*) AS n FROM derived_answer_similarity WHERE run_a = ? AND run_b = ?", [run_a, run_b])[
+            "n"
+        ][0]
+    )
 
 
 def missing_data_message(con: duckdb.DuckDBPyConnection, *, min_runs: int = 1) -> str | None:
     """Why a page cannot show anything yet (and what to do), or None when it can."""
     n = overview(con)["runs"]
     if n == 0:
-        return ("No logs are loaded yet. Open the home page to upload evidence logs or to open the bundled "
-                "sample logs.")
+        return "No logs are loaded yet. Open the home page to upload evidence logs or to open the bundled sample logs."
     if n < min_runs:
-        return (f"This view compares runs and needs at least {min_runs}; {n} is loaded. Load the logs of another "
-                "retrieval configuration on the home page.")
+        return (
+            f"This view compares runs and needs at least {min_runs}; {n} is loaded. Load the logs of another "
+            "retrieval configuration on the home page."
+        )
     return None
 
 
@@ -108,33 +114,41 @@ def missing_provenance_message(con: duckdb.DuckDBPyConnection) -> str | None:
     """Why the citation-fidelity view is empty (and what to do), or None."""
     n = int(_q(con, "SELECT count(*) AS n FROM prov_records")["n"][0])
     if n == 0:
-        return ("No provenance logs are loaded. Upload provenance records (JSONL with a \"nodes\" list per query; "
-                "see docs/provenance-contract.md) on the home page, or open the bundled sample logs, which "
-                "include provenance for two configurations.")
+        return (
+            'No provenance logs are loaded. Upload provenance records (JSONL with a "nodes" list per query; '
+            "see docs/provenance-contract.md) on the home page, or open the bundled sample logs, which "
+            "include provenance for two configurations."
+        )
     return None
 
 
 def runs_with_texts(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Runs whose logs carry document texts and query texts (what attributions need)."""
-    return _q(con, """SELECT DISTINCT e.run_id FROM evidence e JOIN records r USING (run_id, query_id)
-                      WHERE e.text IS NOT NULL AND r.query IS NOT NULL ORDER BY e.run_id""")["run_id"].tolist()
+    return _q(
+        con,
+        """SELECT DISTINCT e.run_id FROM evidence e JOIN records r USING (run_id, query_id)
+                      WHERE e.text IS NOT NULL AND r.query IS NOT NULL ORDER BY e.run_id""",
+    )["run_id"].tolist()
 
 
 def missing_text_message(con: duckdb.DuckDBPyConnection) -> str | None:
     """Why attributions cannot be computed on the loaded logs (and what to do), or None."""
     if overview(con)["runs"] == 0:
-        return ("No logs are loaded yet. Open the home page to upload evidence logs or to open the bundled "
-                "sample logs.")
+        return "No logs are loaded yet. Open the home page to upload evidence logs or to open the bundled sample logs."
     if not runs_with_texts(con):
-        return ("The loaded logs carry no document texts (or no query texts): attributions re-run the retriever "
-                "and the generator on them. Load logs whose evidence entries have a \"text\" and whose records "
-                "have a \"query\", such as the bundled sample logs.")
+        return (
+            "The loaded logs carry no document texts (or no query texts): attributions re-run the retriever "
+            'and the generator on them. Load logs whose evidence entries have a "text" and whose records '
+            'have a "query", such as the bundled sample logs.'
+        )
     return None
 
 
 def runs_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """One row per run, in natural order (k5 < k10 < k20): its configuration parameters and what it holds."""
-    return _q(con, """
+    return _q(
+        con,
+        """
         WITH rec AS (
           SELECT run_id, count(*) AS queries, sum(n_evidence) AS entries,
                  avg(n_evidence) AS mean_entries, count(answer) AS answers,
@@ -146,23 +160,33 @@ def runs_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
                (SELECT string_agg(f.path, ', ' ORDER BY f.path) FROM files f
                 WHERE list_contains(rec.file_ids, f.file_id)) AS files,
                r.config
-        FROM runs r LEFT JOIN rec USING (run_id)""").pipe(
-        lambda d: d.sort_values("run_id", key=lambda ids: ids.map(natural_key), kind="stable", ignore_index=True))
+        FROM runs r LEFT JOIN rec USING (run_id)""",
+    ).pipe(lambda d: d.sort_values("run_id", key=lambda ids: ids.map(natural_key), kind="stable", ignore_index=True))
 
 
 def provenance_runs_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """One row per provenance run: queries, queries with ground truth, and its logged configuration."""
-    return _q(con, """
+    return _q(
+        con,
+        """
         SELECT run_id, count(*) AS queries,
-               count(*) FILTER (WHERE ground_truth IS NOT NULL AND ground_truth NOT IN ('[]', 'null')) AS with_ground_truth,
+               count(*) FILTER (WHERE ground_truth IS NOT NULL AND ground_truth NOT IN ('[]', 'null'))
+                   AS with_ground_truth,
                any_value(config) AS config
-        FROM prov_records GROUP BY run_id ORDER BY run_id""")
+        FROM prov_records GROUP BY run_id ORDER BY run_id""",
+    )
 
 
 def all_run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Every run id the database knows: evidence runs and provenance runs."""
-    return [r for (r,) in _q(con, """SELECT run_id FROM runs UNION SELECT DISTINCT run_id FROM prov_records
-                                      ORDER BY run_id""").itertuples(index=False)]
+    return [
+        r
+        for (r,) in _q(
+            con,
+            """SELECT run_id FROM runs UNION SELECT DISTINCT run_id FROM prov_records
+                                      ORDER BY run_id""",
+        ).itertuples(index=False)
+    ]
 
 
 def evidence_run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -172,22 +196,32 @@ def evidence_run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def answered_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Runs whose evidence logs carry at least one answer, in id order."""
-    return [r for (r,) in _q(con, "SELECT DISTINCT run_id FROM records WHERE answer IS NOT NULL ORDER BY run_id"
-                              ).itertuples(index=False)]
+    return [
+        r
+        for (r,) in _q(con, "SELECT DISTINCT run_id FROM records WHERE answer IS NOT NULL ORDER BY run_id").itertuples(
+            index=False
+        )
+    ]
 
 
 def query_ids(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     """The query ids a run logged evidence for, in id order (empty for an unknown run)."""
-    return [q for (q,) in _q(con, "SELECT DISTINCT query_id FROM records WHERE run_id = ? ORDER BY query_id",
-                             [run_id]).itertuples(index=False)]
+    return [
+        q
+        for (q,) in _q(
+            con, "SELECT DISTINCT query_id FROM records WHERE run_id = ? ORDER BY query_id", [run_id]
+        ).itertuples(index=False)
+    ]
 
 
 def query_text(con: duckdb.DuckDBPyConnection, query_id: str, runs: list[str]) -> str | None:
     """The query's text as one of ``runs`` logged it (None when none did)."""
     cur = con.cursor()
     try:
-        return cur.execute("SELECT any_value(query) FROM records WHERE query_id = ? AND list_contains(?, run_id)",
-                           [query_id, list(runs)]).fetchone()[0]
+        return cur.execute(
+            "SELECT any_value(query) FROM records WHERE query_id = ? AND list_contains(?, run_id)",
+            [query_id, list(runs)],
+        ).fetchone()[0]
     finally:
         cur.close()
 
@@ -196,15 +230,20 @@ def distinct_query_count(con: duckdb.DuckDBPyConnection) -> int:
     """Distinct query ids over evidence and provenance records."""
     cur = con.cursor()
     try:
-        return int(cur.execute("""SELECT count(*) FROM (SELECT query_id FROM records UNION
-                                                        SELECT query_id FROM prov_records)""").fetchone()[0])
+        return int(
+            cur.execute("""SELECT count(*) FROM (SELECT query_id FROM records UNION
+                                                        SELECT query_id FROM prov_records)""").fetchone()[0]
+        )
     finally:
         cur.close()
 
 
 def files_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    return _q(con, """SELECT path, sha256, bytes, n_lines, n_loaded, n_rejected, ingested_at
-                      FROM files ORDER BY file_id""")
+    return _q(
+        con,
+        """SELECT path, sha256, bytes, n_lines, n_loaded, n_rejected, ingested_at
+                      FROM files ORDER BY file_id""",
+    )
 
 
 def quarantine_table(con: duckdb.DuckDBPyConnection, limit: int | None = None) -> pd.DataFrame:
@@ -213,11 +252,16 @@ def quarantine_table(con: duckdb.DuckDBPyConnection, limit: int | None = None) -
     Lines that were not valid UTF-8 are kept as bytes; they are shown decoded with
     replacement characters.
     """
-    df = _q(con, "SELECT path, line_no, reason, raw, raw_bytes FROM quarantine ORDER BY path, line_no"
-            + (f" LIMIT {int(limit)}" if limit else ""))
+    df = _q(
+        con,
+        "SELECT path, line_no, reason, raw, raw_bytes FROM quarantine ORDER BY path, line_no"
+        + (f" LIMIT {int(limit)}" if limit else ""),
+    )
     if len(df):
-        df["raw"] = [r if isinstance(r, str) else (bytes(b).decode("utf-8", "replace") if b is not None else None)
-                     for r, b in zip(df["raw"], df["raw_bytes"])]
+        df["raw"] = [
+            r if isinstance(r, str) else (bytes(b).decode("utf-8", "replace") if b is not None else None)
+            for r, b in zip(df["raw"], df["raw_bytes"])
+        ]
     return df.drop(columns=["raw_bytes"])
 
 
@@ -232,13 +276,17 @@ def list_queries(con: duckdb.DuckDBPyConnection, search: str = "", limit: int = 
     runs logged it).
     """
     pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    return _q(con, """
+    return _q(
+        con,
+        """
         SELECT query_id, any_value(query) FILTER (WHERE query IS NOT NULL) AS query, count(*) AS runs
         FROM records
         WHERE ? = '' OR query_id ILIKE ? ESCAPE '\\' OR query ILIKE ? ESCAPE '\\'
         GROUP BY query_id
         ORDER BY (query_id = ?) DESC, query_id
-        LIMIT ?""", [search, pattern, pattern, search, int(limit)])
+        LIMIT ?""",
+        [search, pattern, pattern, search, int(limit)],
+    )
 
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -276,12 +324,13 @@ def collisions(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[str]:
         SELECT doc_id, list(DISTINCT doc_id_raw ORDER BY doc_id_raw) AS raws
         FROM evidence GROUP BY doc_id HAVING count(DISTINCT doc_id_raw) > 1
         ORDER BY doc_id LIMIT ?
-        """, [limit + 1]).fetchall()
+        """,
+        [limit + 1],
+    ).fetchall()
     if not rows:
         return []
     shown = rows[:limit]
-    msgs = [f"{len(r[1])} raw ids map to the canonical id {r[0]!r}: " + ", ".join(repr(x) for x in r[1])
-            for r in shown]
+    msgs = [f"{len(r[1])} raw ids map to the canonical id {r[0]!r}: " + ", ".join(repr(x) for x in r[1]) for r in shown]
     if len(rows) > limit:
         msgs.append("more canonical-id collisions exist; query the evidence table for the full list")
     return msgs
@@ -294,8 +343,7 @@ def coverage_gaps(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None,
     queries: …``), so a hundred runs missing one upload's queries read as one clause, not a
     hundred warnings; at most ``limit`` groups and ``limit`` example queries per group are named.
     ``runs``: the runs to compare (default: every run)."""
-    sel = ("SELECT run_id FROM runs" if runs is None
-           else "SELECT unnest(?::VARCHAR[]) AS run_id")
+    sel = "SELECT run_id FROM runs" if runs is None else "SELECT unnest(?::VARCHAR[]) AS run_id"
     rows = con.execute(
         f"""
         WITH sel AS ({sel}),
@@ -307,7 +355,9 @@ def coverage_gaps(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None,
         SELECT run_id, count(*) AS n, list(query_id ORDER BY query_id)[1:{int(limit)}] AS sample,
                md5(string_agg(query_id, chr(31) ORDER BY query_id)) AS fingerprint
         FROM missing GROUP BY run_id
-        """, [] if runs is None else [list(runs)]).fetchall()
+        """,
+        [] if runs is None else [list(runs)],
+    ).fetchall()
     if not rows:
         return None
     groups: dict[tuple, list] = {}
@@ -321,7 +371,9 @@ def coverage_gaps(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None,
         if len(members) == 1:
             clauses.append(f"run {members[0]!r} lacks {qs}")
         else:
-            names = ", ".join(map(repr, members[:limit])) + (f" and {len(members) - limit} more" if len(members) > limit else "")
+            names = ", ".join(map(repr, members[:limit])) + (
+                f" and {len(members) - limit} more" if len(members) > limit else ""
+            )
             clauses.append(f"{len(members)} runs ({names}) each lack the same {qs}")
     rest = sum(len(m) for _k, (_s, m) in ordered[limit:])
     if rest:
@@ -332,5 +384,8 @@ def coverage_gaps(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None,
 def coverage_warnings(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[str]:
     """The ingest report's coverage warning: one grouped sentence (:func:`coverage_gaps`), or none."""
     gaps = coverage_gaps(con, None, limit)
-    return [] if gaps is None else [f"query coverage differs between runs: {gaps} (stability compares the "
-                                    "queries every compared run has)"]
+    return (
+        []
+        if gaps is None
+        else [f"query coverage differs between runs: {gaps} (stability compares the queries every compared run has)"]
+    )

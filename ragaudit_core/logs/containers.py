@@ -12,8 +12,8 @@ import codecs
 import csv
 import gzip
 import io
-import zlib
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,13 +67,15 @@ def _check_utf8(path: Path, opener) -> None:
                 try:
                     decoder.decode(block)
                 except UnicodeDecodeError as e:
-                    raise InputFileError(f"{path}: not UTF-8 text (byte offset {done + e.start}); "
-                                         "re-encode the file as UTF-8") from None
+                    raise InputFileError(
+                        f"{path}: not UTF-8 text (byte offset {done + e.start}); re-encode the file as UTF-8"
+                    ) from None
                 done += len(block)
             decoder.decode(b"", final=True)
     except UnicodeDecodeError as e:
-        raise InputFileError(f"{path}: not UTF-8 text (byte offset {done + e.start}); "
-                             "re-encode the file as UTF-8") from None
+        raise InputFileError(
+            f"{path}: not UTF-8 text (byte offset {done + e.start}); re-encode the file as UTF-8"
+        ) from None
     except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise InputFileError(f"{path}: cannot read the file ({e})") from None
 
@@ -88,7 +90,7 @@ def _json_document_rows(path: Path) -> Iterator[Line] | None:
     try:
         doc = json.loads(data.decode("utf-8-sig"))
     except (ValueError, UnicodeDecodeError):
-        return None                       # JSON Lines, or broken: the line reader reports each line
+        return None  # JSON Lines, or broken: the line reader reports each line
     if isinstance(doc, dict) and isinstance(doc.get("results"), list):
         rows = doc["results"]
     elif isinstance(doc, list):
@@ -102,7 +104,7 @@ def _csv_rows(path: Path) -> Iterator[Line]:
     """A CSV file (plain or gzip), streamed row by row: checked to be UTF-8 first, in 1 MiB
     blocks, then parsed from the file (memory does not grow with the file)."""
     gz = _is_gzip(path)
-    opener = (lambda: gzip.open(path, "rb")) if gz else (lambda: open(path, "rb"))
+    opener = (lambda: gzip.open(path, "rb")) if gz else (lambda: open(path, "rb"))  # noqa: SIM115 — closed by its caller
     _check_utf8(path, opener)
     reader = csv.DictReader(io.TextIOWrapper(opener(), encoding="utf-8-sig", newline=""))
     if not reader.fieldnames:
@@ -112,12 +114,16 @@ def _csv_rows(path: Path) -> Iterator[Line]:
         line_no = reader.line_num + 1
         for row in reader:
             if None in row:
-                yield Line(line_no, _dumps({k: v for k, v in row.items() if k is not None}),
-                           error=f"row has {len(reader.fieldnames) + len(row[None])} fields, the header "
-                                 f"{len(reader.fieldnames)}")
+                yield Line(
+                    line_no,
+                    _dumps({k: v for k, v in row.items() if k is not None}),
+                    error=f"row has {len(reader.fieldnames) + len(row[None])} fields, the header "
+                    f"{len(reader.fieldnames)}",
+                )
             else:
                 yield Line(line_no, _dumps({k: (None if v == "" else v) for k, v in row.items()}))
             line_no = reader.line_num + 1
+
     return rows()
 
 
@@ -135,4 +141,5 @@ def _parquet_rows(path: Path) -> Iterator[Line]:
             for row in batch.to_pylist():
                 n += 1
                 yield Line(n, _dumps(row))
+
     return rows()

@@ -33,10 +33,10 @@ __all__ = [
     "CONTRACT_VERSION",
     "DOC_ID_KEYS",
     "EVIDENCE_KEYS",
-    "EvidenceEntry",
-    "EvidenceRecord",
     "QUERY_ID_KEYS",
     "RUN_ID_KEYS",
+    "EvidenceEntry",
+    "EvidenceRecord",
     "describe_validation_error",
 ]
 
@@ -50,8 +50,15 @@ SPAN_HASH_KEYS: tuple[str, ...] = ("span_hash", "spanHash", "spanhash")
 _NESTED_DEPTH = 3
 _INT32_MAX = 2**31 - 1  # stored as INTEGER
 
-_JSON_TYPE = {dict: "object", list: "array", str: "string", int: "integer", float: "number",
-              bool: "boolean", type(None): "null"}
+_JSON_TYPE = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
 
 
 def json_type(v: Any) -> str:
@@ -128,12 +135,14 @@ class EvidenceEntry(BaseModel):
         doc = next((v[k] for k in DOC_ID_KEYS if v.get(k) is not None and v.get(k) != ""), None)
         nested = doc is None
         if nested:
-            doc = _deep_find({k: val for k, val in v.items() if isinstance(val, (dict, list))},
-                             DOC_ID_KEYS, _NESTED_DEPTH)
+            doc = _deep_find(
+                {k: val for k, val in v.items() if isinstance(val, (dict, list))}, DOC_ID_KEYS, _NESTED_DEPTH
+            )
         if doc is None:
             raise ValueError(
                 "evidence entry has no document id: none of "
-                + ", ".join(DOC_ID_KEYS) + " is present (also searched 3 levels of nesting)"
+                + ", ".join(DOC_ID_KEYS)
+                + " is present (also searched 3 levels of nesting)"
             )
         out["doc_id"] = doc
         sh = next((v[k] for k in SPAN_HASH_KEYS if v.get(k) is not None), None)
@@ -148,7 +157,7 @@ class EvidenceEntry(BaseModel):
         return out
 
     @model_validator(mode="after")
-    def _offsets(self) -> "EvidenceEntry":
+    def _offsets(self) -> EvidenceEntry:
         if self.char_end is not None and self.char_start is not None and self.char_end < self.char_start:
             raise ValueError(f"char_end ({self.char_end}) is before char_start ({self.char_start})")
         return self
@@ -179,23 +188,23 @@ class EvidenceRecord(BaseModel):
         has_id = v.get("id") is not None
         if run_key is None and query_key is None and has_id:
             raise ValueError(
-                "the only id key is 'id', which could be the run or the query; "
-                "name them 'run_id' and 'query_id'"
+                "the only id key is 'id', which could be the run or the query; name them 'run_id' and 'query_id'"
             )
         if run_key is None:
             run_key = "id" if has_id else None
         elif query_key is None and has_id:
             query_key = "id"
         if run_key is None:
-            raise ValueError("missing run id: none of " + ", ".join(RUN_ID_KEYS + ("id",)) + " is present")
+            raise ValueError("missing run id: none of " + ", ".join((*RUN_ID_KEYS, "id")) + " is present")
         if query_key is None:
-            raise ValueError("missing query id: none of " + ", ".join(QUERY_ID_KEYS + ("id",)) + " is present")
+            raise ValueError("missing query id: none of " + ", ".join((*QUERY_ID_KEYS, "id")) + " is present")
         out["run_id"] = v[run_key]
         out["query_id"] = v[query_key]
         ev_key = next((k for k in EVIDENCE_KEYS if k in v), None)
         if ev_key is None:
             raise ValueError(
-                "missing evidence list: none of " + ", ".join(EVIDENCE_KEYS)
+                "missing evidence list: none of "
+                + ", ".join(EVIDENCE_KEYS)
                 + f" is present (keys found: {', '.join(sorted(v)) or 'none'})"
             )
         ev = v[ev_key]
@@ -217,7 +226,7 @@ def describe_validation_error(err: ValidationError) -> str:
                 loc += ("." if loc else "") + str(item)
         msg = e["msg"]
         if msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
+            msg = msg[len("Value error, ") :]
         if e["type"] == "missing":
             msg = "is required"
         parts.append(f"{loc}: {msg}" if loc else msg)

@@ -27,7 +27,7 @@ decimal string and trims); a ``span_hash`` that is empty or padded goes the gene
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 import msgspec
 
@@ -35,7 +35,7 @@ __all__ = ["FastEntry", "FastRecord", "decode_canonical"]
 
 _INT32_MAX = 2**31 - 1
 _Count = Annotated[int, msgspec.Meta(ge=0, le=_INT32_MAX)]
-_Id = str      # non-empty and trimmed: checked in FastRecord.__post_init__ (a msgspec pattern costs 0.7 us per id)
+_Id = str  # non-empty and trimmed: checked in FastRecord.__post_init__ (a msgspec pattern costs 0.7 us per id)
 
 
 class FastEntry(msgspec.Struct):
@@ -47,16 +47,16 @@ class FastEntry(msgspec.Struct):
     :meth:`FastRecord.__post_init__`, one loop per record."""
 
     doc_id: _Id
-    text: Union[str, None] = None
-    span_hash: Union[_Id, None] = None
-    rank: Union[_Count, None] = None
-    score: Union[float, None] = None
-    chunk_id: Union[_Id, None] = None
-    char_start: Union[_Count, None] = None
-    char_end: Union[_Count, None] = None
-    page: Union[_Count, None] = None
-    metadata: Union[dict[str, Any], None] = None
-    spanHash: msgspec.UnsetType = msgspec.UNSET
+    text: str | None = None
+    span_hash: _Id | None = None
+    rank: _Count | None = None
+    score: float | None = None
+    chunk_id: _Id | None = None
+    char_start: _Count | None = None
+    char_end: _Count | None = None
+    page: _Count | None = None
+    metadata: dict[str, Any] | None = None
+    spanHash: msgspec.UnsetType = msgspec.UNSET  # noqa: N815 — the contract's own key
     spanhash: msgspec.UnsetType = msgspec.UNSET
 
 
@@ -66,10 +66,10 @@ class FastRecord(msgspec.Struct):
 
     run_id: _Id
     query_id: _Id
-    evidence: list[Union[FastEntry, _Id]]
-    config: Union[dict[str, Any], None] = None
-    query: Union[str, None] = None
-    answer: Union[str, None] = None
+    evidence: list[FastEntry | _Id]
+    config: dict[str, Any] | None = None
+    query: str | None = None
+    answer: str | None = None
     nodes: msgspec.UnsetType = msgspec.UNSET
     schema: msgspec.UnsetType = msgspec.UNSET
 
@@ -78,13 +78,16 @@ class FastRecord(msgspec.Struct):
             raise ValueError("empty or padded id")
         ev = self.evidence
         for i, e in enumerate(ev):
-            if type(e) is str:                    # a bare id
+            if type(e) is str:  # a bare id
                 if _padded(e):
                     raise ValueError("empty or padded id")
                 ev[i] = FastEntry(e)
                 continue
-            if _padded(e.doc_id) or (e.chunk_id is not None and _padded(e.chunk_id)) or (
-                    e.span_hash is not None and _padded(e.span_hash)):
+            if (
+                _padded(e.doc_id)
+                or (e.chunk_id is not None and _padded(e.chunk_id))
+                or (e.span_hash is not None and _padded(e.span_hash))
+            ):
                 raise ValueError("empty or padded id")
             if e.char_end is not None and e.char_start is not None and e.char_end < e.char_start:
                 raise ValueError("char_end before char_start")

@@ -37,8 +37,16 @@ from typing import Any
 
 from ragaudit_core.logs.identity import span_hash
 
-__all__ = ["FOREIGN_FORMATS", "FormatError", "MapContext", "build_record", "detect", "map_record", "query_id_for",
-           "run_id_for"]
+__all__ = [
+    "FOREIGN_FORMATS",
+    "FormatError",
+    "MapContext",
+    "build_record",
+    "detect",
+    "map_record",
+    "query_id_for",
+    "run_id_for",
+]
 
 FOREIGN_FORMATS = ("ragas", "ragchecker")
 
@@ -77,8 +85,11 @@ def query_id_for(query: str) -> str:
 
 def detect(obj: Any) -> str | None:
     """The foreign format a decoded record (or whole JSON document) looks like, else None (native)."""
-    if isinstance(obj, dict) and isinstance(obj.get("results"), list) and (
-            not obj["results"] or (isinstance(obj["results"][0], dict) and "retrieved_context" in obj["results"][0])):
+    if (
+        isinstance(obj, dict)
+        and isinstance(obj.get("results"), list)
+        and (not obj["results"] or (isinstance(obj["results"][0], dict) and "retrieved_context" in obj["results"][0]))
+    ):
         return "ragchecker"
     if isinstance(obj, dict) and "retrieved_context" in obj and "query" in obj:
         return "ragchecker"
@@ -115,7 +126,7 @@ def _text_list(v: Any, what: str) -> list[str]:
         return []
     if isinstance(v, str):
         v = _parse_list_string(v, what)
-    if hasattr(v, "tolist"):                     # numpy arrays from Parquet
+    if hasattr(v, "tolist"):  # numpy arrays from Parquet
         v = v.tolist()
     if not isinstance(v, (list, tuple)):
         raise FormatError(f"{what} must be a list of texts, got {type(v).__name__}")
@@ -144,13 +155,15 @@ def _parse_list_string(s: str, what: str) -> list:
     except (SyntaxError, ValueError, RecursionError):
         raise FormatError(f"{what} is neither a list nor a JSON list string") from None
     if not isinstance(node, (ast.List, ast.Tuple)) or not all(
-            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
         raise FormatError(f"{what} must be a list of strings")
     return [e.value for e in node.elts]
 
 
-def _evidence(texts: list[str], ids: list[Any] | None, metadata: list[Any] | None, ctx: MapContext,
-              fmt: str) -> list[dict]:
+def _evidence(
+    texts: list[str], ids: list[Any] | None, metadata: list[Any] | None, ctx: MapContext, fmt: str
+) -> list[dict]:
     """Native evidence entries in retrieved order, with the document id chosen as documented."""
     out = []
     for i, text in enumerate(texts):
@@ -160,10 +173,12 @@ def _evidence(texts: list[str], ids: list[Any] | None, metadata: list[Any] | Non
             doc = md[ctx.doc_id_key]
         if doc is None:
             doc = "text:" + span_hash(text)[:16]
-            ctx.warn_once(f"{fmt} records carry no document ids"
-                          + (f" (and no metadata key {ctx.doc_id_key!r})" if ctx.doc_id_key else "")
-                          + ": each passage's document id is the hash of its text, so document-level metrics equal "
-                            "span-level ones; name a metadata key with --doc-id-key to use real ids")
+            ctx.warn_once(
+                f"{fmt} records carry no document ids"
+                + (f" (and no metadata key {ctx.doc_id_key!r})" if ctx.doc_id_key else "")
+                + ": each passage's document id is the hash of its text, so document-level metrics equal "
+                "span-level ones; name a metadata key with --doc-id-key to use real ids"
+            )
         entry = {"doc_id": str(doc) if not isinstance(doc, str) else doc, "text": text, "rank": i}
         if md is not None:
             entry["metadata"] = md
@@ -181,13 +196,24 @@ def _query_fields(obj: dict, keys: tuple[str, ...], fmt: str) -> str:
 
 def _native(obj: dict, ctx: MapContext, query: str, answer: Any, evidence: list[dict]) -> dict:
     qid = obj.get("query_id")
-    return {"run_id": obj.get("run_id") or ctx.run_id,
-            "query_id": qid if qid not in (None, "") else query_id_for(query),
-            "query": query, "answer": answer if isinstance(answer, str) else None, "evidence": evidence}
+    return {
+        "run_id": obj.get("run_id") or ctx.run_id,
+        "query_id": qid if qid not in (None, "") else query_id_for(query),
+        "query": query,
+        "answer": answer if isinstance(answer, str) else None,
+        "evidence": evidence,
+    }
 
 
-def build_record(fmt: str, ctx: MapContext, query: str, answer: str | None, texts: list[str],
-                 ids: list[Any] | None = None, metadata: list[Any] | None = None) -> dict:
+def build_record(
+    fmt: str,
+    ctx: MapContext,
+    query: str,
+    answer: str | None,
+    texts: list[str],
+    ids: list[Any] | None = None,
+    metadata: list[Any] | None = None,
+) -> dict:
     """A native record from a query, its retrieved texts (with ids and metadata when the
     format has them) and an answer, with the identities documented above."""
     return _native({}, ctx, query, answer, _evidence(texts, ids, metadata, ctx, fmt))
@@ -218,8 +244,7 @@ def _ragchecker(obj: dict, ctx: MapContext) -> list[dict]:
             raise FormatError("every RAGChecker result is a JSON object")
         query = _query_fields(r, ("query",), "RAGChecker")
         ctxs = r.get("retrieved_context") or []
-        if not isinstance(ctxs, list) or not all(isinstance(c, dict) and isinstance(c.get("text"), str)
-                                                 for c in ctxs):
+        if not isinstance(ctxs, list) or not all(isinstance(c, dict) and isinstance(c.get("text"), str) for c in ctxs):
             raise FormatError("retrieved_context must be a list of {doc_id, text} objects")
         ev = _evidence([c["text"] for c in ctxs], [c.get("doc_id") for c in ctxs], None, ctx, "RAGChecker")
         out.append(_native(r, ctx, query, r.get("response"), ev))

@@ -86,8 +86,9 @@ class DocIdMapError(ValueError):
     """The alias-map CSV is unusable; the message names the file and line."""
 
 
-def load_docid_map(path: str | Path, *, case_sensitive: bool = False,
-                   collapse_internal_whitespace: bool = False) -> dict[str, str]:
+def load_docid_map(
+    path: str | Path, *, case_sensitive: bool = False, collapse_internal_whitespace: bool = False
+) -> dict[str, str]:
     """Read a RagCiteCheck doc-id alias map (CSV, headers ``raw,canonical``).
 
     Both columns are normalised with the same options as the ids they will meet.
@@ -103,9 +104,7 @@ def load_docid_map(path: str | Path, *, case_sensitive: bool = False,
         raise DocIdMapError(f"{p}: alias map is not UTF-8 text ({e.reason} at byte {e.start})") from None
     reader = csv.DictReader(text.splitlines())
     if not reader.fieldnames or "raw" not in reader.fieldnames or "canonical" not in reader.fieldnames:
-        raise DocIdMapError(
-            f"{p}: alias map must have the header line 'raw,canonical' (found {reader.fieldnames})"
-        )
+        raise DocIdMapError(f"{p}: alias map must have the header line 'raw,canonical' (found {reader.fieldnames})")
     out: dict[str, str] = {}
     first_line: dict[str, int] = {}
     for row in reader:
@@ -131,7 +130,7 @@ def normalise_span_text(text: str, *, casefold: bool = False) -> str:
     whitespace other than single inner spaces needs no collapsing."""
     if text.isascii():
         s = text
-        if not s.isprintable() or "  " in s or s[:1] == " " or s[-1:] == " ":     # ASCII \s but " " is unprintable
+        if not s.isprintable() or "  " in s or s[:1] == " " or s[-1:] == " ":  # ASCII \s but " " is unprintable
             s = _WS.sub(" ", s).strip()
     else:
         s = _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()

@@ -19,8 +19,8 @@ import itertools
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -29,18 +29,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import ValidationError
 
-from ragaudit_core.logs import store
-from ragaudit_core.logs import formats, traces
+from ragaudit_core.logs import formats, store, traces
 from ragaudit_core.logs.catalog import collisions, coverage_warnings
 from ragaudit_core.logs.containers import iter_rows
-from ragaudit_core.logs.decode import decode_canonical
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error
-from ragaudit_core.logs.lines import buffer_provenance, json_object, parse_evidence_object, parse_provenance_object
+from ragaudit_core.logs.decode import decode_canonical
 from ragaudit_core.logs.identity import CanonOptions
-from ragaudit_core.logs.jsonl import (DEFAULT_MAX_LINE_BYTES, InputFileError, expand_paths, file_sha256, iter_lines,
-                                     plain_lf_file)
-from ragaudit_core.logs.provenance import looks_like_provenance
+from ragaudit_core.logs.jsonl import (
+    DEFAULT_MAX_LINE_BYTES,
+    InputFileError,
+    expand_paths,
+    file_sha256,
+    iter_lines,
+    plain_lf_file,
+)
+from ragaudit_core.logs.lines import buffer_provenance, json_object, parse_evidence_object, parse_provenance_object
 from ragaudit_core.logs.parallel import MIN_FILE_BYTES, DecodedLine, FileLine, LinePool, default_workers
+from ragaudit_core.logs.provenance import looks_like_provenance
+from ragaudit_core.logs.report import FileReport, IngestReport, Issue
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
 from ragaudit_core.logs.writer import BatchWriter
 
@@ -64,79 +70,17 @@ class IngestOptions:
     casefold_spans: bool = False
     recompute_span_hash: bool = False
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
-    format: str | None = None          # force a format (native, ragas, ragchecker); None: recognise by fields
-    run_id: str | None = None          # run id for foreign records that carry none (default: the file name)
-    doc_id_key: str | None = None      # metadata key holding document ids in foreign records
+    format: str | None = None  # force a format (native, ragas, ragchecker); None: recognise by fields
+    run_id: str | None = None  # run id for foreign records that carry none (default: the file name)
+    doc_id_key: str | None = None  # metadata key holding document ids in foreign records
 
     def fingerprint(self) -> dict[str, object]:
         """The options that change stored identities; they must not change within one database."""
-        return {**self.canon.describe(), "casefold_spans": self.casefold_spans,
-                "recompute_span_hash": self.recompute_span_hash}
-
-
-@dataclass(frozen=True)
-class Issue:
-    path: str | None
-    line_no: int | None
-    message: str
-    code: str = ""
-
-    def __str__(self) -> str:
-        where = self.path or ""
-        if self.line_no is not None:
-            where += f" line {self.line_no}"
-        return f"{where}: {self.message}" if where else self.message
-
-
-@dataclass
-class FileReport:
-    path: str
-    sha256: str
-    status: str  # loaded | already-loaded | unreadable | rejected (every line rejected: not marked loaded)
-    n_lines: int = 0
-    n_loaded: int = 0
-    n_rejected: int = 0
-    n_skipped: int = 0     # tracing spans that carry no evidence (LLM, chain, tool …): read, neither loaded nor rejected
-
-
-@dataclass
-class IngestReport:
-    files: list[FileReport] = field(default_factory=list)
-    rejected: list[Issue] = field(default_factory=list)
-    warnings: list[Issue] = field(default_factory=list)
-    runs: list[str] = field(default_factory=list)
-    n_records: int = 0
-    n_entries: int = 0
-    n_provenance: int = 0
-
-    @property
-    def n_rejected(self) -> int:
-        return len(self.rejected)
-
-    @property
-    def failed_files(self) -> list[FileReport]:
-        """Files of which nothing could be loaded: every line rejected, or unreadable."""
-        return [f for f in self.files if f.status in ("rejected", "unreadable")]
-
-    def with_paths(self, names: dict[str, str]) -> IngestReport:
-        """The same report with file paths renamed (e.g. kept uploads → the names the user uploaded)."""
-        def rename(issue: Issue) -> Issue:
-            return dataclasses.replace(issue, path=names.get(issue.path, issue.path))
-
-        return dataclasses.replace(
-            self, files=[dataclasses.replace(f, path=names.get(f.path, f.path)) for f in self.files],
-            rejected=[rename(i) for i in self.rejected], warnings=[rename(w) for w in self.warnings])
-
-    def summary(self) -> str:
-        loaded = sum(1 for f in self.files if f.status == "loaded")
-        skipped = sum(1 for f in self.files if f.status == "already-loaded")
-        s = (f"loaded {self.n_records:,} records ({self.n_entries:,} evidence entries) from {loaded} file(s)"
-             f" into {len(self.runs)} run(s); rejected {self.n_rejected:,} line(s)")
-        if self.n_provenance:
-            s += f"; {self.n_provenance:,} provenance record(s)"
-        if skipped:
-            s += f"; {skipped} file(s) were already in the database and were skipped"
-        return s
+        return {
+            **self.canon.describe(),
+            "casefold_spans": self.casefold_spans,
+            "recompute_span_hash": self.recompute_span_hash,
+        }
 
 
 def _check_options(con: duckdb.DuckDBPyConnection, opts: IngestOptions) -> None:
@@ -146,7 +90,8 @@ def _check_options(con: duckdb.DuckDBPyConnection, opts: IngestOptions) -> None:
     if stored is not None and has_data and stored != wanted:
         diff = ", ".join(f"{k}={stored.get(k)!r} (asked {wanted[k]!r})" for k in wanted if stored.get(k) != wanted[k])
         raise IngestError(
-            "this database holds logs ingested with other identity options: " + diff
+            "this database holds logs ingested with other identity options: "
+            + diff
             + "; use the same options, or ingest into a new database (--db)"
         )
     if stored != wanted and not has_data:
@@ -163,12 +108,16 @@ def _int_or_none(v: object) -> int | None:
         v = int(v)
     elif isinstance(v, str) and v.strip().isdigit():
         v = int(v.strip())
-    return v if isinstance(v, int) and -2**31 <= v < 2**31 else None
+    return v if isinstance(v, int) and -(2**31) <= v < 2**31 else None
 
 
-def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
-                 options: IngestOptions = IngestOptions(), *,
-                 progress: Callable[[str, int], None] | None = None) -> IngestReport:
+def ingest_paths(
+    con: duckdb.DuckDBPyConnection,
+    paths: Iterable[str | Path],
+    options: IngestOptions = IngestOptions(),
+    *,
+    progress: Callable[[str, int], None] | None = None,
+) -> IngestReport:
     """Validate and load evidence logs into ``con`` in one transaction.
 
     ``paths`` are files or folders (see :func:`jsonl.expand_paths`). ``progress`` is called
@@ -199,7 +148,7 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
         try:
             con.execute("ROLLBACK")
         except duckdb.TransactionException:
-            pass                          # a failed COMMIT has already rolled the transaction back
+            pass  # a failed COMMIT has already rolled the transaction back
         if isinstance(e, (duckdb.Error, OSError)) and _NO_SPACE in str(e):
             raise IngestError(_no_space_message(e)) from None
         raise
@@ -212,8 +161,10 @@ _NO_SPACE = "No space left on device"
 def _no_space_message(e: BaseException) -> str:
     m = re.search(r'"([^"]+)": No space left on device', str(e))
     where = f"the disk holding {m.group(1)}" if m else "the database's disk"
-    return (f"no space left on {where}: nothing was loaded and the database is as it was; free some space, or "
-            "load into a database on another disk (--db)")
+    return (
+        f"no space left on {where}: nothing was loaded and the database is as it was; free some space, or "
+        "load into a database on another disk (--db)"
+    )
 
 
 FLUSH_ENTRIES = 50_000
@@ -225,21 +176,25 @@ class _Batch:
     """What one ingest call loads, streamed into its single transaction in bounded batches.
 
     One method per kind of input: a file (:meth:`add_file`), a native line, a foreign line,
-    a tracing export; rows go to a :class:`~ragaudit_core.logs.writer.BatchWriter` in batches, :meth:`finish` writes the rest and the
-    per-file tables. The caller opens the transaction and commits or rolls it back.
+    a tracing export; rows go to a :class:`~ragaudit_core.logs.writer.BatchWriter` in batches,
+    :meth:`finish` writes the rest and the per-file tables. The caller opens the transaction and
+    commits or rolls it back.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, options: IngestOptions,
-                 progress: Callable[[str, int], None] | None) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, options: IngestOptions, progress: Callable[[str, int], None] | None
+    ) -> None:
         self.con, self.options, self.progress = con, options, progress
         self.report = IngestReport()
-        self.known = {(r, q): None for r, q in con.execute("SELECT run_id, query_id FROM records").fetchall()}
-        self.known_prov = {(r, q): None for r, q in con.execute("SELECT run_id, query_id FROM prov_records").fetchall()}
-        self.seen_sha = dict(con.execute("SELECT sha256, path FROM files WHERE n_loaded > 0 OR n_rejected = 0"
-                                         ).fetchall())
+        self.known = dict.fromkeys(con.execute("SELECT run_id, query_id FROM records").fetchall())
+        self.known_prov = dict.fromkeys(con.execute("SELECT run_id, query_id FROM prov_records").fetchall())
+        self.seen_sha = dict(
+            con.execute("SELECT sha256, path FROM files WHERE n_loaded > 0 OR n_rejected = 0").fetchall()
+        )
         # files of an earlier ingest whose every line was rejected: read again, and replace that attempt
-        self.failed_sha = dict(con.execute("SELECT sha256, file_id FROM files WHERE n_loaded = 0 AND n_rejected > 0"
-                                           ).fetchall())
+        self.failed_sha = dict(
+            con.execute("SELECT sha256, file_id FROM files WHERE n_loaded = 0 AND n_rejected > 0").fetchall()
+        )
         self.replaced_file_ids: list[int] = []
         self.next_file_id = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM files").fetchall()[0][0]
         self.first_seen: dict[tuple[str, str], tuple[str, int]] = {}
@@ -265,8 +220,9 @@ class _Batch:
         """Report a bad line (file, line, reason) and keep it verbatim in quarantine."""
         fr.n_rejected += 1
         self.report.rejected.append(Issue(fr.path, ln.line_no, reason))
-        self.quarantine.append((file_id, fr.path, ln.line_no, reason, ln.data.decode("utf-8", errors="replace"),
-                                ln.data))
+        self.quarantine.append(
+            (file_id, fr.path, ln.line_no, reason, ln.data.decode("utf-8", errors="replace"), ln.data)
+        )
 
     def admit(self, fr: FileReport, file_id: int, ln, reason: str | None, rec, what: str, known_keys, seen: dict):
         """The parsed record of a line, or None after rejecting it (bad line, or a (run, query)
@@ -276,8 +232,10 @@ class _Batch:
             if key in known_keys or key in seen:
                 where = seen.get(key)
                 src = f"{where[0]} line {where[1]}" if where else "an earlier ingest"
-                reason = (f"duplicate {what} for run {key[0]!r}, query {key[1]!r}: "
-                          f"already loaded from {src}; only the first is kept")
+                reason = (
+                    f"duplicate {what} for run {key[0]!r}, query {key[1]!r}: "
+                    f"already loaded from {src}; only the first is kept"
+                )
         if reason is not None:
             self.reject(fr, file_id, ln, reason)
             return None
@@ -299,8 +257,13 @@ class _Batch:
             self.replaced_file_ids.append(self.failed_sha.pop(sha))
         if sha in self.seen_sha:
             self.report.files.append(FileReport(spath, sha, "already-loaded"))
-            self.warn(spath, None, "already-loaded",
-                      f"same content as {self.seen_sha[sha]} (SHA-256 {sha[:12]}…), already loaded; skipped", None)
+            self.warn(
+                spath,
+                None,
+                "already-loaded",
+                f"same content as {self.seen_sha[sha]} (SHA-256 {sha[:12]}…), already loaded; skipped",
+                None,
+            )
             return
         self.seen_sha[sha] = spath
         file_id = self.next_file_id
@@ -350,8 +313,7 @@ class _Batch:
             del self.seen_sha[sha]
         has_ev, has_prov = self.n_records > n_ev, self.n_provenance > n_prov
         kind = "mixed" if has_ev and has_prov else "provenance" if has_prov else "evidence"
-        self.file_rows.append((file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded,
-                               fr.n_rejected))
+        self.file_rows.append((file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded, fr.n_rejected))
 
     def _format_of(self, first) -> str | None:
         """A foreign format, or None (native), from the option or the first record's fields."""
@@ -404,8 +366,13 @@ class _Batch:
                 admitted.append(i)
                 self._run_config(it, fr.path, file_id, ln.line_no)
                 if it.dropped:
-                    self.warn(fr.path, ln.line_no, "duplicate-evidence",
-                              duplicate_message(it.run_id, it.query_id, it.dropped), file_id)
+                    self.warn(
+                        fr.path,
+                        ln.line_no,
+                        "duplicate-evidence",
+                        duplicate_message(it.run_id, it.query_id, it.dropped),
+                        file_id,
+                    )
                 self.out.rec_rows.append((it.run_id, it.query_id, file_id, ln.line_no, it.query, it.answer, it.n_kept))
                 self.n_records += 1
                 self.n_entries += it.n_kept
@@ -419,10 +386,19 @@ class _Batch:
                 self.progress(fr.path, fr.n_lines)
 
     def _provenance(self, fr: FileReport, file_id: int, ln, reason: str | None, prec) -> None:
-        if self.admit(fr, file_id, ln, reason, prec, "provenance record", self.known_prov,
-                      self.prov_first_seen) is not None:
-            buffer_provenance(prec, file_id, ln.line_no, self.options.canon, self.caches.canon, self.out.prov_rec_rows,
-                              self.out.prov_node_rows)
+        if (
+            self.admit(fr, file_id, ln, reason, prec, "provenance record", self.known_prov, self.prov_first_seen)
+            is not None
+        ):
+            buffer_provenance(
+                prec,
+                file_id,
+                ln.line_no,
+                self.options.canon,
+                self.caches.canon,
+                self.out.prov_rec_rows,
+                self.out.prov_node_rows,
+            )
             self.n_provenance += 1
             if len(self.out.prov_node_rows) >= FLUSH_ENTRIES:
                 self.out.flush()
@@ -475,9 +451,13 @@ class _Batch:
                 rerankers[span.trace_id] = (ln, span)
             else:
                 fr.n_skipped += 1
-                if span.kind == "answer" and span.answer and span.trace_id is not None:
-                    if span.root or not answers.get(span.trace_id, (False, ""))[0]:
-                        answers[span.trace_id] = (span.root, span.answer)
+                if (
+                    span.kind == "answer"
+                    and span.answer
+                    and span.trace_id is not None
+                    and (span.root or not answers.get(span.trace_id, (False, ""))[0])
+                ):
+                    answers[span.trace_id] = (span.root, span.answer)
         for ln, span in pending:
             answer = answers.get(span.trace_id, (False, None))[1] if span.trace_id is not None else None
             rec = self._trace_record(fr, file_id, ln, fmt, ctx, span, answer)
@@ -485,13 +465,15 @@ class _Batch:
             if rr is not None:
                 prov = traces.provenance_record(rec.run_id, rec.query_id, span, rr[1], answer)
                 self._provenance(fr, file_id, rr[0], *parse_provenance_object(prov))
-        fr.n_skipped += len(rerankers)               # rerankers of traces without a loaded retrieval
+        fr.n_skipped += len(rerankers)  # rerankers of traces without a loaded retrieval
 
-    def _trace_record(self, fr: FileReport, file_id: int, ln, fmt: str, ctx: formats.MapContext,
-                      span: traces.Span, answer: str | None) -> EvidenceRecord | None:
+    def _trace_record(
+        self, fr: FileReport, file_id: int, ln, fmt: str, ctx: formats.MapContext, span: traces.Span, answer: str | None
+    ) -> EvidenceRecord | None:
         try:
-            rec = EvidenceRecord.model_validate(formats.build_record(
-                fmt, ctx, span.query, answer, span.texts, span.ids, span.metadata))
+            rec = EvidenceRecord.model_validate(
+                formats.build_record(fmt, ctx, span.query, answer, span.texts, span.ids, span.metadata)
+            )
         except ValidationError as e:
             self.reject(fr, file_id, ln, f"{fmt} span maps to an invalid record: {describe_validation_error(e)}")
             return None
@@ -515,17 +497,23 @@ class _Batch:
         if first is None:
             self.run_configs[rec.run_id] = (rec.config, spath, line_no)
         elif rec.config is not None and first[0] is not None and rec.config != first[0]:
-            self.warn(spath, line_no, "config-mismatch",
-                      f"run {rec.run_id!r} has a different config here than at {first[1]} line {first[2]}; "
-                      "the first one is kept", file_id)
+            self.warn(
+                spath,
+                line_no,
+                "config-mismatch",
+                f"run {rec.run_id!r} has a different config here than at {first[1]} line {first[2]}; "
+                "the first one is kept",
+                file_id,
+            )
 
     def _entries(self, rec: EvidenceRecord, spath: str, file_id: int, line_no: int) -> int:
         """Buffer a record's evidence entries (:func:`rows.evidence_rows`: canonical ids, span
         hashes, duplicates dropped and warned about); returns how many were kept."""
         n_kept, dropped = evidence_rows(rec, self.row_opts, self.caches, self.out.ev_rows.append)
         if dropped:
-            self.warn(spath, line_no, "duplicate-evidence", duplicate_message(rec.run_id, rec.query_id, dropped),
-                      file_id)
+            self.warn(
+                spath, line_no, "duplicate-evidence", duplicate_message(rec.run_id, rec.query_id, dropped), file_id
+            )
         return n_kept
 
     # ------------------------------------------------------------------ the transaction
@@ -539,11 +527,13 @@ class _Batch:
         report.n_records, report.n_entries, report.n_provenance = self.n_records, self.n_entries, self.n_provenance
         for table in ("quarantine", "ingest_warnings", "files"):
             con.execute(f"DELETE FROM {table} WHERE list_contains(?, file_id)", [self.replaced_file_ids])
-        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        now = datetime.now(UTC).replace(tzinfo=None)
         opts_json = json.dumps(self.options.fingerprint(), sort_keys=True)
         if self.file_rows:
-            con.executemany("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            [row + (now, opts_json) for row in self.file_rows])
+            con.executemany(
+                "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(*row, now, opts_json) for row in self.file_rows],
+            )
         new_runs = _new_runs(con, self.run_configs)
         if new_runs:
             con.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)", new_runs)
@@ -569,9 +559,14 @@ def _new_runs(con: duckdb.DuckDBPyConnection, run_configs: dict[str, tuple[dict 
         if run_id in existing:
             continue
         c = cfg or {}
-        rows.append((run_id, None if cfg is None else json.dumps(cfg, ensure_ascii=False, sort_keys=True),
-                     _int_or_none(c.get("top_k")), _int_or_none(c.get("chunk_size")),
-                     _int_or_none(c.get("chunk_overlap")),
-                     None if c.get("embedder") is None else str(c.get("embedder"))))
+        rows.append(
+            (
+                run_id,
+                None if cfg is None else json.dumps(cfg, ensure_ascii=False, sort_keys=True),
+                _int_or_none(c.get("top_k")),
+                _int_or_none(c.get("chunk_size")),
+                _int_or_none(c.get("chunk_overlap")),
+                None if c.get("embedder") is None else str(c.get("embedder")),
+            )
+        )
     return rows
-

@@ -9,8 +9,8 @@ whole *file* unreadable (missing, UTF-16, unreadable gzip header) raise
 from __future__ import annotations
 
 import gzip
-import io
 import hashlib
+import io
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,12 +18,12 @@ from pathlib import Path
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
+    "LOG_SUFFIXES",
     "InputFileError",
     "Line",
     "expand_paths",
     "file_sha256",
     "iter_lines",
-    "LOG_SUFFIXES",
     "plain_lf_file",
     "read_lines",
 ]
@@ -85,8 +85,9 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def iter_lines(path: Path, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-               warn: list[str] | None = None) -> Iterator[Line]:
+def iter_lines(
+    path: Path, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, warn: list[str] | None = None
+) -> Iterator[Line]:
     """Yield every non-blank line of ``path`` as a :class:`Line`.
 
     * gzip is recognised by its magic bytes, whatever the file is called; a ``.gz``
@@ -104,16 +105,11 @@ def iter_lines(path: Path, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     except OSError as e:
         raise InputFileError(f"{path}: cannot read ({e.strerror})") from None
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        raise InputFileError(
-            f"{path}: file is UTF-16 encoded (byte-order mark {head[:2].hex(' ')}); save it as UTF-8"
-        )
+        raise InputFileError(f"{path}: file is UTF-16 encoded (byte-order mark {head[:2].hex(' ')}); save it as UTF-8")
     is_gzip = head[:2] == _GZIP_MAGIC
-    if path.name.lower().endswith(".gz") and not is_gzip:
-        if warn is not None:
-            warn.append(
-                f"{path}: named .gz but not gzip-compressed (no gzip header); read as plain text"
-            )
-    opener = (lambda: gzip.open(path, "rb")) if is_gzip else (lambda: open(path, "rb"))
+    if path.name.lower().endswith(".gz") and not is_gzip and warn is not None:
+        warn.append(f"{path}: named .gz but not gzip-compressed (no gzip header); read as plain text")
+    opener = (lambda: gzip.open(path, "rb")) if is_gzip else (lambda: open(path, "rb"))  # noqa: SIM115 — closed by its caller
     cr_only = _cr_only(opener)
     with opener() as raw:
         yield from read_lines(_CrLines(raw) if cr_only else raw, max_line_bytes=max_line_bytes)
@@ -124,12 +120,21 @@ def plain_lf_file(path: Path) -> bool:
     after a LF can be read on its own (:func:`read_lines` with ``end``)."""
     with open(path, "rb") as f:
         head = f.read(1 << 20)
-    return head[:2] != _GZIP_MAGIC and head[:2] not in (b"\xff\xfe", b"\xfe\xff") and not (
-        b"\r" in head and b"\n" not in head)
+    return (
+        head[:2] != _GZIP_MAGIC
+        and head[:2] not in (b"\xff\xfe", b"\xfe\xff")
+        and not (b"\r" in head and b"\n" not in head)
+    )
 
 
-def read_lines(f, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, end: int | None = None,
-               offset: int | None = None, counted: list[int] | None = None) -> Iterator[Line]:
+def read_lines(
+    f,
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    end: int | None = None,
+    offset: int | None = None,
+    counted: list[int] | None = None,
+) -> Iterator[Line]:
     """The lines of an open binary file from its current position (line numbers from 1), as
     :func:`iter_lines` describes; with ``end`` (a byte count from the current position that ends
     after a LF), only that range. With ``offset`` (the current position in an uncompressed file)
@@ -143,9 +148,14 @@ def read_lines(f, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, end: int | No
             try:
                 chunk = f.readline(max_line_bytes + 1 if left is None else min(max_line_bytes + 1, left))
             except (OSError, EOFError, zlib.error) as e:
-                yield Line(line_no + 1, b"", error=(
-                    f"gzip stream is corrupt or truncated after line {line_no} ({e}); "
-                    "the lines before it were read, nothing after it could be"))
+                yield Line(
+                    line_no + 1,
+                    b"",
+                    error=(
+                        f"gzip stream is corrupt or truncated after line {line_no} ({e}); "
+                        "the lines before it were read, nothing after it could be"
+                    ),
+                )
                 return
             if not chunk:
                 return
@@ -166,7 +176,7 @@ def read_lines(f, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, end: int | No
             data = chunk.rstrip(b"\n").rstrip(b"\r")
             note = None
             if data.startswith(_UTF8_BOM):
-                data = data[len(_UTF8_BOM):]
+                data = data[len(_UTF8_BOM) :]
                 note = "a UTF-8 byte-order mark at the start of the line was ignored"
             if not data or data.isspace():
                 continue
@@ -187,9 +197,15 @@ def _long_line(f, line_no: int, chunk: bytes, max_line_bytes: int) -> tuple[Line
             total += len(chunk)
     except (OSError, EOFError, zlib.error):
         pass
-    return Line(line_no, kept, error=(
-        f"line is longer than the {max_line_bytes:,}-byte limit (at least {total:,} bytes); "
-        "split the record or raise --max-line-bytes"), note="truncated"), total - first
+    return Line(
+        line_no,
+        kept,
+        error=(
+            f"line is longer than the {max_line_bytes:,}-byte limit (at least {total:,} bytes); "
+            "split the record or raise --max-line-bytes"
+        ),
+        note="truncated",
+    ), total - first
 
 
 def _cr_only(opener) -> bool:
@@ -198,7 +214,7 @@ def _cr_only(opener) -> bool:
         with opener() as f:
             head = f.read(1 << 20)
     except (OSError, EOFError, zlib.error):
-        return False                      # the reader reports the damage line by line
+        return False  # the reader reports the damage line by line
     return b"\r" in head and b"\n" not in head
 
 
@@ -206,7 +222,7 @@ class _CrLines:
     """A binary file whose lines end in CR, read line by line as if they ended in LF."""
 
     def __init__(self, raw) -> None:
-        self._text = io.TextIOWrapper(raw, encoding="latin-1", newline="\r")   # latin-1: bytes unchanged
+        self._text = io.TextIOWrapper(raw, encoding="latin-1", newline="\r")  # latin-1: bytes unchanged
 
     def readline(self, size: int = -1) -> bytes:
         line = self._text.readline(size).encode("latin-1")

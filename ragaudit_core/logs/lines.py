@@ -19,7 +19,7 @@ from ragaudit_core.logs.provenance import Coordinates, ProvenanceRecord
 __all__ = ["buffer_provenance", "json_object", "parse_evidence_object", "parse_provenance_object"]
 
 _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_TWENTY_DIGITS = b"0" * 20      # a run of 20 digits: an integer orjson may have read as a float
+_TWENTY_DIGITS = b"0" * 20  # a run of 20 digits: an integer orjson may have read as a float
 
 
 def parse_provenance_object(obj: dict) -> tuple[str | None, ProvenanceRecord | None]:
@@ -30,8 +30,15 @@ def parse_provenance_object(obj: dict) -> tuple[str | None, ProvenanceRecord | N
         return (describe_validation_error(e), None)
 
 
-def buffer_provenance(rec: ProvenanceRecord, file_id: int, line_no: int, canon: CanonOptions,
-                       cache: dict[str, str], rec_rows: list, node_rows: list) -> None:
+def buffer_provenance(
+    rec: ProvenanceRecord,
+    file_id: int,
+    line_no: int,
+    canon: CanonOptions,
+    cache: dict[str, str],
+    rec_rows: list,
+    node_rows: list,
+) -> None:
     def cid(raw: str | None) -> str | None:
         if raw is None:
             return None
@@ -43,16 +50,42 @@ def buffer_provenance(rec: ProvenanceRecord, file_id: int, line_no: int, canon: 
     def dumps(v) -> str:
         return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
 
-    rec_rows.append((rec.run_id, rec.query_id, file_id, line_no, rec.query, rec.generated_text,
-                     None if rec.config is None else dumps(rec.config),
-                     dumps([{"doc_id": cid(t.doc_id), "page": t.page} for t in rec.ground_truth]),
-                     dumps([{"doc_id": cid(d.doc_id), "pages": d.pages} for d in rec.documents]),
-                     dumps([d.model_dump() for d in rec.dropped]), len(rec.nodes)))
+    rec_rows.append(
+        (
+            rec.run_id,
+            rec.query_id,
+            file_id,
+            line_no,
+            rec.query,
+            rec.generated_text,
+            None if rec.config is None else dumps(rec.config),
+            dumps([{"doc_id": cid(t.doc_id), "page": t.page} for t in rec.ground_truth]),
+            dumps([{"doc_id": cid(d.doc_id), "pages": d.pages} for d in rec.documents]),
+            dumps([d.model_dump() for d in rec.dropped]),
+            len(rec.nodes),
+        )
+    )
     for i, n in enumerate(rec.nodes):
         c = n.coordinates or Coordinates()
-        node_rows.append((rec.run_id, rec.query_id, i, n.node_id, n.stage, n.artifact_type, cid(c.doc_id), c.doc_id,
-                          c.page, c.paragraph, c.char_start, c.char_end, n.transformation, list(n.derived_from),
-                          dumps(n.metadata) if n.metadata else None))
+        node_rows.append(
+            (
+                rec.run_id,
+                rec.query_id,
+                i,
+                n.node_id,
+                n.stage,
+                n.artifact_type,
+                cid(c.doc_id),
+                c.doc_id,
+                c.page,
+                c.paragraph,
+                c.char_start,
+                c.char_end,
+                n.transformation,
+                list(n.derived_from),
+                dumps(n.metadata) if n.metadata else None,
+            )
+        )
 
 
 def json_object(data: bytes) -> tuple[str | None, dict | None]:
@@ -62,14 +95,17 @@ def json_object(data: bytes) -> tuple[str | None, dict | None]:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as e:
-        return (f"line is not valid UTF-8 (byte 0x{data[e.start]:02x} at byte offset {e.start}); "
-                "re-encode the file as UTF-8", None)
+        return (
+            f"line is not valid UTF-8 (byte 0x{data[e.start]:02x} at byte offset {e.start}); "
+            "re-encode the file as UTF-8",
+            None,
+        )
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         return (f"invalid JSON: {e}", None)
     if _TWENTY_DIGITS in data.translate(_DIGITS_TO_ZERO):
-        obj = json.loads(data)           # integers beyond 64 bits stay exact (orjson reads them as floats)
+        obj = json.loads(data)  # integers beyond 64 bits stay exact (orjson reads them as floats)
     if not isinstance(obj, dict):
         return (f"expected a JSON object per line, got {json_type(obj)}", None)
     return (None, obj)

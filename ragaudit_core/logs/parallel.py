@@ -33,8 +33,16 @@ from ragaudit_core.logs.jsonl import read_lines
 from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
 from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, rows_table
 
-__all__ = ["CHUNK_BYTES", "MIN_FILE_BYTES", "WINDOW", "DecodedLine", "FileLine", "LinePool", "byte_ranges",
-           "default_workers"]
+__all__ = [
+    "CHUNK_BYTES",
+    "MIN_FILE_BYTES",
+    "WINDOW",
+    "DecodedLine",
+    "FileLine",
+    "LinePool",
+    "byte_ranges",
+    "default_workers",
+]
 
 CHUNK_BYTES = 4 << 20
 """Bytes of a file per task: a worker reads its range of the file itself, so only decoded
@@ -99,7 +107,7 @@ def byte_ranges(path: Path, chunk_bytes: int) -> Iterator[tuple[int, int]]:
         while start < size:
             f.seek(min(start + chunk_bytes, size))
             piece = b""
-            while True:                              # to the end of the line (in bounded pieces)
+            while True:  # to the end of the line (in bounded pieces)
                 piece = f.readline(1 << 20)
                 if not piece or piece.endswith(b"\n"):
                     break
@@ -137,8 +145,20 @@ def _decode_range(path: str, start: int, length: int) -> tuple[int, list, pa.Tab
                 continue
             n_kept, dropped = evidence_rows(rec, opts, caches, rows.append)
             rec_idx.extend([len(items)] * n_kept)
-            items.append(DecodedLine(ln.line_no, ln.offset, len(ln.data), rec.run_id, rec.query_id, rec.config,
-                                     rec.query, rec.answer, n_kept, dropped))
+            items.append(
+                DecodedLine(
+                    ln.line_no,
+                    ln.offset,
+                    len(ln.data),
+                    rec.run_id,
+                    rec.query_id,
+                    rec.config,
+                    rec.query,
+                    rec.answer,
+                    n_kept,
+                    dropped,
+                )
+            )
     table = rows_table(rows, EVIDENCE_SCHEMA).append_column("rec_idx", pa.array(rec_idx, type=pa.int32()))
     return counted[0], items, table
 
@@ -168,8 +188,12 @@ class LinePool:
         """For each range of ``path`` in file order: its physical line count, its lines (decoded
         or not, line numbers from the start of the range) and its rows."""
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_init_worker, initargs=(self.opts, self.max_line_bytes))
+            self._pool = ProcessPoolExecutor(
+                self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_worker,
+                initargs=(self.opts, self.max_line_bytes),
+            )
         pending: deque[Future] = deque()
         for start, length in byte_ranges(path, CHUNK_BYTES):
             with _bare_main():

@@ -57,18 +57,31 @@ __all__ = [
 ]
 
 PROVENANCE_SCHEMA = "ragaudit.provenance/1"
-STAGES: dict[int, str] = {0: "source", 1: "chunking", 2: "retrieval", 3: "reranking", 4: "compression",
-                          5: "generation", 6: "post_processing"}
-_STAGE_BY_NAME = {v: k for k, v in STAGES.items()} | {"post-processing": 6, "postprocessing": 6,
-                                                       "context": 4, "compression/selection": 4, "embedding": 2}
+STAGES: dict[int, str] = {
+    0: "source",
+    1: "chunking",
+    2: "retrieval",
+    3: "reranking",
+    4: "compression",
+    5: "generation",
+    6: "post_processing",
+}
+_STAGE_BY_NAME = {v: k for k, v in STAGES.items()} | {
+    "post-processing": 6,
+    "postprocessing": 6,
+    "context": 4,
+    "compression/selection": 4,
+    "embedding": 2,
+}
 ARTIFACT_TYPES = ("document", "chunk", "embedding", "rank_result", "context_element", "generation", "citation")
 _INT32_MAX = 2**31 - 1
 
 
 def looks_like_provenance(obj: Any) -> bool:
     """A JSON object is read as a provenance record when it has a ``nodes`` list or says so."""
-    return isinstance(obj, dict) and (isinstance(obj.get("nodes"), list)
-                                      or str(obj.get("schema", "")).startswith("ragaudit.provenance/"))
+    return isinstance(obj, dict) and (
+        isinstance(obj.get("nodes"), list) or str(obj.get("schema", "")).startswith("ragaudit.provenance/")
+    )
 
 
 class _Strict(BaseModel):
@@ -121,8 +134,7 @@ class Coordinates(_Strict):
 class ProvNode(_Strict):
     node_id: str
     stage: int
-    artifact_type: Literal["document", "chunk", "embedding", "rank_result", "context_element", "generation",
-                           "citation"]
+    artifact_type: Literal["document", "chunk", "embedding", "rank_result", "context_element", "generation", "citation"]
     coordinates: Coordinates | None = None
     derived_from: list[str] = Field(default_factory=list)
     transformation: str | None = None
@@ -243,7 +255,7 @@ class ProvenanceRecord(_Strict):
         return out
 
     @model_validator(mode="after")
-    def _graph(self) -> "ProvenanceRecord":
+    def _graph(self) -> ProvenanceRecord:
         by_id: dict[str, ProvNode] = {}
         for n in self.nodes:
             if n.node_id in by_id:
@@ -253,11 +265,15 @@ class ProvenanceRecord(_Strict):
             for p in n.derived_from:
                 parent = by_id.get(p)
                 if parent is None:
-                    raise ValueError(f"node {n.node_id!r} is derived from {p!r}, which is not a node of this record "
-                                     "(dangling derived_from)")
+                    raise ValueError(
+                        f"node {n.node_id!r} is derived from {p!r}, which is not a node of this record "
+                        "(dangling derived_from)"
+                    )
                 if parent.stage > n.stage:
-                    raise ValueError(f"node {n.node_id!r} claims stage {n.stage} ({STAGES[n.stage]}) but its parent "
-                                     f"{p!r} is at the later stage {parent.stage} ({STAGES[parent.stage]})")
+                    raise ValueError(
+                        f"node {n.node_id!r} claims stage {n.stage} ({STAGES[n.stage]}) but its parent "
+                        f"{p!r} is at the later stage {parent.stage} ({STAGES[parent.stage]})"
+                    )
         cycle = _find_cycle(by_id)
         if cycle:
             raise ValueError("the provenance graph has a cycle: " + " → ".join(map(repr, cycle)))
@@ -285,7 +301,7 @@ def _find_cycle(by_id: dict[str, ProvNode]) -> list[str] | None:
                 stack.append((node, i + 1))
                 p = parents[i]
                 if colour.get(p) == 1:
-                    return path[path.index(p):] + [p]
+                    return [*path[path.index(p) :], p]
                 if not colour.get(p):
                     stack.append((p, 0))
             else:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
 
-__all__ = ["HASH_CACHE", "HASH_CACHE_CHARS", "RowOptions", "RowCaches", "duplicate_message", "evidence_rows"]
+__all__ = ["HASH_CACHE", "HASH_CACHE_CHARS", "RowCaches", "RowOptions", "duplicate_message", "evidence_rows"]
 
 HASH_CACHE = 100_000
 """Distinct raw doc ids whose canonical id is remembered (and at most as many texts); a cache is
@@ -78,12 +78,30 @@ def evidence_rows(rec, opts: RowOptions, caches: RowCaches, add_row: Callable[[t
             continue
         seen_ids[ident] = j
         md = e.metadata
-        add_row((run_id, query_id, j, cid, raw_id, sh, e.chunk_id, text, e.rank, e.score,
-                 e.char_start, e.char_end, e.page,
-                 None if md is None else json.dumps(md, ensure_ascii=False, separators=(",", ":"))))
+        add_row(
+            (
+                run_id,
+                query_id,
+                j,
+                cid,
+                raw_id,
+                sh,
+                e.chunk_id,
+                text,
+                e.rank,
+                e.score,
+                e.char_start,
+                e.char_end,
+                e.page,
+                None if md is None else json.dumps(md, ensure_ascii=False, separators=(",", ":")),
+            )
+        )
     return len(seen_ids), dropped
 
 
 def duplicate_message(run_id: str, query_id: str, dropped: list[str]) -> str:
-    return (f"run {run_id!r}, query {query_id!r}: " + ", ".join(dropped)
-            + " (same document and span); duplicates were dropped")
+    return (
+        f"run {run_id!r}, query {query_id!r}: "
+        + ", ".join(dropped)
+        + " (same document and span); duplicates were dropped"
+    )

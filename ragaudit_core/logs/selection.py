@@ -6,7 +6,8 @@ so the default selection is the largest group of runs that share queries: from e
 (the largest first) the others are added, the most overlapping first, while the shared queries
 stay non-empty; the group with the most runs wins (ties: the most shared queries). A run left
 out is named in one sentence. (Greedy: the largest group is NP-hard in general; on real logs,
-where runs differ by settings over one query set, the greedy group is the whole set.) Runs are listed in natural order (``k5 < k10 < k20``).
+where runs differ by settings over one query set, the greedy group is the whole set.) Runs are
+listed in natural order (``k5 < k10 < k20``).
 """
 
 from __future__ import annotations
@@ -36,15 +37,17 @@ class RunSelection:
 
     runs: list[str]
     left_out: list[str] = field(default_factory=list)
-    n_shared: int = 0            # queries every selected run logged
+    n_shared: int = 0  # queries every selected run logged
 
     @property
     def note(self) -> str | None:
         if not self.left_out:
             return None
         names = ", ".join(repr(r) for r in self.left_out[:5]) + (" …" if len(self.left_out) > 5 else "")
-        return (f"Left out {len(self.left_out)} run(s) that share no query with the {len(self.runs)} compared "
-                f"(which share {self.n_shared:,}): {names}; pick runs to compare them instead.")
+        return (
+            f"Left out {len(self.left_out)} run(s) that share no query with the {len(self.runs)} compared "
+            f"(which share {self.n_shared:,}): {names}; pick runs to compare them instead."
+        )
 
 
 def comparable_runs(con: duckdb.DuckDBPyConnection, candidates: list[str] | None = None) -> RunSelection:

@@ -173,8 +173,13 @@ def default_db_path() -> Path:
     return Path(env) if env else DEFAULT_DB_PATH
 
 
-def connect(path: str | Path | None = None, *, read_only: bool = False, wait_s: float = 0.0,
-            on_wait: Callable[[str], None] | None = None) -> duckdb.DuckDBPyConnection:
+def connect(
+    path: str | Path | None = None,
+    *,
+    read_only: bool = False,
+    wait_s: float = 0.0,
+    on_wait: Callable[[str], None] | None = None,
+) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) a RagAudit database. ``":memory:"`` gives an in-memory one.
 
     Sharing a database file (DuckDB allows one writing process at a time): RagAudit opens a file
@@ -216,12 +221,16 @@ def busy_message(target: str, error: str) -> str | None:
     """One sentence when ``error`` says the database is held elsewhere, else None."""
     m = re.search(r"Conflicting lock is held in (.+?) \(PID (\d+)\)", error)
     if m:
-        return (f"the database {target} is in use by another program (PID {m.group(2)}, {Path(m.group(1)).name}): "
-                "RagAudit opens it only while a command or a dashboard interaction runs; wait for that to finish "
-                "and try again, or use another database file (--db)")
+        return (
+            f"the database {target} is in use by another program (PID {m.group(2)}, {Path(m.group(1)).name}): "
+            "RagAudit opens it only while a command or a dashboard interaction runs; wait for that to finish "
+            "and try again, or use another database file (--db)"
+        )
     if "different configuration" in error or "Could not set lock" in error:
-        return (f"the database {target} is in use (it is being opened in another mode by this program); "
-                "wait a moment and try again")
+        return (
+            f"the database {target} is in use (it is being opened in another mode by this program); "
+            "wait a moment and try again"
+        )
     return None
 
 
@@ -242,7 +251,7 @@ def _limit_memory(con: duckdb.DuckDBPyConnection, in_memory: bool) -> None:
     if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", limit, re.IGNORECASE):
         raise StoreError(f"RAGAUDIT_DUCKDB_MEMORY must look like 512MB or 2GB, not {limit!r}")
     con.execute(f"SET memory_limit = '{limit}'")
-    if in_memory:            # an in-memory database spills to a folder of its own, made only when needed
+    if in_memory:  # an in-memory database spills to a folder of its own, made only when needed
         con.execute(f"SET temp_directory = '{_spill_base() / uuid.uuid4().hex}'")
 
 
@@ -302,8 +311,7 @@ def bump_data_version(con: duckdb.DuckDBPyConnection) -> str:
     return token
 
 
-_DATA_TABLES = ("files", "runs", "records", "evidence", "prov_records", "prov_nodes", "quarantine",
-                "ingest_warnings")
+_DATA_TABLES = ("files", "runs", "records", "evidence", "prov_records", "prov_nodes", "quarantine", "ingest_warnings")
 
 
 def clear_data(con: duckdb.DuckDBPyConnection) -> None:
@@ -315,9 +323,13 @@ def clear_data(con: duckdb.DuckDBPyConnection) -> None:
     cur = con.cursor()
     cur.execute("BEGIN TRANSACTION")
     try:
-        derived = [t for (t,) in cur.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE NOT temporary "
-            "AND (table_name LIKE 'derived_%' OR table_name = 'attributions')").fetchall()]
+        derived = [
+            t
+            for (t,) in cur.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE NOT temporary "
+                "AND (table_name LIKE 'derived_%' OR table_name = 'attributions')"
+            ).fetchall()
+        ]
         for table in (*_DATA_TABLES, *derived):
             cur.execute(f"DELETE FROM {table}")
         cur.execute("DELETE FROM meta WHERE key = 'ingest_options'")

@@ -47,14 +47,14 @@ class Span:
     """What one span contributes: evidence (a retriever span), an answer, or nothing."""
 
     trace_id: str | None
-    kind: str                                   # "retriever", "reranker", "answer" or "other"
+    kind: str  # "retriever", "reranker", "answer" or "other"
     query: str | None = None
     texts: list[str] = field(default_factory=list)
     ids: list[Any] = field(default_factory=list)
     metadata: list[dict | None] = field(default_factory=list)
     answer: str | None = None
-    root: bool = False                          # a root run's answer wins over an LLM call's
-    reranked: list[dict] = field(default_factory=list)   # a RERANKER span's output documents (id, content)
+    root: bool = False  # a root run's answer wins over an LLM call's
+    reranked: list[dict] = field(default_factory=list)  # a RERANKER span's output documents (id, content)
 
 
 def detect_trace_format(obj: Any) -> str | None:
@@ -62,7 +62,8 @@ def detect_trace_format(obj: Any) -> str | None:
         return None
     flat = _flatten(obj)
     if any(k.endswith("openinference.span.kind") for k in flat) or (
-            "span_kind" in obj and any(k.startswith(("attributes.", "context.")) for k in flat)):
+        "span_kind" in obj and any(k.startswith(("attributes.", "context.")) for k in flat)
+    ):
         return "openinference"
     if "run_type" in obj and ("inputs" in obj or "outputs" in obj):
         return "langsmith"
@@ -158,7 +159,7 @@ def _oi_documents(flat: dict, prefix: str) -> list[dict]:
     for k, v in flat.items():
         rest = k.removeprefix("attributes.")
         if rest.startswith(prefix):
-            parts = rest[len(prefix):].split(".", 1)
+            parts = rest[len(prefix) :].split(".", 1)
             if parts[0].isdigit() and len(parts) == 2:
                 docs.setdefault(int(parts[0]), {})[parts[1].removeprefix("document.")] = v
     return [docs[i] for i in sorted(docs)]
@@ -173,29 +174,63 @@ def provenance_record(run_id: str, query_id: str, retriever: Span, reranker: Spa
     by_key: dict[object, str] = {}
     for i, (text, doc) in enumerate(zip(retriever.texts, retriever.ids)):
         nid = f"r{i}"
-        nodes.append({"node_id": nid, "stage": 2, "artifact_type": "rank_result", "derived_from": [],
-                      "coordinates": {"doc_id": str(doc) if doc not in (None, "") else f"text:{i}"},
-                      "metadata": {"text": text, "rank": i}})
+        nodes.append(
+            {
+                "node_id": nid,
+                "stage": 2,
+                "artifact_type": "rank_result",
+                "derived_from": [],
+                "coordinates": {"doc_id": str(doc) if doc not in (None, "") else f"text:{i}"},
+                "metadata": {"text": text, "rank": i},
+            }
+        )
         by_key.setdefault(("id", doc), nid)
         by_key.setdefault(("text", text), nid)
     kept = set()
     for j, d in enumerate(reranker.reranked):
         parent = by_key.get(("id", d.get("id"))) if d.get("id") not in (None, "") else None
         parent = parent or by_key.get(("text", d.get("content")))
-        node = {"node_id": f"k{j}", "stage": 3, "artifact_type": "rank_result",
-                "derived_from": [parent] if parent else [], "metadata": {"rank": j}}
+        node = {
+            "node_id": f"k{j}",
+            "stage": 3,
+            "artifact_type": "rank_result",
+            "derived_from": [parent] if parent else [],
+            "metadata": {"rank": j},
+        }
         if d.get("id") not in (None, ""):
             node["coordinates"] = {"doc_id": str(d["id"])}
         nodes.append(node)
-        nodes.append({"node_id": f"x{j}", "stage": 4, "artifact_type": "context_element", "derived_from": [f"k{j}"],
-                      "metadata": {"context_index": j + 1}})
+        nodes.append(
+            {
+                "node_id": f"x{j}",
+                "stage": 4,
+                "artifact_type": "context_element",
+                "derived_from": [f"k{j}"],
+                "metadata": {"context_index": j + 1},
+            }
+        )
         kept.add(parent)
-    dropped = [{"node_id": n["node_id"], "stage": 3, "reason": "not among the reranker's output documents"}
-               for n in nodes if n["stage"] == 2 and n["node_id"] not in kept]
-    nodes.append({"node_id": "g", "stage": 5, "artifact_type": "generation",
-                  "derived_from": [f"x{j}" for j in range(len(reranker.reranked))]})
-    return {"run_id": run_id, "query_id": query_id, "query": retriever.query, "nodes": nodes, "dropped": dropped,
-            "generated_text": answer}
+    dropped = [
+        {"node_id": n["node_id"], "stage": 3, "reason": "not among the reranker's output documents"}
+        for n in nodes
+        if n["stage"] == 2 and n["node_id"] not in kept
+    ]
+    nodes.append(
+        {
+            "node_id": "g",
+            "stage": 5,
+            "artifact_type": "generation",
+            "derived_from": [f"x{j}" for j in range(len(reranker.reranked))],
+        }
+    )
+    return {
+        "run_id": run_id,
+        "query_id": query_id,
+        "query": retriever.query,
+        "nodes": nodes,
+        "dropped": dropped,
+        "generated_text": answer,
+    }
 
 
 def _metadata(d: dict) -> dict | None:
@@ -252,8 +287,11 @@ def _langsmith(obj: dict) -> Span:
     root = not obj.get("parent_run_id") and not obj.get("parent_run_ids")
     if rt == "llm":
         gens = outputs.get("generations") if isinstance(outputs, dict) else None
-        text = gens[0][0].get("text") if gens and isinstance(gens[0], list) and gens[0] and \
-            isinstance(gens[0][0], dict) else _text_of(outputs)
+        text = (
+            gens[0][0].get("text")
+            if gens and isinstance(gens[0], list) and gens[0] and isinstance(gens[0][0], dict)
+            else _text_of(outputs)
+        )
         return Span(trace, "answer", answer=text if isinstance(text, str) else None)
     if root and _text_of(outputs) is not None:
         return Span(trace, "answer", answer=_text_of(outputs), root=True)

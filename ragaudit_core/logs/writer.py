@@ -18,21 +18,40 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-if TYPE_CHECKING:                 # the ingest's worker processes import this module; they need no DuckDB
+if TYPE_CHECKING:  # the ingest's worker processes import this module; they need no DuckDB
     import duckdb
 
 __all__ = ["EVIDENCE_COLUMNS", "EVIDENCE_SCHEMA", "RECORD_COLUMNS", "RECORD_SCHEMA", "BatchWriter", "rows_table"]
 
-EVIDENCE_SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("query_id", pa.string()), ("position", pa.int32()),
-    ("doc_id", pa.string()), ("doc_id_raw", pa.string()), ("span_hash", pa.string()),
-    ("chunk_id", pa.string()), ("text", pa.string()), ("rank", pa.int32()), ("score", pa.float64()),
-    ("char_start", pa.int32()), ("char_end", pa.int32()), ("page", pa.int32()), ("metadata", pa.string()),
-])
-RECORD_SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("query_id", pa.string()), ("file_id", pa.int32()), ("line_no", pa.int32()),
-    ("query", pa.string()), ("answer", pa.string()), ("n_evidence", pa.int32()),
-])
+EVIDENCE_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("query_id", pa.string()),
+        ("position", pa.int32()),
+        ("doc_id", pa.string()),
+        ("doc_id_raw", pa.string()),
+        ("span_hash", pa.string()),
+        ("chunk_id", pa.string()),
+        ("text", pa.string()),
+        ("rank", pa.int32()),
+        ("score", pa.float64()),
+        ("char_start", pa.int32()),
+        ("char_end", pa.int32()),
+        ("page", pa.int32()),
+        ("metadata", pa.string()),
+    ]
+)
+RECORD_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("query_id", pa.string()),
+        ("file_id", pa.int32()),
+        ("line_no", pa.int32()),
+        ("query", pa.string()),
+        ("answer", pa.string()),
+        ("n_evidence", pa.int32()),
+    ]
+)
 EVIDENCE_COLUMNS = tuple(EVIDENCE_SCHEMA.names)
 RECORD_COLUMNS = tuple(RECORD_SCHEMA.names)
 
@@ -49,7 +68,7 @@ class BatchWriter:
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
         self.ev_rows: list[tuple] = []
-        self.ev_tables: list[pa.Table] = []       # rows built elsewhere (the ingest's worker processes)
+        self.ev_tables: list[pa.Table] = []  # rows built elsewhere (the ingest's worker processes)
         self.rec_rows: list[tuple] = []
         self.prov_rec_rows: list[tuple] = []
         self.prov_node_rows: list[tuple] = []
@@ -110,6 +129,6 @@ class BatchWriter:
         error is the one reported) and stop it, so that the caller can roll back."""
         try:
             self.drain()
-        except BaseException:
+        except BaseException:  # noqa: BLE001 — abandoning: the transaction is rolled back anyway
             pass
         self._pool.shutdown()

@@ -22,14 +22,33 @@ __all__ = ["FontPlan", "FontSpec", "font_dirs", "plan_fonts"]
 
 _SYSTEM_DIRS = ["/usr/share/fonts", "/usr/local/share/fonts", "~/.local/share/fonts", "~/.fonts"]
 # Scripts whose glyphs change shape with their neighbours or reorder: they need a shaping engine.
-_COMPLEX = ("ARABIC", "DEVANAGARI", "BENGALI", "GURMUKHI", "GUJARATI", "ORIYA", "TAMIL", "TELUGU", "KANNADA",
-            "MALAYALAM", "SINHALA", "THAI", "LAO", "TIBETAN", "MYANMAR", "KHMER", "HEBREW", "SYRIAC", "THAANA")
+_COMPLEX = (
+    "ARABIC",
+    "DEVANAGARI",
+    "BENGALI",
+    "GURMUKHI",
+    "GUJARATI",
+    "ORIYA",
+    "TAMIL",
+    "TELUGU",
+    "KANNADA",
+    "MALAYALAM",
+    "SINHALA",
+    "THAI",
+    "LAO",
+    "TIBETAN",
+    "MYANMAR",
+    "KHMER",
+    "HEBREW",
+    "SYRIAC",
+    "THAANA",
+)
 
 
 @dataclass(frozen=True)
 class FontSpec:
     path: str
-    index: int = 0          # face number inside a TTC collection
+    index: int = 0  # face number inside a TTC collection
 
 
 @dataclass
@@ -39,8 +58,8 @@ class FontPlan:
     italic: FontSpec | None
     mono: FontSpec | None
     fallbacks: list[FontSpec] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)     # characters no installed font covers
-    needs_shaping: bool = False                          # complex scripts present
+    missing: list[str] = field(default_factory=list)  # characters no installed font covers
+    needs_shaping: bool = False  # complex scripts present
 
 
 def font_dirs() -> list[Path]:
@@ -93,8 +112,13 @@ def _fallback_candidates() -> list[FontSpec]:
             out.append(FontSpec(idx[name], 0))
             break
     # per-script Noto Sans faces, then the symbol and maths fonts, then anything else regular
-    scripts = sorted(n for n in idx if n.startswith("NotoSans") and n.endswith("-Regular.ttf")
-                     and not n.startswith(("NotoSansMono", "NotoSansDisplay", "NotoSans-")))
+    scripts = sorted(
+        n
+        for n in idx
+        if n.startswith("NotoSans")
+        and n.endswith("-Regular.ttf")
+        and not n.startswith(("NotoSansMono", "NotoSansDisplay", "NotoSans-"))
+    )
     out += [FontSpec(idx[n]) for n in scripts]
     for n in ("NotoSans-Regular.ttf", "NotoSerif-Regular.ttf", "NotoMusic-Regular.ttf"):
         if n in idx:
@@ -109,10 +133,16 @@ def plan_fonts(chars: Iterable[str]) -> FontPlan:
     """
     regular = _spec("DejaVuSans.ttf")
     if regular is None:
-        raise RuntimeError("no DejaVu Sans font found (install Debian's fonts-dejavu-core, or set "
-                           "RAGAUDIT_FONT_DIRS to a folder holding DejaVuSans.ttf)")
-    plan = FontPlan(regular=regular, bold=_spec("DejaVuSans-Bold.ttf"), italic=_spec("DejaVuSans-Oblique.ttf"),
-                    mono=_spec("DejaVuSansMono.ttf"))
+        raise RuntimeError(
+            "no DejaVu Sans font found (install Debian's fonts-dejavu-core, or set "
+            "RAGAUDIT_FONT_DIRS to a folder holding DejaVuSans.ttf)"
+        )
+    plan = FontPlan(
+        regular=regular,
+        bold=_spec("DejaVuSans-Bold.ttf"),
+        italic=_spec("DejaVuSans-Oblique.ttf"),
+        mono=_spec("DejaVuSansMono.ttf"),
+    )
     have = _cmap(regular.path, 0)
     wanted = {c for c in set(chars) if c.isprintable() and not c.isspace()}
     need = {c for c in wanted if ord(c) not in have}
@@ -122,7 +152,7 @@ def plan_fonts(chars: Iterable[str]) -> FontPlan:
     for spec in _fallback_candidates():
         try:
             cmap = _cmap(spec.path, spec.index)
-        except Exception:  # an unreadable font file is skipped, not fatal
+        except Exception:  # noqa: BLE001 — an unreadable font file is skipped, not fatal
             continue
         covered = {c for c in need if ord(c) in cmap}
         if covered:

@@ -45,15 +45,41 @@ from ragaudit_core import tomlfile
 from ragaudit_core.fidelity.graph import FIDELITY_STAGES
 from ragaudit_core.stability.compare import PAIR_METRIC_LABELS
 
-__all__ = ["DEFAULT_RULES", "PAIR_METRICS", "PRESETS", "RUN_METRICS", "STRICT_RULES", "GateInputs", "Rule",
-           "RuleResult", "Verdict", "collect", "dump_rules", "evaluate", "load_rules", "review", "rule_rows", "rules_from_dict",
-           "rules_from_toml",
-           "rules_from_rows", "save_rules", "verdict_rows", "verdict_table"]
+__all__ = [
+    "DEFAULT_RULES",
+    "PAIR_METRICS",
+    "PRESETS",
+    "RUN_METRICS",
+    "STRICT_RULES",
+    "GateInputs",
+    "Rule",
+    "RuleResult",
+    "Verdict",
+    "collect",
+    "dump_rules",
+    "evaluate",
+    "load_rules",
+    "review",
+    "rule_rows",
+    "rules_from_dict",
+    "rules_from_rows",
+    "rules_from_toml",
+    "save_rules",
+    "verdict_rows",
+    "verdict_table",
+]
 
 PAIR_METRICS = frozenset(PAIR_METRIC_LABELS)
-RUN_METRICS = {"cfs_p95", "cfs_mean", "stage_survival", "parse_failure_rate", "warg", "wasted_retrieval",
-               "noise_distraction"}
-_STAGES = tuple(FIDELITY_STAGES.values())      # chunking … generation
+RUN_METRICS = {
+    "cfs_p95",
+    "cfs_mean",
+    "stage_survival",
+    "parse_failure_rate",
+    "warg",
+    "wasted_retrieval",
+    "noise_distraction",
+}
+_STAGES = tuple(FIDELITY_STAGES.values())  # chunking … generation
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 _WORDS = {">=": "at least", "<=": "at most", ">": "above", "<": "below"}
 
@@ -61,17 +87,29 @@ _WORDS = {">=": "at least", "<=": "at most", ">": "above", "<": "below"}
 class Rule(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = ""
-    metric: Literal["j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain", "cfs_p95", "cfs_mean",
-                    "stage_survival", "parse_failure_rate", "warg", "wasted_retrieval", "noise_distraction"]
+    metric: Literal[
+        "j_avg",
+        "flip_rate",
+        "collapse_rate",
+        "null_loss",
+        "null_gain",
+        "cfs_p95",
+        "cfs_mean",
+        "stage_survival",
+        "parse_failure_rate",
+        "warg",
+        "wasted_retrieval",
+        "noise_distraction",
+    ]
     level: str | None = None
     p: float | None = Field(None, gt=0, lt=1, allow_inf_nan=False)
     op: Literal[">=", "<=", ">", "<"]
     threshold: float = Field(allow_inf_nan=False)
     relative: bool = False
-    required: bool = False       # absent data fails the rule instead of making it not applicable
+    required: bool = False  # absent data fails the rule instead of making it not applicable
 
     @model_validator(mode="after")
-    def _where(self) -> "Rule":
+    def _where(self) -> Rule:
         if self.metric in PAIR_METRICS:
             if self.level not in ("doc", "span"):
                 raise ValueError(f"{self.metric} needs level 'doc' or 'span'")
@@ -83,7 +121,7 @@ class Rule(BaseModel):
             raise ValueError("warg needs p (e.g. 0.9)")
         if not self.name:
             where = f",{self.level}" if self.level else (f"({self.p})" if self.p else "")
-            self.name = (f"{'Δ ' if self.relative else ''}{self.metric}{where} {self.op} {self.threshold:g}")
+            self.name = f"{'Δ ' if self.relative else ''}{self.metric}{where} {self.op} {self.threshold:g}"
         return self
 
 
@@ -127,9 +165,10 @@ DEFAULT_RULES: list[Rule] = [
     Rule(metric="parse_failure_rate", op="<=", threshold=0.005, relative=True),
     Rule(metric="warg", p=0.9, op="<=", threshold=0.05, relative=True),
 ]
-STRICT_RULES: list[Rule] = DEFAULT_RULES[:5] + [
+STRICT_RULES: list[Rule] = [
+    *DEFAULT_RULES[:5],
     Rule(metric="cfs_p95", op=">=", threshold=0.85),
-    Rule(metric="stage_survival", level="every", op=">=", threshold=0.90),
+    Rule(metric="stage_survival", level="every", op=">=", threshold=0.9),
     Rule(metric="parse_failure_rate", op="<=", threshold=0.005),
     Rule(metric="warg", p=0.9, op="<=", threshold=0.05, relative=True),
 ]
@@ -174,13 +213,15 @@ def rules_from_dict(data: dict) -> list[Rule]:
 
 
 def _why(e: ValidationError) -> str:
-    return "; ".join((f"{'.'.join(map(str, err['loc']))}: " if err["loc"] else "")
-                     + err["msg"].removeprefix("Value error, ") for err in e.errors())
+    return "; ".join(
+        (f"{'.'.join(map(str, err['loc']))}: " if err["loc"] else "") + err["msg"].removeprefix("Value error, ")
+        for err in e.errors()
+    )
 
 
 def dump_rules(rules: list[Rule]) -> str:
     """TOML text that :func:`load_rules` reads back to the same rules (``preset = "none"``)."""
-    lines = ['# RagAudit gate rules (see ragaudit_core/review/gate.py for the metrics)', 'preset = "none"', ""]
+    lines = ["# RagAudit gate rules (see ragaudit_core/review/gate.py for the metrics)", 'preset = "none"', ""]
     for r in rules:
         lines.append("[[rule]]")
         for k, v in r.model_dump(exclude_none=True).items():
@@ -207,7 +248,7 @@ def _toml_value(v) -> str:
         return repr(float(v))
     import json
 
-    return json.dumps(str(v), ensure_ascii=False)   # a TOML basic string is a JSON string
+    return json.dumps(str(v), ensure_ascii=False)  # a TOML basic string is a JSON string
 
 
 def _fmt(v: float | None) -> str:
@@ -244,19 +285,44 @@ def evaluate(rules: list[Rule], inputs: GateInputs) -> Verdict:
             v = pair.get((rule.metric, rule.level))
             if v is None:
                 note = inputs.pair_note
-                results.append(RuleResult(rule=rule, status="not applicable", message=(
-                    f"{rule.metric} at {rule.level} level is unavailable for {baseline} vs {candidate}"
-                    + (f": {note}" if note else " (the logs carry no span information)" if rule.level == "span"
-                       else ""))))
+                results.append(
+                    RuleResult(
+                        rule=rule,
+                        status="not applicable",
+                        message=(
+                            f"{rule.metric} at {rule.level} level is unavailable for {baseline} vs {candidate}"
+                            + (
+                                f": {note}"
+                                if note
+                                else " (the logs carry no span information)"
+                                if rule.level == "span"
+                                else ""
+                            )
+                        ),
+                    )
+                )
                 continue
             ok = cmp(v, rule.threshold)
-            results.append(RuleResult(rule=rule, status="pass" if ok else "fail", value=v, message=(
-                f"{rule.metric} ({rule.level}) between {baseline} and {candidate} is {_fmt(v)}, "
-                f"{'' if ok else 'not '}{_WORDS[rule.op]} {rule.threshold:g}")))
+            results.append(
+                RuleResult(
+                    rule=rule,
+                    status="pass" if ok else "fail",
+                    value=v,
+                    message=(
+                        f"{rule.metric} ({rule.level}) between {baseline} and {candidate} is {_fmt(v)}, "
+                        f"{'' if ok else 'not '}{_WORDS[rule.op]} {rule.threshold:g}"
+                    ),
+                )
+            )
             continue
         stages = list(_STAGES) if rule.level == "every" else [rule.level]
-        keys = [("stage_survival", s) for s in stages] if rule.metric == "stage_survival" else \
-            [("warg", rule.p)] if rule.metric == "warg" else [rule.metric]
+        keys = (
+            [("stage_survival", s) for s in stages]
+            if rule.metric == "stage_survival"
+            else [("warg", rule.p)]
+            if rule.metric == "warg"
+            else [rule.metric]
+        )
         worst: RuleResult | None = None
         applicable = False
         for key in keys:
@@ -269,24 +335,39 @@ def evaluate(rules: list[Rule], inputs: GateInputs) -> Verdict:
             ok = cmp(v, rule.threshold)
             label = f"{key[0]} ({key[1]})" if isinstance(key, tuple) else key
             if rule.relative:
-                msg = (f"{label} goes from {_fmt(b)} ({baseline}) to {_fmt(c)} ({candidate}), a change of {v:+.3f}, "
-                       f"{'' if ok else 'not '}{_WORDS[rule.op]} {rule.threshold:+g}")
+                msg = (
+                    f"{label} goes from {_fmt(b)} ({baseline}) to {_fmt(c)} ({candidate}), a change of {v:+.3f}, "
+                    f"{'' if ok else 'not '}{_WORDS[rule.op]} {rule.threshold:+g}"
+                )
             else:
                 msg = f"{label} of {candidate} is {_fmt(c)}, {'' if ok else 'not '}{_WORDS[rule.op]} {rule.threshold:g}"
-            res = RuleResult(rule=rule, status="pass" if ok else "fail", value=v, baseline_value=b,
-                             candidate_value=c, message=msg)
+            res = RuleResult(
+                rule=rule, status="pass" if ok else "fail", value=v, baseline_value=b, candidate_value=c, message=msg
+            )
             lower_is_worse = rule.op in (">=", ">")
-            if (worst is None or (res.status == "fail" and worst.status == "pass")
-                    or (res.status == worst.status and (v < worst.value if lower_is_worse else v > worst.value))):
-                worst = res           # "every": report the stage closest to (or furthest past) the threshold
+            if (
+                worst is None
+                or (res.status == "fail" and worst.status == "pass")
+                or (res.status == worst.status and (v < worst.value if lower_is_worse else v > worst.value))
+            ):
+                worst = res  # "every": report the stage closest to (or furthest past) the threshold
         if not applicable:
-            what = {"cfs_p95": "citation fidelity (provenance logs)", "cfs_mean": "citation fidelity (provenance logs)",
-                    "stage_survival": "stage survival (provenance logs with ground truth)",
-                    "parse_failure_rate": "citation parsing (provenance logs)",
-                    "warg": "stored attributions", "wasted_retrieval": "stored attributions",
-                    "noise_distraction": "stored attributions"}[rule.metric]
-            results.append(RuleResult(rule=rule, status="not applicable", message=(
-                f"no {what} for {candidate if not rule.relative else baseline + ' and ' + candidate}")))
+            what = {
+                "cfs_p95": "citation fidelity (provenance logs)",
+                "cfs_mean": "citation fidelity (provenance logs)",
+                "stage_survival": "stage survival (provenance logs with ground truth)",
+                "parse_failure_rate": "citation parsing (provenance logs)",
+                "warg": "stored attributions",
+                "wasted_retrieval": "stored attributions",
+                "noise_distraction": "stored attributions",
+            }[rule.metric]
+            results.append(
+                RuleResult(
+                    rule=rule,
+                    status="not applicable",
+                    message=(f"no {what} for {candidate if not rule.relative else baseline + ' and ' + candidate}"),
+                )
+            )
         else:
             results.append(worst)
     for i, r in enumerate(results):
@@ -323,19 +404,34 @@ def rules_from_rows(rows: list[dict]) -> tuple[list[Rule], list[str]]:
 
 def verdict_rows(verdict: Verdict) -> list[dict]:
     """One row per rule, failed first: status, rule, value, baseline, candidate, why."""
-    return [{"status": r.status, "rule": r.rule.name, "value": r.value, "baseline": r.baseline_value,
-             "candidate": r.candidate_value, "why": r.message} for r in verdict.sorted_results()]
+    return [
+        {
+            "status": r.status,
+            "rule": r.rule.name,
+            "value": r.value,
+            "baseline": r.baseline_value,
+            "candidate": r.candidate_value,
+            "why": r.message,
+        }
+        for r in verdict.sorted_results()
+    ]
 
 
 def verdict_table(verdict: Verdict) -> str:
     """The verdict as a plain-text table, failed rules first."""
-    rows = [(r.status.upper() if r.status != "not applicable" else "n/a", r.rule.name, _fmt(r.value), r.message)
-            for r in verdict.sorted_results()]
+    rows = [
+        (r.status.upper() if r.status != "not applicable" else "n/a", r.rule.name, _fmt(r.value), r.message)
+        for r in verdict.sorted_results()
+    ]
     w0 = max(6, *(len(a) for a, *_ in rows)) if rows else 6
     w1 = max(4, *(len(b) for _, b, *_ in rows)) if rows else 4
-    out = [f"gate: {verdict.candidate} against baseline {verdict.baseline}: {verdict.status.upper()}"
-           f" ({len(verdict.failed)} of {sum(r.status != 'not applicable' for r in verdict.results)} applicable "
-           f"rules failed)", "", f"{'status':{w0}}  {'rule':{w1}}  {'value':>7}  why"]
+    out = [
+        f"gate: {verdict.candidate} against baseline {verdict.baseline}: {verdict.status.upper()}"
+        f" ({len(verdict.failed)} of {sum(r.status != 'not applicable' for r in verdict.results)} applicable "
+        f"rules failed)",
+        "",
+        f"{'status':{w0}}  {'rule':{w1}}  {'value':>7}  why",
+    ]
     out += [f"{a:{w0}}  {b:{w1}}  {c:>7}  {d}" for a, b, c, d in rows]
     return "\n".join(out)
 
@@ -352,9 +448,8 @@ def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=
     mean over the queries explained in *both* runs when both have any, so a relative
     rule compares like with like; over all of a run's explained queries otherwise).
     """
-    from ragaudit_core.stability.compare import compare_runs
     from ragaudit_core.fidelity.score import fidelity_runs, provenance_runs
-
+    from ragaudit_core.stability.compare import compare_runs
     from ragaudit_core.stability.metrics import StabilityError, list_runs, span_capable_runs
 
     evidence_runs = set(list_runs(con))
@@ -366,14 +461,18 @@ def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=
     pair: dict[tuple[str, str], float] = {}
     cmp = None
     if not {baseline, candidate} <= evidence_runs:
-        pass            # provenance-only run(s): no evidence lists to compare, pair rules are not applicable
+        pass  # provenance-only run(s): no evidence lists to compare, pair rules are not applicable
     elif baseline == candidate:
         # A run against itself: every J is 1 (both-empty counts as 1 too), so nothing flips,
         # collapses, or changes null state; span level where the run carries spans.
         levels = ["doc"] + (["span"] if span_capable_runs(con, [baseline]) else [])
         for level in levels:
-            pair |= {("j_avg", level): 1.0, ("flip_rate", level): float(1.0 < tau), ("null_loss", level): 0.0,
-                     ("null_gain", level): 0.0}
+            pair |= {
+                ("j_avg", level): 1.0,
+                ("flip_rate", level): float(tau > 1.0),
+                ("null_loss", level): 0.0,
+                ("null_gain", level): 0.0,
+            }
         if "span" in levels:
             pair[("collapse_rate", "span")] = 0.0
     else:
@@ -381,15 +480,16 @@ def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=
     if cmp is not None:
         for metric in PAIR_METRIC_LABELS:
             if metric == "collapse_rate" and cmp.summary.n_collapsed is None:
-                continue                                      # collapse is defined on spans only
+                continue  # collapse is defined on spans only
             for level in ("doc", "span"):
                 v = cmp.pair_value(metric, level)
                 if v is not None:
                     pair[(metric, level)] = v
     inputs = GateInputs(baseline, candidate, pair, {baseline: {}, candidate: {}})
     if not {baseline, candidate} <= evidence_runs:
-        inputs.pair_note = (f"no evidence logs for {' and '.join(sorted({baseline, candidate} - evidence_runs))}"
-                            " (provenance only)")
+        inputs.pair_note = (
+            f"no evidence logs for {' and '.join(sorted({baseline, candidate} - evidence_runs))} (provenance only)"
+        )
     runs = inputs.runs
     for run, fid in fidelity_runs(con, [r for r in (baseline, candidate) if r in have_prov]).items():
         s = fid.summary
@@ -407,17 +507,19 @@ def _attribution_means(con, baseline: str, candidate: str) -> dict[str, dict]:
 
     cur = con.cursor()
     try:
-        if not cur.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'attributions'"
-                           ).fetchone()[0]:
+        if not cur.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'attributions'"
+        ).fetchone()[0]:
             return {}
         rows = cur.execute(
             """SELECT run_id, query_id, wasted_retrieval, noise_distraction, payload FROM attributions
                WHERE condition = 'original' AND list_contains(?, run_id) ORDER BY created_at""",
-            [[baseline, candidate]]).fetchall()
+            [[baseline, candidate]],
+        ).fetchall()
     finally:
         cur.close()
     by_run: dict[str, dict[str, tuple]] = {}
-    for run, qid, wr, nd, payload in rows:     # the latest result per query wins
+    for run, qid, wr, nd, payload in rows:  # the latest result per query wins
         by_run.setdefault(run, {})[qid] = (wr, nd, json.loads(payload)["warg"])
     if baseline in by_run and candidate in by_run:
         shared = set(by_run[baseline]) & set(by_run[candidate])
@@ -426,8 +528,11 @@ def _attribution_means(con, baseline: str, candidate: str) -> dict[str, dict]:
     out = {}
     for run, d in by_run.items():
         vals = list(d.values())
-        m = {"wasted_retrieval": sum(bool(v[0]) for v in vals) / len(vals),
-             "noise_distraction": sum(bool(v[1]) for v in vals) / len(vals), "n_explained": len(vals)}
+        m = {
+            "wasted_retrieval": sum(bool(v[0]) for v in vals) / len(vals),
+            "noise_distraction": sum(bool(v[1]) for v in vals) / len(vals),
+            "n_explained": len(vals),
+        }
         for p in {p for v in vals for p in v[2]}:
             ws = [v[2][p] for v in vals if p in v[2]]
             m[("warg", float(p))] = sum(ws) / len(ws)

@@ -19,7 +19,23 @@ from ragaudit_core.stability.metrics import (
 from ragaudit_core.stability.probe import ProbeResult, probe_pair
 from ragaudit_core.stability.reference import reference_stability
 
-__all__ = ["CompareResult", "CompareSummary", "ProbeResult", "StabilityError", "StabilityOptions",
-           "StabilityResult", "chunk_overlap", "compare_runs", "compute_stability", "effects_by_change",
-           "evidence_side_by_side", "list_runs", "precompute", "probe_pair", "query_matrix",
-           "reference_stability", "span_capable_runs", "stability_cached"]
+__all__ = [
+    "CompareResult",
+    "CompareSummary",
+    "ProbeResult",
+    "StabilityError",
+    "StabilityOptions",
+    "StabilityResult",
+    "chunk_overlap",
+    "compare_runs",
+    "compute_stability",
+    "effects_by_change",
+    "evidence_side_by_side",
+    "list_runs",
+    "precompute",
+    "probe_pair",
+    "query_matrix",
+    "reference_stability",
+    "span_capable_runs",
+    "stability_cached",
+]

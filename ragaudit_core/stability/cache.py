@@ -34,8 +34,9 @@ _TABLES = ("runs", "pairs", "queries", "density")
 def _key(version: str, opts: StabilityOptions, density_bins: int | None) -> str:
     d = asdict(opts)
     d = {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in d.items()}
-    blob = json.dumps({"v": version, "opts": d, "bins": density_bins, "kind": "stability/1"},
-                      sort_keys=True, default=list)
+    blob = json.dumps(
+        {"v": version, "opts": d, "bins": density_bins, "kind": "stability/1"}, sort_keys=True, default=list
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -55,16 +56,25 @@ def _encode(res: StabilityResult) -> bytes:
 
 def _decode(payload: bytes) -> StabilityResult:
     d = json.loads(payload)
-    frames: dict[str, pd.DataFrame | None] = {name: None for name in _TABLES}
+    frames: dict[str, pd.DataFrame | None] = dict.fromkeys(_TABLES)
     for name, hexdata in d["tables"].items():
         with pa.ipc.open_stream(io.BytesIO(bytes.fromhex(hexdata))) as r:
             frames[name] = r.read_all().to_pandas()
-    return StabilityResult(runs=frames["runs"], pairs=frames["pairs"], queries=frames["queries"],
-                           summary=d["summary"], density=frames["density"])
+    return StabilityResult(
+        runs=frames["runs"],
+        pairs=frames["pairs"],
+        queries=frames["queries"],
+        summary=d["summary"],
+        density=frames["density"],
+    )
 
 
-def stability_cached(con: duckdb.DuckDBPyConnection, opts: StabilityOptions = StabilityOptions(), *,
-                     density_bins: int | None = DEFAULT_DENSITY_BINS) -> StabilityResult:
+def stability_cached(
+    con: duckdb.DuckDBPyConnection,
+    opts: StabilityOptions = StabilityOptions(),
+    *,
+    density_bins: int | None = DEFAULT_DENSITY_BINS,
+) -> StabilityResult:
     """:func:`compute_stability` (without cells), read from the database when stored."""
     version = store.data_version(con)
     key = _key(version, opts, density_bins)
@@ -75,8 +85,9 @@ def stability_cached(con: duckdb.DuckDBPyConnection, opts: StabilityOptions = St
             return _decode(bytes(rows[0][0]))
         res = compute_stability(cur, opts, density_bins=density_bins)
         cur.execute("DELETE FROM derived_results WHERE data_version <> ?", [version])
-        cur.execute("INSERT OR REPLACE INTO derived_results VALUES (?, ?, 'stability', ?, now())",
-                    [key, version, _encode(res)])
+        cur.execute(
+            "INSERT OR REPLACE INTO derived_results VALUES (?, ?, 'stability', ?, now())", [key, version, _encode(res)]
+        )
         return res
     finally:
         cur.close()

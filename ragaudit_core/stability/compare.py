@@ -44,12 +44,12 @@ class CompareSummary:
     baseline: str
     candidate: str
     tau: float
-    level: str                    # "span" when both runs carry spans, else "doc": the level flips are read at
+    level: str  # "span" when both runs carry spans, else "doc": the level flips are read at
     n_queries: int
     n_flipped: int
-    n_collapsed: int | None       # None without spans: collapse is defined on spans only
+    n_collapsed: int | None  # None without spans: collapse is defined on spans only
     n_null_changes: int
-    n_answered: int               # queries both runs answered
+    n_answered: int  # queries both runs answered
     warnings: list[str]
 
 
@@ -57,9 +57,9 @@ class CompareSummary:
 class CompareResult:
     baseline: str
     candidate: str
-    pair: pd.DataFrame        # metric (a key of PAIR_METRIC_LABELS), doc, span
-    runs: pd.DataFrame        # metric (a key of RUN_METRIC_LABELS), baseline, candidate, delta
-    queries: pd.DataFrame     # query_id, query, j_doc, j_span, n_a, n_b, flipped, collapsed, null_change
+    pair: pd.DataFrame  # metric (a key of PAIR_METRIC_LABELS), doc, span
+    runs: pd.DataFrame  # metric (a key of RUN_METRIC_LABELS), baseline, candidate, delta
+    queries: pd.DataFrame  # query_id, query, j_doc, j_span, n_a, n_b, flipped, collapsed, null_change
     summary: CompareSummary
 
     def pair_value(self, metric: str, level: str) -> float | None:
@@ -68,27 +68,41 @@ class CompareResult:
         return None if v is None or v != v else float(v)
 
 
-def compare_runs(con: duckdb.DuckDBPyConnection, baseline: str, candidate: str, *, tau: float = 0.5,
-                 topk: int | None = None, allow_missing: bool = True) -> CompareResult:
+def compare_runs(
+    con: duckdb.DuckDBPyConnection,
+    baseline: str,
+    candidate: str,
+    *,
+    tau: float = 0.5,
+    topk: int | None = None,
+    allow_missing: bool = True,
+) -> CompareResult:
     """Compare ``candidate`` with ``baseline`` over the queries both logged.
 
     ``flipped`` marks queries with ``J < τ`` at span level (document level when the
     runs carry no spans); ``collapsed`` marks ``J_span = 0`` with both lists non-empty.
     """
-    res = compute_stability(con, StabilityOptions(pairs=[(baseline, candidate)], flip_threshold=tau, topk=topk,
-                                                  allow_missing=allow_missing), keep_cells=True)
+    res = compute_stability(
+        con,
+        StabilityOptions(pairs=[(baseline, candidate)], flip_threshold=tau, topk=topk, allow_missing=allow_missing),
+        keep_cells=True,
+    )
     p = res.pairs.set_index("level")
-    pair = pd.DataFrame({
-        "metric": list(PAIR_METRIC_LABELS),
-        "doc": [p.loc["doc", c] if "doc" in p.index else None for c in PAIR_METRIC_LABELS],
-        "span": [p.loc["span", c] if "span" in p.index else None for c in PAIR_METRIC_LABELS],
-    })
+    pair = pd.DataFrame(
+        {
+            "metric": list(PAIR_METRIC_LABELS),
+            "doc": [p.loc["doc", c] if "doc" in p.index else None for c in PAIR_METRIC_LABELS],
+            "span": [p.loc["span", c] if "span" in p.index else None for c in PAIR_METRIC_LABELS],
+        }
+    )
     r = res.runs.set_index("run_id")
-    runs = pd.DataFrame({
-        "metric": list(RUN_METRIC_LABELS),
-        "baseline": [float(r.loc[baseline, c]) for c in RUN_METRIC_LABELS],
-        "candidate": [float(r.loc[candidate, c]) for c in RUN_METRIC_LABELS],
-    })
+    runs = pd.DataFrame(
+        {
+            "metric": list(RUN_METRIC_LABELS),
+            "baseline": [float(r.loc[baseline, c]) for c in RUN_METRIC_LABELS],
+            "candidate": [float(r.loc[candidate, c]) for c in RUN_METRIC_LABELS],
+        }
+    )
     runs["delta"] = runs["candidate"] - runs["baseline"]
 
     cells = res.cells.pivot_table(index="query_id", columns="level", values=["j", "n_a", "n_b", "n_inter"])
@@ -111,16 +125,26 @@ def compare_runs(con: duckdb.DuckDBPyConnection, baseline: str, candidate: str, 
             """SELECT a.query_id, coalesce(a.query, b.query) AS query,
                       a.answer IS NOT NULL AND b.answer IS NOT NULL AS both_answered
                FROM records a JOIN records b ON a.query_id = b.query_id
-               WHERE a.run_id = ? AND b.run_id = ?""", [baseline, candidate]).df()
+               WHERE a.run_id = ? AND b.run_id = ?""",
+            [baseline, candidate],
+        ).df()
     finally:
         cur.close()
     q = q.merge(texts, on="query_id", how="left")
-    q = q[["query_id", "query", "j_doc", "j_span", "n_a", "n_b", "flipped", "collapsed", "null_change",
-           "both_answered"]]
+    q = q[
+        ["query_id", "query", "j_doc", "j_span", "n_a", "n_b", "flipped", "collapsed", "null_change", "both_answered"]
+    ]
     q = q.sort_values([f"j_{level}", "j_doc", "query_id"], kind="stable").reset_index(drop=True)
     summary = CompareSummary(
-        baseline=baseline, candidate=candidate, tau=tau, level=level, n_queries=int(len(q)),
-        n_flipped=int(q["flipped"].sum()), n_collapsed=int(q["collapsed"].sum()) if has_span else None,
-        n_null_changes=int((q["null_change"] != "").sum()), n_answered=int(q["both_answered"].sum()),
-        warnings=list(res.summary["warnings"]))
+        baseline=baseline,
+        candidate=candidate,
+        tau=tau,
+        level=level,
+        n_queries=len(q),
+        n_flipped=int(q["flipped"].sum()),
+        n_collapsed=int(q["collapsed"].sum()) if has_span else None,
+        n_null_changes=int((q["null_change"] != "").sum()),
+        n_answered=int(q["both_answered"].sum()),
+        warnings=list(res.summary["warnings"]),
+    )
     return CompareResult(baseline, candidate, pair, runs, q, summary)

@@ -37,14 +37,15 @@ def query_runs(con: duckdb.DuckDBPyConnection, query_id: str) -> pd.DataFrame:
     cur = con.cursor()
     try:
         return cur.execute(
-            """SELECT run_id, query, answer, n_evidence FROM records WHERE query_id = ? ORDER BY run_id""",
-            [query_id]).df()
+            """SELECT run_id, query, answer, n_evidence FROM records WHERE query_id = ? ORDER BY run_id""", [query_id]
+        ).df()
     finally:
         cur.close()
 
 
-def query_matrix(con: duckdb.DuckDBPyConnection, query_id: str, *, runs: Sequence[str] | None = None,
-                 topk: int | None = None) -> dict[str, pd.DataFrame]:
+def query_matrix(
+    con: duckdb.DuckDBPyConnection, query_id: str, *, runs: Sequence[str] | None = None, topk: int | None = None
+) -> dict[str, pd.DataFrame]:
     """Square run × run Jaccard matrices for one query, ``{"doc": …, "span": …}``.
 
     The diagonal is 1.0 (a list compared with itself). ``span`` is absent when fewer
@@ -56,8 +57,9 @@ def query_matrix(con: duckdb.DuckDBPyConnection, query_id: str, *, runs: Sequenc
     if len(runs) < 2:
         return {}
     # allow_missing: the runs all logged this query; their coverage of other queries does not matter here
-    res = compute_stability(con, StabilityOptions(runs=runs, queries=[query_id], topk=topk, allow_missing=True),
-                            keep_cells=True)
+    res = compute_stability(
+        con, StabilityOptions(runs=runs, queries=[query_id], topk=topk, allow_missing=True), keep_cells=True
+    )
     out = {}
     for level, cells in res.cells.groupby("level"):
         names = sorted(set(cells["run_a"]) | set(cells["run_b"]))
@@ -71,8 +73,9 @@ def query_matrix(con: duckdb.DuckDBPyConnection, query_id: str, *, runs: Sequenc
 _STATUS_BOTH, _ONLY_A, _ONLY_B = "in both", "only in A", "only in B"
 
 
-def evidence_side_by_side(con: duckdb.DuckDBPyConnection, query_id: str, run_a: str, run_b: str, *,
-                          topk: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def evidence_side_by_side(
+    con: duckdb.DuckDBPyConnection, query_id: str, run_a: str, run_b: str, *, topk: int | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The two runs' evidence lists for one query, in logged (rank) order.
 
     Each row carries ``status``: "in both" when the same span (or, for runs without
@@ -86,7 +89,8 @@ def evidence_side_by_side(con: duckdb.DuckDBPyConnection, query_id: str, run_a: 
             """SELECT run_id, position, rank, doc_id, chunk_id, span_hash, char_start, char_end, score, text
                FROM evidence WHERE query_id = ? AND run_id IN (?, ?) AND position < ?
                ORDER BY run_id, position""",
-            [query_id, run_a, run_b, topk if topk is not None else 2**31 - 1]).df()
+            [query_id, run_a, run_b, topk if topk is not None else 2**31 - 1],
+        ).df()
     finally:
         cur.close()
     a, b = (df[df.run_id == r].drop(columns="run_id").reset_index(drop=True) for r in (run_a, run_b))
@@ -115,15 +119,18 @@ def overlap_candidates(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
             shared = None
             if _has_offsets(ra) and _has_offsets(rb):
                 shared = max(0, min(ra.char_end, rb.char_end) - max(ra.char_start, rb.char_start))
-            label = (f"document {ra['doc_id']} · A rank {ra['rank']} · B rank {rb['rank']}"
-                     + (f" · {int(shared)} shared characters" if shared is not None else ""))
-            rows.append({"doc_id": ra["doc_id"], "pos_a": int(i), "pos_b": int(j), "shared_chars": shared,
-                         "label": label})
+            label = f"document {ra['doc_id']} · A rank {ra['rank']} · B rank {rb['rank']}" + (
+                f" · {int(shared)} shared characters" if shared is not None else ""
+            )
+            rows.append(
+                {"doc_id": ra["doc_id"], "pos_a": int(i), "pos_b": int(j), "shared_chars": shared, "label": label}
+            )
     out = pd.DataFrame(rows, columns=["doc_id", "pos_a", "pos_b", "shared_chars", "label"])
     out["shared_chars"] = out["shared_chars"].astype("Int64")
     if len(out):
-        out = out.sort_values(["shared_chars", "pos_a", "pos_b"], ascending=[False, True, True],
-                              na_position="last", kind="stable").reset_index(drop=True)
+        out = out.sort_values(
+            ["shared_chars", "pos_a", "pos_b"], ascending=[False, True, True], na_position="last", kind="stable"
+        ).reset_index(drop=True)
     return out
 
 
@@ -139,7 +146,7 @@ class ChunkOverlap:
 
     a: list[Segment]
     b: list[Segment]
-    method: str          # "offsets" or "text diff"
+    method: str  # "offsets" or "text diff"
     shared_chars: int
     note: str | None = None
 
@@ -153,8 +160,15 @@ def _cut(text: str, lo: int, hi: int) -> list[Segment]:
     return [p for p in parts if p.text]
 
 
-def chunk_overlap(text_a: str, text_b: str, *, start_a: int | None = None, end_a: int | None = None,
-                  start_b: int | None = None, end_b: int | None = None) -> ChunkOverlap:
+def chunk_overlap(
+    text_a: str,
+    text_b: str,
+    *,
+    start_a: int | None = None,
+    end_a: int | None = None,
+    start_b: int | None = None,
+    end_b: int | None = None,
+) -> ChunkOverlap:
     """Shared and differing characters of two chunks of one document.
 
     With offsets on both sides whose span length equals the text length, the shared
@@ -171,10 +185,12 @@ def chunk_overlap(text_a: str, text_b: str, *, start_a: int | None = None, end_a
     if offsets:
         lo, hi = max(start_a, start_b), min(end_a, end_b)
         if hi <= lo:
-            return ChunkOverlap([Segment(text_a, False)] if text_a else [],
-                                [Segment(text_b, False)] if text_b else [], "offsets", 0)
-        return ChunkOverlap(_cut(text_a, lo - start_a, hi - start_a), _cut(text_b, lo - start_b, hi - start_b),
-                            "offsets", hi - lo)
+            return ChunkOverlap(
+                [Segment(text_a, False)] if text_a else [], [Segment(text_b, False)] if text_b else [], "offsets", 0
+            )
+        return ChunkOverlap(
+            _cut(text_a, lo - start_a, hi - start_a), _cut(text_b, lo - start_b, hi - start_b), "offsets", hi - lo
+        )
     sm = difflib.SequenceMatcher(None, text_a, text_b, autojunk=False)
     blocks = [m for m in sm.get_matching_blocks() if m.size >= 3] if text_a and text_b else []
 
@@ -183,19 +199,24 @@ def chunk_overlap(text_a: str, text_b: str, *, start_a: int | None = None, end_a
         for s, n in spans:
             if s > pos:
                 out.append(Segment(text[pos:s], False))
-            out.append(Segment(text[s:s + n], True))
+            out.append(Segment(text[s : s + n], True))
             pos = s + n
         if pos < len(text):
             out.append(Segment(text[pos:], False))
         return out
 
-    return ChunkOverlap(segments(text_a, [(m.a, m.size) for m in blocks]),
-                        segments(text_b, [(m.b, m.size) for m in blocks]),
-                        "text diff", sum(m.size for m in blocks), note)
+    return ChunkOverlap(
+        segments(text_a, [(m.a, m.size) for m in blocks]),
+        segments(text_b, [(m.b, m.size) for m in blocks]),
+        "text diff",
+        sum(m.size for m in blocks),
+        note,
+    )
 
 
-def segments_html(segments: Sequence[Segment], *, shared_style: str = "background:#cfe8cf",
-                  own_style: str = "background:#f6d5d5") -> str:
+def segments_html(
+    segments: Sequence[Segment], *, shared_style: str = "background:#cfe8cf", own_style: str = "background:#f6d5d5"
+) -> str:
     """The segments as HTML, every character of log text escaped (``html.escape``).
 
     Log text is data: escaping here is what makes a chunk holding ``<script>`` show as
@@ -205,5 +226,8 @@ def segments_html(segments: Sequence[Segment], *, shared_style: str = "backgroun
     for s in segments:
         style = shared_style if s.shared else own_style
         parts.append(f'<span style="{style}">{html.escape(s.text, quote=True)}</span>')
-    return ('<div style="white-space:pre-wrap;font-family:monospace;font-size:0.85em;line-height:1.5">'
-            + "".join(parts) + "</div>")
+    return (
+        '<div style="white-space:pre-wrap;font-family:monospace;font-size:0.85em;line-height:1.5">'
+        + "".join(parts)
+        + "</div>"
+    )

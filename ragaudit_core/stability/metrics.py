@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import duckdb
@@ -46,11 +46,11 @@ import pandas as pd
 from ragaudit_core.logs import catalog
 
 __all__ = [
+    "CONFIG_PARAMETERS",
     "NoSharedQueries",
     "StabilityError",
     "StabilityOptions",
     "StabilityResult",
-    "CONFIG_PARAMETERS",
     "change_label",
     "compute_stability",
     "effects_by_change",
@@ -105,10 +105,33 @@ class StabilityResult:
 
     def to_json(self) -> dict:
         """The CLI's JSON: ``runs``, ``pairs``, ``queries`` lists and a ``summary`` object."""
-        run_cols = ["run_id", *CONFIG_PARAMETERS, "citation_rate", "null_rate", "mean_evidence", "median_evidence", "p95_evidence",
-                    "mean_docs", "n_queries", "has_spans"]
-        pair_cols = ["run_a", "run_b", "changed", "level", "j_avg", "flip_rate", "null_rate_a", "null_rate_b",
-                     "null_loss", "null_gain", "collapse_rate", "n_queries", "same_docs_diff_spans"]
+        run_cols = [
+            "run_id",
+            *CONFIG_PARAMETERS,
+            "citation_rate",
+            "null_rate",
+            "mean_evidence",
+            "median_evidence",
+            "p95_evidence",
+            "mean_docs",
+            "n_queries",
+            "has_spans",
+        ]
+        pair_cols = [
+            "run_a",
+            "run_b",
+            "changed",
+            "level",
+            "j_avg",
+            "flip_rate",
+            "null_rate_a",
+            "null_rate_b",
+            "null_loss",
+            "null_gain",
+            "collapse_rate",
+            "n_queries",
+            "same_docs_diff_spans",
+        ]
         q_cols = ["query_id", "level", "j_min", "worst_pair"]
         return {
             "runs": _records(self.runs[run_cols]),
@@ -143,12 +166,15 @@ def span_capable_runs(con: duckdb.DuckDBPyConnection, runs: Sequence[str]) -> se
         SELECT r.run_id FROM runs r
         WHERE list_contains(?, r.run_id)
           AND NOT EXISTS (SELECT 1 FROM evidence e WHERE e.run_id = r.run_id AND e.span_hash IS NULL)
-        """, [list(runs)]).fetchall()
+        """,
+        [list(runs)],
+    ).fetchall()
     return {r for (r,) in rows}
 
 
-def evaluation_queries(con: duckdb.DuckDBPyConnection, runs: Sequence[str], allow_missing: bool
-                       ) -> tuple[list[str], list[str]]:
+def evaluation_queries(
+    con: duckdb.DuckDBPyConnection, runs: Sequence[str], allow_missing: bool
+) -> tuple[list[str], list[str]]:
     """The query ids to evaluate and the warnings; raises when coverage differs and
     ``allow_missing`` is false (the message names the missing queries)."""
     detail = catalog.coverage_gaps(con, list(runs))
@@ -156,15 +182,21 @@ def evaluation_queries(con: duckdb.DuckDBPyConnection, runs: Sequence[str], allo
     if detail:
         if not allow_missing:
             raise StabilityError(
-                "query coverage differs between runs: " + detail
+                "query coverage differs between runs: "
+                + detail
                 + ". Re-run the missing queries, or pass --allow-missing to evaluate only the queries every run has"
             )
         warnings.append("query coverage differs; evaluating the queries every run has: " + detail)
-    qs = [q for (q,) in con.execute(
-        """
+    qs = [
+        q
+        for (q,) in con.execute(
+            """
         SELECT query_id FROM records WHERE list_contains(?, run_id)
         GROUP BY query_id HAVING count(DISTINCT run_id) = ? ORDER BY query_id
-        """, [list(runs), len(runs)]).fetchall()]
+        """,
+            [list(runs), len(runs)],
+        ).fetchall()
+    ]
     if not qs:
         raise NoSharedQueries("the runs have no query in common; nothing to compare")
     return qs, warnings
@@ -303,8 +335,12 @@ def effects_by_change(pairs: pd.DataFrame) -> pd.DataFrame:
     if pairs.empty:
         return pd.DataFrame(columns=["changed", "level", "n_pairs", "j_avg", "flip_rate", "collapse_rate"])
     g = pairs.groupby(["changed", "level"], sort=True)
-    return g.agg(n_pairs=("j_avg", "size"), j_avg=("j_avg", "mean"), flip_rate=("flip_rate", "mean"),
-                 collapse_rate=("collapse_rate", "mean")).reset_index()
+    return g.agg(
+        n_pairs=("j_avg", "size"),
+        j_avg=("j_avg", "mean"),
+        flip_rate=("flip_rate", "mean"),
+        collapse_rate=("collapse_rate", "mean"),
+    ).reset_index()
 
 
 def _resolve_pairs(runs: list[str], opts: StabilityOptions) -> list[tuple[str, str]]:
@@ -318,14 +354,18 @@ def _resolve_pairs(runs: list[str], opts: StabilityOptions) -> list[tuple[str, s
         return pairs
     if opts.baseline is not None:
         if opts.baseline not in runs:
-            raise StabilityError(
-                f"baseline run {opts.baseline!r} not found; runs are: {', '.join(map(repr, runs))}")
+            raise StabilityError(f"baseline run {opts.baseline!r} not found; runs are: {', '.join(map(repr, runs))}")
         return [tuple(sorted((opts.baseline, r))) for r in runs if r != opts.baseline]
     return list(itertools.combinations(runs, 2))
 
 
-def compute_stability(con: duckdb.DuckDBPyConnection, opts: StabilityOptions = StabilityOptions(), *,
-                      keep_cells: bool = False, density_bins: int | None = None) -> StabilityResult:
+def compute_stability(
+    con: duckdb.DuckDBPyConnection,
+    opts: StabilityOptions = StabilityOptions(),
+    *,
+    keep_cells: bool = False,
+    density_bins: int | None = None,
+) -> StabilityResult:
     """All stability metrics for the selected runs, at document and span level.
 
     ``keep_cells`` returns every (level, pair, query) Jaccard value in ``cells``.
@@ -341,22 +381,10 @@ def compute_stability(con: duckdb.DuckDBPyConnection, opts: StabilityOptions = S
         cur.close()
 
 
-def _compute(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, keep_cells: bool,
-             density_bins: int | None) -> StabilityResult:
-    all_runs = list_runs(cur)
-    if opts.runs is not None:
-        missing = [r for r in opts.runs if r not in all_runs]
-        if missing:
-            raise StabilityError(f"unknown run(s): {', '.join(map(repr, missing))}; "
-                                 f"runs are: {', '.join(map(repr, all_runs))}")
-        runs = sorted(set(opts.runs))
-    else:
-        runs = all_runs
-    if opts.pairs is not None:
-        runs = sorted({r for p in opts.pairs for r in p} | set(runs if opts.runs is not None else []))
-    if len(runs) < 2:
-        raise StabilityError(f"need at least two runs to compare; found {len(runs)}"
-                             + (f": {runs[0]!r}" if runs else ""))
+def _compute(
+    cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, keep_cells: bool, density_bins: int | None
+) -> StabilityResult:
+    runs = _selected_runs(cur, opts)
     if opts.topk is not None and opts.topk < 1:
         raise StabilityError("--topk must be at least 1")
     if not (0.0 <= opts.flip_threshold <= 1.0):
@@ -368,31 +396,25 @@ def _compute(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, keep_cells:
         wanted = set(opts.queries)
         missing = sorted(wanted - set(queries))
         if missing and not opts.allow_missing:
-            raise StabilityError(f"quer{'y' if len(missing) == 1 else 'ies'} not shared by every selected run: "
-                                 + ", ".join(map(repr, missing[:10])) + (" …" if len(missing) > 10 else ""))
+            raise StabilityError(
+                f"quer{'y' if len(missing) == 1 else 'ies'} not shared by every selected run: "
+                + ", ".join(map(repr, missing[:10]))
+                + (" …" if len(missing) > 10 else "")
+            )
         queries = [q for q in queries if q in wanted]
         if not queries:
             raise StabilityError("none of the requested queries is shared by the selected runs")
     span_runs = span_capable_runs(cur, pair_runs)
     no_span = [r for r in pair_runs if r not in span_runs]
     if no_span:
-        warnings.append("span metrics unavailable for run(s) without span information (no text or span_hash): "
-                        + ", ".join(map(repr, no_span)))
+        warnings.append(
+            "span metrics unavailable for run(s) without span information (no text or span_hash): "
+            + ", ".join(map(repr, no_span))
+        )
 
     pair_levels = [("doc", a, b) for a, b in pairs]
     pair_levels += [("span", a, b) for a, b in pairs if a in span_runs and b in span_runs]
-    ri = {r: i for i, r in enumerate(pair_runs)}
-    cur.register("_sel_runs", pd.DataFrame({"run_id": pd.Series(pair_runs, dtype="string"),
-                                            "ri": pd.Series(range(len(pair_runs)), dtype="int32")}))
-    cur.register("_eval_q", pd.DataFrame({"query_id": pd.Series(queries, dtype="string"),
-                                          "qi": pd.Series(range(len(queries)), dtype="int32")}))
-    cur.register("_span_runs", pd.DataFrame({"ri": pd.Series(sorted(ri[r] for r in span_runs), dtype="int32")}))
-    pl = pd.DataFrame(pair_levels, columns=["level", "run_a", "run_b"]).astype("string")
-    pl["ra"] = pl["run_a"].map(ri).astype("int32")
-    pl["rb"] = pl["run_b"].map(ri).astype("int32")
-    cur.register("_pair_levels", pl)
-    cur.register("_map", pd.DataFrame({"raw": pd.Series(list(opts.docid_map), dtype="string"),
-                                       "canonical": pd.Series(list(opts.docid_map.values()), dtype="string")}))
+    _register_inputs(cur, opts, pair_runs, queries, span_runs, pair_levels)
     topk = opts.topk if opts.topk is not None else 2**31 - 1
     for stmt in filter(str.strip, _CELLS_SQL.split(";")):
         params = [topk] if "e.position < ?" in stmt else []
@@ -404,19 +426,22 @@ def _compute(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, keep_cells:
     queries_df = cur.execute(_QUERIES_SQL, [tau]).df()
     runs_df = cur.execute(_RUNS_SQL).df()
     runs_df["has_spans"] = runs_df["run_id"].isin(span_runs)
-    cfg = {r[0]: dict(zip(CONFIG_PARAMETERS, r[1:])) for r in cur.execute(
-        "SELECT run_id, top_k, chunk_size, chunk_overlap FROM runs").fetchall()}
+    cfg = {
+        r[0]: dict(zip(CONFIG_PARAMETERS, r[1:]))
+        for r in cur.execute("SELECT run_id, top_k, chunk_size, chunk_overlap FROM runs").fetchall()
+    }
     for p in CONFIG_PARAMETERS:
         runs_df[p] = runs_df["run_id"].map(lambda r, p=p: cfg.get(r, {}).get(p)).astype("Int64")
-    pairs_df["changed"] = [change_label(cfg.get(a, {}), cfg.get(b, {}))
-                           for a, b in zip(pairs_df["run_a"], pairs_df["run_b"])]
+    pairs_df["changed"] = [
+        change_label(cfg.get(a, {}), cfg.get(b, {})) for a, b in zip(pairs_df["run_a"], pairs_df["run_b"])
+    ]
 
     for canon, raws in cur.execute(
-            """SELECT coalesce(m.canonical, e.doc_id) AS c, list(DISTINCT e.doc_id_raw ORDER BY e.doc_id_raw)
+        """SELECT coalesce(m.canonical, e.doc_id) AS c, list(DISTINCT e.doc_id_raw ORDER BY e.doc_id_raw)
                FROM evidence e JOIN _sel_runs r ON r.run_id = e.run_id LEFT JOIN _map m ON m.raw = e.doc_id
-               GROUP BY c HAVING count(DISTINCT e.doc_id_raw) > 1 ORDER BY c LIMIT 20""").fetchall():
-        warnings.append(f"canonical-id collision: {len(raws)} raw ids map to {canon!r}: "
-                        + ", ".join(map(repr, raws)))
+               GROUP BY c HAVING count(DISTINCT e.doc_id_raw) > 1 ORDER BY c LIMIT 20"""
+    ).fetchall():
+        warnings.append(f"canonical-id collision: {len(raws)} raw ids map to {canon!r}: " + ", ".join(map(repr, raws)))
 
     summary = _summary(cur, pairs_df, queries_df, queries, pairs, tau)
     summary["warnings"] = warnings
@@ -425,28 +450,98 @@ def _compute(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, keep_cells:
     summary["flip_threshold"] = tau
     summary["topk"] = opts.topk
     summary["baseline"] = opts.baseline
-    cells = cur.execute(
-        """SELECT c.level, pl.run_a, pl.run_b, q.query_id, c.n_a, c.n_b, c.n_inter, c.j
+    cells = (
+        cur.execute(
+            """SELECT c.level, pl.run_a, pl.run_b, q.query_id, c.n_a, c.n_b, c.n_inter, c.j
            FROM _cells c JOIN _pair_levels pl ON pl.level = c.level AND pl.ra = c.ra AND pl.rb = c.rb
-           JOIN _eval_q q ON q.qi = c.qi ORDER BY c.level, pl.run_a, pl.run_b, q.query_id""").df() if keep_cells else None
+           JOIN _eval_q q ON q.qi = c.qi ORDER BY c.level, pl.run_a, pl.run_b, q.query_id"""
+        ).df()
+        if keep_cells
+        else None
+    )
     density = None
     if density_bins is not None:
         if density_bins < 1:
             raise StabilityError("density bins must be at least 1")
         density = cur.execute(
-            """SELECT least(floor(d.j * ?), ? - 1)::INTEGER AS doc_bin, least(floor(s.j * ?), ? - 1)::INTEGER AS span_bin,
+            """SELECT least(floor(d.j * ?), ? - 1)::INTEGER AS doc_bin,
+                      least(floor(s.j * ?), ? - 1)::INTEGER AS span_bin,
                       count(*) AS n
                FROM _cells s JOIN _cells d
                ON d.level = 'doc' AND s.level = 'span' AND d.ra = s.ra AND d.rb = s.rb AND d.qi = s.qi
-               GROUP BY ALL ORDER BY doc_bin, span_bin""", [density_bins] * 4).df()
+               GROUP BY ALL ORDER BY doc_bin, span_bin""",
+            [density_bins] * 4,
+        ).df()
     for name in ("_sel_runs", "_eval_q", "_span_runs", "_pair_levels", "_map"):
         cur.unregister(name)
-    return StabilityResult(runs=runs_df, pairs=pairs_df, queries=queries_df, summary=summary, cells=cells,
-                           density=density)
+    return StabilityResult(
+        runs=runs_df, pairs=pairs_df, queries=queries_df, summary=summary, cells=cells, density=density
+    )
 
 
-def _summary(cur, pairs_df: pd.DataFrame, queries_df: pd.DataFrame, queries: list[str],
-             pairs: list[tuple[str, str]], tau: float) -> dict:
+def _selected_runs(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions) -> list[str]:
+    """The runs ``opts`` asks for (all runs by default), at least two, each known."""
+    all_runs = list_runs(cur)
+    if opts.runs is not None:
+        missing = [r for r in opts.runs if r not in all_runs]
+        if missing:
+            raise StabilityError(
+                f"unknown run(s): {', '.join(map(repr, missing))}; runs are: {', '.join(map(repr, all_runs))}"
+            )
+        runs = sorted(set(opts.runs))
+    else:
+        runs = all_runs
+    if opts.pairs is not None:
+        runs = sorted({r for p in opts.pairs for r in p} | set(runs if opts.runs is not None else []))
+    if len(runs) < 2:
+        raise StabilityError(
+            f"need at least two runs to compare; found {len(runs)}" + (f": {runs[0]!r}" if runs else "")
+        )
+    return runs
+
+
+def _register_inputs(
+    cur: duckdb.DuckDBPyConnection,
+    opts: StabilityOptions,
+    pair_runs: list[str],
+    queries: list[str],
+    span_runs: Collection[str],
+    pair_levels: list[tuple[str, str, str]],
+) -> None:
+    """The metric SQL's inputs as registered views: runs and queries integer-coded, the run
+    pairs per level, the document-id map."""
+    ri = {r: i for i, r in enumerate(pair_runs)}
+    cur.register(
+        "_sel_runs",
+        pd.DataFrame(
+            {"run_id": pd.Series(pair_runs, dtype="string"), "ri": pd.Series(range(len(pair_runs)), dtype="int32")}
+        ),
+    )
+    cur.register(
+        "_eval_q",
+        pd.DataFrame(
+            {"query_id": pd.Series(queries, dtype="string"), "qi": pd.Series(range(len(queries)), dtype="int32")}
+        ),
+    )
+    cur.register("_span_runs", pd.DataFrame({"ri": pd.Series(sorted(ri[r] for r in span_runs), dtype="int32")}))
+    pl = pd.DataFrame(pair_levels, columns=["level", "run_a", "run_b"]).astype("string")
+    pl["ra"] = pl["run_a"].map(ri).astype("int32")
+    pl["rb"] = pl["run_b"].map(ri).astype("int32")
+    cur.register("_pair_levels", pl)
+    cur.register(
+        "_map",
+        pd.DataFrame(
+            {
+                "raw": pd.Series(list(opts.docid_map), dtype="string"),
+                "canonical": pd.Series(list(opts.docid_map.values()), dtype="string"),
+            }
+        ),
+    )
+
+
+def _summary(
+    cur, pairs_df: pd.DataFrame, queries_df: pd.DataFrame, queries: list[str], pairs: list[tuple[str, str]], tau: float
+) -> dict:
     def level_stats(level: str) -> dict:
         q = queries_df[queries_df["level"] == level]
         p = pairs_df[pairs_df["level"] == level]
@@ -455,7 +550,9 @@ def _summary(cur, pairs_df: pd.DataFrame, queries_df: pd.DataFrame, queries: lis
         row = cur.execute(
             """SELECT avg(j), avg(CASE WHEN j < ? THEN 1.0 ELSE 0.0 END),
                       sum(CASE WHEN (n_a > 0) <> (n_b > 0) THEN 1 ELSE 0 END), count(*)
-               FROM _cells WHERE level = ?""", [tau, level]).fetchall()[0]
+               FROM _cells WHERE level = ?""",
+            [tau, level],
+        ).fetchall()[0]
         return {
             "available": True,
             "mean_j": row[0],
@@ -464,7 +561,7 @@ def _summary(cur, pairs_df: pd.DataFrame, queries_df: pd.DataFrame, queries: lis
             "n_cells": int(row[3]),
             "collapse_rate": float(q["collapsed"].mean()) if len(q) else None,
             "median_j_min": float(q["j_min"].median()) if len(q) else None,
-            "n_pairs": int(len(p)),
+            "n_pairs": len(p),
         }
 
     doc, span = level_stats("doc"), level_stats("span")

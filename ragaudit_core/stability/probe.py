@@ -29,8 +29,17 @@ import pandas as pd
 
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
-__all__ = ["DEFAULT_SIMILARITY_MODEL", "ProbeResult", "answer_similarity", "has_answers", "lookup_similarities", "probe_pair",
-           "spearman", "stored_similarities", "summarise_probe"]
+__all__ = [
+    "DEFAULT_SIMILARITY_MODEL",
+    "ProbeResult",
+    "answer_similarity",
+    "has_answers",
+    "lookup_similarities",
+    "probe_pair",
+    "spearman",
+    "stored_similarities",
+    "summarise_probe",
+]
 
 DEFAULT_SIMILARITY_MODEL = "all-MiniLM-L6-v2"
 
@@ -42,7 +51,8 @@ def has_answers(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> int:
         return cur.execute(
             """SELECT count(*) FROM records a JOIN records b ON a.query_id = b.query_id
                WHERE a.run_id = ? AND b.run_id = ? AND a.answer IS NOT NULL AND b.answer IS NOT NULL""",
-            [run_a, run_b]).fetchall()[0][0]
+            [run_a, run_b],
+        ).fetchall()[0][0]
     finally:
         cur.close()
 
@@ -79,16 +89,17 @@ class ProbeResult:
     summary: dict
 
 
-def summarise_probe(j_span: Sequence[float], sim: Sequence[float], *, thresholds=(0.9, 0.8),
-                    tau: float = 0.5) -> dict:
+def summarise_probe(j_span: Sequence[float], sim: Sequence[float], *, thresholds=(0.9, 0.8), tau: float = 0.5) -> dict:
     """Table-1 figures from per-query ``J_span`` and answer similarity."""
     js, sm = np.asarray(j_span, dtype=float), np.asarray(sim, dtype=float)
     n = len(sm)
-    out = {"n_queries": n,
-           "mean_j_span": float(js.mean()) if n else None,
-           "mean_sim": float(sm.mean()) if n else None,
-           "spearman_rho": spearman(js, sm),
-           "silent_jitter": int(np.sum((js < tau) & (sm >= 0.9)))}
+    out = {
+        "n_queries": n,
+        "mean_j_span": float(js.mean()) if n else None,
+        "mean_sim": float(sm.mean()) if n else None,
+        "spearman_rho": spearman(js, sm),
+        "silent_jitter": int(np.sum((js < tau) & (sm >= 0.9))),
+    }
     for t in thresholds:
         cnt = int(np.sum(sm < t))
         out[f"drift_{t}"] = cnt
@@ -96,20 +107,34 @@ def summarise_probe(j_span: Sequence[float], sim: Sequence[float], *, thresholds
     return out
 
 
-def lookup_similarities(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str, *,
-                        model: str = DEFAULT_SIMILARITY_MODEL) -> dict[str, float]:
+def lookup_similarities(
+    con: duckdb.DuckDBPyConnection, run_a: str, run_b: str, *, model: str = DEFAULT_SIMILARITY_MODEL
+) -> dict[str, float]:
     """The answer similarities already stored for a pair, by query id (computes nothing)."""
     cur = con.cursor()
     try:
-        return dict(cur.execute("""SELECT query_id, sim FROM derived_answer_similarity
-                                   WHERE run_a = ? AND run_b = ? AND model = ?""", [run_a, run_b, model]).fetchall())
+        return dict(
+            cur.execute(
+                """SELECT query_id, sim FROM derived_answer_similarity
+                                   WHERE run_a = ? AND run_b = ? AND model = ?""",
+                [run_a, run_b, model],
+            ).fetchall()
+        )
     finally:
         cur.close()
 
 
-def stored_similarities(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str, query_ids: Sequence[str],
-                        answers_a: Sequence[str], answers_b: Sequence[str], encoder, *,
-                        model: str = DEFAULT_SIMILARITY_MODEL) -> np.ndarray:
+def stored_similarities(
+    con: duckdb.DuckDBPyConnection,
+    run_a: str,
+    run_b: str,
+    query_ids: Sequence[str],
+    answers_a: Sequence[str],
+    answers_b: Sequence[str],
+    encoder,
+    *,
+    model: str = DEFAULT_SIMILARITY_MODEL,
+) -> np.ndarray:
     """Answer similarities for the given queries, computed once and kept in the database.
 
     A (run, query) record never changes once ingested, so a similarity stored for
@@ -132,15 +157,24 @@ def stored_similarities(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str, 
         cur.close()
 
 
-def probe_pair(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str, encoder, *, tau: float = 0.5,
-               dataset: str | None = None, model: str = DEFAULT_SIMILARITY_MODEL) -> ProbeResult:
+def probe_pair(
+    con: duckdb.DuckDBPyConnection,
+    run_a: str,
+    run_b: str,
+    encoder,
+    *,
+    tau: float = 0.5,
+    dataset: str | None = None,
+    model: str = DEFAULT_SIMILARITY_MODEL,
+) -> ProbeResult:
     """The probe for one run pair, over the queries where both runs logged an answer.
 
     ``encoder``: an encoder with the sentence-transformers ``encode`` signature, or a
     zero-argument callable that loads one (called only if a similarity is not stored yet).
     """
-    st = compute_stability(con, StabilityOptions(pairs=[(run_a, run_b)], allow_missing=True, flip_threshold=tau),
-                           keep_cells=True)
+    st = compute_stability(
+        con, StabilityOptions(pairs=[(run_a, run_b)], allow_missing=True, flip_threshold=tau), keep_cells=True
+    )
     cells = st.cells.pivot_table(index="query_id", columns="level", values="j").reset_index()
     cur = con.cursor()
     try:
@@ -148,22 +182,40 @@ def probe_pair(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str, encoder, 
             """SELECT a.query_id, a.answer AS answer_a, b.answer AS answer_b
                FROM records a JOIN records b ON a.query_id = b.query_id
                WHERE a.run_id = ? AND b.run_id = ? AND a.answer IS NOT NULL AND b.answer IS NOT NULL
-               ORDER BY a.query_id""", [run_a, run_b]).df()
+               ORDER BY a.query_id""",
+            [run_a, run_b],
+        ).df()
     finally:
         cur.close()
     rows = ans.merge(cells, on="query_id", how="inner")
     rows = rows.rename(columns={"doc": "j_doc", "span": "j_span"})
     if "j_span" not in rows:
         rows["j_span"] = np.nan
-    rows["sim"] = stored_similarities(con, run_a, run_b, rows["query_id"].tolist(), rows["answer_a"].tolist(),
-                                      rows["answer_b"].tolist(), encoder, model=model)
+    rows["sim"] = stored_similarities(
+        con,
+        run_a,
+        run_b,
+        rows["query_id"].tolist(),
+        rows["answer_a"].tolist(),
+        rows["answer_b"].tolist(),
+        encoder,
+        model=model,
+    )
     rows["silent_jitter"] = (rows["j_span"] < tau) & (rows["sim"] >= 0.9)
     span_ok = bool(len(rows)) and rows["j_span"].notna().all()
-    summary = summarise_probe(rows["j_span"].to_numpy() if span_ok else np.zeros(len(rows)),
-                              rows["sim"].to_numpy(), tau=tau)
+    summary = summarise_probe(
+        rows["j_span"].to_numpy() if span_ok else np.zeros(len(rows)), rows["sim"].to_numpy(), tau=tau
+    )
     if len(rows) and not span_ok:  # doc-only logs: no span figures, never 0
-        summary.update({"mean_j_span": None, "spearman_rho": None, "silent_jitter": None,
-                        "note": "span information unavailable for this pair"})
+        summary.update(
+            {
+                "mean_j_span": None,
+                "spearman_rho": None,
+                "silent_jitter": None,
+                "note": "span information unavailable for this pair",
+            }
+        )
     summary.update({"pair": f"{run_a} vs {run_b}", "data": dataset, "run_a": run_a, "run_b": run_b})
-    return ProbeResult(run_a, run_b, rows[["query_id", "j_doc", "j_span", "sim", "silent_jitter", "answer_a",
-                                           "answer_b"]], summary)
+    return ProbeResult(
+        run_a, run_b, rows[["query_id", "j_doc", "j_span", "sim", "silent_jitter", "answer_a", "answer_b"]], summary
+    )

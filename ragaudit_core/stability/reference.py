@@ -22,8 +22,9 @@ def _jaccard(a: set, b: set) -> float:
     return len(a & b) / len(a | b)
 
 
-def reference_stability(records: Iterable[tuple[str, str, list[tuple[str, str | None]]]],
-                        tau: float = 0.5, baseline: str | None = None) -> dict:
+def reference_stability(
+    records: Iterable[tuple[str, str, list[tuple[str, str | None]]]], tau: float = 0.5, baseline: str | None = None
+) -> dict:
     """``records`` are ``(run_id, query_id, [(doc_id, span_hash_or_None), ...])``.
 
     Returns ``{"pairs": {(a, b, level): {...}}, "queries": {(q, level): (j_min, pair)},
@@ -75,8 +76,13 @@ def reference_stability(records: Iterable[tuple[str, str, list[tuple[str, str | 
                     both.append((_jaccard(docs[a][q], docs[b][q]), j))
             n = len(queries)
             out_pairs[(a, b, level)] = {
-                "j_avg": sum(js) / n, "flip_rate": flips / n, "null_rate_a": na / n, "null_rate_b": nb / n,
-                "null_loss": loss / n, "null_gain": gain / n, "collapse_rate": coll / n,
+                "j_avg": sum(js) / n,
+                "flip_rate": flips / n,
+                "null_rate_a": na / n,
+                "null_rate_b": nb / n,
+                "null_loss": loss / n,
+                "null_gain": gain / n,
+                "collapse_rate": coll / n,
             }
     run_stats = {}
     for r in runs:

@@ -8,18 +8,20 @@ import numpy as np
 import pytest
 
 from ragaudit_core.attribution.generator_game import GeneratorGame
-from ragaudit_core.models import load_embedder, load_generator
 from ragaudit_core.attribution.saliency import RetrieverSaliency
 from ragaudit_core.attribution.shapley import CachedGame, ExactShapley, KernelShap, PMCShap
+from ragaudit_core.models import load_embedder, load_generator
 
 pytestmark = pytest.mark.slow
 
 QUERY = "Where was Marie Curie born?"
-DOCS = ["Marie Curie was born in Warsaw in 1867.",
-        "Paris is the capital of France and home to many scientists.",
-        "Curie won two Nobel prizes, in physics and in chemistry.",
-        "The Eiffel tower in Paris was built in 1889.",
-        "Warsaw is the capital city of Poland, on the Vistula river."]
+DOCS = [
+    "Marie Curie was born in Warsaw in 1867.",
+    "Paris is the capital of France and home to many scientists.",
+    "Curie won two Nobel prizes, in physics and in chemistry.",
+    "The Eiffel tower in Paris was built in 1889.",
+    "Warsaw is the capital city of Poland, on the Vistula river.",
+]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +46,7 @@ def test_ig_completeness_at_100_steps(saliency, side):
     assert r.completeness == pytest.approx(1.0, abs=0.05)
     assert r.attributions.sum() == pytest.approx(r.score - r.baseline_score, abs=0.05 * abs(r.score - r.baseline_score))
     assert r.tokens[0] == "[CLS]" and r.tokens[-1] == "[SEP]"
-    assert r.attributions[0] == 0 and r.attributions[-1] == 0        # special tokens equal in x and x⁰
+    assert r.attributions[0] == 0 and r.attributions[-1] == 0  # special tokens equal in x and x⁰
     text = QUERY if side == "query" else DOCS[0]
     assert " ".join(r.words).replace(" ?", "?").replace(" .", ".") == text
     assert r.word_attributions.sum() == pytest.approx(r.attributions.sum())
@@ -53,18 +55,20 @@ def test_ig_completeness_at_100_steps(saliency, side):
 def test_ig_baselines_differ_on_the_real_model(saliency):
     """Each baseline x⁰ is a different input: its score s(x⁰) and the attributions differ
     from every other baseline's, while each still satisfies completeness."""
-    res = {b: saliency.attribute(QUERY, DOCS[0], side="query", baseline=b, steps=50)
-           for b in ("unk", "mask", "pad", "zeros")}
+    res = {
+        b: saliency.attribute(QUERY, DOCS[0], side="query", baseline=b, steps=50)
+        for b in ("unk", "mask", "pad", "zeros")
+    }
     for b, r in res.items():
         assert r.baseline == b and r.completeness == pytest.approx(1.0, abs=0.1)
-        assert r.attributions[0] == 0 and r.attributions[-1] == 0      # [CLS]/[SEP] kept in every baseline
+        assert r.attributions[0] == 0 and r.attributions[-1] == 0  # [CLS]/[SEP] kept in every baseline
     names = list(res)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             ra, rb = res[a], res[b]
             assert abs(ra.baseline_score - rb.baseline_score) > 1e-3, (a, b)
             assert np.abs(ra.attributions - rb.attributions).max() > 1e-3, (a, b)
-            assert ra.score == pytest.approx(rb.score, abs=1e-6)        # the same input x
+            assert ra.score == pytest.approx(rb.score, abs=1e-6)  # the same input x
 
 
 def test_batched_and_unbatched_coalition_values_agree(game):
@@ -75,8 +79,7 @@ def test_batched_and_unbatched_coalition_values_agree(game):
     np.testing.assert_allclose(a, b, atol=1e-4)
     batched = GeneratorGame(game.gen, QUERY, DOCS, game.answer_ids, strategy="batched", batch_size=4)
     np.testing.assert_allclose(batched.values(masks), b, atol=1e-4)
-    single = GeneratorGame(game.gen, QUERY, DOCS, game.answer_ids, strategy="batched", batch_size=1,
-                           prefix_cache=False)
+    single = GeneratorGame(game.gen, QUERY, DOCS, game.answer_ids, strategy="batched", batch_size=1, prefix_cache=False)
     np.testing.assert_allclose(single.values(masks), b, atol=1e-4)
 
 
@@ -91,7 +94,7 @@ def test_exact_shapley_efficiency_and_estimators_converge(game):
         for n in (6, 14, 30):
             est = cls(n_samples=n, seed=0) if cls is KernelShap else cls(n_samples=n, n_fits=50, seed=0)
             mse[(cls.name, n)] = float(np.mean((est.attribute(cached).values - exact.values) ** 2))
-    assert mse[("kernel", 30)] < 1e-12                       # all 30 proper coalitions: exact
+    assert mse[("kernel", 30)] < 1e-12  # all 30 proper coalitions: exact
     assert mse[("kernel", 6)] > mse[("kernel", 30)]
     assert mse[("pmc", 30)] < mse[("pmc", 6)]
 
@@ -99,29 +102,37 @@ def test_exact_shapley_efficiency_and_estimators_converge(game):
 def _log_with_texts(tmp_path):
     from tests.helpers import write_jsonl
 
-    return write_jsonl(tmp_path / "run.jsonl", [{
-        "run_id": "base", "query_id": "q1", "query": QUERY,
-        # D0 twice: two chunks of one document are two retrieved items
-        "evidence": [{"doc_id": d, "text": t} for d, t in zip(["D0", "D1", "D0"], DOCS[:3])]}])
+    return write_jsonl(
+        tmp_path / "run.jsonl",
+        [
+            {
+                "run_id": "base",
+                "query_id": "q1",
+                "query": QUERY,
+                # D0 twice: two chunks of one document are two retrieved items
+                "evidence": [{"doc_id": d, "text": t} for d, t in zip(["D0", "D1", "D0"], DOCS[:3])],
+            }
+        ],
+    )
 
 
 def test_explain_query_stores_and_serves_again(tmp_path, game, saliency):
-    from ragaudit_core.logs import store
     from ragaudit_core.attribution.explain import batch_tables, explain_query, stored_attribution
+    from ragaudit_core.logs import store
     from ragaudit_core.logs.ingest import ingest_paths
 
     con = store.connect(tmp_path / "a.duckdb")
     ingest_paths(con, [_log_with_texts(tmp_path)])
     kw = dict(retriever_name="minilm", generator_name="smollm2", ig_steps=20, max_new_tokens=10, shuffle=True)
     orig, shuf = explain_query(con, "base", "q1", embedder=saliency.st, generator=game.gen, **kw)
-    assert orig["method"] == "exact" and orig["doc_ids"] == ["d0", "d1", "d0"]   # canonical ids
-    assert sorted(orig["generator_ranking"]) == [0, 1, 2]                # retrieved items by position
+    assert orig["method"] == "exact" and orig["doc_ids"] == ["d0", "d1", "d0"]  # canonical ids
+    assert sorted(orig["generator_ranking"]) == [0, 1, 2]  # retrieved items by position
     assert orig["generator_ranking_doc_ids"] == [orig["doc_ids"][i] for i in orig["generator_ranking"]]
     values = np.array(orig["values"])
     np.testing.assert_allclose(values.sum(axis=0), np.array(orig["v_full"]) - np.array(orig["v_empty"]), atol=1e-6)
-    assert orig["answer"] == shuf["answer"]                          # the shuffled run explains the same answer
+    assert orig["answer"] == shuf["answer"]  # the shuffled run explains the same answer
     assert set(orig["warg"]) == {"0.5", "0.6", "0.7", "0.8", "0.9"}
-    assert orig["warg_floor"]["0.5"] == pytest.approx(0.125)          # 0.5^3
+    assert orig["warg_floor"]["0.5"] == pytest.approx(0.125)  # 0.5^3
     assert len(orig["ig_documents"]) == 3 and all(abs(r["completeness"] - 1) < 0.1 for r in orig["ig_query"])
 
     def boom():
@@ -142,6 +153,6 @@ def test_aipc_prefers_ig_over_its_reverse(saliency):
     r = saliency.attribute(QUERY, doc, side="document", steps=50)
     forward = perturbation_aipc(saliency, QUERY, doc, r.attributions)
     backward = perturbation_aipc(saliency, QUERY, doc, -r.attributions)
-    assert forward > 0 > backward                 # removing IG's top tokens first hurts the match most
-    assert forward == pytest.approx(-backward)    # MoRF and LeRF swap places
+    assert forward > 0 > backward  # removing IG's top tokens first hurts the match most
+    assert forward == pytest.approx(-backward)  # MoRF and LeRF swap places
     assert -1.0 <= backward <= forward <= 1.0

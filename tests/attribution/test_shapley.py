@@ -9,7 +9,7 @@ from ragaudit_core.attribution.shapley import CachedGame, ExactShapley, KernelSh
 
 
 def additive_game(weights):
-    w = np.asarray(weights, dtype=float)                       # (n, m)
+    w = np.asarray(weights, dtype=float)  # (n, m)
     return CachedGame(len(w), lambda masks: masks.astype(float) @ w + 0.5)
 
 
@@ -31,7 +31,7 @@ def test_exact_by_hand_on_a_glove_game():
 
 def test_kernel_with_every_coalition_equals_exact():
     rng = np.random.default_rng(3)
-    table = rng.normal(size=(2 ** 5, 4))
+    table = rng.normal(size=(2**5, 4))
     game = CachedGame(5, lambda m: table[m.astype(int) @ (1 << np.arange(5))])
     exact = ExactShapley().attribute(game).values
     np.testing.assert_allclose(KernelShap(n_samples=30).attribute(game).values, exact, atol=1e-9)
@@ -39,15 +39,17 @@ def test_kernel_with_every_coalition_equals_exact():
 
 def test_estimators_are_efficient_seeded_and_converge():
     rng = np.random.default_rng(0)
-    table = rng.normal(size=(2 ** 6, 3))
+    table = rng.normal(size=(2**6, 3))
     game = CachedGame(6, lambda m: table[m.astype(int) @ (1 << np.arange(6))])
     exact = ExactShapley().attribute(game).values
     for cls in (KernelShap, MCShap, PMCShap):
         est = cls(n_samples=20, seed=1) if cls is KernelShap else cls(n_samples=20, n_fits=50, seed=1)
         r = est.attribute(game)
-        np.testing.assert_allclose(r.efficiency_gap(), 0, atol=1e-9)          # constraint holds exactly
-        again = (cls(n_samples=20, seed=1) if cls is KernelShap else cls(n_samples=20, n_fits=50, seed=1)).attribute(game)
-        np.testing.assert_array_equal(r.values, again.values)                   # reproducible
+        np.testing.assert_allclose(r.efficiency_gap(), 0, atol=1e-9)  # constraint holds exactly
+        again = (cls(n_samples=20, seed=1) if cls is KernelShap else cls(n_samples=20, n_fits=50, seed=1)).attribute(
+            game
+        )
+        np.testing.assert_array_equal(r.values, again.values)  # reproducible
     mse = {n: np.mean((KernelShap(n_samples=n, seed=2).attribute(game).values - exact) ** 2) for n in (8, 62)}
     assert mse[62] < 1e-20 < mse[8]
 

@@ -26,10 +26,26 @@ def test_stability_json_shape_and_numbers(three_runs, tmp_path):
     assert p.returncode == 0, p.stderr
     data = json.loads(out.read_text())
     assert set(data) == {"runs", "pairs", "queries", "summary"}
-    assert set(data["runs"][0]) >= {"run_id", "citation_rate", "null_rate", "mean_evidence", "median_evidence",
-                                    "p95_evidence"}
-    assert set(data["pairs"][0]) >= {"run_a", "run_b", "level", "j_avg", "flip_rate", "null_rate_a", "null_rate_b",
-                                     "null_loss", "null_gain", "collapse_rate"}
+    assert set(data["runs"][0]) >= {
+        "run_id",
+        "citation_rate",
+        "null_rate",
+        "mean_evidence",
+        "median_evidence",
+        "p95_evidence",
+    }
+    assert set(data["pairs"][0]) >= {
+        "run_a",
+        "run_b",
+        "level",
+        "j_avg",
+        "flip_rate",
+        "null_rate_a",
+        "null_rate_b",
+        "null_loss",
+        "null_gain",
+        "collapse_rate",
+    }
     assert set(data["queries"][0]) == {"query_id", "level", "j_min", "worst_pair"}
     assert all(p["run_a"] < p["run_b"] for p in data["pairs"])
     assert data["summary"]["gap_ratio"] == pytest.approx(11 / 7)
@@ -70,14 +86,17 @@ def test_docid_map_and_case_sensitive(tmp_path):
     assert json.loads(p.stdout)["pairs"][0]["j_avg"] == 0.0
 
 
-@pytest.mark.parametrize("args,message", [
-    (["stability"], "error: give log files or folders, or --db with an ingested database"),
-    (["stability", "NOPE.jsonl"], "error: NOPE.jsonl: no such file or folder"),
-    (["stability", "{three}", "--baseline", "Z"], "error: baseline run 'Z' not found; runs are: 'A', 'B', 'C'"),
-    (["stability", "{three}", "--topk", "0"], "error: --topk must be at least 1"),
-    (["stability", "{three}", "--docid-map", "{missing}"], "alias map not found"),
-    (["stability", "{three}", "--flip-threshold", "abc"], "Invalid value"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["stability"], "error: give log files or folders, or --db with an ingested database"),
+        (["stability", "NOPE.jsonl"], "error: NOPE.jsonl: no such file or folder"),
+        (["stability", "{three}", "--baseline", "Z"], "error: baseline run 'Z' not found; runs are: 'A', 'B', 'C'"),
+        (["stability", "{three}", "--topk", "0"], "error: --topk must be at least 1"),
+        (["stability", "{three}", "--docid-map", "{missing}"], "alias map not found"),
+        (["stability", "{three}", "--flip-threshold", "abc"], "Invalid value"),
+    ],
+)
 def test_bad_usage_exits_2_with_a_message(three_runs, tmp_path, args, message):
     args = [a.format(three=three_runs, missing=tmp_path / "none.csv") for a in args]
     p = run(*args, cwd=tmp_path)
@@ -109,22 +128,31 @@ def test_fidelity_cli_summaries_alerts_canary_and_exit_codes(tmp_path):
     from tests.helpers import pipeline
 
     logs = tmp_path / "prov"
-    write_jsonl(logs / "base.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]"),
-                                      pipeline("base", "q2", strip_rerank=True, text="[Document 2] [Source: D1]")])
-    write_jsonl(logs / "cand.jsonl", [pipeline("cand", "q1", text="[Source: D9, p. 1]"),
-                                      pipeline("cand", "q2", text="[Source: D1, p. 3]")])
+    write_jsonl(
+        logs / "base.jsonl",
+        [
+            pipeline("base", "q1", text="[Source: D1, p. 2]"),
+            pipeline("base", "q2", strip_rerank=True, text="[Document 2] [Source: D1]"),
+        ],
+    )
+    write_jsonl(
+        logs / "cand.jsonl",
+        [pipeline("cand", "q1", text="[Source: D9, p. 1]"), pipeline("cand", "q2", text="[Source: D1, p. 3]")],
+    )
     out = tmp_path / "f.json"
     p = run("fidelity", logs, "--json", out, "--canary", "base,cand")
     assert p.returncode == 0, p.stderr
-    assert ("ALERT reranking survival: 50.0% of the queries that reached reranking with a ground-truth source keep "
-            "one through it (conditional survival" in p.stdout)
+    assert (
+        "ALERT reranking survival: 50.0% of the queries that reached reranking with a ground-truth source keep "
+        "one through it (conditional survival" in p.stdout
+    )
     assert "canary base → cand: Mann-Whitney U = 4.000" in p.stdout
     data = json.loads(out.read_text())
     base = data["runs"]["base"]
     assert base["summary"]["stage_survival"]["reranking"] == 0.5
     assert [q["query_id"] for q in base["queries"]] == ["q1", "q2"]
     assert data["runs"]["cand"]["summary"]["cfs_mean"] == pytest.approx((0.0 + 0.3) / 2)
-    assert data["canary"]["u"] == 4.0          # base {1, 1} beats cand {0, 0.3} in all 4 pairs
+    assert data["canary"]["u"] == 4.0  # base {1, 1} beats cand {0, 0.3} in all 4 pairs
 
     rules = tmp_path / "r.toml"
     rules.write_text("[fidelity]\nstage_survival_min = 0.4\nparse_failure_max = 0.5\n")
@@ -163,16 +191,19 @@ def test_gate_exit_codes_and_json(three_runs, tmp_path):
     rules = tmp_path / "r.toml"
     rules.write_text('preset = "none"\n[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = ">="\nthreshold = 0.6\n')
     p = run("gate", three_runs, "--baseline", "A", "--candidate", "B", "--rules", rules, "--json", "-")
-    assert p.returncode == 0, p.stderr                     # from log files, one rule: 2/3 ≥ 0.6
+    assert p.returncode == 0, p.stderr  # from log files, one rule: 2/3 ≥ 0.6
     assert json.loads(p.stdout)["status"] == "pass"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--baseline", "A", "--candidate", "Z"], "run 'Z' not found"),
-    (["--baseline", "A", "--candidate", "B", "--rules", "missing.toml"], "no such rules file"),
-    (["--baseline", "A", "--candidate", "B", "--preset", "lax"], "--preset must be one of"),
-    (["--candidate", "B"], "--baseline"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--baseline", "A", "--candidate", "Z"], "run 'Z' not found"),
+        (["--baseline", "A", "--candidate", "B", "--rules", "missing.toml"], "no such rules file"),
+        (["--baseline", "A", "--candidate", "B", "--preset", "lax"], "--preset must be one of"),
+        (["--candidate", "B"], "--baseline"),
+    ],
+)
 def test_gate_bad_input_exits_2(three_runs, args, message):
     p = run("gate", three_runs, *args)
     assert p.returncode == 2 and message in p.stderr, p.stderr
@@ -196,7 +227,7 @@ def test_report_writes_a_pdf_and_refuses_bad_input(three_runs, tmp_path):
     out = tmp_path / "audit.pdf"
     p = run("report", three_runs, "--baseline", "A", "--candidate", "B", "--out", out)
     assert p.returncode == 0, p.stderr
-    assert out.read_bytes().startswith(b"%PDF-") and "verdict FAIL" in p.stdout   # A → B loses q3's evidence
+    assert out.read_bytes().startswith(b"%PDF-") and "verdict FAIL" in p.stdout  # A → B loses q3's evidence
     p = run("report", three_runs, "--baseline", "A", "--candidate", "Z", "--out", out)
     assert p.returncode == 2 and "run 'Z' not found" in p.stderr
     p = run("report", three_runs, "--out", tmp_path / "no" / "such" / "dir" / "a.pdf")
@@ -205,34 +236,40 @@ def test_report_writes_a_pdf_and_refuses_bad_input(three_runs, tmp_path):
 
 def test_csv_exports_neutralise_cells_a_spreadsheet_would_run(tmp_path):
     """OWASP's rule: a text cell starting with = + - @ tab or CR gets a leading quote; numbers stay."""
-    recs = [{"run_id": rid, "query_id": qid, "evidence": [{"doc_id": "d1", "text": "t"}]}
-            for rid in ("=HYPERLINK(\"http://x.example\",\"a\")", "@SUM(A1)") for qid in ("+1+1", "-2", "plain")]
+    recs = [
+        {"run_id": rid, "query_id": qid, "evidence": [{"doc_id": "d1", "text": "t"}]}
+        for rid in ('=HYPERLINK("http://x.example","a")', "@SUM(A1)")
+        for qid in ("+1+1", "-2", "plain")
+    ]
     logs = tmp_path / "hostile.jsonl"
     logs.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     p = run("stability", logs, "--json", tmp_path / "m.json", "--csv-dir", tmp_path / "csv")
     assert p.returncode == 0, p.stderr
     runs = {r["run_id"] for r in csv.DictReader(open(tmp_path / "csv" / "runs.csv"))}
-    assert runs == {"'=HYPERLINK(\"http://x.example\",\"a\")", "'@SUM(A1)"}
+    assert runs == {'\'=HYPERLINK("http://x.example","a")', "'@SUM(A1)"}
     queries = list(csv.DictReader(open(tmp_path / "csv" / "queries.csv")))
     assert {q["query_id"] for q in queries} == {"'+1+1", "'-2", "plain"}
     pairs = list(csv.DictReader(open(tmp_path / "csv" / "pairs.csv")))
     assert all(not v.startswith(("=", "+", "-", "@")) for row in pairs for v in row.values())
-    assert float(pairs[0]["j_avg"]) == 1.0                      # numbers are numbers
+    assert float(pairs[0]["j_avg"]) == 1.0  # numbers are numbers
 
 
-@pytest.mark.parametrize("text, says", [
-    ("a = " + "[" * 10_000 + "]" * 10_000 + "\n", "nested too deeply"),
-    ("".join(f"[{'.'.join(['t'] * n)}]\n" for n in (1, 2, 3, 4, 5, 6)), "t.t.t.t.t: nested too deeply"),
-    ('[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = ">="\nthreshold = inf\n', "[[rule]] number 1: threshold:"),
-    ('[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = ">="\nthreshold = nan\n', "finite number"),
-    ('[[rule]]\nmetric = "warg"\np = nan\nop = ">="\nthreshold = 0.5\n', "[[rule]] number 1: p:"),
-    ('[[rule]]\nmetric = "jaccard"\nlevel = "doc"\nop = ">="\nthreshold = 0.5\n', "[[rule]] number 1: metric:"),
-    ('[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = "=="\nthreshold = 0.5\n', "[[rule]] number 1: op:"),
-    ('[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = ">="\nthreshold = 0.5\ncolour = "red"\n', "colour:"),
-    ("rule = 3\n", "rule: must be an array of tables"),
-    ("preset = 7\n", "preset: must be default, strict or none"),
-    ("# " + "x" * (1 << 20) + "\n", "at most 1,048,576 bytes"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("a = " + "[" * 10_000 + "]" * 10_000 + "\n", "nested too deeply"),
+        ("".join(f"[{'.'.join(['t'] * n)}]\n" for n in (1, 2, 3, 4, 5, 6)), "t.t.t.t.t: nested too deeply"),
+        ('[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = ">="\nthreshold = inf\n', "[[rule]] number 1: threshold:"),
+        ('[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = ">="\nthreshold = nan\n', "finite number"),
+        ('[[rule]]\nmetric = "warg"\np = nan\nop = ">="\nthreshold = 0.5\n', "[[rule]] number 1: p:"),
+        ('[[rule]]\nmetric = "jaccard"\nlevel = "doc"\nop = ">="\nthreshold = 0.5\n', "[[rule]] number 1: metric:"),
+        ('[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = "=="\nthreshold = 0.5\n', "[[rule]] number 1: op:"),
+        ('[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = ">="\nthreshold = 0.5\ncolour = "red"\n', "colour:"),
+        ("rule = 3\n", "rule: must be an array of tables"),
+        ("preset = 7\n", "preset: must be default, strict or none"),
+        ("# " + "x" * (1 << 20) + "\n", "at most 1,048,576 bytes"),
+    ],
+)
 def test_gate_rules_files_are_bad_input_too(three_runs, tmp_path, text, says):
     """Depth, size, non-finite numbers, unknown metrics, operators and keys: exit 2 naming the
     file and the key, never a traceback."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from ragaudit_core.logs import catalog, store
-
 from ragaudit_core.logs.selection import natural_sorted
 from tests.helpers import XSS, app_test, plain, write_jsonl, xss_logs
 
@@ -34,7 +33,7 @@ def test_open_sample_logs_with_one_click(app_env):
     assert metrics["Evidence entries"] == f"{info['entries']:,}"
     assert metrics["Answers"] == "180"
     runs = at.dataframe[0].value
-    assert list(runs["run_id"]) == natural_sorted(runs["run_id"]) and len(runs) == 12     # k5 < k10 < k20
+    assert list(runs["run_id"]) == natural_sorted(runs["run_id"]) and len(runs) == 12  # k5 < k10 < k20
     assert list(runs["run_id"])[:2] == ["k5-c128-o0", "k5-c128-o32"]
     assert set(runs["chunk_size"]) == {128, 256}
 
@@ -42,12 +41,15 @@ def test_open_sample_logs_with_one_click(app_env):
 def test_upload_with_bad_lines_shows_each_rejected_line(app_env, tmp_path):
     path = app_env()
     good = {"run_id": "r1", "query_id": "q1", "evidence": ["d1", "d2"]}
-    body = write_jsonl(tmp_path / "mixed.jsonl", [
-        good,
-        '{"run_id": "r1", "query_id": "q2", "evidence": [',             # line 2: truncated JSON
-        {"run_id": "r1", "evidence": ["d3"]},                            # line 3: no query id
-        {"run_id": "r1", "query_id": "q4", "evidence": ["d4"]},
-    ]).read_bytes()
+    body = write_jsonl(
+        tmp_path / "mixed.jsonl",
+        [
+            good,
+            '{"run_id": "r1", "query_id": "q2", "evidence": [',  # line 2: truncated JSON
+            {"run_id": "r1", "evidence": ["d3"]},  # line 3: no query id
+            {"run_id": "r1", "query_id": "q4", "evidence": ["d4"]},
+        ],
+    ).read_bytes()
     at = app_test("app.py").run()
     at.file_uploader[0].set_value(("mixed.jsonl", body, "application/jsonl"))
     at.run()
@@ -71,6 +73,7 @@ def test_clear_data(app_env, tmp_path):
     path = app_env()
     c = store.connect(path)
     from ragaudit_core.logs.ingest import ingest_paths
+
     ingest_paths(c, [write_jsonl(tmp_path / "r.jsonl", [{"run_id": "r", "query_id": "q", "evidence": ["d"]}])])
     at = app_test("app.py").run()
     assert {m.label: m.value for m in at.metric}["Runs"] == "1"
@@ -83,6 +86,7 @@ def test_clear_data(app_env, tmp_path):
 def test_log_text_is_never_rendered_as_html(app_env, tmp_path):
     path = app_env()
     from ragaudit_core.logs.ingest import ingest_paths
+
     ingest_paths(store.connect(path), [xss_logs(tmp_path / "xss")])
     at = app_test("app.py").run()
     assert not at.exception
@@ -112,13 +116,18 @@ def test_uploading_a_ragas_csv_loads_a_run_named_after_the_file(app_env, tmp_pat
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=["user_input", "retrieved_contexts", "response"])
     w.writeheader()
-    w.writerow({"user_input": "What causes tides?", "retrieved_contexts": repr(["The Moon pulls.", "Lunar cycle."]),
-                "response": "The Moon."})
+    w.writerow(
+        {
+            "user_input": "What causes tides?",
+            "retrieved_contexts": repr(["The Moon pulls.", "Lunar cycle."]),
+            "response": "The Moon.",
+        }
+    )
     at = app_test("app.py").run()
     at.file_uploader[0].set_value(("ragas eval.csv", buf.getvalue().encode(), "text/csv"))
     at.run()
     next(b for b in at.button if b.label == "Load the uploaded files").click().run()
     assert not at.exception and not at.error
     runs = next(df.value for df in at.dataframe if "run_id" in df.value.columns and "mean_entries" in df.value.columns)
-    assert list(runs["run_id"]) == ["ragas_eval"]             # the kept file's name, without extensions
+    assert list(runs["run_id"]) == ["ragas_eval"]  # the kept file's name, without extensions
     assert {m.label: m.value for m in at.metric}["Evidence entries"] == "2"

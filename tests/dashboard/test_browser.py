@@ -73,18 +73,23 @@ def test_every_page_on_the_sample_logs(server, browser, shots):
     wait_idle(page)
     assert _metric(page, "gap ratio") == "2.973"
     assert _metric(page, "mean J_span") == "0.146"
-    _charts(page, 3)                                              # scatter, density, J_min histogram
+    _charts(page, 3)  # scatter, density, J_min histogram
     # a click on a point of the scatter selects that run pair
     before = page.locator('[data-testid="stMarkdownContainer"]', has_text="flipped (J_span").first.inner_text()
     points = page.locator(".js-plotly-plot").first.locator(".scatterlayer .trace path.point")
-    centres = [(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
-               for b in (points.nth(i).bounding_box() for i in range(points.count()))]
+    centres = [
+        (b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
+        for b in (points.nth(i).bounding_box() for i in range(points.count()))
+    ]
     assert len(centres) == 66
     far = max(range(len(centres)), key=lambda i: min(math.dist(centres[i], c) for j, c in enumerate(centres) if j != i))
     page.mouse.move(*centres[far])
     page.mouse.click(*centres[far])
-    page.wait_for_function("b => ![...document.querySelectorAll('[data-testid=stMarkdownContainer]')]"
-                           ".some(e => e.innerText === b)", arg=before, timeout=30_000)
+    page.wait_for_function(
+        "b => ![...document.querySelectorAll('[data-testid=stMarkdownContainer]')].some(e => e.innerText === b)",
+        arg=before,
+        timeout=30_000,
+    )
     wait_idle(page)
     after = page.locator('[data-testid="stMarkdownContainer"]', has_text="flipped (J_span").first.inner_text()
     assert after != before and " vs " in after
@@ -94,7 +99,7 @@ def test_every_page_on_the_sample_logs(server, browser, shots):
     page.get_by_text("Same document, different span").wait_for(timeout=60_000)
     wait_idle(page)
     assert page.get_by_text("J_doc = 1.000 · J_span = 0.000").count() == 1
-    _charts(page, 1)                                              # the J matrix
+    _charts(page, 1)  # the J matrix
     page.screenshot(path=str(shots / "drilldown.png"), full_page=True)
 
     page.goto(f"{url}/Compare")
@@ -106,8 +111,8 @@ def test_every_page_on_the_sample_logs(server, browser, shots):
     page.goto(f"{url}/Citation_fidelity")
     page.get_by_text("Canary: two runs' CFS distributions").wait_for(timeout=60_000)
     wait_idle(page)
-    assert page.locator('[data-testid="stMetric"]', has_text="mean CFS").count() == 2   # base and c128 provenance
-    _charts(page, 3)                                              # funnel, CFS histogram, provenance graph
+    assert page.locator('[data-testid="stMetric"]', has_text="mean CFS").count() == 2  # base and c128 provenance
+    _charts(page, 3)  # funnel, CFS histogram, provenance graph
     page.screenshot(path=str(shots / "fidelity.png"), full_page=True)
 
     page.goto(f"{url}/Attributions")
@@ -146,8 +151,10 @@ def test_html_in_an_uploaded_log_shows_as_text(server, browser, shots, tmp_path)
     assert page.get_by_text(XSS, exact=False).count() >= 3
     # and nothing from it became markup: no <img src=x>, no script, no dialog
     assert page.locator('img[src="x"]').count() == 0
-    assert page.evaluate("() => [...document.querySelectorAll('script')].some(s => s.textContent.includes('alert(2)'))") \
+    assert (
+        page.evaluate("() => [...document.querySelectorAll('script')].some(s => s.textContent.includes('alert(2)'))")
         is False
+    )
     page.screenshot(path=str(shots / "xss.png"), full_page=True)
     assert dialogs == []
     page.close()

@@ -29,22 +29,31 @@ def _logs(d: Path) -> list[Path]:
     recs = []
     for run, shift in ((RUN_A, 0), (RUN_B, 1)):
         for i, qid in enumerate((QUERY, f"q2 {LINK}", "q3")):
-            recs.append({"run_id": run, "query_id": qid, "query": f"question {TEX} {i}", "answer": f"answer {BOLD} {i}",
-                         "config": {"top_k": 2 + shift}, "evidence": [
-                             {"doc_id": f"doc {RED} {(i + shift) % 3}", "text": f"passage {LINK} {(i + shift) % 3}"},
-                             {"doc_id": f"d{i}", "text": f"other {i}"}]})
+            recs.append(
+                {
+                    "run_id": run,
+                    "query_id": qid,
+                    "query": f"question {TEX} {i}",
+                    "answer": f"answer {BOLD} {i}",
+                    "config": {"top_k": 2 + shift},
+                    "evidence": [
+                        {"doc_id": f"doc {RED} {(i + shift) % 3}", "text": f"passage {LINK} {(i + shift) % 3}"},
+                        {"doc_id": f"d{i}", "text": f"other {i}"},
+                    ],
+                }
+            )
     recs += [{"run_id": RUN_C, "query_id": qid, "evidence": [f"doc {RED} 0"]} for qid in (QUERY, "q3")]
     prov = pipeline(run=RUN_A, qid=QUERY, text=f"The answer [Doc D1, p. 2] and {CITATION}) here.")
     return [write_jsonl(d / "evidence.jsonl", recs), write_jsonl(d / "provenance.jsonl", [prov])]
 
 
-_LEAKS = """() => {
-  const words = %s;
+_LEAKS = f"""() => {{
+  const words = {list(WORDS)};
   const bad = [...document.querySelectorAll('a[href*="evil.example"], img[src*="evil.example"], .katex')];
   const made = [...document.querySelectorAll('strong, b, em, a, img, span, p, code')]
       .filter(e => e.children.length === 0 && words.includes(e.textContent.trim()));
   return [...bad, ...made].map(e => e.outerHTML.slice(0, 160));
-}""" % list(WORDS)
+}}"""
 
 
 def test_no_page_renders_markdown_html_or_latex_from_log_text(tmp_path):
@@ -56,29 +65,39 @@ def test_no_page_renders_markdown_html_or_latex_from_log_text(tmp_path):
         browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
         foreign = []
-        page.on("request", lambda r: foreign.append(r.url) if "127.0.0.1" not in r.url and
-                not r.url.startswith(("data:", "blob:")) else None)
+        page.on(
+            "request",
+            lambda r: (
+                foreign.append(r.url) if "127.0.0.1" not in r.url and not r.url.startswith(("data:", "blob:")) else None
+            ),
+        )
         upload_logs(page, url, files)
         assert page.evaluate(_LEAKS) == []
         seen = {}
-        for path, marker in (("Stability", "Run pairs"), ("Query_drilldown", "Query drill-down"),
-                             ("Compare", "Deploy gate"), ("Citation_fidelity", "Queries"),
-                             ("Attributions", "Attributions")):
+        for path, marker in (
+            ("Stability", "Run pairs"),
+            ("Query_drilldown", "Query drill-down"),
+            ("Compare", "Deploy gate"),
+            ("Citation_fidelity", "Queries"),
+            ("Attributions", "Attributions"),
+        ):
             page.goto(f"{url}/{path}")
             page.get_by_text(marker).first.wait_for(timeout=60_000)
             wait_idle(page)
             page.wait_for_timeout(300)
             assert page.evaluate(_LEAKS) == [], path
-            seen[path] = page.inner_text("body").replace("\u2060", "")   # md()'s invisible autolink breaker
+            seen[path] = page.inner_text("body").replace("\u2060", "")  # md()'s invisible autolink breaker
         browser.close()
     assert foreign == []
-    assert not any("\nDeploy\n" in text for text in seen.values())   # .streamlit/config.toml: toolbarMode viewer
+    assert not any("\nDeploy\n" in text for text in seen.values())  # .streamlit/config.toml: toolbarMode viewer
     # shown as typed where Streamlit draws text from these strings (not canvas tables)
-    assert f"span metrics unavailable for run(s) without span information (no text or span_hash): '{RUN_C}'" \
-        in seen["Stability"]                           # the warning that used to render run C's id as an image
+    assert (
+        f"span metrics unavailable for run(s) without span information (no text or span_hash): '{RUN_C}'"
+        in seen["Stability"]
+    )  # the warning that used to render run C's id as an image
     assert f"{RUN_A} vs {RUN_B}" in seen["Stability"]
     assert BOLD in seen["Compare"] and ("PASS" in seen["Compare"] or "FAIL" in seen["Compare"])
-    assert RED in seen["Citation_fidelity"] and TEX in seen["Citation_fidelity"]     # the parse failure, as typed
+    assert RED in seen["Citation_fidelity"] and TEX in seen["Citation_fidelity"]  # the parse failure, as typed
     assert QUERY in seen["Citation_fidelity"]
 
 
@@ -90,8 +109,12 @@ def test_the_pdf_shows_log_text_as_typed(tmp_path):
     exe = str(Path(sys.executable).parent / "ragaudit")
     assert subprocess.run([exe, "ingest", *map(str, files), "--db", str(db)], capture_output=True).returncode == 0
     out = tmp_path / "audit.pdf"
-    p = subprocess.run([exe, "report", "--db", str(db), "--out", str(out), "--baseline", RUN_A, "--candidate", RUN_B,
-                        "--no-probe"], capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [exe, "report", "--db", str(db), "--out", str(out), "--baseline", RUN_A, "--candidate", RUN_B, "--no-probe"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr
     reader = PdfReader(out)
     text = " ".join(pg.extract_text() for pg in reader.pages).replace("\n", " ")

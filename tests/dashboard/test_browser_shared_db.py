@@ -20,9 +20,18 @@ RAGAUDIT = str(Path(sys.executable).parent / "ragaudit")
 
 
 def _run(run_id: str, shift: int) -> list[dict]:
-    return [{"run_id": run_id, "query_id": f"q{i}", "query": f"question {i}", "answer": f"answer {i}",
-             "evidence": [{"doc_id": f"d{(i + shift + j) % 9}", "text": f"passage {(i + shift + j) % 9}"}
-                          for j in range(3)]} for i in range(6)]
+    return [
+        {
+            "run_id": run_id,
+            "query_id": f"q{i}",
+            "query": f"question {i}",
+            "answer": f"answer {i}",
+            "evidence": [
+                {"doc_id": f"d{(i + shift + j) % 9}", "text": f"passage {(i + shift + j) % 9}"} for j in range(3)
+            ],
+        }
+        for i in range(6)
+    ]
 
 
 def _metric(page, label: str) -> str:
@@ -52,10 +61,20 @@ def test_the_cli_writes_and_reads_the_database_the_dashboard_has_open(tmp_path):
         assert added.returncode == 0, added.stderr
         assert "Conflicting lock" not in added.stderr
         verdict = _cli("gate", "--db", str(db), "--baseline", "base", "--candidate", "late")
-        assert verdict.returncode in (0, 1), verdict.stderr          # a verdict, not a usage error
+        assert verdict.returncode in (0, 1), verdict.stderr  # a verdict, not a usage error
         assert "PASS" in verdict.stdout or "FAIL" in verdict.stdout
-        report = _cli("report", "--db", str(db), "--out", str(tmp_path / "audit.pdf"), "--baseline", "base",
-                      "--candidate", "late", "--no-probe")
+        report = _cli(
+            "report",
+            "--db",
+            str(db),
+            "--out",
+            str(tmp_path / "audit.pdf"),
+            "--baseline",
+            "base",
+            "--candidate",
+            "late",
+            "--no-probe",
+        )
         assert report.returncode == 0, report.stderr
         assert (tmp_path / "audit.pdf").read_bytes()[:5] == b"%PDF-"
 
@@ -64,10 +83,12 @@ def test_the_cli_writes_and_reads_the_database_the_dashboard_has_open(tmp_path):
         page.keyboard.press("r")
         page.wait_for_function(
             "() => [...document.querySelectorAll('[data-testid=\"stMetric\"]')].some(m => "
-            "m.innerText.includes('Runs') && m.innerText.includes('3'))", timeout=60_000)
+            "m.innerText.includes('Runs') && m.innerText.includes('3'))",
+            timeout=60_000,
+        )
         assert _metric(page, "Runs") == "3"
         browser.close()
-    con = store.connect(db)                       # the dashboard has let go of the file
+    con = store.connect(db)  # the dashboard has let go of the file
     assert sorted(r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()) == ["base", "cand", "late"]
     con.close()
 
@@ -75,9 +96,20 @@ def test_the_cli_writes_and_reads_the_database_the_dashboard_has_open(tmp_path):
 def test_a_held_database_gives_one_sentence_and_the_cli_waits_for_it(tmp_path):
     db = tmp_path / "held.duckdb"
     store.connect(db).close()
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time, duckdb; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(float(sys.argv[2]))"),
-        str(db), "4"], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time, duckdb; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
+                "time.sleep(float(sys.argv[2]))"
+            ),
+            str(db),
+            "4",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(store.StoreBusy) as busy:
@@ -85,7 +117,7 @@ def test_a_held_database_gives_one_sentence_and_the_cli_waits_for_it(tmp_path):
         msg = str(busy.value)
         assert f"PID {holder.pid}" in msg and "in use by another program" in msg and "IO Error" not in msg
         waited = _cli("ingest", str(write_jsonl(tmp_path / "a.jsonl", _run("base", 0))), "--db", str(db))
-        assert waited.returncode == 0, waited.stderr             # the command waited for the holder to finish
+        assert waited.returncode == 0, waited.stderr  # the command waited for the holder to finish
         assert "waiting up to" in waited.stderr
     finally:
         holder.kill()
@@ -99,8 +131,11 @@ def test_two_dashboards_on_one_database_work_side_by_side(tmp_path):
     db = tmp_path / "shared.duckdb"
     first = _cli("ingest", str(write_jsonl(tmp_path / "a.jsonl", _run("base", 0) + _run("cand", 1))), "--db", str(db))
     assert first.returncode == 0, first.stderr
-    with streamlit_server(db, tmp_path / "one.log") as url1, streamlit_server(db, tmp_path / "two.log") as url2, \
-            sync_playwright() as p:
+    with (
+        streamlit_server(db, tmp_path / "one.log") as url1,
+        streamlit_server(db, tmp_path / "two.log") as url2,
+        sync_playwright() as p,
+    ):
         browser = launch_chromium(p)
         pages = [browser.new_page(viewport={"width": 1400, "height": 1000}) for _ in range(2)]
         for page, url in zip(pages, (url1, url2)):
@@ -108,13 +143,13 @@ def test_two_dashboards_on_one_database_work_side_by_side(tmp_path):
         for page in pages:
             wait_idle(page)
             assert _metric(page, "Runs") == "2"
-        for page, url in zip(pages, (url1, url2)):            # both interact at once
+        for page, url in zip(pages, (url1, url2)):  # both interact at once
             page.goto(url.rstrip("/") + "/Stability")
         for page in pages:
             wait_idle(page)
             page.wait_for_selector('[data-testid="stMetric"]', timeout=60_000)
             assert _metric(page, "mean J_doc") != ""
-            assert "is in use by" not in page.inner_text("body")      # no StoreBusy sentence
+            assert "is in use by" not in page.inner_text("body")  # no StoreBusy sentence
         added = _cli("ingest", str(write_jsonl(tmp_path / "c.jsonl", _run("late", 2))), "--db", str(db))
         assert added.returncode == 0, added.stderr
         for page, url in zip(pages, (url1, url2)):
@@ -123,5 +158,7 @@ def test_two_dashboards_on_one_database_work_side_by_side(tmp_path):
             wait_idle(page)
             page.wait_for_function(
                 "() => [...document.querySelectorAll('[data-testid=\"stMetric\"]')].some(m => "
-                "m.innerText.includes('Runs') && m.innerText.includes('3'))", timeout=60_000)
+                "m.innerText.includes('Runs') && m.innerText.includes('3'))",
+                timeout=60_000,
+            )
         browser.close()

@@ -6,11 +6,10 @@ import time
 
 import pytest
 
-from ragaudit_core.logs import store
 from ragaudit_core.attribution.explain import stored_attribution
 from ragaudit_core.jobs import plan, queue
+from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
-
 from tests.helpers import XSS, app_test, released_app_test, write_jsonl
 
 pytestmark = pytest.mark.slow
@@ -21,8 +20,9 @@ def test_no_texts_says_what_to_do(app_env, tmp_path):
     path = app_env()
     at = app_test(PAGE).run()
     assert any("No logs are loaded yet" in i.value for i in at.info)
-    ingest_paths(store.connect(path), [write_jsonl(tmp_path / "d.jsonl",
-                                                   [{"run_id": "r", "query_id": "q", "evidence": ["d1"]}])])
+    ingest_paths(
+        store.connect(path), [write_jsonl(tmp_path / "d.jsonl", [{"run_id": "r", "query_id": "q", "evidence": ["d1"]}])]
+    )
     at = app_test(PAGE).run()
     assert any("carry no document texts" in i.value for i in at.info)
 
@@ -48,12 +48,28 @@ def test_a_queued_job_runs_in_the_background_and_its_result_appears(app_env, tmp
     runs it while the page keeps answering; the result appears on a rerun; a second visit
     shows it at once, and the next request has a measured estimate."""
     path = app_env()
-    docs = ["Marie Curie was born in Warsaw in 1867.", f"Paris {XSS} is the capital of France.",
-            "Curie won two Nobel prizes."]
-    with store.connect(path) as con:            # closed: the worker is another process
-        ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", [{
-            "run_id": "base", "query_id": "q1", "query": "Where was Marie Curie born?",
-            "evidence": [{"doc_id": f"D{i}", "text": t} for i, t in enumerate(docs)]}])])
+    docs = [
+        "Marie Curie was born in Warsaw in 1867.",
+        f"Paris {XSS} is the capital of France.",
+        "Curie won two Nobel prizes.",
+    ]
+    with store.connect(path) as con:  # closed: the worker is another process
+        ingest_paths(
+            con,
+            [
+                write_jsonl(
+                    tmp_path / "r.jsonl",
+                    [
+                        {
+                            "run_id": "base",
+                            "query_id": "q1",
+                            "query": "Where was Marie Curie born?",
+                            "evidence": [{"doc_id": f"D{i}", "text": t} for i, t in enumerate(docs)],
+                        }
+                    ],
+                )
+            ],
+        )
     at = _settings(released_app_test(PAGE, monkeypatch).run(), **{"IG points L": 8, "Answer tokens at most": 12})
     assert any("Not measured yet with these settings" in c.value for c in at.caption)
     next(b for b in at.button if b.label == "Explain this query").click().run()
@@ -63,16 +79,16 @@ def test_a_queued_job_runs_in_the_background_and_its_result_appears(app_env, tmp
     assert job.status in ("queued", "running")
     _until(at, lambda a: any(m.label == "wasted retrieval" for m in a.metric))
     assert not at.exception and not at.error
-    con = store.connect(path)          # closed below, before the second visit
+    con = store.connect(path)  # closed below, before the second visit
     (res,) = stored_attribution(con, "base", "q1")
     (job,) = queue.jobs(con)
     assert job.status == "done" and job.fraction == 1.0 and job.elapsed_s > 0
     shown = {m.label: m.value for m in at.metric}
     assert shown["wasted retrieval"] == ("yes" if res["wasted_retrieval"] else "no")
     assert shown["generator ranking"] == " > ".join(str(i + 1) for i in res["generator_ranking"])
-    assert res["method"] == "exact" and res["ig_documents"][0]["steps"] == 8           # auto: 3 documents → exact
+    assert res["method"] == "exact" and res["ig_documents"][0]["steps"] == 8  # auto: 3 documents → exact
     bodies = [h.proto.body for h in at.get("html")]
-    assert len(bodies) == 3 * 2 + 2                                  # query + document per tab, legend, answer
+    assert len(bodies) == 3 * 2 + 2  # query + document per tab, legend, answer
     # the payload is split into words, each escaped: its pieces show as text, no tag is built
     assert any("&lt;" in b and "onerror" in b for b in bodies)
     assert not any("<img" in b or "<script" in b for b in bodies)
@@ -89,11 +105,24 @@ def test_a_queued_job_can_be_cancelled(app_env, tmp_path):
     """Cancelling a queued job (no worker has taken it yet) ends it at once; the page says so."""
     path = app_env()
     with store.connect(path) as con:
-        ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", [{
-            "run_id": "base", "query_id": "q1", "query": "Where?", "evidence": [{"doc_id": "D0", "text": "Warsaw."},
-                                                                             {"doc_id": "D1", "text": "Paris."}]}])])
+        ingest_paths(
+            con,
+            [
+                write_jsonl(
+                    tmp_path / "r.jsonl",
+                    [
+                        {
+                            "run_id": "base",
+                            "query_id": "q1",
+                            "query": "Where?",
+                            "evidence": [{"doc_id": "D0", "text": "Warsaw."}, {"doc_id": "D1", "text": "Paris."}],
+                        }
+                    ],
+                )
+            ],
+        )
         spec, inputs = plan(con, "base", "q1")
-        queue.enqueue(con, spec, inputs)                              # queued, no worker started
+        queue.enqueue(con, spec, inputs)  # queued, no worker started
     at = app_test(PAGE).run()
     assert any("Queued" in (p.proto.text or "") for p in at.get("progress"))
     next(b for b in at.button if b.label == "Cancel").click().run()

@@ -8,7 +8,6 @@ from ragaudit_core import models
 from ragaudit_core.logs import store
 from ragaudit_core.stability.compare import compare_runs
 from ragaudit_core.stability.probe import probe_pair
-
 from tests.helpers import app_test, plain
 
 pytestmark = pytest.mark.slow
@@ -27,7 +26,7 @@ def test_deltas_and_probe_match_the_core(app_env, sample_db):
     at = app_test(PAGE).run()
     next(s for s in at.selectbox if s.label == "Baseline run").select("k10-c256-o32").run()
     next(s for s in at.selectbox if s.label == "Candidate run").select("k10-c256-o0").run()
-    assert not at.exception and not [e for e in at.error if not e.value.startswith("FAIL — ")]   # only the verdict
+    assert not at.exception and not [e for e in at.error if not e.value.startswith("FAIL — ")]  # only the verdict
     con = store.connect(sample_db)
     cmp = compare_runs(con, "k10-c256-o32", "k10-c256-o0")
     shown = {m.label: m.value for m in at.metric}
@@ -37,7 +36,8 @@ def test_deltas_and_probe_match_the_core(app_env, sample_db):
     assert shown["queries flipped"] == f"{cmp.summary.n_flipped} / 300"
     runs = next(df.value for df in at.dataframe if "delta" in df.value.columns).set_index("metric")
     assert runs.loc["mean distinct documents", "delta"] == pytest.approx(
-        cmp.runs.set_index("metric").loc["mean_docs", "delta"])      # the page draws the key's label
+        cmp.runs.set_index("metric").loc["mean_docs", "delta"]
+    )  # the page draws the key's label
     flipped = next(df.value for df in at.dataframe if "collapsed" in df.value.columns)
     assert len(flipped) == int((cmp.queries.flipped | cmp.queries.collapsed | (cmp.queries.null_change != "")).sum())
 
@@ -66,8 +66,12 @@ def test_gate_verdict_failed_rules_first_and_rules_saved(app_env, sample_db, tmp
     assert not at.exception
     v = review(store.connect(sample_db), DEFAULT_RULES, "k10-c256-o32", "k10-c128-o32")
     assert v.status == "fail"
-    assert any(plain(e.value).startswith("FAIL — k10-c128-o32 should not replace k10-c256-o32: "
-                                  f"{len(v.failed)} of 8 applicable rules failed") for e in at.error)
+    assert any(
+        plain(e.value).startswith(
+            f"FAIL — k10-c128-o32 should not replace k10-c256-o32: {len(v.failed)} of 8 applicable rules failed"
+        )
+        for e in at.error
+    )
     shown = next(df.value for df in at.dataframe if "why" in df.value.columns)
     assert list(shown["status"]) == [r.status for r in v.sorted_results()]
     assert shown["status"].iloc[0] == "fail" and shown["status"].iloc[-1] == "not applicable"  # no attributions
@@ -109,12 +113,15 @@ def test_pdf_report_built_and_offered_for_download(app_env, sample_db, tmp_path)
 
     from pypdf import PdfReader
 
-    app_env(shutil.copy(sample_db, tmp_path / "s.duckdb"))   # the report's probe stores similarities
+    app_env(shutil.copy(sample_db, tmp_path / "s.duckdb"))  # the report's probe stores similarities
     at = _pick(app_test(PAGE).run(), "k10-c256-o32", "k10-c128-o32")
     next(b for b in at.button if b.label == "Build the PDF report").click().run()
     assert not at.exception
-    dl = [b for b in at.get("download_button")
-          if plain(b.proto.label).startswith("Download audit-k10-c128-o32-vs-k10-c256-o32")]
+    dl = [
+        b
+        for b in at.get("download_button")
+        if plain(b.proto.label).startswith("Download audit-k10-c128-o32-vs-k10-c256-o32")
+    ]
     assert len(dl) == 1
     from pages.ui.session import KEYS
 
@@ -130,22 +137,30 @@ def test_the_pair_defaults_to_runs_that_share_queries(app_env, tmp_path):
     of the default selection, the report's scope names it, and picking it says what to do."""
     from tests.helpers import records_db
 
-    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}", f"d{(i + k) % 4}"]}
-            for k, r in ((1, "k10"), (2, "k5")) for i in range(3)]
+    recs = [
+        {"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}", f"d{(i + k) % 4}"]}
+        for k, r in ((1, "k10"), (2, "k5"))
+        for i in range(3)
+    ]
     recs += [{"run_id": "upload", "query_id": f"e{i}", "evidence": ["x"]} for i in range(5)]
     app_env(records_db(tmp_path, recs))
     at = app_test(PAGE).run()
     assert not at.exception
     picked = [s.value for s in at.selectbox if s.label in ("Baseline run", "Candidate run")]
     assert sorted(picked) == ["k10", "k5"]
-    assert any("default selection (2 runs that share queries)" in plain(c.value) and "'upload'" in plain(c.value)
-               for c in at.caption)
+    assert any(
+        "default selection (2 runs that share queries)" in plain(c.value) and "'upload'" in plain(c.value)
+        for c in at.caption
+    )
     next(s for s in at.selectbox if s.label == "Candidate run").select("upload").run()
     assert not at.exception and not at.error
-    assert any(plain(i.value).startswith("k5 and upload share no query") or
-               plain(i.value).startswith("k10 and upload share no query") for i in at.info)
+    assert any(
+        plain(i.value).startswith("k5 and upload share no query")
+        or plain(i.value).startswith("k10 and upload share no query")
+        for i in at.info
+    )
     # runs picked on the stability page are the report's scope
     at.session_state["ragaudit.runs"] = ["k5", "k10"]
-    at.run()            # the picker's index follows the remembered pair: its widget is redrawn once (as in a browser)
+    at.run()  # the picker's index follows the remembered pair: its widget is redrawn once (as in a browser)
     next(s for s in at.selectbox if s.label == "Candidate run").select("k10" if picked[0] == "k5" else "k5").run()
     assert any("the runs picked on the stability page: k5, k10" in plain(c.value) for c in at.caption)

@@ -7,7 +7,6 @@ import pytest
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
-
 from tests.helpers import XSS, app_test, records_db, xss_logs
 
 pytestmark = pytest.mark.slow
@@ -26,12 +25,13 @@ def test_search_a_query_and_compare_two_runs(app_env, sample_db):
     at = app_test(PAGE).run()
     at.text_input[0].input("1012").run()
     query_box = next(s for s in at.selectbox if s.label == "Query")
-    assert query_box.value == "1012"                      # exact id match comes first
+    assert query_box.value == "1012"  # exact id match comes first
     next(s for s in at.selectbox if s.label == "Run A").select("k10-c256-o32").run()
     next(s for s in at.selectbox if s.label == "Run B").select("k10-c128-o32").run()
     assert not at.exception and not at.error
-    cells = compute_stability(store.connect(sample_db), StabilityOptions(pairs=[("k10-c128-o32", "k10-c256-o32")]),
-                              keep_cells=True).cells
+    cells = compute_stability(
+        store.connect(sample_db), StabilityOptions(pairs=[("k10-c128-o32", "k10-c256-o32")]), keep_cells=True
+    ).cells
     c = cells[cells.query_id == "1012"].set_index("level")["j"]
     line = next(m.value for m in at.markdown if m.value.startswith("J_doc"))
     assert line == f"J_doc = **{c['doc']:.3f}** · J_span = **{c['span']:.3f}**"
@@ -44,7 +44,7 @@ def test_search_a_query_and_compare_two_runs(app_env, sample_db):
     overlap = at.get("html")
     assert len(overlap) == 2 and "<span" in overlap[0].proto.body
     answers = [t.value for t in at.text]
-    assert any(t.startswith("The document provides") for t in answers)    # both runs answered query 1012
+    assert any(t.startswith("The document provides") for t in answers)  # both runs answered query 1012
 
 
 def test_html_in_logs_shows_as_text(app_env, tmp_path):
@@ -52,9 +52,9 @@ def test_html_in_logs_shows_as_text(app_env, tmp_path):
     ingest_paths(store.connect(path), [xss_logs(tmp_path / "xss")])
     at = app_test(PAGE).run()
     assert not at.exception
-    assert any(XSS in t.value for t in at.text)                   # the query text, as text
+    assert any(XSS in t.value for t in at.text)  # the query text, as text
     bodies = [h.proto.body for h in at.get("html")]
-    assert len(bodies) == 2                                       # the two overlapping chunks
+    assert len(bodies) == 2  # the two overlapping chunks
     for body in bodies:
         assert "<img" not in body and "<script" not in body
         assert "&lt;img src=x onerror=alert(1)&gt;" in body and "&lt;script&gt;" in body
@@ -74,14 +74,23 @@ def test_opens_on_a_pair_with_answers_and_survives_chunks_without_offsets(app_en
     """Runs are in natural order; of k5, k10 and k20 only k10 and k20 answered, so the page opens on
     that pair; chunks without offsets (NaN/NA) are compared by text, not a crash; the caption says
     why the same document can carry another span."""
-    recs = [{"run_id": r, "query_id": "q1", "query": "why?", "answer": ans,
-             "evidence": [{"doc_id": "D1", "chunk_id": "c1", "text": f"the shared passage {tail}"}]}
-            for r, ans, tail in (("k5", None, "five"), ("k10", "ten", "ten"), ("k20", "twenty", "twenty"))]
+    recs = [
+        {
+            "run_id": r,
+            "query_id": "q1",
+            "query": "why?",
+            "answer": ans,
+            "evidence": [{"doc_id": "D1", "chunk_id": "c1", "text": f"the shared passage {tail}"}],
+        }
+        for r, ans, tail in (("k5", None, "five"), ("k10", "ten", "ten"), ("k20", "twenty", "twenty"))
+    ]
     app_env(records_db(tmp_path, recs))
     at = app_test(PAGE).run()
     assert not at.exception and not at.error
     assert next(s for s in at.selectbox if s.label == "Run A").options == ["k5", "k10", "k20"]
-    assert (next(s for s in at.selectbox if s.label == "Run A").value,
-            next(s for s in at.selectbox if s.label == "Run B").value) == ("k10", "k20")
+    assert (
+        next(s for s in at.selectbox if s.label == "Run A").value,
+        next(s for s in at.selectbox if s.label == "Run B").value,
+    ) == ("k10", "k20")
     assert any("Same id is not same evidence" in c.value for c in at.caption)
-    assert any(c.value.startswith("Compared by") for c in at.caption)        # the chunk pair was compared
+    assert any(c.value.startswith("Compared by") for c in at.caption)  # the chunk pair was compared

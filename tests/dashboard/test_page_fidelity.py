@@ -6,12 +6,10 @@ import json
 
 import pytest
 
-from ragaudit_core.logs import store
 from ragaudit_core.fidelity.score import canary, fidelity_runs
+from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
-
-from tests.helpers import app_test, plain, write_jsonl
-from tests.helpers import pipeline
+from tests.helpers import app_test, pipeline, plain, write_jsonl
 
 pytestmark = pytest.mark.slow
 PAGE = "pages/4_Citation_fidelity.py"
@@ -21,10 +19,20 @@ PAGE = "pages/4_Citation_fidelity.py"
 def prov_db(app_env, tmp_path):
     path = app_env()
     logs = tmp_path / "prov"
-    write_jsonl(logs / "base.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]"),
-                                      pipeline("base", "q2", strip_rerank=True, text="[Document 2] [Source: D1]")])
-    write_jsonl(logs / "cand.jsonl", [pipeline("cand", "q1", text="[Source: D9, p. 1]"),
-                                      pipeline("cand", "q2", text="[Source: D1, p. 3]", mutate=True)])
+    write_jsonl(
+        logs / "base.jsonl",
+        [
+            pipeline("base", "q1", text="[Source: D1, p. 2]"),
+            pipeline("base", "q2", strip_rerank=True, text="[Document 2] [Source: D1]"),
+        ],
+    )
+    write_jsonl(
+        logs / "cand.jsonl",
+        [
+            pipeline("cand", "q1", text="[Source: D9, p. 1]"),
+            pipeline("cand", "q2", text="[Source: D1, p. 3]", mutate=True),
+        ],
+    )
     ingest_paths(store.connect(path), [logs])
     return path
 
@@ -44,18 +52,18 @@ def test_figures_alerts_graph_and_canary(prov_db):
     assert means == [f"{res['base'].summary['cfs_mean']:.3f}", f"{res['cand'].summary['cfs_mean']:.3f}"]
     assert means == ["1.000", "0.150"]
     alerts = at.dataframe[0].value
-    assert alerts["status"].iloc[0] == "alert"                       # failing rules first
+    assert alerts["status"].iloc[0] == "alert"  # failing rules first
     assert set(alerts.loc[alerts.status == "alert", "rule"]) == {"reranking survival", "parse-failure rate"}
     # the worst query of run base opens by default: q2 lost its ground truth at reranking
     assert any(m.value == "**Query q2**" for m in at.markdown)
-    assert len(at.get("plotly_chart")) == 3                          # funnel, histogram, graph
+    assert len(at.get("plotly_chart")) == 3  # funnel, histogram, graph
     c = canary([1.0, 1.0], [0.0, 0.3])
     assert {m.label: m.value for m in at.metric}["Mann–Whitney U"] == f"{c['u']:.1f}" == "4.0"
 
 
 def test_thresholds_are_live(prov_db):
     at = app_test(PAGE).run()
-    at.sidebar.slider[1].set_value(0.4).run()                         # stage survival ≥ 0.4: 0.5 passes
+    at.sidebar.slider[1].set_value(0.4).run()  # stage survival ≥ 0.4: 0.5 passes
     alerts = at.dataframe[0].value
     assert alerts.set_index("rule").loc["reranking survival", "status"] == "ok"
     next(s for s in at.selectbox if s.label == "Run").select("cand").run()
@@ -73,16 +81,22 @@ def test_tail_reading_survival_readings_and_blank_cells(app_env, tmp_path):
     position 0.95 · 2 = 1.9 → 0 + 0.9 · (1 − 0) = 0.90, the median 0, the tail p95 (position 0.1) 0.00.
     The upper reading clears 0.85 while most queries fail: the page says so beside it."""
     path = app_env()
-    write_jsonl(tmp_path / "tail.jsonl", [pipeline("tail", "q1", text="[Source: D1, p. 2]"),
-                                          pipeline("tail", "q2", text="[Source: D9, p. 1]"),
-                                          pipeline("tail", "q3", text="[Source: D9, p. 1]")])
+    write_jsonl(
+        tmp_path / "tail.jsonl",
+        [
+            pipeline("tail", "q1", text="[Source: D1, p. 2]"),
+            pipeline("tail", "q2", text="[Source: D9, p. 1]"),
+            pipeline("tail", "q3", text="[Source: D9, p. 1]"),
+        ],
+    )
     ingest_paths(store.connect(path), [tmp_path / "tail.jsonl"])
     at = app_test(PAGE).run()
     assert not at.exception
     assert any(c.value == "median 0.000 · p95 0.900 · tail p95 0.000" for c in at.caption)
     (warning,) = [w.value for w in at.warning]
-    assert plain(warning).startswith("p95 CFS read as the 95th percentile is 0.90, but the median is 0.00 and 5 % "
-                                     "of queries score 0.00 or less")
+    assert plain(warning).startswith(
+        "p95 CFS read as the 95th percentile is 0.90, but the median is 0.00 and 5 % of queries score 0.00 or less"
+    )
     # the two readings of survival, labelled: D1 survives every stage up to generation in all three
     # queries; only q1's citation resolves to it, so generation keeps 1 of 3 (conditional and share alike)
     surv = next(df for df in at.dataframe if "conditional" in df.value.columns)
@@ -95,7 +109,7 @@ def test_tail_reading_survival_readings_and_blank_cells(app_env, tmp_path):
     assert all(df.proto.placeholder == "" for df in at.dataframe)
     queries = next(df for df in at.dataframe if "first_failed_stage" in df.value.columns)
     lost = queries.value.set_index("query_id")["first_failed_stage"]
-    assert lost.isna()["q1"] and lost["q2"] == lost["q3"] == "generation"            # q1's cell shows blank
+    assert lost.isna()["q1"] and lost["q2"] == lost["q3"] == "generation"  # q1's cell shows blank
     assert json.loads(queries.proto.columns)["first_failed_stage"]["label"] == "ground truth lost at"
 
 
@@ -108,15 +122,26 @@ def test_judge_verdicts_sit_beside_the_rules(app_env, tmp_path):
 
     def reply(body):
         cited = body["messages"][0]["content"].split("Generated citation string: ")[1].split("\n")[0]
-        return json.dumps({**GOOD, "verdict": "ACCURATE" if "D1" in cited else
-                           ("PARTIAL" if body["seed"] == 2 else "HALLUCINATED")})
+        return json.dumps(
+            {**GOOD, "verdict": "ACCURATE" if "D1" in cited else ("PARTIAL" if body["seed"] == 2 else "HALLUCINATED")}
+        )
 
     path = app_env()
     server = _Server(reply)
     try:
         with store.connect(path) as con:
-            ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", [
-                pipeline("base", "q1", text="[Source: D1, p. 2]"), pipeline("base", "q2", text="[Source: D9, p. 1]")])])
+            ingest_paths(
+                con,
+                [
+                    write_jsonl(
+                        tmp_path / "p.jsonl",
+                        [
+                            pipeline("base", "q1", text="[Source: D1, p. 2]"),
+                            pipeline("base", "q2", text="[Source: D9, p. 1]"),
+                        ],
+                    )
+                ],
+            )
             run_batch(con, [plan_judge(con, "base", q, model="m", endpoint=server.url) for q in ("q1", "q2")])
     finally:
         server.close()
@@ -138,8 +163,18 @@ def test_queued_judge_jobs_show_progress_and_cancel(app_env, tmp_path):
 
     path = app_env()
     with store.connect(path) as con:
-        ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", [
-            pipeline("base", "q1", text="[Source: D1, p. 2]"), pipeline("base", "q2", text="[Source: D9, p. 1]")])])
+        ingest_paths(
+            con,
+            [
+                write_jsonl(
+                    tmp_path / "p.jsonl",
+                    [
+                        pipeline("base", "q1", text="[Source: D1, p. 2]"),
+                        pipeline("base", "q2", text="[Source: D9, p. 1]"),
+                    ],
+                )
+            ],
+        )
         for q in ("q1", "q2"):
             queue.enqueue(con, *plan_judge(con, "base", q))
     at = app_test(PAGE).run()

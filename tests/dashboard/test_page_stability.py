@@ -7,7 +7,6 @@ import pytest
 from ragaudit_core.logs import store
 from ragaudit_core.stability.compare import compare_runs
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
-
 from tests.helpers import app_test, records_db
 
 pytestmark = pytest.mark.slow
@@ -19,7 +18,7 @@ def test_no_data_says_what_to_do(app_env):
     at = app_test(PAGE).run()
     assert not at.exception
     assert any("No logs are loaded yet" in i.value for i in at.info)
-    assert not at.metric                      # st.stop() before any figure
+    assert not at.metric  # st.stop() before any figure
 
 
 def test_headline_figures_match_the_core(app_env, sample_db):
@@ -36,7 +35,7 @@ def test_headline_figures_match_the_core(app_env, sample_db):
     assert shown["null transitions"] == "0"
     pairs = next(df.value for df in at.dataframe if "j_avg_span" in df.value.columns)
     assert len(pairs) == 66
-    assert list(pairs["j_avg_span"]) == sorted(pairs["j_avg_span"])          # worst pair first
+    assert list(pairs["j_avg_span"]) == sorted(pairs["j_avg_span"])  # worst pair first
 
 
 def test_picking_a_pair_shows_its_queries(app_env, sample_db):
@@ -67,20 +66,26 @@ def test_flip_threshold_changes_the_flip_rate(app_env, sample_db):
     after = {m.label: m.value for m in at.metric}["flip rate (span)"]
     assert before == f"{s_05['flip_rate']['span']:.1%}"
     assert after == f"{s_01['flip_rate']['span']:.1%}"
-    assert s_01["flip_rate"]["span"] < s_05["flip_rate"]["span"] and after != before    # fewer cells below τ = 0.1
+    assert s_01["flip_rate"]["span"] < s_05["flip_rate"]["span"] and after != before  # fewer cells below τ = 0.1
 
 
 def test_a_run_sharing_no_query_is_left_out_by_default_and_named(app_env, tmp_path):
     """Before: one small upload sharing no query made the page say 'nothing to compare'."""
-    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}", f"d{(i + k) % 4}"]}
-            for k, r in ((1, "k10"), (2, "k5"), (3, "k20")) for i in range(3)]
+    recs = [
+        {"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}", f"d{(i + k) % 4}"]}
+        for k, r in ((1, "k10"), (2, "k5"), (3, "k20"))
+        for i in range(3)
+    ]
     recs.append({"run_id": "upload", "query_id": "elsewhere", "evidence": ["x"]})
     app_env(records_db(tmp_path, recs))
     at = app_test(PAGE).run()
     assert not at.exception and not at.error
-    assert at.sidebar.multiselect[0].value == ["k5", "k10", "k20"]             # natural order, upload left out
-    assert any("Left out 1 run\\(s\\) that share no query with the 3 compared \\(which share 3\\)" in i.value
-               and "upload" in i.value for i in at.info)       # the note as md() escapes it
+    assert at.sidebar.multiselect[0].value == ["k5", "k10", "k20"]  # natural order, upload left out
+    assert any(
+        "Left out 1 run\\(s\\) that share no query with the 3 compared \\(which share 3\\)" in i.value
+        and "upload" in i.value
+        for i in at.info
+    )  # the note as md() escapes it
     assert {m.label for m in at.metric} >= {"mean J_doc", "gap ratio"}
     at.sidebar.multiselect[0].set_value(["k5", "upload"]).run()
     assert not at.exception

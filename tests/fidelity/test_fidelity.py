@@ -5,12 +5,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragaudit_core.fidelity.score import (DEFAULT_PATTERNS, survival_table, tail_comment, CitationPattern, FidelityRules, canary, compute_query,
-                                    extract_citations, fidelity_runs, load_graphs, summarise_run)
+from ragaudit_core.fidelity.score import (
+    DEFAULT_PATTERNS,
+    CitationPattern,
+    FidelityRules,
+    canary,
+    compute_query,
+    extract_citations,
+    fidelity_runs,
+    load_graphs,
+    summarise_run,
+    survival_table,
+    tail_comment,
+)
 from ragaudit_core.logs.ingest import ingest_paths
-
-from tests.helpers import write_jsonl
-from tests.helpers import TEXT, node, pipeline
+from tests.helpers import TEXT, node, pipeline, write_jsonl
 
 
 def _load(con, tmp_path, *records, name="prov.jsonl"):
@@ -20,11 +29,17 @@ def _load(con, tmp_path, *records, name="prov.jsonl"):
 
 # --- extraction ----------------------------------------------------------------------------------
 
+
 def test_every_default_pattern_and_parse_failures():
     cits, failures = extract_citations(TEXT)
     assert [(c.pattern, c.doc_id, c.page, c.index) for c in cits] == [
-        ("source_page", "D1", 2, None), ("document_index", None, None, 2), ("source_page", "D1", 3, None),
-        ("source_page", "D1", 9, None), ("source_page", "D9", 1, None), ("bracket_index", None, None, 7)]
+        ("source_page", "D1", 2, None),
+        ("document_index", None, None, 2),
+        ("source_page", "D1", 3, None),
+        ("source_page", "D1", 9, None),
+        ("source_page", "D9", 1, None),
+        ("bracket_index", None, None, 7),
+    ]
     assert failures == ["[Source: D1]"]
     cits, _ = extract_citations("as shown (Document 3) and [Document 12]")
     assert [c.index for c in cits] == [3, 12]
@@ -41,10 +56,11 @@ def test_custom_patterns_replace_the_defaults():
     pats = (CitationPattern("ref", r"<<(?P<doc>\w+)#(?P<page>\d+)>>"),)
     cits, failures = extract_citations("see <<D1#2>> and [Source: D1, p. 2]", pats)
     assert [(c.doc_id, c.page) for c in cits] == [("D1", 2)]
-    assert failures == ["[Source: D1, p. 2]"]          # citation-like, but no configured pattern takes it
+    assert failures == ["[Source: D1, p. 2]"]  # citation-like, but no configured pattern takes it
 
 
 # --- verification and CFS -----------------------------------------------------------------------
+
 
 def test_verification_outcomes_and_cfs_by_hand(con, tmp_path):
     _load(con, tmp_path, pipeline())
@@ -52,11 +68,11 @@ def test_verification_outcomes_and_cfs_by_hand(con, tmp_path):
     r = compute_query(g)
     assert [(c["citation"], c["score"], c["diagnostic"]) for c in r.citations] == [
         ("[Source: D1, p. 2]", 1.0, "exact_context_match"),
-        ("[Document 2]", 1.0, "exact_context_match"),                      # context element 2 = D2 p. 1
+        ("[Document 2]", 1.0, "exact_context_match"),  # context element 2 = D2 p. 1
         ("[Source: D1, p. 3]", 0.3, "valid_doc_invalid_page_or_unretrieved"),
-        ("[Source: D1, p. 9]", 0.0, "hallucinated_page_exceeds_document_bounds"),   # D1 has 3 pages
+        ("[Source: D1, p. 9]", 0.0, "hallucinated_page_exceeds_document_bounds"),  # D1 has 3 pages
         ("[Source: D9, p. 1]", 0.0, "hallucinated_document_id"),
-        ("[7]", 0.0, "context_index_out_of_range"),                       # 2 context elements
+        ("[7]", 0.0, "context_index_out_of_range"),  # 2 context elements
     ]
     assert r.cfs == pytest.approx((1 + 1 + 0.3 + 0 + 0 + 0) / 6)
     assert r.parse_failures == ["[Source: D1]"]
@@ -68,7 +84,7 @@ def test_verification_outcomes_and_cfs_by_hand(con, tmp_path):
 def test_doc_ids_are_canonicalised_on_both_sides(con, tmp_path):
     _load(con, tmp_path, pipeline(text="[Source:  d1 , p. 2]"))
     (g,) = load_graphs(con, "base")
-    assert compute_query(g).citations[0]["diagnostic"] == "exact_context_match"   # "d1" == "D1"
+    assert compute_query(g).citations[0]["diagnostic"] == "exact_context_match"  # "d1" == "D1"
 
 
 def test_no_citations_gives_no_cfs_and_fails_generation(con, tmp_path):
@@ -111,6 +127,7 @@ def test_no_ground_truth_no_survival(con, tmp_path):
 
 # --- failure modes ------------------------------------------------------------------------------
 
+
 def test_failure_mode_checks(con, tmp_path):
     _load(con, tmp_path, pipeline(mutate=True, stale=True, bad_offsets=True))
     r = compute_query(load_graphs(con, "base")[0])
@@ -120,14 +137,19 @@ def test_failure_mode_checks(con, tmp_path):
     assert by_check["offset_length_mismatch"]["detail"] == "offsets span 12 characters, text has 10"
     assert by_check["reranker_text_mutation"]["node_id"] == "k1"
     assert by_check["stale_chunk"]["node_id"] == "c2"
-    assert by_check["stale_chunk"]["staleness_s"] == 31 * 86400       # indexed Jan 1, document version Feb 1
+    assert by_check["stale_chunk"]["staleness_s"] == 31 * 86400  # indexed Jan 1, document version Feb 1
 
 
 # --- run level ----------------------------------------------------------------------------------
 
+
 def test_run_summary_survival_rates_and_alerts(con, tmp_path):
-    _load(con, tmp_path, pipeline(qid="q1", text="[Source: D1, p. 2]"),
-          pipeline(qid="q2", strip_rerank=True, text="[Document 2] [Source: D1]"))
+    _load(
+        con,
+        tmp_path,
+        pipeline(qid="q1", text="[Source: D1, p. 2]"),
+        pipeline(qid="q2", strip_rerank=True, text="[Document 2] [Source: D1]"),
+    )
     res = fidelity_runs(con)["base"]
     s = res.summary
     # q1: CFS 1.0, product 1; q2: CFS 1.0 (one exact citation), fails at reranking
@@ -135,19 +157,31 @@ def test_run_summary_survival_rates_and_alerts(con, tmp_path):
     assert s["parse_failure_rate"] == pytest.approx(1 / 3)
     assert s["cfs_mean"] == 1.0 and s["cfs_p95"] == 1.0
     assert s["cfs_product_mean"] == 0.5
-    assert s["stage_survival"] == {"chunking": 1.0, "retrieval": 1.0, "reranking": 0.5, "compression": 1.0,
-                                   "generation": 1.0}
+    assert s["stage_survival"] == {
+        "chunking": 1.0,
+        "retrieval": 1.0,
+        "reranking": 0.5,
+        "compression": 1.0,
+        "generation": 1.0,
+    }
     status = {a["rule"]: a["status"] for a in res.alerts}
     assert status["p95 CFS"] == "ok"
     assert status["reranking survival"] == "alert" and status["retrieval survival"] == "ok"
-    assert status["parse-failure rate"] == "alert"                    # 33 % > 0.5 %
+    assert status["parse-failure rate"] == "alert"  # 33 % > 0.5 %
     assert s["n_alerts"] == 2
     msg = next(a["message"] for a in res.alerts if a["rule"] == "reranking survival")
-    assert msg == ("50.0% of the queries that reached reranking with a ground-truth source keep one through it "
-                   "(conditional survival; below 90%)")
+    assert msg == (
+        "50.0% of the queries that reached reranking with a ground-truth source keep one through it "
+        "(conditional survival; below 90%)"
+    )
     # the funnel's reading: the running product of the conditional rates (1 · 1 · 0.5 · 1 · 1)
-    assert s["stage_share"] == {"chunking": 1.0, "retrieval": 1.0, "reranking": 0.5, "compression": 0.5,
-                                "generation": 0.5}
+    assert s["stage_share"] == {
+        "chunking": 1.0,
+        "retrieval": 1.0,
+        "reranking": 0.5,
+        "compression": 0.5,
+        "generation": 0.5,
+    }
     table = survival_table(s)
     assert table["stage"].tolist() == ["chunking", "retrieval", "reranking", "compression", "generation"]
     assert table["conditional"].tolist() == [1.0, 1.0, 0.5, 1.0, 1.0]
@@ -164,33 +198,43 @@ def test_tail_comment_when_the_upper_p95_hides_a_failing_majority():
     assert upper == 1.0 and tail == 0.0
     s = {"percentile_convention": "upper", "cfs_p95": upper, "cfs_p95_other": tail, "cfs_p50": 0.0}
     msg = tail_comment(s, 0.85)
-    assert msg.startswith("p95 CFS read as the 95th percentile is 1.00, but the median is 0.00 and 5 % of queries "
-                          "score 0.00 or less")
+    assert msg.startswith(
+        "p95 CFS read as the 95th percentile is 1.00, but the median is 0.00 and 5 % of queries score 0.00 or less"
+    )
     # the same run read with the tail convention: the figures swap places, the sentence is the same
-    assert tail_comment({"percentile_convention": "tail", "cfs_p95": tail, "cfs_p95_other": upper,
-                         "cfs_p50": 0.0}, 0.85) == msg
+    assert (
+        tail_comment({"percentile_convention": "tail", "cfs_p95": tail, "cfs_p95_other": upper, "cfs_p50": 0.0}, 0.85)
+        == msg
+    )
     # both readings close and above the threshold: no comment
-    assert tail_comment({"percentile_convention": "upper", "cfs_p95": 1.0, "cfs_p95_other": 0.9,
-                         "cfs_p50": 1.0}, 0.85) is None
+    assert (
+        tail_comment({"percentile_convention": "upper", "cfs_p95": 1.0, "cfs_p95_other": 0.9, "cfs_p50": 1.0}, 0.85)
+        is None
+    )
     # close (0.2 apart) but the tail falls below the threshold while the upper clears it: a comment
-    assert tail_comment({"percentile_convention": "upper", "cfs_p95": 0.9, "cfs_p95_other": 0.7,
-                         "cfs_p50": 0.8}, 0.85) is not None
-    assert tail_comment({"percentile_convention": "upper", "cfs_p95": None, "cfs_p95_other": None,
-                         "cfs_p50": None}, 0.85) is None
+    assert (
+        tail_comment({"percentile_convention": "upper", "cfs_p95": 0.9, "cfs_p95_other": 0.7, "cfs_p50": 0.8}, 0.85)
+        is not None
+    )
+    assert (
+        tail_comment({"percentile_convention": "upper", "cfs_p95": None, "cfs_p95_other": None, "cfs_p50": None}, 0.85)
+        is None
+    )
 
 
 def test_percentile_conventions():
     from ragaudit_core.fidelity.score import QueryFidelity
 
     def q(i, cfs):
-        return QueryFidelity("r", f"q{i}", cfs, None, [{"score": cfs, "diagnostic": "x", "citation": "[1]"}], [],
-                             {}, None, None, [])
+        return QueryFidelity(
+            "r", f"q{i}", cfs, None, [{"score": cfs, "diagnostic": "x", "citation": "[1]"}], [], {}, None, None, []
+        )
 
     res = [q(i, v) for i, v in enumerate([0.0, 0.5, 1.0])]
     upper = summarise_run("r", res).summary
-    assert upper["cfs_p50"] == 0.5 and upper["cfs_p95"] == pytest.approx(0.95)   # 0.5 + 0.9 × 0.5
+    assert upper["cfs_p50"] == 0.5 and upper["cfs_p95"] == pytest.approx(0.95)  # 0.5 + 0.9 × 0.5
     tail = summarise_run("r", res, FidelityRules(percentile="tail")).summary
-    assert tail["cfs_p95"] == pytest.approx(0.05)                                # the 5th percentile
+    assert tail["cfs_p95"] == pytest.approx(0.05)  # the 5th percentile
     assert tail["cfs_p50"] == 0.5
 
 
@@ -217,32 +261,51 @@ def test_canary_mann_whitney():
 
 # --- malformed graphs are rejected with a reason --------------------------------------------------
 
-@pytest.mark.parametrize("mutate, reason", [
-    (lambda r: r["nodes"][2].update(derived_from=["nope"]),
-     "node 'c1' is derived from 'nope', which is not a node of this record (dangling derived_from)"),
-    (lambda r: r["nodes"][2].update(stage=3),
-     "node 'r1' claims stage 2 (retrieval) but its parent 'c1' is at the later stage 3 (reranking)"),
-    (lambda r: r["nodes"][0].update(derived_from=["g"], stage=5),   # a loop back from generation to source
-     "node 'c1' claims stage 1 (chunking) but its parent 'd1' is at the later stage 5 (generation)"),
-    (lambda r: r["nodes"].append(dict(r["nodes"][0])),
-     "node id 'd1' appears twice; node ids must be unique within a record"),
-    (lambda r: r["nodes"][0].update(stage=9), "stage must be an integer 0–6 (or a stage name), got 9"),
-    (lambda r: r["nodes"][0].update(artifact_type="blob"), "artifact_type must be one of"),
-    (lambda r: r.update(nodes=[]), "nodes: List should have at least 1 item after validation, not 0"),
-])
+
+@pytest.mark.parametrize(
+    "mutate, reason",
+    [
+        (
+            lambda r: r["nodes"][2].update(derived_from=["nope"]),
+            "node 'c1' is derived from 'nope', which is not a node of this record (dangling derived_from)",
+        ),
+        (
+            lambda r: r["nodes"][2].update(stage=3),
+            "node 'r1' claims stage 2 (retrieval) but its parent 'c1' is at the later stage 3 (reranking)",
+        ),
+        (
+            lambda r: r["nodes"][0].update(derived_from=["g"], stage=5),  # a loop back from generation to source
+            "node 'c1' claims stage 1 (chunking) but its parent 'd1' is at the later stage 5 (generation)",
+        ),
+        (
+            lambda r: r["nodes"].append(dict(r["nodes"][0])),
+            "node id 'd1' appears twice; node ids must be unique within a record",
+        ),
+        (lambda r: r["nodes"][0].update(stage=9), "stage must be an integer 0–6 (or a stage name), got 9"),
+        (lambda r: r["nodes"][0].update(artifact_type="blob"), "artifact_type must be one of"),
+        (lambda r: r.update(nodes=[]), "nodes: List should have at least 1 item after validation, not 0"),
+    ],
+)
 def test_malformed_graphs_are_quarantined(con, tmp_path, mutate, reason):
     bad = pipeline(qid="bad")
     mutate(bad)
     rep = _load(con, tmp_path, pipeline(qid="good"), bad)
-    assert rep.n_provenance == 1                                     # the good record is kept
+    assert rep.n_provenance == 1  # the good record is kept
     assert len(rep.rejected) == 1 and rep.rejected[0].line_no == 2
     assert reason in rep.rejected[0].message
     assert con.execute("SELECT count(*) FROM quarantine").fetchall()[0][0] == 1
 
 
 def test_cycle_is_reported(con, tmp_path):
-    rec = {"run_id": "r", "query_id": "q", "nodes": [
-        node("a", 2, "rank_result", ["b"]), node("b", 2, "rank_result", ["c"]), node("c", 2, "rank_result", ["a"])]}
+    rec = {
+        "run_id": "r",
+        "query_id": "q",
+        "nodes": [
+            node("a", 2, "rank_result", ["b"]),
+            node("b", 2, "rank_result", ["c"]),
+            node("c", 2, "rank_result", ["a"]),
+        ],
+    }
     rep = _load(con, tmp_path, rec)
     assert rep.rejected[0].message.startswith("the provenance graph has a cycle: ")
     assert "'a'" in rep.rejected[0].message and "'c'" in rep.rejected[0].message
@@ -255,7 +318,7 @@ def test_provenance_and_evidence_files_in_one_ingest(con, tmp_path):
     assert rep.n_records == 1 and rep.n_provenance == 1
     kinds = dict(con.execute("SELECT path, kind FROM files").fetchall())
     assert sorted(kinds.values()) == ["evidence", "provenance"]
-    again = ingest_paths(con, [tmp_path / "logs"])                   # content-hash dedupe applies too
+    again = ingest_paths(con, [tmp_path / "logs"])  # content-hash dedupe applies too
     assert again.n_provenance == 0 and con.execute("SELECT count(*) FROM prov_records").fetchall()[0][0] == 1
     assert DEFAULT_PATTERNS[0].name == "source_page"
 
@@ -264,11 +327,14 @@ def test_bad_lines_in_a_provenance_file_are_named_and_the_good_kept(con, tmp_pat
     import json as _json
 
     good = _json.dumps(pipeline(qid="good")).encode()
-    bad_utf8 = _json.dumps(pipeline(qid="latin1")).replace("what?", "caf\\u00e9").encode().replace(
-        b"caf\\u00e9", b"caf\xe9")
+    bad_utf8 = (
+        _json.dumps(pipeline(qid="latin1")).replace("what?", "caf\\u00e9").encode().replace(b"caf\\u00e9", b"caf\xe9")
+    )
     f = write_jsonl(tmp_path / "p.jsonl", [good, bad_utf8, b"[1, 2]", _json.dumps(pipeline(qid="good")).encode()])
     rep = ingest_paths(con, [f])
     assert rep.n_provenance == 1
     assert [(i.line_no, i.message.split(";")[0].split(" (")[0]) for i in rep.rejected] == [
-        (2, "line is not valid UTF-8"), (3, "expected a JSON object per line, got array"),
-        (4, "duplicate provenance record for run 'base', query 'good': already loaded from " + str(f) + " line 1")]
+        (2, "line is not valid UTF-8"),
+        (3, "expected a JSON object per line, got array"),
+        (4, "duplicate provenance record for run 'base', query 'good': already loaded from " + str(f) + " line 1"),
+    ]

@@ -22,8 +22,8 @@ A, P, H, U = "ACCURATE", "PARTIAL", "HALLUCINATED", "UNVERIFIABLE"
 
 def test_majority_ties_go_to_the_most_conservative_verdict():
     assert majority([A, P, A]) == A
-    assert majority([A, P]) == P                       # 1–1: PARTIAL is the more conservative
-    assert majority([A, H, P]) == H                    # three-way tie
+    assert majority([A, P]) == P  # 1–1: PARTIAL is the more conservative
+    assert majority([A, H, P]) == H  # three-way tie
     assert majority([U, P, None]) == U
     assert majority([None, None]) is None
 
@@ -35,14 +35,18 @@ def test_disagreement_and_agreement_by_hand():
     # of which (A, P) and (P, A) in the second citation differ: 2 / 7
     assert d == {"n_citations": 3, "rate": pytest.approx(1 / 3), "pairwise": pytest.approx(2 / 7)}
     a = agreement([A, P, None, H], [A, A, H, H])
-    assert a == {"n_citations": 3, "rate": pytest.approx(2 / 3),
-                 "confusion": {"ACCURATE → ACCURATE": 1, "ACCURATE → PARTIAL": 1, "HALLUCINATED → HALLUCINATED": 1}}
+    assert a == {
+        "n_citations": 3,
+        "rate": pytest.approx(2 / 3),
+        "confusion": {"ACCURATE → ACCURATE": 1, "ACCURATE → PARTIAL": 1, "HALLUCINATED → HALLUCINATED": 1},
+    }
     assert [rule_verdict(s) for s in (1.0, 0.3, 0.0, None)] == [A, P, H, U]
 
 
 def test_the_verdict_schema():
-    v = JudgeVerdict(verdict="PARTIAL", confidence=0.5, matching_chunk_id=None, explanation="x" * 150,
-                     coordinate_fidelity=0.25)
+    v = JudgeVerdict(
+        verdict="PARTIAL", confidence=0.5, matching_chunk_id=None, explanation="x" * 150, coordinate_fidelity=0.25
+    )
     assert len(v.explanation) == 100
     with pytest.raises(ValidationError):
         JudgeVerdict(verdict="MAYBE", confidence=0.5, coordinate_fidelity=0.5)
@@ -59,7 +63,7 @@ class _Server:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):                                     # noqa: N802 — http.server's name
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append((self.path, dict(self.headers), body))
                 data = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply(body)}}]}).encode()
@@ -80,8 +84,13 @@ class _Server:
         self.httpd.shutdown()
 
 
-GOOD = {"verdict": "PARTIAL", "confidence": 0.8, "matching_chunk_id": "c1", "explanation": "page differs",
-        "coordinate_fidelity": 0.5}
+GOOD = {
+    "verdict": "PARTIAL",
+    "confidence": 0.8,
+    "matching_chunk_id": "c1",
+    "explanation": "page differs",
+    "coordinate_fidelity": 0.5,
+}
 
 
 def test_the_endpoint_client_sends_the_seed_prompt_validates_and_retries():
@@ -106,8 +115,11 @@ def test_the_endpoint_client_sends_the_seed_prompt_validates_and_retries():
     # nothing listening: a failed job with a sentence that says what to check, not three silent abstentions
     from ragaudit_core.fidelity.judges import JudgeUnreachable
 
-    with pytest.raises(JudgeUnreachable, match=r"the judge endpoint http://127\.0\.0\.1:1/v1/chat/completions gave "
-                                               r"no usable reply in 2 attempt\(s\) \(URLError: .*check the URL"):
+    with pytest.raises(
+        JudgeUnreachable,
+        match=r"the judge endpoint http://127\.0\.0\.1:1/v1/chat/completions gave "
+        r"no usable reply in 2 attempt\(s\) \(URLError: .*check the URL",
+    ):
         EndpointJudge("http://127.0.0.1:1/v1", "m", retries=1).verdicts("P", [], [0])
 
 
@@ -128,11 +140,18 @@ def test_a_judge_job_over_an_endpoint_stores_verdicts_beside_the_rules(tmp_path)
     server = _Server(reply)
     path = tmp_path / "j.duckdb"
     con = store.connect(path)
-    ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]"),
-                                                         pipeline("base", "q2", text="[Source: D9, p. 1]")])])
+    ingest_paths(
+        con,
+        [
+            write_jsonl(
+                tmp_path / "p.jsonl",
+                [pipeline("base", "q1", text="[Source: D1, p. 2]"), pipeline("base", "q2", text="[Source: D9, p. 1]")],
+            )
+        ],
+    )
     try:
         jobs = [plan_judge(con, "base", q, model="m", endpoint=server.url) for q in ("q1", "q2")]
-        assert [len(i.context) for _, i in jobs] == [2, 2]                    # the two context elements
+        assert [len(i.context) for _, i in jobs] == [2, 2]  # the two context elements
         rep = run_batch(con, jobs)
     finally:
         server.close()
@@ -143,7 +162,7 @@ def test_a_judge_job_over_an_endpoint_stores_verdicts_beside_the_rules(tmp_path)
     s = judge_summary(t)
     assert s["agreement"]["rate"] == 1.0
     assert s["disagreement"] == {"n_citations": 2, "rate": 0.5, "pairwise": pytest.approx(2 / 6)}
-    assert run_batch(con, jobs).skipped == ["q1", "q2"]                 # stored: a second batch skips them
+    assert run_batch(con, jobs).skipped == ["q1", "q2"]  # stored: a second batch skips them
 
 
 @pytest.mark.slow
@@ -164,5 +183,5 @@ def test_the_local_judge_decodes_valid_verdicts_on_the_packaged_model(tmp_path):
     first = judge.verdicts(prompt, ids, [0, 1])
     again = judge.verdicts(prompt, ids, [0])
     assert all(isinstance(v, JudgeVerdict) for v in first)
-    assert all(v.matching_chunk_id in ids + [None] for v in first)
+    assert all(v.matching_chunk_id in [*ids, None] for v in first)
     assert again[0] == first[0]

@@ -9,18 +9,30 @@ from pathlib import Path
 
 import pytest
 
+from ragaudit_core.harness.sweep import (
+    RunConfig,
+    SweepError,
+    build_prompt,
+    chunk_text,
+    generate_answers,
+    load_beir,
+    parse_run_alias,
+    run_sweep,
+)
 from ragaudit_core.logs import store
-from ragaudit_core.harness.sweep import (RunConfig, SweepError, build_prompt, chunk_text, generate_answers, load_beir,
-                                   parse_run_alias, run_sweep)
 from ragaudit_core.logs.identity import span_hash
 from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.models import load_embedder, load_generator
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
-pytestmark = pytest.mark.slow        # loads the real tokenizers and models
+pytestmark = pytest.mark.slow  # loads the real tokenizers and models
 
-TOPICS = ["insulin resistance in adipose tissue", "tumour suppressor p53 mutations",
-          "malaria parasite drug resistance", "gut microbiome and obesity"]
+TOPICS = [
+    "insulin resistance in adipose tissue",
+    "tumour suppressor p53 mutations",
+    "malaria parasite drug resistance",
+    "gut microbiome and obesity",
+]
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +45,14 @@ def tiny_beir(tmp_path_factory) -> Path:
         sents = [f"Study {i}.{j} reports that {topic} changes outcome {j} in cohort {i}." for j in range(14)]
         docs.append({"_id": f"D{i}", "title": f"On {topic} ({i})", "text": " ".join(sents), "metadata": {}})
     (d / "corpus.jsonl").write_text("\n".join(json.dumps(x) for x in docs) + "\n")
-    qs = [{"_id": f"q{i}", "text": f"Does {t} change outcomes?", "metadata": {"evidence": "GOLD-SECRET"}}
-          for i, t in enumerate(TOPICS)] + [{"_id": "q9", "text": "unanswerable", "metadata": {}}]
+    qs = [
+        {"_id": f"q{i}", "text": f"Does {t} change outcomes?", "metadata": {"evidence": "GOLD-SECRET"}}
+        for i, t in enumerate(TOPICS)
+    ] + [{"_id": "q9", "text": "unanswerable", "metadata": {}}]
     (d / "queries.jsonl").write_text("\n".join(json.dumps(x) for x in qs) + "\n")
     (d / "qrels" / "test.tsv").write_bytes(
-        b"query-id\tcorpus-id\tscore\r\nq0\tD0\t1\r\nq1\tD1\t1\r\nq2\tD2\t1\r\nq3\tD3\t1\r\nq9\tD9\t0\r\n")
+        b"query-id\tcorpus-id\tscore\r\nq0\tD0\t1\r\nq1\tD1\t1\r\nq2\tD2\t1\r\nq3\tD3\t1\r\nq9\tD9\t0\r\n"
+    )
     return d
 
 
@@ -59,8 +74,9 @@ def test_chunk_windows_offsets_and_exact_overlap(embedder, tiny_beir):
     text = load_beir(tiny_beir).corpus["D1"]
     size, overlap = 24, 5
     spans = chunk_text(text, tok, size, overlap)
-    pieces = [o for o in tok(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-              if o[1] > o[0]]
+    pieces = [
+        o for o in tok(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"] if o[1] > o[0]
+    ]
     starts = [p[0] for p in pieces]
     ends = [p[1] for p in pieces]
     first_tok = [starts.index(a) for a, _ in spans]
@@ -69,7 +85,7 @@ def test_chunk_windows_offsets_and_exact_overlap(embedder, tiny_beir):
         assert b - a + 1 == size or b == len(pieces) - 1  # full windows, the last may be shorter
     for i in range(len(spans) - 1):
         assert first_tok[i + 1] == first_tok[i] + size - overlap  # stride
-        assert last_tok[i] - first_tok[i + 1] + 1 == overlap      # exactly `overlap` shared pieces
+        assert last_tok[i] - first_tok[i + 1] + 1 == overlap  # exactly `overlap` shared pieces
     assert first_tok[0] == 0 and last_tok[-1] == len(pieces) - 1  # every piece covered
     # re-tokenising a chunk's text gives back its pieces
     a, b = spans[1]
@@ -81,12 +97,20 @@ def test_chunk_windows_offsets_and_exact_overlap(embedder, tiny_beir):
 
 def test_sweep_writes_valid_logs_with_checked_offsets_and_hashes(tiny_beir, tmp_path):
     out = tmp_path / "runs"
-    res = run_sweep(tiny_beir, out, top_ks=(3, 5), chunk_sizes=(32, 64), chunk_overlaps=(0, 8),
-                    device="cpu", cache=tmp_path / "cache")
-    assert sorted(p.name for p in res.files) == sorted(f"{RunConfig(k, c, o).run_id}.jsonl.gz"
-                                                       for k in (3, 5) for c in (32, 64) for o in (0, 8))
+    res = run_sweep(
+        tiny_beir,
+        out,
+        top_ks=(3, 5),
+        chunk_sizes=(32, 64),
+        chunk_overlaps=(0, 8),
+        device="cpu",
+        cache=tmp_path / "cache",
+    )
+    assert sorted(p.name for p in res.files) == sorted(
+        f"{RunConfig(k, c, o).run_id}.jsonl.gz" for k in (3, 5) for c in (32, 64) for o in (0, 8)
+    )
     corpus = load_beir(tiny_beir).corpus
-    recs = [json.loads(l) for l in gzip.open(out / "k5-c64-o8.jsonl.gz", "rt")]
+    recs = [json.loads(line) for line in gzip.open(out / "k5-c64-o8.jsonl.gz", "rt")]
     assert [r["query_id"] for r in recs] == ["q0", "q1", "q2", "q3"]
     for r in recs:
         assert r["config"]["top_k"] == 5 and r["config"]["chunk_size"] == 64
@@ -94,7 +118,7 @@ def test_sweep_writes_valid_logs_with_checked_offsets_and_hashes(tiny_beir, tmp_
         scores = [e["score"] for e in r["evidence"]]
         assert scores == sorted(scores, reverse=True)
         for e in r["evidence"]:
-            assert corpus[e["doc_id"]][e["char_start"]:e["char_end"]] == e["text"]
+            assert corpus[e["doc_id"]][e["char_start"] : e["char_end"]] == e["text"]
             assert e["span_hash"] == span_hash(e["text"])
     con = store.connect(":memory:")
     rep = ingest_paths(con, [out])
@@ -111,14 +135,30 @@ def test_sweep_writes_valid_logs_with_checked_offsets_and_hashes(tiny_beir, tmp_
 
 def test_embeddings_are_cached_per_chunking(tiny_beir, tmp_path, monkeypatch):
     import ragaudit_core.harness.sweep as h
-    run_sweep(tiny_beir, tmp_path / "a", top_ks=(2,), chunk_sizes=(48,), chunk_overlaps=(0,), device="cpu",
-              cache=tmp_path / "cache")
+
+    run_sweep(
+        tiny_beir,
+        tmp_path / "a",
+        top_ks=(2,),
+        chunk_sizes=(48,),
+        chunk_overlaps=(0,),
+        device="cpu",
+        cache=tmp_path / "cache",
+    )
 
     def no_embedding(*a, **k):
         raise AssertionError("re-embedded although the cache holds this chunking")
+
     monkeypatch.setattr(h, "_embed", no_embedding)
-    res = run_sweep(tiny_beir, tmp_path / "b", top_ks=(1, 4), chunk_sizes=(48,), chunk_overlaps=(0,), device="cpu",
-                    cache=tmp_path / "cache")
+    res = run_sweep(
+        tiny_beir,
+        tmp_path / "b",
+        top_ks=(1, 4),
+        chunk_sizes=(48,),
+        chunk_overlaps=(0,),
+        device="cpu",
+        cache=tmp_path / "cache",
+    )
     assert len(res.files) == 2
     first_a = json.loads(gzip.open(tmp_path / "a" / "k2-c48-o0.jsonl.gz").readline())
     first_b = json.loads(gzip.open(tmp_path / "b" / "k4-c48-o0.jsonl.gz").readline())
@@ -144,9 +184,13 @@ def test_prompt_follows_rag_e_appendix_b():
 
 def test_real_smollm2_answers_are_deterministic_and_batch_invariant():
     gen = load_generator(device="cpu")
-    prompts = [build_prompt("What does insulin do?", ["Insulin lowers blood glucose."]),
-               build_prompt("Where is p53 found?", ["p53 is a tumour suppressor found in the nucleus.",
-                                                    "It is mutated in many cancers."])]
+    prompts = [
+        build_prompt("What does insulin do?", ["Insulin lowers blood glucose."]),
+        build_prompt(
+            "Where is p53 found?",
+            ["p53 is a tumour suppressor found in the nucleus.", "It is mutated in many cancers."],
+        ),
+    ]
     a = generate_answers(gen, prompts, max_new_tokens=12, batch_size=2)
     b = generate_answers(gen, prompts, max_new_tokens=12, batch_size=1)
     assert all(x.strip() for x in a)
@@ -154,11 +198,19 @@ def test_real_smollm2_answers_are_deterministic_and_batch_invariant():
 
 
 def test_cited_pipeline_writes_provenance_that_loads_and_yields_a_cfs(tiny_beir, tmp_path):
-    from ragaudit_core.harness.citation_pipeline import run_provenance
     from ragaudit_core.fidelity.score import fidelity_runs
+    from ragaudit_core.harness.citation_pipeline import run_provenance
 
-    res = run_provenance(tiny_beir, tmp_path / "prov", configs=["k5-c24-o5"], n_queries=2, budget=90,
-                         max_new_tokens=24, device="cpu", cache=tmp_path / "cache")
+    res = run_provenance(
+        tiny_beir,
+        tmp_path / "prov",
+        configs=["k5-c24-o5"],
+        n_queries=2,
+        budget=90,
+        max_new_tokens=24,
+        device="cpu",
+        cache=tmp_path / "cache",
+    )
     assert res["runs"] == ["k5-c24-o5"] and res["queries"] == 2
     con = store.connect(":memory:")
     rep = ingest_paths(con, [tmp_path / "prov"])
@@ -172,14 +224,14 @@ def test_cited_pipeline_writes_provenance_that_loads_and_yields_a_cfs(tiny_beir,
         for n in r["nodes"]:
             if n["artifact_type"] == "chunk":
                 c = n["coordinates"]
-                assert data.corpus[c["doc_id"]][c["char_start"]:c["char_end"]] == n["metadata"]["text"]
+                assert data.corpus[c["doc_id"]][c["char_start"] : c["char_end"]] == n["metadata"]["text"]
         # the budget of 90 generator tokens cannot hold five chunks: drops are logged with a reason
         assert r["dropped"] and all(d["reason"] for d in r["dropped"])
         assert r["ground_truth"] == [{"doc_id": next(iter(data.qrels[r["query_id"]])), "page": 1}]
     fid = fidelity_runs(con)["k5-c24-o5"]
     s = fid.summary
     assert s["n_queries"] == 2 and s["n_with_ground_truth"] == 2
-    assert s["stage_survival"]["chunking"] == 1.0          # every chunk carries its offsets
+    assert s["stage_survival"]["chunking"] == 1.0  # every chunk carries its offsets
     # post-processed citations point into the context, so each scores exactly 1.0; out-of-range ones 0.0
     assert set(fid.citations["score"]) <= {0.0, 0.3, 1.0}
     assert s["cfs_product_mean"] is not None and 0.0 <= s["cfs_product_mean"] <= 1.0

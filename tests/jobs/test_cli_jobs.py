@@ -26,15 +26,23 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 def test_attribute_resumes_and_reports_a_failed_query(tmp_path):
     db = tmp_path / "a.duckdb"
-    recs = [{"run_id": "base", "query_id": "q1", "query": "Where was Marie Curie born?",
-             "evidence": [{"doc_id": "d0", "text": "Marie Curie was born in Warsaw."},
-                          {"doc_id": "d1", "text": "Paris is in France."}]},
-            {"run_id": "base", "query_id": "q2", "evidence": [{"doc_id": "d0", "text": "No query text here."}]}]
+    recs = [
+        {
+            "run_id": "base",
+            "query_id": "q1",
+            "query": "Where was Marie Curie born?",
+            "evidence": [
+                {"doc_id": "d0", "text": "Marie Curie was born in Warsaw."},
+                {"doc_id": "d1", "text": "Paris is in France."},
+            ],
+        },
+        {"run_id": "base", "query_id": "q2", "evidence": [{"doc_id": "d0", "text": "No query text here."}]},
+    ]
     with store.connect(db) as con:
         ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
     small = ["--max-docs", "2", "--ig-steps", "4", "--max-new-tokens", "6"]
     first = _cli("attribute", "--db", str(db), "--run", "base", "--all", *small, "--json", str(tmp_path / "o.json"))
-    assert first.returncode == 1, first.stderr                   # q2 has no query text: reported, q1 kept
+    assert first.returncode == 1, first.stderr  # q2 has no query text: reported, q1 kept
     assert "1 computed, 0 already stored, 1 failed" in first.stderr
     assert "failed: query q2: run 'base', query 'q2': the log has no query text to explain" in first.stderr
     out = json.loads((tmp_path / "o.json").read_text())
@@ -50,13 +58,26 @@ def test_judge_over_an_endpoint(tmp_path):
         ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]")])])
     server = _Server(lambda body: json.dumps({**GOOD, "verdict": "ACCURATE"}))
     try:
-        p = _cli("judge", "--db", str(db), "--run", "base", "--endpoint", server.url, "--judge-model", "m",
-                 "--json", str(tmp_path / "j.json"))
+        p = _cli(
+            "judge",
+            "--db",
+            str(db),
+            "--run",
+            "base",
+            "--endpoint",
+            server.url,
+            "--judge-model",
+            "m",
+            "--json",
+            str(tmp_path / "j.json"),
+        )
     finally:
         server.close()
     assert p.returncode == 0, p.stderr
-    assert ("base: 1 citations judged by 3 judge(s); agreement with Pattern 3 100.0%; judges disagree on 0.0% "
-            "of citations (pairwise 0.0%); 0 invalid vote(s)") in p.stdout
+    assert (
+        "base: 1 citations judged by 3 judge(s); agreement with Pattern 3 100.0%; judges disagree on 0.0% "
+        "of citations (pairwise 0.0%); 0 invalid vote(s)"
+    ) in p.stdout
     assert json.loads((tmp_path / "j.json").read_text())["citations"][0]["majority"] == "ACCURATE"
     bad = _cli("judge", "--db", str(db), "--run", "nope")
     assert bad.returncode == 2 and "has no provenance logs" in bad.stderr

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from ragaudit_core.attribution.explain import stored_payloads
-from ragaudit_core.jobs import JobSpec, plan, run_batch
-from ragaudit_core.jobs import queue
+from ragaudit_core.jobs import JobSpec, plan, queue, run_batch
 from ragaudit_core.jobs.worker import work
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
@@ -20,14 +19,22 @@ from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.slow
 SMALL = dict(max_docs=2, ig_steps=4, max_new_tokens=6, method="exact")
-DOCS = {"q1": ("Where was Marie Curie born?", ["Marie Curie was born in Warsaw in 1867.", "Paris is in France."]),
-        "q2": ("What is the capital of France?", ["Lyon is a city in France.", "Paris is the capital of France."])}
+DOCS = {
+    "q1": ("Where was Marie Curie born?", ["Marie Curie was born in Warsaw in 1867.", "Paris is in France."]),
+    "q2": ("What is the capital of France?", ["Lyon is a city in France.", "Paris is the capital of France."]),
+}
 
 
 def _db(tmp_path, name="jobs.duckdb"):
-    recs = [{"run_id": "base", "query_id": q, "query": text,
-             "evidence": [{"doc_id": f"{q}-d{i}", "text": t} for i, t in enumerate(docs)]}
-            for q, (text, docs) in DOCS.items()]
+    recs = [
+        {
+            "run_id": "base",
+            "query_id": q,
+            "query": text,
+            "evidence": [{"doc_id": f"{q}-d{i}", "text": t} for i, t in enumerate(docs)],
+        }
+        for q, (text, docs) in DOCS.items()
+    ]
     path = tmp_path / name
     with store.connect(path) as con:
         ingest_paths(con, [write_jsonl(tmp_path / f"{name}.jsonl", recs)])

@@ -16,24 +16,48 @@ DOCS = [("moon", "The Moon's gravity pulls the oceans."), ("cycle", "Tides follo
 
 def observations(kind="RETRIEVER", trace="t1"):
     docs = [{"id": i, "page_content": t, "metadata": {}} for i, t in DOCS]
-    return [{"id": "o1", "traceId": trace, "type": kind, "name": "retrieve", "input": {"query": Q},
-             "output": json.dumps(docs) if kind == "SPAN" else {"documents": docs}, "parentObservationId": None},
-            {"id": "o2", "traceId": trace, "type": "GENERATION", "name": "answer", "input": "prompt",
-             "output": {"role": "assistant", "content": "The Moon."}, "parentObservationId": None},
-            {"id": "o3", "traceId": trace, "type": "EVENT", "name": "log", "input": None, "output": None}]
+    return [
+        {
+            "id": "o1",
+            "traceId": trace,
+            "type": kind,
+            "name": "retrieve",
+            "input": {"query": Q},
+            "output": json.dumps(docs) if kind == "SPAN" else {"documents": docs},
+            "parentObservationId": None,
+        },
+        {
+            "id": "o2",
+            "traceId": trace,
+            "type": "GENERATION",
+            "name": "answer",
+            "input": "prompt",
+            "output": {"role": "assistant", "content": "The Moon."},
+            "parentObservationId": None,
+        },
+        {"id": "o3", "traceId": trace, "type": "EVENT", "name": "log", "input": None, "output": None},
+    ]
 
 
 def _stored(path):
     con = store.connect(":memory:")
     rep = ingest_paths(con, [path])
-    return rep, (con.execute("SELECT run_id, query_id, position, doc_id, span_hash, text FROM evidence "
-                             "ORDER BY position").fetchall(),
-                 con.execute("SELECT run_id, query_id, query, answer, n_evidence FROM records").fetchall())
+    return rep, (
+        con.execute(
+            "SELECT run_id, query_id, position, doc_id, span_hash, text FROM evidence ORDER BY position"
+        ).fetchall(),
+        con.execute("SELECT run_id, query_id, query, answer, n_evidence FROM records").fetchall(),
+    )
 
 
 def test_langfuse_retriever_and_span_observations_equal_the_native_log(tmp_path):
-    native = {"run_id": "fuse", "query_id": query_id_for(Q), "query": Q, "answer": "The Moon.",
-              "evidence": [{"doc_id": i, "text": t} for i, t in DOCS]}
+    native = {
+        "run_id": "fuse",
+        "query_id": query_id_for(Q),
+        "query": Q,
+        "answer": "The Moon.",
+        "evidence": [{"doc_id": i, "text": t} for i, t in DOCS],
+    }
     want = _stored(write_jsonl(tmp_path / "n" / "fuse.jsonl", [native]))[1]
     for kind in ("RETRIEVER", "SPAN"):
         rep, got = _stored(write_jsonl(tmp_path / kind / "fuse.jsonl", observations(kind)))

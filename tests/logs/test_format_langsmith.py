@@ -13,34 +13,61 @@ DOCS = [("moon.txt", "The Moon's gravity pulls the oceans."), ("cycle.txt", "Tid
 
 
 def runs(trace="t1"):
-    root = {"id": "r1", "name": "RetrievalQA", "run_type": "chain", "trace_id": trace, "parent_run_id": None,
-            "inputs": {"query": Q}, "outputs": {"result": "The Moon."}}
-    retriever = {"id": "r2", "name": "VectorStoreRetriever", "run_type": "retriever", "trace_id": trace,
-                 "parent_run_id": "r1", "inputs": {"query": Q},
-                 "outputs": {"documents": [{"page_content": t, "metadata": {"source": s}, "type": "Document"}
-                                           for s, t in DOCS]}}
-    llm = {"id": "r3", "name": "ChatOpenAI", "run_type": "llm", "trace_id": trace, "parent_run_id": "r1",
-           "inputs": {"messages": []}, "outputs": {"generations": [[{"text": "the moon (draft)"}]]}}
+    root = {
+        "id": "r1",
+        "name": "RetrievalQA",
+        "run_type": "chain",
+        "trace_id": trace,
+        "parent_run_id": None,
+        "inputs": {"query": Q},
+        "outputs": {"result": "The Moon."},
+    }
+    retriever = {
+        "id": "r2",
+        "name": "VectorStoreRetriever",
+        "run_type": "retriever",
+        "trace_id": trace,
+        "parent_run_id": "r1",
+        "inputs": {"query": Q},
+        "outputs": {"documents": [{"page_content": t, "metadata": {"source": s}, "type": "Document"} for s, t in DOCS]},
+    }
+    llm = {
+        "id": "r3",
+        "name": "ChatOpenAI",
+        "run_type": "llm",
+        "trace_id": trace,
+        "parent_run_id": "r1",
+        "inputs": {"messages": []},
+        "outputs": {"generations": [[{"text": "the moon (draft)"}]]},
+    }
     return [root, retriever, llm]
 
 
 def _stored(path, **opts):
     con = store.connect(":memory:")
     rep = ingest_paths(con, [path], IngestOptions(**opts))
-    return rep, (con.execute("SELECT run_id, query_id, position, doc_id, span_hash, text FROM evidence "
-                             "ORDER BY position").fetchall(),
-                 con.execute("SELECT run_id, query_id, query, answer, n_evidence FROM records").fetchall())
+    return rep, (
+        con.execute(
+            "SELECT run_id, query_id, position, doc_id, span_hash, text FROM evidence ORDER BY position"
+        ).fetchall(),
+        con.execute("SELECT run_id, query_id, query, answer, n_evidence FROM records").fetchall(),
+    )
 
 
 def test_langsmith_runs_equal_the_native_log(tmp_path):
     rep, got = _stored(write_jsonl(tmp_path / "smith.jsonl", runs()), doc_id_key="source")
     assert rep.n_rejected == 0 and rep.files[0].n_skipped == 2
-    native = {"run_id": "smith", "query_id": query_id_for(Q), "query": Q, "answer": "The Moon.",
-              "evidence": [{"doc_id": s, "text": t} for s, t in DOCS]}
+    native = {
+        "run_id": "smith",
+        "query_id": query_id_for(Q),
+        "query": Q,
+        "answer": "The Moon.",
+        "evidence": [{"doc_id": s, "text": t} for s, t in DOCS],
+    }
     assert got == _stored(write_jsonl(tmp_path / "n" / "smith.jsonl", [native]))[1]
 
 
 def test_without_a_doc_id_key_the_text_hash_is_the_id_with_a_warning(tmp_path):
-    rep, (ev, rec) = _stored(write_jsonl(tmp_path / "smith.jsonl", runs()))
+    rep, (ev, _rec) = _stored(write_jsonl(tmp_path / "smith.jsonl", runs()))
     assert all(e[3].startswith("text:") for e in ev)
     assert any("--doc-id-key" in w.message for w in rep.warnings)

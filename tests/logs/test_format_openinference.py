@@ -19,40 +19,69 @@ DOCS = [("moon", "The Moon's gravity pulls the oceans.", 0.91), ("cycle", "Tides
 
 
 def nested_spans(trace="t1", query=Q, answer="The Moon."):
-    retriever = {"name": "retrieve", "context": {"trace_id": trace, "span_id": "s2"}, "parent_id": "s1",
-                 "attributes": {"openinference": {"span": {"kind": "RETRIEVER"}}, "input": {"value": query},
-                                "retrieval": {"documents": [
-                                    {"document": {"id": i, "content": t, "score": sc,
-                                                  "metadata": json.dumps({"source": f"{i}.txt"})}}
-                                    for i, t, sc in DOCS]}}}
-    llm = {"name": "llm", "context": {"trace_id": trace, "span_id": "s3"}, "parent_id": "s1",
-           "attributes": {"openinference.span.kind": "LLM", "output.value": answer,
-                          "llm.output_messages": [{"message.role": "assistant", "message.content": answer}]}}
-    chain = {"name": "rag", "context": {"trace_id": trace, "span_id": "s1"},
-             "attributes": {"openinference.span.kind": "CHAIN", "input.value": query}}
-    return [llm, chain, retriever]                       # the answer may come first
+    retriever = {
+        "name": "retrieve",
+        "context": {"trace_id": trace, "span_id": "s2"},
+        "parent_id": "s1",
+        "attributes": {
+            "openinference": {"span": {"kind": "RETRIEVER"}},
+            "input": {"value": query},
+            "retrieval": {
+                "documents": [
+                    {"document": {"id": i, "content": t, "score": sc, "metadata": json.dumps({"source": f"{i}.txt"})}}
+                    for i, t, sc in DOCS
+                ]
+            },
+        },
+    }
+    llm = {
+        "name": "llm",
+        "context": {"trace_id": trace, "span_id": "s3"},
+        "parent_id": "s1",
+        "attributes": {
+            "openinference.span.kind": "LLM",
+            "output.value": answer,
+            "llm.output_messages": [{"message.role": "assistant", "message.content": answer}],
+        },
+    }
+    chain = {
+        "name": "rag",
+        "context": {"trace_id": trace, "span_id": "s1"},
+        "attributes": {"openinference.span.kind": "CHAIN", "input.value": query},
+    }
+    return [llm, chain, retriever]  # the answer may come first
 
 
 def flat_span(trace="t1"):
     row = {"span_kind": "RETRIEVER", "context.trace_id": trace, "attributes.input.value": Q}
     for n, (i, t, sc) in enumerate(DOCS):
-        row |= {f"attributes.retrieval.documents.{n}.document.id": i,
-                f"attributes.retrieval.documents.{n}.document.content": t,
-                f"attributes.retrieval.documents.{n}.document.score": sc}
+        row |= {
+            f"attributes.retrieval.documents.{n}.document.id": i,
+            f"attributes.retrieval.documents.{n}.document.content": t,
+            f"attributes.retrieval.documents.{n}.document.score": sc,
+        }
     return row
 
 
 def _stored(path, **opts):
     con = store.connect(":memory:")
     rep = ingest_paths(con, [path], IngestOptions(**opts))
-    return rep, (con.execute("SELECT run_id, query_id, position, doc_id, span_hash, text FROM evidence "
-                             "ORDER BY query_id, position").fetchall(),
-                 con.execute("SELECT run_id, query_id, query, answer, n_evidence FROM records").fetchall())
+    return rep, (
+        con.execute(
+            "SELECT run_id, query_id, position, doc_id, span_hash, text FROM evidence ORDER BY query_id, position"
+        ).fetchall(),
+        con.execute("SELECT run_id, query_id, query, answer, n_evidence FROM records").fetchall(),
+    )
 
 
 def _native(tmp_path, answer="The Moon."):
-    rec = {"run_id": "phoenix", "query_id": query_id_for(Q), "query": Q, "answer": answer,
-           "evidence": [{"doc_id": i, "text": t} for i, t, _ in DOCS]}
+    rec = {
+        "run_id": "phoenix",
+        "query_id": query_id_for(Q),
+        "query": Q,
+        "answer": answer,
+        "evidence": [{"doc_id": i, "text": t} for i, t, _ in DOCS],
+    }
     return _stored(write_jsonl(tmp_path / "native" / "phoenix.jsonl", [rec]))[1]
 
 
@@ -67,32 +96,53 @@ def test_flattened_spans_and_the_phoenix_parquet_dataframe(tmp_path):
     rep, got = _stored(write_jsonl(tmp_path / "phoenix.jsonl", [flat_span(), llm]))
     assert rep.n_rejected == 0 and got == _native(tmp_path)
     # Phoenix's get_spans_dataframe(): retrieval.documents as a list of {"document": {...}} per row
-    rows = [{"name": "retrieve", "span_kind": "RETRIEVER", "context.trace_id": "t1",
-             "attributes.input.value": Q,
-             "attributes.retrieval.documents": [{"document": {"id": i, "content": t, "score": sc}}
-                                                for i, t, sc in DOCS], "attributes.output.value": None},
-            {"name": "llm", "span_kind": "LLM", "context.trace_id": "t1", "attributes.input.value": "prompt",
-             "attributes.retrieval.documents": None, "attributes.output.value": "The Moon."}]
+    rows = [
+        {
+            "name": "retrieve",
+            "span_kind": "RETRIEVER",
+            "context.trace_id": "t1",
+            "attributes.input.value": Q,
+            "attributes.retrieval.documents": [{"document": {"id": i, "content": t, "score": sc}} for i, t, sc in DOCS],
+            "attributes.output.value": None,
+        },
+        {
+            "name": "llm",
+            "span_kind": "LLM",
+            "context.trace_id": "t1",
+            "attributes.input.value": "prompt",
+            "attributes.retrieval.documents": None,
+            "attributes.output.value": "The Moon.",
+        },
+    ]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "phoenix.parquet")
     rep, got = _stored(tmp_path / "phoenix.parquet")
     assert rep.n_rejected == 0 and got == _native(tmp_path)
 
 
 def test_a_broken_span_is_quarantined_and_the_trace_still_loads(tmp_path):
-    spans = nested_spans() + [{"span_kind": "RETRIEVER", "context.trace_id": "t2", "attributes.input.value": "x",
-                               "attributes.retrieval.documents.0.document.id": "d"}]   # no content
-    rep, (ev, rec) = _stored(write_jsonl(tmp_path / "p.jsonl", spans))
+    no_content = {
+        "span_kind": "RETRIEVER",
+        "context.trace_id": "t2",
+        "attributes.input.value": "x",
+        "attributes.retrieval.documents.0.document.id": "d",
+    }
+    spans = [*nested_spans(), no_content]
+    rep, (_ev, rec) = _stored(write_jsonl(tmp_path / "p.jsonl", spans))
     assert len(rec) == 1 and rep.n_rejected == 1 and "document.content" in rep.rejected[0].message
     f = rep.files[0]
     assert f.n_loaded + f.n_rejected + f.n_skipped == f.n_lines == 4
 
 
 def test_a_reranker_span_makes_the_trace_a_provenance_graph(tmp_path):
-    reranker = {"span_kind": "RERANKER", "context.trace_id": "t1", "attributes.reranker.query": Q,
-                "attributes.reranker.output_documents.0.document.id": "cycle",
-                "attributes.reranker.output_documents.0.document.content": DOCS[1][1]}
+    reranker = {
+        "span_kind": "RERANKER",
+        "context.trace_id": "t1",
+        "attributes.reranker.query": Q,
+        "attributes.reranker.output_documents.0.document.id": "cycle",
+        "attributes.reranker.output_documents.0.document.content": DOCS[1][1],
+    }
     answer = "The lunar cycle [Document 1]."
-    rep, (ev, rec) = _stored(write_jsonl(tmp_path / "phoenix.jsonl", nested_spans(answer=answer) + [reranker]))
+    rep, (_ev, _rec) = _stored(write_jsonl(tmp_path / "phoenix.jsonl", [*nested_spans(answer=answer), reranker]))
     assert rep.n_rejected == 0 and rep.n_records == 1 and rep.n_provenance == 1
     f = rep.files[0]
     assert f.n_loaded + f.n_rejected + f.n_skipped == f.n_lines == 4
@@ -101,10 +151,15 @@ def test_a_reranker_span_makes_the_trace_a_provenance_graph(tmp_path):
     con = store.connect(":memory:")
     ingest_paths(con, [tmp_path / "phoenix.jsonl"])
     nodes = con.execute("SELECT node_id, stage, doc_id, derived_from FROM prov_nodes ORDER BY ord").fetchall()
-    assert [n[:3] for n in nodes] == [("r0", 2, "moon"), ("r1", 2, "cycle"), ("k0", 3, "cycle"), ("x0", 4, None),
-                                      ("g", 5, None)]
-    assert nodes[2][3] == ["r1"]                              # the reranked document links to its retrieval
+    assert [n[:3] for n in nodes] == [
+        ("r0", 2, "moon"),
+        ("r1", 2, "cycle"),
+        ("k0", 3, "cycle"),
+        ("x0", 4, None),
+        ("g", 5, None),
+    ]
+    assert nodes[2][3] == ["r1"]  # the reranked document links to its retrieval
     dropped = json.loads(con.execute("SELECT dropped FROM prov_records").fetchone()[0])
-    assert [d["node_id"] for d in dropped] == ["r0"]          # the reranker left the Moon passage out
+    assert [d["node_id"] for d in dropped] == ["r0"]  # the reranker left the Moon passage out
     fid = fidelity_runs(con)["phoenix"]
-    assert fid.queries["cfs"].tolist() == [1.0]               # "[Document 1]" is the reranked context element
+    assert fid.queries["cfs"].tolist() == [1.0]  # "[Document 1]" is the reranked context element

@@ -11,16 +11,36 @@ from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
 
 _text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30)
-_good_ragas = st.builds(lambda q, ctx: {"user_input": q, "retrieved_contexts": ctx, "response": "a"},
-                        _text, st.lists(_text, max_size=4))
-_bad_ragas = st.sampled_from([{"user_input": "q", "retrieved_contexts": 3}, {"user_input": ""},
-                              {"user_input": "q", "retrieved_contexts": ["t"], "retrieved_context_ids": []},
-                              "not an object", [1, 2]])
-_good_checker = st.builds(lambda i, q, t: {"query_id": str(i), "query": q, "response": "r",
-                                           "retrieved_context": [{"doc_id": "d", "text": t}]},
-                          st.integers(0, 10**6), _text, _text)
-_bad_checker = st.sampled_from([{"query_id": "x", "query": "q", "retrieved_context": [{"doc_id": "d"}]},
-                                {"query_id": "y", "retrieved_context": []}, 7])
+_good_ragas = st.builds(
+    lambda q, ctx: {"user_input": q, "retrieved_contexts": ctx, "response": "a"}, _text, st.lists(_text, max_size=4)
+)
+_bad_ragas = st.sampled_from(
+    [
+        {"user_input": "q", "retrieved_contexts": 3},
+        {"user_input": ""},
+        {"user_input": "q", "retrieved_contexts": ["t"], "retrieved_context_ids": []},
+        "not an object",
+        [1, 2],
+    ]
+)
+_good_checker = st.builds(
+    lambda i, q, t: {
+        "query_id": str(i),
+        "query": q,
+        "response": "r",
+        "retrieved_context": [{"doc_id": "d", "text": t}],
+    },
+    st.integers(0, 10**6),
+    _text,
+    _text,
+)
+_bad_checker = st.sampled_from(
+    [
+        {"query_id": "x", "query": "q", "retrieved_context": [{"doc_id": "d"}]},
+        {"query_id": "y", "retrieved_context": []},
+        7,
+    ]
+)
 
 
 def _count(path) -> tuple[int, int, int]:
@@ -33,10 +53,9 @@ def _count(path) -> tuple[int, int, int]:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.one_of(_good_ragas, _bad_ragas), min_size=1, max_size=12), st.booleans())
 def test_ragas_rows_are_loaded_or_quarantined(tmp_path, rows, as_array):
-    rows[0] = {"user_input": "first", "retrieved_contexts": ["t"], "response": "a"}     # recognisable
+    rows[0] = {"user_input": "first", "retrieved_contexts": ["t"], "response": "a"}  # recognisable
     path = tmp_path / ("r.json" if as_array else "r.jsonl")
-    path.write_text(json.dumps(rows) if as_array else "\n".join(json.dumps(r) for r in rows) + "\n",
-                    encoding="utf-8")
+    path.write_text(json.dumps(rows) if as_array else "\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     loaded, quarantined, read = _count(path)
     assert read == len(rows) and loaded + quarantined == read
 
@@ -51,14 +70,34 @@ def test_ragchecker_results_are_loaded_or_quarantined(tmp_path, results):
     assert read == len(results) and loaded + quarantined == read
 
 
-_good_span = st.builds(lambda t, q, txt: {"span_kind": "RETRIEVER", "context.trace_id": t, "attributes.input.value": q,
-                                          "attributes.retrieval.documents.0.document.content": txt},
-                       st.sampled_from(["t1", "t2", "t3"]), _text, _text)
-_other_span = st.builds(lambda t, a: {"span_kind": "LLM", "context.trace_id": t, "attributes.output.value": a},
-                        st.sampled_from(["t1", "t2"]), _text)
-_bad_span = st.sampled_from([{"span_kind": "RETRIEVER", "context.trace_id": "t9"}, "x", [],
-                             {"span_kind": "RETRIEVER", "attributes.input.value": "q",
-                              "attributes.retrieval.documents.0.document.id": "no content"}])
+_good_span = st.builds(
+    lambda t, q, txt: {
+        "span_kind": "RETRIEVER",
+        "context.trace_id": t,
+        "attributes.input.value": q,
+        "attributes.retrieval.documents.0.document.content": txt,
+    },
+    st.sampled_from(["t1", "t2", "t3"]),
+    _text,
+    _text,
+)
+_other_span = st.builds(
+    lambda t, a: {"span_kind": "LLM", "context.trace_id": t, "attributes.output.value": a},
+    st.sampled_from(["t1", "t2"]),
+    _text,
+)
+_bad_span = st.sampled_from(
+    [
+        {"span_kind": "RETRIEVER", "context.trace_id": "t9"},
+        "x",
+        [],
+        {
+            "span_kind": "RETRIEVER",
+            "attributes.input.value": "q",
+            "attributes.retrieval.documents.0.document.id": "no content",
+        },
+    ]
+)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -18,21 +18,47 @@ from tests.helpers import write_jsonl
 
 Q1, Q2 = "What causes tides?", "Who wrote  Hamlet?"
 T1, T2, T3 = "The Moon's gravity pulls the oceans.", "Tides follow the lunar cycle.", "Hamlet is a play by Shakespeare."
-V2 = [{"user_input": Q1, "retrieved_contexts": [T1, T2], "retrieved_context_ids": ["moon", "cycle"],
-       "response": "The Moon.", "reference": "Lunar gravity.", "reference_contexts": [T1]},
-      {"user_input": Q2, "retrieved_contexts": [T3], "retrieved_context_ids": ["hamlet"],
-       "response": "Shakespeare.", "reference": "Shakespeare"}]
-NATIVE = [{"run_id": "rag", "query_id": query_id_for(Q1), "query": Q1, "answer": "The Moon.",
-           "evidence": [{"doc_id": "moon", "text": T1}, {"doc_id": "cycle", "text": T2}]},
-          {"run_id": "rag", "query_id": query_id_for(Q2), "query": Q2, "answer": "Shakespeare.",
-           "evidence": [{"doc_id": "hamlet", "text": T3}]}]
+V2 = [
+    {
+        "user_input": Q1,
+        "retrieved_contexts": [T1, T2],
+        "retrieved_context_ids": ["moon", "cycle"],
+        "response": "The Moon.",
+        "reference": "Lunar gravity.",
+        "reference_contexts": [T1],
+    },
+    {
+        "user_input": Q2,
+        "retrieved_contexts": [T3],
+        "retrieved_context_ids": ["hamlet"],
+        "response": "Shakespeare.",
+        "reference": "Shakespeare",
+    },
+]
+NATIVE = [
+    {
+        "run_id": "rag",
+        "query_id": query_id_for(Q1),
+        "query": Q1,
+        "answer": "The Moon.",
+        "evidence": [{"doc_id": "moon", "text": T1}, {"doc_id": "cycle", "text": T2}],
+    },
+    {
+        "run_id": "rag",
+        "query_id": query_id_for(Q2),
+        "query": Q2,
+        "answer": "Shakespeare.",
+        "evidence": [{"doc_id": "hamlet", "text": T3}],
+    },
+]
 
 
 def _rows(path, **opts):
     con = store.connect(":memory:")
     report = ingest_paths(con, [path], IngestOptions(**opts))
-    ev = con.execute("SELECT run_id, query_id, position, doc_id, span_hash, text FROM evidence "
-                     "ORDER BY query_id, position").fetchall()
+    ev = con.execute(
+        "SELECT run_id, query_id, position, doc_id, span_hash, text FROM evidence ORDER BY query_id, position"
+    ).fetchall()
     rec = con.execute("SELECT run_id, query_id, query, answer, n_evidence FROM records ORDER BY query_id").fetchall()
     return report, ev, rec
 
@@ -44,27 +70,36 @@ def _native_rows(tmp_path):
 
 def test_v02_jsonl_equals_the_native_log(tmp_path):
     report, ev, rec = _rows(write_jsonl(tmp_path / "rag.jsonl", V2))
-    assert report.n_rejected == 0 and report.runs == ["rag"]            # run id: the file name
+    assert report.n_rejected == 0 and report.runs == ["rag"]  # run id: the file name
     assert (ev, rec) == _native_rows(tmp_path)
     # passage texts are spans: the hash of the text, and the text itself is kept
     assert ("moon", span_hash(T1), T1) in [e[3:] for e in ev]
-    assert query_id_for(Q2) == query_id_for("who wrote hamlet?")       # normalised: case and spaces
+    assert query_id_for(Q2) == query_id_for("who wrote hamlet?")  # normalised: case and spaces
 
 
 def test_v02_as_a_json_array_csv_and_parquet(tmp_path):
     expected = _native_rows(tmp_path)
     (tmp_path / "rag.json").write_text(json.dumps(V2, indent=2), encoding="utf-8")
     assert _rows(tmp_path / "rag.json")[1:] == expected
-    with open(tmp_path / "rag.csv", "w", newline="", encoding="utf-8") as f:    # lists as pandas writes them
+    with open(tmp_path / "rag.csv", "w", newline="", encoding="utf-8") as f:  # lists as pandas writes them
         w = csv.DictWriter(f, fieldnames=["user_input", "retrieved_contexts", "retrieved_context_ids", "response"])
         w.writeheader()
         for r in V2:
-            w.writerow({"user_input": r["user_input"], "retrieved_contexts": repr(r["retrieved_contexts"]),
-                        "retrieved_context_ids": json.dumps(r["retrieved_context_ids"]), "response": r["response"]})
+            w.writerow(
+                {
+                    "user_input": r["user_input"],
+                    "retrieved_contexts": repr(r["retrieved_contexts"]),
+                    "retrieved_context_ids": json.dumps(r["retrieved_context_ids"]),
+                    "response": r["response"],
+                }
+            )
     assert _rows(tmp_path / "rag.csv")[1:] == expected
-    pq.write_table(pa.Table.from_pylist([{k: r[k] for k in ("user_input", "retrieved_contexts",
-                                                           "retrieved_context_ids", "response")} for r in V2]),
-                   tmp_path / "rag.parquet")
+    pq.write_table(
+        pa.Table.from_pylist(
+            [{k: r[k] for k in ("user_input", "retrieved_contexts", "retrieved_context_ids", "response")} for r in V2]
+        ),
+        tmp_path / "rag.parquet",
+    )
     assert _rows(tmp_path / "rag.parquet")[1:] == expected
 
 
@@ -83,13 +118,15 @@ def test_v01_rows_and_renamed_contexts_are_texts_not_ids(tmp_path):
 
 def test_run_id_option_doc_id_key_and_forced_format(tmp_path):
     rows = [{"user_input": Q1, "retrieved_contexts": [T1], "response": "a"}]
-    report, ev, rec = _rows(write_jsonl(tmp_path / "x.jsonl", rows), run_id="chosen")
+    report, _ev, rec = _rows(write_jsonl(tmp_path / "x.jsonl", rows), run_id="chosen")
     assert rec[0][0] == "chosen"
     # a bad row is rejected with its reason, the good one kept
-    mixed = [{"user_input": Q1, "retrieved_contexts": [T1], "response": "a"},
-             {"user_input": Q2, "retrieved_contexts": "not a list"},
-             {"user_input": Q2, "retrieved_contexts": [T3], "retrieved_context_ids": ["a", "b"]}]
-    report, ev, rec = _rows(write_jsonl(tmp_path / "m.jsonl", mixed))
+    mixed = [
+        {"user_input": Q1, "retrieved_contexts": [T1], "response": "a"},
+        {"user_input": Q2, "retrieved_contexts": "not a list"},
+        {"user_input": Q2, "retrieved_contexts": [T3], "retrieved_context_ids": ["a", "b"]},
+    ]
+    report, _ev, rec = _rows(write_jsonl(tmp_path / "m.jsonl", mixed))
     assert len(rec) == 1 and report.n_rejected == 2
     assert "retrieved_contexts is neither a list" in report.rejected[0].message
     assert "one id per retrieved context" in report.rejected[1].message
@@ -98,4 +135,4 @@ def test_run_id_option_doc_id_key_and_forced_format(tmp_path):
 @pytest.mark.parametrize("forced", ["native"])
 def test_forcing_native_reads_ragas_fields_as_the_native_contract(tmp_path, forced):
     report, _, rec = _rows(write_jsonl(tmp_path / "f.jsonl", V2), format=forced)
-    assert not rec and report.n_rejected == 2                  # no run id in the native contract
+    assert not rec and report.n_rejected == 2  # no run id in the native contract

@@ -30,12 +30,16 @@ def test_a_full_disk_exits_2_with_one_sentence_and_the_database_intact(tiny_disk
     db = tiny_disk / "audit.duckdb"
     small = write_jsonl(tmp_path / "small.jsonl", [{"run_id": "r", "query_id": "q1", "evidence": ["d1"]}])
     text = "x" * 4000
-    big = write_jsonl(tmp_path / "big.jsonl", [{"run_id": "r", "query_id": f"b{i}",
-                                                 "evidence": [{"doc_id": f"d{i}", "text": f"{i} {text}"}]}
-                                                for i in range(2000)])
+    big = write_jsonl(
+        tmp_path / "big.jsonl",
+        [
+            {"run_id": "r", "query_id": f"b{i}", "evidence": [{"doc_id": f"d{i}", "text": f"{i} {text}"}]}
+            for i in range(2000)
+        ],
+    )
     run = [sys.executable, "-m", "ragaudit_core.cli", "ingest", "--db", str(db), "--no-precompute"]
-    assert subprocess.run(run + [str(small)], capture_output=True).returncode == 0
-    out = subprocess.run(run + [str(big)], capture_output=True, text=True)
+    assert subprocess.run([*run, str(small)], capture_output=True).returncode == 0
+    out = subprocess.run([*run, str(big)], capture_output=True, text=True)
     assert out.returncode == 2, out.stderr
     errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith(f"error: no space left on the disk holding {db}")

@@ -3,38 +3,41 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
 from ragaudit_core.logs import store
 from ragaudit_core.logs.identity import CanonOptions, DocIdMapError, canonical_doc_id, load_docid_map, span_hash
 from ragaudit_core.logs.ingest import IngestError, IngestOptions, ingest_paths
-
 from tests.helpers import write_jsonl
 
 
 def _docs(con, run, q):
-    return [r for (r,) in con.execute(
-        "SELECT doc_id FROM evidence WHERE run_id = ? AND query_id = ? ORDER BY position", [run, q]).fetchall()]
+    return [
+        r
+        for (r,) in con.execute(
+            "SELECT doc_id FROM evidence WHERE run_id = ? AND query_id = ? ORDER BY position", [run, q]
+        ).fetchall()
+    ]
 
 
 def test_every_alias_of_the_contract(con, tmp_path):
-    write_jsonl(tmp_path / "a.jsonl", [
-        {"runId": "R1", "qid": "q1", "docs": ["x"]},
-        {"config_id": "R2", "id": "q1", "documents": [{"document_id": "x"}]},
-        {"run": "R3", "query_id": 7, "retrieved": [{"docid": 12}]},
-        {"run_id": "R4", "query_id": "q1", "contexts": [{"source_id": "x"}]},
-        {"run_id": "R5", "query_id": "q1", "evidence": [{"id": "x"}]},
-        {"run_id": "R6", "qid": "q1", "cited": [{"source": {"doc_id": "x"}}]},
-        {"run_id": "R7", "qid": "q1", "cited": [{"a": {"b": {"c": {"docid": "x"}}}}]},
-        {"run_id": "R8", "qid": "q1", "cited": [{"node": [{"meta": {"source_id": "x", "spanHash": "h"}}]}]},
-    ])
+    write_jsonl(
+        tmp_path / "a.jsonl",
+        [
+            {"runId": "R1", "qid": "q1", "docs": ["x"]},
+            {"config_id": "R2", "id": "q1", "documents": [{"document_id": "x"}]},
+            {"run": "R3", "query_id": 7, "retrieved": [{"docid": 12}]},
+            {"run_id": "R4", "query_id": "q1", "contexts": [{"source_id": "x"}]},
+            {"run_id": "R5", "query_id": "q1", "evidence": [{"id": "x"}]},
+            {"run_id": "R6", "qid": "q1", "cited": [{"source": {"doc_id": "x"}}]},
+            {"run_id": "R7", "qid": "q1", "cited": [{"a": {"b": {"c": {"docid": "x"}}}}]},
+            {"run_id": "R8", "qid": "q1", "cited": [{"node": [{"meta": {"source_id": "x", "spanHash": "h"}}]}]},
+        ],
+    )
     rep = ingest_paths(con, [tmp_path])
     assert rep.rejected == []
     assert _docs(con, "R1", "q1") == ["x"]
@@ -46,14 +49,36 @@ def test_every_alias_of_the_contract(con, tmp_path):
 
 
 def test_optional_fields_are_stored(con, tmp_path):
-    write_jsonl(tmp_path / "a.jsonl", [{
-        "run_id": "r", "query_id": "q", "query": "why?", "answer": "because",
-        "config": {"top_k": 10, "chunk_size": 256, "chunk_overlap": 32, "embedder": "m"},
-        "evidence": [{"doc_id": "D", "text": "t", "rank": 0, "score": 0.5, "chunk_id": "D#0",
-                      "char_start": 0, "char_end": 1, "page": 3, "metadata": {"k": "v"}}]}])
+    write_jsonl(
+        tmp_path / "a.jsonl",
+        [
+            {
+                "run_id": "r",
+                "query_id": "q",
+                "query": "why?",
+                "answer": "because",
+                "config": {"top_k": 10, "chunk_size": 256, "chunk_overlap": 32, "embedder": "m"},
+                "evidence": [
+                    {
+                        "doc_id": "D",
+                        "text": "t",
+                        "rank": 0,
+                        "score": 0.5,
+                        "chunk_id": "D#0",
+                        "char_start": 0,
+                        "char_end": 1,
+                        "page": 3,
+                        "metadata": {"k": "v"},
+                    }
+                ],
+            }
+        ],
+    )
     ingest_paths(con, [tmp_path])
-    row = con.execute("SELECT doc_id, doc_id_raw, span_hash, chunk_id, text, rank, score, char_start, char_end, "
-                      "page, metadata FROM evidence").fetchall()[0]
+    row = con.execute(
+        "SELECT doc_id, doc_id_raw, span_hash, chunk_id, text, rank, score, char_start, char_end, "
+        "page, metadata FROM evidence"
+    ).fetchall()[0]
     assert row == ("d", "D", span_hash("t"), "D#0", "t", 0, 0.5, 0, 1, 3, '{"k":"v"}')
     assert con.execute("SELECT top_k, chunk_size, chunk_overlap, embedder FROM runs").fetchall() == [(10, 256, 32, "m")]
     assert con.execute("SELECT query, answer, n_evidence FROM records").fetchall() == [("why?", "because", 1)]
@@ -62,25 +87,32 @@ def test_optional_fields_are_stored(con, tmp_path):
 def test_ragcitecheck_run_format_loads_unchanged(con, tmp_path):
     """A RagCiteCheck-style run folder (one run per file, ``cited`` lists, mixed shapes)."""
     d = tmp_path / "runs"
-    write_jsonl(d / "run1.jsonl", [
-        {"run_id": "golden_run_1", "query_id": "q_stable", "cited": ["docA", "docB"]},
-        {"run_id": "golden_run_1", "query_id": "q_null", "cited": []},
-        {"run_id": "golden_run_1", "query_id": "q_dedup", "cited": ["docF", "docF", "docG"]},
-        {"run_id": "golden_run_1", "query_id": "q_dict", "cited": [{"doc_id": "docK"}]},
-        {"run_id": "golden_run_1", "query_id": "q_nested", "cited": [{"source": {"doc_id": "docL"}}]},
-        {"run_id": "golden_run_1", "query_id": "q_map", "cited": ["DocM"]},
-    ])
-    write_jsonl(d / "run2.jsonl", [
-        {"run_id": "golden_run_2", "query_id": "q_stable", "cited": ["docB", "docA"]},
-        {"run_id": "golden_run_2", "query_id": "q_null", "cited": []},
-        {"run_id": "golden_run_2", "query_id": "q_dedup", "cited": ["docG", "docF"]},
-        {"run_id": "golden_run_2", "query_id": "q_dict", "cited": ["docK"]},
-        {"run_id": "golden_run_2", "query_id": "q_nested", "cited": ["docL"]},
-        {"run_id": "golden_run_2", "query_id": "q_map", "cited": ["docm"]},
-    ])
+    write_jsonl(
+        d / "run1.jsonl",
+        [
+            {"run_id": "golden_run_1", "query_id": "q_stable", "cited": ["docA", "docB"]},
+            {"run_id": "golden_run_1", "query_id": "q_null", "cited": []},
+            {"run_id": "golden_run_1", "query_id": "q_dedup", "cited": ["docF", "docF", "docG"]},
+            {"run_id": "golden_run_1", "query_id": "q_dict", "cited": [{"doc_id": "docK"}]},
+            {"run_id": "golden_run_1", "query_id": "q_nested", "cited": [{"source": {"doc_id": "docL"}}]},
+            {"run_id": "golden_run_1", "query_id": "q_map", "cited": ["DocM"]},
+        ],
+    )
+    write_jsonl(
+        d / "run2.jsonl",
+        [
+            {"run_id": "golden_run_2", "query_id": "q_stable", "cited": ["docB", "docA"]},
+            {"run_id": "golden_run_2", "query_id": "q_null", "cited": []},
+            {"run_id": "golden_run_2", "query_id": "q_dedup", "cited": ["docG", "docF"]},
+            {"run_id": "golden_run_2", "query_id": "q_dict", "cited": ["docK"]},
+            {"run_id": "golden_run_2", "query_id": "q_nested", "cited": ["docL"]},
+            {"run_id": "golden_run_2", "query_id": "q_map", "cited": ["docm"]},
+        ],
+    )
     rep = ingest_paths(con, [d])
     assert rep.rejected == [] and rep.n_records == 12
     from ragaudit_core.stability.metrics import compute_stability
+
     res = compute_stability(con)
     assert res.pairs.iloc[0].j_avg == 1.0  # every query is stable at doc level once canonicalised
 
@@ -103,7 +135,8 @@ def test_duplicate_run_query_across_files_keeps_the_first(con, tmp_path):
     rep = ingest_paths(con, [b])
     assert [str(i) for i in rep.rejected] == [
         f"{b} line 1: duplicate record for run 'r', query 'q': already loaded from an earlier ingest; "
-        "only the first is kept"]
+        "only the first is kept"
+    ]
     assert _docs(con, "r", "q") == ["x"]
 
 
@@ -117,6 +150,7 @@ def test_an_error_inside_the_transaction_leaves_the_database_unchanged(tmp_path,
 
     def boom(_con, limit=20):
         raise RuntimeError("disk on fire")
+
     monkeypatch.setattr(ing, "collisions", boom)
     with pytest.raises(RuntimeError):
         ingest_paths(con, [write_jsonl(tmp_path / "b.jsonl", [{"run_id": "s", "query_id": "q", "cited": ["x"]}])])
@@ -134,9 +168,12 @@ def test_a_killed_ingest_leaves_the_database_as_it_was(tmp_path):
     big = tmp_path / "big.jsonl"
     with open(big, "w") as f:
         for i in range(200_000):
-            f.write('{"run_id": "r1", "query_id": "q%d", "cited": ["a", "b", "c"]}\n' % i)
-    proc = subprocess.Popen([sys.executable, "-m", "ragaudit_core.cli", "ingest", str(big), "--db", str(db)],
-                            stderr=subprocess.PIPE, text=True)
+            f.write(f'{{"run_id": "r1", "query_id": "q{i}", "cited": ["a", "b", "c"]}}\n')
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragaudit_core.cli", "ingest", str(big), "--db", str(db)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     # wait until it has read lines (it prints progress every 100,000 lines), then kill it
     line = proc.stderr.readline()
     assert "lines read" in line, line
@@ -152,13 +189,19 @@ def test_a_killed_ingest_leaves_the_database_as_it_was(tmp_path):
 def test_identity_options_cannot_change_within_a_database(con, tmp_path):
     ingest_paths(con, [write_jsonl(tmp_path / "a.jsonl", [{"run_id": "r", "query_id": "q", "cited": ["X"]}])])
     with pytest.raises(IngestError, match=r"other identity options: case_sensitive=False \(asked True\)"):
-        ingest_paths(con, [write_jsonl(tmp_path / "b.jsonl", [{"run_id": "s", "query_id": "q", "cited": ["X"]}])],
-                     IngestOptions(canon=CanonOptions(case_sensitive=True)))
+        ingest_paths(
+            con,
+            [write_jsonl(tmp_path / "b.jsonl", [{"run_id": "s", "query_id": "q", "cited": ["X"]}])],
+            IngestOptions(canon=CanonOptions(case_sensitive=True)),
+        )
 
 
 def test_case_sensitive_option(con, tmp_path):
-    ingest_paths(con, [write_jsonl(tmp_path / "a.jsonl", [{"run_id": "r", "query_id": "q", "cited": [" Dir\\Doc.PDF "]}])],
-                 IngestOptions(canon=CanonOptions(case_sensitive=True)))
+    ingest_paths(
+        con,
+        [write_jsonl(tmp_path / "a.jsonl", [{"run_id": "r", "query_id": "q", "cited": [" Dir\\Doc.PDF "]}])],
+        IngestOptions(canon=CanonOptions(case_sensitive=True)),
+    )
     assert _docs(con, "r", "q") == ["Dir/Doc.PDF"]
 
 
@@ -175,7 +218,9 @@ def test_docid_map_csv(tmp_path):
     p.write_text("raw,canonical\nDocM,docm\n docX ,DocZ\n,ignored\n")
     assert load_docid_map(p) == {"docm": "docm", "docx": "docz"}
     p.write_text("from,to\na,b\n")
-    with pytest.raises(DocIdMapError, match=r"alias map must have the header line 'raw,canonical' \(found \['from', 'to'\]\)"):
+    with pytest.raises(
+        DocIdMapError, match=r"alias map must have the header line 'raw,canonical' \(found \['from', 'to'\]\)"
+    ):
         load_docid_map(p)
     p.write_text("raw,canonical\na,b\nA,c\n")
     with pytest.raises(DocIdMapError, match=r"line 3: raw id 'a' is mapped to 'c' here but to 'b' on line 2"):
@@ -183,7 +228,7 @@ def test_docid_map_csv(tmp_path):
 
 
 def test_span_hash_normalisation():
-    want = hashlib.sha256("Fine fish".encode()).hexdigest()
+    want = hashlib.sha256(b"Fine fish").hexdigest()
     assert span_hash("Fine fish") == want
     assert span_hash("  Ｆｉｎｅ\t\n ﬁsh ") == want  # NFKC (full-width, ligature), whitespace runs, trim
     assert span_hash("FINE FISH") != want
@@ -191,8 +236,15 @@ def test_span_hash_normalisation():
 
 
 def test_span_hash_given_without_text_is_kept(con, tmp_path):
-    ingest_paths(con, [write_jsonl(tmp_path / "a.jsonl", [
-        {"run_id": "r", "query_id": "q", "evidence": [{"doc_id": "d", "span_hash": " abc "}]}])])
+    ingest_paths(
+        con,
+        [
+            write_jsonl(
+                tmp_path / "a.jsonl",
+                [{"run_id": "r", "query_id": "q", "evidence": [{"doc_id": "d", "span_hash": " abc "}]}],
+            )
+        ],
+    )
     assert con.execute("SELECT span_hash FROM evidence").fetchall() == [("abc",)]
 
 

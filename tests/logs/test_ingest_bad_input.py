@@ -4,12 +4,10 @@ the good lines around it are loaded, the bad line is kept verbatim in the quaran
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 
 import pytest
 
 from ragaudit_core.logs.ingest import IngestError, ingest_paths
-
 from tests.helpers import write_jsonl
 
 GOOD1 = {"run_id": "r", "query_id": "good1", "cited": ["a"]}
@@ -25,47 +23,100 @@ def _loaded(con):
 
 
 CASES = [
-    ("broken-json", b'{"run_id": "r", "query_id": "x", "cited": ["a"',
-     "invalid JSON: unexpected end of data: line 1 column 47 (char 46)"),
+    (
+        "broken-json",
+        b'{"run_id": "r", "query_id": "x", "cited": ["a"',
+        "invalid JSON: unexpected end of data: line 1 column 47 (char 46)",
+    ),
     ("top-level-array", b'["r", "x", ["a"]]', "expected a JSON object per line, got array"),
-    ("query-id-wrong-type", b'{"run_id": "r", "query_id": ["x"], "cited": []}',
-     "query_id: query_id must be a string or an integer, got array"),
-    ("run-id-missing", b'{"query_id": "x", "cited": []}',
-     "missing run id: none of run_id, runId, config_id, run, id is present"),
-    ("query-id-missing", b'{"run_id": "r", "cited": []}',
-     "missing query id: none of query_id, qid, id is present"),
-    ("only-id", b'{"id": "x", "cited": []}',
-     "the only id key is 'id', which could be the run or the query; name them 'run_id' and 'query_id'"),
-    ("evidence-missing", b'{"run_id": "r", "query_id": "x", "answer": "y"}',
-     "missing evidence list: none of evidence, cited, docs, documents, retrieved, contexts is present "
-     "(keys found: answer, query_id, run_id)"),
-    ("evidence-not-list", b'{"run_id": "r", "query_id": "x", "cited": "docA"}',
-     "'cited' must be a list of evidence entries, got string"),
-    ("evidence-null", b'{"run_id": "r", "query_id": "x", "evidence": null}',
-     "'evidence' must be a list of evidence entries, got null"),
-    ("entry-wrong-type", b'{"run_id": "r", "query_id": "x", "cited": ["a", true]}',
-     "evidence[1]: an evidence entry must be a string (a doc_id) or an object, got boolean"),
-    ("entry-no-doc-id", b'{"run_id": "r", "query_id": "x", "cited": [{"text": "t", "meta": {"a": {"b": {"c": {"doc_id": "deep"}}}}}]}',
-     "evidence[0]: evidence entry has no document id: none of doc_id, document_id, docid, id, source_id is present "
-     "(also searched 3 levels of nesting)"),
-    ("empty-doc-id", b'{"run_id": "r", "query_id": "x", "cited": ["  "]}',
-     "evidence[0].doc_id: doc_id is an empty string"),
-    ("text-wrong-type", b'{"run_id": "r", "query_id": "x", "cited": [{"doc_id": "a", "text": 42}]}',
-     "evidence[0].text: Input should be a valid string"),
-    ("negative-rank", b'{"run_id": "r", "query_id": "x", "cited": [{"doc_id": "a", "rank": -1}]}',
-     "evidence[0].rank: Input should be greater than or equal to 0"),
-    ("rank-too-large", b'{"run_id": "r", "query_id": "x", "cited": [{"doc_id": "a", "rank": 4294967296}]}',
-     "evidence[0].rank: Input should be less than or equal to 2147483647"),
-    ("offsets-reversed", b'{"run_id": "r", "query_id": "x", "cited": [{"doc_id": "a", "char_start": 9, "char_end": 3}]}',
-     "evidence[0]: char_end (3) is before char_start (9)"),
-    ("config-not-object", b'{"run_id": "r", "query_id": "x", "config": [5], "cited": []}',
-     "config: Input should be a valid dictionary"),
-    ("nul-bytes", b'{"run_id": "r", "query_id": "x", "cited": ["a\x00"]}',
-     "line contains NUL bytes (\\x00); the file may be binary or corrupted"),
-    ("non-utf8", b'{"run_id": "r", "query_id": "x", "cited": ["caf\xe9"]}',
-     "line is not valid UTF-8 (byte 0xe9 at byte offset 47); re-encode the file as UTF-8"),
-    ("duplicate-run-query", b'{"run_id": "r", "query_id": "good1", "cited": ["z"]}',
-     "duplicate record for run 'r', query 'good1': already loaded from {path} line 1; only the first is kept"),
+    (
+        "query-id-wrong-type",
+        b'{"run_id": "r", "query_id": ["x"], "cited": []}',
+        "query_id: query_id must be a string or an integer, got array",
+    ),
+    (
+        "run-id-missing",
+        b'{"query_id": "x", "cited": []}',
+        "missing run id: none of run_id, runId, config_id, run, id is present",
+    ),
+    ("query-id-missing", b'{"run_id": "r", "cited": []}', "missing query id: none of query_id, qid, id is present"),
+    (
+        "only-id",
+        b'{"id": "x", "cited": []}',
+        "the only id key is 'id', which could be the run or the query; name them 'run_id' and 'query_id'",
+    ),
+    (
+        "evidence-missing",
+        b'{"run_id": "r", "query_id": "x", "answer": "y"}',
+        "missing evidence list: none of evidence, cited, docs, documents, retrieved, contexts is present "
+        "(keys found: answer, query_id, run_id)",
+    ),
+    (
+        "evidence-not-list",
+        b'{"run_id": "r", "query_id": "x", "cited": "docA"}',
+        "'cited' must be a list of evidence entries, got string",
+    ),
+    (
+        "evidence-null",
+        b'{"run_id": "r", "query_id": "x", "evidence": null}',
+        "'evidence' must be a list of evidence entries, got null",
+    ),
+    (
+        "entry-wrong-type",
+        b'{"run_id": "r", "query_id": "x", "cited": ["a", true]}',
+        "evidence[1]: an evidence entry must be a string (a doc_id) or an object, got boolean",
+    ),
+    (
+        "entry-no-doc-id",
+        b'{"run_id": "r", "query_id": "x", "cited": [{"text": "t", "meta": {"a": {"b": {"c": {"doc_id": "deep"}}}}}]}',
+        "evidence[0]: evidence entry has no document id: none of doc_id, document_id, docid, id, source_id is present "
+        "(also searched 3 levels of nesting)",
+    ),
+    (
+        "empty-doc-id",
+        b'{"run_id": "r", "query_id": "x", "cited": ["  "]}',
+        "evidence[0].doc_id: doc_id is an empty string",
+    ),
+    (
+        "text-wrong-type",
+        b'{"run_id": "r", "query_id": "x", "cited": [{"doc_id": "a", "text": 42}]}',
+        "evidence[0].text: Input should be a valid string",
+    ),
+    (
+        "negative-rank",
+        b'{"run_id": "r", "query_id": "x", "cited": [{"doc_id": "a", "rank": -1}]}',
+        "evidence[0].rank: Input should be greater than or equal to 0",
+    ),
+    (
+        "rank-too-large",
+        b'{"run_id": "r", "query_id": "x", "cited": [{"doc_id": "a", "rank": 4294967296}]}',
+        "evidence[0].rank: Input should be less than or equal to 2147483647",
+    ),
+    (
+        "offsets-reversed",
+        b'{"run_id": "r", "query_id": "x", "cited": [{"doc_id": "a", "char_start": 9, "char_end": 3}]}',
+        "evidence[0]: char_end (3) is before char_start (9)",
+    ),
+    (
+        "config-not-object",
+        b'{"run_id": "r", "query_id": "x", "config": [5], "cited": []}',
+        "config: Input should be a valid dictionary",
+    ),
+    (
+        "nul-bytes",
+        b'{"run_id": "r", "query_id": "x", "cited": ["a\x00"]}',
+        "line contains NUL bytes (\\x00); the file may be binary or corrupted",
+    ),
+    (
+        "non-utf8",
+        b'{"run_id": "r", "query_id": "x", "cited": ["caf\xe9"]}',
+        "line is not valid UTF-8 (byte 0xe9 at byte offset 47); re-encode the file as UTF-8",
+    ),
+    (
+        "duplicate-run-query",
+        b'{"run_id": "r", "query_id": "good1", "cited": ["z"]}',
+        "duplicate record for run 'r', query 'good1': already loaded from {path} line 1; only the first is kept",
+    ),
 ]
 
 
@@ -76,7 +127,7 @@ def test_bad_line_is_quarantined_and_good_lines_load(con, tmp_path, name, bad, r
     assert _loaded(con) == ["good1", "good2"]
     want = reason.format(path=f)
     assert [str(i) for i in rep.rejected] == [f"{f} line 2: {want}"]
-    (path, line_no, got_reason, raw, raw_bytes), = _quarantine(con)
+    ((path, line_no, got_reason, raw, raw_bytes),) = _quarantine(con)
     assert (path, line_no, got_reason) == (str(f), 2, want)
     assert bytes(raw_bytes) == bad  # verbatim
     assert raw == bad.decode("utf-8", errors="replace")
@@ -89,18 +140,22 @@ def test_ten_megabyte_line(con, tmp_path):
     assert _loaded(con) == ["good1", "good2"]
     assert [str(i) for i in rep.rejected] == [
         f"{f} line 2: line is longer than the 8,388,608-byte limit (at least {len(huge) + 1:,} bytes); "
-        "split the record or raise --max-line-bytes"]
-    (_, _, _, _, raw_bytes), = _quarantine(con)
+        "split the record or raise --max-line-bytes"
+    ]
+    ((_, _, _, _, raw_bytes),) = _quarantine(con)
     assert bytes(raw_bytes) == huge[: 64 * 1024]  # the first 64 KiB are kept
 
 
 def test_bom_is_stripped_with_a_warning(con, tmp_path):
-    f = write_jsonl(tmp_path / "bom.jsonl", [b"\xef\xbb\xbf" + b'{"run_id": "r", "query_id": "good1", "cited": ["a"]}', GOOD2])
+    f = write_jsonl(
+        tmp_path / "bom.jsonl", [b"\xef\xbb\xbf" + b'{"run_id": "r", "query_id": "good1", "cited": ["a"]}', GOOD2]
+    )
     rep = ingest_paths(con, [f])
     assert _loaded(con) == ["good1", "good2"]
     assert rep.rejected == []
     assert [str(w) for w in rep.warnings if w.code == "bom"] == [
-        f"{f} line 1: a UTF-8 byte-order mark at the start of the line was ignored"]
+        f"{f} line 1: a UTF-8 byte-order mark at the start of the line was ignored"
+    ]
 
 
 def test_empty_file_is_reported(con, tmp_path):
@@ -110,7 +165,8 @@ def test_empty_file_is_reported(con, tmp_path):
     rep = ingest_paths(con, [tmp_path])
     assert _loaded(con) == ["good1"]
     assert [str(w) for w in rep.warnings if w.code == "empty-file"] == [
-        f"{empty}: file holds no records (it is empty or blank)"]
+        f"{empty}: file holds no records (it is empty or blank)"
+    ]
     assert good.exists()
 
 
@@ -119,7 +175,8 @@ def test_gz_that_is_not_gzip_is_read_as_plain_text(con, tmp_path):
     rep = ingest_paths(con, [f])
     assert _loaded(con) == ["good1", "good2"]
     assert [str(w) for w in rep.warnings if w.code == "not-gzip"] == [
-        f"{f}: named .gz but not gzip-compressed (no gzip header); read as plain text"]
+        f"{f}: named .gz but not gzip-compressed (no gzip header); read as plain text"
+    ]
 
 
 def test_gzip_garbage_after_a_gz_name_is_rejected_line_by_line(con, tmp_path):
@@ -129,7 +186,8 @@ def test_gzip_garbage_after_a_gz_name_is_rejected_line_by_line(con, tmp_path):
     rep = ingest_paths(con, [f, good])
     assert _loaded(con) == ["good1"]
     assert [str(i) for i in rep.rejected] == [
-        f"{f} line 1: line contains NUL bytes (\\x00); the file may be binary or corrupted"]
+        f"{f} line 1: line contains NUL bytes (\\x00); the file may be binary or corrupted"
+    ]
 
 
 def test_truncated_gzip_keeps_the_lines_before_the_damage(con, tmp_path):
@@ -151,8 +209,7 @@ def test_utf16_file_is_refused_with_advice(con, tmp_path):
     good = write_jsonl(tmp_path / "ok.jsonl", [GOOD1])
     rep = ingest_paths(con, [f, good])
     assert _loaded(con) == ["good1"]
-    assert [str(i) for i in rep.rejected] == [
-        f"{f}: file is UTF-16 encoded (byte-order mark ff fe); save it as UTF-8"]
+    assert [str(i) for i in rep.rejected] == [f"{f}: file is UTF-16 encoded (byte-order mark ff fe); save it as UTF-8"]
 
 
 def test_missing_path_is_an_error_before_anything_is_written(con, tmp_path):

@@ -18,13 +18,17 @@ def _load(path, **opts):
 
 def test_integers_beyond_bigint_in_config_and_metadata_keep_the_record(tmp_path):
     huge = 10**30
-    rec = {"run_id": "r", "query_id": "q", "config": {"top_k": huge, "chunk_size": 2**70, "nested": {"n": -huge}},
-           "evidence": [{"doc_id": "d", "text": "t", "metadata": {"big": 2**80, "list": [huge]}}]}
+    rec = {
+        "run_id": "r",
+        "query_id": "q",
+        "config": {"top_k": huge, "chunk_size": 2**70, "nested": {"n": -huge}},
+        "evidence": [{"doc_id": "d", "text": "t", "metadata": {"big": 2**80, "list": [huge]}}],
+    }
     con, rep = _load(write_jsonl(tmp_path / "big.jsonl", [rec]))
     assert rep.n_records == 1 and rep.n_rejected == 0
     top_k, chunk, config = con.execute("SELECT top_k, chunk_size, config FROM runs").fetchone()
-    assert top_k is None and chunk is None                    # out of the INTEGER column's range: not a setting
-    assert json.loads(config)["nested"]["n"] == -huge          # the config is kept as logged
+    assert top_k is None and chunk is None  # out of the INTEGER column's range: not a setting
+    assert json.loads(config)["nested"]["n"] == -huge  # the config is kept as logged
     assert json.loads(con.execute("SELECT metadata FROM evidence").fetchone()[0])["big"] == 2**80
 
 
@@ -63,10 +67,10 @@ def test_an_option_that_rejects_every_line_does_not_mark_the_file_loaded(tmp_pat
     con = store.connect(":memory:")
     first = ingest_paths(con, [path], IngestOptions(max_line_bytes=5))
     assert first.n_records == 0 and first.n_rejected == 1
-    again = ingest_paths(con, [path])                         # the right option: the file loads now
+    again = ingest_paths(con, [path])  # the right option: the file loads now
     assert again.n_records == 1 and again.files[0].status == "loaded"
     assert con.execute("SELECT count(*) FROM files").fetchone()[0] == 1
-    assert con.execute("SELECT count(*) FROM quarantine").fetchone()[0] == 0      # the failed attempt is replaced
+    assert con.execute("SELECT count(*) FROM quarantine").fetchone()[0] == 0  # the failed attempt is replaced
 
 
 def _cli(*args):
@@ -103,12 +107,13 @@ def test_a_csv_is_streamed_and_one_not_in_utf8_is_named_with_its_byte_offset(tmp
     """CSV files are parsed from the file (plain or gzip); a file that is not UTF-8 is unreadable
     as a whole, with the byte offset of the first bad byte, and loses nothing of the others."""
     import gzip
+
     header = "user_input,retrieved_contexts,response\n"
     rows = "".join(f'"question {i}","[""passage {i} one"", ""passage {i} two""]","answer {i}"\n' for i in range(3000))
     good = tmp_path / "ragas.csv.gz"
     good.write_bytes(gzip.compress((header + rows).encode()))
     bad = tmp_path / "latin1.csv"
-    bad.write_bytes((header + '"caf').encode() + b"\xe9" + b'","[""x""]","y"\n')     # 0xe9 at 39 + 4
+    bad.write_bytes((header + '"caf').encode() + b"\xe9" + b'","[""x""]","y"\n')  # 0xe9 at 39 + 4
     con = store.connect(":memory:")
     report = ingest_paths(con, [good, bad])
     assert report.n_records == 3000 and report.n_entries == 6000

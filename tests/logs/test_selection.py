@@ -9,8 +9,14 @@ from tests.helpers import write_jsonl
 
 
 def test_natural_order():
-    assert natural_sorted(["k20-c128", "k5-c256", "k10-c128", "k5-c128", "B", "a"]) == \
-        ["a", "B", "k5-c128", "k5-c256", "k10-c128", "k20-c128"]
+    assert natural_sorted(["k20-c128", "k5-c256", "k10-c128", "k5-c128", "B", "a"]) == [
+        "a",
+        "B",
+        "k5-c128",
+        "k5-c256",
+        "k10-c128",
+        "k20-c128",
+    ]
 
 
 def test_a_small_upload_sharing_no_query_is_left_out_and_named(tmp_path):
@@ -23,8 +29,10 @@ def test_a_small_upload_sharing_no_query_is_left_out_and_named(tmp_path):
     ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
     sel = comparable_runs(con)
     assert sel.runs == ["k5", "k10", "k20"] and sel.left_out == ["upload"] and sel.n_shared == 2
-    assert sel.note == ("Left out 1 run(s) that share no query with the 3 compared (which share 2): 'upload'; "
-                        "pick runs to compare them instead.")
+    assert sel.note == (
+        "Left out 1 run(s) that share no query with the 3 compared (which share 2): 'upload'; "
+        "pick runs to compare them instead."
+    )
     assert comparable_runs(con, ["k5", "upload"]).runs == ["k5"]
     assert comparable_runs(con, ["k5", "k20"]).note is None
 
@@ -52,8 +60,10 @@ def test_coverage_differences_are_one_grouped_sentence(tmp_path):
     assert gaps == "2 runs ('r2', 'r3') each lack the same 1 query: 'q3'; run 'r4' lacks 2 queries: 'q1', 'q2'"
     assert catalog.coverage_gaps(con, ["r1", "r10"]) is None
     assert catalog.coverage_gaps(con, ["r1", "r2"]) == "run 'r2' lacks 1 query: 'q3'"
-    assert sum("coverage differs" in w.message for w in report.warnings) == 1         # one warning at ingest, not one per run
+    assert sum("coverage differs" in w.message for w in report.warnings) == 1  # one warning at ingest, not one per run
     qs, warnings = evaluation_queries(con, ["r1", "r2", "r3"], allow_missing=True)
     assert qs == ["q1", "q2"]
-    assert warnings == ["query coverage differs; evaluating the queries every run has: "
-                        "2 runs ('r2', 'r3') each lack the same 1 query: 'q3'"]
+    assert warnings == [
+        "query coverage differs; evaluating the queries every run has: "
+        "2 runs ('r2', 'r3') each lack the same 1 query: 'q3'"
+    ]

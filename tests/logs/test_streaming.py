@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ragaudit_core.logs.ingest as ing
-from ragaudit_core.logs import store
-from ragaudit_core.logs import parallel, rows
+from ragaudit_core.logs import parallel, rows, store
 from ragaudit_core.logs.identity import normalise_span_text, span_hash
 from tests.helpers import write_jsonl
 
@@ -24,27 +23,40 @@ def _documented(text: str, casefold: bool = False) -> str:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("aB .\t\n\r\x0b\x0c\x1c\x1f\x01\x7f\xa0\u2003ﬁé")), max_size=30),
-       st.booleans())
+@given(
+    st.text(alphabet=st.sampled_from(list("aB .\t\n\r\x0b\x0c\x1c\x1f\x01\x7f\xa0\u2003ﬁé")), max_size=30),
+    st.booleans(),
+)
 def test_the_fast_path_equals_the_documented_normalisation(text, casefold):
     assert normalise_span_text(text, casefold=casefold) == _documented(text, casefold)
     assert span_hash(text, casefold=casefold) == hashlib.sha256(_documented(text, casefold).encode()).hexdigest()
 
 
 def _dump(con):
-    return (con.execute("SELECT * EXCLUDE (metadata) FROM evidence ORDER BY run_id, query_id, position").fetchall(),
-            con.execute("SELECT * FROM records ORDER BY run_id, query_id").fetchall())
+    return (
+        con.execute("SELECT * EXCLUDE (metadata) FROM evidence ORDER BY run_id, query_id, position").fetchall(),
+        con.execute("SELECT * FROM records ORDER BY run_id, query_id").fetchall(),
+    )
 
 
 def test_small_batches_store_what_one_batch_stores(tmp_path, monkeypatch):
-    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": [{"doc_id": f"d{i % 5}", "text": f"text {i % 7} of {r}"},
-                                                            {"doc_id": "d9", "text": f"shared {i % 3}"}]}
-            for r in ("A", "B") for i in range(40)]
+    recs = [
+        {
+            "run_id": r,
+            "query_id": f"q{i}",
+            "evidence": [
+                {"doc_id": f"d{i % 5}", "text": f"text {i % 7} of {r}"},
+                {"doc_id": "d9", "text": f"shared {i % 3}"},
+            ],
+        }
+        for r in ("A", "B")
+        for i in range(40)
+    ]
     path = write_jsonl(tmp_path / "logs.jsonl", recs)
     one = store.connect(":memory:")
     ing.ingest_paths(one, [path])
-    monkeypatch.setattr(ing, "FLUSH_ENTRIES", 3)            # a flush every other record
-    monkeypatch.setattr(rows, "HASH_CACHE", 2)              # and the caches emptied all the time
+    monkeypatch.setattr(ing, "FLUSH_ENTRIES", 3)  # a flush every other record
+    monkeypatch.setattr(rows, "HASH_CACHE", 2)  # and the caches emptied all the time
     monkeypatch.setattr(rows, "HASH_CACHE_CHARS", 20)
     many = store.connect(":memory:")
     report = ing.ingest_paths(many, [path])
@@ -53,11 +65,15 @@ def test_small_batches_store_what_one_batch_stores(tmp_path, monkeypatch):
 
 
 def _everything(con, report):
-    return (_dump(con),
-            con.execute("SELECT file_id, line_no, reason, raw FROM quarantine ORDER BY file_id, line_no").fetchall(),
-            con.execute("SELECT line_no, code, message FROM ingest_warnings ORDER BY all").fetchall(),
-            con.execute("SELECT run_id, config FROM runs ORDER BY run_id").fetchall(),
-            [str(i) for i in report.rejected], report.n_records, report.n_entries)
+    return (
+        _dump(con),
+        con.execute("SELECT file_id, line_no, reason, raw FROM quarantine ORDER BY file_id, line_no").fetchall(),
+        con.execute("SELECT line_no, code, message FROM ingest_warnings ORDER BY all").fetchall(),
+        con.execute("SELECT run_id, config FROM runs ORDER BY run_id").fetchall(),
+        [str(i) for i in report.rejected],
+        report.n_records,
+        report.n_entries,
+    )
 
 
 def test_worker_processes_store_and_report_what_the_process_does(tmp_path, monkeypatch):
@@ -66,16 +82,20 @@ def test_worker_processes_store_and_report_what_the_process_does(tmp_path, monke
     (run, query) inside and across chunks and duplicate entries give the same database and report."""
     lines = []
     for i in range(30):
-        ev = [{"doc_id": f"D{i % 4}", "text": f"passage  {i % 5}"}, {"doc_id": f"d{i % 4}", "text": f"passage {i % 5}"},
-              {"doc_id": "x", "span_hash": "H"}]
-        lines.append(json.dumps({"run_id": "A", "query_id": f"q{i % 25}", "config": {"top_k": 3 + i % 2},
-                                 "evidence": ev}))
+        ev = [
+            {"doc_id": f"D{i % 4}", "text": f"passage  {i % 5}"},
+            {"doc_id": f"d{i % 4}", "text": f"passage {i % 5}"},
+            {"doc_id": "x", "span_hash": "H"},
+        ]
+        lines.append(
+            json.dumps({"run_id": "A", "query_id": f"q{i % 25}", "config": {"top_k": 3 + i % 2}, "evidence": ev})
+        )
         if i % 7 == 0:
             lines.append(json.dumps({"runId": "B", "qid": i, "contexts": [f" d{i} "]}))
         if i % 9 == 0:
             lines.append('{"run_id": "A", "query_id": "broken", "evidence": [}')
     lines.insert(3, "\ufeff" + json.dumps({"run_id": "C", "query_id": "q0", "evidence": ["d1"]}))
-    lines.insert(8, "")                                                              # blank lines count
+    lines.insert(8, "")  # blank lines count
     lines.insert(12, "   ")
     lines.insert(15, json.dumps({"run_id": "L", "query_id": "long", "evidence": ["d" * 600]}))  # over the limit
     path = tmp_path / "logs.jsonl"
@@ -95,10 +115,11 @@ def test_worker_processes_store_and_report_what_the_process_does(tmp_path, monke
         for n_lines, items, table in decode(self, path):
             chunks.append(sum(isinstance(it, parallel.DecodedLine) for it in items))
             yield n_lines, items, table
+
     monkeypatch.setattr(parallel.LinePool, "decode", counted)
     pooled = store.connect(":memory:")
     got = _everything(pooled, ing.ingest_paths(pooled, [path], opts))
-    assert len(chunks) > 5 and sum(chunks) == 30      # every A line decoded by a worker, in several ranges
+    assert len(chunks) > 5 and sum(chunks) == 30  # every A line decoded by a worker, in several ranges
     assert got == expected
     assert expected[5] == 25 + 5 + 1 and any("duplicate record" in r for r in expected[4])
     assert any(code == "duplicate-evidence" for _, code, _ in expected[2])

@@ -20,25 +20,32 @@ def test_cfs_histogram_merges_equal_percentiles_and_gives_each_label_its_own_row
     """p95 = p99 = 1.0 (the sample's case) share one line and one label; no two labels share a row."""
     s = {"cfs_p50": 0.0, "cfs_p95": 1.0, "cfs_p99": 1.0}
     t = {"cfs_p50": 0.5, "cfs_p95": 0.9, "cfs_p99": 0.99}
-    fig = charts.cfs_histogram({"a": [0.0, 0.0, 1.0], "b<i>": [0.5, 0.9]}, summaries={"a": s, "b<i>": t},
-                               threshold=0.85)
+    fig = charts.cfs_histogram(
+        {"a": [0.0, 0.0, 1.0], "b<i>": [0.5, 0.9]}, summaries={"a": s, "b<i>": t}, threshold=0.85
+    )
     assert [tr.type for tr in fig.data] == ["histogram", "histogram"]
     labels = [(a.text, a.y) for a in fig.layout.annotations]
     assert labels[:2] == [("p50 0.00 (a)", 1.0), ("p95 = p99 1.00 (a)", 0.925)]
     assert [t for t, _ in labels[2:5]] == ["p50 0.50 (b&lt;i&gt;)", "p95 0.90 (b&lt;i&gt;)", "p99 0.99 (b&lt;i&gt;)"]
     assert labels[5] == ("alert below 0.85", 0.0)
     rows = [y for _, y in labels]
-    assert len(set(rows)) == len(rows)                                   # one row per label: none overlap
-    assert len(fig.layout.shapes) == 6                                   # 2 + 3 percentile lines + threshold
+    assert len(set(rows)) == len(rows)  # one row per label: none overlap
+    assert len(fig.layout.shapes) == 6  # 2 + 3 percentile lines + threshold
 
 
 def test_survival_funnel_shows_the_cumulative_share_outside_the_bars():
     """Conditional rates 1, 0.5, 0.8 → shares 100 %, 50 %, 40 % (the running product); the stage
     no query reached (None) is left out; the conditional rate rides in the hover's customdata."""
-    s = {"stage_survival": {"chunking": 1.0, "retrieval": 0.5, "reranking": None, "compression": 0.8,
-                            "generation": None},
-         "stage_share": {"chunking": 1.0, "retrieval": 0.5, "reranking": None, "compression": 0.4,
-                         "generation": None}}
+    s = {
+        "stage_survival": {
+            "chunking": 1.0,
+            "retrieval": 0.5,
+            "reranking": None,
+            "compression": 0.8,
+            "generation": None,
+        },
+        "stage_share": {"chunking": 1.0, "retrieval": 0.5, "reranking": None, "compression": 0.4, "generation": None},
+    }
     fig = charts.survival_funnel({"run": s})
     (f,) = fig.data
     assert f.type == "funnel" and list(f.y) == ["chunking", "retrieval", "compression"]

@@ -9,8 +9,10 @@ from ragaudit_core.review.gate import DEFAULT_RULES, STRICT_RULES, GateInputs, R
 
 
 def test_absolute_pair_rules():
-    rules = [Rule(metric="j_avg", level="span", op=">=", threshold=0.5),
-             Rule(metric="collapse_rate", level="span", op="<=", threshold=0.2)]
+    rules = [
+        Rule(metric="j_avg", level="span", op=">=", threshold=0.5),
+        Rule(metric="collapse_rate", level="span", op="<=", threshold=0.2),
+    ]
     v = evaluate(rules, GateInputs("base", "cand", {("j_avg", "span"): 0.62, ("collapse_rate", "span"): 0.35}, {}))
     assert [r.status for r in v.results] == ["pass", "fail"] and v.status == "fail"
     assert v.results[1].message == "collapse_rate (span) between base and cand is 0.350, not at most 0.2"
@@ -23,35 +25,53 @@ def test_relative_rules_use_the_change_from_baseline():
     assert ok.results[0].status == "pass" and ok.results[0].value == pytest.approx(-0.10)
     bad = evaluate([rule], GateInputs("b", "c", {}, {"b": {"cfs_p95": 0.90}, "c": {"cfs_p95": 0.70}}))
     assert bad.results[0].status == "fail" and bad.results[0].value == pytest.approx(-0.20)
-    assert bad.results[0].message == ("cfs_p95 goes from 0.900 (b) to 0.700 (c), a change of -0.200, "
-                                      "not at least -0.15")
+    assert bad.results[0].message == (
+        "cfs_p95 goes from 0.900 (b) to 0.700 (c), a change of -0.200, not at least -0.15"
+    )
 
 
 def test_every_stage_reports_the_worst_stage():
     rule = Rule(metric="stage_survival", level="every", op=">=", threshold=0.9)
-    runs = {"c": {("stage_survival", s): v for s, v in
-                  zip(["chunking", "retrieval", "reranking", "compression", "generation"], [1, 0.95, 0.8, None, 0.92])}}
+    runs = {
+        "c": {
+            ("stage_survival", s): v
+            for s, v in zip(
+                ["chunking", "retrieval", "reranking", "compression", "generation"], [1, 0.95, 0.8, None, 0.92]
+            )
+        }
+    }
     r = evaluate([rule], GateInputs("b", "c", {}, runs)).results[0]
     assert r.status == "fail" and r.value == 0.8 and "reranking" in r.message
 
 
 def test_not_applicable_when_data_is_absent():
-    v = evaluate(DEFAULT_RULES, GateInputs("b", "c", {("j_avg", "doc"): 0.8, ("flip_rate", "doc"): 0.1,
-                                           ("null_loss", "doc"): 0.0}, {}))
+    v = evaluate(
+        DEFAULT_RULES,
+        GateInputs("b", "c", {("j_avg", "doc"): 0.8, ("flip_rate", "doc"): 0.1, ("null_loss", "doc"): 0.0}, {}),
+    )
     status = {r.rule.name: r.status for r in v.results}
     assert status["j_avg,doc >= 0.5"] == "pass"
-    assert status["j_avg,span >= 0.5"] == "not applicable"           # a doc-only log
+    assert status["j_avg,span >= 0.5"] == "not applicable"  # a doc-only log
     assert status["Δ cfs_p95 >= -0.15"] == "not applicable"
-    assert v.status == "pass"                                        # a doc-only log still gets a verdict
+    assert v.status == "pass"  # a doc-only log still gets a verdict
 
 
 def test_a_run_against_itself_passes_the_default_preset():
-    pair = {("j_avg", "doc"): 1.0, ("flip_rate", "doc"): 0.0, ("null_loss", "doc"): 0.0, ("j_avg", "span"): 1.0,
-            ("collapse_rate", "span"): 0.0}
-    run = {"cfs_p95": 0.3, "parse_failure_rate": 0.2, ("warg", 0.9): 0.7,
-           **{("stage_survival", s): 0.1 for s in ["chunking", "retrieval", "reranking", "compression", "generation"]}}
+    pair = {
+        ("j_avg", "doc"): 1.0,
+        ("flip_rate", "doc"): 0.0,
+        ("null_loss", "doc"): 0.0,
+        ("j_avg", "span"): 1.0,
+        ("collapse_rate", "span"): 0.0,
+    }
+    run = {
+        "cfs_p95": 0.3,
+        "parse_failure_rate": 0.2,
+        ("warg", 0.9): 0.7,
+        **{("stage_survival", s): 0.1 for s in ["chunking", "retrieval", "reranking", "compression", "generation"]},
+    }
     assert evaluate(DEFAULT_RULES, GateInputs("a", "a", pair, {"a": run})).status == "pass"
-    assert evaluate(STRICT_RULES, GateInputs("a", "a", pair, {"a": run})).status == "fail"     # absolute seed thresholds
+    assert evaluate(STRICT_RULES, GateInputs("a", "a", pair, {"a": run})).status == "fail"  # absolute seed thresholds
 
 
 def test_rule_validation_and_toml(tmp_path):
@@ -77,27 +97,37 @@ def test_rule_validation_and_toml(tmp_path):
 
 def _evidence_and_provenance(d):
     """Evidence runs base/cand (2 queries each) and provenance for both (prov_fixtures)."""
-    from tests.helpers import pipeline
+    from tests.helpers import ev, pipeline, write_jsonl
 
-    from tests.helpers import ev, write_jsonl
-
-    write_jsonl(d / "base.jsonl", [
-        {"run_id": "base", "query_id": "q1", "evidence": [ev("D1", "s1"), ev("D2", "s2")]},
-        {"run_id": "base", "query_id": "q2", "evidence": [ev("D1", "s3")]}])
-    write_jsonl(d / "cand.jsonl", [
-        {"run_id": "cand", "query_id": "q1", "evidence": [ev("D1", "s1"), ev("D2", "s2b")]},
-        {"run_id": "cand", "query_id": "q2", "evidence": [ev("D3", "s4")]}])
-    write_jsonl(d / "prov.jsonl", [
-        pipeline("base", "q1", text="[Source: D1, p. 2]"),
-        pipeline("base", "q2", strip_rerank=True, text="[Document 2] [Source: D1]"),
-        pipeline("cand", "q1", text="[Source: D9, p. 1]"),
-        pipeline("cand", "q2", text="[Source: D1, p. 3]")])
+    write_jsonl(
+        d / "base.jsonl",
+        [
+            {"run_id": "base", "query_id": "q1", "evidence": [ev("D1", "s1"), ev("D2", "s2")]},
+            {"run_id": "base", "query_id": "q2", "evidence": [ev("D1", "s3")]},
+        ],
+    )
+    write_jsonl(
+        d / "cand.jsonl",
+        [
+            {"run_id": "cand", "query_id": "q1", "evidence": [ev("D1", "s1"), ev("D2", "s2b")]},
+            {"run_id": "cand", "query_id": "q2", "evidence": [ev("D3", "s4")]},
+        ],
+    )
+    write_jsonl(
+        d / "prov.jsonl",
+        [
+            pipeline("base", "q1", text="[Source: D1, p. 2]"),
+            pipeline("base", "q2", strip_rerank=True, text="[Document 2] [Source: D1]"),
+            pipeline("cand", "q1", text="[Source: D9, p. 1]"),
+            pipeline("cand", "q2", text="[Source: D1, p. 3]"),
+        ],
+    )
     return d
 
 
 def test_collect_pair_and_run_metrics_by_hand(con, tmp_path):
-    from ragaudit_core.review.gate import collect
     from ragaudit_core.logs.ingest import ingest_paths
+    from ragaudit_core.review.gate import collect
 
     ingest_paths(con, [_evidence_and_provenance(tmp_path)])
     inputs = collect(con, "base", "cand")
@@ -113,7 +143,7 @@ def test_collect_pair_and_run_metrics_by_hand(con, tmp_path):
     assert runs["base"]["cfs_mean"] == 1.0 and runs["cand"]["cfs_mean"] == pytest.approx(0.15)
     assert runs["base"][("stage_survival", "reranking")] == 0.5
     assert runs["cand"][("stage_survival", "reranking")] == 1.0
-    assert ("warg", 0.9) not in runs["base"]                 # no stored attributions
+    assert ("warg", 0.9) not in runs["base"]  # no stored attributions
 
     v = review(con, DEFAULT_RULES, "base", "cand")
     status = {r.rule.name: r for r in v.results}
@@ -121,7 +151,7 @@ def test_collect_pair_and_run_metrics_by_hand(con, tmp_path):
     # cand's p95 over {0, 0.3} = 0 + 0.95 · 0.3 = 0.285; base's is 1
     assert status["Δ cfs_p95 >= -0.15"].value == pytest.approx(0.285 - 1.0)
     assert status["Δ warg(0.9) <= 0.05"].status == "not applicable"
-    assert status["j_avg,doc >= 0.5"].status == "pass"           # exactly 0.5
+    assert status["j_avg,doc >= 0.5"].status == "pass"  # exactly 0.5
     assert status["collapse_rate,span <= 0.2"].status == "fail"
     assert v.status == "fail" and v.sorted_results()[0].status == "fail"
 
@@ -137,19 +167,23 @@ def test_a_run_against_itself_from_the_database(con, three_runs):
 
 
 def test_doc_only_logs_get_a_real_verdict(con, tmp_path):
-    from tests.helpers import write_jsonl
     from ragaudit_core.logs.ingest import ingest_paths
+    from tests.helpers import write_jsonl
 
     # RagCiteCheck-style: document ids only
-    write_jsonl(tmp_path / "a.jsonl", [{"run_id": "a", "query_id": "q1", "cited": ["x", "y"]},
-                                       {"run_id": "a", "query_id": "q2", "cited": ["z"]}])
-    write_jsonl(tmp_path / "b.jsonl", [{"run_id": "b", "query_id": "q1", "cited": ["x"]},
-                                       {"run_id": "b", "query_id": "q2", "cited": []}])
+    write_jsonl(
+        tmp_path / "a.jsonl",
+        [{"run_id": "a", "query_id": "q1", "cited": ["x", "y"]}, {"run_id": "a", "query_id": "q2", "cited": ["z"]}],
+    )
+    write_jsonl(
+        tmp_path / "b.jsonl",
+        [{"run_id": "b", "query_id": "q1", "cited": ["x"]}, {"run_id": "b", "query_id": "q2", "cited": []}],
+    )
     ingest_paths(con, [tmp_path])
     v = review(con, DEFAULT_RULES, "a", "b")
     by = {r.rule.name: r for r in v.results}
     assert by["j_avg,doc >= 0.5"].value == pytest.approx((1 / 2 + 0) / 2) and by["j_avg,doc >= 0.5"].status == "fail"
-    assert by["null_loss,doc <= 0.01"].value == pytest.approx(1 / 2)            # q2 lost all evidence
+    assert by["null_loss,doc <= 0.01"].value == pytest.approx(1 / 2)  # q2 lost all evidence
     assert by["j_avg,span >= 0.5"].status == "not applicable"
     assert by["collapse_rate,span <= 0.2"].status == "not applicable"
     assert v.status == "fail"
@@ -159,25 +193,27 @@ def test_attribution_means_compare_the_queries_both_runs_explained(con, three_ru
     import json
 
     from ragaudit_core.attribution import explain as attribution
-    from ragaudit_core.review.gate import collect
     from ragaudit_core.logs.ingest import ingest_paths
+    from ragaudit_core.review.gate import collect
 
     ingest_paths(con, [three_runs])
     attribution._ensure(con)
 
     def put(run, q, warg, wasted, cond="original"):
-        con.execute("INSERT INTO attributions VALUES (?, ?, ?, 'r', 'g', 'exact', '{}', ?, ?, false, 0.5, ?, now())",
-                    [f"{run}/{q}/{cond}", run, q, cond, wasted, json.dumps({"warg": {"0.9": warg}})])
+        con.execute(
+            "INSERT INTO attributions VALUES (?, ?, ?, 'r', 'g', 'exact', '{}', ?, ?, false, 0.5, ?, now())",
+            [f"{run}/{q}/{cond}", run, q, cond, wasted, json.dumps({"warg": {"0.9": warg}})],
+        )
 
     put("A", "q1", 0.6, True)
     put("A", "q2", 0.8, False)
     put("B", "q1", 0.7, False)
-    put("B", "q1", 0.1, True, cond="shuffled")               # another condition: ignored
+    put("B", "q1", 0.1, True, cond="shuffled")  # another condition: ignored
     runs = collect(con, "A", "B").runs
     # only q1 is explained in both runs: A 0.6 vs B 0.7
     assert runs["A"][("warg", 0.9)] == pytest.approx(0.6) and runs["B"][("warg", 0.9)] == pytest.approx(0.7)
     assert runs["A"]["wasted_retrieval"] == 1.0 and runs["B"]["wasted_retrieval"] == 0.0
-    runs = collect(con, "A", "C").runs                       # C has none: A over all its queries
+    runs = collect(con, "A", "C").runs  # C has none: A over all its queries
     assert runs["A"][("warg", 0.9)] == pytest.approx((0.6 + 0.8) / 2) and ("warg", 0.9) not in runs["C"]
     r = review(con, [Rule(metric="warg", p=0.9, op="<=", threshold=0.05, relative=True)], "A", "B").results[0]
     assert r.status == "fail" and r.value == pytest.approx(0.1)
@@ -186,7 +222,7 @@ def test_attribution_means_compare_the_queries_both_runs_explained(con, three_ru
 def test_rules_round_trip_through_toml(tmp_path):
     from ragaudit_core.review.gate import dump_rules
 
-    rules = STRICT_RULES + [Rule(name="ü ≥ \"quoted\"", metric="null_gain", level="doc", op="<", threshold=0.1)]
+    rules = [*STRICT_RULES, Rule(name='ü ≥ "quoted"', metric="null_gain", level="doc", op="<", threshold=0.1)]
     f = tmp_path / "r.toml"
     f.write_text(dump_rules(rules), encoding="utf-8")
     assert load_rules(f) == rules
@@ -209,13 +245,13 @@ def test_a_required_rule_fails_when_its_data_is_absent(tmp_path):
 
 
 def test_provenance_only_runs_get_a_fidelity_verdict(con, tmp_path):
-    from tests.helpers import pipeline
-
-    from tests.helpers import write_jsonl
     from ragaudit_core.logs.ingest import ingest_paths
+    from tests.helpers import pipeline, write_jsonl
 
-    write_jsonl(tmp_path / "p.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]"),
-                                       pipeline("cand", "q1", text="[Source: D9, p. 1]")])
+    write_jsonl(
+        tmp_path / "p.jsonl",
+        [pipeline("base", "q1", text="[Source: D1, p. 2]"), pipeline("cand", "q1", text="[Source: D9, p. 1]")],
+    )
     ingest_paths(con, [tmp_path])
     v = review(con, DEFAULT_RULES, "base", "cand")
     by = {r.rule.name: r for r in v.results}

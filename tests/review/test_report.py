@@ -12,14 +12,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ragaudit_core.logs import store
-from ragaudit_core.stability.compare import compare_runs
 from ragaudit_core.fidelity.score import fidelity_runs
-from ragaudit_core.review.gate import DEFAULT_RULES, review
+from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
+from ragaudit_core.review.gate import DEFAULT_RULES, review
 from ragaudit_core.review.report import ReportError, ReportOptions, build_report
+from ragaudit_core.stability.compare import compare_runs
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
-
 from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.slow
@@ -46,9 +45,9 @@ def _page_pngs(pdf_path, tmp_path, dpi=40) -> list[np.ndarray]:
 def sample_report(sample_db, tmp_path_factory):
     d = tmp_path_factory.mktemp("report")
     out = d / "audit.pdf"
-    db = shutil.copy(sample_db, d / "sample.duckdb")    # the probe stores similarities: keep the shared DB as built
+    db = shutil.copy(sample_db, d / "sample.duckdb")  # the probe stores similarities: keep the shared DB as built
     con = store.connect(db)
-    blob, data = build_report(con, out, ReportOptions(baseline=BASE, candidate=CAND, db_label=str(db)))
+    _blob, data = build_report(con, out, ReportOptions(baseline=BASE, candidate=CAND, db_label=str(db)))
     yield out, data, con
     con.close()
 
@@ -75,7 +74,7 @@ def test_sample_report_parses_and_holds_the_key_figures_and_verdict(sample_repor
     pair = compare_runs(con, BASE, CAND).pair.set_index("metric")
     assert f"{pair.loc['j_avg', 'doc']:.3f} {pair.loc['j_avg', 'span']:.3f}" in text
     # citation fidelity: CFS mean and generation survival of both runs
-    for run, f in fidelity_runs(con, [BASE, CAND]).items():
+    for f in fidelity_runs(con, [BASE, CAND]).values():
         assert f"{f.summary['cfs_mean']:.3f}" in text
         assert f"{f.summary['stage_survival']['generation']:.1%}" in text
     # the probe: 60 answered queries per pair
@@ -86,26 +85,40 @@ def test_sample_report_parses_and_holds_the_key_figures_and_verdict(sample_repor
     assert len(files) == 14
     lines = [line for p in pages for line in p.splitlines()]
     for sha in files["sha256"]:
-        assert any(sha in line for line in lines), f"SHA-256 {sha} broken across lines"   # never mid-token
+        assert any(sha in line for line in lines), f"SHA-256 {sha} broken across lines"  # never mid-token
     words = {w for line in lines for w in line.split()}
     for heading_word in ("SHA-256", "rejected", "ground", "truth", "collapse", "compression", "(conditional)"):
-        assert heading_word in words                       # table headings are not split inside a word
+        assert heading_word in words  # table headings are not split inside a word
     from ragaudit_core import __version__
 
     assert f"RagAudit {__version__}" in text
     contents = _flat(next(p for p in pages if p.startswith("Contents")))
-    for section in ("Verdict", "Evidence stability", "Per-pair table", "Worst queries", "Evidence–answer probe",
-                    "Citation fidelity", "Alerts and failure modes", "Methods", "Sources"):
+    for section in (
+        "Verdict",
+        "Evidence stability",
+        "Per-pair table",
+        "Worst queries",
+        "Evidence–answer probe",
+        "Citation fidelity",
+        "Alerts and failure modes",
+        "Methods",
+        "Sources",
+    ):
         assert section in contents
     assert "arXiv:2601.21803" in text and "Document Overlap Is Not Evidence Continuity" in text
-    assert "attributions (none stored" in text            # the sample database holds no attributions
+    assert "attributions (none stored" in text  # the sample database holds no attributions
     assert f"page 1 of {len(pages)}" in pages[0] and f"page {len(pages)} of {len(pages)}" in pages[-1]
 
 
 def test_every_page_renders_non_blank_with_the_charts_drawn(sample_report, tmp_path):
     out, data, _ = sample_report
-    assert set(data.figures) >= {"stability_scatter", "jmin_histogram", "probe_scatter", "survival_funnel",
-                                 "cfs_histogram"}
+    assert set(data.figures) >= {
+        "stability_scatter",
+        "jmin_histogram",
+        "probe_scatter",
+        "survival_funnel",
+        "cfs_histogram",
+    }
     imgs = _page_pngs(out, tmp_path)
     assert len(imgs) == data.timings["pages"]
     for i, im in enumerate(imgs, start=1):
@@ -114,33 +127,58 @@ def test_every_page_renders_non_blank_with_the_charts_drawn(sample_report, tmp_p
     from pypdf import PdfReader
 
     n_images = sum(len(p.images) for p in PdfReader(str(out)).pages)
-    assert n_images == len(data.figures)                   # every chart exported and placed
+    assert n_images == len(data.figures)  # every chart exported and placed
 
 
 def test_accented_and_cjk_logs_render_without_missing_glyphs(tmp_path, caplog):
     rows = {
-        "a": [("q1", "Qu'est-ce que la santé publique ? 公共卫生是什么？",
-               [("doc-é", "Café naïve façade — Ünïcödé résumé"), ("文档二", "東京の研究者は日本語で書いた。한국어 문장.")]),
-              ("q2", "Ελληνικά и кириллица", [("d3", "नमस्ते दुनिया"), ("d4", "<b>not bold</b> \x07 bell")])],
-        "b": [("q1", "Qu'est-ce que la santé publique ? 公共卫生是什么？", [("doc-é", "Café naïve façade — Ünïcödé résumé")]),
-              ("q2", "Ελληνικά и кириллица", [("d5", "ภาษาไทย")])],
+        "a": [
+            (
+                "q1",
+                "Qu'est-ce que la santé publique ? 公共卫生是什么？",
+                [
+                    ("doc-é", "Café naïve façade — Ünïcödé résumé"),
+                    ("文档二", "東京の研究者は日本語で書いた。한국어 문장."),
+                ],
+            ),
+            ("q2", "Ελληνικά и кириллица", [("d3", "नमस्ते दुनिया"), ("d4", "<b>not bold</b> \x07 bell")]),
+        ],
+        "b": [
+            (
+                "q1",
+                "Qu'est-ce que la santé publique ? 公共卫生是什么？",
+                [("doc-é", "Café naïve façade — Ünïcödé résumé")],
+            ),
+            ("q2", "Ελληνικά и кириллица", [("d5", "ภาษาไทย")]),
+        ],
     }
     for run, recs in rows.items():
-        write_jsonl(tmp_path / "logs" / f"{run}.jsonl", [
-            {"run_id": run, "query_id": q, "query": qt, "evidence": [{"doc_id": d, "text": t} for d, t in ev]}
-            for q, qt, ev in recs])
+        write_jsonl(
+            tmp_path / "logs" / f"{run}.jsonl",
+            [
+                {"run_id": run, "query_id": q, "query": qt, "evidence": [{"doc_id": d, "text": t} for d, t in ev]}
+                for q, qt, ev in recs
+            ],
+        )
     con = store.connect(tmp_path / "u.duckdb")
     ingest_paths(con, [tmp_path / "logs"])
     out = tmp_path / "u.pdf"
     with caplog.at_level(logging.WARNING, logger="fpdf"):
         _blob, data = build_report(con, out, ReportOptions(baseline="a", candidate="b"))
     assert not [r for r in caplog.records if "missing the following glyphs" in r.getMessage()]
-    assert len(_text(out)) == data.timings["pages"]          # pypdf parses it
+    assert len(_text(out)) == data.timings["pages"]  # pypdf parses it
     # the text layer as poppler reads it (pypdf mis-decodes CID strings of CFF-based CJK fonts)
-    text = _flat(subprocess.run(["pdftotext", "-enc", "UTF-8", str(out), "-"], capture_output=True, text=True,
-                                check=True).stdout)
-    for s in ("公共卫生是什么", "Café naïve façade — Ünïcödé résumé", "東京の研究者は日本語で書いた", "한국어",
-              "Ελληνικά и кириллица", "<b>not bold</b> \ufffd bell"):
+    text = _flat(
+        subprocess.run(["pdftotext", "-enc", "UTF-8", str(out), "-"], capture_output=True, text=True, check=True).stdout
+    )
+    for s in (
+        "公共卫生是什么",
+        "Café naïve façade — Ünïcödé résumé",
+        "東京の研究者は日本語で書いた",
+        "한국어",
+        "Ελληνικά и кириллица",
+        "<b>not bold</b> \ufffd bell",
+    ):
         assert s in text, s
     assert "no glyph in any installed font" not in text
     assert "fallback font(s)" in text and "NotoSansCJK" in text
@@ -168,8 +206,10 @@ def test_sections_without_data_are_named_and_bad_pairs_refused(tmp_path):
 def test_provenance_only_logs_get_a_report_with_the_fidelity_section(tmp_path):
     from tests.helpers import pipeline
 
-    write_jsonl(tmp_path / "logs" / "p.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]"),
-                                                pipeline("cand", "q1", text="[Source: D9, p. 1]")])
+    write_jsonl(
+        tmp_path / "logs" / "p.jsonl",
+        [pipeline("base", "q1", text="[Source: D1, p. 2]"), pipeline("cand", "q1", text="[Source: D9, p. 1]")],
+    )
     con = store.connect(":memory:")
     ingest_paths(con, [tmp_path / "logs"])
     _blob, data = build_report(con, tmp_path / "p.pdf", ReportOptions(baseline="base", candidate="cand"))
@@ -189,8 +229,7 @@ def test_no_probe_leaves_out_pairs_without_stored_similarities(sample_db, tmp_pa
     def no_model():
         raise AssertionError("--no-probe must not load a model")
 
-    _blob, data = build_report(con, None, ReportOptions(baseline=BASE, candidate=CAND, probe=False,
-                                                        embedder=no_model))
+    _blob, data = build_report(con, None, ReportOptions(baseline=BASE, candidate=CAND, probe=False, embedder=no_model))
     assert not data.probes and "probe_scatter" not in data.figures
     assert any(o.startswith("answer probe for ") and "similarities not computed yet" in o for o in data.omitted)
 
@@ -201,14 +240,14 @@ def test_the_report_opens_with_a_one_page_executive_summary(sample_db, tmp_path)
     contents come after it."""
     con = store.connect(shutil.copy(sample_db, tmp_path / "s.duckdb"))
     out = tmp_path / "r.pdf"
-    blob, data = build_report(con, out, ReportOptions(baseline=BASE, candidate=CAND, probe=False))
+    _blob, data = build_report(con, out, ReportOptions(baseline=BASE, candidate=CAND, probe=False))
     pages = _text(out)
     first = _flat(pages[0])
     assert first.startswith("Executive summary")
     v = data.verdict
     assert f"{v.status.upper()}: {CAND} should not replace {BASE}" in first and v.status == "fail"
     assert f"{len(v.failed)} of 8 applicable rules failed" in first
-    assert "What changed: chunk size 256 → 128." in first                  # k10-c256-o32 → k10-c128-o32
+    assert "What changed: chunk size 256 → 128." in first  # k10-c256-o32 → k10-c128-o32
     decided = [r for r in v.sorted_results() if r.status != "not applicable"][:4]
     for r in decided:
         assert r.rule.name in first
@@ -216,8 +255,8 @@ def test_the_report_opens_with_a_one_page_executive_summary(sample_db, tmp_path)
     assert f"{s['mean_j_doc']:.3f} / {s['mean_j_span']:.3f}" in first and f"{s['gap_ratio']:.3f}" in first
     f = data.fidelity[CAND].summary
     assert f"CFS of {CAND}: p95 / median {f['cfs_p95']:.3f} / {f['cfs_p50']:.3f}" in first
-    assert "the median is far lower" in first                             # p95 1.0 with a median of 0
-    assert next(i for i, p in enumerate(pages) if p.startswith("Contents")) > 0          # after the summary and the cover
+    assert "the median is far lower" in first  # p95 1.0 with a median of 0
+    assert next(i for i, p in enumerate(pages) if p.startswith("Contents")) > 0  # after the summary and the cover
 
 
 def test_the_stability_section_compares_the_selected_runs(tmp_path):
@@ -225,16 +264,21 @@ def test_the_stability_section_compares_the_selected_runs(tmp_path):
     names 'upload'; runs named by the reviewer are compared as named; an unknown run is refused."""
     from ragaudit_core.review.report.gather import gather
 
-    recs = [{"run_id": r, "query_id": q, "cited": ["x", "y"] if r == "k5" else ["x"]}
-            for r in ("k10", "k5") for q in ("q1", "q2")]
+    recs = [
+        {"run_id": r, "query_id": q, "cited": ["x", "y"] if r == "k5" else ["x"]}
+        for r in ("k10", "k5")
+        for q in ("q1", "q2")
+    ]
     recs.append({"run_id": "upload", "query_id": "q9", "cited": ["x"]})
     con = store.connect(":memory:")
     ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
     data = gather(con, ReportOptions(probe=False))
     assert data.stability.summary["runs"] == ["k10", "k5"] and data.stability.summary["n_queries"] == 2
-    assert data.stability_scope == ("Left out 1 run(s) that share no query with the 2 compared (which share 2): "
-                                    "'upload'; name runs to compare them instead (--runs).")
-    assert data.stability.summary["mean_j_doc"] == pytest.approx(0.5)            # {x} vs {x, y} in both queries
+    assert data.stability_scope == (
+        "Left out 1 run(s) that share no query with the 2 compared (which share 2): "
+        "'upload'; name runs to compare them instead (--runs)."
+    )
+    assert data.stability.summary["mean_j_doc"] == pytest.approx(0.5)  # {x} vs {x, y} in both queries
     data = gather(con, ReportOptions(probe=False, runs=["k10", "k5"]))
     assert data.stability_scope == "Runs compared (chosen by the reviewer): k5, k10."
     with pytest.raises(ReportError, match="'nope' have no evidence logs"):

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from ragaudit_core.logs import store
-from ragaudit_core.stability import cache as derived
 from ragaudit_core.logs.ingest import ingest_paths
+from ragaudit_core.stability import cache as derived
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
-
 from tests.helpers import ev, write_jsonl
 
 
@@ -17,7 +16,7 @@ def test_stored_result_equals_a_fresh_computation(con, three_runs):
     opts = StabilityOptions(flip_threshold=0.4)
     first = derived.stability_cached(con, opts)
     assert con.execute("SELECT count(*) FROM derived_results").fetchall()[0][0] == 1
-    again = derived.stability_cached(con, opts)              # read back from the database
+    again = derived.stability_cached(con, opts)  # read back from the database
     fresh = compute_stability(con, opts, density_bins=derived.DEFAULT_DENSITY_BINS)
     for name in ("runs", "pairs", "queries", "density"):
         pd.testing.assert_frame_equal(getattr(again, name), getattr(fresh, name), check_dtype=False)
@@ -31,13 +30,20 @@ def test_stored_result_equals_a_fresh_computation(con, three_runs):
 def test_new_data_invalidates_stored_results(con, three_runs, tmp_path):
     ingest_paths(con, [three_runs])
     before = derived.stability_cached(con)
-    ingest_paths(con, [write_jsonl(tmp_path / "D.jsonl", [
-        {"run_id": "D", "query_id": q, "evidence": [ev("d1", "s1")]} for q in ("q1", "q2", "q3")])])
+    ingest_paths(
+        con,
+        [
+            write_jsonl(
+                tmp_path / "D.jsonl",
+                [{"run_id": "D", "query_id": q, "evidence": [ev("d1", "s1")]} for q in ("q1", "q2", "q3")],
+            )
+        ],
+    )
     after = derived.stability_cached(con)
     assert "D" in set(after.pairs.run_a) | set(after.pairs.run_b)
     assert "D" not in set(before.pairs.run_a) | set(before.pairs.run_b)
     versions = con.execute("SELECT DISTINCT data_version FROM derived_results").fetchall()
-    assert versions == [(store.data_version(con),)]              # stale entries dropped
+    assert versions == [(store.data_version(con),)]  # stale entries dropped
 
 
 def test_clear_data_drops_stored_results(con, three_runs):
@@ -45,4 +51,4 @@ def test_clear_data_drops_stored_results(con, three_runs):
     derived.precompute(con)
     store.clear_data(con)
     assert con.execute("SELECT count(*) FROM derived_results").fetchall()[0][0] == 0
-    assert derived.precompute(con) is None                          # nothing to compare
+    assert derived.precompute(con) is None  # nothing to compare

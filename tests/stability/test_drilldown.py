@@ -12,11 +12,13 @@ def test_the_matrix_of_a_query_ignores_how_runs_cover_other_queries(tmp_path):
     """Run C logged only q1: the drill-down of q1 still compares A, B and C (it used to raise a
     coverage error for every query), and q2 compares A and B. Hand-worked Jaccard values:
     q1: A {d1,d2}, B {d2,d3} → 1/3; A vs C {d1} → 1/2; B vs C → 0."""
-    recs = [{"run_id": "A", "query_id": "q1", "evidence": ["d1", "d2"]},
-            {"run_id": "B", "query_id": "q1", "evidence": ["d2", "d3"]},
-            {"run_id": "C", "query_id": "q1", "evidence": ["d1"]},
-            {"run_id": "A", "query_id": "q2", "evidence": ["d5"]},
-            {"run_id": "B", "query_id": "q2", "evidence": ["d5", "d6"]}]
+    recs = [
+        {"run_id": "A", "query_id": "q1", "evidence": ["d1", "d2"]},
+        {"run_id": "B", "query_id": "q1", "evidence": ["d2", "d3"]},
+        {"run_id": "C", "query_id": "q1", "evidence": ["d1"]},
+        {"run_id": "A", "query_id": "q2", "evidence": ["d5"]},
+        {"run_id": "B", "query_id": "q2", "evidence": ["d5", "d6"]},
+    ]
     con = store.connect(":memory:")
     ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
     m = drilldown.query_matrix(con, "q1")["doc"]

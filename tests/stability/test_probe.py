@@ -7,7 +7,6 @@ import pytest
 from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.models import load_embedder
 from ragaudit_core.stability.probe import answer_similarity, probe_pair, spearman, summarise_probe
-
 from tests.helpers import ev, write_jsonl
 
 
@@ -37,30 +36,39 @@ def minilm():
 
 
 def test_real_sbert_similarity(minilm):
-    sim = answer_similarity(minilm, ["Insulin lowers blood sugar.", "The cat sat on the mat."],
-                            ["Insulin lowers blood sugar.", "Quantum chromodynamics describes quarks."])
+    sim = answer_similarity(
+        minilm,
+        ["Insulin lowers blood sugar.", "The cat sat on the mat."],
+        ["Insulin lowers blood sugar.", "Quantum chromodynamics describes quarks."],
+    )
     assert sim[0] == pytest.approx(1.0, abs=1e-5)
     assert sim[1] < 0.3
 
 
 def test_probe_pair_on_hand_made_answers(con, tmp_path, minilm):
-    write_jsonl(tmp_path / "a.jsonl", [
-        {"run_id": "base", "query_id": "q1", "answer": "Insulin lowers blood sugar.", "evidence": [ev("d1", "s1")]},
-        {"run_id": "base", "query_id": "q2", "answer": "The sky is blue.", "evidence": [ev("d2", "s2")]},
-        {"run_id": "base", "query_id": "q3", "evidence": [ev("d3", "s3")]},
-    ])
-    write_jsonl(tmp_path / "b.jsonl", [
-        {"run_id": "c128", "query_id": "q1", "answer": "Insulin lowers blood sugar.", "evidence": [ev("d1", "t1")]},
-        {"run_id": "c128", "query_id": "q2", "answer": "Mitochondria make ATP.", "evidence": [ev("d2", "s2")]},
-        {"run_id": "c128", "query_id": "q3", "answer": "unpaired", "evidence": [ev("d3", "s3")]},
-    ])
+    write_jsonl(
+        tmp_path / "a.jsonl",
+        [
+            {"run_id": "base", "query_id": "q1", "answer": "Insulin lowers blood sugar.", "evidence": [ev("d1", "s1")]},
+            {"run_id": "base", "query_id": "q2", "answer": "The sky is blue.", "evidence": [ev("d2", "s2")]},
+            {"run_id": "base", "query_id": "q3", "evidence": [ev("d3", "s3")]},
+        ],
+    )
+    write_jsonl(
+        tmp_path / "b.jsonl",
+        [
+            {"run_id": "c128", "query_id": "q1", "answer": "Insulin lowers blood sugar.", "evidence": [ev("d1", "t1")]},
+            {"run_id": "c128", "query_id": "q2", "answer": "Mitochondria make ATP.", "evidence": [ev("d2", "s2")]},
+            {"run_id": "c128", "query_id": "q3", "answer": "unpaired", "evidence": [ev("d3", "s3")]},
+        ],
+    )
     ingest_paths(con, [tmp_path])
     res = probe_pair(con, "base", "c128", minilm)
     rows = res.rows.set_index("query_id")
     assert list(rows.index) == ["q1", "q2"]  # q3 has no answer in base
     assert rows.loc["q1", "j_span"] == 0.0 and rows.loc["q1", "j_doc"] == 1.0
     assert rows.loc["q1", "sim"] == pytest.approx(1.0, abs=1e-5)
-    assert bool(rows.loc["q1", "silent_jitter"]) is True   # span changed, answer did not
+    assert bool(rows.loc["q1", "silent_jitter"]) is True  # span changed, answer did not
     assert rows.loc["q2", "j_span"] == 1.0 and rows.loc["q2", "sim"] < 0.5
     assert res.summary["drift_0.9"] == 1 and res.summary["silent_jitter"] == 1
     assert res.summary["mean_j_span"] == pytest.approx(0.5)

@@ -11,9 +11,8 @@ from hypothesis import strategies as st
 
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
-from ragaudit_core.stability.reference import reference_stability
 from ragaudit_core.stability.metrics import StabilityError, StabilityOptions, compute_stability
-
+from ragaudit_core.stability.reference import reference_stability
 from tests.helpers import ev, write_jsonl
 
 # Fixture (conftest.three_runs), evidence identities per query:
@@ -86,8 +85,8 @@ def test_per_query_worst_pair_and_summary(con, three_runs):
     assert _query(res, "q3", "doc").worst_pair == "A vs B"
     assert _query(res, "q1", "span").j_min == 0
     s = res.summary
-    mean_doc = ((2 / 3) + (4 / 9) + (1 / 9)) / 3      # = 11/27
-    mean_span = ((4 / 9) + (3 / 9) + 0) / 3           # = 7/27
+    mean_doc = ((2 / 3) + (4 / 9) + (1 / 9)) / 3  # = 11/27
+    mean_span = ((4 / 9) + (3 / 9) + 0) / 3  # = 7/27
     assert s["mean_j_doc"] == pytest.approx(11 / 27) == pytest.approx(mean_doc)
     assert s["mean_j_span"] == pytest.approx(7 / 27) == pytest.approx(mean_span)
     assert s["gap_ratio"] == pytest.approx(11 / 7)
@@ -160,10 +159,13 @@ def test_doc_only_runs_have_no_span_metrics_not_zero(con, tmp_path):
 
 
 def test_span_identity_from_text_is_normalised(con, tmp_path):
-    write_jsonl(tmp_path / "a.jsonl", [{"run_id": "a", "query_id": "q",
-                                        "evidence": [{"doc_id": "d", "text": "Ｆｉｎｅ  ﬁsh\n"}]}])
-    write_jsonl(tmp_path / "b.jsonl", [{"run_id": "b", "query_id": "q",
-                                        "evidence": [{"doc_id": "D", "text": " Fine fish"}]}])
+    write_jsonl(
+        tmp_path / "a.jsonl",
+        [{"run_id": "a", "query_id": "q", "evidence": [{"doc_id": "d", "text": "Ｆｉｎｅ  ﬁsh\n"}]}],
+    )
+    write_jsonl(
+        tmp_path / "b.jsonl", [{"run_id": "b", "query_id": "q", "evidence": [{"doc_id": "D", "text": " Fine fish"}]}]
+    )
     ingest_paths(con, [tmp_path])
     res = compute_stability(con)
     assert _pair(res, "a", "b", "span").j_avg == 1.0  # NFKC + whitespace collapse, doc ids case-folded
@@ -189,7 +191,8 @@ def test_query_coverage_mismatch_is_an_error_unless_allowed(con, tmp_path):
         compute_stability(con)
     assert str(e.value) == (
         "query coverage differs between runs: run 'b' lacks 1 query: 'q3'. Re-run the missing queries, "
-        "or pass --allow-missing to evaluate only the queries every run has")
+        "or pass --allow-missing to evaluate only the queries every run has"
+    )
     res = compute_stability(con, StabilityOptions(allow_missing=True))
     assert res.summary["n_queries"] == 2
 
@@ -207,9 +210,12 @@ def test_a_run_compared_with_itself_is_perfectly_stable(con, three_runs, tmp_pat
     assert rows
     # copy run A under another name: every Jaccard must be 1
     import json
-    recs = [{"run_id": "A2", "query_id": "q1", "evidence": [ev("d1", "s1"), ev("d2", "s2")]},
-            {"run_id": "A2", "query_id": "q2", "evidence": []},
-            {"run_id": "A2", "query_id": "q3", "evidence": [ev("d3", "s3")]}]
+
+    recs = [
+        {"run_id": "A2", "query_id": "q1", "evidence": [ev("d1", "s1"), ev("d2", "s2")]},
+        {"run_id": "A2", "query_id": "q2", "evidence": []},
+        {"run_id": "A2", "query_id": "q3", "evidence": [ev("d3", "s3")]},
+    ]
     write_jsonl(tmp_path / "A2.jsonl", recs)
     ingest_paths(con, [tmp_path / "A2.jsonl"])
     res = compute_stability(con, StabilityOptions(runs=["A", "A2"]))
@@ -243,8 +249,9 @@ def random_logs(draw):
 @given(random_logs(), st.sampled_from([0.25, 0.5, 0.75]))
 def test_sql_matches_pure_python_reference(tmp_path_factory, recs, tau):
     d = tmp_path_factory.mktemp("logs")
-    write_jsonl(d / "all.jsonl", [{"run_id": r, "query_id": q, "evidence": [ev(x, s) for x, s in e]}
-                                  for r, q, e in recs])
+    write_jsonl(
+        d / "all.jsonl", [{"run_id": r, "query_id": q, "evidence": [ev(x, s) for x, s in e]} for r, q, e in recs]
+    )
     con = store.connect(":memory:")
     ingest_paths(con, [d])
     res = compute_stability(con, StabilityOptions(flip_threshold=tau))
@@ -254,8 +261,9 @@ def test_sql_matches_pure_python_reference(tmp_path_factory, recs, tau):
         for k, v in want.items():
             assert getattr(row, k) == pytest.approx(v), (k, row)
         # symmetry: J(A,B) = J(B,A)
-    swapped = compute_stability(con, StabilityOptions(
-        pairs=[(b, a) for a, b in zip(res.pairs.run_a, res.pairs.run_b)], flip_threshold=tau))
+    swapped = compute_stability(
+        con, StabilityOptions(pairs=[(b, a) for a, b in zip(res.pairs.run_a, res.pairs.run_b)], flip_threshold=tau)
+    )
     for row in swapped.pairs.itertuples():
         assert row.j_avg == pytest.approx(ref["pairs"][(row.run_b, row.run_a, row.level)]["j_avg"])
         assert row.null_loss == pytest.approx(ref["pairs"][(row.run_b, row.run_a, row.level)]["null_gain"])
@@ -276,8 +284,13 @@ def test_bounds_on_random_data(con, tmp_path):
     recs = []
     for r in range(5):
         for q in range(30):
-            recs.append({"run_id": f"r{r}", "query_id": f"q{q}",
-                         "evidence": [ev(f"d{rng.randrange(8)}", f"s{rng.randrange(3)}") for _ in range(rng.randrange(6))]})
+            recs.append(
+                {
+                    "run_id": f"r{r}",
+                    "query_id": f"q{q}",
+                    "evidence": [ev(f"d{rng.randrange(8)}", f"s{rng.randrange(3)}") for _ in range(rng.randrange(6))],
+                }
+            )
     write_jsonl(tmp_path / "x.jsonl", recs)
     ingest_paths(con, [tmp_path])
     res = compute_stability(con)
@@ -289,17 +302,19 @@ def test_bounds_on_random_data(con, tmp_path):
 
 def test_change_label_names_what_differs():
     from ragaudit_core.stability.metrics import change_label
+
     base = {"top_k": 10, "chunk_size": 256, "chunk_overlap": 32}
     assert change_label(base, dict(base, top_k=5)) == "top_k"
     assert change_label(base, dict(base, chunk_overlap=0)) == "chunk_overlap"
     assert change_label(base, dict(base, chunk_size=128, chunk_overlap=0)) == "several"
     assert change_label(base, dict(base)) == "none"
-    assert change_label(base, {"top_k": 10}) == "unknown"      # one side does not log chunking
-    assert change_label({}, {}) == "unknown"                    # doc-only logs without configs
+    assert change_label(base, {"top_k": 10}) == "unknown"  # one side does not log chunking
+    assert change_label({}, {}) == "unknown"  # doc-only logs without configs
 
 
 def test_effects_by_change_by_hand(con, tmp_path):
     from ragaudit_core.stability.metrics import effects_by_change
+
     # three runs: B differs from A in top_k, C differs from A in chunk_size, B/C in both.
     # one query; A {d1:s1,d2:s2}, B {d1:s1}, C {d1:s9,d2:s8}
     recs = {
@@ -308,16 +323,18 @@ def test_effects_by_change_by_hand(con, tmp_path):
         "C": ({"top_k": 2, "chunk_size": 128}, [ev("d1", "s9"), ev("d2", "s8")]),
     }
     for run, (cfg, evidence) in recs.items():
-        write_jsonl(tmp_path / f"{run}.jsonl", [{"run_id": run, "query_id": "q", "config": cfg,
-                                                  "evidence": evidence}])
+        write_jsonl(tmp_path / f"{run}.jsonl", [{"run_id": run, "query_id": "q", "config": cfg, "evidence": evidence}])
     ingest_paths(con, [tmp_path])
     res = compute_stability(con)
     assert dict(zip(zip(res.pairs.run_a, res.pairs.run_b), res.pairs.changed)) == {
-        ("A", "B"): "top_k", ("A", "C"): "chunk_size", ("B", "C"): "several"}
+        ("A", "B"): "top_k",
+        ("A", "C"): "chunk_size",
+        ("B", "C"): "several",
+    }
     eff = effects_by_change(res.pairs).set_index(["changed", "level"])
-    assert eff.loc[("top_k", "doc"), "j_avg"] == pytest.approx(1 / 2)       # {d1} / {d1,d2}
-    assert eff.loc[("top_k", "span"), "j_avg"] == pytest.approx(1 / 2)      # {s1} / {s1,s2}
-    assert eff.loc[("chunk_size", "doc"), "j_avg"] == pytest.approx(1.0)    # same documents
-    assert eff.loc[("chunk_size", "span"), "j_avg"] == 0                    # no shared span
+    assert eff.loc[("top_k", "doc"), "j_avg"] == pytest.approx(1 / 2)  # {d1} / {d1,d2}
+    assert eff.loc[("top_k", "span"), "j_avg"] == pytest.approx(1 / 2)  # {s1} / {s1,s2}
+    assert eff.loc[("chunk_size", "doc"), "j_avg"] == pytest.approx(1.0)  # same documents
+    assert eff.loc[("chunk_size", "span"), "j_avg"] == 0  # no shared span
     assert eff.loc[("chunk_size", "span"), "collapse_rate"] == 1
     assert eff.loc[("several", "span"), "n_pairs"] == 1

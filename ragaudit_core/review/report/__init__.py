@@ -22,13 +22,24 @@ from ragaudit_core.review.report.export import export_figures
 from ragaudit_core.review.report.gather import ReportData, ReportError, ReportOptions, WorstQuery, gather
 from ragaudit_core.review.report.render import render
 
-__all__ = ["ReportData", "ReportError", "ReportOptions", "WorstQuery", "build_report", "export_figures", "gather",
-           "render"]
+__all__ = [
+    "ReportData",
+    "ReportError",
+    "ReportOptions",
+    "WorstQuery",
+    "build_report",
+    "export_figures",
+    "gather",
+    "render",
+]
 
 
-def build_report(con: duckdb.DuckDBPyConnection, out: str | Path | None = None,
-                 opts: ReportOptions = ReportOptions(), progress: Callable[[str], None] | None = None
-                 ) -> tuple[bytes, ReportData]:
+def build_report(
+    con: duckdb.DuckDBPyConnection,
+    out: str | Path | None = None,
+    opts: ReportOptions = ReportOptions(),
+    progress: Callable[[str], None] | None = None,
+) -> tuple[bytes, ReportData]:
     """:func:`gather` then :func:`render`."""
     data = gather(con, opts, progress)
     return render(data, out, progress=progress), data

@@ -9,13 +9,15 @@ import plotly.graph_objects as go
 __all__ = ["export_figures"]
 
 
-def export_figures(figs: dict[str, go.Figure], *, width: int = 780, scale: float = 2.0) -> tuple[dict[str, bytes], str | None]:
+def export_figures(
+    figs: dict[str, go.Figure], *, width: int = 780, scale: float = 2.0
+) -> tuple[dict[str, bytes], str | None]:
     """PNG bytes of each figure (Kaleido, one headless Chromium for all), and an error
     message when export is impossible (no Chromium): the report then says so in place
     of each chart."""
     if not figs:
         return {}, None
-    with _EXPORT_LOCK:       # one Kaleido server per process: concurrent reports take turns
+    with _EXPORT_LOCK:  # one Kaleido server per process: concurrent reports take turns
         return _export(figs, width, scale)
 
 
@@ -47,4 +49,3 @@ def _export(figs: dict[str, go.Figure], width: int, scale: float) -> tuple[dict[
         except Exception:  # noqa: BLE001
             pass
     return out, None
-

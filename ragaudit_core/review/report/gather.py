@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
@@ -43,16 +43,16 @@ class ReportError(ValueError):
 class ReportOptions:
     baseline: str | None = None
     candidate: str | None = None
-    rules: list[Rule] | None = None          # None: the default preset
+    rules: list[Rule] | None = None  # None: the default preset
     rules_source: str = "default preset"
     tau: float = 0.5
     worst_queries: int = 5
     entries_per_side: int = 5
     excerpt_chars: int = 240
-    probe: bool = True                      # compute answer similarity (SBERT) when it is not stored
-    embedder: Any = None                    # loaded model or zero-argument loader; default packaged MiniLM
+    probe: bool = True  # compute answer similarity (SBERT) when it is not stored
+    embedder: Any = None  # loaded model or zero-argument loader; default packaged MiniLM
     db_label: str = ""
-    runs: list[str] | None = None           # runs the stability section compares; None: the default selection
+    runs: list[str] | None = None  # runs the stability section compares; None: the default selection
 
     @property
     def pair(self) -> tuple[str, str] | None:
@@ -69,7 +69,7 @@ class WorstQuery:
     run_b: str
     j_doc: float
     j_span: float | None
-    a: list[dict]            # rank, doc_id, status, same_doc_other_span, text (an excerpt)
+    a: list[dict]  # rank, doc_id, status, same_doc_other_span, text (an excerpt)
     b: list[dict]
     n_a: int
     n_b: int
@@ -90,16 +90,16 @@ class ReportData:
     omitted: list[str] = field(default_factory=list)
     verdict: Verdict | None = None
     rules_source: str = ""
-    stability: Any = None                   # StabilityResult
-    stability_scope: str = ""               # which runs the stability section compares, and what it left out
+    stability: Any = None  # StabilityResult
+    stability_scope: str = ""  # which runs the stability section compares, and what it left out
     effects: pd.DataFrame | None = None
     worst: list[WorstQuery] = field(default_factory=list)
     worst_scope: str = ""
-    probes: list = field(default_factory=list)          # ProbeResult
-    fidelity: dict = field(default_factory=dict)        # run → RunFidelity
+    probes: list = field(default_factory=list)  # ProbeResult
+    fidelity: dict = field(default_factory=dict)  # run → RunFidelity
     canary: dict | None = None
-    judge: dict = field(default_factory=dict)           # run → judge_summary (Pattern 4), runs judged only
-    attributions: dict = field(default_factory=dict)    # run → {"failure": df, "warg": df}
+    judge: dict = field(default_factory=dict)  # run → judge_summary (Pattern 4), runs judged only
+    attributions: dict = field(default_factory=dict)  # run → {"failure": df, "warg": df}
     figures: dict[str, go.Figure] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -116,8 +116,9 @@ class _Clock:
         self.t = t
 
 
-def gather(con: duckdb.DuckDBPyConnection, opts: ReportOptions = ReportOptions(),
-           progress: Callable[[str], None] | None = None) -> ReportData:
+def gather(
+    con: duckdb.DuckDBPyConnection, opts: ReportOptions = ReportOptions(), progress: Callable[[str], None] | None = None
+) -> ReportData:
     """Every number and figure the report shows, from an ingested database."""
     say = progress or (lambda _m: None)
     timings: dict[str, float] = {}
@@ -132,11 +133,13 @@ def gather(con: duckdb.DuckDBPyConnection, opts: ReportOptions = ReportOptions()
         clock.tick("verdict")
     else:
         data.omitted.append("verdict (no baseline and candidate were chosen)")
-    for name, key, step in (("stability", "stability", lambda: _stability(con, data, opts, evidence_runs)),
-                            ("worst queries", "worst_queries", lambda: _worst_queries(con, data, opts, cmp)),
-                            ("answer probe", "probe", lambda: _probes(con, data, opts)),
-                            ("citation fidelity", "fidelity", lambda: _fidelity(con, data, opts)),
-                            ("attributions", "attributions", lambda: _attributions(con, data, evidence_runs))):
+    for name, key, step in (
+        ("stability", "stability", lambda: _stability(con, data, opts, evidence_runs)),
+        ("worst queries", "worst_queries", lambda: _worst_queries(con, data, opts, cmp)),
+        ("answer probe", "probe", lambda: _probes(con, data, opts)),
+        ("citation fidelity", "fidelity", lambda: _fidelity(con, data, opts)),
+        ("attributions", "attributions", lambda: _attributions(con, data, evidence_runs)),
+    ):
         say(name)
         step()
         clock.tick(key)
@@ -155,18 +158,25 @@ def _catalog(con, opts: ReportOptions, timings: dict[str, float]) -> ReportData:
     if (opts.baseline is None) != (opts.candidate is None):
         raise ReportError("give both a baseline and a candidate run, or neither")
     return ReportData(
-        generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), version=__version__,
-        db_label=opts.db_label, data_version=store.data_version(con), runs=runs, prov_runs=prov_table,
-        files=catalog.files_table(con), n_queries=catalog.distinct_query_count(con),
-        n_rejected=catalog.overview(con)["rejected"], tau=opts.tau, timings=timings)
+        generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        version=__version__,
+        db_label=opts.db_label,
+        data_version=store.data_version(con),
+        runs=runs,
+        prov_runs=prov_table,
+        files=catalog.files_table(con),
+        n_queries=catalog.distinct_query_count(con),
+        n_rejected=catalog.overview(con)["rejected"],
+        tau=opts.tau,
+        timings=timings,
+    )
 
 
 def _verdict(con, data: ReportData, opts: ReportOptions, evidence_runs: list[str]) -> CompareResult | None:
     """The gate's verdict on the pair; returns the pair's comparison (reused by the worst queries)."""
     pair = opts.pair
     rules = opts.rules if opts.rules is not None else DEFAULT_RULES
-    cmp = (compare_runs(con, *pair, tau=opts.tau)
-           if pair[0] != pair[1] and set(pair) <= set(evidence_runs) else None)
+    cmp = compare_runs(con, *pair, tau=opts.tau) if pair[0] != pair[1] and set(pair) <= set(evidence_runs) else None
     data.verdict = evaluate(rules, collect(con, *pair, tau=opts.tau, comparison=cmp))
     data.rules_source = opts.rules_source
     return cmp
@@ -174,22 +184,27 @@ def _verdict(con, data: ReportData, opts: ReportOptions, evidence_runs: list[str
 
 def _stability(con, data: ReportData, opts: ReportOptions, evidence_runs: list[str]) -> None:
     if len(evidence_runs) < 2:
-        data.omitted.append("evidence stability (it compares the evidence logs of two or more runs; "
-                            f"{len(evidence_runs)} loaded)")
+        data.omitted.append(
+            f"evidence stability (it compares the evidence logs of two or more runs; {len(evidence_runs)} loaded)"
+        )
         return
     if opts.runs is not None:
         unknown = [r for r in opts.runs if r not in evidence_runs]
         if unknown:
-            raise ReportError(f"run(s) {', '.join(map(repr, unknown))} have no evidence logs; runs with evidence: "
-                              + ", ".join(map(repr, natural_sorted(evidence_runs))))
+            raise ReportError(
+                f"run(s) {', '.join(map(repr, unknown))} have no evidence logs; runs with evidence: "
+                + ", ".join(map(repr, natural_sorted(evidence_runs)))
+            )
         sopts = StabilityOptions(runs=natural_sorted(opts.runs), flip_threshold=opts.tau, allow_missing=True)
         data.stability_scope = f"Runs compared (chosen by the reviewer): {', '.join(sopts.runs)}."
     else:
         sel = comparable_runs(con)
         sopts = default_options(con, opts.tau)
-        data.stability_scope = (f"Runs compared: all {len(sel.runs)} with evidence logs." if not sel.left_out
-                                else sel.note.replace("; pick runs to compare them instead",
-                                                      "; name runs to compare them instead (--runs)"))
+        data.stability_scope = (
+            f"Runs compared: all {len(sel.runs)} with evidence logs."
+            if not sel.left_out
+            else sel.note.replace("; pick runs to compare them instead", "; name runs to compare them instead (--runs)")
+        )
     try:
         res = stability_cached(con, sopts)
     except StabilityError as e:
@@ -198,7 +213,8 @@ def _stability(con, data: ReportData, opts: ReportOptions, evidence_runs: list[s
     data.stability = res
     data.effects = effects_by_change(res.pairs)
     data.figures["stability_scatter"] = charts.stability_scatter(
-        res.pairs, gap_ratio=res.summary["gap_ratio"], highlight=tuple(sorted(opts.pair)) if opts.pair else None)
+        res.pairs, gap_ratio=res.summary["gap_ratio"], highlight=tuple(sorted(opts.pair)) if opts.pair else None
+    )
     data.figures["jmin_histogram"] = charts.jmin_histogram(res.queries)
 
 
@@ -207,8 +223,10 @@ def _worst_queries(con, data: ReportData, opts: ReportOptions, cmp: CompareResul
     if cmp is not None:
         a, b = opts.pair
         data.worst_scope = f"the reviewed pair, {a} (A) vs {b} (B)"
-        picks = [(r.query_id, a, b, r.j_doc, None if pd.isna(r.j_span) else r.j_span)
-                 for r in cmp.queries.head(opts.worst_queries).itertuples()]
+        picks = [
+            (r.query_id, a, b, r.j_doc, None if pd.isna(r.j_span) else r.j_span)
+            for r in cmp.queries.head(opts.worst_queries).itertuples()
+        ]
     elif data.stability is not None:
         q = data.stability.queries
         level = "span" if (q["level"] == "span").any() else "doc"
@@ -220,14 +238,26 @@ def _worst_queries(con, data: ReportData, opts: ReportOptions, cmp: CompareResul
     pair_cells: dict[tuple[str, str], pd.DataFrame] = {}
     for qid, a, b, jd, js in picks:
         ea, eb = evidence_side_by_side(con, qid, a, b)
-        if jd is None:            # J_min mode: this query's worst pair, computed once per pair
+        if jd is None:  # J_min mode: this query's worst pair, computed once per pair
             if (a, b) not in pair_cells:
                 pair_cells[(a, b)] = compare_runs(con, a, b, tau=opts.tau).queries.set_index("query_id")
             cells = pair_cells[(a, b)]
             jd = float(cells.loc[qid, "j_doc"])
             js = None if pd.isna(cells.loc[qid, "j_span"]) else float(cells.loc[qid, "j_span"])
-        data.worst.append(WorstQuery(qid, catalog.query_text(con, qid, [a, b]), a, b, jd, js,
-                                     _entries(ea, opts), _entries(eb, opts), len(ea), len(eb)))
+        data.worst.append(
+            WorstQuery(
+                qid,
+                catalog.query_text(con, qid, [a, b]),
+                a,
+                b,
+                jd,
+                js,
+                _entries(ea, opts),
+                _entries(eb, opts),
+                len(ea),
+                len(eb),
+            )
+        )
 
 
 def _entries(frame: pd.DataFrame, opts: ReportOptions) -> list[dict]:
@@ -237,8 +267,15 @@ def _entries(frame: pd.DataFrame, opts: ReportOptions) -> list[dict]:
         text = " ".join(text.split())
         if len(text) > opts.excerpt_chars:
             text = text[: opts.excerpt_chars - 1] + "…"
-        out.append({"rank": int(r.position) + 1, "doc_id": r.doc_id, "status": r.status,
-                    "same_doc_other_span": bool(r.same_doc_other_span), "text": text})
+        out.append(
+            {
+                "rank": int(r.position) + 1,
+                "doc_id": r.doc_id,
+                "status": r.status,
+                "same_doc_other_span": bool(r.same_doc_other_span),
+                "text": text,
+            }
+        )
     return out
 
 
@@ -275,10 +312,12 @@ def _probes(con, data: ReportData, opts: ReportOptions) -> None:
 
     skipped = []
     for a, b in pairs:
-        if not opts.probe:        # only pairs whose every similarity is stored: no model load
-            if len(lookup_similarities(con, a, b, model=DEFAULT_SIMILARITY_MODEL)) < has_answers(con, a, b):
-                skipped.append(f"{a} vs {b}")
-                continue
+        # without the probe model: only pairs whose every similarity is stored
+        if not opts.probe and (
+            len(lookup_similarities(con, a, b, model=DEFAULT_SIMILARITY_MODEL)) < has_answers(con, a, b)
+        ):
+            skipped.append(f"{a} vs {b}")
+            continue
         data.probes.append(probe_pair(con, a, b, encoder, tau=opts.tau))
     if skipped:
         data.omitted.append("answer probe for " + ", ".join(skipped) + " (similarities not computed yet)")
@@ -297,12 +336,15 @@ def _fidelity(con, data: ReportData, opts: ReportOptions) -> None:
     summaries = {r: f.summary for r, f in data.fidelity.items()}
     data.figures["survival_funnel"] = charts.survival_funnel(summaries)
     data.figures["cfs_histogram"] = charts.cfs_histogram(
-        {r: f.queries["cfs"].dropna().tolist() for r, f in data.fidelity.items()}, summaries=summaries,
-        threshold=0.85)
+        {r: f.queries["cfs"].dropna().tolist() for r, f in data.fidelity.items()}, summaries=summaries, threshold=0.85
+    )
     pair = opts.pair
     if pair and all(r in data.fidelity for r in pair) and pair[0] != pair[1]:
-        data.canary = {"baseline": pair[0], "candidate": pair[1], **canary(
-            data.fidelity[pair[0]].queries["cfs"].dropna(), data.fidelity[pair[1]].queries["cfs"].dropna())}
+        data.canary = {
+            "baseline": pair[0],
+            "candidate": pair[1],
+            **canary(data.fidelity[pair[0]].queries["cfs"].dropna(), data.fidelity[pair[1]].queries["cfs"].dropna()),
+        }
 
 
 def _attributions(con, data: ReportData, evidence_runs: list[str]) -> None:
@@ -316,7 +358,9 @@ def _attributions(con, data: ReportData, evidence_runs: list[str]) -> None:
     means = {}
     for run, tables in data.attributions.items():
         for _, row in tables["warg"].iterrows():
-            means[f"{run}, {row['condition']}"] = {c[5:]: row[c] for c in tables["warg"].columns
-                                                   if c.startswith("warg_") and pd.notna(row[c])}
+            means[f"{run}, {row['condition']}"] = {
+                c[5:]: row[c] for c in tables["warg"].columns if c.startswith("warg_") and pd.notna(row[c])
+            }
     data.figures["warg_curves"] = charts.warg_curves(
-        {}, run_means=means, title="Mean WARG(p) over each run's explained queries (seed 001, Table 3)")
+        {}, run_means=means, title="Mean WARG(p) over each run's explained queries (seed 001, Table 3)"
+    )

@@ -60,8 +60,9 @@ def pct(v: Any) -> str:
 class ReportPDF(FPDF):
     """An A4 page with the report's fonts, footer and drawing primitives."""
 
-    def __init__(self, plan: FontPlan, footer_text: str, chart_images: dict[str, bytes],
-                 chart_error: str | None) -> None:
+    def __init__(
+        self, plan: FontPlan, footer_text: str, chart_images: dict[str, bytes], chart_error: str | None
+    ) -> None:
         super().__init__(format="A4", unit="mm")
         self.plan = plan
         self.footer_text = footer_text
@@ -73,10 +74,11 @@ class ReportPDF(FPDF):
         self.set_creator("RagAudit")
         self._add_fonts(plan)
         self.set_section_title_styles(
-            TextStyle(font_family="Sans", font_style="B", font_size_pt=15, t_margin=2, b_margin=3,
-                      color=(20, 50, 90)),
-            TextStyle(font_family="Sans", font_style="B", font_size_pt=11.5, t_margin=4, b_margin=2,
-                      color=(20, 50, 90)))
+            TextStyle(font_family="Sans", font_style="B", font_size_pt=15, t_margin=2, b_margin=3, color=(20, 50, 90)),
+            TextStyle(
+                font_family="Sans", font_style="B", font_size_pt=11.5, t_margin=4, b_margin=2, color=(20, 50, 90)
+            ),
+        )
 
     def _add_fonts(self, plan: FontPlan) -> None:
         self.add_font("Sans", "", plan.regular.path)
@@ -119,8 +121,15 @@ class ReportPDF(FPDF):
     def gap(self, mm: float = 2.5) -> None:
         self.ln(mm)
 
-    def data_table(self, headings: list[str] | None, rows: list[list[Any]], widths: list[float] | None = None,
-              size: float = 7.5, styles: list[list[Any]] | None = None, wrap_char: bool = False) -> None:
+    def data_table(
+        self,
+        headings: list[str] | None,
+        rows: list[list[Any]],
+        widths: list[float] | None = None,
+        size: float = 7.5,
+        styles: list[list[Any]] | None = None,
+        wrap_char: bool = False,
+    ) -> None:
         """A table of plain-text cells (values through :func:`fmt`), headings repeated on each page.
 
         Column widths are widened where a heading word or an unbreakable cell (a hash, an id) would
@@ -129,10 +138,16 @@ class ReportPDF(FPDF):
         cells = [[clean(v if isinstance(v, str) else fmt(v)) for v in r] for r in rows]
         widths = self._fit_widths(headings, cells, widths, size)
         self.set_font("Sans", "", size)
-        with super().table(col_widths=tuple(widths) if widths else None, text_align="LEFT",
-                           line_height=size * 0.5, first_row_as_headings=headings is not None, repeat_headings=1,
-                           padding=0.8, headings_style=FontFace(emphasis="BOLD", fill_color=(226, 232, 240)),
-                           wrapmode=WrapMode.CHAR if wrap_char else WrapMode.WORD) as tb:
+        with super().table(
+            col_widths=tuple(widths) if widths else None,
+            text_align="LEFT",
+            line_height=size * 0.5,
+            first_row_as_headings=headings is not None,
+            repeat_headings=1,
+            padding=0.8,
+            headings_style=FontFace(emphasis="BOLD", fill_color=(226, 232, 240)),
+            wrapmode=WrapMode.CHAR if wrap_char else WrapMode.WORD,
+        ) as tb:
             if headings is not None:
                 row = tb.row()
                 for h in headings:
@@ -143,10 +158,11 @@ class ReportPDF(FPDF):
                     row.cell(v, style=styles[i][j] if styles else None)
         self.gap(2)
 
-    _PAD = 0.8 * 2 + 0.6          # cell padding on both sides and a little air, mm
+    _PAD = 0.8 * 2 + 0.6  # cell padding on both sides and a little air, mm
 
-    def _fit_widths(self, headings: list[str] | None, cells: list[list[str]], widths: list[float] | None,
-                    size: float) -> list[float] | None:
+    def _fit_widths(
+        self, headings: list[str] | None, cells: list[list[str]], widths: list[float] | None, size: float
+    ) -> list[float] | None:
         """Widths (mm) at which no heading word and no cell token
         is split (a token up to 60 % of the page: a SHA-256 fits): each column gets at least its widest such
         token; the room comes from the columns
@@ -171,7 +187,7 @@ class ReportPDF(FPDF):
         short = sum(max(0.0, nd - w) for nd, w in zip(need, widths))
         slack = [max(0.0, w - nd) for nd, w in zip(need, widths)]
         if short <= 0 or sum(slack) < short:
-            return widths                                   # already fits, or cannot: keep the layout
+            return widths  # already fits, or cannot: keep the layout
         out = []
         for w, nd, sl in zip(widths, need, slack):
             out.append(nd if nd > w else w - short * sl / sum(slack))
@@ -181,8 +197,9 @@ class ReportPDF(FPDF):
         """The exported PNG of figure ``name``, or a line saying why it is missing."""
         png = self.chart_images.get(name)
         if png is None:
-            self.para(f"[chart “{name}” not drawn: {self.chart_error or 'no image'}]", size=8, style="I",
-                      colour=(150, 0, 0))
+            self.para(
+                f"[chart “{name}” not drawn: {self.chart_error or 'no image'}]", size=8, style="I", colour=(150, 0, 0)
+            )
             return
         from PIL import Image
 
@@ -204,8 +221,9 @@ class ReportPDF(FPDF):
         if self.page == 0 or self.get_y() > self.t_margin + 0.5:
             self.add_page()
 
-    def status_rows(self, items: list[tuple[str, str, Any, str]], styles_by_status: dict[str, FontFace]
-                    ) -> tuple[list[list[Any]], list[list[Any]]]:
+    def status_rows(
+        self, items: list[tuple[str, str, Any, str]], styles_by_status: dict[str, FontFace]
+    ) -> tuple[list[list[Any]], list[list[Any]]]:
         """Rows ``[STATUS, name, value, why]`` with the status cell coloured."""
         rows, styles = [], []
         for status, name, value, why in items:
@@ -216,7 +234,14 @@ class ReportPDF(FPDF):
 
 def font_names(plan: FontPlan) -> str:
     """The fonts line of the rendering notes."""
-    return "Fonts: DejaVu Sans" + (
-        f", with {len(plan.fallbacks)} fallback font(s) for characters it lacks: "
-        + ", ".join(Path(f.path).stem for f in plan.fallbacks) if plan.fallbacks else "") + "." + (
-        " Complex scripts shaped with HarfBuzz." if plan.needs_shaping else "")
+    return (
+        "Fonts: DejaVu Sans"
+        + (
+            f", with {len(plan.fallbacks)} fallback font(s) for characters it lacks: "
+            + ", ".join(Path(f.path).stem for f in plan.fallbacks)
+            if plan.fallbacks
+            else ""
+        )
+        + "."
+        + (" Complex scripts shaped with HarfBuzz." if plan.needs_shaping else "")
+    )

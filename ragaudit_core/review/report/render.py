@@ -20,8 +20,13 @@ from ragaudit_core.review.report.sections import SECTIONS
 __all__ = ["render"]
 
 
-def render(data: ReportData, out: str | Path | None = None, *, chart_images: dict[str, bytes] | None = None,
-           progress: Callable[[str], None] | None = None) -> bytes:
+def render(
+    data: ReportData,
+    out: str | Path | None = None,
+    *,
+    chart_images: dict[str, bytes] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> bytes:
     """Lay ``data`` out as a PDF; returns its bytes (and writes ``out`` when given)."""
     say = progress or (lambda _m: None)
     t = time.perf_counter()
@@ -31,8 +36,12 @@ def render(data: ReportData, out: str | Path | None = None, *, chart_images: dic
         chart_images, chart_error = export_figures(data.figures)
     t = _tick(data.timings, "charts", t)
     say("layout")
-    pdf = ReportPDF(plan_fonts(_strings(data)), f"RagAudit {data.version} audit report · {data.generated_at}",
-                    chart_images, chart_error)
+    pdf = ReportPDF(
+        plan_fonts(_strings(data)),
+        f"RagAudit {data.version} audit report · {data.generated_at}",
+        chart_images,
+        chart_error,
+    )
     pdf.set_author(f"RagAudit {data.version}")
     for section in SECTIONS:
         if section.present(data):

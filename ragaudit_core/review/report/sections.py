@@ -352,21 +352,36 @@ def fidelity(pdf: ReportPDF, data: ReportData) -> None:
         pdf.gap(1)
     if data.judge:
         pdf.start_section("LLM judge (Pattern 4)", level=1)
-        pdf.para("Each citation judged by a panel with seed 002's judge prompt; majority vote (ties to the most "
-                 "conservative verdict). Agreement: the majority equals the rule-based verdict (1.0 ACCURATE, 0.3 "
-                 "PARTIAL, 0 HALLUCINATED). Disagreement: citations whose votes are not unanimous (the seed reports "
-                 "12–18 % for its judges); pairwise: judge pairs that differ.", size=8.5)
+        pdf.para(
+            "Each citation judged by a panel with seed 002's judge prompt; majority vote (ties to the most "
+            "conservative verdict). Agreement: the majority equals the rule-based verdict (1.0 ACCURATE, 0.3 "
+            "PARTIAL, 0 HALLUCINATED). Disagreement: citations whose votes are not unanimous (the seed reports "
+            "12–18 % for its judges); pairwise: judge pairs that differ.",
+            size=8.5,
+        )
         pdf.data_table(
             ["run", "citations", "agreement with rules", "judges disagree", "pairwise", "invalid votes"],
-            [[r, str(j["n_citations"]), pct(j["agreement"]["rate"]), pct(j["disagreement"]["rate"]),
-              pct(j["disagreement"]["pairwise"]), str(j["n_invalid_votes"])] for r, j in data.judge.items()],
-            size=7.5)
+            [
+                [
+                    r,
+                    str(j["n_citations"]),
+                    pct(j["agreement"]["rate"]),
+                    pct(j["disagreement"]["rate"]),
+                    pct(j["disagreement"]["pairwise"]),
+                    str(j["n_invalid_votes"]),
+                ]
+                for r, j in data.judge.items()
+            ],
+            size=7.5,
+        )
     if data.canary:
         c = data.canary
         verdict = (
             "significant"
             if c["significant"]
-            else "not significant" if c["significant"] is False else c.get("note", "not computed")
+            else "not significant"
+            if c["significant"] is False
+            else c.get("note", "not computed")
         )
         pdf.para(
             f"Canary {c['baseline']} → {c['candidate']}: Mann–Whitney U = {fmt(c['u'])}, p = {fmt(c['p_value'])}"
@@ -442,7 +457,6 @@ def methods(pdf: ReportPDF, data: ReportData) -> None:
         pdf.para(n, size=8.3)
 
 
-
 @dataclass(frozen=True)
 class Section:
     """A part of the report: its contents title (None: drawn without one, on a page of its
@@ -458,7 +472,7 @@ def _always(_data: ReportData) -> bool:
 
 
 SECTIONS = [
-    Section(None, _always, executive_summary),       # page 1: what a reviewer reads first
+    Section(None, _always, executive_summary),  # page 1: what a reviewer reads first
     Section(None, _always, cover),
     Section(None, _always, contents),
     Section("Verdict", lambda d: d.verdict is not None, verdict),

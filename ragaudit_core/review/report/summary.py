@@ -22,8 +22,11 @@ def what_changed(data: ReportData, baseline: str, candidate: str) -> str:
     a, b = rows.get(baseline), rows.get(candidate)
     if a is None or b is None:
         return "the runs' settings are not logged"
-    diffs = [f"{c.replace('_', ' ')} {fmt(a.get(c))} → {fmt(b.get(c))}" for c in CONFIG_COLUMNS
-             if str(a.get(c)) != str(b.get(c))]
+    diffs = [
+        f"{c.replace('_', ' ')} {fmt(a.get(c))} → {fmt(b.get(c))}"
+        for c in CONFIG_COLUMNS
+        if str(a.get(c)) != str(b.get(c))
+    ]
     return "; ".join(diffs) if diffs else "no logged setting differs (top-k, chunk size, overlap, embedder)"
 
 
@@ -34,18 +37,26 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
     v = data.verdict
     if v is not None:
         applicable = [r for r in v.results if r.status != "not applicable"]
-        pdf.para(f"{v.status.upper()}: {v.candidate} {'may replace' if v.status == 'pass' else 'should not replace'} "
-                 f"{v.baseline} — {len(v.failed)} of {len(applicable)} applicable rules failed.", size=13, style="B",
-                 colour=(20, 120, 40) if v.status == "pass" else (180, 20, 20))
+        pdf.para(
+            f"{v.status.upper()}: {v.candidate} {'may replace' if v.status == 'pass' else 'should not replace'} "
+            f"{v.baseline} — {len(v.failed)} of {len(applicable)} applicable rules failed.",
+            size=13,
+            style="B",
+            colour=(20, 120, 40) if v.status == "pass" else (180, 20, 20),
+        )
         pdf.para(f"What changed: {what_changed(data, v.baseline, v.candidate)}.", size=10)
         pdf.para("What decided it" + (" (failed rules first)" if v.failed else "") + ":", size=10.5, style="B")
         top = [r for r in v.sorted_results() if r.status != "not applicable"][:4]
-        rows, styles = pdf.status_rows([(r.status, r.rule.name, r.value, r.message) for r in top],
-                                       {"fail": BAD, "pass": OK})
+        rows, styles = pdf.status_rows(
+            [(r.status, r.rule.name, r.value, r.message) for r in top], {"fail": BAD, "pass": OK}
+        )
         pdf.data_table(["status", "rule", "value", "why"], rows, widths=[13, 42, 14, W - 69], styles=styles, size=8)
     else:
-        pdf.para("No pair was reviewed: this report describes the loaded logs without a verdict "
-                 "(name a baseline and a candidate for one).", size=10.5)
+        pdf.para(
+            "No pair was reviewed: this report describes the loaded logs without a verdict "
+            "(name a baseline and a candidate for one).",
+            size=10.5,
+        )
     pdf.para("Headline figures", size=10.5, style="B")
     pdf.data_table(["question", "figure", "value"], _figures(data), widths=[48, 70, W - 118], size=8.5)
     pdf.para("Where to look", size=10.5, style="B")
@@ -57,17 +68,30 @@ def _figures(data: ReportData) -> list[list[str]]:
     rows: list[list[str]] = []
     if data.stability is not None:
         s = data.stability.summary
-        rows += [["Is the evidence stable?", "mean J_doc / mean J_span", f"{fmt(s.get('mean_j_doc'))} / "
-                  f"{fmt(s.get('mean_j_span'))}"],
-                 ["", "gap ratio (J_doc ÷ J_span)", fmt(s.get("gap_ratio"))],
-                 ["", "collapse rate (some pair at J_span = 0)", pct(s.get("collapse_rate"))]]
+        rows += [
+            [
+                "Is the evidence stable?",
+                "mean J_doc / mean J_span",
+                f"{fmt(s.get('mean_j_doc'))} / {fmt(s.get('mean_j_span'))}",
+            ],
+            ["", "gap ratio (J_doc ÷ J_span)", fmt(s.get("gap_ratio"))],
+            ["", "collapse rate (some pair at J_span = 0)", pct(s.get("collapse_rate"))],
+        ]
     for run, f in list(data.fidelity.items())[:3]:
         s = f.summary
         upper, median = s.get("cfs_p95"), s.get("cfs_p50")
-        note = " — the median is far lower: most queries' citations fail" if (
-            upper is not None and median is not None and upper - median >= 0.5) else ""
-        rows.append(["Do citations survive?" if not any(r[0].startswith("Do citations") for r in rows) else "",
-                     f"CFS of {run}: p95 / median", f"{fmt(upper)} / {fmt(median)}{note}"])
+        note = (
+            " — the median is far lower: most queries' citations fail"
+            if (upper is not None and median is not None and upper - median >= 0.5)
+            else ""
+        )
+        rows.append(
+            [
+                "Do citations survive?" if not any(r[0].startswith("Do citations") for r in rows) else "",
+                f"CFS of {run}: p95 / median",
+                f"{fmt(upper)} / {fmt(median)}{note}",
+            ]
+        )
     if not rows:
         rows.append(["—", "no stability or fidelity data in this report", ""])
     return rows
@@ -79,8 +103,10 @@ def _pointers(data: ReportData) -> list[str]:
         out.append(f"Verdict: {len(data.verdict.failed)} failed rule(s) with their values and reasons.")
     if data.worst:
         w = data.worst[0]
-        out.append(f"Worst queries: starts with query {w.query_id} ({w.run_a} vs {w.run_b}: J_doc {fmt(w.j_doc)}, "
-                   f"J_span {fmt(w.j_span)}), both evidence lists side by side.")
+        out.append(
+            f"Worst queries: starts with query {w.query_id} ({w.run_a} vs {w.run_b}: J_doc {fmt(w.j_doc)}, "
+            f"J_span {fmt(w.j_span)}), both evidence lists side by side."
+        )
     if data.fidelity:
         out.append("Citation fidelity: per-stage survival and the queries whose ground truth was lost first.")
     if data.omitted:

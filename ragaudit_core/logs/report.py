@@ -1,0 +1,83 @@
+"""What one ingest call did: per file, per rejected line, per warning (:class:`IngestReport`).
+
+Kept apart from :mod:`ingest` so that readers of a report (the CLI, the home page) need not
+import the loader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+__all__ = ["FileReport", "IngestReport", "Issue"]
+
+
+@dataclass(frozen=True)
+class Issue:
+    path: str | None
+    line_no: int | None
+    message: str
+    code: str = ""
+
+    def __str__(self) -> str:
+        where = self.path or ""
+        if self.line_no is not None:
+            where += f" line {self.line_no}"
+        return f"{where}: {self.message}" if where else self.message
+
+
+@dataclass
+class FileReport:
+    path: str
+    sha256: str
+    status: str  # loaded | already-loaded | unreadable | rejected (every line rejected: not marked loaded)
+    n_lines: int = 0
+    n_loaded: int = 0
+    n_rejected: int = 0
+    n_skipped: int = 0  # tracing spans that carry no evidence (LLM, chain, tool …): read, neither loaded nor rejected
+
+
+@dataclass
+class IngestReport:
+    files: list[FileReport] = field(default_factory=list)
+    rejected: list[Issue] = field(default_factory=list)
+    warnings: list[Issue] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
+    n_records: int = 0
+    n_entries: int = 0
+    n_provenance: int = 0
+
+    @property
+    def n_rejected(self) -> int:
+        return len(self.rejected)
+
+    @property
+    def failed_files(self) -> list[FileReport]:
+        """Files of which nothing could be loaded: every line rejected, or unreadable."""
+        return [f for f in self.files if f.status in ("rejected", "unreadable")]
+
+    def with_paths(self, names: dict[str, str]) -> IngestReport:
+        """The same report with file paths renamed (e.g. kept uploads → the names the user uploaded)."""
+
+        def rename(issue: Issue) -> Issue:
+            return dataclasses.replace(issue, path=names.get(issue.path, issue.path))
+
+        return dataclasses.replace(
+            self,
+            files=[dataclasses.replace(f, path=names.get(f.path, f.path)) for f in self.files],
+            rejected=[rename(i) for i in self.rejected],
+            warnings=[rename(w) for w in self.warnings],
+        )
+
+    def summary(self) -> str:
+        loaded = sum(1 for f in self.files if f.status == "loaded")
+        skipped = sum(1 for f in self.files if f.status == "already-loaded")
+        s = (
+            f"loaded {self.n_records:,} records ({self.n_entries:,} evidence entries) from {loaded} file(s)"
+            f" into {len(self.runs)} run(s); rejected {self.n_rejected:,} line(s)"
+        )
+        if self.n_provenance:
+            s += f"; {self.n_provenance:,} provenance record(s)"
+        if skipped:
+            s += f"; {skipped} file(s) were already in the database and were skipped"
+        return s
