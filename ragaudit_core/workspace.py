@@ -15,6 +15,7 @@ import duckdb
 
 from ragaudit_core.logs import catalog
 from ragaudit_core.logs.ingest import IngestOptions, IngestReport, ingest_paths
+from ragaudit_core.logs.qrels import load_qrels, qrels_files
 from ragaudit_core.stability.cache import precompute
 
 __all__ = ["load_paths", "load_sample_logs", "load_uploads"]
@@ -27,15 +28,21 @@ def load_paths(
     *,
     precompute_overview: bool = True,
     progress: Callable[[str, int], None] | None = None,
+    qrels: Iterable[str | Path] = (),
 ) -> IngestReport:
     """:func:`ingest_paths` on a cursor of its own (its own transaction, whatever other
-    sessions do on a shared connection), then the stored stability overview when records
-    were added and ``precompute_overview``."""
+    sessions do on a shared connection), then the relevance labels — ``qrels`` files and those
+    under each folder's ``qrels/`` (:func:`ragaudit_core.logs.qrels.qrels_files`) — and the stored
+    stability overview when records were added and ``precompute_overview``."""
+    paths = list(paths)
+    label_files = [*(f for p in paths if Path(p).is_dir() for f in qrels_files(p)), *map(Path, qrels)]
     cur = con.cursor()
     try:
-        report = ingest_paths(cur, list(paths), options, progress=progress)
+        report = ingest_paths(cur, paths, options, progress=progress)
     finally:
         cur.close()
+    if label_files:
+        report.labels = load_qrels(con, label_files)
     if report.n_records and precompute_overview:
         precompute(con)
     return report

@@ -88,3 +88,11 @@ def _close_cached_connections():
         st.cache_resource.clear()
     except Exception:  # noqa: BLE001 — streamlit not imported by this session: nothing to close
         pass
+
+
+@pytest.fixture
+def sample_con(sample_db):
+    """The sample database, read-only (SciFact's labels are loaded with it)."""
+    c = store.connect(sample_db, read_only=True)
+    yield c
+    c.close()

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from ragaudit_core.logs.qrels import QrelsReport
+
 __all__ = ["FileReport", "IngestReport", "Issue"]
 
 
@@ -46,6 +48,7 @@ class IngestReport:
     n_records: int = 0
     n_entries: int = 0
     n_provenance: int = 0
+    labels: QrelsReport | None = None  # relevance labels loaded with the logs (a folder's qrels/, --qrels)
 
     @property
     def n_rejected(self) -> int:
@@ -80,4 +83,6 @@ class IngestReport:
             s += f"; {self.n_provenance:,} provenance record(s)"
         if skipped:
             s += f"; {skipped} file(s) were already in the database and were skipped"
+        if self.labels is not None and self.labels.files:
+            s += "; " + self.labels.summary()
         return s

@@ -16,6 +16,7 @@ Tables (schema version 1):
                 ``span_hash`` as logged or computed from ``text`` (NULL when neither).
 ``quarantine``  every rejected line, verbatim, with its file, line number and reason.
 ``ingest_warnings``  non-fatal findings (BOM stripped, duplicates removed, collisions…).
+``qrels``       relevance labels (query, canonical document, graded relevance, source).
 ``meta``        key/value settings: schema version, canonicalisation options.
 """
 
@@ -152,6 +153,14 @@ CREATE TABLE IF NOT EXISTS derived_results (
     kind         VARCHAR NOT NULL,
     payload      BLOB NOT NULL,
     created_at   TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS qrels (
+    query_id   VARCHAR NOT NULL,
+    doc_id     VARCHAR NOT NULL,
+    doc_id_raw VARCHAR NOT NULL,
+    relevance  INTEGER NOT NULL,
+    source     VARCHAR NOT NULL,
+    PRIMARY KEY (query_id, doc_id)
 );
 CREATE TABLE IF NOT EXISTS ingest_warnings (
     file_id INTEGER,
@@ -311,7 +320,17 @@ def bump_data_version(con: duckdb.DuckDBPyConnection) -> str:
     return token
 
 
-_DATA_TABLES = ("files", "runs", "records", "evidence", "prov_records", "prov_nodes", "quarantine", "ingest_warnings")
+_DATA_TABLES = (
+    "files",
+    "runs",
+    "records",
+    "evidence",
+    "prov_records",
+    "prov_nodes",
+    "quarantine",
+    "ingest_warnings",
+    "qrels",
+)
 
 
 def clear_data(con: duckdb.DuckDBPyConnection) -> None:

@@ -1,0 +1,214 @@
+"""Relevance labels (qrels) as data: TREC and BEIR files read into the ``qrels`` table.
+
+Accepted files (plain or gzip), one judgement per line:
+
+* **BEIR** — tab-separated ``query-id  corpus-id  score``, with or without that header line;
+* **TREC** — whitespace-separated ``query-id  iteration  doc-id  relevance`` (the iteration
+  column is ignored, as trec_eval does);
+* three whitespace-separated columns without a header (``query-id doc-id relevance``).
+
+Relevance is an integer (graded labels kept as they are; 0 and negative values are judged
+non-relevant). Document ids are canonicalised exactly as evidence ids are
+(:func:`~ragaudit_core.logs.identity.canonical_doc_id` with the database's identity options), so a
+label meets the evidence entry it names. A bad line is reported with its file, line and reason and
+the rest of the file loads; within one file a repeated (query, document) keeps its first judgement
+(a warning names the line).
+
+Labels belong to queries, not to runs: they apply to every run that asked the query. A file
+replaces the labels of the queries it judges (its own judgements, whole), and says how many it
+replaced; labels of other queries stay. ``source`` says where a label came from (the file name, or
+``ragas:<file>`` for labels carried by a Ragas dataset).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from ragaudit_core.logs import store
+from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id
+
+__all__ = ["QrelsError", "QrelsReport", "load_qrels", "parse_qrels", "qrels_files", "store_labels"]
+
+_HEADER = re.compile(r"^\s*query[-_ ]?id\s+(corpus|doc(ument)?)[-_ ]?id\s+(score|relevance|rel|label)\s*$", re.I)
+
+
+class QrelsError(ValueError):
+    """A qrels file that cannot be read at all (the message names it and says what to do)."""
+
+
+@dataclass(frozen=True)
+class Label:
+    query_id: str
+    doc_id_raw: str
+    relevance: int
+    line_no: int
+
+
+@dataclass
+class QrelsReport:
+    """What one load of label files did."""
+
+    files: list[str] = field(default_factory=list)
+    n_labels: int = 0
+    n_queries: int = 0
+    n_relevant: int = 0
+    replaced_queries: int = 0
+    rejected: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        s = (
+            f"loaded {self.n_labels:,} relevance labels for {self.n_queries:,} queries "
+            f"({self.n_relevant:,} relevant) from {len(self.files)} file(s)"
+        )
+        if self.replaced_queries:
+            s += f"; replaced the earlier labels of {self.replaced_queries:,} queries"
+        if self.rejected:
+            s += f"; rejected {len(self.rejected):,} line(s)"
+        return s
+
+
+def _open_text(path: Path) -> Iterator[str]:
+    try:
+        with open(path, "rb") as f:
+            gz = f.read(2) == b"\x1f\x8b"
+        opener = gzip.open if gz else open
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as f:
+            yield from f
+    except (OSError, EOFError) as e:
+        raise QrelsError(f"{path}: cannot read the file ({e})") from None
+    except UnicodeDecodeError as e:
+        raise QrelsError(f"{path}: not UTF-8 text (byte {e.start}); save the file as UTF-8") from None
+
+
+def parse_qrels(path: str | Path) -> tuple[list[Label], list[str]]:
+    """The judgements of one file and the reasons of its rejected lines (``file line N: why``).
+
+    The column layout is decided by the first judgement line (3 or 4 columns) and must hold for
+    the whole file; a header line (``query-id corpus-id score``) is skipped wherever the file has
+    one on its first line."""
+    p = Path(path)
+    labels: list[Label] = []
+    rejected: list[str] = []
+    width: int | None = None
+    for line_no, raw in enumerate(_open_text(p), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line_no == 1 and _HEADER.match(line):
+            continue
+        cols = line.split("\t") if "\t" in line else line.split()
+        cols = [c.strip() for c in cols]
+        if width is None and len(cols) in (3, 4):
+            width = len(cols)
+        if len(cols) != width:
+            rejected.append(
+                f"{p.name} line {line_no}: {len(cols)} column(s); a qrels line has "
+                + ("3 (query-id, doc-id, relevance)" if width != 4 else "4 (query-id, iteration, doc-id, relevance)")
+            )
+            continue
+        qid, doc, rel = (cols[0], cols[2], cols[3]) if width == 4 else (cols[0], cols[1], cols[2])
+        if not qid or not doc:
+            rejected.append(f"{p.name} line {line_no}: empty query or document id")
+            continue
+        try:
+            grade = int(rel)
+        except ValueError:
+            try:
+                f = float(rel)
+            except ValueError:
+                f = float("nan")
+            if not f.is_integer():
+                rejected.append(f"{p.name} line {line_no}: relevance {rel!r} is not an integer")
+                continue
+            grade = int(f)
+        labels.append(Label(qid, doc, grade, line_no))
+    if width is None and not rejected:
+        raise QrelsError(f"{p}: holds no relevance judgement (expected 'query-id<TAB>doc-id<TAB>relevance' lines)")
+    return labels, rejected
+
+
+def qrels_files(folder: str | Path) -> list[Path]:
+    """The label files of a log folder: everything under its ``qrels/`` sub-folder (BEIR's layout),
+    ``.tsv``, ``.txt``, ``.qrels`` (optionally ``.gz``), sorted by name."""
+    d = Path(folder) / "qrels"
+    if not d.is_dir():
+        return []
+    ok = (".tsv", ".txt", ".qrels", ".tsv.gz", ".txt.gz", ".qrels.gz")
+    return sorted(p for p in d.iterdir() if p.is_file() and p.name.lower().endswith(ok))
+
+
+def _canon(con: duckdb.DuckDBPyConnection) -> CanonOptions:
+    """The identity options the database's evidence was canonicalised with (defaults before any)."""
+    o = store.get_json_meta(con, "ingest_options")
+    if not isinstance(o, dict):
+        return CanonOptions()
+    return CanonOptions(
+        case_sensitive=bool(o.get("case_sensitive", False)),
+        collapse_internal_whitespace=bool(o.get("collapse_internal_whitespace", False)),
+    )
+
+
+def store_labels(
+    con: duckdb.DuckDBPyConnection, labels: Iterable[Label], source: str, report: QrelsReport | None = None
+) -> QrelsReport:
+    """Replace the labels of the judged queries by ``labels`` (one source), canonicalising ids."""
+    rep = report or QrelsReport()
+    canon = _canon(con)
+    rows: dict[tuple[str, str], tuple[str, str, str, int, str]] = {}
+    for lab in labels:
+        doc = canonical_doc_id(lab.doc_id_raw, canon)
+        key = (lab.query_id, doc)
+        if key in rows:
+            rep.warnings.append(
+                f"{source} line {lab.line_no}: query {lab.query_id!r} judges document {doc!r} again; "
+                "the first judgement is kept"
+            )
+            continue
+        rows[key] = (lab.query_id, doc, lab.doc_id_raw, lab.relevance, source)
+    if not rows:
+        return rep
+    df = pd.DataFrame(list(rows.values()), columns=["query_id", "doc_id", "doc_id_raw", "relevance", "source"])
+    con.register("_new_qrels", df)
+    try:
+        replaced = con.execute(
+            "SELECT count(DISTINCT query_id) FROM qrels WHERE query_id IN (SELECT query_id FROM _new_qrels)"
+        ).fetchall()[0][0]
+        con.execute("DELETE FROM qrels WHERE query_id IN (SELECT DISTINCT query_id FROM _new_qrels)")
+        con.execute("INSERT INTO qrels SELECT query_id, doc_id, doc_id_raw, relevance, source FROM _new_qrels")
+    finally:
+        con.unregister("_new_qrels")
+    rep.files.append(source)
+    rep.n_labels += len(df)
+    rep.n_queries += df["query_id"].nunique()
+    rep.n_relevant += int((df["relevance"] > 0).sum())
+    rep.replaced_queries += int(replaced)
+    return rep
+
+
+def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> QrelsReport:
+    """Read and store label files (each in its own transaction: a bad file loses nothing else)."""
+    rep = QrelsReport()
+    for path in paths:
+        p = Path(path)
+        labels, rejected = parse_qrels(p)
+        rep.rejected += rejected
+        cur = con.cursor()
+        try:
+            cur.execute("BEGIN TRANSACTION")
+            store_labels(cur, labels, p.name, rep)
+            store.bump_data_version(cur)
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        finally:
+            cur.close()
+    return rep
