@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from ragaudit_core import __version__
-from ragaudit_core.cli import attribution, fidelity, harness, judge, logs, review, stability
+from ragaudit_core.cli import attribution, fidelity, harness, judge, logs, quality, review, stability
 
 __all__ = ["app", "main"]
 
@@ -24,6 +24,7 @@ app = typer.Typer(
 for command in (
     logs.ingest,
     stability.stability,
+    quality.quality,
     harness.sweep,
     harness.provenance,
     fidelity.fidelity,

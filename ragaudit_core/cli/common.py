@@ -13,7 +13,7 @@ import typer
 
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.identity import CanonOptions
-from ragaudit_core.logs.ingest import IngestError, IngestOptions, IngestReport, ingest_paths
+from ragaudit_core.logs.ingest import IngestError, IngestOptions, IngestReport
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -48,6 +48,13 @@ CasefoldSpans = Annotated[bool, typer.Option("--casefold-spans", help="Case-fold
 MaxLine = Annotated[int, typer.Option("--max-line-bytes", help="Reject lines longer than this many bytes.")]
 JsonOut = Annotated[str | None, typer.Option("--json", help="Write the results as JSON here ('-' = stdout).")]
 Device = Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")]
+Qrels = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--qrels",
+        help="Relevance labels (TREC or BEIR qrels; repeatable). A log folder's qrels/ is read with it.",
+    ),
+]
 
 
 def fail(msg: str) -> NoReturn:
@@ -131,6 +138,11 @@ def print_ingest(report: IngestReport, max_lines: int = 50) -> None:
         typer.echo(f"rejected: … and {len(report.rejected) - max_lines} more (see the quarantine table)", err=True)
     for w in report.warnings[:max_lines]:
         typer.echo(f"warning: {w}", err=True)
+    if report.labels is not None:
+        for why in report.labels.rejected[:max_lines]:
+            typer.echo(f"rejected label: {why}", err=True)
+        for w in report.labels.warnings[:max_lines]:
+            typer.echo(f"warning: {w}", err=True)
     if len(report.warnings) > max_lines:
         typer.echo(f"warning: … and {len(report.warnings) - max_lines} more (see the ingest_warnings table)", err=True)
 
@@ -214,10 +226,15 @@ def open_logs(
     what: str = "log files or folders",
     options: IngestOptions | None = None,
     must_exist: bool = True,
+    qrels: list[Path] | None = None,
 ) -> Any:
     """A connection to ``db``, or to an in-memory database with ``paths`` ingested first
-    (their report on stderr). Exits 2 when neither is given, the database file is missing
-    (``must_exist``, without paths) or cannot be opened, or ingestion cannot start."""
+    (their report on stderr) with the relevance labels of ``qrels`` and of each folder's
+    ``qrels/``. Exits 2 when neither is given, the database file is missing (``must_exist``,
+    without paths) or cannot be opened, or ingestion cannot start."""
+    from ragaudit_core import workspace
+    from ragaudit_core.logs.qrels import QrelsError, load_qrels
+
     if not paths and db is None:
         fail(f"give {what}, or --db with an ingested database")
     if must_exist and db is not None and not paths and not Path(db).exists():
@@ -225,8 +242,11 @@ def open_logs(
     try:
         con = connect_db(db if db is not None else ":memory:")
         if paths:
-            print_ingest(ingest_paths(con, paths, options or IngestOptions()))
-    except (IngestError, store.StoreError) as e:
+            opts = options or IngestOptions()
+            print_ingest(workspace.load_paths(con, paths, opts, precompute_overview=False, qrels=qrels or []))
+        elif qrels:
+            typer.echo(load_qrels(con, qrels).summary(), err=True)
+    except (IngestError, store.StoreError, QrelsError) as e:
         fail(str(e))
     return con
 

@@ -16,6 +16,7 @@ from ragaudit_core.cli.common import (
     DocIdKey,
     Format,
     MaxLine,
+    Qrels,
     RunId,
     connect_db,
     fail,
@@ -27,6 +28,7 @@ from ragaudit_core.cli.common import (
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import IngestError
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
+from ragaudit_core.logs.qrels import QrelsError
 
 __all__ = ["ingest"]
 
@@ -41,6 +43,7 @@ def ingest(
     fmt: Format = "auto",
     run_id: RunId = None,
     doc_id_key: DocIdKey = None,
+    qrels: Qrels = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
     no_precompute: Annotated[
         bool, typer.Option("--no-precompute", help="Skip storing the stability overview the dashboard opens on.")
@@ -54,8 +57,10 @@ def ingest(
     )
     try:
         con = connect_db(db)
-        report = workspace.load_paths(con, paths, options, precompute_overview=not no_precompute, progress=progress())
-    except (IngestError, store.StoreError) as e:
+        report = workspace.load_paths(
+            con, paths, options, precompute_overview=not no_precompute, progress=progress(), qrels=qrels or []
+        )
+    except (IngestError, store.StoreError, QrelsError) as e:
         fail(str(e))
     print_ingest(report)
     typer.echo(f"database: {db}", err=True)
