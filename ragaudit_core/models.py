@@ -20,6 +20,7 @@ import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -91,7 +92,7 @@ def resolve_device(device: str = "auto") -> str:
     return device
 
 
-def load_embedder(name: str | None = None, *, device: str = "auto", max_seq_length: int | None = None):
+def load_embedder(name: str | None = None, *, device: str = "auto", max_seq_length: int | None = None) -> Any:
     """A ``SentenceTransformer``: the packaged MiniLM by default, else ``name`` (id or folder).
 
     ``max_seq_length`` raises the model's limit (MiniLM ships 256 word pieces including
@@ -100,7 +101,7 @@ def load_embedder(name: str | None = None, *, device: str = "auto", max_seq_leng
 
     target = str(packaged_embedder_path()) if name is None else name
     try:
-        model = SentenceTransformer(target, device=resolve_device(device))
+        model: Any = SentenceTransformer(target, device=resolve_device(device))
     except ModelLoadError:
         raise
     except Exception as e:  # noqa: BLE001 - any loader failure becomes one clear message
@@ -118,8 +119,8 @@ def load_embedder(name: str | None = None, *, device: str = "auto", max_seq_leng
 class Generator:
     """A causal LM with its tokenizer, ready for left-padded batches."""
 
-    model: object
-    tokenizer: object
+    model: Any  # a transformers causal LM (torch module)
+    tokenizer: Any  # its tokenizer
     name: str
     device: str
 
@@ -132,7 +133,7 @@ def _gguf_cache_folder(gguf: Path) -> Path:
     return cache_dir() / "models" / f"{gguf.stem}-{h.hexdigest()[:12]}"
 
 
-def generator_dtype(device: str):
+def generator_dtype(device: str) -> Any:
     """The generator's weights' dtype: bf16 on a CUDA device that supports it, else fp16 on
     CUDA, fp32 on the CPU (where half precision is slower, not faster). Log-probabilities
     are always taken in fp32 (``log_softmax(logits.float())``)."""
@@ -155,7 +156,9 @@ def load_generator(name: str | None = None, *, device: str = "auto") -> Generato
             folder = _gguf_cache_folder(gguf)
             if not (folder / "model.safetensors").exists():
                 tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-                model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+                model: Any = AutoModelForCausalLM.from_pretrained(
+                    str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+                )
                 model.hf_quantizer = None  # the weights are dequantised already
                 if hasattr(model.config, "quantization_config"):
                     del model.config.quantization_config
@@ -165,7 +168,7 @@ def load_generator(name: str | None = None, *, device: str = "auto") -> Generato
                 tmp.rename(folder)
             target = str(folder)
         else:
-            target = name
+            target = str(name)  # not None: no name means the packaged GGUF
         tok = AutoTokenizer.from_pretrained(target)
         model = AutoModelForCausalLM.from_pretrained(target, dtype=generator_dtype(dev))
     except Exception as e:  # noqa: BLE001

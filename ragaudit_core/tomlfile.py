@@ -18,7 +18,7 @@ MAX_DEPTH = 4
 """Tables and arrays nest at most this deep (``[[rule]]`` tables are depth 2)."""
 
 
-def load_toml_file(path) -> dict:
+def load_toml_file(path: str | os.PathLike[str]) -> dict:
     """:func:`load_toml` of a file, refusing one over :data:`MAX_BYTES` before reading it."""
     size = os.stat(path).st_size
     if size > MAX_BYTES:
@@ -45,7 +45,7 @@ def load_toml(data: bytes) -> dict:
     return doc
 
 
-def _too_deep(value, depth: int, where: str = "") -> str | None:
+def _too_deep(value: object, depth: int, where: str = "") -> str | None:
     """The key path of the first table or array nested more than ``depth`` levels deep, else None."""
     children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for k, v in children:

@@ -26,13 +26,18 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
 import pandas as pd
 
 from ragaudit_core.attribution import alignment
-from ragaudit_core.attribution.shapley import CachedGame, estimator
+from ragaudit_core.attribution.shapley import CachedGame, ShapleyResult, estimator
+
+if TYPE_CHECKING:
+    from ragaudit_core.attribution.generator_game import GeneratorGame
+    from ragaudit_core.attribution.saliency import SaliencyResult
 
 __all__ = [
     "AttributionError",
@@ -105,7 +110,7 @@ def _key(parts: dict) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-def stored_attribution(con: duckdb.DuckDBPyConnection, run_id: str, query_id: str, **filters) -> list[dict]:
+def stored_attribution(con: duckdb.DuckDBPyConnection, run_id: str, query_id: str, **filters: object) -> list[dict]:
     """Stored results for a query (each: the key columns and the decoded payload)."""
     _ensure(con)
     cur = con.cursor()
@@ -233,13 +238,13 @@ def explain_query(
     run_id: str,
     query_id: str,
     *,
-    embedder,
-    generator,
+    embedder: Any,
+    generator: Any,
     retriever_name: str | None = None,
     generator_name: str | None = None,
     shuffle: bool = False,
     progress: Callable[[str, float], None] | None = None,
-    **options,
+    **options: Any,
 ) -> list[dict]:
     """Explain one logged query in this process; returns one result per condition
     (original[, shuffled]). The job's own path (:mod:`ragaudit_core.jobs`): plan it from the
@@ -261,7 +266,7 @@ def explain_query(
     return results
 
 
-def _loaded(model, attr: str):
+def _loaded(model: Any, attr: str) -> Any:
     return model() if callable(model) and not hasattr(model, attr) else model
 
 
@@ -271,8 +276,8 @@ def compute_attribution(
     query: str,
     docs: Sequence[tuple[str, str]],
     *,
-    embedder,
-    generator,
+    embedder: Any,
+    generator: Any,
     method: str,
     params: dict,
     conditions: Sequence[str] = ("original",),
@@ -294,7 +299,8 @@ def compute_attribution(
     sal = RetrieverSaliency(enc)
     ig_share = _ig_share(params, n, method)
     t0 = time.perf_counter()
-    ig_docs, ig_query = [], []
+    ig_docs: list[dict] = []
+    ig_query: list[dict] = []
     for i, (_doc_id, text) in enumerate(docs):
         for side, out in (("document", ig_docs), ("query", ig_query)):
             out.append(
@@ -326,7 +332,7 @@ def compute_attribution(
         )
         answer_ids = game.answer_ids if cond == "original" else answer_ids
 
-        def tick(k: int = 1, cond=cond) -> None:
+        def tick(k: int = 1, cond: str = cond) -> None:
             done[0] += k
             say(
                 f"Shapley ({method}), {cond} order: coalition {min(done[0], total)} of {total}",
@@ -373,7 +379,20 @@ def _ig_share(params: dict, n: int, method: str) -> float:
     return ig / (ig + shap)
 
 
-def _payload(run_id, query_id, query, docs, order, game, res, method, p_grid, ig_docs, ig_query, timings) -> dict:
+def _payload(
+    run_id: str,
+    query_id: str,
+    query: str,
+    docs: Sequence[tuple[str, str]],
+    order: list[int],
+    game: GeneratorGame,
+    res: ShapleyResult,
+    method: str,
+    p_grid: Sequence[float],
+    ig_docs: list[dict],
+    ig_query: list[dict],
+    timings: dict[str, float],
+) -> dict:
     n = len(docs)
     values = np.zeros_like(res.values)
     values[order] = res.values  # back to retriever order
@@ -409,7 +428,7 @@ def _payload(run_id, query_id, query, docs, order, game, res, method, p_grid, ig
     }
 
 
-def _ig_payload(r) -> dict:
+def _ig_payload(r: SaliencyResult) -> dict:
     return {
         "tokens": r.tokens,
         "attributions": r.attributions.tolist(),

@@ -27,7 +27,8 @@ tokens are appended as ids, never re-tokenised from text.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ class GeneratorGame:
 
     def __init__(
         self,
-        generator,
+        generator: Any,
         query: str,
         documents: Sequence[str],
         answer_ids: Sequence[int],
@@ -49,7 +50,7 @@ class GeneratorGame:
         batch_size: int = 8,
         prefix_cache: bool = True,
         strategy: str = "prefix_tree",
-    ):
+    ) -> None:
         """The game for a fixed answer (``answer_ids``, the tokens teacher-forced in every
         coalition); :meth:`generate` first generates the answer with every document."""
         if strategy not in ("prefix_tree", "batched"):
@@ -63,16 +64,18 @@ class GeneratorGame:
         self.batch_size = batch_size
         self.prefix_cache = prefix_cache
         self.strategy = strategy
-        self._prefixes: dict[tuple[int, ...], object] = {}
+        self._prefixes: dict[tuple[int, ...], Any] = {}  # prefix → its KV cache
         self.n_forward_tokens = 0
-        self.on_coalition = None  # called with the number of coalitions just computed (progress)
+        self.on_coalition: Callable[[int], None] | None = (
+            None  # called with the number of coalitions just computed (progress)
+        )
         self.answer_ids = list(answer_ids)
         if not self.answer_ids:
             raise ValueError("the generator produced an empty answer; nothing to attribute")
 
     @classmethod
     def generate(
-        cls, generator, query: str, documents: Sequence[str], *, max_new_tokens: int = 64, **options
+        cls, generator: Any, query: str, documents: Sequence[str], *, max_new_tokens: int = 64, **options: Any
     ) -> GeneratorGame:
         """Generate the answer once, greedily, with every document (seed 001, eq. 9; trailing
         end-of-sequence and padding tokens dropped), and return the game over it."""
@@ -103,7 +106,7 @@ class GeneratorGame:
         return self.tok.decode(self.answer_ids, skip_special_tokens=True)
 
     @staticmethod
-    def prompt_ids_for(tok, query: str, documents: Sequence[str], mask: np.ndarray) -> list[int]:
+    def prompt_ids_for(tok: Any, query: str, documents: Sequence[str], mask: np.ndarray) -> list[int]:
         """Token ids of the appendix-B prompt holding the documents ``mask`` keeps, in order."""
         docs = [d for d, keep in zip(documents, mask) if keep]
         text = tok.apply_chat_template(build_prompt(query, docs), tokenize=False, add_generation_prompt=True)

@@ -24,6 +24,7 @@ tokenizer's word ids.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,7 @@ class SaliencyResult:
 class RetrieverSaliency:
     """IG on a sentence-transformers bi-encoder (mean pooling + normalisation)."""
 
-    def __init__(self, encoder, *, max_length: int = 512):
+    def __init__(self, encoder: Any, *, max_length: int = 512) -> None:
         self.st = encoder
         self.hf = encoder[0].auto_model
         self.tok = encoder.tokenizer
@@ -66,7 +67,7 @@ class RetrieverSaliency:
     def _encode_ids(self, text: str) -> dict:
         return self.tok(text, return_tensors="pt", truncation=True, max_length=self.max_length).to(self.device)
 
-    def _pooled(self, inputs_embeds, attention_mask):
+    def _pooled(self, inputs_embeds: Any, attention_mask: Any) -> Any:
         import torch
 
         out = self.hf(inputs_embeds=inputs_embeds, attention_mask=attention_mask).last_hidden_state
@@ -74,7 +75,7 @@ class RetrieverSaliency:
         pooled = (out * m).sum(1) / m.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(pooled, p=2, dim=1)
 
-    def embed(self, text: str):
+    def embed(self, text: str) -> Any:
         import torch
 
         enc = self._encode_ids(text)
@@ -125,7 +126,7 @@ class RetrieverSaliency:
                     raise ValueError(f"the tokenizer has no {baseline} token")
                 x0 = emb_layer(torch.where(special[None, :], ids, torch.full_like(ids, repl)))
 
-        def forward(e):
+        def forward(e: Any) -> Any:
             m = mask.expand(e.shape[0], -1)
             return self._pooled(e, m) @ fixed
 

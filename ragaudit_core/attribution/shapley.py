@@ -30,7 +30,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -57,7 +57,7 @@ class Game(Protocol):
 class CachedGame:
     """Wraps a value function so that each distinct coalition is evaluated once."""
 
-    def __init__(self, n_players: int, fn: Callable[[np.ndarray], np.ndarray]):
+    def __init__(self, n_players: int, fn: Callable[[np.ndarray], np.ndarray]) -> None:
         self.n_players = n_players
         self._fn = fn
         self._cache: dict[bytes, np.ndarray] = {}
@@ -108,7 +108,7 @@ class ExactShapley:
 
     name = "exact"
 
-    def __init__(self, max_players: int = 12):
+    def __init__(self, max_players: int = 12) -> None:
         self.max_players = max_players
 
     def attribute(self, game: Game) -> ShapleyResult:
@@ -155,7 +155,7 @@ def _sample(n: int, count: int, rng: np.random.Generator, paired: bool) -> np.nd
     sizes = np.arange(1, n)
     p = np.array([(n - 1) / (s * (n - s)) for s in sizes])
     p /= p.sum()
-    out = []
+    out: list[np.ndarray] = []
     while len(out) < count:
         s = rng.choice(sizes, p=p)
         mask = np.zeros(n, bool)
@@ -176,10 +176,10 @@ class KernelShap:
 
     name = "kernel"
 
-    def __init__(self, n_samples: int = 20, *, paired: bool = False, seed: int = 0):
+    def __init__(self, n_samples: int = 20, *, paired: bool = False, seed: int = 0) -> None:
         self.n_samples, self.paired, self.seed = n_samples, paired, seed
 
-    def _fit(self, game: Game, z: np.ndarray, w: np.ndarray, v0, v1) -> np.ndarray:
+    def _fit(self, game: Game, z: np.ndarray, w: np.ndarray, v0: np.ndarray, v1: np.ndarray) -> np.ndarray:
         return _solve(z, game.values(z), w, v0, v1)
 
     def attribute(self, game: Game) -> ShapleyResult:
@@ -201,7 +201,7 @@ class MCShap:
     name = "mc"
     paired = False
 
-    def __init__(self, n_samples: int = 20, n_fits: int = 200, subset: int | None = None, *, seed: int = 0):
+    def __init__(self, n_samples: int = 20, n_fits: int = 200, subset: int | None = None, *, seed: int = 0) -> None:
         self.n_samples, self.n_fits, self.seed = n_samples, n_fits, seed
         self.subset = subset
 
@@ -235,10 +235,18 @@ class PMCShap(MCShap):
     paired = True
 
 
-ESTIMATORS = {"exact": ExactShapley, "kernel": KernelShap, "mc": MCShap, "pmc": PMCShap}
+class Estimator(Protocol):
+    """What every estimator is: a name and one call from a game to its attribution."""
+
+    name: str
+
+    def attribute(self, game: Game) -> ShapleyResult: ...
 
 
-def estimator(method: str, **params):
+ESTIMATORS: dict[str, type[Estimator]] = {"exact": ExactShapley, "kernel": KernelShap, "mc": MCShap, "pmc": PMCShap}
+
+
+def estimator(method: str, **params: Any) -> Estimator:
     """The estimator class for ``method`` (exact, kernel, mc, pmc), built with ``params``."""
     try:
         cls = ESTIMATORS[method]

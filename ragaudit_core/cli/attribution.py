@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
+import duckdb
 import typer
 
 from ragaudit_core.cli.common import Device, emit_json, fail, open_existing_db
 from ragaudit_core.logs import catalog
+
+if TYPE_CHECKING:
+    from ragaudit_core.jobs import BatchReport, JobSpec
 
 __all__ = ["attribute"]
 
@@ -84,7 +88,8 @@ def attribute(
         ig_baseline=ig_baseline,
         ig_method=ig_method,
     )
-    unplanned, planned = [], []
+    unplanned: list[tuple[str, str]] = []
+    planned: list[JobSpec] = []
 
     def jobs():  # planned one at a time: memory stays flat however many queries
         for q in qids:
@@ -116,7 +121,15 @@ def attribute(
         raise typer.Exit(1)
 
 
-def _report(con, run: str, qids: list[str], planned: list, unplanned: list, rep, json_out: str | None) -> None:
+def _report(
+    con: duckdb.DuckDBPyConnection,
+    run: str,
+    qids: list[str],
+    planned: list[JobSpec],
+    unplanned: list[tuple[str, str]],
+    rep: BatchReport,
+    json_out: str | None,
+) -> None:
     """Print each explained query, the batch's counts and failures, the run's tables; write ``--json``."""
     from ragaudit_core.attribution.explain import batch_tables, stored_payloads
 
@@ -155,7 +168,7 @@ def _report(con, run: str, qids: list[str], planned: list, unplanned: list, rep,
     )
 
 
-def _chosen_queries(con, run: str, queries: str | None, all_queries: bool) -> list[str]:
+def _chosen_queries(con: duckdb.DuckDBPyConnection, run: str, queries: str | None, all_queries: bool) -> list[str]:
     """The ``--queries`` of ``run`` (each must exist), or all of them with ``--all``."""
     known = catalog.query_ids(con, run)
     if not known:

@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
+import duckdb
 import typer
 
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.ingest import IngestError, IngestOptions, IngestReport
+from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -63,7 +66,7 @@ def fail(msg: str) -> NoReturn:
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def fmt(v) -> str:
+def fmt(v: float | None) -> str:
     if v is None:
         return "n/a"
     if isinstance(v, float):
@@ -118,14 +121,13 @@ def ingest_options(
         fail(f"--format must be auto, native or one of {', '.join(known)}, not {fmt!r}")
     if max_line_bytes is not None and not 1 <= max_line_bytes <= MAX_LINE_LIMIT:
         fail(f"--max-line-bytes must be between 1 and {MAX_LINE_LIMIT:,} (1 GiB), not {max_line_bytes:,}")
-    kw = {} if max_line_bytes is None else {"max_line_bytes": max_line_bytes}
     return IngestOptions(
         canon=CanonOptions(case_sensitive=case_sensitive, collapse_internal_whitespace=collapse_ws),
         casefold_spans=casefold_spans,
         format=None if fmt == "auto" else fmt,
         run_id=run_id,
         doc_id_key=doc_id_key,
-        **kw,
+        max_line_bytes=DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes,
     )
 
 
@@ -141,8 +143,8 @@ def print_ingest(report: IngestReport, max_lines: int = 50) -> None:
     if report.labels is not None:
         for why in report.labels.rejected[:max_lines]:
             typer.echo(f"rejected label: {why}", err=True)
-        for w in report.labels.warnings[:max_lines]:
-            typer.echo(f"warning: {w}", err=True)
+        for note in report.labels.warnings[:max_lines]:
+            typer.echo(f"warning: {note}", err=True)
     if len(report.warnings) > max_lines:
         typer.echo(f"warning: … and {len(report.warnings) - max_lines} more (see the ingest_warnings table)", err=True)
 
@@ -160,9 +162,9 @@ def fail_on_rejected_files(report: IngestReport) -> None:
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def progress():
+def progress() -> Callable[[str, int], None]:
     """``progress(path, lines_read)`` for ingestion: every line on a terminal, else every 100k."""
-    last = {"path": None}
+    last: dict[str, str | None] = {"path": None}
 
     def cb(path: str, n: int) -> None:
         if sys.stderr.isatty() or n % 100000 == 0 or last["path"] != path:
@@ -172,11 +174,11 @@ def progress():
     return cb
 
 
-def tqdm_progress():
+def tqdm_progress() -> Callable[[str, int, int], None]:
     """``progress(label, i, n)`` drawn as one tqdm bar per label."""
     from tqdm import tqdm
 
-    bars: dict[str, object] = {}
+    bars: dict[str, Any] = {}
 
     def cb(label: str, i: int, n: int) -> None:
         bar = bars.get(label)
@@ -251,7 +253,9 @@ def open_logs(
     return con
 
 
-def emit_json(payload: Any, target: str | None, *, indent: int = 2, default=None) -> None:
+def emit_json(
+    payload: Any, target: str | None, *, indent: int = 2, default: Callable[[Any], Any] | None = None
+) -> None:
     """``payload`` as JSON to ``target``: a file, ``-`` for stdout, or nowhere when None."""
     if not target:
         return
@@ -265,7 +269,7 @@ def emit_json(payload: Any, target: str | None, *, indent: int = 2, default=None
             fail(f"{target}: {e}")
 
 
-def known_runs(con) -> list[str]:
+def known_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Every run of the database (evidence and provenance); exit 2 when there is none."""
     runs = catalog.all_run_ids(con)
     if not runs:
@@ -299,14 +303,14 @@ class LazyModels:
         self.embedder_name, self.generator_name, self.device = embedder, generator, device
         self._loaded: dict[str, Any] = {}
 
-    def embedder(self):
+    def embedder(self) -> Any:
         if "e" not in self._loaded:
             from ragaudit_core.models import load_embedder
 
             self._loaded["e"] = load_embedder(self.embedder_name, device=self.device)
         return self._loaded["e"]
 
-    def generator(self):
+    def generator(self) -> Any:
         if "g" not in self._loaded:
             from ragaudit_core.models import load_generator
 

@@ -111,5 +111,5 @@ def judge(
         raise typer.Exit(1)
 
 
-def _pct(v) -> str:
+def _pct(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.1%}"

@@ -40,8 +40,8 @@ def gate(
     db: Annotated[
         Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")
     ] = None,
-    baseline: Annotated[str, typer.Option("--baseline", help="The run in production (id or alias).")] = ...,
-    candidate: Annotated[str, typer.Option("--candidate", help="The run that would replace it (id or alias).")] = ...,
+    baseline: Annotated[str, typer.Option("--baseline", help="The run in production (id or alias).")] = ...,  # type: ignore[assignment]  # typer: required
+    candidate: Annotated[str, typer.Option("--candidate", help="The run that would replace it (id or alias).")] = ...,  # type: ignore[assignment]  # typer: required
     rules: Annotated[Path | None, typer.Option("--rules", help="TOML rules (preset and/or [[rule]] tables).")] = None,
     preset: Annotated[
         str, typer.Option("--preset", help="Rule preset when --rules is not given: default or strict.")

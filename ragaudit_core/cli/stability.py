@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Annotated
 
+import duckdb
 import typer
 
 from ragaudit_core.cli.common import (
@@ -91,7 +92,7 @@ def stability(
             selection = comparable_runs(con)  # runs sharing no query with the others are left out, named
             if selection.left_out:
                 chosen = selection.runs
-                typer.echo(f"warning: {selection.note.replace('; pick runs', '; use --runs')}", err=True)
+                typer.echo(f"warning: {(selection.note or '').replace('; pick runs', '; use --runs')}", err=True)
         opts = StabilityOptions(
             runs=chosen,
             baseline=baseline,
@@ -187,7 +188,7 @@ def probe(
     emit_json([{"summary": r.summary, "rows": json.loads(r.rows.to_json(orient="records"))} for r in results], json_out)
 
 
-def _probe_pairs(con, pair: list[str] | None) -> list[tuple[str, str]]:
+def _probe_pairs(con: duckdb.DuckDBPyConnection, pair: list[str] | None) -> list[tuple[str, str]]:
     """The ``--pair A:B`` options resolved, else every answered run against the sample's base run."""
     if pair:
         runs = catalog.evidence_run_ids(con)

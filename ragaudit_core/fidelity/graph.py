@@ -100,7 +100,7 @@ def has_origin(n: Node) -> bool:
     return n.doc_id is not None and (n.page is not None or (n.char_start is not None and n.char_end is not None))
 
 
-def _parse_ts(v) -> datetime | None:
+def _parse_ts(v: object) -> datetime | None:
     if not isinstance(v, str):
         return None
     try:
@@ -121,7 +121,7 @@ def _content_hash(n: Node) -> str | None:
 def failure_modes(g: QueryGraph) -> list[dict]:
     """The seed's failure-mode checks on one graph: offset/length mismatch (FM 1), reranker
     text mutation by content hash (FM 2), stale chunks by timestamps (FM 4)."""
-    out = []
+    out: list[dict[str, object]] = []
     for n in g.nodes.values():
         text = n.metadata.get("text")
         if (

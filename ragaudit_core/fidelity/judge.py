@@ -27,9 +27,12 @@ import itertools
 import json
 from collections import Counter
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, field_validator
+
+if TYPE_CHECKING:
+    from ragaudit_core.fidelity.graph import QueryGraph
 
 __all__ = [
     "CONSERVATIVE_ORDER",
@@ -91,7 +94,7 @@ class JudgeVerdict(BaseModel):
         return v[:100]
 
 
-def context_chunks(g, max_chars: int = 400) -> list[dict]:
+def context_chunks(g: QueryGraph, max_chars: int = 400) -> list[dict]:
     """The context the generator saw (stage-4 elements, in context order) with provenance:
     chunk id, document, page and the chunk text (first ``max_chars`` characters, to bound the
     judge's prompt). ``g`` is a ``fidelity.graph.QueryGraph``."""
@@ -106,7 +109,7 @@ def context_chunks(g, max_chars: int = 400) -> list[dict]:
     return out
 
 
-def _text_of(g, node_id: str, seen: frozenset = frozenset()) -> tuple[str | None, str | None]:
+def _text_of(g: QueryGraph, node_id: str, seen: frozenset = frozenset()) -> tuple[str | None, str | None]:
     """The nearest text (and chunk id) on a node or its ancestors."""
     n = g.nodes.get(node_id)
     if n is None:

@@ -30,6 +30,7 @@ import re
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ SCORE_CHOICES = ("0.0", "0.25", "0.5", "0.75", "1.0")
 class LocalJudge:
     """A local Hugging Face causal LM (``models.Generator``) as a judge, decoded in the schema."""
 
-    def __init__(self, generator, *, explanation_tokens: int = 16, temperature: float = 1.0):
+    def __init__(self, generator: Any, *, explanation_tokens: int = 16, temperature: float = 1.0) -> None:
         self.gen, self.tok, self.model = generator, generator.tokenizer, generator.model
         self.explanation_tokens = explanation_tokens
         self.temperature = temperature
@@ -60,7 +61,7 @@ class LocalJudge:
         with torch.no_grad():
             out = self.model(torch.tensor([list(ids)], device=self.gen.device), use_cache=True, logits_to_keep=1)
         cache, base, last = out.past_key_values, len(ids), out.logits[0, -1].float()
-        verdicts = []
+        verdicts: list[JudgeVerdict | None] = []
         for seed in seeds:
             _crop(cache, base)
             state = _State(self, cache, last, np.random.default_rng(seed), greedy=seed == 0)
@@ -68,7 +69,7 @@ class LocalJudge:
         return verdicts
 
 
-def _crop(cache, length: int) -> None:
+def _crop(cache: Any, length: int) -> None:  # a transformers KV cache
     """Keep the first ``length`` positions of a KV cache."""
     extra = cache.get_seq_length() - length
     if extra > 0:
@@ -78,10 +79,10 @@ def _crop(cache, length: int) -> None:
 class _State:
     """One seed's walk through the JSON skeleton over a shared KV cache."""
 
-    def __init__(self, judge: LocalJudge, cache, last_logits, rng, greedy: bool):
+    def __init__(self, judge: LocalJudge, cache: Any, last_logits: Any, rng: np.random.Generator, greedy: bool) -> None:
         self.j, self.cache, self.last, self.rng, self.greedy = judge, cache, last_logits, rng, greedy
 
-    def _feed(self, token_ids: list[int]):
+    def _feed(self, token_ids: list[int]) -> Any:
         import torch
 
         with torch.no_grad():
@@ -170,7 +171,7 @@ class EndpointJudge:
         temperature: float = 0.7,
         retries: int = 2,
         timeout_s: float = 120.0,
-    ):
+    ) -> None:
         if not base_url.lower().startswith(("http://", "https://")):
             raise ValueError(f"a judge endpoint is an http:// or https:// URL, not {base_url!r}")
         self.url = base_url.rstrip("/") + "/chat/completions"

@@ -10,11 +10,13 @@ rule-based verification (:mod:`.score`), with the agreement and disagreement rat
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import duckdb
 import pandas as pd
 
 from ragaudit_core.fidelity.citations import DEFAULT_PATTERNS
+from ragaudit_core.fidelity.graph import QueryGraph
 from ragaudit_core.fidelity.judge import agreement, context_chunks, disagreement, judge_prompt, majority, rule_verdict
 
 __all__ = ["judge_citations", "judge_inputs", "judge_summary", "store_verdicts", "verdict_table"]
@@ -39,7 +41,7 @@ CREATE TABLE IF NOT EXISTS judge_verdicts (
 """
 
 
-def judge_inputs(g, max_chars: int = 400) -> tuple[str, list[dict], list[dict]]:
+def judge_inputs(g: QueryGraph, max_chars: int = 400) -> tuple[str, list[dict], list[dict]]:
     """(query, citations [{citation, score}], context chunks) of one provenance record; the
     citations are Pattern 3's (extracted and scored by :func:`score.compute_query`)."""
     from ragaudit_core.fidelity.score import compute_query
@@ -56,7 +58,7 @@ def judge_citations(
     query: str,
     citations: Sequence[dict],
     context: Sequence[dict],
-    backend,
+    backend: Any,  # a judge backend (judges.LocalJudge or judges.EndpointJudge)
     seeds: Sequence[int],
     progress: Callable[[str, float], None] | None = None,
 ) -> list[dict]:
@@ -115,7 +117,7 @@ def store_verdicts(con: duckdb.DuckDBPyConnection, job_key: str, run_id: str, qu
 
 def has_verdicts(con: duckdb.DuckDBPyConnection, job_key: str) -> bool:
     con.execute(_SCHEMA)
-    return bool(con.execute("SELECT count(*) FROM judge_verdicts WHERE job_key = ?", [job_key]).fetchone()[0])
+    return bool(con.execute("SELECT count(*) FROM judge_verdicts WHERE job_key = ?", [job_key]).fetchall()[0][0])
 
 
 def verdict_table(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:

@@ -52,8 +52,10 @@ rate > 0.5 % — thresholds configurable (:class:`FidelityRules`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -162,7 +164,7 @@ class FidelityRules(BaseModel):
     canary_alpha: float = Field(0.01, gt=0, lt=1)
 
     @classmethod
-    def from_toml(cls, path) -> FidelityRules:
+    def from_toml(cls, path: str | os.PathLike[str]) -> FidelityRules:
         from ragaudit_core.tomlfile import load_toml_file
 
         data = load_toml_file(path)  # ValueError for a file too large, too deep, not TOML
@@ -219,7 +221,7 @@ def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: Fidelity
     survival = {}
     for s, name in FIDELITY_STAGES.items():
         evaluated = [r for r in with_gt if r.survival.get(s) is not None]
-        survival[name] = (sum(r.survival[s] for r in evaluated) / len(evaluated)) if evaluated else None
+        survival[name] = (sum(bool(r.survival[s]) for r in evaluated) / len(evaluated)) if evaluated else None
     conv = rules.percentile
     cumulative, share = {}, 1.0
     for name, rate in survival.items():
@@ -246,13 +248,13 @@ def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: Fidelity
         "outcomes": {k: int(v) for k, v in cits["diagnostic"].value_counts().items()},
         "failure_modes": {k: int(v) for k, v in finds["check"].value_counts().items()},
     }
-    alerts = []
+    alerts: list[dict[str, Any]] = []
 
-    def rule(name: str, value, threshold, fires: bool | None, sentence: str) -> None:
+    def rule(name: str, value: float | None, threshold: float, fires: bool | None, sentence: str) -> None:
         status = "not applicable" if fires is None else ("alert" if fires else "ok")
         alerts.append({"rule": name, "value": value, "threshold": threshold, "status": status, "message": sentence})
 
-    p95 = summary["cfs_p95"]
+    p95 = _pct(cfs, 95, conv)
     rule(
         "p95 CFS",
         p95,
@@ -371,7 +373,8 @@ def fidelity_runs(
     """Citation fidelity of each provenance run in the database."""
     from ragaudit_core.logs import store
 
-    opts = store.get_json_meta(con.cursor(), "ingest_options") or {}
+    opts = store.get_json_meta(con.cursor(), "ingest_options")
+    opts = opts if isinstance(opts, dict) else {}
     canon = CanonOptions(
         case_sensitive=bool(opts.get("case_sensitive", False)),
         collapse_internal_whitespace=bool(opts.get("collapse_internal_whitespace", False)),

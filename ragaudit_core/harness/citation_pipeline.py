@@ -40,6 +40,7 @@ from ragaudit_core.harness.sweep import (
     SweepError,
     _build_index,
     generate_answers,
+    labelled,
     load_beir,
     parse_run_alias,
 )
@@ -336,7 +337,7 @@ def run_provenance(
             rc.chunk_size,
             rc.chunk_overlap,
             cache,
-            (lambda i, n, rc=rc: progress(f"embed {rc.run_id}", i, n)) if progress else None,
+            labelled(progress, f"embed {rc.run_id}"),
         )
         scores, ids = idx.index.search(qemb, rc.top_k)
         config = _pipeline_config(rc, model_name, lam, dup_threshold, budget, generator, Path(corpus_dir).name)
@@ -384,7 +385,7 @@ def run_provenance(
             gen,
             prompts,
             max_new_tokens=max_new_tokens,
-            progress=(lambda i, n, rid=rc.run_id: progress(f"answers {rid}", i, n)) if progress else None,
+            progress=labelled(progress, f"answers {rc.run_id}"),
         )
         timings[f"answers_{rc.run_id}"] = time.perf_counter() - ta
         _write_records(out_dir / f"prov-{rc.run_id}.jsonl.gz", records, answers, contexts)

@@ -23,6 +23,7 @@ chunk, ``doc_id``, ``chunk_id``, ``text``, ``span_hash``, ``rank``, ``score``,
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
@@ -30,6 +31,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -165,7 +167,12 @@ class Chunk:
         return f"{self.doc_id}#{self.index}"
 
 
-def chunk_text(text: str, tokenizer, chunk_size: int, chunk_overlap: int) -> list[tuple[int, int]]:
+def labelled(progress: Callable[[str, int, int], None] | None, label: str) -> Callable[[int, int], None] | None:
+    """``progress`` with its first argument (the label) bound; None when there is no callback."""
+    return None if progress is None else functools.partial(progress, label)
+
+
+def chunk_text(text: str, tokenizer: Any, chunk_size: int, chunk_overlap: int) -> list[tuple[int, int]]:
     """Character spans ``(start, end)`` of the token windows of ``text`` (see module doc).
 
     Edge cases: an empty (or all-whitespace) text has no chunk; a text shorter than one
@@ -187,7 +194,7 @@ def chunk_text(text: str, tokenizer, chunk_size: int, chunk_overlap: int) -> lis
     return spans
 
 
-def chunk_corpus(corpus: dict[str, str], tokenizer, chunk_size: int, chunk_overlap: int) -> list[Chunk]:
+def chunk_corpus(corpus: dict[str, str], tokenizer: Any, chunk_size: int, chunk_overlap: int) -> list[Chunk]:
     out = []
     for doc_id, text in corpus.items():
         for i, (a, b) in enumerate(chunk_text(text, tokenizer, chunk_size, chunk_overlap)):
@@ -198,10 +205,10 @@ def chunk_corpus(corpus: dict[str, str], tokenizer, chunk_size: int, chunk_overl
 @dataclass
 class _Index:
     chunks: list[Chunk]
-    index: object  # faiss.IndexFlatIP
+    index: Any  # faiss.IndexFlatIP
 
 
-def _embed(model, texts: list[str], batch_size: int, progress: Callable[[int, int], None] | None) -> np.ndarray:
+def _embed(model: Any, texts: list[str], batch_size: int, progress: Callable[[int, int], None] | None) -> np.ndarray:
     out = []
     order = np.argsort([len(t) for t in texts])[::-1]  # long first: padding-efficient batches
     for s in range(0, len(texts), batch_size):
@@ -227,7 +234,13 @@ def _embed(model, texts: list[str], batch_size: int, progress: Callable[[int, in
 
 
 def _build_index(
-    data: BeirData, model, model_name: str, chunk_size: int, chunk_overlap: int, cache: Path, progress
+    data: BeirData,
+    model: Any,
+    model_name: str,
+    chunk_size: int,
+    chunk_overlap: int,
+    cache: Path,
+    progress: Callable[[int, int], None] | None,
 ) -> _Index:
     import faiss
 
@@ -268,7 +281,7 @@ def build_prompt(query: str, documents: Sequence[str]) -> list[dict]:
 
 
 def generate_answers(
-    gen,
+    gen: Any,
     prompts: list[list[dict]],
     *,
     max_new_tokens: int = 96,
@@ -362,7 +375,7 @@ def run_sweep(
                 c,
                 o,
                 cache,
-                (lambda i, n, c=c, o=o: progress(f"embed c{c}-o{o}", i, n)) if progress else None,
+                labelled(progress, f"embed c{c}-o{o}"),
             )
             t_embed += time.perf_counter() - te
             res.n_chunks[f"c{c}-o{o}"] = len(idx.chunks)
@@ -379,7 +392,7 @@ def run_sweep(
                     "dataset": Path(corpus_dir).name,
                     "split": split,
                 }
-                records = []
+                records: list[dict[str, Any]] = []
                 for qi, q in enumerate(qids):
                     ev = []
                     for r in range(k):
@@ -409,16 +422,16 @@ def run_sweep(
                         gen,
                         prompts,
                         max_new_tokens=max_new_tokens,
-                        progress=(lambda i, n, rid=rc.run_id: progress(f"answers {rid}", i, n)) if progress else None,
+                        progress=labelled(progress, f"answers {rc.run_id}"),
                     )
-                    for r, a in zip(todo, texts):
-                        r["answer"] = a
+                    for rec, a in zip(todo, texts):
+                        rec["answer"] = a
                     t_answer += time.perf_counter() - ta
                     res.timings[f"answers_{rc.run_id}"] = time.perf_counter() - ta
                 path = out_dir / f"{rc.run_id}.jsonl.gz"
                 with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as f:
-                    for r in records:
-                        f.write(json.dumps(r, ensure_ascii=False) + "\n")
+                    for rec in records:
+                        f.write(json.dumps(rec, ensure_ascii=False) + "\n")
                 res.files.append(path)
     res.timings.update(total_s=time.perf_counter() - t0, embed_s=t_embed, answers_s=t_answer)
     return res

@@ -11,6 +11,7 @@ GPUs and the jobs' device is not ``cpu``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Callable, Iterable
@@ -59,7 +60,7 @@ def run_batch(
 
     if ray is None:
         for spec, inputs in todo():
-            _land(con, spec, lambda spec=spec, inputs=inputs: execute(spec, inputs), rep, say)
+            _land(con, spec, functools.partial(execute, spec, inputs), rep, say)
     else:
         rest = todo()
         first = next(rest, None)  # nothing left to compute: no cluster to start
@@ -69,7 +70,13 @@ def run_batch(
     return rep
 
 
-def _land(con, spec: JobSpec, result: Callable[[], list[dict]], rep: BatchReport, say) -> None:
+def _land(
+    con: duckdb.DuckDBPyConnection,
+    spec: JobSpec,
+    result: Callable[[], list[dict]],
+    rep: BatchReport,
+    say: Callable[[JobSpec, str], None],
+) -> None:
     """Take one job's result (computing it, or fetching a Ray task's) and store it; a failure —
     the job's own error, or a Ray task's, unwrapped to its cause — is reported with the query."""
     try:
@@ -89,7 +96,14 @@ def _ray_task(spec_json: str, inputs_json: str) -> list[dict]:
     return execute(JobSpec.model_validate_json(spec_json), JobInputs.model_validate_json(inputs_json))
 
 
-def _run_on_ray(con, todo, address: str, workers: int | None, rep: BatchReport, say) -> None:
+def _run_on_ray(
+    con: duckdb.DuckDBPyConnection,
+    todo: Iterable[tuple[JobSpec, JobInputs]],
+    address: str,
+    workers: int | None,
+    rep: BatchReport,
+    say: Callable[[JobSpec, str], None],
+) -> None:
     try:
         import ray
     except ImportError:
@@ -110,7 +124,7 @@ def _run_on_ray(con, todo, address: str, workers: int | None, rep: BatchReport, 
             while len(pending) > block_until:
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
-                    _land(con, pending.pop(ref), lambda ref=ref: ray.get(ref), rep, say)
+                    _land(con, pending.pop(ref), functools.partial(ray.get, ref), rep, say)
 
         for spec, inputs in todo:
             want_gpu = gpus > 0 and spec.device != "cpu"

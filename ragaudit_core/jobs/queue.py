@@ -185,7 +185,8 @@ def jobs(
 ) -> list[Job]:
     """Jobs, newest first, optionally of one run / query / the given ids."""
     ensure_schema(con)
-    where, args = ["true"], []
+    where: list[str] = ["true"]
+    args: list[object] = []
     for col, v in (("run_id", run_id), ("query_id", query_id)):
         if v is not None:
             where.append(f"{col} = ?")

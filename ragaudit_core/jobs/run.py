@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import duckdb
 
@@ -59,7 +59,7 @@ class ModelCache:
     _models: ClassVar[dict[tuple[str, str, str], object]] = {}
 
     @classmethod
-    def get(cls, kind: str, name: str, device: str):
+    def get(cls, kind: str, name: str, device: str) -> Any:
         from ragaudit_core import models
 
         key = (kind, name, device)
@@ -85,7 +85,7 @@ def plan(
     generator: str | None = None,
     device: str = "auto",
     shuffle: bool = False,
-    **options,
+    **options: Any,
 ) -> tuple[JobSpec, JobInputs]:
     """The attribution job for one logged query: options over :data:`ATTRIBUTION_DEFAULTS`;
     raises ``AttributionError`` when the query or its texts are missing."""
@@ -122,7 +122,8 @@ def plan(
     return spec, JobInputs(query=query, documents=docs)
 
 
-JUDGE_DEFAULTS = {"seeds": (0, 1, 2), "max_chars": 400, "explanation_tokens": 16}
+_DEFAULT_SEEDS = (0, 1, 2)
+JUDGE_DEFAULTS: dict[str, Any] = {"seeds": (0, 1, 2), "max_chars": 400, "explanation_tokens": 16}
 """The judge panel's defaults: three judges (seed 0 greedy, seeds 1 and 2 sampled), context
 chunks cut to 400 characters, explanations of at most 16 tokens (local backend)."""
 
@@ -148,7 +149,7 @@ def plan_judge(
     if not graphs:
         raise ValueError(f"run {run_id!r} has no provenance record for query {query_id!r}")
     params = {
-        "seeds": list(seeds or JUDGE_DEFAULTS["seeds"]),
+        "seeds": list(seeds or _DEFAULT_SEEDS),
         "max_chars": max_chars or JUDGE_DEFAULTS["max_chars"],
         "explanation_tokens": JUDGE_DEFAULTS["explanation_tokens"],
         "endpoint": endpoint,
@@ -169,7 +170,7 @@ def plan_judge(
     return spec, JobInputs(query=query, citations=citations, context=context)
 
 
-def _judge_backend(spec: JobSpec, generator=None):
+def _judge_backend(spec: JobSpec, generator: Any = None) -> Any:
     import os
 
     from ragaudit_core.fidelity.judges import EndpointJudge, LocalJudge
@@ -183,7 +184,9 @@ def _judge_backend(spec: JobSpec, generator=None):
     )
 
 
-def _execute_judge(spec: JobSpec, inputs: JobInputs, generator, progress) -> list[dict]:
+def _execute_judge(
+    spec: JobSpec, inputs: JobInputs, generator: Any, progress: Callable[[str, float], None] | None
+) -> list[dict]:
     from ragaudit_core.fidelity.judging import judge_citations
 
     return judge_citations(
@@ -195,8 +198,8 @@ def execute(
     spec: JobSpec,
     inputs: JobInputs,
     *,
-    embedder=None,
-    generator=None,
+    embedder: Any = None,
+    generator: Any = None,
     progress: Callable[[str, float], None] | None = None,
 ) -> list[dict]:
     """Compute the job's result: one payload per condition (attribution) or one row per

@@ -16,10 +16,15 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import duckdb
 
 from ragaudit_core.jobs import queue
 from ragaudit_core.jobs.run import JobCancelled, execute, store
+from ragaudit_core.jobs.spec import JobInputs, JobSpec
 from ragaudit_core.logs import store as logstore
 
 __all__ = ["ensure_worker", "run_one", "work"]
@@ -28,7 +33,7 @@ PROGRESS_EVERY_S = 0.5
 
 
 @contextlib.contextmanager
-def _db(db_path: str, wait_s: float = 600):
+def _db(db_path: str, wait_s: float = 600) -> Iterator[duckdb.DuckDBPyConnection]:
     con = logstore.connect(db_path, wait_s=wait_s)
     try:
         yield con
@@ -36,7 +41,9 @@ def _db(db_path: str, wait_s: float = 600):
         con.close()
 
 
-def run_one(db_path: str, job_id: str, spec, inputs, *, embedder=None, generator=None) -> str:
+def run_one(
+    db_path: str, job_id: str, spec: JobSpec, inputs: JobInputs, *, embedder: Any = None, generator: Any = None
+) -> str:
     """Run one claimed job to its end state (``done``, ``failed`` or ``cancelled``)."""
     last = [0.0]
 
@@ -76,8 +83,8 @@ def work(
     idle_s: float = 120.0,
     poll_s: float = 1.0,
     max_jobs: int | None = None,
-    embedder=None,
-    generator=None,
+    embedder: Any = None,
+    generator: Any = None,
 ) -> int:
     """Run queued jobs until none has come for ``idle_s`` seconds (or ``max_jobs`` ran);
     returns how many ran."""

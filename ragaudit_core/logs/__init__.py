@@ -26,7 +26,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     """Public names are imported on first use, so that a process needing one module (an ingest
     worker needs only the decoder) does not import the store, pandas and DuckDB."""
     module = _EXPORTS.get(name)

@@ -221,7 +221,7 @@ def query_text(con: duckdb.DuckDBPyConnection, query_id: str, runs: list[str]) -
         return cur.execute(
             "SELECT any_value(query) FROM records WHERE query_id = ? AND list_contains(?, run_id)",
             [query_id, list(runs)],
-        ).fetchone()[0]
+        ).fetchall()[0][0]
     finally:
         cur.close()
 
@@ -232,7 +232,7 @@ def distinct_query_count(con: duckdb.DuckDBPyConnection) -> int:
     try:
         return int(
             cur.execute("""SELECT count(*) FROM (SELECT query_id FROM records UNION
-                                                        SELECT query_id FROM prov_records)""").fetchone()[0]
+                                                        SELECT query_id FROM prov_records)""").fetchall()[0][0]
         )
     finally:
         cur.close()

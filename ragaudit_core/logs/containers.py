@@ -14,8 +14,9 @@ import gzip
 import io
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from ragaudit_core.logs.jsonl import InputFileError, Line
 
@@ -24,7 +25,7 @@ __all__ = ["TABLE_SUFFIXES", "iter_rows"]
 TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet")
 
 
-def _dumps(obj) -> bytes:
+def _dumps(obj: object) -> bytes:
     return json.dumps(obj, ensure_ascii=False, default=str).encode("utf-8")
 
 
@@ -57,7 +58,7 @@ def _is_gzip(path: Path) -> bool:
         raise InputFileError(f"{path}: cannot read the file ({e})") from None
 
 
-def _check_utf8(path: Path, opener) -> None:
+def _check_utf8(path: Path, opener: Callable[[], Any]) -> None:  # opener: the binary file, plain or gzip
     """InputFileError naming the byte offset when the (decompressed) file is not UTF-8."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     done = 0
@@ -109,6 +110,7 @@ def _csv_rows(path: Path) -> Iterator[Line]:
     reader = csv.DictReader(io.TextIOWrapper(opener(), encoding="utf-8-sig", newline=""))
     if not reader.fieldnames:
         return iter(())
+    header = list(reader.fieldnames)
 
     def rows() -> Iterator[Line]:
         line_no = reader.line_num + 1
@@ -117,8 +119,7 @@ def _csv_rows(path: Path) -> Iterator[Line]:
                 yield Line(
                     line_no,
                     _dumps({k: v for k, v in row.items() if k is not None}),
-                    error=f"row has {len(reader.fieldnames) + len(row[None])} fields, the header "
-                    f"{len(reader.fieldnames)}",
+                    error=f"row has {len(header) + len(row[None])} fields, the header {len(header)}",
                 )
             else:
                 yield Line(line_no, _dumps({k: (None if v == "" else v) for k, v in row.items()}))

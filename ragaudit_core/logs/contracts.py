@@ -74,7 +74,7 @@ def _id_value(v: Any, what: str) -> str:
     return s
 
 
-def _as_id(what: str):
+def _as_id(what: str) -> BeforeValidator:
     return BeforeValidator(lambda v: _id_value(v, what))
 
 

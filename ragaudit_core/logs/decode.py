@@ -78,7 +78,7 @@ class FastRecord(msgspec.Struct):
             raise ValueError("empty or padded id")
         ev = self.evidence
         for i, e in enumerate(ev):
-            if type(e) is str:  # a bare id
+            if isinstance(e, str):  # a bare id
                 if _padded(e):
                     raise ValueError("empty or padded id")
                 ev[i] = FastEntry(e)

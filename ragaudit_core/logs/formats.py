@@ -158,7 +158,7 @@ def _parse_list_string(s: str, what: str) -> list:
         isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
     ):
         raise FormatError(f"{what} must be a list of strings")
-    return [e.value for e in node.elts]
+    return [e.value for e in node.elts if isinstance(e, ast.Constant)]
 
 
 def _evidence(
@@ -226,12 +226,13 @@ def _ragas(obj: dict, ctx: MapContext) -> list[dict]:
     query = _query_fields(obj, ("user_input", "question"), "Ragas")
     key = "retrieved_contexts" if "retrieved_contexts" in obj else "contexts"
     texts = _text_list(obj.get(key), key)
-    ids = obj.get("retrieved_context_ids")
-    ids = _text_list(ids, "retrieved_context_ids") if isinstance(ids, str) else ids
-    if hasattr(ids, "tolist"):
-        ids = ids.tolist()
-    if ids is not None and (not isinstance(ids, (list, tuple)) or len(ids) != len(texts)):
+    raw_ids = obj.get("retrieved_context_ids")
+    raw_ids = _text_list(raw_ids, "retrieved_context_ids") if isinstance(raw_ids, str) else raw_ids
+    if raw_ids is not None and hasattr(raw_ids, "tolist"):  # numpy arrays from Parquet
+        raw_ids = raw_ids.tolist()
+    if raw_ids is not None and (not isinstance(raw_ids, (list, tuple)) or len(raw_ids) != len(texts)):
         raise FormatError(f"retrieved_context_ids must list one id per retrieved context ({len(texts)})")
+    ids = list(raw_ids) if raw_ids is not None else None
     answer = obj.get("response", obj.get("answer"))
     return [_native(obj, ctx, query, answer, _evidence(texts, ids, None, ctx, "Ragas"))]
 

@@ -18,10 +18,11 @@ import dataclasses
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import orjson
@@ -38,6 +39,7 @@ from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.jsonl import (
     DEFAULT_MAX_LINE_BYTES,
     InputFileError,
+    Line,
     expand_paths,
     file_sha256,
     iter_lines,
@@ -87,7 +89,7 @@ def _check_options(con: duckdb.DuckDBPyConnection, opts: IngestOptions) -> None:
     stored = store.get_json_meta(con, "ingest_options")
     wanted = opts.fingerprint()
     has_data = con.execute("SELECT count(*) FROM records").fetchall()[0][0] > 0
-    if stored is not None and has_data and stored != wanted:
+    if isinstance(stored, dict) and has_data and stored != wanted:
         diff = ", ".join(f"{k}={stored.get(k)!r} (asked {wanted[k]!r})" for k in wanted if stored.get(k) != wanted[k])
         raise IngestError(
             "this database holds logs ingested with other identity options: "
@@ -167,6 +169,9 @@ def _no_space_message(e: BaseException) -> str:
     )
 
 
+_AnyLine = Line | FileLine
+"""A line as read (:class:`~ragaudit_core.logs.jsonl.Line`) or decoded by a worker (:class:`FileLine`)."""
+
 FLUSH_ENTRIES = 50_000
 """Evidence entries buffered before they are inserted (inside the call's one transaction):
 the bound on what one ingest holds in Python, whatever the size of its input."""
@@ -216,7 +221,7 @@ class _Batch:
         self.report.warnings.append(Issue(path, line_no, message, code))
         self.warn_rows.append((file_id, path, line_no, code, message))
 
-    def reject(self, fr: FileReport, file_id: int, ln, reason: str) -> None:
+    def reject(self, fr: FileReport, file_id: int, ln: _AnyLine, reason: str) -> None:
         """Report a bad line (file, line, reason) and keep it verbatim in quarantine."""
         fr.n_rejected += 1
         self.report.rejected.append(Issue(fr.path, ln.line_no, reason))
@@ -224,7 +229,17 @@ class _Batch:
             (file_id, fr.path, ln.line_no, reason, ln.data.decode("utf-8", errors="replace"), ln.data)
         )
 
-    def admit(self, fr: FileReport, file_id: int, ln, reason: str | None, rec, what: str, known_keys, seen: dict):
+    def admit(
+        self,
+        fr: FileReport,
+        file_id: int,
+        ln: _AnyLine,
+        reason: str | None,
+        rec: Any,
+        what: str,
+        known_keys: dict[tuple[str, str], None],
+        seen: dict[tuple[str, str], tuple[str, int]],
+    ) -> Any:
         """The parsed record of a line, or None after rejecting it (bad line, or a (run, query)
         already loaded: only the first record is kept, across files and earlier ingests)."""
         if reason is None:
@@ -273,7 +288,7 @@ class _Batch:
         file_notes: list[str] = []
         try:
             rows = iter_rows(path)
-            gen = rows or iter_lines(path, max_line_bytes=self.options.max_line_bytes, warn=file_notes)
+            gen: Iterator[Line] = rows or iter_lines(path, max_line_bytes=self.options.max_line_bytes, warn=file_notes)
             first = next(gen, None)
         except InputFileError as e:
             fr.status, fr.n_rejected = "unreadable", 1
@@ -299,7 +314,7 @@ class _Batch:
             for w in ctx.warnings:
                 self.warn(spath, None, f"{fmt}-mapping", w, file_id)
         elif rows is None and self.workers and path.stat().st_size >= MIN_FILE_BYTES and plain_lf_file(path):
-            gen.close()
+            gen.close()  # type: ignore[attr-defined]  # rows is None: gen is iter_lines's generator
             self.native_lines_in_workers(fr, file_id, path)
         else:
             for i, ln in enumerate(lines, 1):
@@ -315,7 +330,7 @@ class _Batch:
         kind = "mixed" if has_ev and has_prov else "provenance" if has_prov else "evidence"
         self.file_rows.append((file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded, fr.n_rejected))
 
-    def _format_of(self, first) -> str | None:
+    def _format_of(self, first: Line | None) -> str | None:
         """A foreign format, or None (native), from the option or the first record's fields."""
         forced = self.options.format
         if forced is not None and forced != "auto":
@@ -330,7 +345,7 @@ class _Batch:
 
     # ------------------------------------------------------------------ lines
 
-    def native_line(self, fr: FileReport, file_id: int, ln) -> None:
+    def native_line(self, fr: FileReport, file_id: int, ln: Line) -> None:
         """A line of our contract: a provenance record (it has a ``nodes`` list) or an evidence record."""
         fr.n_lines += 1
         if ln.note and not ln.error and ln.note.startswith("a UTF-8 byte-order mark"):
@@ -341,10 +356,12 @@ class _Batch:
                 self._evidence(fr, file_id, ln, None, fast)
                 return
         reason, obj = (ln.error, None) if ln.error else json_object(ln.data)
-        if reason is None and looks_like_provenance(obj):
+        if reason is None and obj is not None and looks_like_provenance(obj):
             self._provenance(fr, file_id, ln, *parse_provenance_object(obj))
+        elif reason is not None or obj is None:
+            self._evidence(fr, file_id, ln, reason or "not a JSON object", None)
         else:
-            self._evidence(fr, file_id, ln, *((reason, None) if reason else parse_evidence_object(obj)))
+            self._evidence(fr, file_id, ln, *parse_evidence_object(obj))
 
     def native_lines_in_workers(self, fr: FileReport, file_id: int, path: Path) -> None:
         """A large native file, read and decoded by the worker pool (:mod:`parallel`) range by
@@ -385,7 +402,7 @@ class _Batch:
             if self.progress is not None:
                 self.progress(fr.path, fr.n_lines)
 
-    def _provenance(self, fr: FileReport, file_id: int, ln, reason: str | None, prec) -> None:
+    def _provenance(self, fr: FileReport, file_id: int, ln: _AnyLine, reason: str | None, prec: Any) -> None:
         if (
             self.admit(fr, file_id, ln, reason, prec, "provenance record", self.known_prov, self.prov_first_seen)
             is not None
@@ -403,16 +420,16 @@ class _Batch:
             if len(self.out.prov_node_rows) >= FLUSH_ENTRIES:
                 self.out.flush()
 
-    def _evidence(self, fr: FileReport, file_id: int, ln, reason: str | None, rec) -> None:
+    def _evidence(self, fr: FileReport, file_id: int, ln: _AnyLine, reason: str | None, rec: Any) -> None:
         if self.admit(fr, file_id, ln, reason, rec, "record", self.known, self.first_seen) is not None:
             self._add_record(fr, file_id, ln, rec)
 
-    def foreign_line(self, fr: FileReport, file_id: int, ln, fmt: str, ctx: formats.MapContext) -> None:
+    def foreign_line(self, fr: FileReport, file_id: int, ln: Line, fmt: str, ctx: formats.MapContext) -> None:
         """A line (or row) of another tool's log, mapped to native records (:mod:`formats`)."""
         fr.n_lines += 1
         reason, obj = (ln.error, None) if ln.error else json_object(ln.data)
         recs: list[EvidenceRecord] = []
-        if reason is None:
+        if reason is None and obj is not None:
             try:
                 recs = [EvidenceRecord.model_validate(r) for r in formats.map_record(fmt, obj, ctx)]
             except formats.FormatError as e:
@@ -428,12 +445,14 @@ class _Batch:
             if self.admit(fr, file_id, ln, None, rec, "record", self.known, self.first_seen) is not None:
                 self._add_record(fr, file_id, ln, rec)
 
-    def trace_lines(self, fr: FileReport, file_id: int, lines, fmt: str, ctx: formats.MapContext) -> None:
+    def trace_lines(
+        self, fr: FileReport, file_id: int, lines: Iterable[Line], fmt: str, ctx: formats.MapContext
+    ) -> None:
         """A tracing export (:mod:`traces`): retriever spans held until the file is read, then
         loaded with the answer of their trace (and, with a reranker span, the trace's provenance
         graph); spans without evidence counted as skipped."""
-        pending: list[tuple[object, traces.Span]] = []
-        rerankers: dict[str, tuple[object, traces.Span]] = {}
+        pending: list[tuple[Line, traces.Span]] = []
+        rerankers: dict[str, tuple[Line, traces.Span]] = {}
         answers: dict[str, tuple[bool, str]] = {}
         for ln in lines:
             fr.n_lines += 1
@@ -462,17 +481,24 @@ class _Batch:
             answer = answers.get(span.trace_id, (False, None))[1] if span.trace_id is not None else None
             rec = self._trace_record(fr, file_id, ln, fmt, ctx, span, answer)
             rr = rerankers.pop(span.trace_id, None) if rec is not None and span.trace_id is not None else None
-            if rr is not None:
+            if rr is not None and rec is not None:
                 prov = traces.provenance_record(rec.run_id, rec.query_id, span, rr[1], answer)
                 self._provenance(fr, file_id, rr[0], *parse_provenance_object(prov))
         fr.n_skipped += len(rerankers)  # rerankers of traces without a loaded retrieval
 
     def _trace_record(
-        self, fr: FileReport, file_id: int, ln, fmt: str, ctx: formats.MapContext, span: traces.Span, answer: str | None
+        self,
+        fr: FileReport,
+        file_id: int,
+        ln: Line,
+        fmt: str,
+        ctx: formats.MapContext,
+        span: traces.Span,
+        answer: str | None,
     ) -> EvidenceRecord | None:
         try:
             rec = EvidenceRecord.model_validate(
-                formats.build_record(fmt, ctx, span.query, answer, span.texts, span.ids, span.metadata)
+                formats.build_record(fmt, ctx, span.query or "", answer, span.texts, span.ids, span.metadata)
             )
         except ValidationError as e:
             self.reject(fr, file_id, ln, f"{fmt} span maps to an invalid record: {describe_validation_error(e)}")
@@ -482,7 +508,7 @@ class _Batch:
         self._add_record(fr, file_id, ln, rec)
         return rec
 
-    def _add_record(self, fr: FileReport, file_id: int, ln, rec: EvidenceRecord) -> None:
+    def _add_record(self, fr: FileReport, file_id: int, ln: _AnyLine, rec: EvidenceRecord) -> None:
         self._run_config(rec, fr.path, file_id, ln.line_no)
         n_kept = self._entries(rec, fr.path, file_id, ln.line_no)
         self.out.rec_rows.append((rec.run_id, rec.query_id, file_id, ln.line_no, rec.query, rec.answer, n_kept))
@@ -491,7 +517,7 @@ class _Batch:
         if self.out.n_entries >= FLUSH_ENTRIES:
             self.out.flush()
 
-    def _run_config(self, rec: EvidenceRecord, spath: str, file_id: int, line_no: int) -> None:
+    def _run_config(self, rec: EvidenceRecord | DecodedLine, spath: str, file_id: int, line_no: int) -> None:
         """The first config logged for a run is kept; a different one later is a warning."""
         first = self.run_configs.get(rec.run_id)
         if first is None:

@@ -12,9 +12,10 @@ import gzip
 import hashlib
 import io
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -37,6 +38,12 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 
 class InputFileError(ValueError):
     """A whole input file cannot be used. The message names the file."""
+
+
+class _Readable(Protocol):
+    """What the line reader needs of a file: ``readline`` of bytes."""
+
+    def readline(self, size: int = -1, /) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,7 @@ def file_sha256(path: Path) -> str:
 
 def iter_lines(
     path: Path, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, warn: list[str] | None = None
-) -> Iterator[Line]:
+) -> Generator[Line, None, None]:
     """Yield every non-blank line of ``path`` as a :class:`Line`.
 
     * gzip is recognised by its magic bytes, whatever the file is called; a ``.gz``
@@ -128,7 +135,7 @@ def plain_lf_file(path: Path) -> bool:
 
 
 def read_lines(
-    f,
+    f: _Readable,
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     end: int | None = None,
@@ -186,7 +193,7 @@ def read_lines(
             counted[:] = [line_no]
 
 
-def _long_line(f, line_no: int, chunk: bytes, max_line_bytes: int) -> tuple[Line, int]:
+def _long_line(f: _Readable, line_no: int, chunk: bytes, max_line_bytes: int) -> tuple[Line, int]:
     """A line over the limit: its first 64 KiB kept with the reason, the rest of it read past;
     returns the line and how many bytes were read after ``chunk``."""
     first = total = len(chunk)
@@ -208,7 +215,7 @@ def _long_line(f, line_no: int, chunk: bytes, max_line_bytes: int) -> tuple[Line
     ), total - first
 
 
-def _cr_only(opener) -> bool:
+def _cr_only(opener: Callable[[], Any]) -> bool:  # opens the file, binary (plain or gzip)
     """Whether the file's lines end in a bare CR: its first MiB holds a CR and no LF."""
     try:
         with opener() as f:
@@ -221,7 +228,7 @@ def _cr_only(opener) -> bool:
 class _CrLines:
     """A binary file whose lines end in CR, read line by line as if they ended in LF."""
 
-    def __init__(self, raw) -> None:
+    def __init__(self, raw: Any) -> None:  # a binary file object
         self._text = io.TextIOWrapper(raw, encoding="latin-1", newline="\r")  # latin-1: bytes unchanged
 
     def readline(self, size: int = -1) -> bytes:

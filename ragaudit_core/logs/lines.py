@@ -47,7 +47,7 @@ def buffer_provenance(
             c = cache[raw] = canonical_doc_id(raw, canon)
         return c
 
-    def dumps(v) -> str:
+    def dumps(v: object) -> str:
         return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
 
     rec_rows.append(

@@ -24,7 +24,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -116,7 +116,7 @@ def byte_ranges(path: Path, chunk_bytes: int) -> Iterator[tuple[int, int]]:
             start = end
 
 
-_WORKER: dict[str, object] = {}
+_WORKER: dict[str, Any] = {}  # the worker process's options, caches and line limit
 
 
 def _init_worker(opts: RowOptions, max_line_bytes: int) -> None:
@@ -148,7 +148,7 @@ def _decode_range(path: str, start: int, length: int) -> tuple[int, list, pa.Tab
             items.append(
                 DecodedLine(
                     ln.line_no,
-                    ln.offset,
+                    ln.offset or 0,  # read_lines with offset= sets it
                     len(ln.data),
                     rec.run_id,
                     rec.query_id,

@@ -63,7 +63,7 @@ class IngestReport:
         """The same report with file paths renamed (e.g. kept uploads → the names the user uploaded)."""
 
         def rename(issue: Issue) -> Issue:
-            return dataclasses.replace(issue, path=names.get(issue.path, issue.path))
+            return issue if issue.path is None else dataclasses.replace(issue, path=names.get(issue.path, issue.path))
 
         return dataclasses.replace(
             self,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
 
@@ -50,7 +51,9 @@ class RowCaches:
             self.canon.clear()
 
 
-def evidence_rows(rec, opts: RowOptions, caches: RowCaches, add_row: Callable[[tuple], None]) -> tuple[int, list[str]]:
+def evidence_rows(
+    rec: Any, opts: RowOptions, caches: RowCaches, add_row: Callable[[tuple], None]
+) -> tuple[int, list[str]]:
     """Append one row per kept entry of ``rec`` (an ``EvidenceRecord`` or a ``FastRecord``) in
     the ``evidence`` column order; return (entries kept, the duplicates dropped as
     ``"evidence[j] repeats evidence[i]"``)."""

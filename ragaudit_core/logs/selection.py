@@ -13,6 +13,7 @@ listed in natural order (``k5 < k10 < k20``).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import duckdb
@@ -27,7 +28,7 @@ def natural_key(s: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.casefold()) for p in _DIGITS.split(str(s)) if p)
 
 
-def natural_sorted(items) -> list[str]:
+def natural_sorted(items: Iterable[str]) -> list[str]:
     return sorted(items, key=natural_key)
 
 

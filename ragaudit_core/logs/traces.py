@@ -257,7 +257,7 @@ def _documents(v: Any) -> list[dict] | None:
 
 
 def _doc_fields(docs: list[dict]) -> tuple[list[str], list[Any], list[dict | None]]:
-    texts = [d.get("page_content", d.get("content", d.get("text"))) for d in docs]
+    texts = [str(d.get("page_content", d.get("content", d.get("text")))) for d in docs]  # checked by _documents
     mds = [d.get("metadata") if isinstance(d.get("metadata"), dict) else None for d in docs]
     ids = [d.get("id") if d.get("id") not in (None, "") else None for d in docs]
     return texts, ids, mds

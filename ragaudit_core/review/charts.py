@@ -8,7 +8,7 @@ rendering, which escapes HTML.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -48,7 +48,7 @@ _LABELS = {
 }
 
 
-def _esc(values) -> list[str]:
+def _esc(values: Iterable[object]) -> list[str]:
     # Plotly renders a subset of HTML in hover labels; log strings are escaped first.
     return [html.escape(str(v)) for v in values]
 

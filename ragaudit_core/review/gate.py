@@ -36,14 +36,16 @@ noise_distraction      —                   share of explained queries
 from __future__ import annotations
 
 import operator
+import os
 from dataclasses import dataclass, field
 from typing import Literal
 
+import duckdb
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ragaudit_core import tomlfile
 from ragaudit_core.fidelity.graph import FIDELITY_STAGES
-from ragaudit_core.stability.compare import PAIR_METRIC_LABELS
+from ragaudit_core.stability.compare import PAIR_METRIC_LABELS, CompareResult
 
 __all__ = [
     "DEFAULT_RULES",
@@ -177,7 +179,7 @@ STRICT_RULES: list[Rule] = [
 PRESETS: dict[str, list[Rule]] = {"default": DEFAULT_RULES, "strict": STRICT_RULES, "none": []}
 
 
-def load_rules(path) -> list[Rule]:
+def load_rules(path: str | os.PathLike[str]) -> list[Rule]:
     """Rules from a TOML file (:func:`rules_from_toml`); ``ValueError`` says what is wrong."""
     return rules_from_dict(tomlfile.load_toml_file(path))
 
@@ -232,7 +234,7 @@ def dump_rules(rules: list[Rule]) -> str:
     return "\n".join(lines)
 
 
-def save_rules(rules: list[Rule], path) -> None:
+def save_rules(rules: list[Rule], path: str | os.PathLike[str]) -> None:
     """Write ``rules`` as TOML (:func:`dump_rules`) to ``path``, creating its folder."""
     from pathlib import Path
 
@@ -241,7 +243,7 @@ def save_rules(rules: list[Rule], path) -> None:
     path.write_text(dump_rules(rules) + "\n", encoding="utf-8")
 
 
-def _toml_value(v) -> str:
+def _toml_value(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
@@ -282,7 +284,7 @@ def evaluate(rules: list[Rule], inputs: GateInputs) -> Verdict:
     for rule in rules:
         cmp = _OPS[rule.op]
         if rule.metric in PAIR_METRICS:
-            v = pair.get((rule.metric, rule.level))
+            v = pair.get((rule.metric, rule.level or ""))
             if v is None:
                 note = inputs.pair_note
                 results.append(
@@ -315,11 +317,11 @@ def evaluate(rules: list[Rule], inputs: GateInputs) -> Verdict:
                 )
             )
             continue
-        stages = list(_STAGES) if rule.level == "every" else [rule.level]
-        keys = (
+        stages = list(_STAGES) if rule.level == "every" else [rule.level or ""]
+        keys: list[str | tuple[str, str] | tuple[str, float]] = (
             [("stage_survival", s) for s in stages]
             if rule.metric == "stage_survival"
-            else [("warg", rule.p)]
+            else [("warg", float(rule.p or 0.0))]
             if rule.metric == "warg"
             else [rule.metric]
         )
@@ -331,7 +333,7 @@ def evaluate(rules: list[Rule], inputs: GateInputs) -> Verdict:
             if c is None or (rule.relative and b is None):
                 continue
             applicable = True
-            v = c - b if rule.relative else c
+            v = c - b if rule.relative and b is not None else c
             ok = cmp(v, rule.threshold)
             label = f"{key[0]} ({key[1]})" if isinstance(key, tuple) else key
             if rule.relative:
@@ -348,7 +350,11 @@ def evaluate(rules: list[Rule], inputs: GateInputs) -> Verdict:
             if (
                 worst is None
                 or (res.status == "fail" and worst.status == "pass")
-                or (res.status == worst.status and (v < worst.value if lower_is_worse else v > worst.value))
+                or (
+                    res.status == worst.status
+                    and worst.value is not None
+                    and (v < worst.value if lower_is_worse else v > worst.value)
+                )
             ):
                 worst = res  # "every": report the stage closest to (or furthest past) the threshold
         if not applicable:
@@ -368,7 +374,7 @@ def evaluate(rules: list[Rule], inputs: GateInputs) -> Verdict:
                     message=(f"no {what} for {candidate if not rule.relative else baseline + ' and ' + candidate}"),
                 )
             )
-        else:
+        elif worst is not None:
             results.append(worst)
     for i, r in enumerate(results):
         if r.status == "not applicable" and r.rule.required:
@@ -439,7 +445,14 @@ def verdict_table(verdict: Verdict) -> str:
 # --------------------------------------------------------------------------- from the database
 
 
-def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=None) -> GateInputs:
+def collect(
+    con: duckdb.DuckDBPyConnection,
+    baseline: str,
+    candidate: str,
+    *,
+    tau: float = 0.5,
+    comparison: CompareResult | None = None,
+) -> GateInputs:
     """The metric values :func:`evaluate` needs, computed from an ingested database.
 
     Pair metrics come from :func:`compare.compare_runs` (the compare page's numbers,
@@ -502,14 +515,14 @@ def collect(con, baseline: str, candidate: str, *, tau: float = 0.5, comparison=
     return inputs
 
 
-def _attribution_means(con, baseline: str, candidate: str) -> dict[str, dict]:
+def _attribution_means(con: duckdb.DuckDBPyConnection, baseline: str, candidate: str) -> dict[str, dict]:
     import json
 
     cur = con.cursor()
     try:
         if not cur.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_name = 'attributions'"
-        ).fetchone()[0]:
+        ).fetchall()[0][0]:
             return {}
         rows = cur.execute(
             """SELECT run_id, query_id, wasted_retrieval, noise_distraction, payload FROM attributions
@@ -528,7 +541,7 @@ def _attribution_means(con, baseline: str, candidate: str) -> dict[str, dict]:
     out = {}
     for run, d in by_run.items():
         vals = list(d.values())
-        m = {
+        m: dict[str | tuple[str, float], float] = {
             "wasted_retrieval": sum(bool(v[0]) for v in vals) / len(vals),
             "noise_distraction": sum(bool(v[1]) for v in vals) / len(vals),
             "n_explained": len(vals),
@@ -540,6 +553,8 @@ def _attribution_means(con, baseline: str, candidate: str) -> dict[str, dict]:
     return out
 
 
-def review(con, rules: list[Rule], baseline: str, candidate: str, *, tau: float = 0.5) -> Verdict:
+def review(
+    con: duckdb.DuckDBPyConnection, rules: list[Rule], baseline: str, candidate: str, *, tau: float = 0.5
+) -> Verdict:
     """:func:`collect` then :func:`evaluate`: the verdict for a pair of ingested runs."""
     return evaluate(rules, collect(con, baseline, candidate, tau=tau))

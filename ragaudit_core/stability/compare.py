@@ -105,6 +105,7 @@ def compare_runs(
     )
     runs["delta"] = runs["candidate"] - runs["baseline"]
 
+    assert res.cells is not None  # keep_cells=True
     cells = res.cells.pivot_table(index="query_id", columns="level", values=["j", "n_a", "n_b", "n_inter"])
     cells.columns = [f"{v}_{lvl}" for v, lvl in cells.columns]
     q = cells.reset_index()

@@ -61,6 +61,7 @@ def query_matrix(
         con, StabilityOptions(runs=runs, queries=[query_id], topk=topk, allow_missing=True), keep_cells=True
     )
     out = {}
+    assert res.cells is not None  # keep_cells=True
     for level, cells in res.cells.groupby("level"):
         names = sorted(set(cells["run_a"]) | set(cells["run_b"]))
         m = pd.DataFrame(np.eye(len(names)), index=names, columns=names)
@@ -151,7 +152,7 @@ class ChunkOverlap:
     note: str | None = None
 
 
-def _has_offsets(row) -> bool:
+def _has_offsets(row: pd.Series) -> bool:
     return not (pd.isna(row.get("char_start")) or pd.isna(row.get("char_end")))
 
 
@@ -177,12 +178,12 @@ def chunk_overlap(
     matching blocks; ``note`` says why offsets were not used.
     """
     text_a, text_b = text_a or "", text_b or ""
-    offsets = None not in (start_a, end_a, start_b, end_b)
     note = None
-    if offsets and (end_a - start_a != len(text_a) or end_b - start_b != len(text_b)):
+    offsets = start_a is not None and end_a is not None and start_b is not None and end_b is not None
+    if offsets and (end_a - start_a != len(text_a) or end_b - start_b != len(text_b)):  # type: ignore[operator]
         offsets = False
         note = "offsets do not match the chunk text length; compared the texts instead"
-    if offsets:
+    if start_a is not None and end_a is not None and start_b is not None and end_b is not None and offsets:
         lo, hi = max(start_a, start_b), min(end_a, end_b)
         if hi <= lo:
             return ChunkOverlap(

@@ -22,10 +22,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
@@ -57,7 +59,7 @@ def has_answers(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> int:
         cur.close()
 
 
-def answer_similarity(encoder, answers_a: Sequence[str], answers_b: Sequence[str]) -> np.ndarray:
+def answer_similarity(encoder: Any, answers_a: Sequence[str], answers_b: Sequence[str]) -> np.ndarray:
     """Cosine similarity of each pair of answers (``encoder.encode`` with normalisation)."""
     if len(answers_a) != len(answers_b):
         raise ValueError("answer lists differ in length")
@@ -68,13 +70,13 @@ def answer_similarity(encoder, answers_a: Sequence[str], answers_b: Sequence[str
     return np.clip(np.sum(ea * eb, axis=1), -1.0, 1.0)
 
 
-def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+def spearman(x: ArrayLike, y: ArrayLike) -> float | None:
     """Spearman's ρ with average ranks for ties; None when undefined."""
-    if len(x) < 3:
+    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(xa) < 3:
         return None
     from scipy.stats import spearmanr
 
-    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if np.all(xa == xa[0]) or np.all(ya == ya[0]):
         return None
     rho = spearmanr(xa, ya).statistic
@@ -89,7 +91,9 @@ class ProbeResult:
     summary: dict
 
 
-def summarise_probe(j_span: Sequence[float], sim: Sequence[float], *, thresholds=(0.9, 0.8), tau: float = 0.5) -> dict:
+def summarise_probe(
+    j_span: ArrayLike, sim: ArrayLike, *, thresholds: Sequence[float] = (0.9, 0.8), tau: float = 0.5
+) -> dict:
     """Table-1 figures from per-query ``J_span`` and answer similarity."""
     js, sm = np.asarray(j_span, dtype=float), np.asarray(sim, dtype=float)
     n = len(sm)
@@ -131,7 +135,7 @@ def stored_similarities(
     query_ids: Sequence[str],
     answers_a: Sequence[str],
     answers_b: Sequence[str],
-    encoder,
+    encoder: Any,
     *,
     model: str = DEFAULT_SIMILARITY_MODEL,
 ) -> np.ndarray:
@@ -161,7 +165,7 @@ def probe_pair(
     con: duckdb.DuckDBPyConnection,
     run_a: str,
     run_b: str,
-    encoder,
+    encoder: Any,
     *,
     tau: float = 0.5,
     dataset: str | None = None,
@@ -175,6 +179,7 @@ def probe_pair(
     st = compute_stability(
         con, StabilityOptions(pairs=[(run_a, run_b)], allow_missing=True, flip_threshold=tau), keep_cells=True
     )
+    assert st.cells is not None  # keep_cells=True
     cells = st.cells.pivot_table(index="query_id", columns="level", values="j").reset_index()
     cur = con.cursor()
     try:

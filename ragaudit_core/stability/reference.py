@@ -44,7 +44,7 @@ def reference_stability(
     if baseline is None:
         pairs = list(itertools.combinations(runs, 2))
     else:
-        pairs = [tuple(sorted((baseline, r))) for r in runs if r != baseline]
+        pairs = [(min(baseline, r), max(baseline, r)) for r in runs if r != baseline]
     out_pairs = {}
     per_query: dict[tuple[str, str], tuple[float, str]] = {}
     collapsed: dict[str, set] = {"doc": set(), "span": set()}

@@ -56,7 +56,9 @@ class ReportOptions:
 
     @property
     def pair(self) -> tuple[str, str] | None:
-        return (self.baseline, self.candidate) if self.baseline is not None else None
+        if self.baseline is None or self.candidate is None:
+            return None
+        return (self.baseline, self.candidate)
 
 
 @dataclass
@@ -146,7 +148,7 @@ def gather(
     return data
 
 
-def _catalog(con, opts: ReportOptions, timings: dict[str, float]) -> ReportData:
+def _catalog(con: duckdb.DuckDBPyConnection, opts: ReportOptions, timings: dict[str, float]) -> ReportData:
     runs = catalog.runs_table(con)
     prov_table = catalog.provenance_runs_table(con)
     if runs.empty and prov_table.empty:
@@ -172,9 +174,13 @@ def _catalog(con, opts: ReportOptions, timings: dict[str, float]) -> ReportData:
     )
 
 
-def _verdict(con, data: ReportData, opts: ReportOptions, evidence_runs: list[str]) -> CompareResult | None:
+def _verdict(
+    con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOptions, evidence_runs: list[str]
+) -> CompareResult | None:
     """The gate's verdict on the pair; returns the pair's comparison (reused by the worst queries)."""
     pair = opts.pair
+    if pair is None:
+        return None
     rules = opts.rules if opts.rules is not None else DEFAULT_RULES
     cmp = compare_runs(con, *pair, tau=opts.tau) if pair[0] != pair[1] and set(pair) <= set(evidence_runs) else None
     data.verdict = evaluate(rules, collect(con, *pair, tau=opts.tau, comparison=cmp))
@@ -182,7 +188,7 @@ def _verdict(con, data: ReportData, opts: ReportOptions, evidence_runs: list[str
     return cmp
 
 
-def _stability(con, data: ReportData, opts: ReportOptions, evidence_runs: list[str]) -> None:
+def _stability(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOptions, evidence_runs: list[str]) -> None:
     if len(evidence_runs) < 2:
         data.omitted.append(
             f"evidence stability (it compares the evidence logs of two or more runs; {len(evidence_runs)} loaded)"
@@ -196,14 +202,16 @@ def _stability(con, data: ReportData, opts: ReportOptions, evidence_runs: list[s
                 + ", ".join(map(repr, natural_sorted(evidence_runs)))
             )
         sopts = StabilityOptions(runs=natural_sorted(opts.runs), flip_threshold=opts.tau, allow_missing=True)
-        data.stability_scope = f"Runs compared (chosen by the reviewer): {', '.join(sopts.runs)}."
+        data.stability_scope = f"Runs compared (chosen by the reviewer): {', '.join(natural_sorted(opts.runs))}."
     else:
         sel = comparable_runs(con)
         sopts = default_options(con, opts.tau)
         data.stability_scope = (
             f"Runs compared: all {len(sel.runs)} with evidence logs."
             if not sel.left_out
-            else sel.note.replace("; pick runs to compare them instead", "; name runs to compare them instead (--runs)")
+            else (sel.note or "").replace(
+                "; pick runs to compare them instead", "; name runs to compare them instead (--runs)"
+            )
         )
     try:
         res = stability_cached(con, sopts)
@@ -213,15 +221,17 @@ def _stability(con, data: ReportData, opts: ReportOptions, evidence_runs: list[s
     data.stability = res
     data.effects = effects_by_change(res.pairs)
     data.figures["stability_scatter"] = charts.stability_scatter(
-        res.pairs, gap_ratio=res.summary["gap_ratio"], highlight=tuple(sorted(opts.pair)) if opts.pair else None
+        res.pairs, gap_ratio=res.summary["gap_ratio"], highlight=(min(opts.pair), max(opts.pair)) if opts.pair else None
     )
     data.figures["jmin_histogram"] = charts.jmin_histogram(res.queries)
 
 
-def _worst_queries(con, data: ReportData, opts: ReportOptions, cmp: CompareResult | None) -> None:
+def _worst_queries(
+    con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOptions, cmp: CompareResult | None
+) -> None:
     """The reviewed pair's least stable queries, else each query's worst pair (J_min)."""
     if cmp is not None:
-        a, b = opts.pair
+        a, b = cmp.baseline, cmp.candidate
         data.worst_scope = f"the reviewed pair, {a} (A) vs {b} (B)"
         picks = [
             (r.query_id, a, b, r.j_doc, None if pd.isna(r.j_span) else r.j_span)
@@ -279,7 +289,7 @@ def _entries(frame: pd.DataFrame, opts: ReportOptions) -> list[dict]:
     return out
 
 
-def _probe_pairs(con, opts: ReportOptions) -> list[tuple[str, str]] | None:
+def _probe_pairs(con: duckdb.DuckDBPyConnection, opts: ReportOptions) -> list[tuple[str, str]] | None:
     """Every answered run against one anchor (the reviewed baseline, else the sample's base run);
     the reviewed pair first. None when fewer than two runs carry answers."""
     answered = catalog.answered_runs(con)
@@ -288,12 +298,12 @@ def _probe_pairs(con, opts: ReportOptions) -> list[tuple[str, str]] | None:
     pair = opts.pair
     anchor = pair[0] if pair and pair[0] in answered else catalog.preferred_run(answered)
     pairs = [(anchor, r) for r in answered if r != anchor]
-    if pair and pair[0] != pair[1] and all(r in answered for r in pair) and tuple(pair) not in pairs:
-        pairs.insert(0, tuple(pair))
+    if pair and pair[0] != pair[1] and all(r in answered for r in pair) and pair not in pairs:
+        pairs.insert(0, pair)
     return pairs
 
 
-def _probes(con, data: ReportData, opts: ReportOptions) -> None:
+def _probes(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOptions) -> None:
     pairs = _probe_pairs(con, opts)
     if pairs is None:
         data.omitted.append("answer probe (fewer than two runs carry answers)")
@@ -326,7 +336,7 @@ def _probes(con, data: ReportData, opts: ReportOptions) -> None:
         data.figures["probe_scatter"] = charts.probe_scatter(p0.rows, tau=opts.tau, title=f"{p0.run_a} vs {p0.run_b}")
 
 
-def _fidelity(con, data: ReportData, opts: ReportOptions) -> None:
+def _fidelity(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOptions) -> None:
     prov = provenance_runs(con)
     if not prov:
         data.omitted.append("citation fidelity (no provenance logs)")
@@ -347,7 +357,7 @@ def _fidelity(con, data: ReportData, opts: ReportOptions) -> None:
         }
 
 
-def _attributions(con, data: ReportData, evidence_runs: list[str]) -> None:
+def _attributions(con: duckdb.DuckDBPyConnection, data: ReportData, evidence_runs: list[str]) -> None:
     for run in evidence_runs:
         tables = batch_tables(con, run)
         if tables:

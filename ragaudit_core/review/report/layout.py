@@ -111,7 +111,14 @@ class ReportPDF(FPDF):
         self.cell(self.epw, h, text, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
         self.set_text_color(0)
 
-    def para(self, text: str, size: float = 9.5, style: str = "", h: float | None = None, colour=None) -> None:
+    def para(
+        self,
+        text: str,
+        size: float = 9.5,
+        style: str = "",
+        h: float | None = None,
+        colour: tuple[int, int, int] | None = None,
+    ) -> None:
         self.set_font("Sans", style, size)
         if colour:
             self.set_text_color(*colour)

@@ -68,7 +68,7 @@ def _strings(data: ReportData) -> set[str]:
     """Every character the report will draw (for font planning)."""
     chars: set[str] = set()
 
-    def add(v):
+    def add(v: object) -> None:
         if isinstance(v, str):
             chars.update(v)
         elif isinstance(v, dict):

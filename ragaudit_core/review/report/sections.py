@@ -128,6 +128,8 @@ def contents(pdf: ReportPDF, data: ReportData) -> None:
 def verdict(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
     v = data.verdict
+    if v is None:  # the section is drawn only with a verdict (SECTIONS)
+        return
     colour = (20, 120, 40) if v.status == "pass" else (180, 20, 20)
     pdf.para(
         f"{v.status.upper()}: {v.candidate} "

@@ -1,0 +1,106 @@
+"""The SQL of the stability metrics (seed 000, §3), over the views :func:`metrics._compute`
+registers: ``_sel_runs`` (run → ri), ``_eval_q`` (query → qi), ``_span_runs``, ``_pair_levels``
+(level, run_a, run_b, ra, rb) and ``_map`` (raw → canonical document id).
+
+``CELLS_SQL`` builds ``_cells``: one row per (level, pair, query) with the two sets' sizes, their
+intersection and ``J`` (both empty → 1.0); the other statements aggregate it per pair, per query
+and per run. Kept apart so the metric definitions read as one page.
+"""
+
+__all__ = ["CELLS_SQL", "PAIRS_SQL", "QUERIES_SQL", "RUNS_SQL"]
+
+CELLS_SQL = """
+CREATE OR REPLACE TEMP TABLE _ev AS
+SELECT r.ri, q.qi, coalesce(m.canonical, e.doc_id) AS doc_id, e.span_hash
+FROM evidence e
+JOIN _sel_runs r ON r.run_id = e.run_id
+JOIN _eval_q q ON q.query_id = e.query_id
+LEFT JOIN _map m ON m.raw = e.doc_id
+WHERE e.position < ?;
+
+CREATE OR REPLACE TEMP TABLE _items AS
+WITH keyed AS (
+  SELECT DISTINCT 'doc' AS level, ri, qi, doc_id, '' AS span FROM _ev
+  UNION ALL
+  SELECT DISTINCT 'span' AS level, e.ri, e.qi, e.doc_id, e.span_hash AS span
+  FROM _ev e JOIN _span_runs s ON s.ri = e.ri)
+SELECT level, ri, qi, dense_rank() OVER (PARTITION BY level, qi ORDER BY doc_id, span) AS item FROM keyed;
+
+CREATE OR REPLACE TEMP TABLE _sizes AS
+SELECT level, ri, qi, count(*) AS n FROM _items GROUP BY level, ri, qi;
+
+CREATE OR REPLACE TEMP TABLE _inter AS
+SELECT a.level, a.ri AS ra, b.ri AS rb, a.qi, count(*) AS n_inter
+FROM _items a
+JOIN _items b ON b.level = a.level AND b.qi = a.qi AND b.item = a.item AND b.ri <> a.ri
+WHERE EXISTS (SELECT 1 FROM _pair_levels p WHERE p.level = a.level AND p.ra = a.ri AND p.rb = b.ri)
+GROUP BY a.level, a.ri, b.ri, a.qi;
+
+CREATE OR REPLACE TEMP TABLE _cells AS
+SELECT p.level, p.ra, p.rb, q.qi,
+       coalesce(sa.n, 0) AS n_a, coalesce(sb.n, 0) AS n_b, coalesce(i.n_inter, 0) AS n_inter,
+       CASE WHEN coalesce(sa.n, 0) + coalesce(sb.n, 0) = 0 THEN 1.0
+            ELSE coalesce(i.n_inter, 0) * 1.0 / (coalesce(sa.n, 0) + coalesce(sb.n, 0) - coalesce(i.n_inter, 0))
+       END AS j
+FROM _pair_levels p
+CROSS JOIN _eval_q q
+LEFT JOIN _sizes sa ON sa.level = p.level AND sa.ri = p.ra AND sa.qi = q.qi
+LEFT JOIN _sizes sb ON sb.level = p.level AND sb.ri = p.rb AND sb.qi = q.qi
+LEFT JOIN _inter i ON i.level = p.level AND i.ra = p.ra AND i.rb = p.rb AND i.qi = q.qi;
+"""
+
+PAIRS_SQL = """
+WITH agg AS (
+  SELECT level, ra, rb, count(*) AS n_queries, avg(j) AS j_avg,
+         avg(CASE WHEN j < ? THEN 1.0 ELSE 0.0 END) AS flip_rate,
+         avg(CASE WHEN n_a = 0 THEN 1.0 ELSE 0.0 END) AS null_rate_a,
+         avg(CASE WHEN n_b = 0 THEN 1.0 ELSE 0.0 END) AS null_rate_b,
+         avg(CASE WHEN n_a > 0 AND n_b = 0 THEN 1.0 ELSE 0.0 END) AS null_loss,
+         avg(CASE WHEN n_a = 0 AND n_b > 0 THEN 1.0 ELSE 0.0 END) AS null_gain,
+         avg(CASE WHEN n_a > 0 AND n_b > 0 AND n_inter = 0 THEN 1.0 ELSE 0.0 END) AS collapse_rate
+  FROM _cells GROUP BY level, ra, rb),
+sdds AS (
+  SELECT s.ra, s.rb, sum(CASE WHEN d.n_inter = d.n_a AND d.n_a = d.n_b
+                                      AND NOT (s.n_inter = s.n_a AND s.n_a = s.n_b) THEN 1 ELSE 0 END) AS n
+  FROM _cells s JOIN _cells d
+    ON d.level = 'doc' AND s.level = 'span' AND d.ra = s.ra AND d.rb = s.rb AND d.qi = s.qi
+  GROUP BY s.ra, s.rb)
+SELECT agg.level, pl.run_a, pl.run_b, agg.n_queries, agg.j_avg, agg.flip_rate, agg.null_rate_a, agg.null_rate_b,
+       agg.null_loss, agg.null_gain, agg.collapse_rate,
+       CASE WHEN agg.level = 'span' THEN sdds.n END AS same_docs_diff_spans
+FROM agg JOIN _pair_levels pl ON pl.level = agg.level AND pl.ra = agg.ra AND pl.rb = agg.rb
+LEFT JOIN sdds ON sdds.ra = agg.ra AND sdds.rb = agg.rb
+ORDER BY agg.level, pl.run_a, pl.run_b
+"""
+
+QUERIES_SQL = """
+WITH w AS (
+  SELECT c.*, pl.run_a, pl.run_b,
+         row_number() OVER (PARTITION BY c.level, c.qi ORDER BY c.j, pl.run_a, pl.run_b) AS rn,
+         max(CASE WHEN n_a > 0 AND n_b > 0 AND n_inter = 0 THEN 1 ELSE 0 END)
+             OVER (PARTITION BY c.level, c.qi) AS collapsed,
+         max(CASE WHEN j < ? THEN 1 ELSE 0 END) OVER (PARTITION BY c.level, c.qi) AS flipped
+  FROM _cells c JOIN _pair_levels pl ON pl.level = c.level AND pl.ra = c.ra AND pl.rb = c.rb)
+SELECT w.level, q.query_id, w.j AS j_min, w.run_a || ' vs ' || w.run_b AS worst_pair, w.run_a, w.run_b,
+       w.collapsed, w.flipped
+FROM w JOIN _eval_q q ON q.qi = w.qi
+WHERE w.rn = 1
+ORDER BY w.level, w.j, q.query_id
+"""
+
+RUNS_SQL = """
+WITH n AS (SELECT ri, qi, count(*) AS n FROM _ev GROUP BY ri, qi),
+grid AS (
+  SELECT r.run_id, coalesce(n.n, 0) AS n, coalesce(d.n, 0) AS nd
+  FROM _sel_runs r CROSS JOIN _eval_q q
+  LEFT JOIN n ON n.ri = r.ri AND n.qi = q.qi
+  LEFT JOIN _sizes d ON d.level = 'doc' AND d.ri = r.ri AND d.qi = q.qi)
+SELECT run_id, count(*) AS n_queries,
+       avg(CASE WHEN n > 0 THEN 1.0 ELSE 0.0 END) AS citation_rate,
+       avg(CASE WHEN n = 0 THEN 1.0 ELSE 0.0 END) AS null_rate,
+       avg(n) AS mean_evidence,
+       quantile_cont(n, 0.5) AS median_evidence,
+       quantile_cont(n, 0.95) AS p95_evidence,
+       avg(nd) AS mean_docs
+FROM grid GROUP BY run_id ORDER BY run_id
+"""
