@@ -6,7 +6,7 @@ For the first ``--queries`` queries of the sample logs' run k10-c256-o32 (five d
 each, full logged texts, SmolLM2 answers of up to 48 tokens), one process, models loaded
 once (load time reported apart):
 
-* ``default`` — one query explained with the defaults (``jobs.ATTRIBUTION_DEFAULTS``: IG by
+* ``default`` — one query explained with the defaults (``defaults.ATTRIBUTION_DEFAULTS``: IG by
   24-point Gauss–Legendre on both sides of 5 documents, ``auto`` = exact Shapley for 5
   documents): wall time of ``jobs.execute`` and IG completeness (max |Σβ/(s−s⁰) − 1| over the
   10 sides);
@@ -47,7 +47,7 @@ def main() -> None:
     from ragaudit_core.attribution.generator_game import GeneratorGame
     from ragaudit_core.attribution.saliency import RetrieverSaliency
     from ragaudit_core.attribution.shapley import CachedGame, ExactShapley, PMCShap
-    from ragaudit_core.jobs import ATTRIBUTION_DEFAULTS as D
+    from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
     from ragaudit_core.jobs import execute, plan
     from ragaudit_core.logs import store
 

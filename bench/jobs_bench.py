@@ -3,7 +3,7 @@
     .venv/bin/python bench/jobs_bench.py [--queries 20] [--workers 2] [--modes process,ray]
 
 Each mode starts from a fresh copy of the sample database (nothing stored), plans the first
-``--queries`` queries of run k10-c256-o32 with the defaults (``jobs.ATTRIBUTION_DEFAULTS``)
+``--queries`` queries of run k10-c256-o32 with the defaults (``defaults.ATTRIBUTION_DEFAULTS``)
 and runs ``jobs.run_batch``; wall time includes loading the models (once in the process;
 once per Ray worker) and, for Ray, starting the local cluster. Then it checks that the two
 modes stored the same generator rankings.
@@ -45,8 +45,8 @@ def main() -> None:
     if args.memory:
         return memory(args)
 
-    from ragaudit_core.attribution.explain import stored_payloads
-    from ragaudit_core.jobs import plan, run_batch
+    from ragaudit_core.attribution.storage import stored_payloads
+    from ragaudit_core.jobs import plan, result_keys, run_batch
     from ragaudit_core.logs import store
 
     src = sample_db(args.db)
@@ -70,7 +70,7 @@ def main() -> None:
             q: next(
                 iter(
                     stored_payloads(
-                        con, list(plan(con, run, q, device="cpu", **small)[0].result_keys().values())
+                        con, list(result_keys(plan(con, run, q, device="cpu", **small)[0]).values())
                     ).values()
                 )
             )["generator_ranking"]

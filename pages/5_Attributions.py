@@ -10,9 +10,9 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import ui
-from ragaudit_core.attribution.explain import AttributionError, batch_tables, stored_payloads
-from ragaudit_core.jobs import ATTRIBUTION_DEFAULTS as D
-from ragaudit_core.jobs import plan, queue
+from ragaudit_core.attribution.storage import AttributionError, batch_tables, stored_results
+from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
+from ragaudit_core.jobs import plan, queue, result_keys
 from ragaudit_core.jobs.worker import ensure_worker
 from ragaudit_core.logs import catalog
 from ragaudit_core.review import charts
@@ -68,8 +68,8 @@ try:
 except AttributionError as e:
     st.error(ui.md(str(e)))
     st.stop()
-keys = spec.result_keys()
-have = stored_payloads(con, list(keys.values()))
+keys = result_keys(spec)
+have = stored_results(con, list(keys.values()))
 results = {c: have[keys[c]] for c in spec.conditions if keys[c] in have}
 
 
@@ -150,38 +150,38 @@ if len(results) < len(spec.conditions):
     st.stop()
 
 res = results.get("original") or next(iter(results.values()))
-n = len(res["doc_ids"])
-doc_labels = [f"{i + 1}. {d}" for i, d in enumerate(res["doc_ids"])]
+n = len(res.doc_ids)
+doc_labels = [f"{i + 1}. {d}" for i, d in enumerate(res.doc_ids)]
 tab_labels = [f"Document {i + 1}" for i in range(n)]
 
 st.subheader("Retriever: which words made each document match the query")
 tabs = st.tabs(tab_labels)
 for i, tab in enumerate(tabs):
     with tab:
-        q_ig, d_ig = res["ig_query"][i], res["ig_documents"][i]
-        st.text(f"document id: {res['doc_ids'][i]}")
+        q_ig, d_ig = res.ig_query[i], res.ig_documents[i]
+        st.text(f"document id: {res.doc_ids[i]}")
         st.caption(
-            f"similarity {d_ig['score']:.3f} · baseline [{d_ig['baseline']}] {d_ig['baseline_score']:.3f} · "
-            f"completeness Σβ/(s−s⁰): query {q_ig['completeness']:.3f}, document {d_ig['completeness']:.3f} "
-            f"(L = {d_ig['steps']})"
+            f"similarity {d_ig.score:.3f} · baseline [{d_ig.baseline}] {d_ig.baseline_score:.3f} · "
+            f"completeness Σβ/(s−s⁰): query {q_ig.completeness:.3f}, document {d_ig.completeness:.3f} "
+            f"(L = {d_ig.steps})"
         )
         st.markdown("**Query**")
-        st.html(ui.diverging_html(q_ig["words"], q_ig["word_attributions"]))
+        st.html(ui.diverging_html(q_ig.words, q_ig.word_attributions))
         st.markdown("**Document**")
-        st.html(ui.diverging_html(d_ig["words"], d_ig["word_attributions"]))
+        st.html(ui.diverging_html(d_ig.words, d_ig.word_attributions))
         st.caption("Red: raises the similarity; blue: lowers it; stronger colour, larger |β|.")
 
 st.subheader("Generator: which document each answer token came from")
-vals = res["values"]  # n × m
-owners = [max(range(n), key=lambda i: vals[i][j]) for j in range(len(res["answer_tokens"]))]
+vals = res.values  # n × m
+owners = [max(range(n), key=lambda i: vals[i][j]) for j in range(len(res.answer_tokens))]
 strength = [vals[owners[j]][j] for j in range(len(owners))]
 st.html(ui.legend_html(doc_labels))
-st.html(ui.owner_html(res["answer_tokens"], owners, strength))
+st.html(ui.owner_html(res.answer_tokens, owners, strength))
 fig = charts.influence_bars(
-    res["importance"],
+    res.importance,
     doc_labels,
     [ui.DOC_COLOURS[i % 10] for i in range(n)],
-    title=f"Document influence ({res['method']} Shapley, mean over {len(res['answer_tokens'])} tokens)",
+    title=f"Document influence ({res.method} Shapley, mean over {len(res.answer_tokens)} tokens)",
 )
 st.plotly_chart(fig, key="attr.influence")
 
@@ -189,29 +189,29 @@ st.subheader("Alignment")
 k = st.columns(4)
 k[0].metric(
     "generator ranking",
-    " > ".join(str(i + 1) for i in res["generator_ranking"]),
+    " > ".join(str(i + 1) for i in res.generator_ranking),
     help="Retrieved documents by their retriever rank (1 = top), ordered by generator importance.",
 )
-k[1].metric("Spearman (rank vs importance)", "n/a" if res["spearman"] is None else f"{res['spearman']:.3f}")
+k[1].metric("Spearman (rank vs importance)", "n/a" if res.spearman is None else f"{res.spearman:.3f}")
 k[2].metric(
     "wasted retrieval",
-    "yes" if res["wasted_retrieval"] else "no",
+    "yes" if res.wasted_retrieval else "no",
     help="The retriever's top document gets generator rank > 2.",
 )
 k[3].metric(
     "noise distraction",
-    "yes" if res["noise_distraction"] else "no",
+    "yes" if res.noise_distraction else "no",
     help="The generator's top document had retriever rank > 2.",
 )
 tables = batch_tables(con, run)
 means = {}
 if tables and len(tables["warg"]):
     for _, row in tables["warg"].iterrows():
-        means[f"run mean, {row['condition']}"] = {p: row.get(f"warg_{p}") for p in res["warg"]}
+        means[f"run mean, {row['condition']}"] = {p: row.get(f"warg_{p}") for p in res.warg}
 wfig = charts.warg_curves(
-    {f"WARG, {cond}": r["warg"] for cond, r in results.items()},
-    dashed={"WARG (extrapolated RBO)": res["warg_extrapolated"]},
-    floor=(f"floor p^{n} (identical lists)", res["warg_floor"]),
+    {f"WARG, {cond}": r.warg for cond, r in results.items()},
+    dashed={"WARG (extrapolated RBO)": res.warg_extrapolated},
+    floor=(f"floor p^{n} (identical lists)", res.warg_floor),
     run_means=means,
 )
 st.plotly_chart(wfig, key="attr.warg")
@@ -219,8 +219,7 @@ if tables:
     st.markdown(f"**Run {ui.md(run)}: stored results** (wasted retrieval and noise distraction rates, mean Spearman)")
     ui.table(tables["failure"], hide_index=True)
 st.caption("Answer (generated once with all documents, greedy):")
-st.text(res["answer"])
+st.text(res.answer)
 st.caption(
-    f"{res['n_coalitions']} coalitions evaluated · IG {res['timings_s']['ig']} s · "
-    f"Shapley {res['timings_s']['shapley']} s"
+    f"{res.n_coalitions} coalitions evaluated · IG {res.timings_s['ig']} s · Shapley {res.timings_s['shapley']} s"
 )

@@ -18,9 +18,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ragaudit_core.errors import RagAuditError
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -29,6 +32,7 @@ __all__ = [
     "Generator",
     "ModelLoadError",
     "cache_dir",
+    "cached_model",
     "generator_dtype",
     "load_embedder",
     "load_generator",
@@ -43,7 +47,7 @@ DEFAULT_GENERATOR_NAME = "SmolLM2-135M-Instruct"
 """The generator's name in stored attributions made with the packaged model (part of their key)."""
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(RagAuditError, RuntimeError):
     """A model could not be loaded; the message says which and what to do."""
 
 
@@ -178,3 +182,23 @@ def load_generator(name: str | None = None, *, device: str = "auto") -> Generato
     tok.padding_side = "left"
     model.to(dev).eval()
     return Generator(model=model, tokenizer=tok, name=name or DEFAULT_GENERATOR, device=dev)
+
+
+_CACHE_LOCK = threading.Lock()
+_CACHE: dict[tuple[str, str, str], Any] = {}
+
+
+def cached_model(kind: str, name: str, device: str) -> Any:
+    """The ``kind`` (``embedder`` or ``generator``) model ``name`` on ``device``, loaded once per
+    process and kept (a worker loads each model once for all the jobs it runs). ``name`` is a
+    job's model name: the packaged defaults by their display names, else an id, folder or file."""
+    key = (kind, name, device)
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            if kind == "embedder":
+                _CACHE[key] = load_embedder(None if name == DEFAULT_EMBEDDER else name, device=device)
+            elif kind == "generator":
+                _CACHE[key] = load_generator(None if name == DEFAULT_GENERATOR_NAME else name, device=device)
+            else:
+                raise ValueError(f"unknown model kind {kind!r}; use embedder or generator")
+        return _CACHE[key]

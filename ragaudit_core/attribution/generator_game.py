@@ -2,7 +2,7 @@
 
 The answer is generated once, greedily, with every document (eq. 9). For a coalition
 D′ ⊆ D the prompt is rebuilt with only those documents, in their original order and the
-appendix-B format (:func:`harness.build_prompt`), and the value of each answer token is
+appendix-B format (:func:`ragaudit_core.prompts.build_prompt`), and the value of each answer token is
 its log-probability under teacher forcing on the *original* answer (constrained
 generation, eq. 10). So ``values`` returns, for k coalitions, a (k, m) matrix over the m
 answer tokens — the value function the Shapley estimators (:mod:`shapley`) consume.
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ragaudit_core.harness.sweep import build_prompt
+from ragaudit_core.prompts import build_prompt
 
 __all__ = ["GeneratorGame"]
 

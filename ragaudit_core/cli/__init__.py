@@ -6,10 +6,15 @@ when the candidate fails an applicable rule.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
 import typer
 
 from ragaudit_core import __version__
 from ragaudit_core.cli import attribution, fidelity, harness, judge, logs, quality, review, stability
+from ragaudit_core.errors import RagAuditError
 
 __all__ = ["app", "main"]
 
@@ -20,6 +25,22 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _bad_input_exits_2(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Any :class:`RagAuditError` a command lets through is bad input: its message on stderr,
+    exit 2 (never a traceback). Other exceptions are bugs and keep their traceback."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except RagAuditError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2) from None
+
+    return run
+
 
 for command in (
     logs.ingest,
@@ -34,7 +55,7 @@ for command in (
     review.gate,
     review.report,
 ):
-    app.command()(command)
+    app.command()(_bad_input_exits_2(command))
 
 
 @app.command()

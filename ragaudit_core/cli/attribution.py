@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import duckdb
 import typer
 
 from ragaudit_core.cli.common import Device, emit_json, fail, open_existing_db
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog
 
 if TYPE_CHECKING:
@@ -65,9 +66,8 @@ def attribute(
     previous one stopped. A failed query is reported with its error; the others are kept."""
     from tqdm import tqdm
 
-    from ragaudit_core.attribution.explain import AttributionError
+    from ragaudit_core.attribution.storage import AttributionError
     from ragaudit_core.jobs import plan, run_batch
-    from ragaudit_core.models import ModelLoadError
 
     if method not in ("auto", "exact", "kernel", "mc", "pmc"):
         fail(f"--method must be auto, exact, kernel, mc or pmc, not {method!r}")
@@ -77,7 +77,7 @@ def attribute(
         fail(f"--ig-method must be gausslegendre or riemann_right, not {ig_method!r}")
     con = open_existing_db(db, "logs with texts")
     qids = _chosen_queries(con, run, queries, all_queries)
-    opts = dict(
+    opts: dict[str, Any] = dict(
         method=method,
         n_samples=n_samples,
         n_fits=n_fits,
@@ -112,7 +112,7 @@ def attribute(
     bar = tqdm(total=len(qids), desc=f"attribute {run}" + (f" on Ray ({ray})" if ray else ""), unit="query")
     try:
         rep = run_batch(con, jobs(), ray=ray, workers=workers, on_result=lambda _s, _st: bar.update(1))
-    except (ModelLoadError, RuntimeError) as e:
+    except (RagAuditError, RuntimeError) as e:  # RuntimeError: Ray not installed or failing
         fail(str(e))
     finally:
         bar.close()
@@ -131,19 +131,20 @@ def _report(
     json_out: str | None,
 ) -> None:
     """Print each explained query, the batch's counts and failures, the run's tables; write ``--json``."""
-    from ragaudit_core.attribution.explain import batch_tables, stored_payloads
+    from ragaudit_core.attribution.storage import batch_tables, stored_results
+    from ragaudit_core.jobs import result_keys
 
     out = []
     for spec in planned:
-        keys = spec.result_keys()
-        have = stored_payloads(con, list(keys.values()))
+        keys = result_keys(spec)
+        have = stored_results(con, list(keys.values()))
         out += [have[keys[c]] for c in spec.conditions if keys[c] in have]
     for r in out:
         typer.echo(
-            f"{r['query_id']}: {r['method']}  generator ranking "
-            f"{' > '.join(str(i + 1) for i in r['generator_ranking'])}  "
-            f"WARG(0.5) {r['warg']['0.5']:.3f}  WARG(0.9) {r['warg']['0.9']:.3f}  "
-            f"wasted retrieval {r['wasted_retrieval']}  noise distraction {r['noise_distraction']}"
+            f"{r.query_id}: {r.method}  generator ranking "
+            f"{' > '.join(str(i + 1) for i in r.generator_ranking)}  "
+            f"WARG(0.5) {r.warg[0.5]:.3f}  WARG(0.9) {r.warg[0.9]:.3f}  "
+            f"wasted retrieval {r.wasted_retrieval}  noise distraction {r.noise_distraction}"
         )
     typer.echo(
         f"{len(rep.done)} computed, {len(rep.skipped)} already stored, {len(rep.failed) + len(unplanned)} "
@@ -160,7 +161,7 @@ def _report(
         typer.echo(tables["warg"].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     emit_json(
         {
-            "results": out,
+            "results": [r.to_json() for r in out],
             "failed": [{"query_id": q, "error": e} for q, e in unplanned + rep.failed],
             "tables": {k: json.loads(v.to_json(orient="records")) for k, v in tables.items()},
         },

@@ -13,9 +13,10 @@ from typing import Annotated, Any, NoReturn
 import duckdb
 import typer
 
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.identity import CanonOptions
-from ragaudit_core.logs.ingest import IngestError, IngestOptions, IngestReport
+from ragaudit_core.logs.ingest import IngestOptions, IngestReport
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
 
 __all__ = [
@@ -235,7 +236,7 @@ def open_logs(
     ``qrels/``. Exits 2 when neither is given, the database file is missing (``must_exist``,
     without paths) or cannot be opened, or ingestion cannot start."""
     from ragaudit_core import workspace
-    from ragaudit_core.logs.qrels import QrelsError, load_qrels
+    from ragaudit_core.logs.qrels import load_qrels
 
     if not paths and db is None:
         fail(f"give {what}, or --db with an ingested database")
@@ -248,7 +249,7 @@ def open_logs(
             print_ingest(workspace.load_paths(con, paths, opts, precompute_overview=False, qrels=qrels or []))
         elif qrels:
             typer.echo(load_qrels(con, qrels).summary(), err=True)
-    except (IngestError, store.StoreError, QrelsError) as e:
+    except RagAuditError as e:
         fail(str(e))
     return con
 

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ragaudit_core.cli.common import Device, fail, ints, tqdm_progress
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs.catalog import SAMPLE_BASE_RUN
 
 __all__ = ["provenance", "sweep"]
@@ -35,8 +36,7 @@ def sweep(
     split: Annotated[str, typer.Option("--split")] = "test",
 ) -> None:
     """Run the retrieval harness over a grid of configurations (seed 000, appendix A)."""
-    from ragaudit_core.harness.sweep import SweepError, run_sweep
-    from ragaudit_core.models import ModelLoadError
+    from ragaudit_core.harness.sweep import run_sweep
 
     try:
         res = run_sweep(
@@ -56,7 +56,7 @@ def sweep(
             split=split,
             progress=tqdm_progress(),
         )
-    except (SweepError, ModelLoadError) as e:
+    except RagAuditError as e:
         fail(str(e))
     typer.echo(f"wrote {len(res.files)} run files for {res.n_queries} queries to {out}")
     typer.echo(json.dumps({"chunks": res.n_chunks, "timings_s": {k: round(v, 1) for k, v in res.timings.items()}}))
@@ -77,8 +77,6 @@ def provenance(
 ) -> None:
     """Run the cited RAG pipeline and write its provenance logs (seed 002)."""
     from ragaudit_core.harness.citation_pipeline import run_provenance
-    from ragaudit_core.harness.sweep import SweepError
-    from ragaudit_core.models import ModelLoadError
 
     try:
         res = run_provenance(
@@ -93,6 +91,6 @@ def provenance(
             device=device,
             progress=tqdm_progress(),
         )
-    except (SweepError, ModelLoadError, FileNotFoundError) as e:
+    except (RagAuditError, FileNotFoundError) as e:
         fail(str(e))
     typer.echo(json.dumps(res))

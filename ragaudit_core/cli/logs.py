@@ -25,10 +25,9 @@ from ragaudit_core.cli.common import (
     print_ingest,
     progress,
 )
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
-from ragaudit_core.logs.ingest import IngestError
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
-from ragaudit_core.logs.qrels import QrelsError
 
 __all__ = ["ingest"]
 
@@ -60,7 +59,7 @@ def ingest(
         report = workspace.load_paths(
             con, paths, options, precompute_overview=not no_precompute, progress=progress(), qrels=qrels or []
         )
-    except (IngestError, store.StoreError, QrelsError) as e:
+    except RagAuditError as e:
         fail(str(e))
     print_ingest(report)
     typer.echo(f"database: {db}", err=True)

@@ -18,9 +18,8 @@ from ragaudit_core.cli.common import (
     open_logs,
     resolve_run,
 )
-from ragaudit_core.logs import store
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.review.gate import PRESETS, Rule, load_rules, review, verdict_table
-from ragaudit_core.stability.metrics import StabilityError
 
 __all__ = ["gate", "report"]
 
@@ -64,7 +63,7 @@ def gate(
     runs = known_runs(con)
     try:
         verdict = review(con, the_rules, resolve_run(baseline, runs), resolve_run(candidate, runs), tau=flip_threshold)
-    except (StabilityError, store.StoreError) as e:
+    except RagAuditError as e:
         fail(str(e))
     if json_out != "-":
         typer.echo(verdict_table(verdict))
@@ -102,7 +101,7 @@ def report(
     device: Device = "auto",
 ) -> None:
     """The PDF audit report: cover, verdict, stability, worst queries, probe, fidelity, attributions, methods."""
-    from ragaudit_core.review.report import ReportError, ReportOptions, build_report
+    from ragaudit_core.review.report import ReportOptions, build_report
 
     if not out.parent.is_dir():
         fail(f"{out}: the folder {out.parent} does not exist")
@@ -124,7 +123,7 @@ def report(
     )
     try:
         _blob, data = build_report(con, out, opts, progress=lambda m: typer.echo(f"report: {m}…", err=True))
-    except (StabilityError, store.StoreError, ReportError) as e:
+    except RagAuditError as e:
         fail(str(e))
     except OSError as e:
         fail(f"{out}: {e}")

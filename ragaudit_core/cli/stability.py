@@ -27,13 +27,13 @@ from ragaudit_core.cli.common import (
     open_logs,
     resolve_run,
 )
-from ragaudit_core.logs import catalog, store
-from ragaudit_core.logs.identity import DocIdMapError, load_docid_map
+from ragaudit_core.errors import RagAuditError
+from ragaudit_core.logs import catalog
+from ragaudit_core.logs.identity import load_docid_map
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
 from ragaudit_core.logs.selection import comparable_runs
 from ragaudit_core.review.spreadsheet import write_csv
 from ragaudit_core.stability.metrics import (
-    StabilityError,
     StabilityOptions,
     StabilityResult,
     compute_stability,
@@ -102,7 +102,7 @@ def stability(
             docid_map=mapping,
         )
         result = compute_stability(con, opts)
-    except (StabilityError, DocIdMapError, store.StoreError) as e:
+    except RagAuditError as e:
         fail(str(e))
     if json_out != "-":
         _print_stability(result)
@@ -164,7 +164,6 @@ def probe(
     ] = None,
 ) -> None:
     """The evidence–answer probe: answer similarity vs J_span (seed 000, Table 1)."""
-    from ragaudit_core.models import ModelLoadError
     from ragaudit_core.stability.probe import DEFAULT_SIMILARITY_MODEL, probe_pair
 
     con = open_logs(paths, db, must_exist=False)
@@ -175,7 +174,7 @@ def probe(
             probe_pair(con, a, b, models.embedder, tau=flip_threshold, model=embedder or DEFAULT_SIMILARITY_MODEL)
             for a, b in pairs
         ]
-    except (StabilityError, store.StoreError, ModelLoadError) as e:
+    except RagAuditError as e:
         fail(str(e))
     if json_out != "-":
         typer.echo(f"{'pair':40} {'n':>4} {'J_span':>7} {'Sim':>6} {'Drift<0.9':>9} {'Drift<0.8':>9} {'rho':>7}")

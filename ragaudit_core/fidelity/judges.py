@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.fidelity.judge import VERDICTS, JudgeVerdict
 
 __all__ = ["SCORE_CHOICES", "EndpointJudge", "JudgeUnreachable", "LocalJudge"]
@@ -229,5 +230,5 @@ class EndpointJudge:
         return out
 
 
-class JudgeUnreachable(RuntimeError):
+class JudgeUnreachable(RagAuditError, RuntimeError):
     """The endpoint could not be reached or did not answer in the chat-completions shape."""

@@ -35,7 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs.identity import span_hash
+from ragaudit_core.prompts import build_prompt
 
 __all__ = [
     "BeirData",
@@ -53,7 +55,7 @@ __all__ = [
 BASE = (10, 256, 32)  # the paper's baseline: k = 10, c = 256, o = 32
 
 
-class SweepError(ValueError):
+class SweepError(RagAuditError, ValueError):
     """The harness cannot run as asked (bad corpus folder, bad grid)."""
 
 
@@ -263,21 +265,6 @@ def _build_index(
     index = faiss.IndexFlatIP(emb.shape[1])
     index.add(emb)
     return _Index(chunks, index)
-
-
-SYSTEM_PROMPT = (
-    "Use the following retrieved documents, ranked from highest to lowest relevance, "
-    "to answer the user's query.\nBe thorough and accurate, and cite documents when useful.\n"
-    "Keep the answer under 200 words."
-)
-
-
-def build_prompt(query: str, documents: Sequence[str]) -> list[dict]:
-    """Chat messages in the format of seed 001, appendix B (Llama variant: instructions in
-    the system prompt, documents and query in the user prompt)."""
-    body = "\n".join(f"Document {i}: {d}" for i, d in enumerate(documents, 1))
-    user = f"{body}\nQuery: {query}" if documents else f"Query: {query}"
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
 def generate_answers(

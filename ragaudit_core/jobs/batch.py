@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from ragaudit_core.jobs.run import execute, is_stored, store
-from ragaudit_core.jobs.spec import JobInputs, JobSpec
+from ragaudit_core.jobspec import JobInputs, JobSpec
 
 __all__ = ["BatchReport", "run_batch"]
 
@@ -92,7 +92,7 @@ def _land(
 
 
 def _ray_task(spec_json: str, inputs_json: str) -> list[dict]:
-    """One job in a Ray worker process (models loaded once per worker, :class:`ModelCache`)."""
+    """One job in a Ray worker process (models loaded once per worker, :func:`ragaudit_core.models.cached_model`)."""
     return execute(JobSpec.model_validate_json(spec_json), JobInputs.model_validate_json(inputs_json))
 
 

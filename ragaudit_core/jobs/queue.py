@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from ragaudit_core.jobs.spec import JobInputs, JobSpec
+from ragaudit_core.jobspec import JobInputs, JobSpec
 
 __all__ = [
     "Job",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import subprocess
 import sys
@@ -23,11 +24,13 @@ from typing import Any
 import duckdb
 
 from ragaudit_core.jobs import queue
-from ragaudit_core.jobs.run import JobCancelled, execute, store
-from ragaudit_core.jobs.spec import JobInputs, JobSpec
+from ragaudit_core.jobs.run import execute, store
+from ragaudit_core.jobspec import JobCancelled, JobInputs, JobSpec
 from ragaudit_core.logs import store as logstore
 
-__all__ = ["ensure_worker", "run_one", "work"]
+__all__ = ["ensure_worker", "log_file", "run_one", "work"]
+
+log = logging.getLogger("ragaudit.worker")
 
 PROGRESS_EVERY_S = 0.5
 
@@ -67,9 +70,10 @@ def run_one(
         with _db(db_path) as con:
             queue.finish(con, job_id, "cancelled")
         return "cancelled"
-    except Exception as e:  # noqa: BLE001 — any failure is the job's, reported with it
+    except Exception as e:  # any failure is the job's: logged with its traceback, reported with the job
+        log.exception("job %s failed (%s, run %r, query %r)", job_id, spec.kind, spec.run_id, spec.query_id)
         with _db(db_path) as con:
-            queue.finish(con, job_id, "failed", f"{type(e).__name__}: {e}")
+            queue.finish(con, job_id, "failed", f"{type(e).__name__}: {e} (traceback in {log_file(db_path)})")
         return "failed"
     with _db(db_path) as con:  # a worker killed between the two is requeued; the result is replaced
         store(con, spec, payloads)
@@ -108,6 +112,11 @@ def work(
     return ran
 
 
+def log_file(db_path: str) -> Path:
+    """Where a background worker of ``db_path`` writes its log (failures with their tracebacks)."""
+    return _pid_file(db_path).with_suffix(".log")
+
+
 def _pid_file(db_path: str) -> Path:
     p = Path(db_path)
     return p.with_name(f".{p.name}.worker.pid")
@@ -131,8 +140,7 @@ def ensure_worker(db_path: str, *, idle_s: float = 120.0) -> int:
             pid = 0
         if pid and queue._alive(pid):
             return pid
-    log = pid_file.with_suffix(".log")
-    with open(log, "ab") as out:
+    with open(log_file(db_path), "ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "ragaudit_core.jobs.worker", "--db", str(db_path), "--idle", str(idle_s)],
             stdout=out,
@@ -151,7 +159,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--db", required=True)
     ap.add_argument("--idle", type=float, default=120.0, help="exit after this many seconds without a job")
     args = ap.parse_args(argv)
-    work(args.db, idle_s=args.idle)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    log.info("worker %d started for %s", os.getpid(), args.db)
+    ran = work(args.db, idle_s=args.idle)
+    log.info("worker %d exits after %d job(s), idle for %.0f s", os.getpid(), ran, args.idle)
 
 
 if __name__ == "__main__":

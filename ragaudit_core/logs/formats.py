@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs.identity import span_hash
 
 __all__ = [
@@ -51,7 +52,7 @@ __all__ = [
 FOREIGN_FORMATS = ("ragas", "ragchecker")
 
 
-class FormatError(ValueError):
+class FormatError(RagAuditError, ValueError):
     """A record of a foreign format that cannot be mapped (the message says what is missing)."""
 
 

@@ -27,6 +27,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragaudit_core.errors import RagAuditError
+
 __all__ = [
     "CanonOptions",
     "DocIdMapError",
@@ -82,7 +84,7 @@ def canonical_doc_id(raw: str, opts: CanonOptions = CanonOptions()) -> str:
     return s
 
 
-class DocIdMapError(ValueError):
+class DocIdMapError(RagAuditError, ValueError):
     """The alias-map CSV is unusable; the message names the file and line."""
 
 

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import ValidationError
 
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import formats, store, traces
 from ragaudit_core.logs.catalog import collisions, coverage_warnings
 from ragaudit_core.logs.containers import iter_rows
@@ -62,7 +63,7 @@ __all__ = [
 ]
 
 
-class IngestError(ValueError):
+class IngestError(RagAuditError, ValueError):
     """Ingestion could not start (bad paths, incompatible options). Nothing was written."""
 
 

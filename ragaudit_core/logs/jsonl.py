@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ragaudit_core.errors import RagAuditError
+
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
     "LOG_SUFFIXES",
@@ -36,7 +38,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
-class InputFileError(ValueError):
+class InputFileError(RagAuditError, ValueError):
     """A whole input file cannot be used. The message names the file."""
 
 

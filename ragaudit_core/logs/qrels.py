@@ -31,6 +31,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id
 
@@ -39,7 +40,7 @@ __all__ = ["QrelsError", "QrelsReport", "load_qrels", "parse_qrels", "qrels_file
 _HEADER = re.compile(r"^\s*query[-_ ]?id\s+(corpus|doc(ument)?)[-_ ]?id\s+(score|relevance|rel|label)\s*$", re.I)
 
 
-class QrelsError(ValueError):
+class QrelsError(RagAuditError, ValueError):
     """A qrels file that cannot be read at all (the message names it and says what to do)."""
 
 

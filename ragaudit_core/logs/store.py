@@ -33,6 +33,9 @@ from pathlib import Path
 
 import duckdb
 
+from ragaudit_core.errors import RagAuditError
+from ragaudit_core.logs.tables import run_tables
+
 __all__ = [
     "DEFAULT_DB_PATH",
     "SCHEMA_VERSION",
@@ -172,7 +175,7 @@ CREATE TABLE IF NOT EXISTS ingest_warnings (
 """
 
 
-class StoreError(RuntimeError):
+class StoreError(RagAuditError, RuntimeError):
     """The database cannot be used as asked; the message says why and what to do."""
 
 
@@ -320,21 +323,9 @@ def bump_data_version(con: duckdb.DuckDBPyConnection) -> str:
     return token
 
 
-_DATA_TABLES = (
-    "files",
-    "runs",
-    "records",
-    "evidence",
-    "prov_records",
-    "prov_nodes",
-    "quarantine",
-    "ingest_warnings",
-    "qrels",
-)
-
-
 def clear_data(con: duckdb.DuckDBPyConnection) -> None:
-    """Delete every loaded log, rejected line and derived result (one transaction).
+    """Delete every loaded log, rejected line and result derived from them — every table the
+    registry (:mod:`.tables`) knows that this database has — in one transaction.
 
     The identity options fixed at the first ingest are forgotten too, so the next
     ingest may choose new ones. The schema stays.
@@ -342,15 +333,10 @@ def clear_data(con: duckdb.DuckDBPyConnection) -> None:
     cur = con.cursor()
     cur.execute("BEGIN TRANSACTION")
     try:
-        derived = [
-            t
-            for (t,) in cur.execute(
-                "SELECT table_name FROM duckdb_tables() WHERE NOT temporary "
-                "AND (table_name LIKE 'derived_%' OR table_name = 'attributions')"
-            ).fetchall()
-        ]
-        for table in (*_DATA_TABLES, *derived):
-            cur.execute(f"DELETE FROM {table}")
+        present = {t for (t,) in cur.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()}
+        for table in run_tables():
+            if table.name in present:
+                cur.execute(f'DELETE FROM "{table.name}"')
         cur.execute("DELETE FROM meta WHERE key = 'ingest_options'")
         bump_data_version(cur)
         cur.execute("COMMIT")

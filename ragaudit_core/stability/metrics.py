@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import duckdb
 import pandas as pd
 
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog
 from ragaudit_core.stability.sql import CELLS_SQL, PAIRS_SQL, QUERIES_SQL, RUNS_SQL
 
@@ -61,7 +62,7 @@ __all__ = [
 ]
 
 
-class StabilityError(ValueError):
+class StabilityError(RagAuditError, ValueError):
     """The requested comparison is impossible with the data at hand (message says why)."""
 
 

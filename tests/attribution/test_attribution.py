@@ -117,7 +117,9 @@ def _log_with_texts(tmp_path):
 
 
 def test_explain_query_stores_and_serves_again(tmp_path, game, saliency):
-    from ragaudit_core.attribution.explain import batch_tables, explain_query, stored_attribution
+    import json
+
+    from ragaudit_core.attribution import AttributionResult, batch_tables, explain_query, stored_attribution
     from ragaudit_core.logs import store
     from ragaudit_core.logs.ingest import ingest_paths
 
@@ -125,21 +127,25 @@ def test_explain_query_stores_and_serves_again(tmp_path, game, saliency):
     ingest_paths(con, [_log_with_texts(tmp_path)])
     kw = dict(retriever_name="minilm", generator_name="smollm2", ig_steps=20, max_new_tokens=10, shuffle=True)
     orig, shuf = explain_query(con, "base", "q1", embedder=saliency.st, generator=game.gen, **kw)
-    assert orig["method"] == "exact" and orig["doc_ids"] == ["d0", "d1", "d0"]  # canonical ids
-    assert sorted(orig["generator_ranking"]) == [0, 1, 2]  # retrieved items by position
-    assert orig["generator_ranking_doc_ids"] == [orig["doc_ids"][i] for i in orig["generator_ranking"]]
-    values = np.array(orig["values"])
-    np.testing.assert_allclose(values.sum(axis=0), np.array(orig["v_full"]) - np.array(orig["v_empty"]), atol=1e-6)
-    assert orig["answer"] == shuf["answer"]  # the shuffled run explains the same answer
-    assert set(orig["warg"]) == {"0.5", "0.6", "0.7", "0.8", "0.9"}
-    assert orig["warg_floor"]["0.5"] == pytest.approx(0.125)  # 0.5^3
-    assert len(orig["ig_documents"]) == 3 and all(abs(r["completeness"] - 1) < 0.1 for r in orig["ig_query"])
+    assert orig.method == "exact" and orig.doc_ids == ["d0", "d1", "d0"]  # canonical ids
+    assert sorted(orig.generator_ranking) == [0, 1, 2]  # retrieved items by position
+    assert orig.generator_ranking_doc_ids == [orig.doc_ids[i] for i in orig.generator_ranking]
+    values = np.array(orig.values)
+    np.testing.assert_allclose(values.sum(axis=0), np.array(orig.v_full) - np.array(orig.v_empty), atol=1e-6)
+    assert orig.answer == shuf.answer  # the shuffled run explains the same answer
+    assert set(orig.warg) == {0.5, 0.6, 0.7, 0.8, 0.9}
+    assert orig.warg_floor[0.5] == pytest.approx(0.125)  # 0.5^3
+    assert len(orig.ig_documents) == 3 and all(abs(r.completeness - 1) < 0.1 for r in orig.ig_query)
+    # the JSON round trip (what is stored, what --json writes) gives the same result back
+    js = orig.to_json()
+    assert set(js["warg"]) == {"0.5", "0.6", "0.7", "0.8", "0.9"}
+    assert AttributionResult.from_json(json.loads(json.dumps(js))) == orig
 
     def boom():
         raise AssertionError("a stored result must not load a model")
 
     again = explain_query(con, "base", "q1", embedder=boom, generator=boom, **kw)
-    assert again[0]["values"] == orig["values"]
+    assert again[0] == orig
     assert len(stored_attribution(con, "base", "q1")) == 2
     tables = batch_tables(con, "base")
     assert set(tables["failure"]["condition"]) == {"original", "shuffled"}

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from ragaudit_core.attribution.explain import stored_attribution
+from ragaudit_core.attribution.storage import stored_attribution
 from ragaudit_core.jobs import plan, queue
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths

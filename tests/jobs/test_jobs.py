@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from ragaudit_core.attribution.explain import stored_payloads
-from ragaudit_core.jobs import JobSpec, plan, queue, run_batch
+from ragaudit_core.attribution.storage import stored_payloads
+from ragaudit_core.jobs import JobSpec, plan, queue, result_keys, run_batch
 from ragaudit_core.jobs.worker import work
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
@@ -44,7 +44,7 @@ def _db(tmp_path, name="jobs.duckdb"):
 def _values(con, jobs) -> dict[str, np.ndarray]:
     out = {}
     for spec, _ in jobs:
-        (payload,) = stored_payloads(con, list(spec.result_keys().values())).values()
+        (payload,) = stored_payloads(con, list(result_keys(spec).values())).values()
         out[spec.query_id] = np.asarray(payload["values"])
     return out
 
@@ -108,7 +108,7 @@ def test_the_background_worker_runs_reports_and_cancels(tmp_path):
     with store.connect(path) as con:
         (job,) = queue.jobs(con)
         assert job.status == "done" and job.fraction == 1.0
-        assert stored_payloads(con, list(spec.result_keys().values()))
+        assert stored_payloads(con, list(result_keys(spec).values()))
         assert queue.estimate_seconds(con, spec) == (pytest.approx(job.elapsed_s), 1)
         # a new job, cancelled as soon as it runs
         slow, inp = plan(con, "base", "q2", **{**SMALL, "ig_steps": 64})
@@ -130,7 +130,7 @@ def test_the_background_worker_runs_reports_and_cancels(tmp_path):
     with store.connect(path) as con:
         (j,) = queue.jobs(con, job_ids=[slow.job_id()])
         assert j.status == "cancelled"
-        assert not stored_payloads(con, list(slow.result_keys().values()))
+        assert not stored_payloads(con, list(result_keys(slow).values()))
 
 
 def test_progress_counts_coalitions_done_of_total(tmp_path):
@@ -147,3 +147,23 @@ def test_progress_counts_coalitions_done_of_total(tmp_path):
     fracs = [f for _, f in seen]
     assert fracs == sorted(fracs) and fracs[-1] == 1.0
     assert isinstance(spec, JobSpec) and spec.job_id() == spec.model_copy(update={"device": "cuda"}).job_id()
+
+
+def test_a_failed_job_keeps_its_message_and_where_its_traceback_is(tmp_path, caplog):
+    """The worker logs a failure with its traceback; the job keeps one line: the error and the
+    log's location."""
+    from ragaudit_core.jobs.worker import log_file
+
+    path = _db(tmp_path)
+    with store.connect(path) as con:
+        spec, inputs = plan(con, "base", "q1", generator=str(tmp_path / "no-such-model"), **SMALL)
+        queue.enqueue(con, spec, inputs)
+    with caplog.at_level("ERROR", logger="ragaudit.worker"):
+        assert work(str(path), idle_s=0, max_jobs=1) == 1
+    with store.connect(path) as con:
+        (job,) = queue.jobs(con)
+    assert job.status == "failed"
+    assert job.error.startswith("ModelLoadError: cannot load generator")
+    assert job.error.endswith(f"(traceback in {log_file(str(path))})")
+    (rec,) = [r for r in caplog.records if r.name == "ragaudit.worker"]
+    assert rec.exc_info is not None and "Traceback" in caplog.text and spec.job_id() in rec.getMessage()

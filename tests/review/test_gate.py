@@ -192,12 +192,12 @@ def test_doc_only_logs_get_a_real_verdict(con, tmp_path):
 def test_attribution_means_compare_the_queries_both_runs_explained(con, three_runs):
     import json
 
-    from ragaudit_core.attribution import explain as attribution
+    from ragaudit_core.attribution.storage import ATTRIBUTIONS_SCHEMA
     from ragaudit_core.logs.ingest import ingest_paths
     from ragaudit_core.review.gate import collect
 
     ingest_paths(con, [three_runs])
-    attribution._ensure(con)
+    con.execute(ATTRIBUTIONS_SCHEMA)
 
     def put(run, q, warg, wasted, cond="original"):
         con.execute(

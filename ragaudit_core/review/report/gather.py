@@ -19,7 +19,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ragaudit_core import __version__
-from ragaudit_core.attribution.explain import batch_tables
+from ragaudit_core.attribution.storage import batch_tables
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.fidelity import canary, fidelity_runs, provenance_runs
 from ragaudit_core.fidelity.judging import judge_summary, verdict_table
 from ragaudit_core.logs import catalog, store
@@ -35,7 +36,7 @@ from ragaudit_core.stability.probe import DEFAULT_SIMILARITY_MODEL, has_answers,
 __all__ = ["ReportData", "ReportError", "ReportOptions", "gather"]
 
 
-class ReportError(ValueError):
+class ReportError(RagAuditError, ValueError):
     """The report cannot be built (message says why)."""
 
 

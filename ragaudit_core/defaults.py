@@ -1,0 +1,68 @@
+"""Constants and default options, defined once: the CLI's defaults and choices, the pages'
+widgets and the jobs all read them here.
+
+Each value says where it comes from (a seed paper, a measurement in ``docs/benchmarks.md``,
+or a storage limit).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+__all__ = [
+    "ATTRIBUTION_DEFAULTS",
+    "EXACT_SHAPLEY_MAX_DOCS",
+    "FLIP_THRESHOLD",
+    "IG_BASELINES",
+    "IG_METHODS",
+    "INT32_MAX",
+    "INT32_MIN",
+    "JUDGE_DEFAULTS",
+    "SHAPLEY_METHODS",
+]
+
+FLIP_THRESHOLD: Final = 0.5
+"""τ: a query flips between two runs when its Jaccard ``J < τ`` (seed 000, §3; the paper's 0.5)."""
+
+INT32_MAX: Final = 2**31 - 1
+INT32_MIN: Final = -(2**31)
+"""Integer columns of the store (ranks, offsets, pages, grid settings) are 32-bit; a value outside
+is rejected or kept only in the logged JSON. ``INT32_MAX`` also stands for "no top-k cut"."""
+
+EXACT_SHAPLEY_MAX_DOCS: Final = 6
+"""``method = auto`` computes exact Shapley values up to this many documents (2^6 = 64
+coalitions, each a prompt the prefix trie shares), PMCSHAP beyond (docs/benchmarks.md,
+"Attribution defaults")."""
+
+SHAPLEY_METHODS: Final = ("auto", "exact", "kernel", "mc", "pmc")
+"""Shapley estimators (seed 001): exact (eq. 7), KernelSHAP (eq. 8), MCSHAP and PMCSHAP
+(Algorithm 1, random and paired coalitions); ``auto`` picks exact or PMCSHAP by the document count."""
+
+IG_BASELINES: Final = ("unk", "mask", "pad", "zeros")
+"""Integrated-Gradients baselines: every non-special token replaced by ``[UNK]`` (seed 001's),
+``[MASK]``, ``[PAD]``, or the zero embedding."""
+
+IG_METHODS: Final = ("gausslegendre", "riemann_right")
+"""IG path-integral rules (Captum's names)."""
+
+ATTRIBUTION_DEFAULTS: Final[dict[str, Any]] = {
+    "method": "auto",
+    "n_samples": 20,
+    "n_fits": 200,
+    "seed": 0,
+    "max_docs": 5,
+    "max_new_tokens": 48,
+    "ig_steps": 24,
+    "ig_baseline": "unk",
+    "ig_method": "gausslegendre",
+}
+"""Defaults of an attribution job, chosen by measurement on 2 CPU cores (docs/benchmarks.md,
+"Attribution defaults"): IG by 24-point Gauss–Legendre (completeness within 0.6 % on the bench
+queries, at a quarter of the time of 100 Riemann steps); Shapley ``auto`` (exact up to
+:data:`EXACT_SHAPLEY_MAX_DOCS` documents — on five documents the prompts' token trie makes all 32
+coalitions cost little more than PMCSHAP's 12, and PMCSHAP (N = 20, M = 200) was measurably off on
+some queries — PMCSHAP beyond); five documents, answers of at most 48 new tokens."""
+
+JUDGE_DEFAULTS: Final[dict[str, Any]] = {"seeds": (0, 1, 2), "max_chars": 400, "explanation_tokens": 16}
+"""The citation judge panel (seed 002, Pattern 4): three judges (seed 0 greedy, seeds 1 and 2
+sampled), context chunks cut to 400 characters, explanations of at most 16 tokens."""

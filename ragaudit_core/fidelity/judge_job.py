@@ -1,0 +1,112 @@
+"""The citation judge as a job kind (seed 002, Pattern 4): plan one provenance record's
+citations and context, run the judge panel (pure, :func:`.judging.judge_citations`), store the
+verdicts.
+
+Registered with :mod:`ragaudit_core.jobs.kinds` as ``judge``; this module imports only the job
+contract (:mod:`ragaudit_core.jobspec`), never the runners.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar
+
+import duckdb
+
+from ragaudit_core.defaults import JUDGE_DEFAULTS
+from ragaudit_core.fidelity.graph import load_graphs
+from ragaudit_core.fidelity.judging import has_verdicts, judge_citations, judge_inputs, store_verdicts
+from ragaudit_core.jobspec import JobInputs, JobSpec, Progress
+
+__all__ = ["JUDGE_JOB", "JudgeJob"]
+
+
+class JudgeJob:
+    """A panel of LLM judges over one provenance record's extracted citations."""
+
+    name = "judge"
+    defaults: ClassVar[dict[str, Any]] = {
+        "model": None,
+        "endpoint": None,
+        "seeds": JUDGE_DEFAULTS["seeds"],
+        "max_chars": JUDGE_DEFAULTS["max_chars"],
+    }
+
+    def plan(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        run_id: str,
+        query_id: str,
+        *,
+        model: str | None = None,
+        endpoint: str | None = None,
+        seeds: tuple[int, ...] | None = None,
+        max_chars: int | None = None,
+        device: str = "auto",
+    ) -> tuple[JobSpec, JobInputs]:
+        """The judge job for one provenance record: ``model`` (default the packaged SmolLM2) loaded
+        locally, or served by the OpenAI-compatible ``endpoint``."""
+        from ragaudit_core import models
+
+        graphs = load_graphs(con, run_id, [query_id])
+        if not graphs:
+            raise ValueError(f"run {run_id!r} has no provenance record for query {query_id!r}")
+        if endpoint and not model:
+            raise ValueError("an endpoint needs a model name (--judge-model)")
+        params = {
+            "seeds": list(seeds or JUDGE_DEFAULTS["seeds"]),
+            "max_chars": max_chars or JUDGE_DEFAULTS["max_chars"],
+            "explanation_tokens": JUDGE_DEFAULTS["explanation_tokens"],
+            "endpoint": endpoint,
+        }
+        query, citations, context = judge_inputs(graphs[0], params["max_chars"])
+        spec = JobSpec(
+            kind=self.name,
+            run_id=run_id,
+            query_id=query_id,
+            retriever="",
+            generator=model or models.DEFAULT_GENERATOR_NAME,
+            method="endpoint" if endpoint else "local",
+            params=params,
+            device=device,
+        )
+        return spec, JobInputs(query=query, citations=citations, context=context)
+
+    def _backend(self, spec: JobSpec, generator: Any = None) -> Any:
+        from ragaudit_core.fidelity.judges import EndpointJudge, LocalJudge
+        from ragaudit_core.models import cached_model
+
+        if spec.method == "endpoint":
+            return EndpointJudge(
+                spec.params["endpoint"], spec.generator, api_key=os.environ.get("RAGAUDIT_JUDGE_API_KEY")
+            )
+        gen = generator or cached_model("generator", spec.generator, spec.device)
+        return LocalJudge(
+            gen() if callable(gen) and not hasattr(gen, "model") else gen,
+            explanation_tokens=spec.params.get("explanation_tokens", JUDGE_DEFAULTS["explanation_tokens"]),
+        )
+
+    def execute(
+        self,
+        spec: JobSpec,
+        inputs: JobInputs,
+        *,
+        embedder: Any = None,
+        generator: Any = None,
+        progress: Progress | None = None,
+    ) -> list[dict]:
+        """One row per (citation, judge) with the verdict's fields."""
+        backend = self._backend(spec, generator)
+        return judge_citations(inputs.query, inputs.citations, inputs.context, backend, spec.params["seeds"], progress)
+
+    def result_keys(self, spec: JobSpec) -> dict[str, str]:
+        return {"verdicts": "judge-" + spec.job_id()}
+
+    def store(self, con: duckdb.DuckDBPyConnection, spec: JobSpec, result: list[dict]) -> None:
+        store_verdicts(con, self.result_keys(spec)["verdicts"], spec.run_id, spec.query_id, result)
+
+    def is_stored(self, con: duckdb.DuckDBPyConnection, spec: JobSpec) -> bool:
+        return has_verdicts(con, self.result_keys(spec)["verdicts"])
+
+
+JUDGE_JOB = JudgeJob()
