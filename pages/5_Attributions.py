@@ -12,6 +12,7 @@ import streamlit as st
 from pages import ui
 from ragaudit_core.attribution.storage import AttributionError, batch_tables, stored_results
 from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
+from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS, IG_BASELINES, IG_METHODS, SHAPLEY_METHODS
 from ragaudit_core.jobs import plan, queue, result_keys
 from ragaudit_core.jobs.worker import ensure_worker
 from ragaudit_core.logs import catalog
@@ -29,22 +30,21 @@ qid = ui.query_picker(con, st.session_state.get(KEYS.query), search_box=c2, limi
 
 with st.expander("Settings (defaults chosen by measurement: docs/benchmarks.md)"):
     s1, s2, s3, s4 = st.columns(4)
-    methods = ["auto", "pmc", "exact", "kernel", "mc"]
     method = s1.selectbox(
         "Shapley estimator",
-        methods,
-        index=methods.index(D["method"]),
-        help="auto (default): exact up to 6 documents, PMCSHAP beyond. pmc: PMCSHAP, N sampled "
+        SHAPLEY_METHODS,
+        index=SHAPLEY_METHODS.index(D["method"]),
+        help=f"auto (default): exact up to {EXACT_SHAPLEY_MAX_DOCS} documents, PMCSHAP beyond. pmc: PMCSHAP, N sampled "
         "coalitions in complementary pairs (its error against exact is in "
         "docs/benchmarks.md). exact: all 2^n coalitions.",
     )
     max_docs = s2.number_input("Documents", 2, 10, D["max_docs"])
     ig_steps = s3.number_input("IG points L", 2, 300, D["ig_steps"])
-    ig_method = s4.selectbox("IG rule", ["gausslegendre", "riemann_right"])
+    ig_method = s4.selectbox("IG rule", IG_METHODS, index=IG_METHODS.index(D["ig_method"]))
     s5, s6, s7, s8 = st.columns(4)
     n_samples = s5.number_input("N (kernel/pmc/mc)", 8, 256, D["n_samples"])
     n_fits = s6.number_input("M (pmc/mc)", 10, 500, D["n_fits"])
-    ig_baseline = s7.selectbox("IG baseline", ["unk", "mask", "pad", "zeros"])
+    ig_baseline = s7.selectbox("IG baseline", IG_BASELINES, index=IG_BASELINES.index(D["ig_baseline"]))
     max_new_tokens = s8.number_input(
         "Answer tokens at most",
         4,

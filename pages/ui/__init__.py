@@ -22,6 +22,7 @@ from pandas.io.formats.style import Styler
 from pages.ui.render import DOC_COLOURS, diverging_html, legend_html, md, owner_html
 from pages.ui.session import KEYS, PAGES, PARAMS
 from ragaudit_core import models
+from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.review import gate
@@ -142,7 +143,7 @@ def open_store(title: str, precondition: Callable[[object], str | None] | None =
 
 def tau_slider(label: str = "Flip threshold τ (a query flips when J < τ)") -> float:
     """The flip threshold τ, in the sidebar, shared by every page."""
-    tau = st.sidebar.slider(label, 0.05, 0.95, float(st.session_state.get(KEYS.flip_threshold, 0.5)), 0.05)
+    tau = st.sidebar.slider(label, 0.05, 0.95, float(st.session_state.get(KEYS.flip_threshold, FLIP_THRESHOLD)), 0.05)
     st.session_state[KEYS.flip_threshold] = tau
     return tau
 

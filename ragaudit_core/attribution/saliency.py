@@ -28,9 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from ragaudit_core.defaults import IG_BASELINES
+
 __all__ = ["BASELINES", "RetrieverSaliency", "SaliencyResult", "perturbation_aipc"]
 
-BASELINES = ("unk", "mask", "pad", "zeros")
+BASELINES = IG_BASELINES
 
 
 @dataclass

@@ -11,6 +11,8 @@ import duckdb
 import typer
 
 from ragaudit_core.cli.common import Device, emit_json, fail, open_existing_db
+from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
+from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS, IG_BASELINES, IG_METHODS, SHAPLEY_METHODS
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog
 
@@ -28,22 +30,22 @@ def attribute(
     method: Annotated[
         str,
         typer.Option(
-            "--method", help="auto (default: exact up to 6 documents, PMCSHAP beyond), exact, kernel, mc or pmc."
+            "--method",
+            help=f"auto (default: exact up to {EXACT_SHAPLEY_MAX_DOCS} documents, PMCSHAP beyond), "
+            + ", ".join(m for m in SHAPLEY_METHODS if m != "auto"),
         ),
-    ] = "auto",
-    n_samples: Annotated[int, typer.Option("--n-samples", help="N coalitions (kernel, mc, pmc).")] = 20,
-    n_fits: Annotated[int, typer.Option("--n-fits", help="M Monte-Carlo fits (mc, pmc).")] = 200,
-    max_docs: Annotated[int, typer.Option("--max-docs", help="Explain the first K documents.")] = 5,
-    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens")] = 48,
-    ig_steps: Annotated[int, typer.Option("--ig-steps", help="L points of the IG path integral.")] = 24,
-    ig_method: Annotated[
-        str, typer.Option("--ig-method", help="gausslegendre (default) or riemann_right.")
-    ] = "gausslegendre",
-    ig_baseline: Annotated[str, typer.Option("--ig-baseline", help="unk, mask, pad or zeros.")] = "unk",
+    ] = D["method"],
+    n_samples: Annotated[int, typer.Option("--n-samples", help="N coalitions (kernel, mc, pmc).")] = D["n_samples"],
+    n_fits: Annotated[int, typer.Option("--n-fits", help="M Monte-Carlo fits (mc, pmc).")] = D["n_fits"],
+    max_docs: Annotated[int, typer.Option("--max-docs", help="Explain the first K documents.")] = D["max_docs"],
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens")] = D["max_new_tokens"],
+    ig_steps: Annotated[int, typer.Option("--ig-steps", help="L points of the IG path integral.")] = D["ig_steps"],
+    ig_method: Annotated[str, typer.Option("--ig-method", help=" or ".join(IG_METHODS) + ".")] = D["ig_method"],
+    ig_baseline: Annotated[str, typer.Option("--ig-baseline", help=", ".join(IG_BASELINES) + ".")] = D["ig_baseline"],
     shuffle: Annotated[
         bool, typer.Option("--shuffle", help="Also attribute with the documents shuffled (seeded).")
     ] = False,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed")] = D["seed"],
     device: Device = "auto",
     retriever: Annotated[str | None, typer.Option("--retriever", help="Encoder model id or folder.")] = None,
     generator: Annotated[str | None, typer.Option("--generator", help="Causal LM id, folder or .gguf.")] = None,
@@ -69,12 +71,13 @@ def attribute(
     from ragaudit_core.attribution.storage import AttributionError
     from ragaudit_core.jobs import plan, run_batch
 
-    if method not in ("auto", "exact", "kernel", "mc", "pmc"):
-        fail(f"--method must be auto, exact, kernel, mc or pmc, not {method!r}")
-    if ig_baseline not in ("unk", "mask", "pad", "zeros"):
-        fail(f"--ig-baseline must be unk, mask, pad or zeros, not {ig_baseline!r}")
-    if ig_method not in ("gausslegendre", "riemann_right"):
-        fail(f"--ig-method must be gausslegendre or riemann_right, not {ig_method!r}")
+    for opt, value, choices in (
+        ("--method", method, SHAPLEY_METHODS),
+        ("--ig-baseline", ig_baseline, IG_BASELINES),
+        ("--ig-method", ig_method, IG_METHODS),
+    ):
+        if value not in choices:
+            fail(f"{opt} must be one of {', '.join(choices)}, not {value!r}")
     con = open_existing_db(db, "logs with texts")
     qids = _chosen_queries(con, run, queries, all_queries)
     opts: dict[str, Any] = dict(

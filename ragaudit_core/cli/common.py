@@ -50,8 +50,8 @@ CollapseWs = Annotated[
 ]
 CasefoldSpans = Annotated[bool, typer.Option("--casefold-spans", help="Case-fold cited text before span hashing.")]
 MaxLine = Annotated[int, typer.Option("--max-line-bytes", help="Reject lines longer than this many bytes.")]
-JsonOut = Annotated[str | None, typer.Option("--json", help="Write the results as JSON here ('-' = stdout).")]
 Device = Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")]
+FlipThreshold = Annotated[float, typer.Option("--flip-threshold", help="τ: a query flips between two runs when J < τ.")]
 Qrels = Annotated[
     list[Path] | None,
     typer.Option(

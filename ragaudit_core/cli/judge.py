@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from ragaudit_core.cli.common import Device, emit_json, fail, open_existing_db
+from ragaudit_core.defaults import JUDGE_DEFAULTS
 
 __all__ = ["judge"]
 
@@ -34,7 +35,9 @@ def judge(
             help="OpenAI-compatible base URL (e.g. http://localhost:8000/v1); API key from RAGAUDIT_JUDGE_API_KEY.",
         ),
     ] = None,
-    judges: Annotated[int, typer.Option("--judges", help="Judges in the panel: seeds 0..n-1 (seed 0 greedy).")] = 3,
+    judges: Annotated[int, typer.Option("--judges", help="Judges in the panel: seeds 0..n-1 (seed 0 greedy).")] = len(
+        JUDGE_DEFAULTS["seeds"]
+    ),
     device: Device = "auto",
     ray: Annotated[str | None, typer.Option("--ray", help="Run as Ray tasks: 'local' or a cluster address.")] = None,
     workers: Annotated[int | None, typer.Option("--workers", help="CPUs of the local Ray cluster.")] = None,

@@ -18,6 +18,7 @@ from ragaudit_core.cli.common import (
     open_logs,
     resolve_run,
 )
+from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.review.gate import PRESETS, Rule, load_rules, review, verdict_table
 
@@ -45,7 +46,9 @@ def gate(
     preset: Annotated[
         str, typer.Option("--preset", help="Rule preset when --rules is not given: default or strict.")
     ] = "default",
-    flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ: a query flips when J < τ.")] = 0.5,
+    flip_threshold: Annotated[
+        float, typer.Option("--flip-threshold", help="τ: a query flips when J < τ.")
+    ] = FLIP_THRESHOLD,
     json_out: Annotated[
         str | None, typer.Option("--json", help="Write the verdict as JSON here ('-' = stdout).")
     ] = None,
@@ -82,7 +85,9 @@ def report(
     rules: Annotated[
         Path | None, typer.Option("--rules", help="Gate rules TOML (default: the default preset).")
     ] = None,
-    flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ: a query flips when J < τ.")] = 0.5,
+    flip_threshold: Annotated[
+        float, typer.Option("--flip-threshold", help="τ: a query flips when J < τ.")
+    ] = FLIP_THRESHOLD,
     runs: Annotated[
         str | None,
         typer.Option(

@@ -27,6 +27,7 @@ from ragaudit_core.cli.common import (
     open_logs,
     resolve_run,
 )
+from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog
 from ragaudit_core.logs.identity import load_docid_map
@@ -53,7 +54,9 @@ def stability(
     ] = None,
     baseline: Annotated[str | None, typer.Option("--baseline", help="Compare every run with this one.")] = None,
     runs: Annotated[str | None, typer.Option("--runs", help="Comma-separated runs to include (default: all).")] = None,
-    flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ: a pair flips when J < τ.")] = 0.5,
+    flip_threshold: Annotated[
+        float, typer.Option("--flip-threshold", help="τ: a pair flips when J < τ.")
+    ] = FLIP_THRESHOLD,
     topk: Annotated[int | None, typer.Option("--topk", help="Keep only the first K entries of each list.")] = None,
     allow_missing: Annotated[
         bool, typer.Option("--allow-missing", help="Evaluate the queries all runs share.")
@@ -156,7 +159,9 @@ def probe(
     pair: Annotated[
         list[str] | None, typer.Option("--pair", help="A:B (run ids or aliases base, o0, c128, …); repeatable.")
     ] = None,
-    flip_threshold: Annotated[float, typer.Option("--flip-threshold", help="τ for silent jitter (J_span < τ).")] = 0.5,
+    flip_threshold: Annotated[
+        float, typer.Option("--flip-threshold", help="τ for silent jitter (J_span < τ).")
+    ] = FLIP_THRESHOLD,
     embedder: Annotated[str | None, typer.Option("--embedder", help="SBERT model (default: packaged MiniLM).")] = None,
     device: Device = "auto",
     json_out: Annotated[

@@ -40,7 +40,6 @@ __all__ = [
     "runs_table",
     "runs_with_texts",
     "sample_logs_dir",
-    "stored_similarity_count",
     "uploads_dir",
     "warnings_table",
 ]
@@ -86,15 +85,6 @@ def overview(con: duckdb.DuckDBPyConnection) -> dict:
                (SELECT count(*) FROM ingest_warnings) AS warnings""",
     ).iloc[0]
     return {k: int(v) for k, v in row.items()}
-
-
-def stored_similarity_count(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> int:
-    """How many answer similarities are already stored for the pair (any model)."""
-    return int(
-        _q(con, "SELECT count(*) AS n FROM derived_answer_similarity WHERE run_a = ? AND run_b = ?", [run_a, run_b])[
-            "n"
-        ][0]
-    )
 
 
 def missing_data_message(con: duckdb.DuckDBPyConnection, *, min_runs: int = 1) -> str | None:

@@ -20,9 +20,7 @@ from typing import Any
 
 from ragaudit_core.logs.jsonl import InputFileError, Line
 
-__all__ = ["TABLE_SUFFIXES", "iter_rows"]
-
-TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet")
+__all__ = ["iter_rows"]
 
 
 def _dumps(obj: object) -> bytes:

@@ -29,8 +29,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from ragaudit_core.defaults import INT32_MAX
+
 __all__ = [
-    "CONTRACT_VERSION",
     "DOC_ID_KEYS",
     "EVIDENCE_KEYS",
     "QUERY_ID_KEYS",
@@ -40,7 +41,6 @@ __all__ = [
     "describe_validation_error",
 ]
 
-CONTRACT_VERSION = 1
 
 RUN_ID_KEYS: tuple[str, ...] = ("run_id", "runId", "config_id", "run")
 QUERY_ID_KEYS: tuple[str, ...] = ("query_id", "qid")
@@ -48,7 +48,6 @@ EVIDENCE_KEYS: tuple[str, ...] = ("evidence", "cited", "docs", "documents", "ret
 DOC_ID_KEYS: tuple[str, ...] = ("doc_id", "document_id", "docid", "id", "source_id")
 SPAN_HASH_KEYS: tuple[str, ...] = ("span_hash", "spanHash", "spanhash")
 _NESTED_DEPTH = 3
-_INT32_MAX = 2**31 - 1  # stored as INTEGER
 
 _JSON_TYPE = {
     dict: "object",
@@ -113,12 +112,12 @@ class EvidenceEntry(BaseModel):
     doc_id: Annotated[str, _as_id("doc_id")]
     text: str | None = None
     span_hash: Annotated[str | None, BeforeValidator(lambda v: (v.strip() or None) if isinstance(v, str) else v)] = None
-    rank: int | None = Field(default=None, ge=0, le=_INT32_MAX)
+    rank: int | None = Field(default=None, ge=0, le=INT32_MAX)
     score: float | None = None
     chunk_id: Annotated[str | None, BeforeValidator(lambda v: None if v is None else _id_value(v, "chunk_id"))] = None
-    char_start: int | None = Field(default=None, ge=0, le=_INT32_MAX)
-    char_end: int | None = Field(default=None, ge=0, le=_INT32_MAX)
-    page: int | None = Field(default=None, ge=0, le=_INT32_MAX)
+    char_start: int | None = Field(default=None, ge=0, le=INT32_MAX)
+    char_end: int | None = Field(default=None, ge=0, le=INT32_MAX)
+    page: int | None = Field(default=None, ge=0, le=INT32_MAX)
     metadata: dict[str, Any] | None = None
 
     @model_validator(mode="before")

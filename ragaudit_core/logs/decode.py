@@ -31,10 +31,11 @@ from typing import Annotated, Any
 
 import msgspec
 
+from ragaudit_core.defaults import INT32_MAX
+
 __all__ = ["FastEntry", "FastRecord", "decode_canonical"]
 
-_INT32_MAX = 2**31 - 1
-_Count = Annotated[int, msgspec.Meta(ge=0, le=_INT32_MAX)]
+_Count = Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)]
 _Id = str  # non-empty and trimmed: checked in FastRecord.__post_init__ (a msgspec pattern costs 0.7 us per id)
 
 

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import ValidationError
 
+from ragaudit_core.defaults import INT32_MAX, INT32_MIN
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import formats, store, traces
 from ragaudit_core.logs.catalog import collisions, coverage_warnings
@@ -111,7 +112,7 @@ def _int_or_none(v: object) -> int | None:
         v = int(v)
     elif isinstance(v, str) and v.strip().isdigit():
         v = int(v.strip())
-    return v if isinstance(v, int) and -(2**31) <= v < 2**31 else None
+    return v if isinstance(v, int) and INT32_MIN <= v <= INT32_MAX else None
 
 
 def ingest_paths(

@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ragaudit_core.defaults import INT32_MAX
 from ragaudit_core.logs.contracts import QUERY_ID_KEYS, RUN_ID_KEYS, _id_value, json_type
 
 __all__ = [
@@ -74,7 +75,6 @@ _STAGE_BY_NAME = {v: k for k, v in STAGES.items()} | {
     "embedding": 2,
 }
 ARTIFACT_TYPES = ("document", "chunk", "embedding", "rank_result", "context_element", "generation", "citation")
-_INT32_MAX = 2**31 - 1
 
 
 def looks_like_provenance(obj: Any) -> bool:
@@ -96,8 +96,8 @@ def _opt_int(v: Any, what: str) -> int | None:
             v = int(v)
         else:
             raise ValueError(f"{what} must be an integer, got {json_type(v)}")
-    if not (0 <= v <= _INT32_MAX):
-        raise ValueError(f"{what} must be between 0 and {_INT32_MAX}, got {v}")
+    if not (0 <= v <= INT32_MAX):
+        raise ValueError(f"{what} must be between 0 and {INT32_MAX}, got {v}")
     return v
 
 

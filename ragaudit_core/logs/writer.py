@@ -21,7 +21,7 @@ import pyarrow as pa
 if TYPE_CHECKING:  # the ingest's worker processes import this module; they need no DuckDB
     import duckdb
 
-__all__ = ["EVIDENCE_COLUMNS", "EVIDENCE_SCHEMA", "RECORD_COLUMNS", "RECORD_SCHEMA", "BatchWriter", "rows_table"]
+__all__ = ["EVIDENCE_SCHEMA", "RECORD_COLUMNS", "RECORD_SCHEMA", "BatchWriter", "rows_table"]
 
 EVIDENCE_SCHEMA = pa.schema(
     [
@@ -52,7 +52,6 @@ RECORD_SCHEMA = pa.schema(
         ("n_evidence", pa.int32()),
     ]
 )
-EVIDENCE_COLUMNS = tuple(EVIDENCE_SCHEMA.names)
 RECORD_COLUMNS = tuple(RECORD_SCHEMA.names)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.fidelity.score import FIDELITY_STAGES
 
 __all__ = [
@@ -209,7 +210,9 @@ def matrix_heatmap(matrix: pd.DataFrame, *, title: str) -> go.Figure:
     return fig
 
 
-def probe_scatter(rows: pd.DataFrame, *, tau: float = 0.5, sim_threshold: float = 0.9, title: str = "") -> go.Figure:
+def probe_scatter(
+    rows: pd.DataFrame, *, tau: float = FLIP_THRESHOLD, sim_threshold: float = 0.9, title: str = ""
+) -> go.Figure:
     """Answer similarity vs ``J_span`` per query (seed 000, figures 2–3).
 
     The silent-jitter quadrant — evidence changed (``J_span < τ``) while the answer

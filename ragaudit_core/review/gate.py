@@ -44,6 +44,7 @@ import duckdb
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ragaudit_core import tomlfile
+from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.fidelity.graph import FIDELITY_STAGES
 from ragaudit_core.stability.compare import PAIR_METRIC_LABELS, CompareResult
 
@@ -450,7 +451,7 @@ def collect(
     baseline: str,
     candidate: str,
     *,
-    tau: float = 0.5,
+    tau: float = FLIP_THRESHOLD,
     comparison: CompareResult | None = None,
 ) -> GateInputs:
     """The metric values :func:`evaluate` needs, computed from an ingested database.
@@ -554,7 +555,7 @@ def _attribution_means(con: duckdb.DuckDBPyConnection, baseline: str, candidate:
 
 
 def review(
-    con: duckdb.DuckDBPyConnection, rules: list[Rule], baseline: str, candidate: str, *, tau: float = 0.5
+    con: duckdb.DuckDBPyConnection, rules: list[Rule], baseline: str, candidate: str, *, tau: float = FLIP_THRESHOLD
 ) -> Verdict:
     """:func:`collect` then :func:`evaluate`: the verdict for a pair of ingested runs."""
     return evaluate(rules, collect(con, baseline, candidate, tau=tau))

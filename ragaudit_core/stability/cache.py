@@ -21,6 +21,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.logs import store
 from ragaudit_core.logs.selection import comparable_runs
 from ragaudit_core.stability.metrics import StabilityOptions, StabilityResult, compute_stability
@@ -93,7 +94,7 @@ def stability_cached(
         cur.close()
 
 
-def default_options(con: duckdb.DuckDBPyConnection, tau: float = 0.5) -> StabilityOptions:
+def default_options(con: duckdb.DuckDBPyConnection, tau: float = FLIP_THRESHOLD) -> StabilityOptions:
     """What the dashboard and the CLI compare when the user picks no runs: every run, or, when
     some share no query with the others, the default selection (:func:`logs.selection.comparable_runs`)."""
     sel = comparable_runs(con)

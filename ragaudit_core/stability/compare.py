@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import duckdb
 import pandas as pd
 
+from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
 __all__ = ["PAIR_METRIC_LABELS", "RUN_METRIC_LABELS", "CompareResult", "CompareSummary", "compare_runs"]
@@ -73,7 +74,7 @@ def compare_runs(
     baseline: str,
     candidate: str,
     *,
-    tau: float = 0.5,
+    tau: float = FLIP_THRESHOLD,
     topk: int | None = None,
     allow_missing: bool = True,
 ) -> CompareResult:

@@ -18,6 +18,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from ragaudit_core.defaults import INT32_MAX
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
 __all__ = [
@@ -90,7 +91,7 @@ def evidence_side_by_side(
             """SELECT run_id, position, rank, doc_id, chunk_id, span_hash, char_start, char_end, score, text
                FROM evidence WHERE query_id = ? AND run_id IN (?, ?) AND position < ?
                ORDER BY run_id, position""",
-            [query_id, run_a, run_b, topk if topk is not None else 2**31 - 1],
+            [query_id, run_a, run_b, topk if topk is not None else INT32_MAX],
         ).df()
     finally:
         cur.close()

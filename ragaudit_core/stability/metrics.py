@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import duckdb
 import pandas as pd
 
+from ragaudit_core.defaults import FLIP_THRESHOLD, INT32_MAX
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog
 from ragaudit_core.stability.sql import CELLS_SQL, PAIRS_SQL, QUERIES_SQL, RUNS_SQL
@@ -89,7 +90,7 @@ class StabilityOptions:
     runs: Sequence[str] | None = None
     baseline: str | None = None
     pairs: Sequence[tuple[str, str]] | None = None
-    flip_threshold: float = 0.5
+    flip_threshold: float = FLIP_THRESHOLD
     topk: int | None = None
     allow_missing: bool = False
     docid_map: dict[str, str] = field(default_factory=dict)
@@ -320,7 +321,7 @@ def _compute(
     pair_levels = [("doc", a, b) for a, b in pairs]
     pair_levels += [("span", a, b) for a, b in pairs if a in span_runs and b in span_runs]
     _register_inputs(cur, opts, pair_runs, queries, span_runs, pair_levels)
-    topk = opts.topk if opts.topk is not None else 2**31 - 1
+    topk = opts.topk if opts.topk is not None else INT32_MAX
     for stmt in filter(str.strip, CELLS_SQL.split(";")):
         params = [topk] if "e.position < ?" in stmt else []
         cur.execute(stmt, params)

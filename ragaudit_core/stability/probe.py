@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
 __all__ = [
@@ -92,7 +93,7 @@ class ProbeResult:
 
 
 def summarise_probe(
-    j_span: ArrayLike, sim: ArrayLike, *, thresholds: Sequence[float] = (0.9, 0.8), tau: float = 0.5
+    j_span: ArrayLike, sim: ArrayLike, *, thresholds: Sequence[float] = (0.9, 0.8), tau: float = FLIP_THRESHOLD
 ) -> dict:
     """Table-1 figures from per-query ``J_span`` and answer similarity."""
     js, sm = np.asarray(j_span, dtype=float), np.asarray(sim, dtype=float)
@@ -167,7 +168,7 @@ def probe_pair(
     run_b: str,
     encoder: Any,
     *,
-    tau: float = 0.5,
+    tau: float = FLIP_THRESHOLD,
     dataset: str | None = None,
     model: str = DEFAULT_SIMILARITY_MODEL,
 ) -> ProbeResult:

@@ -13,6 +13,8 @@ import itertools
 import statistics
 from collections.abc import Iterable
 
+from ragaudit_core.defaults import FLIP_THRESHOLD
+
 __all__ = ["reference_stability"]
 
 
@@ -23,7 +25,9 @@ def _jaccard(a: set, b: set) -> float:
 
 
 def reference_stability(
-    records: Iterable[tuple[str, str, list[tuple[str, str | None]]]], tau: float = 0.5, baseline: str | None = None
+    records: Iterable[tuple[str, str, list[tuple[str, str | None]]]],
+    tau: float = FLIP_THRESHOLD,
+    baseline: str | None = None,
 ) -> dict:
     """``records`` are ``(run_id, query_id, [(doc_id, span_hash_or_None), ...])``.
 

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 
 from ragaudit_core import __version__
 from ragaudit_core.attribution.storage import batch_tables
+from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.fidelity import canary, fidelity_runs, provenance_runs
 from ragaudit_core.fidelity.judging import judge_summary, verdict_table
@@ -46,7 +47,7 @@ class ReportOptions:
     candidate: str | None = None
     rules: list[Rule] | None = None  # None: the default preset
     rules_source: str = "default preset"
-    tau: float = 0.5
+    tau: float = FLIP_THRESHOLD
     worst_queries: int = 5
     entries_per_side: int = 5
     excerpt_chars: int = 240
@@ -89,7 +90,7 @@ class ReportData:
     files: pd.DataFrame
     n_queries: int
     n_rejected: int
-    tau: float = 0.5
+    tau: float = FLIP_THRESHOLD
     omitted: list[str] = field(default_factory=list)
     verdict: Verdict | None = None
     rules_source: str = ""
