@@ -96,8 +96,8 @@ def run_ragaudit(logs: Path, db: Path) -> dict:
         "entries": rep.n_entries,
         "records": rep.n_records,
         "pairs": len(res.pairs),
-        "gap_ratio": res.summary["gap_ratio"],
-        "mean_j_doc": res.summary["mean_j_doc"],
+        "gap_ratio": res.summary.gap_ratio,
+        "mean_j_doc": res.summary.mean_j_doc,
     }
 
 

@@ -67,35 +67,35 @@ except StabilityError as e:
     st.error(ui.md(str(e)))
     st.stop()
 s = res.summary
-for w in s["warnings"]:
+for w in s.warnings:
     st.warning(ui.md(w))
 
 
 m = st.columns(6)
-m[0].metric("mean J_doc", fmt(s["mean_j_doc"]), help="Mean document-level Jaccard over every (query, pair).")
-m[1].metric("mean J_span", fmt(s["mean_j_span"]), help="Mean span-level Jaccard; n/a when the logs carry no spans.")
-m[2].metric("gap ratio", fmt(s["gap_ratio"]), help="mean J_doc / mean J_span: the Stability Gap.")
+m[0].metric("mean J_doc", fmt(s.mean_j_doc), help="Mean document-level Jaccard over every (query, pair).")
+m[1].metric("mean J_span", fmt(s.mean_j_span), help="Mean span-level Jaccard; n/a when the logs carry no spans.")
+m[2].metric("gap ratio", fmt(s.gap_ratio), help="mean J_doc / mean J_span: the Stability Gap.")
 m[3].metric(
     "collapse rate",
-    fmt(s["collapse_rate"], pct=True),
+    fmt(s.collapse_rate, pct=True),
     help="Queries with some pair at J_span = 0 while both lists are non-empty.",
 )
 m[4].metric(
     "flip rate (span)",
-    fmt(s["flip_rate"]["span"], pct=True),
-    help=f"(query, pair) cells with J_span < τ = {tau}; document level: {fmt(s['flip_rate']['doc'], True)}.",
+    fmt(s.flip_rate["span"], pct=True),
+    help=f"(query, pair) cells with J_span < τ = {tau}; document level: {fmt(s.flip_rate['doc'], True)}.",
 )
 m[5].metric(
     "null transitions",
-    f"{s['null_transitions']:,}",
+    f"{s.null_transitions:,}",
     help="(query, pair) cells where one run returned evidence and the other none.",
 )
 st.caption(
-    f"{s['n_queries']:,} queries × {s['n_pairs']:,} run pairs · flip rate (doc) {fmt(s['flip_rate']['doc'], True)}"
-    f" · median J_min,span {fmt(s['span'].get('median_j_min'))}"
+    f"{s.n_queries:,} queries × {s.n_pairs:,} run pairs · flip rate (doc) {fmt(s.flip_rate['doc'], True)}"
+    f" · median J_min,span {fmt(s.span.median_j_min)}"
     f" · same documents with different spans: "
-    f"{s['same_docs_diff_spans'] if s['same_docs_diff_spans'] is not None else 'n/a'}"
-    + (f" · {s['gap_ratio_note']}" if s["gap_ratio_note"] else "")
+    f"{s.same_docs_diff_spans if s.same_docs_diff_spans is not None else 'n/a'}"
+    + (f" · {s.gap_ratio_note}" if s.gap_ratio_note else "")
 )
 
 pairs = res.pairs
@@ -106,7 +106,7 @@ selected = tuple(selected) if selected and tuple(selected) in pair_list else Non
 left, right = st.columns(2)
 with left:
     event = st.plotly_chart(
-        charts.stability_scatter(pairs, gap_ratio=s["gap_ratio"], highlight=selected),
+        charts.stability_scatter(pairs, gap_ratio=s.gap_ratio, highlight=selected),
         on_select="rerun",
         selection_mode="points",
         key="stability.scatter",

@@ -109,7 +109,7 @@ def stability(
         fail(str(e))
     if json_out != "-":
         _print_stability(result)
-    for w in result.summary["warnings"]:
+    for w in result.summary.warnings:
         typer.echo(f"warning: {w}", err=True)
     emit_json(result.to_json(), json_out)
     if csv_dir:
@@ -122,15 +122,14 @@ def stability(
 def _print_stability(result: StabilityResult) -> None:
     s = result.summary
     lines = [
-        f"queries evaluated: {s['n_queries']}   run pairs: {s['n_pairs']}   flip threshold τ = {s['flip_threshold']}",
-        f"mean J_doc = {fmt(s['mean_j_doc'])}   mean J_span = {fmt(s['mean_j_span'])}   "
-        f"gap ratio = {fmt(s['gap_ratio'])}",
-        f"collapse rate (span) = {fmt(s['collapse_rate'])}   flip rate doc/span = "
-        f"{fmt(s['flip_rate']['doc'])}/{fmt(s['flip_rate']['span'])}   null transitions = {s['null_transitions']}   "
-        f"same docs, different spans = {fmt(s['same_docs_diff_spans'])}",
+        f"queries evaluated: {s.n_queries}   run pairs: {s.n_pairs}   flip threshold τ = {s.flip_threshold}",
+        f"mean J_doc = {fmt(s.mean_j_doc)}   mean J_span = {fmt(s.mean_j_span)}   gap ratio = {fmt(s.gap_ratio)}",
+        f"collapse rate (span) = {fmt(s.collapse_rate)}   flip rate doc/span = "
+        f"{fmt(s.flip_rate['doc'])}/{fmt(s.flip_rate['span'])}   null transitions = {s.null_transitions}   "
+        f"same docs, different spans = {fmt(s.same_docs_diff_spans)}",
     ]
-    if s["gap_ratio_note"]:
-        lines.append(s["gap_ratio_note"])
+    if s.gap_ratio_note:
+        lines.append(s.gap_ratio_note)
     typer.echo("\n".join(lines))
     table = result.pairs[
         [

@@ -25,6 +25,7 @@ from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.logs import store
 from ragaudit_core.logs.selection import comparable_runs
 from ragaudit_core.stability.metrics import StabilityOptions, StabilityResult, compute_stability
+from ragaudit_core.stability.summary import StabilitySummary
 
 __all__ = ["DEFAULT_DENSITY_BINS", "default_options", "precompute", "stability_cached"]
 
@@ -52,7 +53,7 @@ def _encode(res: StabilityResult) -> bytes:
         with pa.ipc.new_stream(sink, table.schema) as w:
             w.write_table(table)
         parts[name] = sink.getvalue().hex()
-    return json.dumps({"summary": res.summary, "tables": parts}).encode()
+    return json.dumps({"summary": res.summary.to_json(), "tables": parts}).encode()
 
 
 def _decode(payload: bytes) -> StabilityResult:
@@ -65,7 +66,7 @@ def _decode(payload: bytes) -> StabilityResult:
         runs=frames["runs"],
         pairs=frames["pairs"],
         queries=frames["queries"],
-        summary=d["summary"],
+        summary=StabilitySummary.from_json(d["summary"]),
         density=frames["density"],
     )
 

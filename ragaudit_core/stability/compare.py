@@ -147,6 +147,6 @@ def compare_runs(
         n_collapsed=int(q["collapsed"].sum()) if has_span else None,
         n_null_changes=int((q["null_change"] != "").sum()),
         n_answered=int(q["both_answered"].sum()),
-        warnings=list(res.summary["warnings"]),
+        warnings=list(res.summary.warnings),
     )
     return CompareResult(baseline, candidate, pair, runs, q, summary)

@@ -39,6 +39,7 @@ import itertools
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -47,6 +48,7 @@ from ragaudit_core.defaults import FLIP_THRESHOLD, INT32_MAX
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog
 from ragaudit_core.stability.sql import CELLS_SQL, PAIRS_SQL, QUERIES_SQL, RUNS_SQL
+from ragaudit_core.stability.summary import LevelStats, StabilitySummary
 
 __all__ = [
     "CONFIG_PARAMETERS",
@@ -102,7 +104,7 @@ class StabilityResult:
     runs: pd.DataFrame
     pairs: pd.DataFrame
     queries: pd.DataFrame
-    summary: dict
+    summary: StabilitySummary
     cells: pd.DataFrame | None = None
     density: pd.DataFrame | None = None
 
@@ -140,7 +142,7 @@ class StabilityResult:
             "runs": _records(self.runs[run_cols]),
             "pairs": _records(self.pairs[pair_cols]),
             "queries": _records(self.queries[q_cols]),
-            "summary": self.summary,
+            "summary": self.summary.to_json(),
         }
 
 
@@ -349,13 +351,19 @@ def _compute(
     ).fetchall():
         warnings.append(f"canonical-id collision: {len(raws)} raw ids map to {canon!r}: " + ", ".join(map(repr, raws)))
 
-    summary = _summary(cur, pairs_df, queries_df, queries, pairs, tau)
-    summary["warnings"] = warnings
-    summary["span_unavailable_runs"] = no_span
-    summary["runs"] = pair_runs
-    summary["flip_threshold"] = tau
-    summary["topk"] = opts.topk
-    summary["baseline"] = opts.baseline
+    summary = _summary(
+        cur,
+        pairs_df,
+        queries_df,
+        queries,
+        pairs,
+        tau,
+        warnings=warnings,
+        span_unavailable_runs=no_span,
+        runs=pair_runs,
+        topk=opts.topk,
+        baseline=opts.baseline,
+    )
     cells = (
         cur.execute(
             """SELECT c.level, pl.run_a, pl.run_b, q.query_id, c.n_a, c.n_b, c.n_inter, c.j
@@ -452,33 +460,34 @@ def _summary(
     queries: list[str],
     pairs: list[tuple[str, str]],
     tau: float,
-) -> dict:
-    def level_stats(level: str) -> dict:
+    **settings: Any,
+) -> StabilitySummary:
+    def level_stats(level: str) -> LevelStats:
         q = queries_df[queries_df["level"] == level]
         p = pairs_df[pairs_df["level"] == level]
         if p.empty:
-            return {"available": False}
+            return LevelStats(available=False)
         row = cur.execute(
             """SELECT avg(j), avg(CASE WHEN j < ? THEN 1.0 ELSE 0.0 END),
                       sum(CASE WHEN (n_a > 0) <> (n_b > 0) THEN 1 ELSE 0 END), count(*)
                FROM _cells WHERE level = ?""",
             [tau, level],
         ).fetchall()[0]
-        return {
-            "available": True,
-            "mean_j": row[0],
-            "flip_rate": row[1],
-            "null_transitions": int(row[2]),
-            "n_cells": int(row[3]),
-            "collapse_rate": float(q["collapsed"].mean()) if len(q) else None,
-            "median_j_min": float(q["j_min"].median()) if len(q) else None,
-            "n_pairs": len(p),
-        }
+        return LevelStats(
+            available=True,
+            mean_j=row[0],
+            flip_rate=row[1],
+            null_transitions=int(row[2]),
+            n_cells=int(row[3]),
+            collapse_rate=float(q["collapsed"].mean()) if len(q) else None,
+            median_j_min=float(q["j_min"].median()) if len(q) else None,
+            n_pairs=len(p),
+        )
 
     doc, span = level_stats("doc"), level_stats("span")
     gap = None
     gap_note = None
-    if span["available"]:
+    if span.available:
         jd, js = cur.execute(
             """SELECT avg(d.j), avg(s.j) FROM _cells s JOIN _cells d
                ON d.level = 'doc' AND s.level = 'span' AND d.ra = s.ra AND d.rb = s.rb AND d.qi = s.qi"""
@@ -490,18 +499,14 @@ def _summary(
     else:
         gap_note = "gap ratio unavailable: no pair has span information on both sides"
     sdds = pairs_df.loc[pairs_df["level"] == "span", "same_docs_diff_spans"]
-    return {
-        "n_queries": len(queries),
-        "n_pairs": len(pairs),
-        "doc": doc,
-        "span": span,
-        "mean_j_doc": doc.get("mean_j"),
-        "mean_j_span": span.get("mean_j") if span["available"] else None,
-        "gap_ratio": gap,
-        "gap_ratio_note": gap_note,
-        "collapse_rate": span.get("collapse_rate") if span["available"] else None,
-        "doc_collapse_rate": doc.get("collapse_rate"),
-        "flip_rate": {"doc": doc.get("flip_rate"), "span": span.get("flip_rate") if span["available"] else None},
-        "null_transitions": doc.get("null_transitions"),
-        "same_docs_diff_spans": int(sdds.sum()) if span["available"] else None,
-    }
+    return StabilitySummary(
+        n_queries=len(queries),
+        n_pairs=len(pairs),
+        doc=doc,
+        span=span,
+        gap_ratio=gap,
+        gap_ratio_note=gap_note,
+        same_docs_diff_spans=int(sdds.sum()) if span.available else None,
+        flip_threshold=tau,
+        **settings,
+    )

@@ -78,7 +78,7 @@ def test_sample_report_parses_and_holds_the_key_figures_and_verdict(sample_repor
         assert f"{f.summary['cfs_mean']:.3f}" in text
         assert f"{f.summary['stage_survival']['generation']:.1%}" in text
     # the probe: 60 answered queries per pair
-    assert data.probes and all(p.summary["n_queries"] == 60 for p in data.probes)
+    assert data.probes and all(p.summary.n_queries == 60 for p in data.probes)
     assert f"{data.probes[0].summary['mean_sim']:.3f}" in text
     # cover: every input file with its SHA-256, the tool version; contents; methods with sources
     files = data.files
@@ -273,12 +273,12 @@ def test_the_stability_section_compares_the_selected_runs(tmp_path):
     con = store.connect(":memory:")
     ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
     data = gather(con, ReportOptions(probe=False))
-    assert data.stability.summary["runs"] == ["k10", "k5"] and data.stability.summary["n_queries"] == 2
+    assert data.stability.summary.runs == ["k10", "k5"] and data.stability.summary.n_queries == 2
     assert data.stability_scope == (
         "Left out 1 run(s) that share no query with the 2 compared (which share 2): "
         "'upload'; name runs to compare them instead (--runs)."
     )
-    assert data.stability.summary["mean_j_doc"] == pytest.approx(0.5)  # {x} vs {x, y} in both queries
+    assert data.stability.summary.mean_j_doc == pytest.approx(0.5)  # {x} vs {x, y} in both queries
     data = gather(con, ReportOptions(probe=False, runs=["k10", "k5"]))
     assert data.stability_scope == "Runs compared (chosen by the reviewer): k5, k10."
     with pytest.raises(ReportError, match="'nope' have no evidence logs"):

@@ -87,14 +87,14 @@ def test_per_query_worst_pair_and_summary(con, three_runs):
     s = res.summary
     mean_doc = ((2 / 3) + (4 / 9) + (1 / 9)) / 3  # = 11/27
     mean_span = ((4 / 9) + (3 / 9) + 0) / 3  # = 7/27
-    assert s["mean_j_doc"] == pytest.approx(11 / 27) == pytest.approx(mean_doc)
-    assert s["mean_j_span"] == pytest.approx(7 / 27) == pytest.approx(mean_span)
-    assert s["gap_ratio"] == pytest.approx(11 / 7)
-    assert s["collapse_rate"] == pytest.approx(1 / 3)  # only q1 has a pair at J_span = 0, both non-empty
-    assert s["doc_collapse_rate"] == 0
-    assert s["null_transitions"] == 4  # AB q3, AC q2, BC q2, BC q3
-    assert s["same_docs_diff_spans"] == 1
-    assert s["span"]["median_j_min"] == 0
+    assert s.mean_j_doc == pytest.approx(11 / 27) == pytest.approx(mean_doc)
+    assert s.mean_j_span == pytest.approx(7 / 27) == pytest.approx(mean_span)
+    assert s.gap_ratio == pytest.approx(11 / 7)
+    assert s.collapse_rate == pytest.approx(1 / 3)  # only q1 has a pair at J_span = 0, both non-empty
+    assert s.doc.collapse_rate == 0
+    assert s.null_transitions == 4  # AB q3, AC q2, BC q2, BC q3
+    assert s.same_docs_diff_spans == 1
+    assert s.span.median_j_min == 0
 
 
 def test_run_statistics(con, three_runs):
@@ -116,7 +116,7 @@ def test_baseline_mode_compares_only_with_baseline(con, three_runs):
     assert got == [("A", "B"), ("B", "C")]  # ordered run_a < run_b
     # q3 doc: AB 0, BC 0 → worst "A vs B" (first in order)
     assert _query(res, "q3", "doc").worst_pair == "A vs B"
-    assert res.summary["mean_j_doc"] == pytest.approx(((2 / 3) + (1 / 9)) / 2)
+    assert res.summary.mean_j_doc == pytest.approx(((2 / 3) + (1 / 9)) / 2)
     with pytest.raises(StabilityError, match="baseline run 'Z' not found"):
         compute_stability(con, StabilityOptions(baseline="Z"))
 
@@ -149,11 +149,11 @@ def test_doc_only_runs_have_no_span_metrics_not_zero(con, tmp_path):
     ingest_paths(con, [tmp_path])
     res = compute_stability(con)
     assert set(res.pairs.level) == {"doc"}
-    assert res.summary["mean_j_span"] is None
-    assert res.summary["gap_ratio"] is None
-    assert res.summary["collapse_rate"] is None
-    assert "span metrics unavailable for run(s) without span information" in res.summary["warnings"][0]
-    assert "'a'" in res.summary["warnings"][0]
+    assert res.summary.mean_j_span is None
+    assert res.summary.gap_ratio is None
+    assert res.summary.collapse_rate is None
+    assert "span metrics unavailable for run(s) without span information" in res.summary.warnings[0]
+    assert "'a'" in res.summary.warnings[0]
     js = res.to_json()
     assert all(p["level"] == "doc" for p in js["pairs"])
 
@@ -179,8 +179,8 @@ def test_alias_map_and_collisions(con, tmp_path):
     assert compute_stability(con).pairs.iloc[0].j_avg == pytest.approx(1 / 3)
     res = compute_stability(con, StabilityOptions(docid_map={"docx": "docz"}))
     assert res.pairs.iloc[0].j_avg == 1.0
-    assert any(w == "canonical-id collision: 2 raw ids map to 'docm': 'DocM', 'docm'" for w in res.summary["warnings"])
-    assert any("raw ids map to 'docz'" in w for w in res.summary["warnings"])
+    assert any(w == "canonical-id collision: 2 raw ids map to 'docm': 'DocM', 'docm'" for w in res.summary.warnings)
+    assert any("raw ids map to 'docz'" in w for w in res.summary.warnings)
 
 
 def test_query_coverage_mismatch_is_an_error_unless_allowed(con, tmp_path):
@@ -194,7 +194,7 @@ def test_query_coverage_mismatch_is_an_error_unless_allowed(con, tmp_path):
         "or pass --allow-missing to evaluate only the queries every run has"
     )
     res = compute_stability(con, StabilityOptions(allow_missing=True))
-    assert res.summary["n_queries"] == 2
+    assert res.summary.n_queries == 2
 
 
 def test_one_run_is_not_enough(con, tmp_path):
@@ -271,11 +271,11 @@ def test_sql_matches_pure_python_reference(tmp_path_factory, recs, tau):
         j, pair = ref["queries"][(row.query_id, row.level)]
         assert row.j_min == pytest.approx(j)
         assert row.worst_pair == pair
-    assert res.summary["collapse_rate"] == pytest.approx(ref["collapse_rate"]["span"])
+    assert res.summary.collapse_rate == pytest.approx(ref["collapse_rate"]["span"])
     if ref["gap_ratio"] is None:
-        assert res.summary["gap_ratio"] is None
+        assert res.summary.gap_ratio is None
     else:
-        assert res.summary["gap_ratio"] == pytest.approx(ref["gap_ratio"])
+        assert res.summary.gap_ratio == pytest.approx(ref["gap_ratio"])
     con.close()
 
 
@@ -297,7 +297,7 @@ def test_bounds_on_random_data(con, tmp_path):
     for col in ("j_avg", "flip_rate", "null_rate_a", "null_rate_b", "null_loss", "null_gain", "collapse_rate"):
         assert res.pairs[col].between(0, 1).all()
     # span identity is finer than document identity: collapse can only be more frequent at span level
-    assert res.summary["collapse_rate"] >= res.summary["doc_collapse_rate"]
+    assert res.summary.collapse_rate >= res.summary.doc.collapse_rate
 
 
 def test_change_label_names_what_differs():
@@ -338,3 +338,22 @@ def test_effects_by_change_by_hand(con, tmp_path):
     assert eff.loc[("chunk_size", "span"), "j_avg"] == 0  # no shared span
     assert eff.loc[("chunk_size", "span"), "collapse_rate"] == 1
     assert eff.loc[("several", "span"), "n_pairs"] == 1
+
+
+def test_the_summary_is_typed_and_its_json_contract_unchanged(con, three_runs):
+    import json
+
+    from ragaudit_core.stability.summary import StabilitySummary
+
+    ingest_paths(con, [three_runs])
+    res = compute_stability(con, StabilityOptions())
+    js = json.loads(json.dumps(res.to_json()))["summary"]
+    assert list(js) == [
+        "n_queries", "n_pairs", "doc", "span", "mean_j_doc", "mean_j_span", "gap_ratio", "gap_ratio_note",
+        "collapse_rate", "doc_collapse_rate", "flip_rate", "null_transitions", "same_docs_diff_spans",
+        "warnings", "span_unavailable_runs", "runs", "flip_threshold", "topk", "baseline",
+    ]  # fmt: skip
+    assert set(js["doc"]) == {"available", "mean_j", "flip_rate", "null_transitions", "n_cells", "collapse_rate",
+                              "median_j_min", "n_pairs"}  # fmt: skip
+    assert js["flip_rate"] == {"doc": res.summary.doc.flip_rate, "span": res.summary.span.flip_rate}
+    assert StabilitySummary.from_json(js) == res.summary

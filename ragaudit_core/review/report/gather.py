@@ -223,7 +223,7 @@ def _stability(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOpt
     data.stability = res
     data.effects = effects_by_change(res.pairs)
     data.figures["stability_scatter"] = charts.stability_scatter(
-        res.pairs, gap_ratio=res.summary["gap_ratio"], highlight=(min(opts.pair), max(opts.pair)) if opts.pair else None
+        res.pairs, gap_ratio=res.summary.gap_ratio, highlight=(min(opts.pair), max(opts.pair)) if opts.pair else None
     )
     data.figures["jmin_histogram"] = charts.jmin_histogram(res.queries)
 

@@ -95,7 +95,7 @@ def _strings(data: ReportData) -> set[str]:
     for f in data.fidelity.values():
         add([f.alerts, f.citations, f.findings, f.summary])
     if data.stability is not None:
-        add([data.stability.pairs, data.stability.summary.get("warnings", [])])
+        add([data.stability.pairs, data.stability.summary.warnings])
     add(list(data.attributions))
     chars.update(METHODS_TEXT)
     return chars

@@ -155,7 +155,7 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
     res = data.stability
     s = res.summary
     pdf.para(
-        f"{s['n_queries']:,} queries × {s['n_pairs']:,} run pairs, flip threshold τ = {data.tau:g}. "
+        f"{s.n_queries:,} queries × {s.n_pairs:,} run pairs, flip threshold τ = {data.tau:g}. "
         "Jaccard of each query's "
         "evidence set between two runs, at document level (doc_id) and at span level (doc_id, span_hash); "
         "seed 000. " + data.stability_scope,
@@ -174,21 +174,21 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
         ],
         [
             [
-                fmt(s["mean_j_doc"]),
-                fmt(s["mean_j_span"]),
-                fmt(s["gap_ratio"]),
-                pct(s["collapse_rate"]),
-                f"{pct(s['flip_rate']['doc'])} / {pct(s['flip_rate']['span'])}",
-                f"{s['null_transitions']:,}",
-                fmt(s["span"].get("median_j_min")),
+                fmt(s.mean_j_doc),
+                fmt(s.mean_j_span),
+                fmt(s.gap_ratio),
+                pct(s.collapse_rate),
+                f"{pct(s.flip_rate['doc'])} / {pct(s.flip_rate['span'])}",
+                f"{s.null_transitions:,}",
+                fmt(s.span.median_j_min),
             ]
         ],
         size=8,
     )
-    for w in s.get("warnings", []):
+    for w in s.warnings:
         pdf.para(f"Warning: {w}", size=8, style="I", colour=(150, 80, 0))
-    if s.get("gap_ratio_note"):
-        pdf.para(s["gap_ratio_note"], size=8, style="I")
+    if s.gap_ratio_note:
+        pdf.para(s.gap_ratio_note, size=8, style="I")
     pdf.chart("stability_scatter", width=W * 0.82)
     pdf.start_section("Per-pair table", level=1)
     wide = res.pairs.pivot_table(

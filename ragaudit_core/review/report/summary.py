@@ -67,15 +67,15 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
 def _figures(data: ReportData) -> list[list[str]]:
     rows: list[list[str]] = []
     if data.stability is not None:
-        s = data.stability.summary
+        st = data.stability.summary
         rows += [
             [
                 "Is the evidence stable?",
                 "mean J_doc / mean J_span",
-                f"{fmt(s.get('mean_j_doc'))} / {fmt(s.get('mean_j_span'))}",
+                f"{fmt(st.mean_j_doc)} / {fmt(st.mean_j_span)}",
             ],
-            ["", "gap ratio (J_doc ÷ J_span)", fmt(s.get("gap_ratio"))],
-            ["", "collapse rate (some pair at J_span = 0)", pct(s.get("collapse_rate"))],
+            ["", "gap ratio (J_doc ÷ J_span)", fmt(st.gap_ratio)],
+            ["", "collapse rate (some pair at J_span = 0)", pct(st.collapse_rate)],
         ]
     for run, f in list(data.fidelity.items())[:3]:
         s = f.summary
