@@ -19,6 +19,7 @@ from ragaudit_core.cli.common import (
     Format,
     LazyModels,
     MaxLine,
+    Qrels,
     RunId,
     emit_json,
     fail,
@@ -29,10 +30,12 @@ from ragaudit_core.cli.common import (
 )
 from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.errors import RagAuditError
+from ragaudit_core.intervals import DEFAULT_RESAMPLES
 from ragaudit_core.logs import catalog
 from ragaudit_core.logs.identity import load_docid_map
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
 from ragaudit_core.logs.selection import comparable_runs
+from ragaudit_core.quality.summary import QualityResult, compute_quality
 from ragaudit_core.review.spreadsheet import write_csv
 from ragaudit_core.stability.metrics import (
     StabilityOptions,
@@ -74,8 +77,15 @@ def stability(
     csv_dir: Annotated[
         Path | None, typer.Option("--csv-dir", help="Write runs.csv, pairs.csv, queries.csv here.")
     ] = None,
+    qrels: Qrels = None,
+    resamples: Annotated[
+        int, typer.Option("--resamples", help="Bootstrap resamples of the queries for 95 % intervals (0: none).")
+    ] = DEFAULT_RESAMPLES,
 ) -> None:
-    """Document- and span-level evidence stability across runs (seed 000)."""
+    """Document- and span-level evidence stability across runs (seed 000), with 95 % bootstrap
+    intervals; with relevance labels loaded, ranking quality beside it (does jitter cost quality?)."""
+    if resamples < 0:
+        fail("--resamples must be 0 or more")
     con = open_logs(
         paths,
         db,
@@ -83,6 +93,7 @@ def stability(
         options=ingest_options(
             case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt, run_id, doc_id_key
         ),
+        qrels=qrels,
     )
     try:
         mapping = {}
@@ -103,15 +114,19 @@ def stability(
             topk=topk,
             allow_missing=allow_missing,
             docid_map=mapping,
+            resamples=resamples,
         )
         result = compute_stability(con, opts)
+        quality = _quality(con, result, opts, resamples)
     except RagAuditError as e:
         fail(str(e))
     if json_out != "-":
         _print_stability(result)
+        if quality is not None:
+            _print_quality(quality)
     for w in result.summary.warnings:
         typer.echo(f"warning: {w}", err=True)
-    emit_json(result.to_json(), json_out)
+    emit_json({**result.to_json(), **({"quality": quality.to_json()} if quality is not None else {})}, json_out)
     if csv_dir:
         csv_dir.mkdir(parents=True, exist_ok=True)
         write_csv(result.runs, csv_dir / "runs.csv")  # formula-leading cells neutralised
@@ -119,12 +134,42 @@ def stability(
         write_csv(result.queries, csv_dir / "queries.csv")
 
 
+def _quality(
+    con: duckdb.DuckDBPyConnection, result: StabilityResult, opts: StabilityOptions, resamples: int
+) -> QualityResult | None:
+    """Ranking quality of the compared runs and pairs, when relevance labels are loaded."""
+    if not con.execute("SELECT count(*) FROM qrels").fetchall()[0][0]:
+        return None
+    pairs = [(a, b) for a, b in result.pairs[result.pairs.level == "doc"][["run_a", "run_b"]].itertuples(index=False)]
+    return compute_quality(con, result.summary.runs, pairs=pairs, docid_map=opts.docid_map, resamples=resamples)
+
+
+def _print_quality(q: QualityResult) -> None:
+    typer.echo("\nranking quality (relevance labels; mean over labelled queries [95 % interval]):")
+    for r in q.runs:
+        e, m = r.metrics.get("ndcg@10"), r.metrics.get("recall@10")
+        if e is None or m is None or not e.n:
+            typer.echo(f"  {r.run_id}: no labelled query")
+            continue
+        typer.echo(
+            f"  {r.run_id}: nDCG@10 {e.value:.3f} [{e.lo:.3f}, {e.hi:.3f}]  recall@10 {m.value:.3f} "
+            f"[{m.lo:.3f}, {m.hi:.3f}]  ({r.n_queries} labelled, {r.n_unlabelled} without labels left out)"
+        )
+
+
+def _ci(result: StabilityResult, key: str) -> str:
+    iv = result.intervals
+    e = iv.summary.get(key) if iv is not None else None
+    return "" if e is None or e.lo != e.lo else f" [{e.lo:.3f}, {e.hi:.3f}]"
+
+
 def _print_stability(result: StabilityResult) -> None:
     s = result.summary
     lines = [
         f"queries evaluated: {s.n_queries}   run pairs: {s.n_pairs}   flip threshold τ = {s.flip_threshold}",
-        f"mean J_doc = {fmt(s.mean_j_doc)}   mean J_span = {fmt(s.mean_j_span)}   gap ratio = {fmt(s.gap_ratio)}",
-        f"collapse rate (span) = {fmt(s.collapse_rate)}   flip rate doc/span = "
+        f"mean J_doc = {fmt(s.mean_j_doc)}{_ci(result, 'mean_j_doc')}   "
+        f"mean J_span = {fmt(s.mean_j_span)}{_ci(result, 'mean_j_span')}   gap ratio = {fmt(s.gap_ratio)}",
+        f"collapse rate (span) = {fmt(s.collapse_rate)}{_ci(result, 'collapse_rate')}   flip rate doc/span = "
         f"{fmt(s.flip_rate['doc'])}/{fmt(s.flip_rate['span'])}   null transitions = {s.null_transitions}   "
         f"same docs, different spans = {fmt(s.same_docs_diff_spans)}",
     ]

@@ -22,10 +22,12 @@ import pandas as pd
 import pyarrow as pa
 
 from ragaudit_core.defaults import FLIP_THRESHOLD
+from ragaudit_core.intervals import DEFAULT_RESAMPLES
 from ragaudit_core.logs import store
 from ragaudit_core.logs.selection import comparable_runs
 from ragaudit_core.stability.metrics import StabilityOptions, StabilityResult, compute_stability
 from ragaudit_core.stability.summary import StabilitySummary
+from ragaudit_core.stability.uncertainty import StabilityIntervals
 
 __all__ = ["DEFAULT_DENSITY_BINS", "default_options", "precompute", "stability_cached"]
 
@@ -37,7 +39,7 @@ def _key(version: str, opts: StabilityOptions, density_bins: int | None) -> str:
     d = asdict(opts)
     d = {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in d.items()}
     blob = json.dumps(
-        {"v": version, "opts": d, "bins": density_bins, "kind": "stability/1"}, sort_keys=True, default=list
+        {"v": version, "opts": d, "bins": density_bins, "kind": "stability/2"}, sort_keys=True, default=list
     )
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -53,7 +55,8 @@ def _encode(res: StabilityResult) -> bytes:
         with pa.ipc.new_stream(sink, table.schema) as w:
             w.write_table(table)
         parts[name] = sink.getvalue().hex()
-    return json.dumps({"summary": res.summary.to_json(), "tables": parts}).encode()
+    intervals = res.intervals.to_json() if res.intervals is not None else None
+    return json.dumps({"summary": res.summary.to_json(), "tables": parts, "intervals": intervals}).encode()
 
 
 def _decode(payload: bytes) -> StabilityResult:
@@ -68,6 +71,7 @@ def _decode(payload: bytes) -> StabilityResult:
         queries=frames["queries"],
         summary=StabilitySummary.from_json(d["summary"]),
         density=frames["density"],
+        intervals=StabilityIntervals.from_json(d["intervals"]) if d.get("intervals") else None,
     )
 
 
@@ -99,7 +103,9 @@ def default_options(con: duckdb.DuckDBPyConnection, tau: float = FLIP_THRESHOLD)
     """What the dashboard and the CLI compare when the user picks no runs: every run, or, when
     some share no query with the others, the default selection (:func:`logs.selection.comparable_runs`)."""
     sel = comparable_runs(con)
-    return StabilityOptions(runs=sel.runs if sel.left_out else None, flip_threshold=tau, allow_missing=True)
+    return StabilityOptions(
+        runs=sel.runs if sel.left_out else None, flip_threshold=tau, allow_missing=True, resamples=DEFAULT_RESAMPLES
+    )
 
 
 def precompute(con: duckdb.DuckDBPyConnection) -> StabilityResult | None:

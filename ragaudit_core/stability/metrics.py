@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from ragaudit_core.defaults import FLIP_THRESHOLD, INT32_MAX
@@ -49,6 +50,7 @@ from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog
 from ragaudit_core.stability.sql import CELLS_SQL, PAIRS_SQL, QUERIES_SQL, RUNS_SQL
 from ragaudit_core.stability.summary import LevelStats, StabilitySummary
+from ragaudit_core.stability.uncertainty import StabilityIntervals, intervals_from_cells
 
 __all__ = [
     "CONFIG_PARAMETERS",
@@ -87,6 +89,8 @@ class StabilityOptions:
     ``docid_map`` — raw → canonical alias map (already normalised), applied at query time.
     ``queries`` — evaluate only these query ids (e.g. one query's drill-down); ids the runs
     do not all share are ignored under ``allow_missing`` and an error otherwise.
+    ``resamples`` — bootstrap resamples of the queries for 95 % intervals of the headline and
+    pair figures (:mod:`.uncertainty`); 0 computes none.
     """
 
     runs: Sequence[str] | None = None
@@ -97,6 +101,7 @@ class StabilityOptions:
     allow_missing: bool = False
     docid_map: dict[str, str] = field(default_factory=dict)
     queries: Sequence[str] | None = None
+    resamples: int = 0
 
 
 @dataclass
@@ -107,6 +112,7 @@ class StabilityResult:
     summary: StabilitySummary
     cells: pd.DataFrame | None = None
     density: pd.DataFrame | None = None
+    intervals: StabilityIntervals | None = None
 
     def to_json(self) -> dict:
         """The CLI's JSON: ``runs``, ``pairs``, ``queries`` lists and a ``summary`` object."""
@@ -143,6 +149,7 @@ class StabilityResult:
             "pairs": _records(self.pairs[pair_cols]),
             "queries": _records(self.queries[q_cols]),
             "summary": self.summary.to_json(),
+            **({"intervals": self.intervals.to_json()} if self.intervals is not None else {}),
         }
 
 
@@ -386,10 +393,40 @@ def _compute(
                GROUP BY ALL ORDER BY doc_bin, span_bin""",
             [density_bins] * 4,
         ).df()
+    intervals = _intervals(cur, pair_runs, len(queries), tau, opts) if opts.resamples > 0 else None
     for name in ("_sel_runs", "_eval_q", "_span_runs", "_pair_levels", "_map"):
         cur.unregister(name)
     return StabilityResult(
-        runs=runs_df, pairs=pairs_df, queries=queries_df, summary=summary, cells=cells, density=density
+        runs=runs_df,
+        pairs=pairs_df,
+        queries=queries_df,
+        summary=summary,
+        cells=cells,
+        density=density,
+        intervals=intervals,
+    )
+
+
+def _intervals(
+    cur: duckdb.DuckDBPyConnection, pair_runs: list[str], n_queries: int, tau: float, opts: StabilityOptions
+) -> StabilityIntervals:
+    """Bootstrap intervals from the ``_cells`` table, fetched as arrays (no frame of every cell)."""
+    a = cur.execute(
+        "SELECT (level = 'span')::TINYINT AS span, ra, rb, qi, n_a, n_b, n_inter, j FROM _cells"
+    ).fetchnumpy()
+    return intervals_from_cells(
+        np.asarray(a["span"]),
+        np.asarray(a["ra"], dtype=np.int64),
+        np.asarray(a["rb"], dtype=np.int64),
+        np.asarray(a["qi"], dtype=np.int64),
+        np.asarray(a["n_a"], dtype=float),
+        np.asarray(a["n_b"], dtype=float),
+        np.asarray(a["n_inter"], dtype=float),
+        np.asarray(a["j"], dtype=float),
+        n_queries=n_queries,
+        runs=pair_runs,
+        tau=tau,
+        resamples=opts.resamples,
     )
 
 

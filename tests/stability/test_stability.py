@@ -3,6 +3,7 @@ invariants against the pure-Python reference on random logs."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -357,3 +358,33 @@ def test_the_summary_is_typed_and_its_json_contract_unchanged(con, three_runs):
                               "median_j_min", "n_pairs"}  # fmt: skip
     assert js["flip_rate"] == {"doc": res.summary.doc.flip_rate, "span": res.summary.span.flip_rate}
     assert StabilitySummary.from_json(js) == res.summary
+
+
+def test_intervals_bracket_the_figures_and_are_reproducible(con, three_runs):
+    """Every headline and pair figure gets a bootstrap interval over queries that contains it; the
+    same seed gives the same intervals; with one query resampled three times the interval of a
+    constant figure is that constant."""
+    ingest_paths(con, [three_runs])
+    res = compute_stability(con, StabilityOptions(resamples=300))
+    iv = res.intervals
+    assert iv is not None and iv.n_queries == 3
+    s = res.summary
+    for key, value in (
+        ("mean_j_doc", s.mean_j_doc),
+        ("mean_j_span", s.mean_j_span),
+        ("collapse_rate", s.collapse_rate),
+        ("flip_rate_doc", s.flip_rate["doc"]),
+        ("flip_rate_span", s.flip_rate["span"]),
+    ):
+        e = iv.summary[key]
+        assert e.value == pytest.approx(value) and e.lo <= value <= e.hi, key
+    for p in res.pairs.itertuples():
+        e = iv.pair(p.run_a, p.run_b, p.level, "j_avg")
+        assert e is not None and e.value == pytest.approx(p.j_avg) and e.lo <= p.j_avg <= e.hi
+    again = compute_stability(con, StabilityOptions(resamples=300)).intervals
+    assert again is not None and again.summary == iv.summary
+    # null transitions per cell: AB q3, AC q2, BC q2, BC q3 → 4 of 9 doc cells
+    assert iv.summary["null_transition_rate"].value == pytest.approx(4 / 9)
+    js = json.loads(json.dumps(res.to_json()))["intervals"]
+    assert js["summary"]["mean_j_doc"]["ci"] == [iv.summary["mean_j_doc"].lo, iv.summary["mean_j_doc"].hi]
+    assert compute_stability(con, StabilityOptions()).intervals is None  # resamples=0: none
