@@ -25,7 +25,11 @@ def test_stability_json_shape_and_numbers(three_runs, tmp_path):
     p = run("stability", three_runs, "--json", out, "--csv-dir", tmp_path / "csv")
     assert p.returncode == 0, p.stderr
     data = json.loads(out.read_text())
-    assert set(data) == {"runs", "pairs", "queries", "summary"}
+    assert set(data) == {"runs", "pairs", "queries", "summary", "intervals"}  # no labels: no "quality"
+    assert data["intervals"]["resamples"] == 1000 and set(data["intervals"]["summary"]) >= {
+        "mean_j_doc",
+        "collapse_rate",
+    }
     assert set(data["runs"][0]) >= {
         "run_id",
         "citation_rate",
