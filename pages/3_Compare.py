@@ -88,16 +88,15 @@ with right:
 st.subheader("Deploy gate")
 rules, toml_text = ui.gate_rule_editor(db_path)
 verdict = gate.evaluate(rules, gate_inputs(db_path, version, baseline, candidate, tau))
-applicable = [r for r in verdict.results if r.status != "not applicable"]
-headline = (
-    f"{len(verdict.failed)} of {len(applicable)} applicable rules failed"
-    if applicable
-    else "no rule applies to these logs"
-)
+headline = ui.md(verdict.headline())
 if verdict.status == "pass":
-    st.success(f"PASS — {ui.md(candidate)} may replace {ui.md(baseline)}: {headline}.", icon="✅")
+    st.success(f"{ui.md(candidate)} may replace {ui.md(baseline)}: {headline}.", icon="✅")
+elif verdict.status == "inconclusive":
+    st.warning(
+        f"{ui.md(candidate)} vs {ui.md(baseline)}: {headline}. Gather more queries, or loosen the rule.", icon="❔"
+    )
 else:
-    st.error(f"FAIL — {ui.md(candidate)} should not replace {ui.md(baseline)}: {headline}.", icon="⛔")
+    st.error(f"{ui.md(candidate)} should not replace {ui.md(baseline)}: {headline}.", icon="⛔")
 ui.table(
     gate.verdict_rows(verdict),
     key="compare.verdict",
@@ -107,8 +106,10 @@ ui.table(
     },
 )
 st.caption(
-    "Failed rules first. A rule whose data is absent (no spans, no provenance logs, no stored "
-    "attributions) is not applicable and does not fail the gate. The same verdict from the command line:"
+    "Failed rules first, then inconclusive ones (a rule asking for significance whose 95 % interval "
+    "straddles its threshold). A rule whose data is absent (no spans, no provenance logs, no stored "
+    "attributions, no relevance labels) is not applicable and does not fail the gate — unless the rules "
+    "ask for more applicable rules or require that question. The same verdict from the command line:"
 )
 st.code(
     f"ragaudit gate --db {shlex.quote(db_path)} --baseline {shlex.quote(baseline)} "

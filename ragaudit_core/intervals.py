@@ -21,6 +21,7 @@ rate without assuming independence.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,6 +34,7 @@ __all__ = [
     "DEFAULT_SEED",
     "Estimate",
     "bootstrap_means",
+    "bootstrap_quantiles",
     "bootstrap_replicates",
     "holm",
     "paired_t_pvalues",
@@ -211,3 +213,34 @@ def holm(pvalues: ArrayLike) -> NDArray[np.float64]:
     out = np.empty(m)
     out[order] = adj
     return out
+
+
+def bootstrap_quantiles(
+    values: ArrayLike,
+    qs: Sequence[float],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    level: float = DEFAULT_LEVEL,
+) -> list[Estimate]:
+    """Quantiles ``qs`` (in [0, 1]) of ``values`` (NaN left out) with percentile bootstrap
+    intervals: each resample's quantile, the 2.5th and 97.5th percentiles of those (the same
+    resamples for every quantile). Fewer than one value gives NaN."""
+    x = np.asarray(values, dtype=np.float64)
+    x = x[~np.isnan(x)]
+    n = x.size
+    if n == 0:
+        return [Estimate(np.nan, np.nan, np.nan, 0, level) for _ in qs]
+    point = np.quantile(x, list(qs))
+    if resamples < 1:
+        return [Estimate(float(v), np.nan, np.nan, n, level) for v in point]
+    rng = np.random.default_rng(seed)
+    reps = np.empty((resamples, len(qs)))
+    block = max(1, min(resamples, 4_000_000 // n))
+    done = 0
+    while done < resamples:
+        b = min(block, resamples - done)
+        reps[done : done + b] = np.quantile(x[rng.integers(0, n, size=(b, n))], list(qs), axis=1).T
+        done += b
+    lo, hi = percentile_intervals(reps, level)
+    return [Estimate(float(point[i]), float(lo[i]), float(hi[i]), n, level) for i in range(len(qs))]

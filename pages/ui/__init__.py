@@ -222,11 +222,22 @@ def fmt(v, pct: bool = False, nd: int = 3) -> str:
     return f"{v:.1%}" if pct else f"{v:.{nd}f}"
 
 
-def gate_rule_editor(db_path: str) -> tuple[list[gate.Rule], str]:
-    """The compare page's rule editor: presets, a TOML upload, the editable table, saving and
-    downloading. Returns the valid rules and their TOML text (invalid rows are shown and left out)."""
+QUALITY_CHOICES = [f"{m}@{k}" for k in (5, 10, 20) for m in ("ndcg", "recall", "precision", "hit")] + [
+    "mrr",
+    "map",
+    "ndcg",
+    "recall",
+]
+"""Ranking-quality metrics offered in the rule editor (any ``metric@k`` is valid in a rules file)."""
+
+
+def gate_rule_editor(db_path: str) -> tuple[gate.GatePolicy, str]:
+    """The compare page's rule editor: presets, a TOML upload, the editable table, what the verdict
+    must rest on, saving and downloading. Returns the policy (valid rules only: invalid rows are
+    shown and left out) and its TOML text."""
     if KEYS.gate_rules not in st.session_state:
         st.session_state[KEYS.gate_rules] = gate.rule_rows(gate.DEFAULT_RULES)
+        st.session_state[KEYS.gate_policy] = {"min_applicable": 0, "require": []}
         st.session_state[KEYS.gate_editor] = 0
     with st.expander("Rules (edit, load, save)"):
         _rule_sources()
@@ -240,13 +251,38 @@ def gate_rule_editor(db_path: str) -> tuple[list[gate.Rule], str]:
         rules, errors = gate.rules_from_rows(edited)
         for e in errors:
             st.error(f"Rule {e} (left out until fixed)")
-        toml_text = gate.dump_rules(rules)
-        _rule_targets(rules, toml_text, bool(errors), db_path)
-    return rules, toml_text
+        policy = _policy_settings(rules)
+        toml_text = gate.dump_policy(policy)
+        _rule_targets(policy, toml_text, bool(errors), db_path)
+    return policy, toml_text
 
 
-def _use_rules(rules: list[gate.Rule]) -> None:
-    st.session_state[KEYS.gate_rules] = gate.rule_rows(rules)
+def _policy_settings(rules: list[gate.Rule]) -> gate.GatePolicy:
+    """What the verdict must rest on: at least N applicable rules, and the questions it requires."""
+    saved = st.session_state[KEYS.gate_policy]
+    c1, c2 = st.columns([1, 2])
+    n = c1.number_input(
+        "Applicable rules at least",
+        0,
+        max(len(rules), 1),
+        min(int(saved["min_applicable"]), max(len(rules), 1)),
+        help="A verdict resting on fewer applicable rules fails (a thin verdict).",
+        key=f"compare.min_applicable.{st.session_state[KEYS.gate_editor]}",
+    )
+    req = c2.multiselect(
+        "Questions the verdict must answer",
+        list(gate.AREAS),
+        default=[a for a in saved["require"] if a in gate.AREAS],
+        help="Each needs an applicable rule, else the verdict fails (e.g. fidelity: provenance logs must be loaded).",
+        key=f"compare.require.{st.session_state[KEYS.gate_editor]}",
+    )
+    st.session_state[KEYS.gate_policy] = {"min_applicable": int(n), "require": list(req)}
+    return gate.GatePolicy(rules=rules, min_applicable=int(n), require=list(req))
+
+
+def _use_rules(policy: gate.GatePolicy) -> None:
+    st.session_state[KEYS.gate_rules] = gate.rule_rows(policy.rules)
+    st.session_state[KEYS.gate_policy] = {"min_applicable": policy.min_applicable, "require": list(policy.require)}
     st.session_state[KEYS.gate_editor] += 1  # a new editor widget, so the table shows the new rows
     st.rerun()
 
@@ -255,10 +291,11 @@ def _rule_sources() -> None:
     c1, c2 = st.columns([1, 2])
     preset = c1.selectbox(
         "Start from a preset",
-        ["—", "default", "strict"],
+        ["—", *(p for p in gate.PRESETS if p != "none")],
         help=(
-            "default: doc + span stability, fidelity and WARG relative to the baseline; "
-            "strict: seed 002's absolute fidelity thresholds"
+            "default: doc + span stability; fidelity, WARG and nDCG@10 relative to the baseline; "
+            "strict: seed 002's absolute fidelity thresholds; review: the default rules, and the verdict "
+            "must answer stability, fidelity and attribution"
         ),
     )
     loaded = c2.file_uploader("…or load a rules TOML file", type=["toml"], key="compare.rules_file")
@@ -266,36 +303,49 @@ def _rule_sources() -> None:
         _use_rules(gate.PRESETS[preset])
     if loaded is not None and c2.button(f"Use the rules in {loaded.name}"):
         try:
-            rules_in = gate.rules_from_toml(loaded.getvalue())
+            rules_in = gate.policy_from_toml(loaded.getvalue())
         except ValueError as e:
             st.error(md(f"{loaded.name}: {e}"))
         else:
             _use_rules(rules_in)
 
 
-def _rule_targets(rules: list[gate.Rule], toml_text: str, has_errors: bool, db_path: str) -> None:
+def _rule_targets(policy: gate.GatePolicy, toml_text: str, has_errors: bool, db_path: str) -> None:
     c1, c2 = st.columns([2, 1])
     target = c1.text_input("Save the rules to", value=str(Path(db_path).parent / "gate-rules.toml"))
     if c2.button("Save rules", disabled=has_errors):
         try:
-            gate.save_rules(rules, target)
+            gate.save_rules(policy, target)
         except OSError as e:
             st.error(f"Could not write {target}: {e}")
         else:
-            st.success(f"Saved {len(rules)} rules to {target} — use them in CI with `ragaudit gate --rules {target}`.")
+            st.success(
+                f"Saved {len(policy.rules)} rules to {target} — use them in CI with `ragaudit gate --rules {target}`."
+            )
     c2.download_button("Download rules.toml", toml_text, file_name="gate-rules.toml", mime="application/toml")
 
 
 def _rule_columns() -> dict:
     return {
         "metric": st.column_config.SelectboxColumn(
-            "metric", options=sorted(gate.PAIR_METRICS | gate.RUN_METRICS), required=True
+            "metric",
+            options=[*sorted(gate.PAIR_METRICS | gate.RUN_METRICS), *QUALITY_CHOICES],
+            required=True,
         ),
         "level": st.column_config.TextColumn("level / stage", help="doc or span; a stage name or 'every'"),
         "p": st.column_config.NumberColumn("p (WARG)", min_value=0.01, max_value=0.99, step=0.05),
         "op": st.column_config.SelectboxColumn("op", options=[">=", "<=", ">", "<"], required=True),
         "threshold": st.column_config.NumberColumn("threshold", required=True, format="%.3f"),
         "relative": st.column_config.CheckboxColumn("relative to baseline", default=False),
+        "significant": st.column_config.CheckboxColumn(
+            "significant",
+            default=False,
+            help="Decide on the 95 % interval: pass when it lies wholly within, fail when wholly beyond, "
+            "inconclusive otherwise",
+        ),
+        "min_queries": st.column_config.NumberColumn(
+            "min queries", min_value=1, step=1, help="Fewer queries behind the figure: inconclusive"
+        ),
         "required": st.column_config.CheckboxColumn(
             "required", default=False, help="Fail when the rule's data is absent"
         ),

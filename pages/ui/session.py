@@ -21,6 +21,7 @@ class _Keys:
     uploader = "ragaudit.uploader"  # widget key of the file uploader (reset after ingest)
     gate_rules = "ragaudit.gate_rules"  # the compare page's gate rules (rows of the rule editor)
     report = "ragaudit.report"  # the last PDF report built: (what it covers, bytes)
+    gate_policy = "ragaudit.gate_policy"  # the compare page's verdict settings (min_applicable, require)
     gate_editor = "ragaudit.gate_editor"  # a counter: a new rule editor widget after a preset / file load
 
 

@@ -22,6 +22,7 @@ from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_GATE_FAILED",
+    "EXIT_GATE_INCONCLUSIVE",
     "LazyModels",
     "emit_json",
     "fail",
@@ -40,6 +41,7 @@ __all__ = [
 
 EXIT_BAD_INPUT = 2
 EXIT_GATE_FAILED = 1
+EXIT_GATE_INCONCLUSIVE = 3
 MAX_LINE_LIMIT = 1 << 30
 
 CaseSensitive = Annotated[

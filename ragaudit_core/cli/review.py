@@ -10,6 +10,7 @@ import typer
 
 from ragaudit_core.cli.common import (
     EXIT_GATE_FAILED,
+    EXIT_GATE_INCONCLUSIVE,
     Device,
     LazyModels,
     emit_json,
@@ -20,15 +21,15 @@ from ragaudit_core.cli.common import (
 )
 from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.errors import RagAuditError
-from ragaudit_core.review.gate import PRESETS, Rule, load_rules, review, verdict_table
+from ragaudit_core.review.gate import PRESETS, GatePolicy, load_policy, review, verdict_table
 
 __all__ = ["gate", "report"]
 
 
-def _rules_file(rules: Path) -> list[Rule]:
-    """The rules of a TOML file, or exit 2 naming the file and what is wrong."""
+def _rules_file(rules: Path) -> GatePolicy:
+    """The policy of a TOML file, or exit 2 naming the file and what is wrong."""
     try:
-        return load_rules(rules)
+        return load_policy(rules)
     except FileNotFoundError:
         fail(f"{rules}: no such rules file")
     except (OSError, ValueError) as e:  # tomllib.TOMLDecodeError and pydantic errors are ValueErrors
@@ -44,7 +45,7 @@ def gate(
     candidate: Annotated[str, typer.Option("--candidate", help="The run that would replace it (id or alias).")] = ...,  # type: ignore[assignment]  # typer: required
     rules: Annotated[Path | None, typer.Option("--rules", help="TOML rules (preset and/or [[rule]] tables).")] = None,
     preset: Annotated[
-        str, typer.Option("--preset", help="Rule preset when --rules is not given: default or strict.")
+        str, typer.Option("--preset", help="Rule preset when --rules is not given: default, strict or review.")
     ] = "default",
     flip_threshold: Annotated[
         float, typer.Option("--flip-threshold", help="τ: a query flips when J < τ.")
@@ -53,25 +54,26 @@ def gate(
         str | None, typer.Option("--json", help="Write the verdict as JSON here ('-' = stdout).")
     ] = None,
 ) -> None:
-    """Deploy gate: may CANDIDATE replace BASELINE? Exit 0 pass, 1 fail, 2 bad input."""
+    """Deploy gate: may CANDIDATE replace BASELINE? Exit 0 pass, 1 fail, 2 bad input, 3 inconclusive
+    (a rule asking for significance whose interval straddles its threshold, or too few queries)."""
     if rules is not None:
-        the_rules = _rules_file(rules)
+        policy = _rules_file(rules)
     elif preset in PRESETS:
-        the_rules = PRESETS[preset]
+        policy = PRESETS[preset]
     else:
         fail(f"--preset must be one of {', '.join(PRESETS)}, not {preset!r}")
-    if not the_rules:
+    if not policy.rules:
         fail("no rules to evaluate")
     con = open_logs(paths, db)
     runs = known_runs(con)
     try:
-        verdict = review(con, the_rules, resolve_run(baseline, runs), resolve_run(candidate, runs), tau=flip_threshold)
+        verdict = review(con, policy, resolve_run(baseline, runs), resolve_run(candidate, runs), tau=flip_threshold)
     except RagAuditError as e:
         fail(str(e))
     if json_out != "-":
         typer.echo(verdict_table(verdict))
-    emit_json(verdict.model_dump(mode="json"), json_out)
-    raise typer.Exit(0 if verdict.status == "pass" else EXIT_GATE_FAILED)
+    emit_json({**verdict.model_dump(mode="json"), "headline": verdict.headline()}, json_out)
+    raise typer.Exit({"pass": 0, "fail": EXIT_GATE_FAILED, "inconclusive": EXIT_GATE_INCONCLUSIVE}[verdict.status])
 
 
 def report(

@@ -71,6 +71,7 @@ from ragaudit_core.fidelity.graph import (
     load_graphs,
     provenance_runs,
 )
+from ragaudit_core.intervals import Estimate
 from ragaudit_core.logs.identity import CanonOptions
 
 __all__ = [
@@ -187,6 +188,26 @@ def _pct(values: np.ndarray, q: float, convention: str) -> float | None:
     return float(np.percentile(values, q if convention == "upper" else 100 - q))
 
 
+def _cfs_intervals(cfs: np.ndarray, conv: str) -> dict[str, list[float | None]]:
+    """95 % bootstrap intervals over queries (:mod:`ragaudit_core.intervals`) of the CFS figures:
+    the mean, and the median and p95 under both percentile readings."""
+    from ragaudit_core.intervals import bootstrap_means, bootstrap_quantiles
+
+    def pair(e: Estimate) -> list[float | None]:
+        return [None if e.lo != e.lo else e.lo, None if e.hi != e.hi else e.hi]
+
+    if not len(cfs):
+        return {}
+    upper, tail = (0.95, 0.05) if conv == "upper" else (0.05, 0.95)
+    p50, p95, other = bootstrap_quantiles(cfs, [0.5, upper, tail])
+    return {
+        "cfs_mean": pair(bootstrap_means(cfs)[0]),
+        "cfs_p50": pair(p50),
+        "cfs_p95": pair(p95),
+        "cfs_p95_other": pair(other),
+    }
+
+
 def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: FidelityRules = FidelityRules()) -> RunFidelity:
     """Run-level figures and the alerts that fire."""
     q = pd.DataFrame(
@@ -247,6 +268,7 @@ def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: Fidelity
         "stage_share": cumulative,
         "outcomes": {k: int(v) for k, v in cits["diagnostic"].value_counts().items()},
         "failure_modes": {k: int(v) for k, v in finds["check"].value_counts().items()},
+        "intervals": _cfs_intervals(cfs, conv),
     }
     alerts: list[dict[str, Any]] = []
 

@@ -16,7 +16,9 @@ import duckdb
 import pandas as pd
 
 from ragaudit_core.defaults import FLIP_THRESHOLD
+from ragaudit_core.intervals import DEFAULT_RESAMPLES
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
+from ragaudit_core.stability.uncertainty import StabilityIntervals
 
 __all__ = ["PAIR_METRIC_LABELS", "RUN_METRIC_LABELS", "CompareResult", "CompareSummary", "compare_runs"]
 
@@ -62,6 +64,7 @@ class CompareResult:
     runs: pd.DataFrame  # metric (a key of RUN_METRIC_LABELS), baseline, candidate, delta
     queries: pd.DataFrame  # query_id, query, j_doc, j_span, n_a, n_b, flipped, collapsed, null_change
     summary: CompareSummary
+    intervals: StabilityIntervals | None = None  # 95 % bootstrap intervals of the pair's figures
 
     def pair_value(self, metric: str, level: str) -> float | None:
         """A pair metric at ``doc`` or ``span`` level; None when it is unavailable (no spans)."""
@@ -77,6 +80,7 @@ def compare_runs(
     tau: float = FLIP_THRESHOLD,
     topk: int | None = None,
     allow_missing: bool = True,
+    resamples: int = DEFAULT_RESAMPLES,
 ) -> CompareResult:
     """Compare ``candidate`` with ``baseline`` over the queries both logged.
 
@@ -85,7 +89,13 @@ def compare_runs(
     """
     res = compute_stability(
         con,
-        StabilityOptions(pairs=[(baseline, candidate)], flip_threshold=tau, topk=topk, allow_missing=allow_missing),
+        StabilityOptions(
+            pairs=[(baseline, candidate)],
+            flip_threshold=tau,
+            topk=topk,
+            allow_missing=allow_missing,
+            resamples=resamples,
+        ),
         keep_cells=True,
     )
     p = res.pairs.set_index("level")
@@ -149,4 +159,4 @@ def compare_runs(
         n_answered=int(q["both_answered"].sum()),
         warnings=list(res.summary.warnings),
     )
-    return CompareResult(baseline, candidate, pair, runs, q, summary)
+    return CompareResult(baseline, candidate, pair, runs, q, summary, res.intervals)

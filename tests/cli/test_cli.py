@@ -190,7 +190,8 @@ def test_gate_exit_codes_and_json(three_runs, tmp_path):
     assert data["status"] == "fail"
     by = {r["rule"]["name"]: r for r in data["results"]}
     assert by["j_avg,doc >= 0.5"]["value"] == pytest.approx(2 / 3) and by["j_avg,doc >= 0.5"]["status"] == "pass"
-    assert by["Δ cfs_p95 >= -0.15"]["status"] == "not applicable"
+    assert by["Δ cfs_p95_tail >= -0.15"]["status"] == "not applicable"
+    assert data["headline"].startswith("FAIL on ")
 
     rules = tmp_path / "r.toml"
     rules.write_text('preset = "none"\n[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = ">="\nthreshold = 0.6\n')
@@ -270,7 +271,7 @@ def test_csv_exports_neutralise_cells_a_spreadsheet_would_run(tmp_path):
         ('[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = "=="\nthreshold = 0.5\n', "[[rule]] number 1: op:"),
         ('[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = ">="\nthreshold = 0.5\ncolour = "red"\n', "colour:"),
         ("rule = 3\n", "rule: must be an array of tables"),
-        ("preset = 7\n", "preset: must be default, strict or none"),
+        ("preset = 7\n", "preset: must be one of default, strict, review, none"),
         ("# " + "x" * (1 << 20) + "\n", "at most 1,048,576 bytes"),
     ],
 )
@@ -293,3 +294,34 @@ def test_stability_leaves_out_a_run_sharing_no_query_and_says_so(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "Left out 1 run(s) that share no query with the 2 compared (which share 3): 'stray'; use --runs" in p.stderr
     assert json.loads((tmp_path / "m.json").read_text())["summary"]["runs"] == ["k10", "k5"]
+
+
+def test_gate_on_noise_is_inconclusive_and_exits_3(tmp_path):
+    """Two labelled queries: the candidate finds q2's relevant document and loses q1's, so the
+    nDCG@10 change is 0 with a bootstrap interval of [-1, 1] — the default preset's significant
+    quality rule cannot decide: exit 3, the headline says why, the JSON carries it."""
+    d = tmp_path / "logs"
+    write_jsonl(
+        d / "a.jsonl",
+        [
+            {"run_id": "a", "query_id": "q1", "cited": ["r1", "x", "y", "z"]},
+            {"run_id": "a", "query_id": "q2", "cited": ["x2", "y2", "z2", "w2"]},
+        ],
+    )
+    write_jsonl(
+        d / "b.jsonl",
+        [
+            {"run_id": "b", "query_id": "q1", "cited": ["x", "y", "z", "w"]},
+            {"run_id": "b", "query_id": "q2", "cited": ["r2", "x2", "y2", "z2"]},
+        ],
+    )
+    (d / "qrels").mkdir()
+    (d / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tr1\t1\nq2\tr2\t1\n")
+    out = tmp_path / "v.json"
+    p = run("gate", d, "--baseline", "a", "--candidate", "b", "--json", out)
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert p.stdout.startswith("gate: b against baseline a: INCONCLUSIVE on 4 of 10 rules; 1 inconclusive")
+    v = json.loads(out.read_text())
+    (r,) = [r for r in v["results"] if r["rule"]["metric"] == "ndcg@10"]
+    assert r["status"] == "inconclusive" and r["value"] == 0 and r["ci"] == [-1.0, 1.0] and r["n_queries"] == 2
+    assert v["status"] == "inconclusive" and v["headline"].startswith("INCONCLUSIVE on 4 of 10 rules")

@@ -52,8 +52,12 @@ def test_not_applicable_when_data_is_absent():
     status = {r.rule.name: r.status for r in v.results}
     assert status["j_avg,doc >= 0.5"] == "pass"
     assert status["j_avg,span >= 0.5"] == "not applicable"  # a doc-only log
-    assert status["Δ cfs_p95 >= -0.15"] == "not applicable"
+    assert status["Δ cfs_p95_tail >= -0.15"] == "not applicable"
     assert v.status == "pass"  # a doc-only log still gets a verdict
+    assert v.headline() == (
+        "PASS on 3 of 10 rules; 7 not applicable (no span information, no provenance logs, "
+        "no stored attributions, no relevance labels)"
+    )
 
 
 def test_a_run_against_itself_passes_the_default_preset():
@@ -65,7 +69,7 @@ def test_a_run_against_itself_passes_the_default_preset():
         ("collapse_rate", "span"): 0.0,
     }
     run = {
-        "cfs_p95": 0.3,
+        "cfs_p95_tail": 0.3,
         "parse_failure_rate": 0.2,
         ("warg", 0.9): 0.7,
         **{("stage_survival", s): 0.1 for s in ["chunking", "retrieval", "reranking", "compression", "generation"]},
@@ -145,11 +149,18 @@ def test_collect_pair_and_run_metrics_by_hand(con, tmp_path):
     assert runs["cand"][("stage_survival", "reranking")] == 1.0
     assert ("warg", 0.9) not in runs["base"]  # no stored attributions
 
+    # the CFS read both ways, with the median: cand {0, 0.3} → p95 0.285, tail (5th pct) 0.015, median 0.15
+    assert runs["cand"]["cfs_p95"] == pytest.approx(0.285) and runs["cand"]["cfs_p95_tail"] == pytest.approx(0.015)
+    assert runs["cand"]["cfs_median"] == pytest.approx(0.15) and inputs.run_ci["cand"]["cfs_mean"].n == 2
+    # pair figures carry their bootstrap intervals over the two queries
+    e = inputs.pair_ci[("j_avg", "doc")]
+    assert e.lo <= pair[("j_avg", "doc")] <= e.hi and e.n == 2
+
     v = review(con, DEFAULT_RULES, "base", "cand")
     status = {r.rule.name: r for r in v.results}
-    assert status["Δ cfs_p95 >= -0.15"].status == "fail"
-    # cand's p95 over {0, 0.3} = 0 + 0.95 · 0.3 = 0.285; base's is 1
-    assert status["Δ cfs_p95 >= -0.15"].value == pytest.approx(0.285 - 1.0)
+    assert status["Δ cfs_p95_tail >= -0.15"].status == "fail"
+    # the default rule reads the tail: cand's 0.015 against base's 1
+    assert status["Δ cfs_p95_tail >= -0.15"].value == pytest.approx(0.015 - 1.0)
     assert status["Δ warg(0.9) <= 0.05"].status == "not applicable"
     assert status["j_avg,doc >= 0.5"].status == "pass"  # exactly 0.5
     assert status["collapse_rate,span <= 0.2"].status == "fail"
@@ -235,7 +246,7 @@ def test_a_required_rule_fails_when_its_data_is_absent(tmp_path):
     rule = Rule(metric="j_avg", level="span", op=">=", threshold=0.5, required=True)
     v = evaluate([rule], GateInputs("b", "c", {("j_avg", "doc"): 0.9}, {}))
     assert v.status == "fail" and v.results[0].status == "fail" and v.results[0].value is None
-    assert v.results[0].message.endswith("(the logs carry no span information) — and the rule is required")
+    assert v.results[0].message.endswith(": the logs carry no span information — and the rule is required")
     assert evaluate([rule], GateInputs("b", "c", {("j_avg", "span"): 0.7}, {})).status == "pass"
     from ragaudit_core.review.gate import dump_rules
 
@@ -258,5 +269,79 @@ def test_provenance_only_runs_get_a_fidelity_verdict(con, tmp_path):
     assert by["j_avg,doc >= 0.5"].status == "not applicable"
     assert by["j_avg,doc >= 0.5"].message.endswith("no evidence logs for base and cand (provenance only)")
     # base CFS {1.0}, cand {0.0}: p95 drops by 1
-    assert by["Δ cfs_p95 >= -0.15"].status == "fail" and by["Δ cfs_p95 >= -0.15"].value == pytest.approx(-1.0)
+    key = "Δ cfs_p95_tail >= -0.15"
+    assert by[key].status == "fail" and by[key].value == pytest.approx(-1.0)
     assert v.status == "fail"
+
+
+# --------------------------------------------------------------------------- noise, and what a verdict rests on
+
+
+def _quality_inputs(delta, lo, hi, n=60):
+    from ragaudit_core.intervals import Estimate
+
+    return GateInputs(
+        "b",
+        "c",
+        {},
+        {"b": {"ndcg@10": 0.60}, "c": {"ndcg@10": 0.60 + delta}},
+        delta_ci={"ndcg@10": Estimate(delta, lo, hi, n)},
+    )
+
+
+def test_a_significant_rule_passes_fails_or_is_inconclusive_on_its_interval():
+    rule = Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True, significant=True)
+    within = evaluate([rule], _quality_inputs(-0.01, -0.015, -0.005))
+    beyond = evaluate([rule], _quality_inputs(-0.05, -0.08, -0.03))
+    straddle = evaluate([rule], _quality_inputs(-0.01, -0.04, 0.02))
+    assert [v.results[0].status for v in (within, beyond, straddle)] == ["pass", "fail", "inconclusive"]
+    assert [v.status for v in (within, beyond, straddle)] == ["pass", "fail", "inconclusive"]
+    assert straddle.results[0].message == (
+        "ndcg@10 goes from 0.600 (b) to 0.590 (c), a change of -0.010, "
+        "95 % interval [-0.040, 0.020] straddles -0.02: the data cannot tell"
+    )
+    assert straddle.results[0].ci == (-0.04, 0.02) and straddle.results[0].n_queries == 60
+    # the same point value without significance decides on the point: -0.01 >= -0.02
+    plain = Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True)
+    assert evaluate([plain], _quality_inputs(-0.01, -0.04, 0.02)).results[0].status == "pass"
+    # no interval at all: a significant rule cannot decide
+    assert evaluate([rule], GateInputs("b", "c", {}, {"b": {"ndcg@10": 0.6}, "c": {"ndcg@10": 0.5}})).status == (
+        "inconclusive"
+    )
+
+
+def test_min_queries_makes_a_thin_figure_inconclusive():
+    rule = Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True, min_queries=100)
+    r = evaluate([rule], _quality_inputs(0.01, 0.0, 0.02, n=60)).results[0]
+    assert r.status == "inconclusive" and r.message.endswith("it rests on 60 queries; the rule asks for at least 100")
+
+
+def test_a_thin_verdict_fails_under_min_applicable_and_require():
+    from ragaudit_core.review.gate import GatePolicy
+
+    pair = {("j_avg", "doc"): 0.9, ("flip_rate", "doc"): 0.1, ("null_loss", "doc"): 0.0}
+    inputs = GateInputs("b", "c", pair, {})
+    assert evaluate(DEFAULT_RULES, inputs).status == "pass"
+    thin = evaluate(GatePolicy(rules=DEFAULT_RULES, min_applicable=5), inputs)
+    assert thin.status == "fail" and thin.thin == ["it rests on 3 applicable rules; the policy asks for at least 5"]
+    assert thin.headline().startswith("FAIL on 3 of 10 rules; 7 not applicable")
+    req = evaluate(GatePolicy(rules=DEFAULT_RULES, require=["stability", "fidelity"]), inputs)
+    assert req.status == "fail"
+    assert req.thin == ["no applicable fidelity rule, and the policy requires fidelity (no provenance logs)"]
+
+
+def test_the_review_preset_requires_the_three_questions(tmp_path):
+    from ragaudit_core.review.gate import PRESETS, load_policy
+
+    assert PRESETS["review"].require == ["stability", "fidelity", "attribution"]
+    f = tmp_path / "r.toml"
+    f.write_text('preset = "review"\nmin_applicable = 6\n[[rule]]\nmetric = "recall@10"\nop = ">="\nthreshold = -0.05\n'
+                 'relative = true\nsignificant = true\nmin_queries = 30\n')  # fmt: skip
+    pol = load_policy(f)
+    assert pol.min_applicable == 6 and pol.require == ["stability", "fidelity", "attribution"]
+    assert pol.rules[-1].name == "Δ recall@10 >= -0.05 (significant)" and pol.rules[-1].min_queries == 30
+    f.write_text('require = ["speed"]\n')
+    with pytest.raises(ValueError, match="require"):
+        load_policy(f)
+    with pytest.raises(ValidationError, match="unknown metric 'ndcg@0'"):
+        Rule(metric="ndcg@0", op=">=", threshold=0.5)

@@ -60,16 +60,15 @@ def test_sample_report_parses_and_holds_the_key_figures_and_verdict(sample_repor
     # the verdict, from the same rules evaluated by the core
     v = review(con, DEFAULT_RULES, BASE, CAND)
     assert v.status == "fail"
-    applicable = sum(r.status != "not applicable" for r in v.results)
-    assert f"FAIL — {len(v.failed)} of {applicable} applicable rules failed" in text
+    assert _flat(v.headline()) in text
     assert f"FAIL: {CAND} should not replace {BASE}." in text
     for r in v.failed:
         assert _flat(r.message) in text
     # stability headline figures, as the stability module computes them
     s = compute_stability(con, StabilityOptions(allow_missing=True)).summary
-    for figure in (s["mean_j_doc"], s["mean_j_span"], s["gap_ratio"]):
+    for figure in (s.mean_j_doc, s.mean_j_span, s.gap_ratio):
         assert f"{figure:.3f}" in text
-    assert f"{s['collapse_rate']:.1%}" in text
+    assert f"{s.collapse_rate:.1%}" in text
     # the reviewed pair's row of the per-pair table
     pair = compare_runs(con, BASE, CAND).pair.set_index("metric")
     assert f"{pair.loc['j_avg', 'doc']:.3f} {pair.loc['j_avg', 'span']:.3f}" in text
@@ -78,7 +77,7 @@ def test_sample_report_parses_and_holds_the_key_figures_and_verdict(sample_repor
         assert f"{f.summary['cfs_mean']:.3f}" in text
         assert f"{f.summary['stage_survival']['generation']:.1%}" in text
     # the probe: 60 answered queries per pair
-    assert data.probes and all(p.summary.n_queries == 60 for p in data.probes)
+    assert data.probes and all(p.summary["n_queries"] == 60 for p in data.probes)
     assert f"{data.probes[0].summary['mean_sim']:.3f}" in text
     # cover: every input file with its SHA-256, the tool version; contents; methods with sources
     files = data.files
@@ -245,14 +244,14 @@ def test_the_report_opens_with_a_one_page_executive_summary(sample_db, tmp_path)
     first = _flat(pages[0])
     assert first.startswith("Executive summary")
     v = data.verdict
-    assert f"{v.status.upper()}: {CAND} should not replace {BASE}" in first and v.status == "fail"
-    assert f"{len(v.failed)} of 8 applicable rules failed" in first
+    assert f"{CAND} should not replace {BASE}" in first and v.status == "fail"
+    assert _flat(v.headline()) in first and "FAIL on 9 of 10 rules" in first  # labels loaded: nDCG applies
     assert "What changed: chunk size 256 → 128." in first  # k10-c256-o32 → k10-c128-o32
     decided = [r for r in v.sorted_results() if r.status != "not applicable"][:4]
     for r in decided:
         assert r.rule.name in first
     s = data.stability.summary
-    assert f"{s['mean_j_doc']:.3f} / {s['mean_j_span']:.3f}" in first and f"{s['gap_ratio']:.3f}" in first
+    assert f"{s.mean_j_doc:.3f} / {s.mean_j_span:.3f}" in first and f"{s.gap_ratio:.3f}" in first
     f = data.fidelity[CAND].summary
     assert f"CFS of {CAND}: p95 / median {f['cfs_p95']:.3f} / {f['cfs_p50']:.3f}" in first
     assert "the median is far lower" in first  # p95 1.0 with a median of 0

@@ -27,7 +27,7 @@ from ragaudit_core.fidelity.judging import judge_summary, verdict_table
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.review import charts
-from ragaudit_core.review.gate import DEFAULT_RULES, Rule, Verdict, collect, evaluate
+from ragaudit_core.review.gate import DEFAULT_RULES, GatePolicy, Rule, Verdict, collect, evaluate
 from ragaudit_core.stability.cache import default_options, stability_cached
 from ragaudit_core.stability.compare import CompareResult, compare_runs
 from ragaudit_core.stability.drilldown import evidence_side_by_side
@@ -45,7 +45,7 @@ class ReportError(RagAuditError, ValueError):
 class ReportOptions:
     baseline: str | None = None
     candidate: str | None = None
-    rules: list[Rule] | None = None  # None: the default preset
+    rules: GatePolicy | list[Rule] | None = None  # None: the default preset
     rules_source: str = "default preset"
     tau: float = FLIP_THRESHOLD
     worst_queries: int = 5

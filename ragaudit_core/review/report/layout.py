@@ -17,10 +17,22 @@ from fpdf.fonts import TextStyle
 
 from ragaudit_core.review.fonts import FontPlan
 
-__all__ = ["BAD", "NA", "OK", "ReportPDF", "clean", "fmt", "font_names", "json_or_empty", "pct"]
+__all__ = [
+    "BAD",
+    "NA",
+    "OK",
+    "WARN",
+    "ReportPDF",
+    "clean",
+    "fmt",
+    "font_names",
+    "json_or_empty",
+    "pct",
+]
 
 OK = FontFace(fill_color=(220, 242, 220))
 BAD = FontFace(fill_color=(250, 215, 215), emphasis="BOLD")
+WARN = FontFace(fill_color=(250, 235, 200))
 NA = FontFace(color=(120, 120, 120))
 
 

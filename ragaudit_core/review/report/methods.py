@@ -62,8 +62,9 @@ METHODS = [
         "Deploy gate",
         "Each rule names a metric, where it applies (doc/span level, a pipeline stage or every stage), a comparison "
         "and a threshold, absolute or relative to the baseline (candidate − baseline). Pair metrics (J_avg, flip, "
-        "collapse, null loss/gain) are computed between the two runs; run metrics per run. The verdict fails when "
-        "any applicable rule fails; rules without data are not applicable.",
+        "collapse, null loss/gain) are computed between the two runs; run metrics per run. A significant rule decides "
+        "on the 95 % bootstrap interval (inconclusive when it straddles the threshold). The verdict fails when an "
+        "applicable rule fails or it is thin (min_applicable, require); rules without data are not applicable.",
     ),
 ]
 

@@ -16,7 +16,7 @@ from fpdf.outline import TableOfContents
 from ragaudit_core.fidelity.graph import FIDELITY_STAGES
 from ragaudit_core.fidelity.score import FidelityRules, tail_comment
 from ragaudit_core.review.report.gather import ReportData
-from ragaudit_core.review.report.layout import BAD, OK, ReportPDF, fmt, font_names, json_or_empty, pct
+from ragaudit_core.review.report.layout import BAD, OK, WARN, ReportPDF, fmt, font_names, json_or_empty, pct
 from ragaudit_core.review.report.methods import METHODS, SOURCES
 from ragaudit_core.review.report.summary import executive_summary
 
@@ -48,11 +48,7 @@ def cover(pdf: ReportPDF, data: ReportData) -> None:
         info.insert(0, ["pair under review", f"{v.candidate} (candidate) against {v.baseline} (baseline)"])
         info.insert(
             1,
-            [
-                "verdict",
-                f"{v.status.upper()} — {len(v.failed)} of "
-                f"{sum(r.status != 'not applicable' for r in v.results)} applicable rules failed",
-            ],
+            ["verdict", v.headline()],
         )
     pdf.data_table(None, info, widths=[45, W - 45], size=9)
     if not data.runs.empty:
@@ -130,22 +126,21 @@ def verdict(pdf: ReportPDF, data: ReportData) -> None:
     v = data.verdict
     if v is None:  # the section is drawn only with a verdict (SECTIONS)
         return
-    colour = (20, 120, 40) if v.status == "pass" else (180, 20, 20)
+    colour = {"pass": (20, 120, 40), "fail": (180, 20, 20), "inconclusive": (150, 100, 0)}[v.status]
+    verb = {"pass": "may replace", "fail": "should not replace", "inconclusive": "cannot yet be judged against"}
+    pdf.para(f"{v.status.upper()}: {v.candidate} {verb[v.status]} {v.baseline}.", size=13, style="B", colour=colour)
+    pdf.para(v.headline() + ".", size=9.5)
     pdf.para(
-        f"{v.status.upper()}: {v.candidate} "
-        f"{'may replace' if v.status == 'pass' else 'should not replace'} {v.baseline}.",
-        size=13,
-        style="B",
-        colour=colour,
-    )
-    pdf.para(
-        f"Rules: {data.rules_source}. Failed rules first; a rule whose data is absent is not applicable "
-        f"and does not fail the gate. Relative rules compare the change candidate − baseline.",
+        f"Rules: {data.rules_source}. Failed rules first, then inconclusive ones (a rule asking for significance "
+        "whose 95 % interval straddles its threshold, or too few queries); a rule whose data is absent is not "
+        "applicable and does not fail the gate unless the rules require it. Relative rules compare the change "
+        "candidate − baseline.",
         size=8.5,
     )
     pdf.gap(1)
     rows, styles = pdf.status_rows(
-        [(r.status, r.rule.name, r.value, r.message) for r in v.sorted_results()], {"fail": BAD, "pass": OK}
+        [(r.status, r.rule.name, r.value, r.message) for r in v.sorted_results()],
+        {"fail": BAD, "pass": OK, "inconclusive": WARN},
     )
     pdf.data_table(["status", "rule", "value", "why"], rows, widths=[13, 42, 14, W - 69], styles=styles, size=7.5)
 

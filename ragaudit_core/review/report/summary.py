@@ -9,7 +9,7 @@ answers, and where in the report to look next. Everything comes from the gathere
 from __future__ import annotations
 
 from ragaudit_core.review.report.gather import ReportData
-from ragaudit_core.review.report.layout import BAD, OK, ReportPDF, fmt, pct
+from ragaudit_core.review.report.layout import BAD, OK, WARN, ReportPDF, fmt, pct
 
 __all__ = ["CONFIG_COLUMNS", "executive_summary", "what_changed"]
 
@@ -36,19 +36,18 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
     pdf.heading("Executive summary", 18, 11)
     v = data.verdict
     if v is not None:
-        applicable = [r for r in v.results if r.status != "not applicable"]
+        verb = {"pass": "may replace", "fail": "should not replace", "inconclusive": "cannot yet be judged against"}
         pdf.para(
-            f"{v.status.upper()}: {v.candidate} {'may replace' if v.status == 'pass' else 'should not replace'} "
-            f"{v.baseline} — {len(v.failed)} of {len(applicable)} applicable rules failed.",
+            f"{v.candidate} {verb[v.status]} {v.baseline} — {v.headline()}.",
             size=13,
             style="B",
-            colour=(20, 120, 40) if v.status == "pass" else (180, 20, 20),
+            colour={"pass": (20, 120, 40), "fail": (180, 20, 20), "inconclusive": (150, 100, 0)}[v.status],
         )
         pdf.para(f"What changed: {what_changed(data, v.baseline, v.candidate)}.", size=10)
         pdf.para("What decided it" + (" (failed rules first)" if v.failed else "") + ":", size=10.5, style="B")
         top = [r for r in v.sorted_results() if r.status != "not applicable"][:4]
         rows, styles = pdf.status_rows(
-            [(r.status, r.rule.name, r.value, r.message) for r in top], {"fail": BAD, "pass": OK}
+            [(r.status, r.rule.name, r.value, r.message) for r in top], {"fail": BAD, "pass": OK, "inconclusive": WARN}
         )
         pdf.data_table(["status", "rule", "value", "why"], rows, widths=[13, 42, 14, W - 69], styles=styles, size=8)
     else:

@@ -1,0 +1,182 @@
+"""The gate's inputs computed from an ingested database: pair metrics with their intervals,
+citation fidelity, attribution means and ranking quality of the baseline and the candidate."""
+
+from __future__ import annotations
+
+import duckdb
+
+from ragaudit_core.defaults import FLIP_THRESHOLD
+from ragaudit_core.intervals import Estimate
+from ragaudit_core.review.gate.evaluate import GateInputs, Verdict, evaluate
+from ragaudit_core.review.gate.rules import GatePolicy, Rule
+from ragaudit_core.stability.compare import PAIR_METRIC_LABELS, CompareResult
+
+__all__ = ["collect", "review"]
+
+
+def collect(
+    con: duckdb.DuckDBPyConnection,
+    baseline: str,
+    candidate: str,
+    *,
+    tau: float = FLIP_THRESHOLD,
+    comparison: CompareResult | None = None,
+) -> GateInputs:
+    """The metric values :func:`evaluate` needs, computed from an ingested database.
+
+    Pair metrics come from :func:`compare.compare_runs` (the compare page's numbers,
+    over the queries both runs logged, with their bootstrap intervals); run metrics from
+    :func:`fidelity.fidelity_runs` (runs with provenance logs), from stored attributions
+    (condition ``original``, mean over the queries explained in *both* runs when both have any, so
+    a relative rule compares like with like; over all of a run's explained queries otherwise) and
+    from relevance labels (ranking quality, with intervals and the paired change's interval).
+    """
+    from ragaudit_core.fidelity.score import provenance_runs
+    from ragaudit_core.stability.compare import compare_runs
+    from ragaudit_core.stability.metrics import StabilityError, list_runs, span_capable_runs
+
+    evidence_runs = set(list_runs(con))
+    have_prov = set(provenance_runs(con))
+    known = sorted(evidence_runs | have_prov)
+    for r in (baseline, candidate):
+        if r not in known:
+            raise StabilityError(f"run {r!r} not found; runs are: {', '.join(map(repr, known))}")
+    pair: dict[tuple[str, str], float] = {}
+    cmp = None
+    if not {baseline, candidate} <= evidence_runs:
+        pass  # provenance-only run(s): no evidence lists to compare, pair rules are not applicable
+    elif baseline == candidate:
+        # A run against itself: every J is 1 (both-empty counts as 1 too), so nothing flips,
+        # collapses, or changes null state; span level where the run carries spans.
+        levels = ["doc"] + (["span"] if span_capable_runs(con, [baseline]) else [])
+        for level in levels:
+            pair |= {
+                ("j_avg", level): 1.0,
+                ("flip_rate", level): float(tau > 1.0),
+                ("null_loss", level): 0.0,
+                ("null_gain", level): 0.0,
+            }
+        if "span" in levels:
+            pair[("collapse_rate", "span")] = 0.0
+    else:
+        cmp = comparison if comparison is not None else compare_runs(con, baseline, candidate, tau=tau)
+    pair_ci: dict[tuple[str, str], Estimate] = {}
+    if cmp is not None:
+        for metric in PAIR_METRIC_LABELS:
+            if metric == "collapse_rate" and cmp.summary.n_collapsed is None:
+                continue  # collapse is defined on spans only
+            for level in ("doc", "span"):
+                v = cmp.pair_value(metric, level)
+                if v is not None:
+                    pair[(metric, level)] = v
+                    e = cmp.intervals.pair(baseline, candidate, level, metric) if cmp.intervals else None
+                    if e is not None:
+                        pair_ci[(metric, level)] = e
+    inputs = GateInputs(baseline, candidate, pair, {baseline: {}, candidate: {}}, pair_ci=pair_ci)
+    if not {baseline, candidate} <= evidence_runs:
+        inputs.pair_note = (
+            f"no evidence logs for {' and '.join(sorted({baseline, candidate} - evidence_runs))} (provenance only)"
+        )
+    _fidelity(con, inputs, [r for r in (baseline, candidate) if r in have_prov])
+    for run, vals in _attribution_means(con, baseline, candidate).items():
+        inputs.runs[run].update(vals)
+    _quality(con, inputs, [r for r in (baseline, candidate) if r in evidence_runs])
+    return inputs
+
+
+def _fidelity(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str]) -> None:
+    """CFS figures (mean, median, p95 as the fidelity rules read it, and the tail reading the
+    fidelity page recommends: the score 95 % of queries reach) with their intervals; stage survival;
+    parse failures."""
+    from ragaudit_core.fidelity.score import fidelity_runs
+
+    for run, fid in fidelity_runs(con, runs).items():
+        s = fid.summary
+        m, ci = inputs.runs[run], inputs.run_ci.setdefault(run, {})
+        tail_key = "cfs_p95" if s.get("percentile_convention") == "tail" else "cfs_p95_other"
+        for key, src in (
+            ("cfs_p95", "cfs_p95"),
+            ("cfs_p95_tail", tail_key),
+            ("cfs_median", "cfs_p50"),
+            ("cfs_mean", "cfs_mean"),
+        ):
+            value = s.get(src)
+            m[key] = value
+            lo_hi = s.get("intervals", {}).get(src)
+            if value is not None and lo_hi and lo_hi[0] is not None:
+                ci[key] = Estimate(float(value), lo_hi[0], lo_hi[1], int(s.get("n_with_citations", 0)))
+        m["parse_failure_rate"] = s["parse_failure_rate"]
+        for stage, v in s["stage_survival"].items():
+            m[("stage_survival", stage)] = v
+
+
+def _quality(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str]) -> None:
+    """Ranking quality of each run (mean over its labelled queries, with intervals) and the paired
+    change candidate − baseline, when relevance labels are loaded."""
+    from ragaudit_core.quality.summary import compute_quality
+
+    if not runs or not con.execute("SELECT count(*) FROM qrels").fetchall()[0][0]:
+        return
+    b, c = inputs.baseline, inputs.candidate
+    pairs = [(b, c)] if b != c and {b, c} <= set(runs) else []
+    q = compute_quality(con, runs, pairs=pairs)
+    for rq in q.runs:
+        if not rq.n_queries:
+            continue
+        for metric, e in rq.metrics.items():
+            if e.n:
+                inputs.runs[rq.run_id][metric] = e.value
+                inputs.run_ci.setdefault(rq.run_id, {})[metric] = e
+    for metric, ch in q.pairs.get((b, c), {}).items():
+        if ch.n:
+            inputs.delta_ci[metric] = Estimate(ch.delta, ch.lo, ch.hi, ch.n)
+
+
+def _attribution_means(con: duckdb.DuckDBPyConnection, baseline: str, candidate: str) -> dict[str, dict]:
+    import json
+
+    cur = con.cursor()
+    try:
+        if not cur.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'attributions'"
+        ).fetchall()[0][0]:
+            return {}
+        rows = cur.execute(
+            """SELECT run_id, query_id, wasted_retrieval, noise_distraction, payload FROM attributions
+               WHERE condition = 'original' AND list_contains(?, run_id) ORDER BY created_at""",
+            [[baseline, candidate]],
+        ).fetchall()
+    finally:
+        cur.close()
+    by_run: dict[str, dict[str, tuple]] = {}
+    for run, qid, wr, nd, payload in rows:  # the latest result per query wins
+        by_run.setdefault(run, {})[qid] = (wr, nd, json.loads(payload)["warg"])
+    if baseline in by_run and candidate in by_run:
+        shared = set(by_run[baseline]) & set(by_run[candidate])
+        if shared:
+            by_run = {r: {q: v for q, v in d.items() if q in shared} for r, d in by_run.items()}
+    out = {}
+    for run, d in by_run.items():
+        vals = list(d.values())
+        m: dict[str | tuple[str, float], float] = {
+            "wasted_retrieval": sum(bool(v[0]) for v in vals) / len(vals),
+            "noise_distraction": sum(bool(v[1]) for v in vals) / len(vals),
+            "n_explained": len(vals),
+        }
+        for p in {p for v in vals for p in v[2]}:
+            ws = [v[2][p] for v in vals if p in v[2]]
+            m[("warg", float(p))] = sum(ws) / len(ws)
+        out[run] = m
+    return out
+
+
+def review(
+    con: duckdb.DuckDBPyConnection,
+    rules: GatePolicy | list[Rule],
+    baseline: str,
+    candidate: str,
+    *,
+    tau: float = FLIP_THRESHOLD,
+) -> Verdict:
+    """:func:`collect` then :func:`evaluate`: the verdict for a pair of ingested runs."""
+    return evaluate(rules, collect(con, baseline, candidate, tau=tau))

@@ -1,0 +1,285 @@
+"""Evaluating a policy on metric values: each rule's status, and a verdict that says what it rests on.
+
+A rule's result is ``pass``, ``fail``, ``inconclusive`` (its figure's interval straddles the
+threshold under ``significant``, or fewer queries than ``min_queries`` stand behind it) or ``not
+applicable`` (its data is absent: no spans, no provenance, no stored attributions, no relevance
+labels), with the value, its 95 % interval where one exists, and one sentence saying why.
+
+The verdict **fails** when any rule fails, or when it is thin — fewer applicable rules than the
+policy's ``min_applicable``, or a ``require``d question without an applicable rule; otherwise it
+is **inconclusive** when some rule is, and **passes** when every applicable rule passed. Its
+headline says what it rests on: "PASS on 3 of 9 rules; 6 not applicable (no provenance logs, no
+attributions)".
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel
+
+from ragaudit_core.intervals import Estimate
+from ragaudit_core.review.gate.rules import AREAS, PAIR_METRICS, STAGES, Area, GatePolicy, Rule
+
+__all__ = ["GateInputs", "RuleResult", "RunMetricKey", "Verdict", "evaluate", "verdict_rows", "verdict_table"]
+
+_OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+_WORDS = {">=": "at least", "<=": "at most", ">": "above", "<": "below"}
+Status = Literal["pass", "fail", "inconclusive", "not applicable"]
+
+RunMetricKey = str | tuple[str, str] | tuple[str, float]
+"""A run metric: ``metric``, ``("stage_survival", stage)`` or ``("warg", p)``."""
+
+_MISSING = {
+    "stability": "no span information",
+    "fidelity": "no provenance logs",
+    "attribution": "no stored attributions",
+    "quality": "no relevance labels",
+}
+
+
+@dataclass
+class GateInputs:
+    """The metric values a verdict is computed from.
+
+    ``pair[(metric, level)]``: the pair metrics between baseline and candidate (absent keys: not
+    applicable). ``runs[run][key]``: each run's own metrics (absent or None: not applicable).
+    ``pair_note``: why pair metrics are absent, when they are. Intervals (95 %, with the number of
+    queries behind them) where they exist: ``pair_ci[(metric, level)]``, ``run_ci[run][key]``, and
+    ``delta_ci[key]`` for the change candidate − baseline over the queries both runs have."""
+
+    baseline: str
+    candidate: str
+    pair: dict[tuple[str, str], float] = field(default_factory=dict)
+    runs: dict[str, dict[RunMetricKey, float | None]] = field(default_factory=dict)
+    pair_note: str | None = None
+    pair_ci: dict[tuple[str, str], Estimate] = field(default_factory=dict)
+    run_ci: dict[str, dict[RunMetricKey, Estimate]] = field(default_factory=dict)
+    delta_ci: dict[RunMetricKey, Estimate] = field(default_factory=dict)
+
+
+class RuleResult(BaseModel):
+    rule: Rule
+    status: Status
+    value: float | None = None
+    baseline_value: float | None = None
+    candidate_value: float | None = None
+    ci: tuple[float, float] | None = None
+    n_queries: int | None = None
+    message: str
+
+
+class Verdict(BaseModel):
+    baseline: str
+    candidate: str
+    status: Literal["pass", "fail", "inconclusive"]
+    results: list[RuleResult]
+    min_applicable: int = 0
+    require: list[Area] = []
+    thin: list[str] = []  # why the verdict rests on too little (each fails it)
+
+    @property
+    def failed(self) -> list[RuleResult]:
+        return [r for r in self.results if r.status == "fail"]
+
+    @property
+    def applicable(self) -> list[RuleResult]:
+        return [r for r in self.results if r.status != "not applicable"]
+
+    def sorted_results(self) -> list[RuleResult]:
+        """Failed rules first, then inconclusive, passed, not applicable."""
+        order = {"fail": 0, "inconclusive": 1, "pass": 2, "not applicable": 3}
+        return sorted(self.results, key=lambda r: order[r.status])
+
+    def missing(self) -> list[str]:
+        """What the not-applicable rules lacked, one phrase per question."""
+        areas = [r.rule.area for r in self.results if r.status == "not applicable"]
+        return [_MISSING[a] for a in AREAS if a in areas]
+
+    def headline(self) -> str:
+        """One sentence: the status, how many rules it rests on and why the others do not count."""
+        n, app = len(self.results), len(self.applicable)
+        s = f"{self.status.upper()} on {app} of {n} rule{'s' if n != 1 else ''}"
+        parts = []
+        if self.failed:
+            parts.append(f"{len(self.failed)} failed")
+        inconclusive = sum(r.status == "inconclusive" for r in self.results)
+        if inconclusive:
+            parts.append(f"{inconclusive} inconclusive (interval across the threshold, or too few queries)")
+        if n - app:
+            parts.append(f"{n - app} not applicable ({', '.join(self.missing())})")
+        s += "; " + "; ".join(parts) if parts else ""
+        if self.thin:
+            s += "; " + "; ".join(self.thin)
+        return s
+
+
+def _decide(rule: Rule, v: float, ci: Estimate | None) -> tuple[Status, str]:
+    """The status of an applicable value, and the clause that explains it."""
+    cmp, word = _OPS[rule.op], _WORDS[rule.op]
+    t = f"{rule.threshold:+g}" if rule.relative else f"{rule.threshold:g}"
+    if rule.min_queries is not None and ci is not None and ci.n < rule.min_queries:
+        return (
+            "inconclusive",
+            f"it rests on {ci.n} quer{'y' if ci.n == 1 else 'ies'}; the rule asks for at least {rule.min_queries}",
+        )
+    if not rule.significant:
+        ok = cmp(v, rule.threshold)
+        return ("pass" if ok else "fail"), f"{'' if ok else 'not '}{word} {t}"
+    if ci is None or ci.lo != ci.lo:
+        return "inconclusive", f"{word} {t} asked with significance, but the figure has no interval"
+    lo_ok, hi_ok = cmp(ci.lo, rule.threshold), cmp(ci.hi, rule.threshold)
+    span = f"95 % interval [{ci.lo:.3f}, {ci.hi:.3f}]"
+    if lo_ok and hi_ok:
+        return "pass", f"{span} lies {word} {t}"
+    if not lo_ok and not hi_ok:
+        return "fail", f"{span} lies wholly beyond {t} (not {word} {t})"
+    return "inconclusive", f"{span} straddles {t}: the data cannot tell"
+
+
+def _fmt(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def _result(rule: Rule, v: float, ci: Estimate | None, what: str, **values: float | None) -> RuleResult:
+    status, why = _decide(rule, v, ci)
+    interval = None if ci is None or ci.lo != ci.lo else (ci.lo, ci.hi)
+    ci_text = f" [{ci.lo:.3f}, {ci.hi:.3f}]" if interval and ci is not None and not rule.significant else ""
+    return RuleResult(
+        rule=rule,
+        status=status,
+        value=v,
+        ci=interval,
+        n_queries=ci.n if ci is not None else None,
+        message=f"{what}{ci_text}, {why}",
+        **values,
+    )
+
+
+def _pair_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
+    key = (rule.metric, rule.level or "")
+    v = inputs.pair.get(key)
+    b, c = inputs.baseline, inputs.candidate
+    if v is None:
+        note = inputs.pair_note or ("the logs carry no span information" if rule.level == "span" else "")
+        return RuleResult(
+            rule=rule,
+            status="not applicable",
+            message=f"{rule.metric} at {rule.level} level is unavailable for {b} vs {c}"
+            + (f": {note}" if note else ""),
+        )
+    return _result(rule, v, inputs.pair_ci.get(key), f"{rule.metric} ({rule.level}) between {b} and {c} is {_fmt(v)}")
+
+
+def _run_keys(rule: Rule) -> list[RunMetricKey]:
+    if rule.metric == "stage_survival":
+        return [("stage_survival", s) for s in (STAGES if rule.level == "every" else [rule.level or ""])]
+    if rule.metric == "warg":
+        return [("warg", float(rule.p or 0.0))]
+    return [rule.metric]
+
+
+def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
+    b_run, c_run = inputs.baseline, inputs.candidate
+    worst: RuleResult | None = None
+    order = {"fail": 0, "inconclusive": 1, "pass": 2}
+    for key in _run_keys(rule):
+        b = inputs.runs.get(b_run, {}).get(key)
+        c = inputs.runs.get(c_run, {}).get(key)
+        if c is None or (rule.relative and b is None):
+            continue
+        label = f"{key[0]} ({key[1]})" if isinstance(key, tuple) else key
+        if rule.relative and b is not None:
+            v = c - b
+            what = f"{label} goes from {_fmt(b)} ({b_run}) to {_fmt(c)} ({c_run}), a change of {v:+.3f}"
+            ci = inputs.delta_ci.get(key)
+        else:
+            v = c
+            what = f"{label} of {c_run} is {_fmt(c)}"
+            ci = inputs.run_ci.get(c_run, {}).get(key)
+        res = _result(rule, v, ci, what, baseline_value=b, candidate_value=c)
+        lower_is_worse = rule.op in (">=", ">")
+        if (
+            worst is None
+            or order[res.status] < order[worst.status]
+            or (
+                res.status == worst.status
+                and worst.value is not None
+                and (v < worst.value if lower_is_worse else v > worst.value)
+            )
+        ):
+            worst = res  # "every": report the stage closest to (or furthest past) the threshold
+    if worst is not None:
+        return worst
+    who = c_run if not rule.relative else f"{b_run} and {c_run}"
+    return RuleResult(rule=rule, status="not applicable", message=f"{_MISSING[rule.area]} for {who}")
+
+
+def evaluate(policy: GatePolicy | list[Rule], inputs: GateInputs) -> Verdict:
+    """Evaluate a policy (or a plain list of rules) on precomputed metric values."""
+    pol = policy if isinstance(policy, GatePolicy) else GatePolicy(rules=list(policy))
+    results = [_pair_rule(r, inputs) if r.metric in PAIR_METRICS else _run_rule(r, inputs) for r in pol.rules]
+    for i, r in enumerate(results):
+        if r.status == "not applicable" and r.rule.required:
+            results[i] = r.model_copy(update={"status": "fail", "message": r.message + " — and the rule is required"})
+    thin = []
+    applicable = [r for r in results if r.status != "not applicable"]
+    if len(applicable) < pol.min_applicable:
+        thin.append(
+            f"it rests on {len(applicable)} applicable rule{'s' if len(applicable) != 1 else ''}; "
+            f"the policy asks for at least {pol.min_applicable}"
+        )
+    answered = {r.rule.area for r in applicable}
+    for area in pol.require:
+        if area not in answered:
+            thin.append(f"no applicable {area} rule, and the policy requires {area} ({_MISSING[area]})")
+    if thin or any(r.status == "fail" for r in results):
+        status: Literal["pass", "fail", "inconclusive"] = "fail"
+    elif any(r.status == "inconclusive" for r in results):
+        status = "inconclusive"
+    else:
+        status = "pass"
+    return Verdict(
+        baseline=inputs.baseline,
+        candidate=inputs.candidate,
+        status=status,
+        results=results,
+        min_applicable=pol.min_applicable,
+        require=list(pol.require),
+        thin=thin,
+    )
+
+
+def verdict_rows(verdict: Verdict) -> list[dict]:
+    """One row per rule, failed first: status, rule, value, interval, baseline, candidate, why."""
+    return [
+        {
+            "status": r.status,
+            "rule": r.rule.name,
+            "value": r.value,
+            "interval": f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}]" if r.ci else None,
+            "baseline": r.baseline_value,
+            "candidate": r.candidate_value,
+            "why": r.message,
+        }
+        for r in verdict.sorted_results()
+    ]
+
+
+def verdict_table(verdict: Verdict) -> str:
+    """The verdict as a plain-text table, failed rules first, under its headline."""
+    short = {"not applicable": "n/a", "inconclusive": "?"}
+    rows = [
+        (short.get(r.status, r.status.upper()), r.rule.name, _fmt(r.value), r.message) for r in verdict.sorted_results()
+    ]
+    w0 = max(6, *(len(a) for a, *_ in rows)) if rows else 6
+    w1 = max(4, *(len(b) for _, b, *_ in rows)) if rows else 4
+    out = [
+        f"gate: {verdict.candidate} against baseline {verdict.baseline}: {verdict.headline()}",
+        "",
+        f"{'status':{w0}}  {'rule':{w1}}  {'value':>7}  why",
+    ]
+    out += [f"{a:{w0}}  {b:{w1}}  {c:>7}  {d}" for a, b, c, d in rows]
+    return "\n".join(out)
