@@ -27,11 +27,11 @@ def test_headline_figures_match_the_core(app_env, sample_db):
     assert not at.exception and not at.error
     s = compute_stability(store.connect(sample_db), StabilityOptions(allow_missing=True)).summary
     shown = {m.label: m.value for m in at.metric}
-    assert shown["mean J_doc"] == f"{s['mean_j_doc']:.3f}" == "0.435"
-    assert shown["mean J_span"] == f"{s['mean_j_span']:.3f}" == "0.146"
-    assert shown["gap ratio"] == f"{s['gap_ratio']:.3f}" == "2.973"
-    assert shown["collapse rate"] == f"{s['collapse_rate']:.1%}" == "95.0%"
-    assert shown["flip rate (span)"] == f"{s['flip_rate']['span']:.1%}"
+    assert shown["mean J_doc"] == f"{s.mean_j_doc:.3f}" == "0.435"
+    assert shown["mean J_span"] == f"{s.mean_j_span:.3f}" == "0.146"
+    assert shown["gap ratio"] == f"{s.gap_ratio:.3f}" == "2.973"
+    assert shown["collapse rate"] == f"{s.collapse_rate:.1%}" == "95.0%"
+    assert shown["flip rate (span)"] == f"{s.flip_rate['span']:.1%}"
     assert shown["null transitions"] == "0"
     pairs = next(df.value for df in at.dataframe if "j_avg_span" in df.value.columns)
     assert len(pairs) == 66
@@ -64,9 +64,9 @@ def test_flip_threshold_changes_the_flip_rate(app_env, sample_db):
     s_05 = compute_stability(con, StabilityOptions(allow_missing=True, flip_threshold=0.5)).summary
     s_01 = compute_stability(con, StabilityOptions(allow_missing=True, flip_threshold=0.1)).summary
     after = {m.label: m.value for m in at.metric}["flip rate (span)"]
-    assert before == f"{s_05['flip_rate']['span']:.1%}"
-    assert after == f"{s_01['flip_rate']['span']:.1%}"
-    assert s_01["flip_rate"]["span"] < s_05["flip_rate"]["span"] and after != before  # fewer cells below τ = 0.1
+    assert before == f"{s_05.flip_rate['span']:.1%}"
+    assert after == f"{s_01.flip_rate['span']:.1%}"
+    assert s_01.flip_rate["span"] < s_05.flip_rate["span"] and after != before  # fewer cells below τ = 0.1
 
 
 def test_a_run_sharing_no_query_is_left_out_by_default_and_named(app_env, tmp_path):
