@@ -10,9 +10,11 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import ui
+from ragaudit_core.intervals import DEFAULT_RESAMPLES
 from ragaudit_core.logs import catalog
 from ragaudit_core.logs.selection import natural_sorted
-from ragaudit_core.review import charts
+from ragaudit_core.quality.cache import has_labels, quality_cached
+from ragaudit_core.review import charts, quality_charts
 from ragaudit_core.stability.cache import DEFAULT_DENSITY_BINS as BINS
 from ragaudit_core.stability.cache import default_options, stability_cached
 from ragaudit_core.stability.compare import compare_runs
@@ -31,9 +33,15 @@ def stability(db: str, data_version: str, tau: float, runs: tuple[str, ...] | No
     opts = (
         default_options(con, tau)
         if runs is None
-        else StabilityOptions(runs=list(runs), flip_threshold=tau, allow_missing=True)
+        else StabilityOptions(runs=list(runs), flip_threshold=tau, allow_missing=True, resamples=DEFAULT_RESAMPLES)
     )
     return stability_cached(con, opts)
+
+
+@st.cache_data(show_spinner="Ranking quality of the compared runs…", max_entries=8)
+def quality(db: str, data_version: str, runs: tuple[str, ...]):
+    con = ui.connection(db)
+    return quality_cached(con, list(runs)) if has_labels(con) else None
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -97,6 +105,36 @@ st.caption(
     f"{s.same_docs_diff_spans if s.same_docs_diff_spans is not None else 'n/a'}"
     + (f" · {s.gap_ratio_note}" if s.gap_ratio_note else "")
 )
+if res.intervals is not None:
+    iv = res.intervals.summary
+
+    def ci(key: str, pct: bool = False) -> str:
+        e = iv.get(key)
+        return "n/a" if e is None or e.lo != e.lo else f"[{fmt(e.lo, pct)}, {fmt(e.hi, pct)}]"
+
+    st.caption(
+        f"95 % bootstrap intervals over the {res.intervals.n_queries:,} queries ({res.intervals.resamples:,} "
+        f"resamples): mean J_doc {ci('mean_j_doc')} · mean J_span {ci('mean_j_span')} · collapse rate "
+        f"{ci('collapse_rate', True)} · flip rate (span) {ci('flip_rate_span', True)}"
+    )
+
+q_res = quality(db_path, version, tuple(s.runs))
+if q_res is not None and q_res.labelled:
+    st.subheader("Ranking quality (relevance labels)")
+    q_left, q_right = st.columns([3, 2])
+    with q_left:
+        ui.table(
+            q_res.run_table(),
+            hide_index=True,
+            column_config={m: st.column_config.NumberColumn(format="%.3f") for m in ("ndcg@10", "recall@10", "mrr")},
+        )
+        st.caption(
+            "Mean over each run's queries with a relevant label (trec_eval's definitions; a document counts at its "
+            "first rank). Queries without labels are left out, never scored 0. Compare two runs to see whether "
+            "the evidence that changed took quality with it."
+        )
+    with q_right:
+        st.plotly_chart(quality_charts.quality_intervals(q_res), key="stability.quality")
 
 pairs = res.pairs
 pair_list = [tuple(p) for p in pairs.loc[pairs.level == "doc", ["run_a", "run_b"]].itertuples(index=False)]

@@ -9,7 +9,9 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core.logs import catalog
-from ragaudit_core.review import charts, gate
+from ragaudit_core.quality.cache import has_labels, quality_cached
+from ragaudit_core.quality.jitter import jitter_cost
+from ragaudit_core.review import charts, gate, quality_charts
 from ragaudit_core.stability.compare import PAIR_METRIC_LABELS, RUN_METRIC_LABELS, compare_runs
 from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError
 from ragaudit_core.stability.probe import has_answers, lookup_similarities, probe_pair
@@ -23,6 +25,15 @@ KEYS, PAGES = ui.KEYS, ui.PAGES
 @st.cache_data(show_spinner="Comparing…", max_entries=32)
 def comparison(db: str, data_version: str, a: str, b: str, tau: float):
     return compare_runs(ui.connection(db), a, b, tau=tau)
+
+
+@st.cache_data(show_spinner="Ranking quality of the pair…", max_entries=32)
+def pair_quality(db: str, data_version: str, a: str, b: str, tau: float):
+    con = ui.connection(db)
+    if not has_labels(con):
+        return None, None
+    q = quality_cached(con, [a, b], pairs=[(a, b)])
+    return q, jitter_cost(con, comparison(db, data_version, a, b, tau), k=10)
 
 
 @st.cache_data(show_spinner="Gathering the gate's metrics…", max_entries=32)
@@ -83,6 +94,62 @@ with right:
         hide_index=True,
         column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("baseline", "candidate", "delta")},
     )
+if cmp.intervals is not None and not cmp.intervals.pairs.empty:
+    iv = cmp.intervals
+    bits = [
+        f"{PAIR_METRIC_LABELS[m]} ({lvl}) [{e.lo:.3f}, {e.hi:.3f}]"
+        for lvl, m in (("doc", "j_avg"), ("span", "j_avg"), ("span", "collapse_rate"))
+        if (e := iv.pair(baseline, candidate, lvl, m)) is not None
+    ]
+    st.caption(f"95 % bootstrap intervals over the {iv.n_queries:,} shared queries: " + " · ".join(bits))
+
+# --- ranking quality --------------------------------------------------------------------------
+q_pair, cost = pair_quality(db_path, version, baseline, candidate, tau)
+if q_pair is not None and q_pair.labelled:
+    st.subheader("Does jitter cost quality?")
+    changes = q_pair.pairs.get((baseline, candidate), {})
+    qrows = []
+    for m in ("ndcg@10", "recall@10", "precision@10", "mrr", "map"):
+        ra, rb, ch = q_pair.run(baseline), q_pair.run(candidate), changes.get(m)
+        if ra is None or rb is None or ch is None or not ch.n:
+            continue
+        qrows.append(
+            {
+                "metric": m,
+                "baseline": ra.metrics[m].value,
+                "candidate": rb.metrics[m].value,
+                "change": ch.delta,
+                "95 % interval": f"[{ch.lo:+.3f}, {ch.hi:+.3f}]",
+                "p (Holm)": ch.p_holm,
+                "queries": ch.n,
+            }
+        )
+    ql, qr = st.columns([2, 3])
+    with ql:
+        ui.table(
+            qrows,
+            hide_index=True,
+            column_config={
+                **{c: st.column_config.NumberColumn(format="%.3f") for c in ("baseline", "candidate", "p (Holm)")},
+                "change": st.column_config.NumberColumn(format="%+.3f"),
+            },
+        )
+        st.caption(
+            f"Over the labelled queries both runs have; paired {q_pair.test}-test, Holm-corrected over these "
+            "metrics. A gate rule can ask for significance (the rule editor's 'significant')."
+        )
+        if cost is not None and cost.level == "span":
+            split = cost.collapsed
+            n_coll = sum(split.values())
+            st.markdown(
+                f"**{n_coll:,} collapsed queries** (J_span = 0, both lists non-empty): "
+                f"relevant documents kept {split['relevant kept']:,} · lost {split['relevant lost']:,} · "
+                f"nothing relevant to lose {split['nothing relevant to lose']:,} · "
+                f"unlabelled {split['unlabelled']:,}."
+            )
+    with qr:
+        if cost is not None:
+            st.plotly_chart(quality_charts.jitter_scatter(cost), key="compare.jitter")
 
 # --- deploy gate ------------------------------------------------------------------------------
 st.subheader("Deploy gate")

@@ -16,6 +16,7 @@ import duckdb
 from ragaudit_core.logs import catalog
 from ragaudit_core.logs.ingest import IngestOptions, IngestReport, ingest_paths
 from ragaudit_core.logs.qrels import load_qrels, qrels_files
+from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.stability.cache import precompute
 
 __all__ = ["load_paths", "load_sample_logs", "load_uploads"]
@@ -44,7 +45,9 @@ def load_paths(
     if label_files:
         report.labels = load_qrels(con, label_files)
     if report.n_records and precompute_overview:
-        precompute(con)
+        overview = precompute(con)
+        if overview is not None and has_labels(con):
+            quality_cached(con, overview.summary.runs)  # the stability page's quality table
     return report
 
 

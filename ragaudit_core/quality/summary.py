@@ -71,10 +71,51 @@ class QualityResult:
 
     @property
     def labelled(self) -> bool:
-        return not self.per_query.empty
+        """Whether some run has a labelled query."""
+        return any(r.n_queries for r in self.runs)
+
+    def run_table(self, metrics: Sequence[str] = ("ndcg@10", "recall@10", "mrr")) -> pd.DataFrame:
+        """One row per run (natural order): its labelled and left-out queries, then each metric's
+        value and its 95 % interval as text."""
+        from ragaudit_core.logs.selection import natural_key
+
+        rows = []
+        for r in sorted(self.runs, key=lambda r: natural_key(r.run_id)):
+            row: dict[str, object] = {"run": r.run_id, "labelled queries": r.n_queries, "left out": r.n_unlabelled}
+            for m in metrics:
+                e = r.metrics.get(m)
+                ok = e is not None and e.n > 0
+                row[m] = e.value if ok and e is not None else None
+                row[f"{m} 95 % interval"] = f"[{e.lo:.3f}, {e.hi:.3f}]" if ok and e is not None else None
+            rows.append(row)
+        return pd.DataFrame(rows)
 
     def run(self, run_id: str) -> RunQuality | None:
         return next((r for r in self.runs if r.run_id == run_id), None)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> QualityResult:
+        """A result from its :meth:`to_json` document (without the per-query table)."""
+
+        def est(v: float | None, ci: list[float | None], n: int) -> Estimate:
+            lo, hi = (np.nan if x is None else x for x in ci)
+            return Estimate(np.nan if v is None else v, lo, hi, n)
+
+        res = cls(tuple(d["cutoffs"]), metric_names(d["cutoffs"]), pd.DataFrame(), resamples=d["resamples"],
+                  seed=d["seed"], test=d["test"])  # fmt: skip
+        for r in d["runs"]:
+            ms = {k: est(v, r["intervals"][k], r["n_queries"] if v is not None else 0) for k, v in r["metrics"].items()}
+            res.runs.append(RunQuality(r["run_id"], r["n_queries"], r["n_unlabelled"], ms))
+
+        def num(x: float | None) -> float:
+            return np.nan if x is None else float(x)
+
+        for p in d["pairs"]:
+            res.pairs[(p["run_a"], p["run_b"])] = {
+                k: PairChange(num(c["delta"]), num(c["ci"][0]), num(c["ci"][1]), num(c["p"]), num(c["p_holm"]), c["n"])
+                for k, c in p["metrics"].items()
+            }
+        return res
 
     def to_json(self) -> dict[str, Any]:
         """The ``ragaudit quality --json`` document."""

@@ -160,3 +160,22 @@ def test_the_pair_defaults_to_runs_that_share_queries(app_env, tmp_path):
     at.run()  # the picker's index follows the remembered pair: its widget is redrawn once (as in a browser)
     next(s for s in at.selectbox if s.label == "Candidate run").select("k10" if picked[0] == "k5" else "k5").run()
     assert any("the runs picked on the stability page: k5, k10" in plain(c.value) for c in at.caption)
+
+
+def test_does_jitter_cost_quality(app_env, sample_db):
+    """Chunk size 256 → 128: the quality changes with their intervals, and the collapsed queries
+    split by what happened to their relevant documents, as the core computes them."""
+    from ragaudit_core.quality.jitter import jitter_cost
+
+    app_env(sample_db)
+    at = _pick(app_test(PAGE).run(), "k10-c256-o32", "k10-c128-o32")
+    assert not at.exception and "Does jitter cost quality?" in [s.value for s in at.subheader]
+    con = store.connect(sample_db)
+    cost = jitter_cost(con, compare_runs(con, "k10-c256-o32", "k10-c128-o32"))
+    con.close()
+    split = cost.collapsed
+    text = " ".join(plain(m.value) for m in at.markdown)
+    assert f"{sum(split.values()):,} collapsed queries" in text
+    assert f"relevant documents kept {split['relevant kept']:,} · lost {split['relevant lost']:,}" in text
+    table = next(df.value for df in at.dataframe if "change" in df.value.columns)
+    assert list(table["metric"])[:2] == ["ndcg@10", "recall@10"] and (table["queries"] == 300).all()

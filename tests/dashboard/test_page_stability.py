@@ -90,3 +90,22 @@ def test_a_run_sharing_no_query_is_left_out_by_default_and_named(app_env, tmp_pa
     at.sidebar.multiselect[0].set_value(["k5", "upload"]).run()
     assert not at.exception
     assert any("no query in common" in e.value for e in at.error)
+
+
+def test_ranking_quality_beside_stability(app_env, sample_db):
+    """The sample opens with SciFact's labels: each run's nDCG@10 with its interval, as the core
+    computes it."""
+    from ragaudit_core.quality.summary import compute_quality
+
+    app_env(sample_db)
+    at = app_test(PAGE).run()
+    assert not at.exception and "Ranking quality (relevance labels)" in [s.value for s in at.subheader]
+    table = next(df.value for df in at.dataframe if "ndcg@10" in df.value.columns)
+    con = store.connect(sample_db)
+    q = compute_quality(con, list(table["run"]))
+    con.close()
+    for row in table.itertuples():
+        e = q.run(row.run).metrics["ndcg@10"]
+        assert row._4 == pytest.approx(e.value) and row._5 == f"[{e.lo:.3f}, {e.hi:.3f}]"
+        assert row._2 == 300 and row._3 == 0  # every sample query has a relevant label
+    assert any("95 % bootstrap intervals over the 300 queries" in c.value for c in at.caption)

@@ -1,0 +1,103 @@
+"""Figures of ranking quality and of what jitter costs it (shared by the dashboard and the report).
+
+Colours are the Okabe–Ito palette (distinguishable with the common colour-vision deficiencies);
+0–1 quantities sit on [0, 1] axes and changes on [−1, 1]; runs in natural order (k5 < k10 < k20).
+"""
+
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+
+from ragaudit_core.logs.selection import natural_sorted
+from ragaudit_core.quality.jitter import OUTCOMES, JitterCost
+from ragaudit_core.quality.summary import QualityResult
+
+__all__ = ["OUTCOME_COLOURS", "jitter_scatter", "quality_intervals"]
+
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+OUTCOME_COLOURS = {
+    "relevant kept": "#009E73",
+    "relevant lost": "#D55E00",
+    "nothing relevant to lose": "#999999",
+    "unlabelled": "#CCCCCC",
+    "not collapsed": "#0072B2",
+}
+
+
+def quality_intervals(res: QualityResult, metric: str = "ndcg@10", *, title: str | None = None) -> go.Figure:
+    """Each run's ``metric`` (mean over its labelled queries) with its 95 % bootstrap interval."""
+    runs = {r.run_id: r for r in res.runs if r.metrics.get(metric) is not None and r.metrics[metric].n}
+    order = natural_sorted(runs)
+    est = [runs[r].metrics[metric] for r in order]
+    fig = go.Figure(
+        go.Scatter(
+            x=[e.value for e in est],
+            y=[html.escape(r) for r in order],
+            mode="markers",
+            marker=dict(size=9, color=OKABE_ITO[0]),
+            error_x=dict(
+                type="data",
+                symmetric=False,
+                array=[e.hi - e.value for e in est],
+                arrayminus=[e.value - e.lo for e in est],
+                color=OKABE_ITO[0],
+            ),
+            customdata=[[e.lo, e.hi, e.n] for e in est],
+            hovertemplate="%{y}: %{x:.3f} [%{customdata[0]:.3f}, %{customdata[1]:.3f}], %{customdata[2]} queries"
+            "<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=dict(text=title or f"{metric} per run, with 95 % intervals over labelled queries", font=dict(size=13)),
+        xaxis=dict(title=metric, range=[0, 1]),
+        yaxis=dict(autorange="reversed", type="category"),
+        height=max(220, 28 * len(order) + 90),
+        margin=dict(l=10, r=10, t=50, b=40),
+        showlegend=False,
+    )
+    return fig
+
+
+def jitter_scatter(cost: JitterCost) -> go.Figure:
+    """Per labelled query of a pair: its Jaccard (x, span level when both runs carry spans) against
+    the change of nDCG@k (y), coloured by what happened to a collapsed query's relevant documents.
+    The title gives Spearman's ρ with its interval."""
+    q = cost.queries[cost.queries["delta"].notna()].copy()
+    q["group"] = q["outcome"].fillna("not collapsed")
+    fig = go.Figure()
+    for group in ("not collapsed", *OUTCOMES):
+        g = q[q["group"] == group]
+        if g.empty:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=g["j"],
+                y=g["delta"],
+                mode="markers",
+                name=f"{group} ({len(g)})",
+                marker=dict(size=7, color=OUTCOME_COLOURS[group], opacity=0.75, line=dict(width=0.5, color="white")),
+                customdata=[html.escape(str(v)) for v in g["query_id"]],
+                hovertemplate="query %{customdata}<br>J = %{x:.3f}<br>Δ nDCG = %{y:+.3f}<extra></extra>",
+            )
+        )
+    rho = cost.rho
+    rho_text = (
+        "ρ undefined (a constant side)"
+        if rho.value != rho.value
+        else f"Spearman ρ = {rho.value:.2f}" + (f" [{rho.lo:.2f}, {rho.hi:.2f}]" if rho.lo == rho.lo else "")
+    )
+    fig.update_layout(
+        title=dict(
+            text=f"Does jitter cost quality? {html.escape(cost.run_a)} → {html.escape(cost.run_b)}<br>"
+            f"<sup>Δ nDCG@{cost.k} against J_{cost.level} per labelled query · {rho_text}</sup>",
+            font=dict(size=13),
+        ),
+        xaxis=dict(title=f"J_{cost.level} (1 = the same evidence)", range=[-0.02, 1.02]),
+        yaxis=dict(title=f"nDCG@{cost.k} change (candidate − baseline)", range=[-1.05, 1.05], zeroline=True),
+        legend=dict(title="collapsed queries", orientation="h", y=-0.22),
+        margin=dict(l=10, r=10, t=70, b=90),
+        height=430,
+    )
+    return fig
