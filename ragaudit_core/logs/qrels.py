@@ -137,13 +137,13 @@ def parse_qrels(path: str | Path) -> tuple[list[Label], list[str]]:
 
 
 def qrels_files(folder: str | Path) -> list[Path]:
-    """The label files of a log folder: everything under its ``qrels/`` sub-folder (BEIR's layout),
-    ``.tsv``, ``.txt``, ``.qrels`` (optionally ``.gz``), sorted by name."""
-    d = Path(folder) / "qrels"
-    if not d.is_dir():
-        return []
+    """The label files of a log folder: the ``.tsv``, ``.txt`` or ``.qrels`` files (optionally
+    ``.gz``) in any ``qrels/`` folder under it (BEIR's layout), sorted by path."""
     ok = (".tsv", ".txt", ".qrels", ".tsv.gz", ".txt.gz", ".qrels.gz")
-    return sorted(p for p in d.iterdir() if p.is_file() and p.name.lower().endswith(ok))
+    root = Path(folder)
+    dirs = [root] if root.name == "qrels" else []
+    dirs += [d for d in root.rglob("qrels") if d.is_dir()]
+    return sorted({p for d in dirs for p in d.iterdir() if p.is_file() and p.name.lower().endswith(ok)})
 
 
 def _canon(con: duckdb.DuckDBPyConnection) -> CanonOptions:
