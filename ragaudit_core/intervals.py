@@ -64,11 +64,12 @@ class Estimate:
         return {"value": self.value, "ci": [self.lo, self.hi], "n": self.n}
 
 
-def _counts(rng: np.random.Generator, b: int, n: int) -> NDArray[np.float64]:
-    """``b`` bootstrap resamples of ``n`` items as a (b × n) matrix of how often each was drawn."""
+def _counts(rng: np.random.Generator, b: int, n: int) -> NDArray[np.float32]:
+    """``b`` bootstrap resamples of ``n`` items as a (b × n) matrix of how often each was drawn
+    (float32: exact for counts, and half the memory traffic of the products that follow)."""
     idx = rng.integers(0, n, size=(b, n))
     flat = (idx + (np.arange(b) * n)[:, None]).ravel()
-    return np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64)
+    return np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float32)
 
 
 def bootstrap_replicates(
@@ -89,8 +90,10 @@ def bootstrap_replicates(
     reps = np.full((max(resamples, 0), m), np.nan)
     if n == 0 or resamples < 1:
         return means, counts_n, reps
-    xf = np.where(have, x, 0.0)
-    hf = have.astype(np.float64)
+    # float32 products (a resample's sum of ≤ n values of order 1 keeps ~7 significant digits,
+    # far below the interval's own sampling error); means and quantiles in float64
+    xf = np.where(have, x, 0.0).astype(np.float32)
+    hf = have.astype(np.float32)
     full = bool(have.all())
     rng = np.random.default_rng(seed)
     block = max(1, min(resamples, 4_000_000 // max(n, 1)))
@@ -98,8 +101,8 @@ def bootstrap_replicates(
     while done < resamples:
         b = min(block, resamples - done)
         c = _counts(rng, b, n)
-        sums = c @ xf
-        cnt = np.full_like(sums, n) if full else c @ hf
+        sums = (c @ xf).astype(np.float64)
+        cnt = np.full_like(sums, n) if full else (c @ hf).astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             reps[done : done + b] = np.where(cnt > 0, sums / cnt, np.nan)
         done += b

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 __all__ = ["DEFAULT_CUTOFFS", "DEPTH_METRICS", "label_coverage", "metric_names", "per_query_quality"]
@@ -44,70 +45,117 @@ def metric_names(cutoffs: Sequence[int] = DEFAULT_CUTOFFS) -> list[str]:
     return [f"{m}@{k}" for k in cutoffs for m in CUT_METRICS] + list(DEPTH_METRICS)
 
 
-_SQL = """
+_GROUPS_SQL = """
 WITH lab AS (
     SELECT l.query_id, coalesce(m.canonical, l.doc_id) AS doc_id, max(l.relevance) AS rel
     FROM qrels l LEFT JOIN _q_map m ON m.raw = l.doc_id
     GROUP BY ALL
 ),
-judged AS (
-    SELECT query_id, count(*) FILTER (WHERE rel > 0) AS n_rel FROM lab GROUP BY query_id HAVING n_rel > 0
-),
-ideal AS (
-    SELECT query_id, rel, row_number() OVER (PARTITION BY query_id ORDER BY rel DESC, doc_id) AS i
-    FROM lab WHERE rel > 0
-),
-rec AS (
-    SELECT r.run_id, r.query_id, j.n_rel
-    FROM records r JOIN _q_runs USING (run_id) JOIN judged j USING (query_id)
-),
-docs AS (
-    SELECT e.run_id, e.query_id, coalesce(m.canonical, e.doc_id) AS doc_id, min(e.position) AS pos
-    FROM evidence e SEMI JOIN rec ON rec.run_id = e.run_id AND rec.query_id = e.query_id
-    LEFT JOIN _q_map m ON m.raw = e.doc_id
+judged AS (SELECT query_id FROM lab GROUP BY query_id HAVING max(rel) > 0)
+SELECT r.run_id, r.query_id
+FROM records r SEMI JOIN _q_runs ON _q_runs.run_id = r.run_id SEMI JOIN judged ON judged.query_id = r.query_id
+ORDER BY r.run_id, r.query_id
+"""
+
+_RANKED_SQL = """
+WITH lab AS (
+    SELECT l.query_id, coalesce(m.canonical, l.doc_id) AS doc_id, max(l.relevance) AS rel
+    FROM qrels l LEFT JOIN _q_map m ON m.raw = l.doc_id
     GROUP BY ALL
 ),
-ranked AS (
-    SELECT d.run_id, d.query_id,
-           row_number() OVER (PARTITION BY d.run_id, d.query_id ORDER BY d.pos) AS rnk,
-           greatest(coalesce(l.rel, 0), 0) AS rel
-    FROM docs d LEFT JOIN lab l ON l.query_id = d.query_id AND l.doc_id = d.doc_id
-),
-scored AS (
-    SELECT *, sum((rel > 0)::INTEGER) OVER (PARTITION BY run_id, query_id ORDER BY rnk) AS cum_hits
-    FROM ranked
-),
-cuts AS (
-    SELECT rec.run_id, rec.query_id, rec.n_rel, k.k,
-           coalesce(sum(s.rel / log2(s.rnk + 1)) FILTER (WHERE s.rnk <= k.k), 0) AS dcg,
-           count(*) FILTER (WHERE s.rnk <= k.k AND s.rel > 0) AS hits
-    FROM rec CROSS JOIN _q_cuts k
-    LEFT JOIN scored s ON s.run_id = rec.run_id AND s.query_id = rec.query_id
-    GROUP BY rec.run_id, rec.query_id, rec.n_rel, k.k
-),
-idcg AS (
-    SELECT i.query_id, k.k, sum(i.rel / log2(i.i + 1)) FILTER (WHERE i.i <= k.k) AS idcg
-    FROM ideal i CROSS JOIN _q_cuts k GROUP BY i.query_id, k.k
-),
-depth AS (
-    SELECT rec.run_id, rec.query_id, rec.n_rel,
-           coalesce(1.0 / min(s.rnk) FILTER (WHERE s.rel > 0), 0) AS mrr,
-           coalesce(sum(s.cum_hits / s.rnk) FILTER (WHERE s.rel > 0), 0) / rec.n_rel AS map,
-           coalesce(sum(s.rel / log2(s.rnk + 1)), 0) AS dcg,
-           count(*) FILTER (WHERE s.rel > 0) AS hits
-    FROM rec LEFT JOIN scored s ON s.run_id = rec.run_id AND s.query_id = rec.query_id
-    GROUP BY rec.run_id, rec.query_id, rec.n_rel
-),
-full_idcg AS (
-    SELECT query_id, sum(rel / log2(i + 1)) AS idcg FROM ideal GROUP BY query_id
+judged AS (SELECT query_id FROM lab GROUP BY query_id HAVING max(rel) > 0),
+docs AS (
+    SELECT e.run_id, e.query_id, coalesce(m.canonical, e.doc_id) AS doc_id, min(e.position) AS pos
+    FROM evidence e
+    SEMI JOIN _q_runs ON _q_runs.run_id = e.run_id
+    SEMI JOIN judged ON judged.query_id = e.query_id
+    LEFT JOIN _q_map m ON m.raw = e.doc_id
+    GROUP BY ALL
 )
-SELECT 'cut' AS part, c.run_id, c.query_id, c.k, c.dcg / g.idcg AS ndcg, c.hits / c.n_rel AS recall,
-       c.hits / c.k AS precision, (c.hits > 0)::DOUBLE AS hit, NULL::DOUBLE AS mrr, NULL::DOUBLE AS map
-FROM cuts c JOIN idcg g ON g.query_id = c.query_id AND g.k = c.k
-UNION ALL
-SELECT 'depth', d.run_id, d.query_id, NULL, d.dcg / f.idcg, d.hits / d.n_rel, NULL, NULL, d.mrr, d.map
-FROM depth d JOIN full_idcg f USING (query_id)
+SELECT g.gi, d.pos, greatest(coalesce(l.rel, 0), 0)::DOUBLE AS rel
+FROM docs d
+JOIN _q_groups g ON g.run_id = d.run_id AND g.query_id = d.query_id
+LEFT JOIN lab l ON l.query_id = d.query_id AND l.doc_id = d.doc_id
 """
+
+_IDEAL_SQL = """
+WITH lab AS (
+    SELECT l.query_id, coalesce(m.canonical, l.doc_id) AS doc_id, max(l.relevance) AS rel
+    FROM qrels l LEFT JOIN _q_map m ON m.raw = l.doc_id
+    GROUP BY ALL
+)
+SELECT query_id, list(rel ORDER BY rel DESC) AS gains FROM lab WHERE rel > 0 GROUP BY query_id
+"""
+
+
+def _register(cur: duckdb.DuckDBPyConnection, runs: Sequence[str], docid_map: Mapping[str, str] | None) -> None:
+    cur.register("_q_runs", pd.DataFrame({"run_id": pd.Series(list(runs), dtype="string")}))
+    dm = dict(docid_map or {})
+    cur.register(
+        "_q_map",
+        pd.DataFrame(
+            {"raw": pd.Series(list(dm), dtype="string"), "canonical": pd.Series(list(dm.values()), dtype="string")}
+        ),
+    )
+
+
+def _dcg_at(gains: np.ndarray, ranks: np.ndarray, group: np.ndarray, n_groups: int, k: float) -> np.ndarray:
+    """Σ over the ranks ≤ k of ``gain / log2(rank + 1)`` per group."""
+    keep = ranks <= k
+    return np.bincount(group[keep], weights=gains[keep] / np.log2(ranks[keep] + 1.0), minlength=n_groups)
+
+
+def _ideal_dcg(ideal: list[np.ndarray], ks: list[int]) -> tuple[np.ndarray, dict[float, np.ndarray]]:
+    """Per query: its number of relevant labels and its ideal DCG at each cut-off (and at full
+    depth, key ``inf``), from its gains in decreasing order."""
+    n_rel = np.array([len(g) for g in ideal], dtype=float)
+    width = int(n_rel.max()) if len(ideal) else 0
+    pad = np.zeros((len(ideal), max(width, 1)))
+    for i, g in enumerate(ideal):
+        pad[i, : len(g)] = g
+    cum = np.cumsum(pad / np.log2(np.arange(2, pad.shape[1] + 2)), axis=1)
+    out = {float(k): cum[:, min(k, pad.shape[1]) - 1] for k in ks}
+    out[np.inf] = cum[:, -1]
+    return n_rel, out
+
+
+def _metrics(
+    gi: np.ndarray,
+    pos: np.ndarray,
+    rel: np.ndarray,
+    group_query: np.ndarray,
+    ideal: list[np.ndarray],
+    ks: list[int],
+) -> dict[str, np.ndarray]:
+    """Every metric per group (run, query) from its distinct documents (group, first position,
+    relevance); ``group_query`` indexes each group's query in ``ideal`` (the query's relevant
+    labels, decreasing)."""
+    n_groups = len(group_query)
+    order = np.lexsort((pos, gi))
+    gi, rel = gi[order], rel[order]
+    start = np.r_[0, np.flatnonzero(np.diff(gi)) + 1] if gi.size else np.array([], dtype=np.int64)
+    counts = np.diff(np.r_[start, gi.size])
+    ranks = (np.arange(gi.size) - np.repeat(start, counts) + 1).astype(float)  # 1-based, per group
+    hit = (rel > 0).astype(float)
+    n_rel_q, idcg_q = _ideal_dcg(ideal, ks)
+    n_rel = n_rel_q[group_query]
+    idcg = {k: v[group_query] for k, v in idcg_q.items()}
+    out: dict[str, np.ndarray] = {}
+    for k in ks:
+        hits = np.bincount(gi[ranks <= k], weights=hit[ranks <= k], minlength=n_groups)
+        out[f"ndcg@{k}"] = _dcg_at(rel, ranks, gi, n_groups, k) / idcg[float(k)]
+        out[f"recall@{k}"] = hits / n_rel
+        out[f"precision@{k}"] = hits / k
+        out[f"hit@{k}"] = (hits > 0).astype(float)
+    first = np.full(n_groups, np.inf)
+    np.minimum.at(first, gi[hit > 0], ranks[hit > 0])
+    out["mrr"] = np.where(np.isfinite(first), 1.0 / first, 0.0)
+    cum = np.cumsum(hit)
+    cum_in_group = cum - np.repeat(np.r_[0.0, cum][start], counts) if gi.size else cum
+    out["map"] = np.bincount(gi, weights=hit * cum_in_group / ranks, minlength=n_groups) / n_rel
+    out["ndcg"] = _dcg_at(rel, ranks, gi, n_groups, np.inf) / idcg[np.inf]
+    out["recall"] = np.bincount(gi, weights=hit, minlength=n_groups) / n_rel
+    return out
 
 
 def per_query_quality(
@@ -118,37 +166,39 @@ def per_query_quality(
 ) -> pd.DataFrame:
     """One row per (run, labelled query the run has) with a column per metric
     (:func:`metric_names`), ordered by run and query. Empty (with the columns) when nothing is
-    labelled. ``docid_map`` (raw → canonical) applies to evidence and labels alike."""
+    labelled. ``docid_map`` (raw → canonical) applies to evidence and labels alike.
+
+    SQL joins and de-duplicates (a document at its first position, with its label); the metrics
+    are vectorised sums over the ranked rows (one pass per cut-off), not per-query Python."""
     ks = sorted({int(k) for k in cutoffs})
     if any(k < 1 for k in ks):
         raise ValueError("cut-offs must be at least 1")
     cols = ["run_id", "query_id", *metric_names(ks)]
     cur = con.cursor()
     try:
-        cur.register("_q_runs", pd.DataFrame({"run_id": pd.Series(list(runs), dtype="string")}))
-        cur.register("_q_cuts", pd.DataFrame({"k": pd.Series(ks, dtype="int64")}))
-        dm = dict(docid_map or {})
-        cur.register(
-            "_q_map",
-            pd.DataFrame(
-                {"raw": pd.Series(list(dm), dtype="string"), "canonical": pd.Series(list(dm.values()), dtype="string")}
-            ),
-        )
-        long = cur.execute(_SQL).df()
+        _register(cur, runs, docid_map)
+        groups = cur.execute(_GROUPS_SQL).df()
+        if groups.empty:
+            return pd.DataFrame(columns=cols)
+        groups["gi"] = np.arange(len(groups), dtype=np.int64)
+        cur.register("_q_groups", groups)
+        ranked = cur.execute(_RANKED_SQL).fetchnumpy()
+        ideal_by_q = {q: np.asarray(g, dtype=float) for q, g in cur.execute(_IDEAL_SQL).fetchall()}
     finally:
         cur.close()
-    if long.empty:
-        return pd.DataFrame(columns=cols)
-    cut = long[long["part"] == "cut"].pivot_table(
-        index=["run_id", "query_id"], columns="k", values=list(CUT_METRICS), aggfunc="first"
+    qcodes, qnames = pd.factorize(groups["query_id"])
+    m = _metrics(
+        np.asarray(ranked["gi"], dtype=np.int64),
+        np.asarray(ranked["pos"], dtype=np.int64),
+        np.asarray(ranked["rel"], dtype=float),
+        np.asarray(qcodes, dtype=np.int64),
+        [ideal_by_q[q] for q in qnames],
+        ks,
     )
-    cut.columns = [f"{m}@{int(k)}" for m, k in cut.columns]
-    depth = long[long["part"] == "depth"].set_index(["run_id", "query_id"])[list(DEPTH_METRICS)]
-    wide = cut.join(depth, how="outer").reset_index()
-    for c in cols:
-        if c not in wide:
-            wide[c] = float("nan")
-    return wide[cols].sort_values(["run_id", "query_id"], kind="stable").reset_index(drop=True)
+    out = groups[["run_id", "query_id"]].copy()
+    for c in cols[2:]:
+        out[c] = m[c]
+    return out.reset_index(drop=True)
 
 
 def label_coverage(con: duckdb.DuckDBPyConnection, runs: Sequence[str]) -> pd.DataFrame:
