@@ -7,7 +7,9 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core.logs import catalog
+from ragaudit_core.logs.qrels import query_labels
 from ragaudit_core.logs.selection import natural_sorted
+from ragaudit_core.quality.ranking import per_query_quality
 from ragaudit_core.review import charts
 from ragaudit_core.stability import drilldown
 from ragaudit_core.stability.probe import DEFAULT_SIMILARITY_MODEL, lookup_similarities, stored_similarities
@@ -26,6 +28,13 @@ def matrix(db: str, data_version: str, query_id: str):
 @st.cache_data(show_spinner=False, max_entries=64)
 def lists(db: str, data_version: str, query_id: str, a: str, b: str):
     return drilldown.evidence_side_by_side(ui.connection(db), query_id, a, b)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def query_quality(db: str, data_version: str, query_id: str, runs: tuple[str, ...]):
+    con = ui.connection(db)
+    labels = query_labels(con, query_id)
+    return labels, (per_query_quality(con, list(runs), queries=[query_id]) if labels else None)
 
 
 # --- pick the query ---------------------------------------------------------------------------
@@ -69,19 +78,43 @@ if mats:
     jd = mats["doc"].loc[run_a, run_b] if "doc" in mats else None
     js = mats["span"].loc[run_a, run_b] if "span" in mats else None
     st.write(f"J_doc = **{jd:.3f}**" + (f" · J_span = **{js:.3f}**" if js is not None else " · J_span n/a (no spans)"))
+labels, qq = query_quality(db_path, version, qid, (run_a, run_b))
+if labels and qq is not None and len(qq):
+    by_run = qq.set_index("run_id")
+    bits = [
+        f"{ui.md(r)}: nDCG@10 **{by_run.loc[r, 'ndcg@10']:.3f}**, recall@10 {by_run.loc[r, 'recall@10']:.3f}"
+        for r in (run_a, run_b)
+        if r in by_run.index
+    ]
+    change = (
+        f" · change **{by_run.loc[run_b, 'ndcg@10'] - by_run.loc[run_a, 'ndcg@10']:+.3f}**"
+        if {run_a, run_b} <= set(by_run.index)
+        else ""
+    )
+    n_rel = sum(v > 0 for v in labels.values())
+    st.write(
+        f"Ranking quality ({n_rel} relevant document{'s' if n_rel != 1 else ''} labelled): " + " · ".join(bits) + change
+    )
+    a = a.assign(relevance=a["doc_id"].map(labels))
+    b = b.assign(relevance=b["doc_id"].map(labels))
+elif not labels:
+    st.caption("No relevance label for this query: its ranking quality is not scored.")
 
 STATUS_COLOURS = {"in both": "#d9f2d9", "only in A": "#f9dcdc", "only in B": "#dcdcf9"}
 
 
 def styled(df):
-    show = df[
-        ["rank", "doc_id", "chunk_id", "status", "same_doc_other_span", "score", "char_start", "char_end", "text"]
-    ]
+    wanted = ["rank", "doc_id", "relevance", "chunk_id", "status", "same_doc_other_span", "score", "char_start",
+              "char_end", "text"]  # fmt: skip
+    show = df[[c for c in wanted if c in df.columns]]
     return show.style.map(lambda v: f"background-color: {STATUS_COLOURS.get(v, '')}", subset=["status"])
 
 
 cols = {
     "text": st.column_config.TextColumn("chunk text", width="large"),
+    "relevance": st.column_config.NumberColumn(
+        "relevance label", help="From the relevance labels (qrels); blank: unjudged"
+    ),
     "same_doc_other_span": st.column_config.CheckboxColumn("same doc, other span"),
     "score": st.column_config.NumberColumn(format="%.4f"),
 }

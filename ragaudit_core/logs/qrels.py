@@ -35,7 +35,7 @@ from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id
 
-__all__ = ["QrelsError", "QrelsReport", "load_qrels", "parse_qrels", "qrels_files", "store_labels"]
+__all__ = ["QrelsError", "QrelsReport", "load_qrels", "parse_qrels", "qrels_files", "query_labels", "store_labels"]
 
 _HEADER = re.compile(r"^\s*query[-_ ]?id\s+(corpus|doc(ument)?)[-_ ]?id\s+(score|relevance|rel|label)\s*$", re.I)
 
@@ -213,3 +213,12 @@ def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Q
         finally:
             cur.close()
     return rep
+
+
+def query_labels(con: duckdb.DuckDBPyConnection, query_id: str) -> dict[str, int]:
+    """The labels of one query: canonical document id → relevance (empty without labels)."""
+    cur = con.cursor()
+    try:
+        return dict(cur.execute("SELECT doc_id, relevance FROM qrels WHERE query_id = ?", [query_id]).fetchall())
+    finally:
+        cur.close()

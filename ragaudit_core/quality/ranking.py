@@ -54,6 +54,7 @@ WITH lab AS (
 judged AS (SELECT query_id FROM lab GROUP BY query_id HAVING max(rel) > 0)
 SELECT r.run_id, r.query_id
 FROM records r SEMI JOIN _q_runs ON _q_runs.run_id = r.run_id SEMI JOIN judged ON judged.query_id = r.query_id
+WHERE ? OR list_contains(?, r.query_id)
 ORDER BY r.run_id, r.query_id
 """
 
@@ -163,10 +164,12 @@ def per_query_quality(
     runs: Sequence[str],
     cutoffs: Sequence[int] = DEFAULT_CUTOFFS,
     docid_map: Mapping[str, str] | None = None,
+    queries: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """One row per (run, labelled query the run has) with a column per metric
-    (:func:`metric_names`), ordered by run and query. Empty (with the columns) when nothing is
-    labelled. ``docid_map`` (raw → canonical) applies to evidence and labels alike.
+    (:func:`metric_names`), ordered by run and query; only ``queries`` when given. Empty (with the
+    columns) when nothing is labelled. ``docid_map`` (raw → canonical) applies to evidence and
+    labels alike.
 
     SQL joins and de-duplicates (a document at its first position, with its label); the metrics
     are vectorised sums over the ranked rows (one pass per cut-off), not per-query Python."""
@@ -177,7 +180,7 @@ def per_query_quality(
     cur = con.cursor()
     try:
         _register(cur, runs, docid_map)
-        groups = cur.execute(_GROUPS_SQL).df()
+        groups = cur.execute(_GROUPS_SQL, [queries is None, list(queries or [])]).df()
         if groups.empty:
             return pd.DataFrame(columns=cols)
         groups["gi"] = np.arange(len(groups), dtype=np.int64)

@@ -7,7 +7,7 @@ import pytest
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
-from tests.helpers import XSS, app_test, records_db, xss_logs
+from tests.helpers import XSS, app_test, plain, records_db, xss_logs
 
 pytestmark = pytest.mark.slow
 PAGE = "pages/2_Query_drilldown.py"
@@ -94,3 +94,23 @@ def test_opens_on_a_pair_with_answers_and_survives_chunks_without_offsets(app_en
     ) == ("k10", "k20")
     assert any("Same id is not same evidence" in c.value for c in at.caption)
     assert any(c.value.startswith("Compared by") for c in at.caption)  # the chunk pair was compared
+
+
+def test_the_querys_quality_change_and_its_labels(app_env, sample_db):
+    """A labelled sample query: both runs' nDCG@10 for it, the change, and the relevance label
+    beside each retrieved document."""
+    from ragaudit_core.quality.ranking import per_query_quality
+
+    app_env(sample_db)
+    at = app_test(PAGE).run()
+    assert not at.exception
+    text = " ".join(plain(m.value) for m in at.markdown)
+    assert "Ranking quality (" in text and "nDCG@10" in text
+    shown = [df.value for df in at.dataframe if "relevance" in df.value.columns]
+    assert len(shown) == 2 and any(shown[0]["relevance"].notna()) | any(shown[1]["relevance"].notna())
+    qid = at.session_state["ragaudit.query"]
+    run_a = at.session_state["ragaudit.run_a"]
+    con = store.connect(sample_db)
+    q = per_query_quality(con, [run_a], queries=[qid])
+    con.close()
+    assert len(q) == 1 and f"{run_a}: nDCG@10 {q['ndcg@10'].iloc[0]:.3f}" in text.replace("*", "")
