@@ -83,6 +83,8 @@ def test_the_cli_writes_and_reads_the_database_the_dashboard_has_open(tmp_path):
 
 
 def test_a_held_database_gives_one_sentence_and_the_cli_waits_for_it(tmp_path):
+    """Another process holds the file until the test lets it go, which it does only once the CLI has
+    said that it waits: the CLI's wait is seen whatever the machine's load (no holder on a timer)."""
     db = tmp_path / "held.duckdb"
     store.connect(db).close()
     holder = subprocess.Popen(
@@ -90,26 +92,42 @@ def test_a_held_database_gives_one_sentence_and_the_cli_waits_for_it(tmp_path):
             sys.executable,
             "-c",
             (
-                "import sys, time, duckdb; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
-                "time.sleep(float(sys.argv[2]))"
+                "import sys, duckdb; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
+                "sys.stdin.readline(); c.close()"
             ),
             str(db),
-            "4",
         ],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
+    cli = None
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(store.StoreBusy) as busy:
             store.connect(db, wait_s=0.5)
         msg = str(busy.value)
         assert f"PID {holder.pid}" in msg and "in use by another program" in msg and "IO Error" not in msg
-        waited = _cli("ingest", str(write_jsonl(tmp_path / "a.jsonl", _run("base", 0))), "--db", str(db))
-        assert waited.returncode == 0, waited.stderr  # the command waited for the holder to finish
-        assert "waiting up to" in waited.stderr
+        log = str(write_jsonl(tmp_path / "a.jsonl", _run("base", 0)))
+        cli = subprocess.Popen(
+            [RAGAUDIT, "ingest", log, "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        said = []
+        for line in cli.stderr:  # until it says it waits (or ends: the file is held, so it cannot finish first)
+            said.append(line)
+            if "waiting up to" in line:
+                break
+        assert "waiting up to" in "".join(said), said
+        assert f"PID {holder.pid}" in said[-1]
+        holder.stdin.write("let go\n")
+        holder.stdin.flush()
+        _out, err = cli.communicate(timeout=300)
+        assert cli.returncode == 0, "".join(said) + err  # the command waited for the holder to let go
+        assert "loaded 6 records" in err
     finally:
         holder.kill()
+        if cli is not None:
+            cli.kill()
 
 
 def test_two_dashboards_on_one_database_work_side_by_side(tmp_path):
