@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from tests.dashboard.browser_support import launch_chromium, streamlit_server, wait_idle  # noqa: E402
+from tests.dashboard.browser_support import launch_chromium, settled, streamlit_server  # noqa: E402
 
 KEY = {  # an element each page shows once its content is drawn
     "home": "text=Runs and their configurations",
@@ -65,7 +65,7 @@ NAV = {"home": "Home", "stability": "Evidence stability", "drilldown": "Query dr
 
 def _ready(page, name: str, t0: float) -> float:
     page.locator(KEY[name]).first.wait_for(timeout=120_000)
-    wait_idle(page, timeout=120_000)
+    settled(page, timeout=120_000)
     return time.perf_counter() - t0
 
 

@@ -3,6 +3,8 @@ database, the dashboard pointed at a database. Builders live in ``tests/helpers.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +16,36 @@ from tests.helpers import ev, write_jsonl
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the dashboard's helpers (pages/ui) import as `pages.ui`, as under streamlit run
     sys.path.insert(0, str(ROOT))
+
+
+UNDER_LOAD = os.environ.get("RAGAUDIT_TEST_UNDER_LOAD") == "1"
+LOAD_PROCESSES = 2
+# a CPU-bound loop that ends by itself when the test session that started it is gone (its parent changes)
+_BUSY = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass\n"
+
+
+def pytest_report_header(config) -> str | None:
+    if UNDER_LOAD:
+        return f"RAGAUDIT_TEST_UNDER_LOAD=1: {LOAD_PROCESSES} CPU-bound processes run beside the tests"
+    return None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cpu_load():
+    """With ``RAGAUDIT_TEST_UNDER_LOAD=1``, two CPU-bound processes run for the whole session (killed at
+    its end), so that a test which waits on time rather than on state fails here rather than on a busy
+    machine; without it, nothing."""
+    if not UNDER_LOAD:
+        yield []
+        return
+    procs = [subprocess.Popen([sys.executable, "-c", _BUSY]) for _ in range(LOAD_PROCESSES)]
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            proc.kill()
+        for proc in procs:
+            proc.wait()
 
 
 @pytest.fixture

@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.browser_support import launch_chromium, streamlit_server, upload_logs, wait_idle
+from tests.dashboard.browser_support import (
+    TIMEOUT_MS,
+    body_text,
+    launch_chromium,
+    metric,
+    new_page,
+    shown,
+    streamlit_server,
+    upload_logs,
+)
 from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.slow
@@ -80,39 +89,28 @@ def test_an_auditor_uploads_ragas_and_phoenix_exports(tmp_path):
     ]
     with streamlit_server(tmp_path / "foreign.duckdb", tmp_path / "streamlit.log") as url, sync_playwright() as p:
         browser = launch_chromium(p)
-        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page = new_page(browser)
         upload_logs(page, url, files)
-        metrics = {
-            m.locator('[data-testid="stMetricLabel"]').inner_text(): m.locator(
-                '[data-testid="stMetricValue"]'
-            ).inner_text()
-            for m in page.locator('[data-testid="stMetric"]').all()
-        }
-        assert metrics["Runs"] == "3" and metrics["Queries"] == "3" and metrics["Rejected lines"] == "0"
-        assert metrics["Evidence entries"] == "18" and metrics["Answers"] == "9"
+        counts = {"Runs": "3", "Queries": "3", "Rejected lines": "0", "Evidence entries": "18", "Answers": "9"}
+        assert {label: metric(page, label, value) for label, value in counts.items()} == counts
 
         page.goto(f"{url}/Stability")
-        page.get_by_text("Run pairs", exact=True).wait_for(timeout=60_000)
-        wait_idle(page)
-        body = page.inner_text("body")
-        assert "3 queries × 3 run pairs" in body  # the three runs pair up by query text
+        shown(page, page.get_by_text("Run pairs", exact=True))
+        body_text(page, "3 queries × 3 run pairs")  # the three runs pair up by query text
         page.goto(f"{url}/Query_drilldown")
-        page.get_by_text("J_doc =").first.wait_for(timeout=60_000)  # two runs' lists compared
-        wait_idle(page)
-        body = page.inner_text("body")
-        assert "Run A" in body and "Same document, different span" in body and "Traceback" not in body
+        shown(page, "J_doc =")  # two runs' lists compared
+        body = body_text(page, "Run A", "Same document, different span")
+        assert "Traceback" not in body
 
         # the Ragas run's first query explained: queued, run by the background worker (real MiniLM and
         # SmolLM2, the default settings), its progress shown, its result drawn when it lands
         page.goto(f"{url}/Attributions")
-        page.get_by_role("button", name="Explain this query").wait_for(timeout=60_000)
-        wait_idle(page)
-        page.get_by_role("button", name="Explain this query").click()
+        explain = page.get_by_role("button", name="Explain this query")
+        shown(page, explain)
+        explain.click()
         done = page.get_by_text("wasted retrieval", exact=True).first
-        page.get_by_role("button", name="Cancel").or_(done).first.wait_for(timeout=60_000)  # queued or running
-        done.wait_for(timeout=300_000)
-        wait_idle(page)
-        body = page.inner_text("body")
-        assert "Generator: which document each answer token came from" in body and "Traceback" not in body
-        assert "coalitions evaluated" in body
+        page.get_by_role("button", name="Cancel").or_(done).first.wait_for()  # queued or running
+        done.wait_for(timeout=max(TIMEOUT_MS, 300_000))
+        body = body_text(page, "Generator: which document each answer token came from", "coalitions evaluated")
+        assert "Traceback" not in body
         browser.close()

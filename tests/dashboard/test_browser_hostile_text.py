@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.browser_support import launch_chromium, streamlit_server, upload_logs, wait_idle
+from tests.dashboard.browser_support import (
+    body_text,
+    images_done,
+    launch_chromium,
+    new_page,
+    shown,
+    streamlit_server,
+    upload_logs,
+)
 from tests.helpers import pipeline, write_jsonl
 
 pytestmark = pytest.mark.slow
@@ -22,6 +30,15 @@ RUN_A, RUN_B, RUN_C = f"A {BOLD} {LINK}", f"B {RED} {TEX}", f"C {IMG}"
 QUERY = f"q {IMG} {BOLD}"
 CITATION = f"(Doc {BOLD} {RED} {TEX} {IMG}"
 WORDS = ("boldid", "clickid", "imgid", "redid", "texid")
+# each page: a heading that shows it opened, then what it is read for and what it draws last, all
+# waited for before the page is read
+PAGES = {
+    "Stability": ("Run pairs", [f"{RUN_A} vs {RUN_B}", f"(no text or span_hash): '{RUN_C}'", "Worst case per query"]),
+    "Query_drilldown": ("Query drill-down", ["J_doc =", "Same document, different span"]),
+    "Compare": ("Deploy gate", [BOLD, "Evidence–answer probe"]),
+    "Citation_fidelity": ("Queries", [RED, TEX, QUERY, "Canary: two runs' CFS distributions"]),
+    "Attributions": ("Attributions", []),
+}
 
 
 def _logs(d: Path) -> list[Path]:
@@ -63,7 +80,7 @@ def test_no_page_renders_markdown_html_or_latex_from_log_text(tmp_path):
     db = tmp_path / "hostile.duckdb"
     with streamlit_server(db, tmp_path / "streamlit.log") as url, sync_playwright() as p:
         browser = launch_chromium(p)
-        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page = new_page(browser, 1500, 1100)
         foreign = []
         page.on(
             "request",
@@ -72,21 +89,15 @@ def test_no_page_renders_markdown_html_or_latex_from_log_text(tmp_path):
             ),
         )
         upload_logs(page, url, files)
+        images_done(page)
         assert page.evaluate(_LEAKS) == []
         seen = {}
-        for path, marker in (
-            ("Stability", "Run pairs"),
-            ("Query_drilldown", "Query drill-down"),
-            ("Compare", "Deploy gate"),
-            ("Citation_fidelity", "Queries"),
-            ("Attributions", "Attributions"),
-        ):
+        for path, (heading, needles) in PAGES.items():
             page.goto(f"{url}/{path}")
-            page.get_by_text(marker).first.wait_for(timeout=60_000)
-            wait_idle(page)
-            page.wait_for_timeout(300)
+            shown(page, heading)
+            seen[path] = body_text(page, *needles)  # md()'s invisible autolink breaker removed
+            images_done(page)  # an image made from a log's text would have been requested by now
             assert page.evaluate(_LEAKS) == [], path
-            seen[path] = page.inner_text("body").replace("\u2060", "")  # md()'s invisible autolink breaker
         browser.close()
     assert foreign == []
     assert not any("\nDeploy\n" in text for text in seen.values())  # .streamlit/config.toml: toolbarMode viewer

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragaudit_core.logs import store
-from tests.dashboard.browser_support import launch_chromium, streamlit_server, wait_idle
+from tests.dashboard.browser_support import launch_chromium, metric, new_page, streamlit_server
 from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.slow
@@ -34,11 +34,6 @@ def _run(run_id: str, shift: int) -> list[dict]:
     ]
 
 
-def _metric(page, label: str) -> str:
-    box = page.locator('[data-testid="stMetric"]', has_text=label).first
-    return box.locator('[data-testid="stMetricValue"]').inner_text()
-
-
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([RAGAUDIT, *args], capture_output=True, text=True, timeout=300)
 
@@ -51,10 +46,9 @@ def test_the_cli_writes_and_reads_the_database_the_dashboard_has_open(tmp_path):
     assert first.returncode == 0, first.stderr
     with streamlit_server(db, tmp_path / "streamlit.log") as url, sync_playwright() as p:
         browser = launch_chromium(p)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = new_page(browser, 1400, 1000)
         page.goto(url)
-        wait_idle(page)
-        assert _metric(page, "Runs") == "2"
+        assert metric(page, "Runs", "2") == "2"
 
         # the page is open; another process writes to its database, then two commands read it
         added = _cli("ingest", str(write_jsonl(tmp_path / "c.jsonl", _run("late", 2))), "--db", str(db))
@@ -81,12 +75,7 @@ def test_the_cli_writes_and_reads_the_database_the_dashboard_has_open(tmp_path):
         # a rerun of the same session shows the new run
         page.locator('[data-testid="stApp"]').click(position={"x": 5, "y": 5})
         page.keyboard.press("r")
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('[data-testid=\"stMetric\"]')].some(m => "
-            "m.innerText.includes('Runs') && m.innerText.includes('3'))",
-            timeout=60_000,
-        )
-        assert _metric(page, "Runs") == "3"
+        assert metric(page, "Runs", "3") == "3"
         browser.close()
     con = store.connect(db)  # the dashboard has let go of the file
     assert sorted(r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()) == ["base", "cand", "late"]
@@ -94,6 +83,8 @@ def test_the_cli_writes_and_reads_the_database_the_dashboard_has_open(tmp_path):
 
 
 def test_a_held_database_gives_one_sentence_and_the_cli_waits_for_it(tmp_path):
+    """Another process holds the file until the test lets it go, which it does only once the CLI has
+    said that it waits: the CLI's wait is seen whatever the machine's load (no holder on a timer)."""
     db = tmp_path / "held.duckdb"
     store.connect(db).close()
     holder = subprocess.Popen(
@@ -101,26 +92,42 @@ def test_a_held_database_gives_one_sentence_and_the_cli_waits_for_it(tmp_path):
             sys.executable,
             "-c",
             (
-                "import sys, time, duckdb; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
-                "time.sleep(float(sys.argv[2]))"
+                "import sys, duckdb; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
+                "sys.stdin.readline(); c.close()"
             ),
             str(db),
-            "4",
         ],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
+    cli = None
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(store.StoreBusy) as busy:
             store.connect(db, wait_s=0.5)
         msg = str(busy.value)
         assert f"PID {holder.pid}" in msg and "in use by another program" in msg and "IO Error" not in msg
-        waited = _cli("ingest", str(write_jsonl(tmp_path / "a.jsonl", _run("base", 0))), "--db", str(db))
-        assert waited.returncode == 0, waited.stderr  # the command waited for the holder to finish
-        assert "waiting up to" in waited.stderr
+        log = str(write_jsonl(tmp_path / "a.jsonl", _run("base", 0)))
+        cli = subprocess.Popen(
+            [RAGAUDIT, "ingest", log, "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        said = []
+        for line in cli.stderr:  # until it says it waits (or ends: the file is held, so it cannot finish first)
+            said.append(line)
+            if "waiting up to" in line:
+                break
+        assert "waiting up to" in "".join(said), said
+        assert f"PID {holder.pid}" in said[-1]
+        holder.stdin.write("let go\n")
+        holder.stdin.flush()
+        _out, err = cli.communicate(timeout=300)
+        assert cli.returncode == 0, "".join(said) + err  # the command waited for the holder to let go
+        assert "loaded 6 records" in err
     finally:
         holder.kill()
+        if cli is not None:
+            cli.kill()
 
 
 def test_two_dashboards_on_one_database_work_side_by_side(tmp_path):
@@ -137,28 +144,20 @@ def test_two_dashboards_on_one_database_work_side_by_side(tmp_path):
         sync_playwright() as p,
     ):
         browser = launch_chromium(p)
-        pages = [browser.new_page(viewport={"width": 1400, "height": 1000}) for _ in range(2)]
+        pages = [new_page(browser, 1400, 1000) for _ in range(2)]
         for page, url in zip(pages, (url1, url2)):
             page.goto(url)
         for page in pages:
-            wait_idle(page)
-            assert _metric(page, "Runs") == "2"
+            assert metric(page, "Runs", "2") == "2"
         for page, url in zip(pages, (url1, url2)):  # both interact at once
             page.goto(url.rstrip("/") + "/Stability")
         for page in pages:
-            wait_idle(page)
-            page.wait_for_selector('[data-testid="stMetric"]', timeout=60_000)
-            assert _metric(page, "mean J_doc") != ""
+            assert metric(page, "mean J_doc") != ""  # waits for a value, then for the page to settle
             assert "is in use by" not in page.inner_text("body")  # no StoreBusy sentence
         added = _cli("ingest", str(write_jsonl(tmp_path / "c.jsonl", _run("late", 2))), "--db", str(db))
         assert added.returncode == 0, added.stderr
         for page, url in zip(pages, (url1, url2)):
             page.goto(url)
         for page in pages:
-            wait_idle(page)
-            page.wait_for_function(
-                "() => [...document.querySelectorAll('[data-testid=\"stMetric\"]')].some(m => "
-                "m.innerText.includes('Runs') && m.innerText.includes('3'))",
-                timeout=60_000,
-            )
+            assert metric(page, "Runs", "3") == "3"
         browser.close()
