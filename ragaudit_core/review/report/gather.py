@@ -28,6 +28,7 @@ from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.review import charts
 from ragaudit_core.review.gate import DEFAULT_RULES, GatePolicy, Rule, Verdict, collect, evaluate
+from ragaudit_core.review.report.quality_section import gather_quality
 from ragaudit_core.stability.cache import default_options, stability_cached
 from ragaudit_core.stability.compare import CompareResult, compare_runs
 from ragaudit_core.stability.drilldown import evidence_side_by_side
@@ -104,6 +105,8 @@ class ReportData:
     canary: dict | None = None
     judge: dict = field(default_factory=dict)  # run → judge_summary (Pattern 4), runs judged only
     attributions: dict = field(default_factory=dict)  # run → {"failure": df, "warg": df}
+    quality: Any = None  # QualityResult of the compared runs (and the reviewed pair), with labels
+    jitter: Any = None  # JitterCost of the reviewed pair
     figures: dict[str, go.Figure] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -143,6 +146,7 @@ def gather(
         ("answer probe", "probe", lambda: _probes(con, data, opts)),
         ("citation fidelity", "fidelity", lambda: _fidelity(con, data, opts)),
         ("attributions", "attributions", lambda: _attributions(con, data, evidence_runs)),
+        ("ranking quality", "quality", lambda: gather_quality(con, data, cmp)),
     ):
         say(name)
         step()

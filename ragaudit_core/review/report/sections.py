@@ -18,6 +18,7 @@ from ragaudit_core.fidelity.score import FidelityRules, tail_comment
 from ragaudit_core.review.report.gather import ReportData
 from ragaudit_core.review.report.layout import BAD, OK, WARN, ReportPDF, fmt, font_names, json_or_empty, pct
 from ragaudit_core.review.report.methods import METHODS, SOURCES
+from ragaudit_core.review.report.quality_section import quality_section
 from ragaudit_core.review.report.summary import executive_summary
 
 __all__ = ["SECTIONS", "Section"]
@@ -478,6 +479,7 @@ SECTIONS = [
     Section("Evidence–answer probe", lambda d: bool(d.probes), probe),
     Section("Citation fidelity", lambda d: bool(d.fidelity), fidelity),
     Section("Attributions", lambda d: bool(d.attributions), attributions),
+    Section("Ranking quality", lambda d: d.quality is not None, quality_section),
     Section("Methods", _always, methods),
 ]
 """The report's sections in page order; a top-level section opens on a fresh page."""

@@ -1,0 +1,102 @@
+"""The report's ranking-quality section: each compared run's quality with intervals and, for the
+reviewed pair, the quality changes and what jitter cost (registered in :data:`gather.STEPS` and
+:data:`sections.SECTIONS`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from ragaudit_core.quality.cache import has_labels, quality_cached
+from ragaudit_core.quality.jitter import jitter_cost
+from ragaudit_core.review import quality_charts
+from ragaudit_core.review.report.layout import ReportPDF, fmt
+from ragaudit_core.stability.compare import CompareResult
+
+if TYPE_CHECKING:
+    from ragaudit_core.review.report.gather import ReportData
+
+__all__ = ["gather_quality", "quality_section"]
+
+_METRICS = ("ndcg@10", "recall@10", "mrr")
+
+
+def gather_quality(con: duckdb.DuckDBPyConnection, data: ReportData, cmp: CompareResult | None) -> None:
+    """Quality of the runs the stability section compares (all evidence runs without it), the
+    reviewed pair's changes with intervals and the jitter-cost figure; nothing without labels."""
+    if not has_labels(con):
+        data.omitted.append("ranking quality (no relevance labels are loaded)")
+        return
+    stab = data.stability
+    runs = list(stab.summary.runs) if stab is not None else list(data.runs["run_id"])
+    pairs = [(cmp.baseline, cmp.candidate)] if cmp is not None else []
+    q = quality_cached(con, runs if cmp is None else list(dict.fromkeys([*runs, *pairs[0]])), pairs=pairs)
+    if not q.labelled:
+        data.omitted.append("ranking quality (no compared run has a labelled query)")
+        return
+    data.quality = q
+    data.figures["quality_intervals"] = quality_charts.quality_intervals(q)
+    if cmp is not None:
+        cost = jitter_cost(con, cmp, k=10)
+        data.jitter = cost
+        data.figures["jitter_scatter"] = quality_charts.jitter_scatter(cost)
+
+
+def _ci(lo: float, hi: float, signed: bool = False) -> str:
+    if lo != lo:
+        return "n/a"
+    return f"[{lo:+.3f}, {hi:+.3f}]" if signed else f"[{lo:.3f}, {hi:.3f}]"
+
+
+def quality_section(pdf: ReportPDF, data: ReportData) -> None:
+    W = pdf.epw
+    q = data.quality
+    pdf.para(
+        "Ranking quality from relevance labels (trec_eval's definitions; a document counts at its first rank). "
+        "Each figure is the mean over the run's labelled queries with its 95 % bootstrap interval over queries "
+        f"({q.resamples:,} resamples); queries without a relevant label are left out, never scored 0.",
+        size=8.5,
+    )
+    table = q.run_table(_METRICS)
+    rows = [
+        [str(r["run"]), str(r["labelled queries"]), str(r["left out"])]
+        + [f"{fmt(r[m])} {r[f'{m} 95 % interval'] or ''}".strip() for m in _METRICS]
+        for r in table.to_dict("records")
+    ]
+    pdf.data_table(["run", "labelled", "left out", *(f"{m} [95 % CI]" for m in _METRICS)], rows, size=7.5)
+    pdf.chart("quality_intervals", width=W * 0.55)
+    cost = getattr(data, "jitter", None)
+    if cost is None:
+        return
+    a, b = cost.run_a, cost.run_b
+    if pdf.page_break_trigger - pdf.get_y() < 170:  # keep the pair's table, sentence and chart together
+        pdf.add_page()
+    pdf.start_section("Does jitter cost quality? (the reviewed pair)", level=1)
+    changes = q.pairs.get((a, b), {})
+    crow = [
+        [m, fmt(c.delta), _ci(c.lo, c.hi, signed=True), fmt(c.p), fmt(c.p_holm), str(c.n)]
+        for m in ("ndcg@10", "recall@10", "precision@10", "mrr", "map")
+        if (c := changes.get(m)) is not None and c.n
+    ]
+    pdf.para(f"{b} (candidate) against {a} (baseline), over the labelled queries both runs have.", size=8.5)
+    pdf.data_table(["metric", "change", "95 % CI", "p", "p (Holm)", "queries"], crow, size=7.5)
+    split, rho = cost.collapsed, cost.rho
+    n_coll = sum(split.values())
+    rho_text = (
+        "undefined (a constant side)"
+        if rho.value != rho.value
+        else f"{rho.value:.2f}" + (f" [{rho.lo:.2f}, {rho.hi:.2f}]" if rho.lo == rho.lo else "")
+    )
+    pdf.para(
+        f"Per labelled query, the nDCG@10 change against J_{cost.level}: Spearman's ρ = {rho_text}. "
+        + (
+            f"Of the {n_coll} collapsed queries (J_span = 0, both lists non-empty), {split['relevant kept']} kept "
+            f"every relevant document {a} had found, {split['relevant lost']} lost one, "
+            f"{split['nothing relevant to lose']} had none to lose and {split['unlabelled']} are unlabelled."
+            if cost.level == "span"
+            else ""
+        ),
+        size=8.5,
+    )
+    pdf.chart("jitter_scatter", width=W * 0.7)
