@@ -68,8 +68,14 @@ PYEOF
   # so without it every process (tests, workers, Ray) compiles what it imports, every time
   # (import of the stack: 33 s against 15 s). The system's certificates (where a TLS
   # proxy's CA is installed); never download a Python.
-  UV_SYSTEM_CERTS=1 UV_PYTHON_DOWNLOADS=never "$VENV/bin/uv" sync --locked --compile-bytecode \
-    --quiet --python "$VENV/bin/python" --extra dev --extra ray --group models
+  export UV_SYSTEM_CERTS=1 UV_PYTHON_DOWNLOADS=never
+  if ! "$VENV/bin/uv" lock --check --quiet --python "$VENV/bin/python"; then
+    echo "setup: uv.lock does not match pyproject.toml. Run \`bash scripts/lock.sh\`, then this" >&2
+    echo "  again, and commit both files together." >&2
+    exit 1
+  fi
+  "$VENV/bin/uv" sync --locked --compile-bytecode --quiet --python "$VENV/bin/python" \
+    --extra dev --extra ray --group models
   rm -f "$VENV"/.ragaudit-setup-*
   touch "$stamp"
 fi
