@@ -195,11 +195,19 @@ def store_labels(
 
 
 def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> QrelsReport:
-    """Read and store label files (each in its own transaction: a bad file loses nothing else)."""
+    """Read and store label files (each in its own transaction: a bad file loses nothing else).
+    A file none of whose lines is a judgement raises :class:`QrelsError` (files before it stay
+    loaded); a file with some bad lines loads the good ones and reports the others."""
     rep = QrelsReport()
     for path in paths:
         p = Path(path)
         labels, rejected = parse_qrels(p)
+        if not labels:
+            shown = "; ".join(rejected[:3]) + (" …" if len(rejected) > 3 else "")
+            raise QrelsError(
+                f"{p}: no line is a relevance judgement ({shown}); a qrels line is 'query-id<TAB>doc-id<TAB>relevance' "
+                "or TREC's 'query-id 0 doc-id relevance'"
+            )
         rep.rejected += rejected
         cur = con.cursor()
         try:

@@ -325,3 +325,35 @@ def test_gate_on_noise_is_inconclusive_and_exits_3(tmp_path):
     (r,) = [r for r in v["results"] if r["rule"]["metric"] == "ndcg@10"]
     assert r["status"] == "inconclusive" and r["value"] == 0 and r["ci"] == [-1.0, 1.0] and r["n_queries"] == 2
     assert v["status"] == "inconclusive" and v["headline"].startswith("INCONCLUSIVE on 4 of 10 rules")
+
+
+def test_quality_from_qrels_files_end_to_end(tmp_path):
+    """`ingest --qrels` loads TREC labels beside the logs; `quality --json` writes every run's
+    metrics with intervals and the pair's change with its test; bad labels are bad input."""
+    d = tmp_path / "logs"
+    write_jsonl(d / "a.jsonl", [{"run_id": "a", "query_id": "q1", "cited": ["r1", "x"]},
+                                {"run_id": "a", "query_id": "q2", "cited": ["y", "r2"]}])  # fmt: skip
+    write_jsonl(d / "b.jsonl", [{"run_id": "b", "query_id": "q1", "cited": ["x", "r1"]},
+                                {"run_id": "b", "query_id": "q2", "cited": ["r2"]},
+                                {"run_id": "b", "query_id": "q3", "cited": ["z"]}])  # fmt: skip
+    q = tmp_path / "labels.qrels"
+    q.write_text("q1 0 r1 1\nq2 0 r2 2\nq2 0 y 0\n")
+    db = tmp_path / "q.duckdb"
+    p = run("ingest", d, "--qrels", q, "--db", db)
+    assert p.returncode == 0, p.stderr
+    assert "loaded 3 relevance labels for 2 queries (2 relevant) from 1 file(s)" in p.stderr
+    out = tmp_path / "q.json"
+    p = run("quality", "--db", db, "--k", "1,2", "--json", out)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(out.read_text())
+    runs = {r["run_id"]: r for r in data["runs"]}
+    # a: q1 r1 at rank 1 (nDCG@1 = 1), q2 r2 at rank 2 (nDCG@1 = 0) → 0.5; b: q1 rank 2, q2 rank 1 → 0.5
+    assert runs["a"]["metrics"]["ndcg@1"] == 0.5 and runs["b"]["metrics"]["ndcg@1"] == 0.5
+    assert runs["a"]["metrics"]["mrr"] == 0.75 and runs["b"]["metrics"]["mrr"] == 0.75
+    assert runs["b"]["n_queries"] == 2 and runs["b"]["n_unlabelled"] == 1  # q3: no label, left out
+    (pair,) = data["pairs"]
+    assert (pair["run_a"], pair["run_b"]) == ("a", "b") and pair["metrics"]["ndcg@1"]["delta"] == 0
+    assert set(pair["metrics"]["mrr"]) == {"delta", "ci", "p", "p_holm", "n"}
+    q.write_text("q1 0 r1\n")
+    p = run("quality", "--db", db, "--qrels", q)
+    assert p.returncode == 2 and "no line is a relevance judgement" in p.stderr and "is not an integer" in p.stderr
