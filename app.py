@@ -46,14 +46,24 @@ def _database():
     """The sidebar's database picker; the open connection and its path."""
     db_path = ui.current_db_path()
     with st.sidebar.expander("Database", expanded=False):
-        new_path = st.text_input("DuckDB file", value=db_path, help="An existing RagAudit database, or a new file.")
+        root = store.workspace_root()
+        new_path = st.text_input(
+            "DuckDB file",
+            value=db_path,
+            help=f"An existing RagAudit database, or a new file, inside the workspace folder {root}.",
+        )
+        init = st.checkbox(
+            "Add RagAudit's tables",
+            help="Only for a DuckDB file another program made: its own tables are left as they are.",
+        )
         if st.button("Open database") and new_path != db_path:
             try:
-                ui.connection(new_path)
+                target = str(store.db_path_in_workspace(new_path))
+                store.connect(target, init=init).close()
             except store.StoreError as e:
                 st.error(ui.md(str(e)))
             else:
-                st.session_state[KEYS.db_path] = new_path
+                st.session_state[KEYS.db_path] = target
                 st.rerun()
     try:
         con = ui.connection(db_path)

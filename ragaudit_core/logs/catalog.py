@@ -27,6 +27,7 @@ __all__ = [
     "evidence_run_ids",
     "files_table",
     "keep_uploads",
+    "upload_name",
     "list_queries",
     "missing_data_message",
     "missing_provenance_message",
@@ -279,13 +280,40 @@ def list_queries(con: duckdb.DuckDBPyConnection, search: str = "", limit: int = 
     )
 
 
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def uploads_dir(db_path: str | Path) -> Path:
     """Where uploaded files are kept: beside the database file (``<db>.uploads/``)."""
     p = Path(db_path)
     return p.with_name(p.name + ".uploads")
+
+
+_KNOWN_SUFFIXES = (".jsonl.gz", ".ndjson.gz", ".json.gz", ".csv.gz", ".tsv.gz", ".jsonl", ".ndjson", ".json", ".csv")
+_KNOWN_SUFFIXES += (".tsv", ".parquet", ".gz", ".txt")
+MAX_NAME_BYTES = 150
+"""Longer upload names (UTF-8 bytes; file systems allow 255) keep their start, a hash of the whole
+name and their extension."""
+
+
+def upload_name(name: str) -> str:
+    """The file name an upload is kept under: its last path component, letters and digits of any
+    script kept (``报告.csv`` stays ``报告.csv``), other characters (separators, controls, bidi
+    marks) replaced by ``_``, the extension kept whole (``.jsonl.gz``), and a name over
+    :data:`MAX_NAME_BYTES` bytes shortened to its start, ``-`` and 10 hex digits of its SHA-1.
+    The extension is what tells the reader the container when the content cannot."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    lower = base.lower()
+    suffix = next((base[-len(x) :] for x in _KNOWN_SUFFIXES if lower.endswith(x) and len(base) > len(x)), "")
+    if not suffix and "." in base.strip("."):
+        suffix = "." + base.rsplit(".", 1)[1]
+    stem = base[: len(base) - len(suffix)] if suffix else base
+    clean = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem).strip("._") or "upload"
+    suffix = "".join(c if c.isascii() and (c.isalnum() or c == ".") else "_" for c in suffix.lower())[:16]
+    if len(clean.encode()) + len(suffix) > MAX_NAME_BYTES:
+        tag = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        head = clean.encode()[: MAX_NAME_BYTES - len(suffix) - 11].decode("utf-8", "ignore")
+        clean = head + "-" + tag
+    return clean + suffix
 
 
 def keep_uploads(uploads: Iterable[tuple[str, bytes]], dest: Path) -> list[Path]:
@@ -298,7 +326,7 @@ def keep_uploads(uploads: Iterable[tuple[str, bytes]], dest: Path) -> list[Path]
     paths = []
     for name, data in uploads:
         digest = hashlib.sha256(data).hexdigest()
-        safe = _SAFE_NAME.sub("_", Path(name.replace("\\", "/")).name).strip("._") or "upload.jsonl"
+        safe = upload_name(name)
         target = dest / digest[:16] / safe
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.exists():

@@ -131,3 +131,29 @@ def test_uploading_a_ragas_csv_loads_a_run_named_after_the_file(app_env, tmp_pat
     runs = next(df.value for df in at.dataframe if "run_id" in df.value.columns and "mean_entries" in df.value.columns)
     assert list(runs["run_id"]) == ["ragas_eval"]  # the kept file's name, without extensions
     assert {m.label: m.value for m in at.metric}["Evidence entries"] == "2"
+
+
+def test_open_database_stays_in_the_workspace_and_leaves_foreign_files_alone(app_env, tmp_path):
+    import duckdb
+
+    app_env()  # the workspace folder is the default database's: tmp_path
+    crm = tmp_path / "crm.duckdb"
+    c = duckdb.connect(str(crm))
+    c.execute("CREATE TABLE customers (id INTEGER)")
+    c.close()
+    at = app_test("app.py").run()
+
+    def open_db(path: str, init: bool = False):
+        at.sidebar.text_input[0].set_value(path)
+        at.sidebar.checkbox[0].set_value(init)
+        next(b for b in at.sidebar.button if b.label == "Open database").click().run()
+        assert not at.exception
+        return [plain(e.value) for e in at.error]
+
+    errors = open_db(str(tmp_path.parent / "elsewhere.duckdb"))
+    assert any("is outside the workspace folder" in e for e in errors)
+    assert not (tmp_path.parent / "elsewhere.duckdb").exists()
+    errors = open_db("crm.duckdb")
+    assert any("crm.duckdb is a DuckDB database of another program (tables: customers)" in e for e in errors)
+    assert open_db("crm.duckdb", init=True) == []
+    assert any(str(crm) in plain(c.value) for c in at.sidebar.caption)
