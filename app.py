@@ -13,8 +13,9 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core import __version__, workspace
-from ragaudit_core.logs import catalog, store
+from ragaudit_core.logs import catalog, removal, store
 from ragaudit_core.logs.ingest import IngestError
+from ragaudit_core.logs.selection import natural_sorted
 
 KEYS, PAGES = ui.KEYS, ui.PAGES
 st.set_page_config(page_title="RagAudit", page_icon="🔎", layout="wide")
@@ -140,6 +141,9 @@ def _last_ingest() -> None:
     if "error" in last:
         st.error(ui.md(last["error"]))
         return
+    if "removed" in last:
+        st.success(ui.md(last["removed"][:1].upper() + last["removed"][1:] + "."))
+        return
     for msg in last.get("failed", []):
         st.error(msg)
     (st.warning if last["rejected"] else st.success)(ui.md(last["summary"]))
@@ -181,7 +185,7 @@ def _loaded(con, info: dict) -> None:
     if info["rejected"]:
         st.caption("Every line that could not be loaded: which file, which line, why. The line is kept verbatim.")
         ui.table(
-            catalog.quarantine_table(con),
+            catalog.quarantine_table(con).assign(path=lambda d: d["path"].map(lambda p: Path(p).name)),
             hide_index=True,
             column_config={"raw": st.column_config.TextColumn("line as read", width="large")},
         )
@@ -190,8 +194,34 @@ def _loaded(con, info: dict) -> None:
     if info["warnings"]:
         with st.expander(f"Ingest warnings ({info['warnings']:,})"):
             ui.table(catalog.warnings_table(con), hide_index=True)
-    with st.expander("Files"):
-        ui.table(catalog.files_table(con).assign(path=lambda d: d["path"].map(lambda p: Path(p).name)), hide_index=True)
+    _ledger(con)
+
+
+def _ledger(con) -> None:
+    """Every loaded file, newest first, and removing one file or one run with what derives from it."""
+    ledger = catalog.files_ledger(con)
+    st.subheader(f"Files ({len(ledger):,}), newest first")
+    ui.table(ledger.drop(columns=["file_id"]), hide_index=True)
+    runs = natural_sorted(catalog.all_run_ids(con))
+    with st.popover("Remove a file or a run…"):
+        what = st.radio("Remove", ["a file", "a run"], horizontal=True, key="home.remove.what")
+        if what == "a file":
+            labels = {
+                int(r.file_id): f"{r.file} ({r.records:,} records, runs: {r.runs or 'none'})"
+                for r in ledger.itertuples()
+            }
+            pick = st.selectbox("File", list(labels), format_func=labels.__getitem__, key="home.remove.file")
+        else:
+            pick = st.selectbox("Run", runs, key="home.remove.run")
+        st.caption(
+            "Removes its records, evidence, provenance, rejected lines and warnings, and every result derived from "
+            "them (stability caches, attributions, verdicts, jobs). The other files and runs stay."
+        )
+        if pick is not None and st.button("Yes, remove it", type="primary", key="home.remove.go"):
+            done = removal.remove_file(con, int(pick)) if what == "a file" else removal.remove_runs(con, [str(pick)])
+            st.session_state[KEYS.last_ingest] = {"removed": done.summary()}
+            st.cache_data.clear()
+            st.rerun()
 
 
 page = st.navigation(

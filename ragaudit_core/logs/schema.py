@@ -16,8 +16,8 @@ a change to a file that is not RagAudit's:
 - **foreign** (tables, but no RagAudit schema version): refused unless the caller asks to add
   RagAudit's tables (``init=True``: ``--init``, the dashboard's checkbox); a table of RagAudit's name
   with another shape refuses it even then.
-- **truncated**: the file is shorter than the blocks its header counts — refused before any read
-  fails half-way (checked when no write-ahead log is pending).
+- **truncated**: the file is shorter than the blocks its tables use — refused at the open, before
+  any read fails half-way.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ __all__ = [
     "DatabaseRefused",
     "FileState",
     "StoreError",
+    "check_length",
     "expected_shape",
     "inspect",
     "prepare",
@@ -238,7 +239,7 @@ def prepare(con: duckdb.DuckDBPyConnection, target: str, *, read_only: bool, ini
     """Check the opened file ``target`` and bring it to this schema (see the module's rules);
     raise :class:`DatabaseRefused` naming what the file is and what to do."""
     if target != ":memory:":
-        _check_length(con, target)
+        _check_blocks(con, target)
     state = inspect(con)
     name = Path(target).name if target != ":memory:" else target
     if state.kind == "foreign":
@@ -260,19 +261,50 @@ def prepare(con: duckdb.DuckDBPyConnection, target: str, *, read_only: bool, ini
     return state
 
 
-def _check_length(con: duckdb.DuckDBPyConnection, target: str) -> None:
-    if os.path.exists(target + ".wal"):
-        return  # blocks may be pending in the log: the header's count is not the file's length yet
-    ((total_blocks, block_size),) = con.execute(
-        "SELECT total_blocks, block_size FROM pragma_database_size()"
-    ).fetchall()
-    need = _HEADER_BYTES + int(total_blocks) * int(block_size)
-    have = os.path.getsize(target)
-    if int(total_blocks) and have < need:
+def check_length(target: str) -> None:
+    """Refuse, before DuckDB opens it, a file too short to hold DuckDB's file header."""
+    size = os.path.getsize(target)
+    if size < _HEADER_BYTES:
         raise DatabaseRefused(
-            f"{Path(target).name} is truncated: {have:,} bytes of the {need:,} its header counts (a copy cut short "
+            f"{Path(target).name} is truncated: {size:,} bytes, shorter than DuckDB's file header; restore the "
+            "file from a full copy, or load the logs into a new database"
+        )
+
+
+_BLOCKS_CHECKED: set[tuple[str, int, int]] = set()
+
+
+def _check_blocks(con: duckdb.DuckDBPyConnection, target: str) -> None:
+    """Refuse a file shorter than the highest block its tables use (``pragma_storage_info``:
+    metadata only, no data read). DuckDB cuts free blocks off the end of the file, so the header's
+    block count is no bound; the blocks in use are. Checked once per file state (path, size,
+    modification time) in a process: a page's every interaction opens the file."""
+    st = os.stat(target)
+    key = (target, st.st_size, st.st_mtime_ns)
+    if key in _BLOCKS_CHECKED:
+        return
+    ((block_size,),) = con.execute("SELECT block_size FROM pragma_database_size()").fetchall()
+    tables = [
+        t
+        for (t,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary"
+        ).fetchall()
+    ]
+    highest = -1
+    if tables:
+        parts = " UNION ALL ".join(
+            "SELECT max(block_id) AS b FROM pragma_storage_info('" + t.replace("'", "''") + "') WHERE persistent"
+            for t in tables
+        )
+        ((top,),) = con.execute(f"SELECT max(b) FROM ({parts})").fetchall()
+        highest = -1 if top is None else int(top)
+    need = _HEADER_BYTES + (highest + 1) * int(block_size)
+    if st.st_size < need:
+        raise DatabaseRefused(
+            f"{Path(target).name} is truncated: {st.st_size:,} bytes, but its tables use {need:,} (a copy cut short "
             "or a disk that filled up); restore the file from a full copy, or load the logs into a new database"
         )
+    _BLOCKS_CHECKED.add(key)
 
 
 def _refuse_foreign(state: FileState, name: str, init: bool) -> None:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import duckdb
 
-from ragaudit_core.logs.schema import SCHEMA_VERSION, DatabaseRefused, StoreError, prepare
+from ragaudit_core.logs.schema import SCHEMA_VERSION, DatabaseRefused, StoreError, check_length, prepare
 from ragaudit_core.logs.tables import run_tables
 
 __all__ = [
@@ -134,6 +134,7 @@ def connect(
             raise DatabaseRefused(f"{target} is a folder, not a database file: name a file inside it (…/audit.duckdb)")
         else:
             _check_magic(target)
+            check_length(target)
     deadline = time.monotonic() + wait_s
     delay, told = 0.05, False
     while True:

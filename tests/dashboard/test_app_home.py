@@ -157,3 +157,24 @@ def test_open_database_stays_in_the_workspace_and_leaves_foreign_files_alone(app
     assert any("crm.duckdb is a DuckDB database of another program (tables: customers)" in e for e in errors)
     assert open_db("crm.duckdb", init=True) == []
     assert any(str(crm) in plain(c.value) for c in at.sidebar.caption)
+
+
+def test_the_ledger_removes_one_file_and_keeps_the_rest(app_env, tmp_path):
+    path = app_env()
+    at = app_test("app.py").run()
+    for name, run in [("first.jsonl", "r1"), ("second.jsonl", "r2")]:
+        body = write_jsonl(tmp_path / name, [{"run_id": run, "query_id": "q1", "evidence": ["d1"]}]).read_bytes()
+        at.file_uploader[0].set_value((name, body, "application/jsonl"))
+        at.run()
+        next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    ledger = next(df.value for df in at.dataframe if "warnings" in df.value.columns and "file" in df.value.columns)
+    assert ledger["file"].tolist() == ["second.jsonl", "first.jsonl"]  # newest first
+    at.radio(key="home.remove.what").set_value("a file").run()
+    sel = at.selectbox(key="home.remove.file")
+    sel.select(next(o for o in sel.options if o.startswith("first.jsonl"))).run()
+    at.button(key="home.remove.go").click().run()
+    assert not at.exception
+    assert any("runs removed: r1" in plain(s.value) for s in at.success)
+    c = store.connect(path)
+    assert [r for (r,) in c.execute("SELECT run_id FROM runs").fetchall()] == ["r2"]
+    c.close()
