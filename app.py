@@ -15,6 +15,7 @@ from pages import ui
 from ragaudit_core import __version__, workspace
 from ragaudit_core.logs import catalog, removal, store
 from ragaudit_core.logs.ingest import IngestError
+from ragaudit_core.logs.qrels import QrelsError
 from ragaudit_core.logs.selection import natural_sorted
 
 KEYS, PAGES = ui.KEYS, ui.PAGES
@@ -31,6 +32,7 @@ def home() -> None:
         left, right = st.columns([2, 1])
         with left:
             _upload(con, db_path)
+            _qrels_upload(con, db_path)
         with right:
             _sample_and_clear(con, info)
     _last_ingest()
@@ -117,6 +119,31 @@ def _upload(con, db_path: str) -> None:
         st.rerun()
 
 
+def _qrels_upload(con, db_path: str) -> None:
+    """Relevance labels for the ranking-quality figures (TREC/BEIR qrels)."""
+    with st.expander("Relevance labels (qrels) — for ranking quality"):
+        files = st.file_uploader(
+            "TREC or BEIR qrels: 'query-id<TAB>doc-id<TAB>relevance' (header or not) or TREC's "
+            "'query-id 0 doc-id relevance'; graded; a later file replaces the labels of its queries",
+            type=["tsv", "txt", "qrels", "gz"],
+            accept_multiple_files=True,
+            key=f"{KEYS.uploader}.qrels.{st.session_state.get(KEYS.uploader, 0)}",
+        )
+        if files and st.button("Load the relevance labels"):
+            with st.spinner("Loading the labels…"):
+                try:
+                    rep = workspace.load_qrels_uploads(
+                        con, [(f.name, f.getvalue()) for f in files], catalog.uploads_dir(db_path)
+                    )
+                except QrelsError as e:
+                    st.session_state[KEYS.last_ingest] = {"error": str(e)}
+                else:
+                    st.session_state[KEYS.last_ingest] = {"notice": rep.summary()}
+            st.session_state[KEYS.uploader] = st.session_state.get(KEYS.uploader, 0) + 1
+            st.cache_data.clear()
+            st.rerun()
+
+
 def _sample_and_clear(con, info: dict) -> None:
     if catalog.sample_logs_dir() is not None:
         st.write("Or open the bundled SciFact sample logs (12 retrieval configurations, 300 queries).")
@@ -141,8 +168,8 @@ def _last_ingest() -> None:
     if "error" in last:
         st.error(ui.md(last["error"]))
         return
-    if "removed" in last:
-        st.success(ui.md(last["removed"][:1].upper() + last["removed"][1:] + "."))
+    if "notice" in last:
+        st.success(ui.md(last["notice"][:1].upper() + last["notice"][1:] + "."))
         return
     for msg in last.get("failed", []):
         st.error(msg)
@@ -219,7 +246,7 @@ def _ledger(con) -> None:
         )
         if pick is not None and st.button("Yes, remove it", type="primary", key="home.remove.go"):
             done = removal.remove_file(con, int(pick)) if what == "a file" else removal.remove_runs(con, [str(pick)])
-            st.session_state[KEYS.last_ingest] = {"removed": done.summary()}
+            st.session_state[KEYS.last_ingest] = {"notice": done.summary()}
             st.cache_data.clear()
             st.rerun()
 

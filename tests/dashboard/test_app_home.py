@@ -178,3 +178,26 @@ def test_the_ledger_removes_one_file_and_keeps_the_rest(app_env, tmp_path):
     c = store.connect(path)
     assert [r for (r,) in c.execute("SELECT run_id FROM runs").fetchall()] == ["r2"]
     c.close()
+
+
+def test_relevance_labels_upload_on_the_home_page(app_env, tmp_path):
+    path = app_env()
+    at = app_test("app.py").run()
+    body = write_jsonl(tmp_path / "r.jsonl", [{"run_id": "r1", "query_id": "q1", "evidence": ["D1", "d2"]}]).read_bytes()
+    at.file_uploader[0].set_value(("r.jsonl", body, "application/jsonl")).run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    qrels = b"query-id\tcorpus-id\tscore\nq1\tD1\t2\nq1\td9\t1\nq2\td2\t1\n"
+    at.file_uploader[1].set_value(("标签.tsv", qrels, "text/tab-separated-values")).run()
+    next(b for b in at.button if b.label == "Load the relevance labels").click().run()
+    assert not at.exception
+    assert any("Loaded 3 relevance labels for 2 queries" in plain(s.value) for s in at.success)
+    c = store.connect(path)
+    assert c.execute("SELECT query_id, doc_id, relevance FROM qrels ORDER BY ALL").fetchall() == [
+        ("q1", "d1", 2),  # canonical ids, as evidence ids are
+        ("q1", "d9", 1),
+        ("q2", "d2", 1),
+    ]
+    c.close()
+    at.file_uploader[1].set_value(("empty.tsv", b"nothing here\n", "text/plain")).run()
+    next(b for b in at.button if b.label == "Load the relevance labels").click().run()
+    assert any("empty.tsv: no line is a relevance judgement" in plain(e.value) for e in at.error)
