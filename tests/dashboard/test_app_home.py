@@ -183,7 +183,9 @@ def test_the_ledger_removes_one_file_and_keeps_the_rest(app_env, tmp_path):
 def test_relevance_labels_upload_on_the_home_page(app_env, tmp_path):
     path = app_env()
     at = app_test("app.py").run()
-    body = write_jsonl(tmp_path / "r.jsonl", [{"run_id": "r1", "query_id": "q1", "evidence": ["D1", "d2"]}]).read_bytes()
+    body = write_jsonl(
+        tmp_path / "r.jsonl", [{"run_id": "r1", "query_id": "q1", "evidence": ["D1", "d2"]}]
+    ).read_bytes()
     at.file_uploader[0].set_value(("r.jsonl", body, "application/jsonl")).run()
     next(b for b in at.button if b.label == "Load the uploaded files").click().run()
     qrels = b"query-id\tcorpus-id\tscore\nq1\tD1\t2\nq1\td9\t1\nq2\td2\t1\n"
