@@ -12,7 +12,24 @@ import typer
 from ragaudit_core.cli.common import Device, emit_json, fail, open_existing_db
 from ragaudit_core.defaults import JUDGE_DEFAULTS
 
-__all__ = ["judge"]
+__all__ = ["endpoint_options", "judge"]
+
+
+def endpoint_options(endpoint: str | None, key_file: Path | None, timeout: float | None) -> None:
+    """Apply the endpoint options for this process (and the processes it starts): the endpoint
+    is checked and allowed, the key read from its file, the request time limit set."""
+    import os
+
+    from ragaudit_core.fidelity import endpoint as policy
+
+    if timeout is not None:
+        if not timeout > 0:
+            fail("--timeout must be above 0 seconds")
+        os.environ[policy.ENV_TIMEOUT] = str(timeout)
+    if key_file is not None:
+        policy.use_key_file(key_file)
+    if endpoint:
+        policy.allow(endpoint)
 
 
 def judge(
@@ -32,8 +49,17 @@ def judge(
         str | None,
         typer.Option(
             "--endpoint",
-            help="OpenAI-compatible base URL (e.g. http://localhost:8000/v1); API key from RAGAUDIT_JUDGE_API_KEY.",
+            help="OpenAI-compatible base URL, http(s) only (e.g. http://localhost:8000/v1); allowed for this "
+            "command (other endpoints: RAGAUDIT_JUDGE_ENDPOINTS). API key from RAGAUDIT_JUDGE_API_KEY or "
+            "--key-file, never in the URL.",
         ),
+    ] = None,
+    key_file: Annotated[
+        Path | None, typer.Option("--key-file", help="A file whose first line is the endpoint's API key.")
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", help="Seconds one endpoint request may take (default 30; RAGAUDIT_JUDGE_TIMEOUT_S)."),
     ] = None,
     judges: Annotated[int, typer.Option("--judges", help="Judges in the panel: seeds 0..n-1 (seed 0 greedy).")] = len(
         JUDGE_DEFAULTS["seeds"]
@@ -68,6 +94,7 @@ def judge(
         fail(f"run {run!r} has no provenance record for {', '.join(map(repr, missing))}")
     if endpoint and not judge_model:
         fail("an endpoint needs a model name (--judge-model)")
+    endpoint_options(endpoint, key_file, timeout)
 
     def jobs():  # planned one at a time: memory stays flat however many records
         for q in qids:
