@@ -2,7 +2,12 @@
 worker see the same jobs, and a page reload finds them again.
 
 States: ``queued`` → ``running`` → ``done`` | ``failed`` | ``cancelled``. A cancel request on
-a running job sets ``cancel``; the worker's progress callback sees it and stops the job.
+a running job sets ``cancel``; the worker's progress callback sees it and stops the job. A
+running job carries its worker's start token (``worker_token``); when that worker is no longer
+live by its heartbeat (:mod:`.heartbeat`: older than ``STALE_AFTER_S`` = 15 s, or its process gone
+or a zombie on this host) the job is queued again by whoever looks (:func:`requeue_stale`: the
+pages, ``ragaudit jobs``, :func:`ragaudit_core.jobs.worker.ensure_worker`, every worker).
+A failed or cancelled job is queued again by :func:`retry`.
 Each call opens nothing: it takes a connection and holds it only for its statement, so a
 worker never keeps the file between progress updates.
 """
@@ -28,7 +33,9 @@ __all__ = [
     "finish",
     "jobs",
     "progress",
+    "release",
     "requeue_stale",
+    "retry",
 ]
 
 _SCHEMA = """
@@ -45,6 +52,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     cancel      BOOLEAN DEFAULT false,
     error       VARCHAR,
     worker_pid  INTEGER,
+    worker_token VARCHAR,
     queued_at   TIMESTAMP DEFAULT now(),
     started_at  TIMESTAMP,
     updated_at  TIMESTAMP,
@@ -74,6 +82,7 @@ class Job:
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(_SCHEMA)
+    con.execute("ALTER TABLE jobs ADD COLUMN IF NOT EXISTS worker_token VARCHAR")  # databases from before #24
 
 
 def enqueue(con: duckdb.DuckDBPyConnection, spec: JobSpec, inputs: JobInputs) -> str:
@@ -93,8 +102,9 @@ def enqueue(con: duckdb.DuckDBPyConnection, spec: JobSpec, inputs: JobInputs) ->
     return jid
 
 
-def claim(con: duckdb.DuckDBPyConnection) -> tuple[str, JobSpec, JobInputs] | None:
-    """Take the oldest queued job for this process (status running), or None."""
+def claim(con: duckdb.DuckDBPyConnection, token: str | None = None) -> tuple[str, JobSpec, JobInputs] | None:
+    """Take the oldest queued job for this process (status running, marked with the worker's
+    heartbeat ``token``), or None."""
     ensure_schema(con)
     con.execute("BEGIN TRANSACTION")
     try:
@@ -105,8 +115,8 @@ def claim(con: duckdb.DuckDBPyConnection) -> tuple[str, JobSpec, JobInputs] | No
         if row:
             con.execute(
                 "UPDATE jobs SET status = 'running', label = 'starting', started_at = now(), "
-                "updated_at = now(), worker_pid = ? WHERE job_id = ?",
-                [os.getpid(), row[0]],
+                "updated_at = now(), worker_pid = ?, worker_token = ?, error = NULL WHERE job_id = ?",
+                [os.getpid(), token, row[0]],
             )
         con.execute("COMMIT")
     except Exception:
@@ -128,13 +138,18 @@ def cancel_requested(con: duckdb.DuckDBPyConnection, job_id: str) -> bool:
     return bool(row and row[0])
 
 
-def finish(con: duckdb.DuckDBPyConnection, job_id: str, status: str, error: str | None = None) -> None:
-    """Close a job: ``done``, ``failed`` (with the error) or ``cancelled``."""
+def finish(
+    con: duckdb.DuckDBPyConnection, job_id: str, status: str, error: str | None = None, token: str | None = None
+) -> None:
+    """Close a job: ``done``, ``failed`` (with the error) or ``cancelled``. With ``token``, only
+    while the job is still this worker's (a worker thought dead whose job was queued again and
+    taken by another leaves it to that one)."""
+    mine = " AND worker_token = ?" if token else ""
     con.execute(
         "UPDATE jobs SET status = ?, error = ?, fraction = CASE WHEN ? = 'done' THEN 1 ELSE fraction END, "
         "label = ?, finished_at = now(), updated_at = now(), "
-        "seconds = date_diff('millisecond', started_at, now()) / 1000.0 WHERE job_id = ?",
-        [status, error, status, status, job_id],
+        "seconds = date_diff('millisecond', started_at, now()) / 1000.0 WHERE job_id = ?" + mine,
+        [status, error, status, status, job_id, *([token] if token else [])],
     )
 
 
@@ -149,28 +164,58 @@ def cancel(con: duckdb.DuckDBPyConnection, job_ids: list[str]) -> None:
     con.execute("UPDATE jobs SET cancel = true WHERE list_contains(?, job_id) AND status = 'running'", [job_ids])
 
 
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
+def release(con: duckdb.DuckDBPyConnection, job_id: str, token: str | None = None) -> None:
+    """Give a running job back to the queue (a worker stopped with Ctrl-C mid-job)."""
+    mine = " AND worker_token = ?" if token else ""
+    con.execute(
+        "UPDATE jobs SET status = 'queued', label = 'queued again (its worker was stopped)', fraction = 0 "
+        "WHERE job_id = ? AND status = 'running'" + mine,
+        [job_id, *([token] if token else [])],
+    )
 
 
-def requeue_stale(con: duckdb.DuckDBPyConnection) -> int:
-    """Jobs marked running by a worker process (on this machine) that no longer exists go back
-    to the queue (a worker killed mid-job); returns how many."""
+def retry(con: duckdb.DuckDBPyConnection, job_ids: list[str] | None = None) -> list[str]:
+    """Queue failed or cancelled jobs again (``None``: all of them); returns their ids."""
     ensure_schema(con)
-    rows = con.execute("SELECT job_id, worker_pid FROM jobs WHERE status = 'running'").fetchall()
-    dead = [j for j, pid in rows if not _alive(pid)]
-    if dead:
+    cond = "status IN ('failed', 'cancelled')" + ("" if job_ids is None else " AND list_contains(?, job_id)")
+    args: list[object] = [] if job_ids is None else [list(job_ids)]
+    ids = [j for (j,) in con.execute(f"SELECT job_id FROM jobs WHERE {cond} ORDER BY job_id", args).fetchall()]
+    if ids:
+        con.execute(
+            "UPDATE jobs SET status = 'queued', label = 'queued again', fraction = 0, cancel = false, "
+            "error = NULL, finished_at = NULL, queued_at = now() WHERE list_contains(?, job_id)",
+            [ids],
+        )
+    return ids
+
+
+def _db_path(con: duckdb.DuckDBPyConnection) -> str | None:
+    row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    return row[0] if row and row[0] else None
+
+
+def requeue_stale(con: duckdb.DuckDBPyConnection, db_path: str | None = None) -> int:
+    """Jobs marked running by a worker that is not live (by its heartbeat; a job from before
+    heartbeats, by its PID on this machine) go back to the queue — a worker killed mid-job, a
+    zombie, a PID reused by another program; returns how many."""
+    from ragaudit_core.jobs import heartbeat
+
+    ensure_schema(con)
+    rows = con.execute("SELECT job_id, worker_pid, worker_token FROM jobs WHERE status = 'running'").fetchall()
+    if not rows:
+        return 0
+    path = db_path or _db_path(con)
+    live = {b.get("token") for b in heartbeat.live_workers(path)} if path else set()
+    dead = [j for j, pid, tok in rows if (tok not in live if tok else not heartbeat.proc_alive(pid))]
+    if dead:  # one whose cancel was asked for is cancelled, not queued again
+        con.execute(
+            "UPDATE jobs SET status = 'cancelled', label = 'cancelled', finished_at = now() "
+            "WHERE list_contains(?, job_id) AND status = 'running' AND cancel",
+            [dead],
+        )
         con.execute(
             "UPDATE jobs SET status = 'queued', label = 'queued again (its worker stopped)', fraction = 0 "
-            "WHERE list_contains(?, job_id)",
+            "WHERE list_contains(?, job_id) AND status = 'running'",
             [dead],
         )
     return len(dead)
