@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from ragaudit_core.cli.common import Device, emit_json, fail, open_existing_db
+from ragaudit_core.cli.jobs import enqueue_and_report
 from ragaudit_core.defaults import JUDGE_DEFAULTS
 
 __all__ = ["endpoint_options", "judge"]
@@ -68,6 +69,9 @@ def judge(
     ray: Annotated[str | None, typer.Option("--ray", help="Run as Ray tasks: 'local' or a cluster address.")] = None,
     workers: Annotated[int | None, typer.Option("--workers", help="CPUs of the local Ray cluster.")] = None,
     json_out: Annotated[str | None, typer.Option("--json", help="Write the verdicts as JSON ('-' = stdout).")] = None,
+    queue_only: Annotated[
+        bool, typer.Option("--queue", help="Queue the jobs for a worker (ragaudit worker) instead of running them.")
+    ] = False,
 ) -> None:
     """Judge a run's citations with an LLM panel (seed 002, Pattern 4); majority vote,
     disagreement rate and agreement with the rule-based verification."""
@@ -95,6 +99,7 @@ def judge(
     if endpoint and not judge_model:
         fail("an endpoint needs a model name (--judge-model)")
     endpoint_options(endpoint, key_file, timeout)
+    from ragaudit_core.fidelity import endpoint as policy
 
     def jobs():  # planned one at a time: memory stays flat however many records
         for q in qids:
@@ -106,7 +111,11 @@ def judge(
             else:
                 bar.update(1)
 
-    bar = tqdm(total=len(qids), desc=f"judge {run}", unit="query")
+    if queue_only and ray:
+        fail("--queue and --ray: queued jobs run in a worker (ragaudit worker), not on Ray; choose one")
+    bar = tqdm(total=len(qids), desc=f"judge {run}", unit="query", disable=queue_only)
+    if queue_only:
+        enqueue_and_report(con, db, jobs(), [], endpoint and policy.check_url(endpoint))
     try:
         rep = run_batch(con, jobs(), ray=ray, workers=workers, on_result=lambda _s, _st: bar.update(1))
     except RuntimeError as e:

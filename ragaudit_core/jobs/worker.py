@@ -129,7 +129,17 @@ def work(
                     break
                 time.sleep(poll_s)
                 continue
-            run_one(db_path, *got, embedder=embedder, generator=generator, token=beat.token)
+            t0 = time.monotonic()
+            status = run_one(db_path, *got, embedder=embedder, generator=generator, token=beat.token)
+            log.info(
+                "job %s (%s, run %r, query %r): %s in %.1f s",
+                got[0],
+                got[1].kind,
+                got[1].run_id,
+                got[1].query_id,
+                status,
+                time.monotonic() - t0,
+            )
             ran += 1
             idle_since = time.monotonic()
     finally:
