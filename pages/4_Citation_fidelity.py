@@ -23,7 +23,7 @@ from ragaudit_core.fidelity import (
 )
 from ragaudit_core.fidelity.judging import judge_summary, verdict_table
 from ragaudit_core.jobs import is_stored, plan_judge, queue
-from ragaudit_core.jobs.worker import ensure_worker
+from ragaudit_core.jobs.worker import ensure_worker, revive
 from ragaudit_core.logs import catalog
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.review import charts
@@ -226,6 +226,8 @@ def judge_progress(n_done: int) -> None:
     live = [j for j in jobs if j.status in ("queued", "running")]
     if done != n_done or not live:
         st.rerun(scope="app")
+    if revive(db_path, idle_s=60):
+        st.warning("Worker stopped — restarting; its job is queued again.")
     running = next((j for j in live if j.status == "running"), None)
     st.progress(
         done / max(1, len(jobs)),
@@ -239,6 +241,13 @@ def judge_progress(n_done: int) -> None:
             queue.cancel(c, [j.job_id for j in live])
 
 
+failed = [j for j in judge_jobs if j.status == "failed"]
+if failed and not active:
+    st.error(ui.md(f"{len(failed)} judge job(s) failed; the first: {failed[0].error}"))
+    if st.button("Retry failed judge jobs", key="fid.judge.retry"):
+        queue.retry(con, [j.job_id for j in failed])
+        ensure_worker(db_path, idle_s=60)
+        st.rerun()
 if active:
     judge_progress(sum(j.status == "done" for j in judge_jobs))
 elif st.button(f"Judge the citations of {ui.md(run)} (3 judges)", key="fid.judge.start"):

@@ -14,7 +14,7 @@ from ragaudit_core.attribution.storage import AttributionError, batch_tables, st
 from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS, IG_BASELINES, IG_METHODS, SHAPLEY_METHODS
 from ragaudit_core.jobs import plan, queue, result_keys
-from ragaudit_core.jobs.worker import ensure_worker
+from ragaudit_core.jobs.worker import ensure_worker, revive
 from ragaudit_core.logs import catalog
 from ragaudit_core.review import charts
 
@@ -93,6 +93,8 @@ def job_panel(job_id: str) -> None:
     job = found[0] if found else None
     if job is None or job.status in ("done", "failed", "cancelled"):
         st.rerun(scope="app")
+    if revive(db_path, idle_s=60):
+        st.warning("Worker stopped — restarting; the job is queued again.")
     if job.status == "queued":
         st.progress(0.0, text="Queued: waiting for the background worker…")
     else:
@@ -123,6 +125,10 @@ if len(results) < len(spec.conditions):
         st.stop()
     if job is not None and job.status == "failed":
         st.error(ui.md(f"The last attempt failed: {job.error}"))
+        if st.button("Retry", key="attr.retry"):
+            queue.retry(con, [job.job_id])
+            ensure_worker(db_path, idle_s=60)
+            st.rerun()
     elif job is not None and job.status == "cancelled":
         st.info("The last attempt was cancelled.")
     est = queue.estimate_seconds(con, spec)

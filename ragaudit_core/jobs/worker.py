@@ -33,7 +33,7 @@ from ragaudit_core.jobs.run import execute, store
 from ragaudit_core.jobspec import JobCancelled, JobInputs, JobSpec
 from ragaudit_core.logs import store as logstore
 
-__all__ = ["STARTUP_GRACE_S", "ensure_worker", "log_file", "run_one", "work"]
+__all__ = ["STARTUP_GRACE_S", "ensure_worker", "log_file", "revive", "run_one", "work"]
 
 log = logging.getLogger("ragaudit.worker")
 
@@ -216,6 +216,22 @@ def ensure_worker(db_path: str, *, idle_s: float = 120.0) -> int:
     rec = {"pid": proc.pid, "token": token, "time": time.time(), "proc_start": heartbeat.proc_start(proc.pid)}
     _pid_file(db_path).write_text(json.dumps(rec))
     return proc.pid
+
+
+def revive(db_path: str, *, idle_s: float = 120.0) -> int:
+    """For a page watching jobs: when no worker is live by its heartbeat, queue again the jobs of
+    dead workers and, if there were any, start a worker. Returns how many jobs were queued again
+    (0 when a worker is live, or none had died: nothing opened but the heartbeat folder)."""
+    if heartbeat.live_workers(db_path):
+        return 0
+    try:
+        with _db(db_path, wait_s=2) as con:
+            n = queue.requeue_stale(con, str(db_path))
+    except logstore.StoreBusy:
+        return 0
+    if n:
+        ensure_worker(db_path, idle_s=idle_s)
+    return n
 
 
 def main(argv: list[str] | None = None) -> None:
