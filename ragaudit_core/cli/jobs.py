@@ -21,9 +21,26 @@ import typer
 
 from ragaudit_core.cli.common import fail, open_existing_db
 
-__all__ = ["enqueue_and_report", "jobs", "worker"]
+__all__ = ["endpoint_options", "enqueue_and_report", "jobs", "worker"]
 
 ACTIONS = ("list", "cancel", "retry")
+
+
+def endpoint_options(endpoint: str | None, key_file: Path | None, timeout: float | None) -> None:
+    """Apply the endpoint options for this process (and the processes it starts): the endpoint
+    is checked and allowed, the key read from its file, the request time limit set."""
+    import os
+
+    from ragaudit_core.fidelity import endpoint as policy
+
+    if timeout is not None:
+        if not timeout > 0:
+            fail("--timeout must be above 0 seconds")
+        os.environ[policy.ENV_TIMEOUT] = str(timeout)
+    if key_file is not None:
+        policy.use_key_file(key_file)
+    if endpoint:
+        policy.allow(endpoint)
 
 
 def enqueue_and_report(
@@ -75,7 +92,6 @@ def worker(
     import logging
     import sys
 
-    from ragaudit_core.cli.judge import endpoint_options
     from ragaudit_core.jobs.worker import work
 
     if idle is not None and idle < 0:

@@ -10,27 +10,10 @@ from typing import Annotated
 import typer
 
 from ragaudit_core.cli.common import Device, emit_json, fail, open_existing_db
-from ragaudit_core.cli.jobs import enqueue_and_report
+from ragaudit_core.cli.jobs import endpoint_options, enqueue_and_report
 from ragaudit_core.defaults import JUDGE_DEFAULTS
 
-__all__ = ["endpoint_options", "judge"]
-
-
-def endpoint_options(endpoint: str | None, key_file: Path | None, timeout: float | None) -> None:
-    """Apply the endpoint options for this process (and the processes it starts): the endpoint
-    is checked and allowed, the key read from its file, the request time limit set."""
-    import os
-
-    from ragaudit_core.fidelity import endpoint as policy
-
-    if timeout is not None:
-        if not timeout > 0:
-            fail("--timeout must be above 0 seconds")
-        os.environ[policy.ENV_TIMEOUT] = str(timeout)
-    if key_file is not None:
-        policy.use_key_file(key_file)
-    if endpoint:
-        policy.allow(endpoint)
+__all__ = ["judge"]
 
 
 def judge(

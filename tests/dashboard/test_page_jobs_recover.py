@@ -30,7 +30,7 @@ def judged(app_env, tmp_path, monkeypatch):
 
 
 def test_a_job_whose_worker_died_is_queued_again_and_the_page_says_so(judged):
-    path, jid, started = judged
+    path, _jid, started = judged
     with store.connect(path) as con:
         queue.claim(con, "a-worker-that-died")  # running, no heartbeat under that token
     at = app_test(PAGE).run()
