@@ -155,21 +155,20 @@ def jobs(
         fail(f"the action is one of {', '.join(ACTIONS)}, not {action!r}")
     if action != "list" and not ids and not all_jobs:
         fail(f"name the jobs to {action} (their ids, see `ragaudit jobs --db {db}`) or pass --all")
-    con = open_existing_db(db, "logs")
-    try:
-        queue.requeue_stale(con, str(db))
-        everything = queue.jobs(con)
-        chosen = None if all_jobs else _resolve([j.job_id for j in everything], ids or [])
-        if action == "cancel":
-            open_ids = [j.job_id for j in everything if j.status in ("queued", "running")]
-            targets = open_ids if chosen is None else chosen
-            queue.cancel(con, targets)
-            typer.echo(f"cancel asked for {len(targets)} job(s): queued ones at once, running ones at their next step")
-        elif action == "retry":
-            typer.echo(f"{len(queue.retry(con, chosen))} job(s) queued again")
-        listed = queue.jobs(con)
-    finally:
-        con.close()
+    if not db.exists():
+        fail(f"{db}: no such database; the queue lives beside the database its jobs were planned from")
+    where = str(db)  # the queue beside it: the DuckDB file itself is not opened
+    queue.requeue_stale(where)
+    everything = queue.jobs(where)
+    chosen = None if all_jobs else _resolve([j.job_id for j in everything], ids or [])
+    if action == "cancel":
+        open_ids = [j.job_id for j in everything if j.status in ("queued", "running")]
+        targets = open_ids if chosen is None else chosen
+        queue.cancel(where, targets)
+        typer.echo(f"cancel asked for {len(targets)} job(s): queued ones at once, running ones at their next step")
+    elif action == "retry":
+        typer.echo(f"{len(queue.retry(where, chosen))} job(s) queued again")
+    listed = queue.jobs(where)
     waiting = any(j.status in ("queued", "running") for j in listed)
     live = heartbeat.live_workers(db)
     note = f"{len(live)} live worker(s) (PID {', '.join(str(b['pid']) for b in live)})" if live else "no live worker"

@@ -1,15 +1,15 @@
 """The background worker: runs queued jobs outside any Streamlit script run.
 
-``python -m ragaudit_core.jobs.worker --db FILE`` claims queued jobs one at a time, runs
-each (:func:`jobs.run.execute`), writes its progress every half second and its result at
-the end, and exits after ``--idle`` seconds without work. It opens the database only for
-each of those statements (``store.connect`` with waiting), so the dashboard and the CLI
-keep working on the same file. It keeps a heartbeat beside the database
-(:mod:`.heartbeat`) and marks the jobs it claims with its start token, so a worker that died
-(``kill -9``, a zombie nobody reaps, a PID since reused) is seen as dead and its job queued
-again. :func:`ensure_worker` starts one for a database unless one is live by its heartbeat (or
-was started less than :data:`STARTUP_GRACE_S` seconds ago and has not beaten yet). Ctrl-C on a
-worker gives its running job back to the queue.
+``python -m ragaudit_core.jobs.worker --db FILE`` claims queued jobs one at a time, runs each
+(:func:`jobs.run.execute`), writes its progress every half second to the queue (a SQLite file
+beside the database, :mod:`.queue`) and its result at the end, and exits after ``--idle``
+seconds without work. It opens the DuckDB file only to store a result, in one short write
+(``store.connect`` with waiting), so the dashboard and the CLI keep working on the same file. It
+keeps a heartbeat beside the database (:mod:`.heartbeat`) and marks the jobs it claims with its
+start token, so a worker that died (``kill -9``, a zombie nobody reaps, a PID since reused) is
+seen as dead and its job queued again. :func:`ensure_worker` starts one for a database unless
+one is live by its heartbeat (or was started less than :data:`STARTUP_GRACE_S` seconds ago and
+has not beaten yet). Ctrl-C on a worker gives its running job back to the queue.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -69,35 +70,30 @@ def run_one(
         if now - last[0] < PROGRESS_EVERY_S and fraction < 1.0:
             return
         last[0] = now
-        try:
-            with _db(db_path, wait_s=2) as con:
-                queue.progress(con, job_id, label, fraction)
-                cancelled = queue.cancel_requested(con, job_id)
-        except logstore.StoreBusy:
-            return  # the file is busy: skip this update, the job goes on
+        try:  # the queue, not the database: nobody waits on the DuckDB file for a progress update
+            queue.progress(db_path, job_id, label, fraction)
+            cancelled = queue.cancel_requested(db_path, job_id)
+        except sqlite3.OperationalError:
+            return  # the queue is busy past its wait: skip this update, the job goes on
         if cancelled:
             raise JobCancelled(job_id)
 
     try:
         payloads = execute(spec, inputs, embedder=embedder, generator=generator, progress=report)
     except JobCancelled:
-        with _db(db_path) as con:
-            queue.finish(con, job_id, "cancelled", token=token)
+        queue.finish(db_path, job_id, "cancelled", token=token)
         return "cancelled"
     except KeyboardInterrupt:
-        with _db(db_path, wait_s=10) as con:
-            queue.release(con, job_id, token)
+        queue.release(db_path, job_id, token)
         raise
     except Exception as e:  # any failure is the job's: logged with its traceback, reported with the job
         log.exception("job %s failed (%s, run %r, query %r)", job_id, spec.kind, spec.run_id, spec.query_id)
-        with _db(db_path) as con:
-            queue.finish(
-                con, job_id, "failed", f"{type(e).__name__}: {e} (traceback in {log_file(db_path)})", token=token
-            )
+        error = f"{type(e).__name__}: {e} (traceback in {log_file(db_path)})"
+        queue.finish(db_path, job_id, "failed", error, token=token)
         return "failed"
-    with _db(db_path) as con:  # a worker killed between the two is requeued; the result is replaced
+    with _db(db_path) as con:  # the only time a worker opens the database: one short write
         store(con, spec, payloads)
-        queue.finish(con, job_id, "done", token=token)
+    queue.finish(db_path, job_id, "done", token=token)  # killed between the two: requeued, the result replaced
     return "done"
 
 
@@ -119,11 +115,10 @@ def work(
     try:
         while max_jobs is None or ran < max_jobs:
             try:
-                with _db(db_path, wait_s=10) as con:
-                    queue.requeue_stale(con, str(db_path))
-                    got = queue.claim(con, beat.token)
-            except logstore.StoreBusy:
-                got = None  # held by someone else: try again shortly
+                queue.requeue_stale(db_path)
+                got = queue.claim(db_path, beat.token)
+            except sqlite3.OperationalError:
+                got = None  # the queue is busy past its wait: try again shortly
             if got is None:
                 if time.monotonic() - idle_since > idle_s:
                     break
@@ -190,11 +185,7 @@ def ensure_worker(db_path: str, *, idle_s: float = 120.0) -> int:
     jobs of workers that are not live, and start a worker unless one is live by its heartbeat
     (or starting). Returns the serving worker's PID."""
     _reap()
-    try:
-        with _db(db_path, wait_s=5) as con:
-            queue.requeue_stale(con, str(db_path))
-    except logstore.StoreBusy:
-        pass  # a worker will do it when it looks
+    queue.requeue_stale(str(db_path))
     live = heartbeat.live_workers(db_path)
     if live:
         return int(live[0]["pid"])
@@ -221,14 +212,10 @@ def ensure_worker(db_path: str, *, idle_s: float = 120.0) -> int:
 def revive(db_path: str, *, idle_s: float = 120.0) -> int:
     """For a page watching jobs: when no worker is live by its heartbeat, queue again the jobs of
     dead workers and, if there were any, start a worker. Returns how many jobs were queued again
-    (0 when a worker is live, or none had died: nothing opened but the heartbeat folder)."""
+    (0 when a worker is live, or none had died). Never opens the DuckDB file."""
     if heartbeat.live_workers(db_path):
         return 0
-    try:
-        with _db(db_path, wait_s=2) as con:
-            n = queue.requeue_stale(con, str(db_path))
-    except logstore.StoreBusy:
-        return 0
+    n = queue.requeue_stale(str(db_path))
     if n:
         ensure_worker(db_path, idle_s=idle_s)
     return n

@@ -6,6 +6,7 @@ sentence, and a cancel stops a job waiting on a slow endpoint within the poll, n
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -110,13 +111,17 @@ def _job(db: str, jid: str) -> queue.Job:
 
 
 def _everything_stored(db: str) -> str:
-    """Every value of every table of the database, as one string."""
+    """Every value of every table of the database and of its queue, as one string."""
     con = duckdb.connect(db, read_only=True)
     try:
         tables = [t for (t,) in con.execute("SHOW TABLES").fetchall()]
-        return "\n".join(str(con.execute(f'SELECT * FROM "{t}"').fetchall()) for t in tables)
+        out = [str(con.execute(f'SELECT * FROM "{t}"').fetchall()) for t in tables]
     finally:
         con.close()
+    with sqlite3.connect(queue.queue_file(db)) as q:
+        out.append(str(q.execute("SELECT * FROM jobs").fetchall()))
+    assert len(out) > 2
+    return "\n".join(out)
 
 
 def test_a_redirect_is_an_error_naming_its_target_and_the_target_hears_nothing(tmp_path, monkeypatch):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -127,7 +128,8 @@ def test_a_running_job_of_a_worker_without_a_live_heartbeat_is_queued_again(tmp_
             stale = {"time": time.time() - 16, "host": heartbeat.HOST, "pid": os.getpid(), "token": "old"}
             stale["proc_start"] = heartbeat.proc_start(os.getpid())
             (heartbeat.folder(db) / "old.json").write_text(json.dumps(stale))
-            con.execute("UPDATE jobs SET worker_token = 'old'")
+            with sqlite3.connect(queue.queue_file(db)) as q:
+                q.execute("UPDATE jobs SET worker_token = 'old'")
             assert queue.requeue_stale(con) == 1
             assert queue.jobs(con)[0].status == "queued"
             assert not (heartbeat.folder(db) / "old.json").exists()  # a dead worker's heartbeat is removed
@@ -139,3 +141,48 @@ def test_a_running_job_of_a_worker_without_a_live_heartbeat_is_queued_again(tmp_
     finally:
         beat.stop()
     assert not beat.path.exists()
+
+
+def test_the_queue_never_waits_on_the_database_and_a_worker_opens_it_once_per_job(tmp_path, monkeypatch):
+    """Item 4: while another process holds the DuckDB file, the queue is read, cancelled and
+    written at once (it is a SQLite file beside it); a worker running an endpoint judge job over
+    two citations (progress after each) opens the DuckDB file exactly once: to store the verdicts."""
+    from ragaudit_core.jobs import worker as worker_mod
+    from ragaudit_core.logs.ingest import ingest_paths
+    from tests.helpers import pipeline, write_jsonl
+
+    server = _Server(lambda body: json.dumps(GOOD))
+    monkeypatch.setenv(endpoint.ENV_ENDPOINTS, server.url)
+    db = tmp_path / "two.duckdb"
+    with store.connect(db) as con:
+        rec = pipeline("base", "q1", text="[Source: D1, p. 2] and [Source: D9, p. 1]")
+        ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", [rec])])
+        from ragaudit_core.jobs import plan_judge
+
+        spec, inputs = plan_judge(con, "base", "q1", model="m", endpoint=server.url, seeds=(0,))
+        assert len(inputs.citations) == 2
+        jid = queue.enqueue(con, spec, inputs)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(db)!r}); print('held', flush=True); "
+         "time.sleep(4)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        t0 = time.monotonic()
+        assert [j.status for j in queue.jobs(str(db))] == ["queued"]
+        queue.progress(str(db), jid, "x", 0.0)
+        assert queue.requeue_stale(str(db)) == 0 and queue.estimate_seconds(str(db), spec) is None
+        assert time.monotonic() - t0 < 1.0
+    finally:
+        holder.wait()
+    opened = []
+    real = worker_mod.logstore.connect
+    monkeypatch.setattr(worker_mod.logstore, "connect", lambda *a, **k: opened.append(a[0]) or real(*a, **k))
+    try:
+        assert worker_mod.work(str(db), idle_s=0, max_jobs=1) == 1
+    finally:
+        server.close()
+    assert opened == [str(db)] and len(server.requests) == 2
+    (j,) = queue.jobs(str(db))
+    assert j.status == "done" and j.fraction == 1.0
