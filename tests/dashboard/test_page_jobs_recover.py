@@ -53,3 +53,61 @@ def test_a_failed_job_offers_retry(judged):
     with store.connect(path) as con:
         assert [j.status for j in queue.jobs(con)] == ["queued"]
     assert started == [str(path)]
+
+
+def test_200_interactions_while_a_worker_reports_progress_never_meet_store_busy(app_env, tmp_path, monkeypatch):
+    """Issue #24's lock-out: a real worker process runs endpoint judge jobs (queued again as they
+    finish, so it reports progress and stores results all along) while the fidelity page is run
+    200 times; no run shows StoreBusy or fails, and the worker stored results meanwhile. With
+    RAGAUDIT_TEST_UNDER_LOAD=1 two CPU-bound processes run beside it (tests/conftest.py)."""
+    import json
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from ragaudit_core.fidelity import endpoint
+    from tests.fidelity.test_judge import GOOD, _Server
+    from tests.helpers import ROOT, released_app_test
+
+    server = _Server(lambda body: (time.sleep(0.05), json.dumps(GOOD))[1])
+    monkeypatch.setenv(endpoint.ENV_ENDPOINTS, server.url)
+    path = app_env()
+    recs = [pipeline("base", f"q{i}", text="[Source: D1, p. 2] [Source: D9, p. 1]") for i in range(4)]
+    with store.connect(path) as con:
+        ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", recs)])
+        plans = [plan_judge(con, "base", f"q{i}", model="m", endpoint=server.url) for i in range(4)]
+    for spec, inputs in plans:
+        queue.enqueue(str(path), spec, inputs)
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT)}
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "ragaudit_core.jobs.worker", "--db", str(path), "--idle", "30"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    stop, finished = threading.Event(), []
+
+    def keep_busy() -> None:  # a job that lands is queued again: the worker never runs dry
+        while not stop.wait(0.2):
+            for j in queue.jobs(str(path)):
+                if j.status == "done":
+                    finished.append(j.job_id)
+                    queue.enqueue(str(path), j.spec, next(i for s, i in plans if s.job_id() == j.job_id))
+
+    feeder = threading.Thread(target=keep_busy, daemon=True)
+    feeder.start()
+    at = released_app_test(PAGE, monkeypatch)
+    try:
+        for _ in range(200):
+            at.run()
+            assert not at.exception, at.exception
+            shown = [plain(w.value) for w in at.warning] + [plain(e.value) for e in at.error]
+            assert not any("in use by another program" in t for t in shown), shown
+    finally:
+        stop.set()
+        feeder.join(timeout=10)
+        worker.terminate()
+        worker.wait()
+        server.close()
+    assert len(finished) >= 3, finished  # the worker stored results while the page ran
