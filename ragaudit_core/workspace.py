@@ -15,11 +15,11 @@ import duckdb
 
 from ragaudit_core.logs import catalog
 from ragaudit_core.logs.ingest import IngestOptions, IngestReport, ingest_paths
-from ragaudit_core.logs.qrels import load_qrels, qrels_files
+from ragaudit_core.logs.qrels import QrelsError, QrelsReport, load_qrels, qrels_files
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.stability.cache import precompute
 
-__all__ = ["load_paths", "load_sample_logs", "load_uploads"]
+__all__ = ["load_paths", "load_qrels_uploads", "load_sample_logs", "load_uploads"]
 
 
 def load_paths(
@@ -63,6 +63,25 @@ def load_uploads(
     paths = catalog.keep_uploads(uploads, dest)
     report = load_paths(con, paths, options)
     return report.with_paths({str(p): name for p, (name, _data) in zip(paths, uploads)})
+
+
+def load_qrels_uploads(con: duckdb.DuckDBPyConnection, uploads: Iterable[tuple[str, bytes]], dest: Path) -> QrelsReport:
+    """Keep uploaded relevance-label files under ``dest`` and load them (:func:`load_qrels`), then
+    refresh the stored quality table of the default runs; errors name each file as uploaded."""
+    uploads = list(uploads)
+    paths = catalog.keep_uploads(uploads, dest)
+    names = {str(p): name for p, (name, _data) in zip(paths, uploads)}
+    try:
+        report = load_qrels(con, paths)
+    except QrelsError as e:
+        msg = str(e)
+        for kept, name in names.items():
+            msg = msg.replace(kept, name)
+        raise QrelsError(msg) from None
+    overview = precompute(con)
+    if overview is not None and has_labels(con):
+        quality_cached(con, overview.summary.runs)
+    return report
 
 
 def load_sample_logs(con: duckdb.DuckDBPyConnection) -> IngestReport:

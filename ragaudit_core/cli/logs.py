@@ -44,6 +44,14 @@ def ingest(
     doc_id_key: DocIdKey = None,
     qrels: Qrels = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
+    init: Annotated[
+        bool,
+        typer.Option(
+            "--init",
+            help="Add RagAudit's tables to a DuckDB file another program made (refused without it; its own tables "
+            "are left as they are).",
+        ),
+    ] = False,
     no_precompute: Annotated[
         bool, typer.Option("--no-precompute", help="Skip storing the stability overview the dashboard opens on.")
     ] = False,
@@ -55,7 +63,7 @@ def ingest(
         case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt, run_id, doc_id_key
     )
     try:
-        con = connect_db(db)
+        con = connect_db(db, init=init)
         report = workspace.load_paths(
             con, paths, options, precompute_overview=not no_precompute, progress=progress(), qrels=qrels or []
         )
