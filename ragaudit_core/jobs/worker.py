@@ -92,9 +92,31 @@ def run_one(
         queue.finish(db_path, job_id, "failed", error, token=token)
         return "failed"
     with _db(db_path) as con:  # the only time a worker opens the database: one short write
-        store(con, spec, payloads)
+        logged = _still_logged(con, spec)
+        if logged:
+            store(con, spec, payloads)
+    if not logged:  # a result never outlives the logs it came from
+        gone = f"run {spec.run_id!r}, query {spec.query_id!r} was removed from the database while the job ran"
+        queue.finish(db_path, job_id, "cancelled", f"{gone}; nothing was stored", token=token)
+        return "cancelled"
     queue.finish(db_path, job_id, "done", token=token)  # killed between the two: requeued, the result replaced
     return "done"
+
+
+def _still_logged(con: duckdb.DuckDBPyConnection, spec: JobSpec) -> bool:
+    """Whether the job's (run, query) is still in the database (evidence or provenance records):
+    the queue lives beside the database, so clearing or removing a run does not reach it."""
+    for table in ("records", "prov_records"):
+        try:
+            rows = con.execute(
+                f"SELECT count(*) FROM {table} WHERE run_id = ? AND query_id = ?",  # two fixed table names
+                [spec.run_id, spec.query_id],
+            ).fetchall()
+        except duckdb.CatalogException:
+            continue
+        if rows[0][0]:
+            return True
+    return False
 
 
 def work(

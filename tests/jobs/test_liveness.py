@@ -186,3 +186,25 @@ def test_the_queue_never_waits_on_the_database_and_a_worker_opens_it_once_per_jo
     assert opened == [str(db)] and len(server.requests) == 2
     (j,) = queue.jobs(str(db))
     assert j.status == "done" and j.fraction == 1.0
+
+
+def test_a_job_whose_run_was_cleared_while_queued_stores_nothing(tmp_path, monkeypatch):
+    """The queue lives beside the database, so clearing the data leaves the job queued; the
+    worker runs it, finds its run gone when it comes to store, and cancels it with a sentence."""
+    server = _Server(lambda body: json.dumps(GOOD))
+    monkeypatch.setenv(endpoint.ENV_ENDPOINTS, server.url)
+    db, _jid = _queue_judge(tmp_path, server.url)
+    with store.connect(db) as con:
+        store.clear_data(con)
+    try:
+        from ragaudit_core.jobs.worker import work
+
+        assert work(db, idle_s=0, max_jobs=1) == 1
+    finally:
+        server.close()
+    (j,) = queue.jobs(db)
+    assert j.status == "cancelled"
+    assert j.error == "run 'base', query 'q1' was removed from the database while the job ran; nothing was stored"
+    with store.connect(db) as con:  # never created: nothing was stored
+        tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        assert "judge_verdicts" not in tables
