@@ -10,10 +10,12 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from ragaudit_core.jobs import heartbeat
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
 from tests.fidelity.test_endpoint import _Slow
@@ -68,11 +70,13 @@ def test_judge_queue_jobs_and_worker_end_to_end(tmp_path):
         # retried by a prefix of its id, run by a worker allowed to call it
         r = _cli("jobs", "retry", jid[:6], "--db", str(db), "--no-start")
         assert r.returncode == 0 and "1 job(s) queued again" in r.stdout
-        w = _cli("worker", "--db", str(db), "--idle", "0", "--endpoint", server.url)
+        key = tmp_path / "judge.key"
+        key.write_text("sk-from-a-file\n")
+        w = _cli("worker", "--db", str(db), "--idle", "0", "--endpoint", server.url, "--key-file", str(key))
         assert w.returncode == 0, w.stderr
         (j,) = _listed(db)
         assert (j["status"], j["fraction"], j["error"]) == ("done", 1.0, None)
-        assert len(server.requests) == 1
+        assert [h["Authorization"] for _p, h, _b in server.requests] == ["Bearer sk-from-a-file"]
         # a queued job cancelled by --all; bad ids and actions are usage errors
         assert _cli(*judge, "--judges", "2", "--queue").returncode == 0
         c = _cli("jobs", "cancel", "--all", "--db", str(db), "--no-start")
@@ -81,8 +85,19 @@ def test_judge_queue_jobs_and_worker_end_to_end(tmp_path):
         bad = _cli("jobs", "retry", "ffffffff", "--db", str(db))
         assert bad.returncode == 2 and "'ffffffff' names no job" in bad.stderr
         assert _cli("jobs", "stop", "--db", str(db)).returncode == 2
+        # listing is an opener: jobs wait and no worker is live → it starts one, which runs them
+        assert _cli("jobs", "retry", "--all", "--db", str(db), "--no-start").returncode == 0
+        env = {**ENV, "RAGAUDIT_JUDGE_ENDPOINTS": server.url}
+        started = _cli("jobs", "--db", str(db), env=env)
+        assert "no live worker: started one in the background (PID" in started.stderr
+        deadline = time.monotonic() + 60
+        while any(j["status"] != "done" for j in _listed(db)) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert [j["status"] for j in _listed(db)] == ["done", "done"]
     finally:
         server.close()
+        for b in heartbeat.live_workers(db):  # the background worker would idle for two minutes
+            os.kill(int(b["pid"]), signal.SIGTERM)
 
 
 def test_file_endpoints_and_keys_in_urls_are_refused_on_the_command_line(tmp_path):
