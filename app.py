@@ -13,7 +13,7 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core import __version__, workspace
-from ragaudit_core.logs import catalog, removal, store
+from ragaudit_core.logs import catalog, removal, sanity, store
 from ragaudit_core.logs.ingest import IngestError
 from ragaudit_core.logs.qrels import QrelsError
 from ragaudit_core.logs.selection import natural_sorted
@@ -105,11 +105,17 @@ def _upload(con, db_path: str) -> None:
         accept_multiple_files=True,
         key=f"{KEYS.uploader}.{st.session_state.get(KEYS.uploader, 0)}",
     )
+    as_texts = st.checkbox(
+        "Document ids are passage texts",
+        help="For logs whose evidence lists hold passages, not ids: each becomes the entry's text (span metrics "
+        "then apply) with a 'text:' document id.",
+        key="home.ids_are_texts",
+    )
     if files and st.button("Load the uploaded files", type="primary"):
         with st.spinner("Validating and loading…"):
             try:
                 report = workspace.load_uploads(
-                    con, [(f.name, f.getvalue()) for f in files], catalog.uploads_dir(db_path)
+                    con, [(f.name, f.getvalue()) for f in files], catalog.uploads_dir(db_path), ids_are_texts=as_texts
                 )
             except IngestError as e:
                 _after_load(error=str(e))
@@ -193,6 +199,7 @@ def _loaded(con, info: dict) -> None:
         ],
     ):
         col.metric(label, f"{info[key]:,}")
+    _identity(con)
     if info["runs"]:
         st.subheader("Runs and their configurations")
         ui.table(
@@ -222,6 +229,24 @@ def _loaded(con, info: dict) -> None:
         with st.expander(f"Ingest warnings ({info['warnings']:,})"):
             ui.table(catalog.warnings_table(con), hide_index=True)
     _ledger(con)
+
+
+def _identity(con) -> None:
+    """The identity checks' warnings, and re-reading passage-like ids as texts in one click."""
+    passages = sanity.passage_id_runs(con)
+    conflicts = [c for c in sanity.query_text_conflicts(con) if c.disagree]
+    if not passages and not conflicts:
+        return
+    st.subheader("Identity checks")
+    for p in passages:
+        st.warning(ui.md(p.message()))
+    if passages and st.button(f"Read these ids as texts ({len(passages)} run(s))", key="home.as_texts"):
+        n = sanity.read_ids_as_texts(con, [p.run_id for p in passages])
+        st.session_state[KEYS.last_ingest] = {"notice": f"read {n:,} document ids as passage texts"}
+        st.cache_data.clear()
+        st.rerun()
+    for c in conflicts[:10]:
+        st.warning(ui.md(c.message()))
 
 
 def _ledger(con) -> None:

@@ -44,6 +44,14 @@ def ingest(
     doc_id_key: DocIdKey = None,
     qrels: Qrels = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
+    ids_are_texts: Annotated[
+        bool,
+        typer.Option(
+            "--ids-are-texts",
+            help="The logs' document ids are passage texts (a contexts list of strings): read each as the entry's "
+            "text, with its span hash and a 'text:' document id.",
+        ),
+    ] = False,
     init: Annotated[
         bool,
         typer.Option(
@@ -65,7 +73,13 @@ def ingest(
     try:
         con = connect_db(db, init=init)
         report = workspace.load_paths(
-            con, paths, options, precompute_overview=not no_precompute, progress=progress(), qrels=qrels or []
+            con,
+            paths,
+            options,
+            precompute_overview=not no_precompute,
+            progress=progress(),
+            qrels=qrels or [],
+            ids_are_texts=ids_are_texts,
         )
     except RagAuditError as e:
         fail(str(e))

@@ -203,3 +203,22 @@ def test_relevance_labels_upload_on_the_home_page(app_env, tmp_path):
     at.file_uploader[1].set_value(("empty.tsv", b"nothing here\n", "text/plain")).run()
     next(b for b in at.button if b.label == "Load the relevance labels").click().run()
     assert any("empty.tsv: no line is a relevance judgement" in plain(e.value) for e in at.error)
+
+
+def test_passage_like_ids_are_flagged_and_read_as_texts_in_one_click(app_env, tmp_path):
+    path = app_env()
+    passage = (
+        "Stem cells divide asymmetrically, producing one daughter that keeps stemness and one that differentiates."
+    )
+    recs = [{"run_id": "r1", "query_id": "q1", "contexts": [passage]}]
+    body = write_jsonl(tmp_path / "p.jsonl", recs).read_bytes()
+    at = app_test("app.py").run()
+    at.file_uploader[0].set_value(("p.jsonl", body, "application/jsonl")).run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    assert any("look like passage texts" in plain(w.value) for w in at.warning)
+    at.button(key="home.as_texts").click().run()
+    assert not at.exception
+    assert not any("look like passage texts" in plain(w.value) for w in at.warning)
+    c = store.connect(path)
+    assert c.execute("SELECT text FROM evidence").fetchall() == [(passage,)]
+    c.close()
