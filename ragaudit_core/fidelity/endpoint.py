@@ -5,9 +5,10 @@ The rules, each enforced here and nowhere else:
 - **http and https only.** A ``file://``, ``ftp://`` or schemeless endpoint is refused with a
   sentence (:func:`check_url`) before anything is opened.
 - **No secret in a URL.** A URL with user info (``https://user:key@host``) or a key-like query
-  parameter (``?api_key=…``, ``token``, ``secret``, ``password``, ``auth``, ``sig``…) is refused, and
-  the refusal names the URL with that part masked: the URL goes into the job's spec, its error
-  and the database, so it must never carry the key.
+  parameter (``?api_key=…``, ``apiKey``, ``access_token``, ``secret``, ``password``, ``sig``…;
+  not ``api-version`` or ``author``) is refused, and the refusal names the URL with that part
+  masked: the URL goes into the job's spec, its error and the database, so it must never carry
+  the key.
 - **The key** comes only from the environment (``RAGAUDIT_JUDGE_API_KEY``) or a key file the
   operator names (:func:`use_key_file`, the command line's ``--key-file``); it is sent only as
   ``Authorization: Bearer`` to the endpoint itself, and masked out of any error text.
@@ -72,7 +73,34 @@ DEFAULT_TIMEOUT_S = 30.0
 POLL_S = 0.2
 MAX_REPLY_BYTES = 4 << 20
 
-_KEYLIKE = re.compile(r"key|token|secret|passw|auth|sig|credential|session", re.I)
+_KEY_WORDS = frozenset(
+    [
+        "key",
+        "apikey",
+        "token",
+        "accesstoken",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "auth",
+        "authorization",
+        "sig",
+        "signature",
+        "credential",
+        "credentials",
+        "session",
+        "sessionid",
+        "bearer",
+    ]
+)
+
+
+def _keylike(name: str) -> bool:
+    """A query parameter's name that says it carries a secret: one of its parts (split at ``_ - .``)
+    or the whole name, lower-cased, is a key word (``api_key``, ``apiKey``, ``X-Amz-Signature``)."""
+    low = name.lower()
+    return low.replace("_", "").replace("-", "") in _KEY_WORDS or any(p in _KEY_WORDS for p in re.split(r"[_\-.]", low))
 
 
 class EndpointRefused(RagAuditError, ValueError):
@@ -94,7 +122,7 @@ def _redact(url: str) -> str:
     if "@" in p.netloc:
         netloc = "***@" + netloc
     q = urllib.parse.parse_qsl(p.query, keep_blank_values=True)
-    query = "&".join(f"{k}=***" if _KEYLIKE.search(k) else f"{k}={v}" for k, v in q)
+    query = "&".join(f"{k}=***" if _keylike(k) else f"{k}={v}" for k, v in q)
     return urllib.parse.urlunsplit((p.scheme, netloc, p.path, query, ""))
 
 
@@ -123,7 +151,7 @@ def check_url(url: str) -> str:
             f"the judge endpoint {shown!r} carries user info (a name or key before '@'); a URL is stored "
             f"with the job, so a key never goes in it: remove it and set {ENV_KEY} or use --key-file"
         )
-    bad = [k for k, _v in urllib.parse.parse_qsl(p.query, keep_blank_values=True) if _KEYLIKE.search(k)]
+    bad = [k for k, _v in urllib.parse.parse_qsl(p.query, keep_blank_values=True) if _keylike(k)]
     if bad:
         raise EndpointRefused(
             f"the judge endpoint {shown!r} carries {', '.join(map(repr, bad))} in its query; a URL is "

@@ -160,6 +160,7 @@ def test_a_redirect_is_an_error_naming_its_target_and_the_target_hears_nothing(t
         (f"http://user:{KEY}@127.0.0.1:9/v1", "carries user info"),
         (f"http://127.0.0.1:9/v1?api_key={KEY}", "carries 'api_key' in its query"),
         (f"https://h.example/v1?api-version=1&access_token={KEY}", "carries 'access_token' in its query"),
+        (f"https://h.example/v1?apiKey={KEY}&X-Amz-Signature={KEY}", "carries 'apiKey', 'X-Amz-Signature' in"),
     ],
 )
 def test_urls_that_are_not_http_or_carry_a_key_are_refused_without_repeating_it(tmp_path, url, why):
@@ -216,6 +217,12 @@ def test_a_queued_job_naming_an_endpoint_outside_the_allowlist_fails_and_calls_n
     assert _job(db, jid).status == "done"
     assert [h["Authorization"] for _p, h, _b in server.requests] == [f"Bearer {KEY}"]
     assert other.requests == [] and KEY not in _everything_stored(db)
+
+
+def test_query_parameters_that_carry_no_secret_are_kept():
+    assert endpoint.check_url("HTTPS://H.example:443/v1/?api-version=2024-02-01&author=x") == (
+        "https://h.example/v1?api-version=2024-02-01&author=x"
+    )
 
 
 def test_a_request_is_capped_by_the_time_limit(monkeypatch):
