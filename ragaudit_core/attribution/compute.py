@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragaudit_core.attribution import alignment
-from ragaudit_core.attribution.progress import PhaseClock
+from ragaudit_core.attribution.progress import PhaseClock, predicted_seconds
 from ragaudit_core.attribution.result import AttributionResult, TokenSaliency
 from ragaudit_core.attribution.shapley import CachedGame, ShapleyResult, estimator
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ragaudit_core.attribution.generator_game import GeneratorGame
     from ragaudit_core.attribution.saliency import SaliencyResult
 
-__all__ = ["compute_attribution", "job_params", "resolve_method"]
+__all__ = ["compute_attribution", "job_params", "predicted_job_seconds", "resolve_method"]
 
 
 def resolve_method(method: str, n_docs: int) -> str:
@@ -216,6 +216,18 @@ def _ig(
             )
             clock.tick("ig", f"IG: document {i + 1} of {n}, {side} side done")
     return ig_docs, ig_query
+
+
+def predicted_job_seconds(method: str, params: dict, n_docs: int, n_conditions: int = 1) -> float:
+    """What one attribution with these settings is predicted to take before any has run here
+    (:func:`.progress.predicted_seconds`: unit costs learned on this machine, else the quiet 2-core
+    figures)."""
+    return predicted_seconds(
+        n_docs,
+        params["ig_steps"],
+        params["max_new_tokens"],
+        _expected_coalitions(method, n_docs, params) * n_conditions,
+    )
 
 
 def _expected_coalitions(method: str, n: int, params: dict) -> int:
