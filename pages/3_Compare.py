@@ -211,6 +211,7 @@ with st.container(border=True):
             "answer probe",
             "citation fidelity",
             "attributions",
+            "ranking quality",
             "charts",
             "layout",
             "writing",
@@ -222,7 +223,8 @@ with st.container(border=True):
                 text=f"Building the report: {name}…",
             )
 
-        from ragaudit_core.review.report import ReportError, ReportOptions, build_report
+        from ragaudit_core.errors import RagAuditError
+        from ragaudit_core.review.report import ReportOptions, build_report
 
         try:
             blob, _data = build_report(
@@ -240,7 +242,7 @@ with st.container(border=True):
                 ),
                 progress=step,
             )
-        except ReportError as e:
+        except RagAuditError as e:  # ReportError and any other refusal with its reason; nothing else escapes
             st.error(ui.md(str(e)))
         else:
             built = (what, blob)

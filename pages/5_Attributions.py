@@ -180,7 +180,7 @@ st.html(ui.owner_html(res.answer_tokens, owners, strength))
 fig = charts.influence_bars(
     res.importance,
     doc_labels,
-    [ui.DOC_COLOURS[i % 10] for i in range(n)],
+    [ui.DOC_COLOURS[i % len(ui.DOC_COLOURS)] for i in range(n)],
     title=f"Document influence ({res.method} Shapley, mean over {len(res.answer_tokens)} tokens)",
 )
 st.plotly_chart(fig, key="attr.influence")

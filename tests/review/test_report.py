@@ -109,6 +109,18 @@ def test_sample_report_parses_and_holds_the_key_figures_and_verdict(sample_repor
     assert f"page 1 of {len(pages)}" in pages[0] and f"page {len(pages)} of {len(pages)}" in pages[-1]
 
 
+def test_pages_in_order_and_none_holding_only_a_line_or_two(sample_report):
+    """Cover, executive summary, contents, then the numbered sections; every page carries at
+    least five lines of text (the footer is one), so no table row or heading is left alone."""
+    out, _data, _con = sample_report
+    pages = _text(out)
+    assert [_flat(p).split()[0] for p in pages[:3]] == ["RagAudit", "Executive", "Contents"]
+    assert _flat(pages[3]).startswith("1. Verdict")
+    for i, p in enumerate(pages, start=1):
+        lines = [x for x in p.splitlines() if x.strip()]
+        assert len(lines) >= 5, f"page {i} holds {len(lines)} line(s): {lines}"
+
+
 def test_every_page_renders_non_blank_with_the_charts_drawn(sample_report, tmp_path):
     out, data, _ = sample_report
     assert set(data.figures) >= {

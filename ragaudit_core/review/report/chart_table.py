@@ -25,8 +25,13 @@ def _num(v: Any) -> str:
     return str(v)
 
 
+def _seq(v: Any) -> list:
+    """A trace's data array (a tuple, list or NumPy array in Plotly) as a list; [] when absent."""
+    return [] if v is None else list(v)
+
+
 def _histogram_rows(name: str, trace: Any) -> list[list[str]]:
-    xs = np.asarray([v for v in (trace.x or ()) if v is not None], dtype=float)
+    xs = np.asarray([v for v in _seq(trace.x) if v is not None], dtype=float)
     xs = xs[~np.isnan(xs)]
     bins = trace.xbins
     start = bins.start if bins is not None and bins.start is not None else 0.0
@@ -52,10 +57,10 @@ def figure_table(fig: go.Figure, max_rows: int = 30) -> tuple[list[str], list[li
         elif t.type == "heatmap":
             kind = "cells"
             z = np.asarray(t.z, dtype=float)
-            xs, ys = list(t.x or range(z.shape[1])), list(t.y or range(z.shape[0]))
+            xs, ys = _seq(t.x) or list(range(z.shape[1])), _seq(t.y) or list(range(z.shape[0]))
             rows += [[name, f"{ys[r]} × {xs[c]}", _num(z[r, c])] for r in range(z.shape[0]) for c in range(z.shape[1])]
         else:
-            xs, ys = list(t.x if t.x is not None else []), list(t.y if t.y is not None else [])
+            xs, ys = _seq(t.x), _seq(t.y)
             rows += [[name, _num(x), _num(y)] for x, y in zip(xs, ys)]
     headings = {
         "points": ["series", "x", "y"],

@@ -27,6 +27,7 @@ __all__ = [
     "NA",
     "OK",
     "PARA_LIMIT",
+    "STATUS_TEXT",
     "WARN",
     "ReportPDF",
     "clean",
@@ -36,9 +37,12 @@ __all__ = [
     "pct",
 ]
 
-OK = FontFace(fill_color=(220, 242, 220))
-BAD = FontFace(fill_color=(250, 215, 215), emphasis="BOLD")
-WARN = FontFace(fill_color=(250, 235, 200))
+# status cells in tints of the charts' Okabe–Ito colours (blue, vermillion, orange): no red-green pair
+OK = FontFace(fill_color=(204, 227, 240))
+BAD = FontFace(fill_color=(245, 206, 179), emphasis="BOLD")
+WARN = FontFace(fill_color=(250, 230, 179))
+# verdict text colours: dark blue (pass), dark vermillion (fail), dark orange (inconclusive)
+STATUS_TEXT = {"pass": (0, 90, 140), "fail": (170, 60, 0), "inconclusive": (140, 95, 0)}
 NA = FontFace(color=(120, 120, 120))
 
 

@@ -17,7 +17,17 @@ from ragaudit_core.fidelity.graph import FIDELITY_STAGES
 from ragaudit_core.fidelity.score import FidelityRules, tail_comment
 from ragaudit_core.review.logtext import excerpt, isolate
 from ragaudit_core.review.report.gather import ReportData
-from ragaudit_core.review.report.layout import BAD, OK, WARN, ReportPDF, fmt, font_names, json_or_empty, pct
+from ragaudit_core.review.report.layout import (
+    BAD,
+    OK,
+    STATUS_TEXT,
+    WARN,
+    ReportPDF,
+    fmt,
+    font_names,
+    json_or_empty,
+    pct,
+)
 from ragaudit_core.review.report.methods import METHODS, SOURCES
 from ragaudit_core.review.report.quality_section import quality_section
 from ragaudit_core.review.report.summary import executive_summary
@@ -104,7 +114,7 @@ def cover(pdf: ReportPDF, data: ReportData) -> None:
             "Could not be built (the rest of the report is drawn): " + "; ".join(data.failed) + ".",
             size=8.5,
             style="B",
-            colour=(180, 20, 20),
+            colour=STATUS_TEXT["fail"],
         )
     if data.omitted:
         pdf.para("Sections left out (their data is absent): " + "; ".join(data.omitted) + ".", size=8.5, style="I")
@@ -163,7 +173,7 @@ def verdict(pdf: ReportPDF, data: ReportData) -> None:
     v = data.verdict
     if v is None:  # the section is drawn only with a verdict (SECTIONS)
         return
-    colour = {"pass": (20, 120, 40), "fail": (180, 20, 20), "inconclusive": (150, 100, 0)}[v.status]
+    colour = STATUS_TEXT[v.status]
     verb = {"pass": "may replace", "fail": "should not replace", "inconclusive": "cannot yet be judged against"}
     pdf.para(
         f"{v.status.upper()}: {isolate(v.candidate)} {verb[v.status]} {isolate(v.baseline)}.",
@@ -435,9 +445,9 @@ def attributions(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
     pdf.para(
         "Stored attributions (seed 001, RAG-E): Shapley values of each retrieved document on the generator's "
-        "answer, ranked and compared with the retriever's ranking. Wasted retrieval: the retriever's top "
-        "document gets generator rank > 2; noise distraction: the generator's top document had retriever "
-        "rank > 2. WARG(p) = 1 − RBO truncated at the list depth (identical lists give p^k, not 0).",
+        "answer, ranked and compared with the retriever's ranking (ranks from 1). Wasted retrieval: the retriever's "
+        "top document gets generator rank 4 or lower; noise distraction: the generator's top document had "
+        "retriever rank 4 or lower. WARG(p) = 1 − RBO truncated at the list depth (identical lists give p^k, not 0).",
         size=8.5,
     )
     pdf.gap(1)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ragaudit_core.review.logtext import isolate
 from ragaudit_core.review.report.conclusion import conclusion
 from ragaudit_core.review.report.gather import ReportData
-from ragaudit_core.review.report.layout import BAD, OK, WARN, ReportPDF, fmt, pct
+from ragaudit_core.review.report.layout import BAD, OK, STATUS_TEXT, WARN, ReportPDF, fmt, pct
 
 __all__ = ["CONFIG_COLUMNS", "executive_summary", "what_changed"]
 
@@ -45,7 +45,7 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
             f"{isolate(v.candidate)} {verb[v.status]} {isolate(v.baseline)} — {v.headline()}.",
             size=13,
             style="B",
-            colour={"pass": (20, 120, 40), "fail": (180, 20, 20), "inconclusive": (150, 100, 0)}[v.status],
+            colour=STATUS_TEXT[v.status],
         )
         pdf.para(f"What changed: {what_changed(data, v.baseline, v.candidate)}.", size=10)
         pdf.para("What decided it" + (" (failed rules first)" if v.failed else "") + ":", size=10.5, style="B")
@@ -73,7 +73,7 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
         "Recommendation: " + recommend,
         size=10.5,
         style="B",
-        colour=(180, 20, 20) if v is not None and v.status == "fail" else (20, 50, 90),
+        colour=STATUS_TEXT["fail"] if v is not None and v.status == "fail" else (20, 50, 90),
     )
 
 
