@@ -10,6 +10,7 @@ import html
 import re
 from collections.abc import Sequence
 
+from ragaudit_core.review.logtext import bidi_safe
 from ragaudit_core.review.palette import GREY, OKABE_ITO
 
 __all__ = ["DOC_COLOURS", "diverging_html", "legend_html", "md", "owner_html"]
@@ -26,10 +27,14 @@ def md(text: object) -> str:
     character backslash-escaped (so ``**x**``, ``[a](…)``, ``:red[…]`` and ``$…$`` show as
     typed), and an invisible word joiner put into ``://``, ``www.`` and ``@`` — GFM turns bare
     URLs and e-mail addresses into links *after* escapes are resolved, so escaping alone does
-    not stop ``http://host`` from becoming a link. This is the one helper for putting untrusted
-    text into a Streamlit markdown string (banners, captions, labels)."""
+    not stop ``http://host`` from becoming a link. Text holding a right-to-left letter or a bidi
+    control is isolated (U+2068 … U+2069, its controls shown as ``[U+202E]``), so a run id cannot
+    reorder the verdict sentence around it (:func:`ragaudit_core.review.logtext.bidi_safe`). This is
+    the one helper for putting untrusted text into a Streamlit markdown string (banners, captions,
+    labels)."""
     s = _AUTOLINK.sub(
-        lambda m: m.group(0)[:-1] + _JOINER + m.group(0)[-1] if m.group(0) != "@" else "@" + _JOINER, str(text)
+        lambda m: m.group(0)[:-1] + _JOINER + m.group(0)[-1] if m.group(0) != "@" else "@" + _JOINER,
+        bidi_safe(text),
     )
     return "".join("\\" + c if c in _MD_SPECIAL else c for c in s)
 

@@ -19,7 +19,18 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["BIDI_CONTROLS", "FSI", "PDI", "excerpt", "isolate", "neutralise", "show_controls", "strip_isolates"]
+__all__ = [
+    "BIDI_CONTROLS",
+    "FSI",
+    "PDI",
+    "RTL_OR_CONTROL",
+    "bidi_safe",
+    "excerpt",
+    "isolate",
+    "neutralise",
+    "show_controls",
+    "strip_isolates",
+]
 
 FSI = "\u2068"  # FIRST STRONG ISOLATE
 PDI = "\u2069"  # POP DIRECTIONAL ISOLATE
@@ -42,6 +53,25 @@ def isolate(text: object) -> str:
     if _ISOLATED_RE.fullmatch(s):
         return s
     return FSI + show_controls(s) + PDI
+
+
+# the blocks of right-to-left scripts (Hebrew … Arabic Extended, their presentation forms, the
+# historic RTL blocks of plane 1) and the bidi controls: a string without any of these cannot
+# change the direction of the text around it
+RTL_OR_CONTROL = re.compile(
+    "[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefe\U00010800-\U00010fff\U0001e800-\U0001efff"
+    + "".join(sorted(BIDI_CONTROLS))
+    + "]"
+)
+
+
+def bidi_safe(text: object) -> str:
+    """:func:`isolate` where it matters, ``text`` unchanged where it cannot: a string holding a
+    right-to-left letter or a bidi control (:data:`RTL_OR_CONTROL`) is isolated; one without
+    (every run id like ``k10-c256-o32``) is returned as it is, so the common case reads and
+    compares unchanged."""
+    s = "" if text is None else str(text)
+    return isolate(s) if RTL_OR_CONTROL.search(s) else s
 
 
 def neutralise(text: str) -> str:
