@@ -104,8 +104,10 @@ def test_pairs_without_shared_queries_are_skipped_with_a_sentence(tmp_path):
     omitted = " ".join(data.omitted)
     assert "verdict (k5 and k10 share no query, so their evidence cannot be compared" in omitted
     assert "answer probe for k5 vs k10 (the runs share no query)" in omitted
-    cover = _flat(_pages(render(data, chart_images={}))[0])
-    assert "share no query" in cover
+    pages = [_flat(p) for p in _pages(render(data, chart_images={}))]
+    assert "share no query" in pages[0]  # the cover
+    assert "No verdict: k5 and k10 share no query" in pages[1]  # the summary's conclusion
+    assert "No recommendation until the two runs are evaluated on the same queries." in pages[1]
 
 
 def test_chart_export_failure_draws_each_charts_table_and_the_cli_exits(tmp_path, monkeypatch):

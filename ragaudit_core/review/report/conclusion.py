@@ -86,8 +86,16 @@ def _refs(results: list[RuleResult], numbers: dict[str, int]) -> str:
     return ", ".join(f"§{n}" for n in sorted(sections))
 
 
-def conclusion(v: Verdict | None, numbers: dict[str, int], n_runs: int) -> tuple[str, str]:
-    """(conclusion, recommendation) sentences. ``numbers``: section title → its number."""
+def conclusion(
+    v: Verdict | None, numbers: dict[str, int], n_runs: int, no_verdict: str | None = None
+) -> tuple[str, str]:
+    """(conclusion, recommendation) sentences. ``numbers``: section title → its number;
+    ``no_verdict``: why a chosen pair got no verdict (the cover's sentence)."""
+    if v is None and no_verdict:
+        return (
+            f"No verdict: {no_verdict}.",
+            "No recommendation until the two runs are evaluated on the same queries.",
+        )
     if v is None:
         return (
             f"No pair was reviewed, so there is no verdict; the figures above describe all {n_runs} runs.",

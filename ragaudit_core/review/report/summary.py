@@ -66,7 +66,8 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
     for line in _pointers(data):
         pdf.para(f"• {line}", size=9.5)
     pdf.gap(2)
-    found, recommend = conclusion(v, pdf.numbers, len(data.runs) + len(data.prov_runs))
+    why = next((o[len("verdict (") : -1] for o in data.omitted if o.startswith("verdict (") and "share no" in o), None)
+    found, recommend = conclusion(v, pdf.numbers, len(data.runs) + len(data.prov_runs), why)
     pdf.para("Conclusion", size=10.5, style="B")
     pdf.para(found, size=10)
     pdf.para(
