@@ -120,7 +120,7 @@ def test_chart_export_failure_draws_each_charts_table_and_the_cli_exits(tmp_path
     assert time.perf_counter() - t < 60
     text = _flat("\n".join(_pages(blob)))
     assert "BrowserFailedError" in text
-    assert "Chart “Document vs span stability per run pair" in text and "not drawn" in text
+    assert "Chart “Document vs span stability, every pair of the 2 compared runs" in text and "not drawn" in text
     assert "series x y" in text and "0.333 0.333" in text  # the scatter's one point (J_doc, J_span) as a row
     assert sum(len(p.images) for p in PdfReader(io.BytesIO(blob)).pages) == 0
     assert data.figures  # the figures were built; only their export failed
