@@ -196,12 +196,12 @@ k[1].metric("Spearman (rank vs importance)", "n/a" if res.spearman is None else 
 k[2].metric(
     "wasted retrieval",
     "yes" if res.wasted_retrieval else "no",
-    help="The retriever's top document gets generator rank > 2.",
+    help="The retriever's top document gets generator rank 4 or lower (ranks from 1).",
 )
 k[3].metric(
     "noise distraction",
     "yes" if res.noise_distraction else "no",
-    help="The generator's top document had retriever rank > 2.",
+    help="The generator's top document had retriever rank 4 or lower (ranks from 1).",
 )
 tables = batch_tables(con, run)
 means = {}
