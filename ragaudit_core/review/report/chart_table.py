@@ -1,13 +1,15 @@
 """A chart's data as a table, drawn in the PDF in place of a chart that could not be exported.
 
 Read from the Plotly figure itself (the numbers the chart would have drawn), per trace:
-points (x, y) for scatter, bar and funnel traces, bin counts for histograms (the trace's own
+points (x, y) for scatter, bar and funnel traces (each point named by its hover text when it has
+one, e.g. the run pair), bin counts for histograms (the trace's own
 bins, or 0.05 wide on [0, 1]), and cells for heatmaps. At most ``max_rows`` rows; the rest
 is counted in a last row.
 """
 
 from __future__ import annotations
 
+import html
 import math
 from typing import Any
 
@@ -61,7 +63,9 @@ def figure_table(fig: go.Figure, max_rows: int = 30) -> tuple[list[str], list[li
             rows += [[name, f"{ys[r]} × {xs[c]}", _num(z[r, c])] for r in range(z.shape[0]) for c in range(z.shape[1])]
         else:
             xs, ys = _seq(t.x), _seq(t.y)
-            rows += [[name, _num(x), _num(y)] for x, y in zip(xs, ys)]
+            texts = _seq(t.text) if isinstance(t.text, (list, tuple, np.ndarray)) else []
+            labels = [f"{name}: {html.unescape(str(x))}" for x in texts] if len(texts) == len(xs) else [name] * len(xs)
+            rows += [[label, _num(x), _num(y)] for label, x, y in zip(labels, xs, ys)]
     headings = {
         "points": ["series", "x", "y"],
         "bins": ["series", "bin", "count"],

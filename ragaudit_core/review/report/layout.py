@@ -109,7 +109,8 @@ class ReportPDF(FPDF):
     ) -> None:
         super().__init__(format="A4", unit="mm")
         self.figures = figures or {}
-        self.numbers: dict[str, int] = {}  # section title → its number in the contents (§n)
+        self.numbers: dict[str, int] = {}
+        self._chart_error_said = False  # section title → its number in the contents (§n)
         self.plan = plan
         self.footer_text = footer_text
         self.chart_images = chart_images
@@ -259,8 +260,12 @@ class ReportPDF(FPDF):
         if png is None:
             fig = self.figures.get(name)
             title = _plain(getattr(getattr(fig.layout, "title", None), "text", None) or "") if fig is not None else ""
+            why = self.chart_error or "no image"
+            if self._chart_error_said:
+                why = "no image; the reason is given at the first chart"
+            self._chart_error_said = self._chart_error_said or self.chart_error is not None
             self.para(
-                f"Chart “{title or name}” not drawn ({self.chart_error or 'no image'}); its data:",
+                f"Chart “{title or name}” not drawn ({why}); its data:",
                 size=8,
                 style="I",
                 colour=(150, 80, 0),
