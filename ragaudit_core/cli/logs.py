@@ -44,6 +44,22 @@ def ingest(
     doc_id_key: DocIdKey = None,
     qrels: Qrels = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
+    ids_are_texts: Annotated[
+        bool,
+        typer.Option(
+            "--ids-are-texts",
+            help="The logs' document ids are passage texts (a contexts list of strings): read each as the entry's "
+            "text, with its span hash and a 'text:' document id.",
+        ),
+    ] = False,
+    init: Annotated[
+        bool,
+        typer.Option(
+            "--init",
+            help="Add RagAudit's tables to a DuckDB file another program made (refused without it; its own tables "
+            "are left as they are).",
+        ),
+    ] = False,
     no_precompute: Annotated[
         bool, typer.Option("--no-precompute", help="Skip storing the stability overview the dashboard opens on.")
     ] = False,
@@ -55,9 +71,15 @@ def ingest(
         case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt, run_id, doc_id_key
     )
     try:
-        con = connect_db(db)
+        con = connect_db(db, init=init)
         report = workspace.load_paths(
-            con, paths, options, precompute_overview=not no_precompute, progress=progress(), qrels=qrels or []
+            con,
+            paths,
+            options,
+            precompute_overview=not no_precompute,
+            progress=progress(),
+            qrels=qrels or [],
+            ids_are_texts=ids_are_texts,
         )
     except RagAuditError as e:
         fail(str(e))
