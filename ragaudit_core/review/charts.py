@@ -136,8 +136,10 @@ def stability_scatter(
         title=wrap_title(html.escape(title)),
         xaxis_title="mean J_doc",
         yaxis_title="mean J_span",
-        xaxis=dict(range=UNIT),
-        yaxis=dict(range=UNIT, scaleanchor="x"),
+        # square plot on [0, 1] × [0, 1]: the plot area shrinks to keep the aspect ("domain"),
+        # the ranges stay (with scaleanchor alone Plotly widened x to −0.2…1.2)
+        xaxis=dict(range=UNIT, constrain="domain"),
+        yaxis=dict(range=UNIT, scaleanchor="x", constrain="domain"),
         legend_title="changed",
         height=520,
         margin=dict(l=50, r=20, t=60, b=50),
@@ -170,8 +172,8 @@ def pair_density(density: pd.DataFrame, bins: int) -> go.Figure:
         title=wrap_title("Every (query, pair) of the compared runs: J_doc vs J_span"),
         xaxis_title="J_doc",
         yaxis_title="J_span",
-        xaxis=dict(range=[0, 1]),
-        yaxis=dict(range=[0, 1], scaleanchor="x"),
+        xaxis=dict(range=UNIT, constrain="domain"),
+        yaxis=dict(range=UNIT, scaleanchor="x", constrain="domain"),
         height=520,
         margin=dict(l=50, r=20, t=60, b=50),
     )

@@ -90,6 +90,14 @@ def test_zero_to_one_metrics_sit_on_zero_to_one_axes(figures):
         assert all(t.cliponaxis is False for t in figures[name].data if t.mode == "markers")
 
 
+def test_square_plots_keep_their_unit_ranges_as_drawn(figures):
+    """The axis ranges Plotly actually draws (its full figure, computed by Kaleido's Chromium):
+    a square J_doc × J_span plot keeps [0, 1] on both axes — with ``scaleanchor`` alone the
+    wider plot area stretched x to about −0.11…1.11 (the issue's "−0.2…1.2")."""
+    full = figures["stability_scatter"].full_figure_for_development(warn=False)
+    assert tuple(full.layout.xaxis.range) == (0, 1) and tuple(full.layout.yaxis.range) == (0, 1)
+
+
 def test_one_colour_blind_safe_palette_set_on_every_trace(figures):
     for name, fig in figures.items():
         used = _colours(fig.to_plotly_json())

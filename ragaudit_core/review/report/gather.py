@@ -387,7 +387,10 @@ def _probes(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOption
         data.omitted.append("answer probe for " + ", ".join(unshared) + " (the runs share no query)")
     if data.probes:
         p0 = data.probes[0]
-        data.figures["probe_scatter"] = charts.probe_scatter(p0.rows, tau=opts.tau, title=f"{p0.run_a} vs {p0.run_b}")
+        whose = "the reviewed pair" if opts.pair == (p0.run_a, p0.run_b) else "the first answered pair"
+        data.figures["probe_scatter"] = charts.probe_scatter(
+            p0.rows, tau=opts.tau, title=f"Answer similarity vs J_span, {whose}: {p0.run_a} vs {p0.run_b}"
+        )
 
 
 def _fidelity(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOptions) -> None:

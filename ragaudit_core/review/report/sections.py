@@ -15,6 +15,7 @@ from fpdf.outline import TableOfContents
 
 from ragaudit_core.fidelity.graph import FIDELITY_STAGES
 from ragaudit_core.fidelity.score import FidelityRules, tail_comment
+from ragaudit_core.logs.selection import natural_key
 from ragaudit_core.review.logtext import excerpt, isolate
 from ragaudit_core.review.report.gather import ReportData
 from ragaudit_core.review.report.layout import (
@@ -246,6 +247,7 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
         aggfunc="first",
     )
     rows = []
+    wide = wide.loc[sorted(wide.index, key=lambda i: (natural_key(i[0]), natural_key(i[1])))]  # k5 before k10
     for (a, b, ch), r in wide.iterrows():
         rows.append(
             [
