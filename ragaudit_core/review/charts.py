@@ -58,6 +58,8 @@ CHANGE_COLOURS = {
     "unknown": BLACK,
 }
 UNIT = [0, 1]  # the axis range of a 0–1 metric
+# tick labels kept clear of markers drawn on the axis line (a point at J = 0 sits on it)
+_CLEAR = dict(ticks="outside", ticklen=8, tickcolor="rgba(0,0,0,0)")
 _LABELS = {
     "top_k": "top-k",
     "chunk_size": "chunk size",
@@ -138,8 +140,8 @@ def stability_scatter(
         yaxis_title="mean J_span",
         # square plot on [0, 1] × [0, 1]: the plot area shrinks to keep the aspect ("domain"),
         # the ranges stay (with scaleanchor alone Plotly widened x to −0.2…1.2)
-        xaxis=dict(range=UNIT, constrain="domain"),
-        yaxis=dict(range=UNIT, scaleanchor="x", constrain="domain"),
+        xaxis=dict(range=UNIT, constrain="domain", **_CLEAR),
+        yaxis=dict(range=UNIT, scaleanchor="x", constrain="domain", **_CLEAR),
         legend_title="changed",
         height=520,
         margin=dict(l=50, r=20, t=60, b=50),
@@ -278,9 +280,11 @@ def probe_scatter(
         title=wrap_title(html.escape(title or "Answer similarity vs span stability")),
         xaxis_title="J_span",
         yaxis_title="answer similarity (SBERT cosine)",
-        xaxis=dict(range=UNIT),
+        xaxis=dict(range=UNIT, **_CLEAR),
         # cosine can be negative: the axis then reaches below 0, never above 1
-        yaxis=dict(range=[min(0.0, float(np.floor(np.nanmin(rows["sim"]) * 10) / 10)) if len(rows) else 0, 1]),
+        yaxis=dict(
+            range=[min(0.0, float(np.floor(np.nanmin(rows["sim"]) * 10) / 10)) if len(rows) else 0, 1], **_CLEAR
+        ),
         height=460,
         showlegend=False,
         margin=dict(l=50, r=20, t=60, b=50),
