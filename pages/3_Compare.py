@@ -245,8 +245,12 @@ with st.container(border=True):
                 ),
                 progress=step,
             )
-        except RagAuditError as e:  # ReportError and any other refusal with its reason; nothing else escapes
+        except RagAuditError as e:  # ReportError and any other refusal with its reason
             st.error(ui.md(str(e)))
+        except Exception as e:  # noqa: BLE001 - the report failing must not stop the rest of the page
+            st.error(
+                ui.md(f"The report could not be built ({type(e).__name__}: {e}); the rest of this page is unaffected.")
+            )
         else:
             built = (what, blob)
             st.session_state[KEYS.report] = built

@@ -56,7 +56,7 @@ def _export(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,  # its Chromium in the same process group: killed with it
-            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+            env=_child_env(),
         )
         try:
             _out, err = proc.communicate(timeout=timeout)
@@ -75,6 +75,15 @@ def _export(
         f"charts could not be exported ({reason}); install Chromium for Kaleido (`plotly_get_chrome` or "
         "`choreo_get_chrome`) or set BROWSER_PATH"
     )
+
+
+def _child_env() -> dict[str, str]:
+    """The environment of the export process: this one's, with the folder holding this
+    ``ragaudit_core`` first on PYTHONPATH (the child runs the same code as its parent, whatever is
+    installed), and Python's warnings off (its stderr carries only the reason of a failure)."""
+    root = str(Path(__file__).resolve().parents[3])
+    path = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else ""), "PYTHONWARNINGS": "ignore"}
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
