@@ -205,3 +205,19 @@ def test_no_page_of_a_small_report_holds_under_five_lines(tmp_path):
     assert [_flat(p).split()[0] for p in pages[:3]] == ["RagAudit", "Executive", "Contents"]
     for i, p in enumerate(pages, start=1):
         assert len([x for x in p.splitlines() if x.strip()]) >= 5, f"page {i}: {p!r}"
+
+
+def test_a_short_table_near_the_page_end_moves_whole_to_the_next_page():
+    """Three rows that do not fit under the text above them start the next page together (the
+    cover's one-row overflow was a page of its own); a long table still flows across pages."""
+    from ragaudit_core.review.fonts import plan_fonts
+    from ragaudit_core.review.report.layout import ReportPDF
+
+    pdf = ReportPDF(plan_fonts("abc"), "footer", {}, None)
+    pdf.add_page()
+    pdf.set_y(pdf.page_break_trigger - 8)  # room for about one row
+    pdf.data_table(["a", "b"], [["1", "2"], ["3", "4"], ["5", "6"]])
+    assert pdf.page == 2
+    pdf.set_y(pdf.page_break_trigger - 8)
+    pdf.data_table(["a", "b"], [[str(i), "x"] for i in range(200)])  # long: starts where it is
+    assert pdf.page > 3

@@ -198,6 +198,10 @@ class ReportPDF(FPDF):
         cells = [[self.safe(v if isinstance(v, str) else fmt(v), CELL_LIMIT) for v in r] for r in rows]
         widths = self._fit_widths(headings, cells, widths, size)
         self.set_font("Sans", "", size)
+        if len(cells) <= self._KEEP_ROWS and self.get_y() > self.t_margin + 1:
+            need = self._height(headings, cells, widths or [self.epw / max(1, len(cells[0]) if cells else 1)], size)
+            if need > self.page_break_trigger - self.get_y() and need < 0.3 * self.eph:
+                self.add_page()  # a short table is kept on one page, never one row left behind
         with super().table(
             col_widths=tuple(widths) if widths else None,
             text_align="LEFT",
@@ -219,6 +223,24 @@ class ReportPDF(FPDF):
         self.gap(2)
 
     _PAD = 0.8 * 2 + 0.6  # cell padding on both sides and a little air, mm
+    _KEEP_ROWS = 15  # tables up to this many rows are kept on one page
+
+    def _height(self, headings: list[str] | None, cells: list[list[str]], widths: list[float], size: float) -> float:
+        """An estimate (mm) of a table's height: per row, the most wrapped lines of its cells at
+        ``widths`` (word wrap read as ceil(text width / cell width) per text line), times the line
+        height, plus the padding."""
+        line = size * 0.5
+        total = 0.0
+        for k, r in enumerate(([headings] if headings is not None else []) + cells):
+            self.set_font("Sans", "B" if k == 0 and headings is not None else "", size)
+            most = 1
+            for v, w in zip(r, widths):
+                room = max(1.0, w - 2 * 0.8)
+                n = sum(max(1, -(-int(self.get_string_width(part)) // int(room))) for part in str(v).split("\n"))
+                most = max(most, n)
+            total += most * line + 2 * 0.8
+        self.set_font("Sans", "", size)
+        return total
 
     def _fit_widths(
         self, headings: list[str] | None, cells: list[list[str]], widths: list[float] | None, size: float
