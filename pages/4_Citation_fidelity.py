@@ -23,7 +23,7 @@ from ragaudit_core.fidelity import (
 )
 from ragaudit_core.fidelity.judging import judge_summary, verdict_table
 from ragaudit_core.jobs import is_stored, plan_judge, queue
-from ragaudit_core.jobs.worker import ensure_worker
+from ragaudit_core.jobs.worker import ensure_worker, revive
 from ragaudit_core.logs import catalog
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.review import charts
@@ -187,7 +187,7 @@ st.caption(
 )
 verdicts = verdict_table(con, run)
 js = judge_summary(verdicts)
-judge_jobs = [j for j in queue.jobs(con, run_id=run) if j.spec.kind == "judge"]
+judge_jobs = [j for j in queue.jobs(db_path, run_id=run) if j.spec.kind == "judge"]
 active = [j for j in judge_jobs if j.status in ("queued", "running")]
 if js["n_citations"]:
     a, d = js["agreement"], js["disagreement"]
@@ -220,12 +220,13 @@ if js["n_citations"]:
 def judge_progress(n_done: int) -> None:
     """The run's judge jobs, re-read every two seconds; the page reruns when one lands, so its
     verdicts appear, and when the last one ends."""
-    with ui.short_connection(db_path) as c:
-        jobs = [j for j in queue.jobs(c, run_id=run) if j.spec.kind == "judge"]
+    jobs = [j for j in queue.jobs(db_path, run_id=run) if j.spec.kind == "judge"]  # never waits on the database
     done = sum(j.status == "done" for j in jobs)
     live = [j for j in jobs if j.status in ("queued", "running")]
     if done != n_done or not live:
         st.rerun(scope="app")
+    if revive(db_path, idle_s=60):
+        st.warning("Worker stopped — restarting; its job is queued again.")
     running = next((j for j in live if j.status == "running"), None)
     st.progress(
         done / max(1, len(jobs)),
@@ -235,10 +236,16 @@ def judge_progress(n_done: int) -> None:
         ),
     )
     if st.button("Cancel judging", key="fid.judge.cancel"):
-        with ui.short_connection(db_path) as c:
-            queue.cancel(c, [j.job_id for j in live])
+        queue.cancel(db_path, [j.job_id for j in live])
 
 
+failed = [j for j in judge_jobs if j.status == "failed"]
+if failed and not active:
+    st.error(ui.md(f"{len(failed)} judge job(s) failed; the first: {failed[0].error}"))
+    if st.button("Retry failed judge jobs", key="fid.judge.retry"):
+        queue.retry(db_path, [j.job_id for j in failed])
+        ensure_worker(db_path, idle_s=60)
+        st.rerun()
 if active:
     judge_progress(sum(j.status == "done" for j in judge_jobs))
 elif st.button(f"Judge the citations of {ui.md(run)} (3 judges)", key="fid.judge.start"):
@@ -246,7 +253,7 @@ elif st.button(f"Judge the citations of {ui.md(run)} (3 judges)", key="fid.judge
     for q in r.queries["query_id"]:
         spec, inputs = plan_judge(con, run, q)
         if inputs.citations and not is_stored(con, spec):
-            queue.enqueue(con, spec, inputs)
+            queue.enqueue(db_path, spec, inputs)
             n_jobs += 1
     if n_jobs:
         ensure_worker(db_path, idle_s=60)

@@ -14,7 +14,7 @@ from ragaudit_core.attribution.storage import AttributionError, batch_tables, st
 from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS, IG_BASELINES, IG_METHODS, SHAPLEY_METHODS
 from ragaudit_core.jobs import plan, queue, result_keys
-from ragaudit_core.jobs.worker import ensure_worker
+from ragaudit_core.jobs.worker import ensure_worker, revive
 from ragaudit_core.logs import catalog
 from ragaudit_core.review import charts
 
@@ -75,7 +75,7 @@ results = {c: have[keys[c]] for c in spec.conditions if keys[c] in have}
 
 def _queue(specs_inputs) -> None:
     for sp, inp in specs_inputs:
-        queue.enqueue(con, sp, inp)
+        queue.enqueue(db_path, sp, inp)
     ensure_worker(db_path, idle_s=60)
     st.rerun()
 
@@ -88,24 +88,24 @@ def _eta(job) -> str:
 @st.fragment(run_every=1.0)
 def job_panel(job_id: str) -> None:
     """The job's state, read afresh each second; when it ends, the whole page reruns."""
-    with ui.short_connection(db_path) as c:
-        found = queue.jobs(c, job_ids=[job_id])
+    found = queue.jobs(db_path, job_ids=[job_id])  # the queue beside the database: never waits on it
     job = found[0] if found else None
     if job is None or job.status in ("done", "failed", "cancelled"):
         st.rerun(scope="app")
+    if revive(db_path, idle_s=60):
+        st.warning("Worker stopped — restarting; the job is queued again.")
     if job.status == "queued":
         st.progress(0.0, text="Queued: waiting for the background worker…")
     else:
         st.progress(min(1.0, job.fraction), text=ui.md(f"{job.label} · {job.elapsed_s or 0:.0f} s{_eta(job)}"))
     if st.button("Cancel", key=f"attr.cancel.{job_id}"):
-        with ui.short_connection(db_path) as c:
-            queue.cancel(c, [job_id])
+        queue.cancel(db_path, [job_id])
 
 
 def run_panel() -> None:
     """The run's jobs (\"all queries of this run\"): how many are queued, running, done, failed."""
     counts = {}
-    for j in queue.jobs(con, run_id=run):
+    for j in queue.jobs(db_path, run_id=run):
         counts[j.status] = counts.get(j.status, 0) + 1
     if counts.get("queued") or counts.get("running"):
         st.caption(
@@ -117,15 +117,19 @@ def run_panel() -> None:
 
 run_panel()
 if len(results) < len(spec.conditions):
-    job = next(iter(queue.jobs(con, job_ids=[spec.job_id()])), None)
+    job = next(iter(queue.jobs(db_path, job_ids=[spec.job_id()])), None)
     if job is not None and job.status in ("queued", "running"):
         job_panel(job.job_id)
         st.stop()
     if job is not None and job.status == "failed":
         st.error(ui.md(f"The last attempt failed: {job.error}"))
+        if st.button("Retry", key="attr.retry"):
+            queue.retry(db_path, [job.job_id])
+            ensure_worker(db_path, idle_s=60)
+            st.rerun()
     elif job is not None and job.status == "cancelled":
         st.info("The last attempt was cancelled.")
-    est = queue.estimate_seconds(con, spec)
+    est = queue.estimate_seconds(db_path, spec)
     st.caption(
         (
             "Takes about " + f"{est[0]:.0f} s (median of {est[1]} job(s) with these settings on this database)"

@@ -113,7 +113,7 @@ def test_tail_reading_survival_readings_and_blank_cells(app_env, tmp_path):
     assert json.loads(queries.proto.columns)["first_failed_stage"]["label"] == "ground truth lost at"
 
 
-def test_judge_verdicts_sit_beside_the_rules(app_env, tmp_path):
+def test_judge_verdicts_sit_beside_the_rules(app_env, tmp_path, monkeypatch):
     """Verdicts of a judge job (three judges over an OpenAI-compatible server started here) on
     the page: q1's citation is right (rules ACCURATE) and the judges agree; q2's is wrong (rules
     HALLUCINATED) and one judge dissents. Agreement 2/2, disagreement 1/2."""
@@ -128,6 +128,7 @@ def test_judge_verdicts_sit_beside_the_rules(app_env, tmp_path):
 
     path = app_env()
     server = _Server(reply)
+    monkeypatch.setenv("RAGAUDIT_JUDGE_ENDPOINTS", server.url)  # the operator allows it (issue #24)
     try:
         with store.connect(path) as con:
             ingest_paths(

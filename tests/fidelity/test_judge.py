@@ -123,7 +123,7 @@ def test_the_endpoint_client_sends_the_seed_prompt_validates_and_retries():
         EndpointJudge("http://127.0.0.1:1/v1", "m", retries=1).verdicts("P", [], [0])
 
 
-def test_a_judge_job_over_an_endpoint_stores_verdicts_beside_the_rules(tmp_path):
+def test_a_judge_job_over_an_endpoint_stores_verdicts_beside_the_rules(tmp_path, monkeypatch):
     """Two records: q1 cites [Source: D1, p. 2] (rule score 1.0), q2 cites [Source: D9, p. 1]
     (0.0). The server's judges answer ACCURATE when the citation names D1, else — seed 2 dissents —
     HALLUCINATED for seeds 0 and 1 and PARTIAL for seed 2. Majorities: q1 ACCURATE, q2
@@ -138,6 +138,7 @@ def test_a_judge_job_over_an_endpoint_stores_verdicts_beside_the_rules(tmp_path)
         return json.dumps({**GOOD, "verdict": verdict})
 
     server = _Server(reply)
+    monkeypatch.setenv("RAGAUDIT_JUDGE_ENDPOINTS", server.url)  # the operator allows it
     path = tmp_path / "j.duckdb"
     con = store.connect(path)
     ingest_paths(
