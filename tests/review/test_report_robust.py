@@ -148,6 +148,11 @@ def test_a_hanging_browser_is_stopped_at_the_time_limit(tmp_path, monkeypatch):
     out, why = export_figures({"a": go.Figure(go.Bar(x=[1], y=[2]))}, timeout=4)
     assert time.perf_counter() - t < 30
     assert out == {} and why is not None and "could not be exported" in why
+    # the hung "browser" (its own session, not the worker's process group) is gone too
+    import psutil
+
+    left = [p for p in psutil.process_iter(["cmdline"]) if str(hang) in " ".join(p.info["cmdline"] or [])]
+    assert left == []
 
 
 def test_one_mb_texts_become_excerpts_with_their_full_length(tmp_path):

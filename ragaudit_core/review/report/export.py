@@ -87,11 +87,25 @@ def _child_env() -> dict[str, str]:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill the export process, its process group and every process under it (Chromium starts
+    in a session of its own, so the group alone would leave it running)."""
+    import psutil
+
+    try:
+        children = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        children = []
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
+    for child in children:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
     proc.wait()
+    psutil.wait_procs(children, timeout=5)
 
 
 def _last_line(err: bytes | None) -> str:
