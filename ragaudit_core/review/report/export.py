@@ -89,7 +89,7 @@ def _child_env() -> dict[str, str]:
 def _kill_group(proc: subprocess.Popen) -> None:
     """Kill the export process, its process group and every process under it (Chromium starts
     in a session of its own, so the group alone would leave it running)."""
-    import psutil
+    import psutil  # type: ignore[import-untyped]  # no stubs installed (types-psutil is not a dependency)
 
     try:
         children = psutil.Process(proc.pid).children(recursive=True)
