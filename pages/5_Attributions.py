@@ -213,7 +213,7 @@ st.html(ui.owner_html(res.answer_tokens, owners, strength))
 fig = charts.influence_bars(
     res.importance,
     doc_labels,
-    [ui.DOC_COLOURS[i % 10] for i in range(n)],
+    [ui.DOC_COLOURS[i % len(ui.DOC_COLOURS)] for i in range(n)],
     title=f"Document influence ({res.method} Shapley, mean over {len(res.answer_tokens)} tokens)",
 )
 st.plotly_chart(fig, key="attr.influence")
@@ -229,12 +229,12 @@ k[1].metric("Spearman (rank vs importance)", "n/a" if res.spearman is None else 
 k[2].metric(
     "wasted retrieval",
     "yes" if res.wasted_retrieval else "no",
-    help="The retriever's top document gets generator rank > 2.",
+    help="The retriever's top document gets generator rank 4 or lower (ranks from 1).",
 )
 k[3].metric(
     "noise distraction",
     "yes" if res.noise_distraction else "no",
-    help="The generator's top document had retriever rank > 2.",
+    help="The generator's top document had retriever rank 4 or lower (ranks from 1).",
 )
 tables = batch_tables(con, run)
 means = {}
