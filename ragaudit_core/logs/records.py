@@ -242,10 +242,10 @@ class FileReader:
             detail = ", ".join(f"{k} {c}" for k, c in sorted(kinds.items()))
             parts.append(f"{n} {label} {unit}{'s' if n != 1 else ''} ({detail})")
         what = " and ".join(parts)
-        if len(self.containers) == 1:
+        if len(self.containers) == 1 and len(groups) == 1:
             container = next(iter(self.containers))
             if container != "a JSON array":
-                what = f"{container} with {what}"
+                what = f"{container} with {parts[0].replace(next(iter(groups))[0] + ' ', '', 1)}"
         tracing = any(label not in ("Ragas", "RAGChecker") for label, _u in groups)
         if tracing:
             return f"{what} and no retriever: nothing to audit"

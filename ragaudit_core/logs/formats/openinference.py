@@ -39,6 +39,10 @@ def _get(flat: dict, key: str) -> Any:
 
 def read_span(obj: dict) -> Span:
     flat = flatten(obj)
+    for k in flat:  # an id given as an object is flattened into sub-keys: name it, never drop it
+        rest = k.removeprefix("attributes.")
+        if rest.startswith("context.trace_id.") or ".document.id." in rest:
+            raise FormatError(f"{k.rsplit('.', 1)[0]} must be a string or an integer, got an object")
     kind = str(_get(flat, "openinference.span.kind") or obj.get("span_kind") or "").upper()
     trace = trace_id(_get(flat, "context.trace_id") or obj.get("trace_id"))
     notes: list[str] = []
@@ -109,7 +113,7 @@ FORMAT = LogFormat(
     label="OpenInference",
     kind="trace",
     detect=detect,
-    keys=frozenset({"span_kind", "attributes", "context", "parent_id"}),
+    keys=frozenset({"span_kind"}),
     read_span=read_span,
     unit="span",
     kind_of=_kind_of,

@@ -50,7 +50,7 @@ FORMAT = LogFormat(
     label="RAGChecker",
     kind="record",
     detect=detect,
-    keys=frozenset({"retrieved_context", "gt_answer", "results"}),
+    keys=frozenset({"retrieved_context", "gt_answer"}),
     map_record=map_record,
     unit="result",
 )
