@@ -91,7 +91,8 @@ def ints(v: str, what: str) -> list[int]:
 Format = Annotated[
     str,
     typer.Option(
-        "--format", help="auto (recognise by fields), native, ragas, ragchecker, openinference, langsmith or langfuse."
+        "--format",
+        help="auto (each record by its fields), native, ragas, ragchecker, openinference, langsmith or langfuse.",
     ),
 ]
 RunId = Annotated[
