@@ -251,6 +251,8 @@ def _flatten_runs(roots: list) -> list:
             flat["parent_run_id"] = parent
         if trace is not None and not flat.get("trace_id"):
             flat["trace_id"] = trace
+        elif trace is None and not flat.get("trace_id") and isinstance(children, list):
+            flat["trace_id"] = flat.get("id")  # a root run is its tree's trace
         out.append(flat)
         if isinstance(children, list):
             tid = flat.get("trace_id") or flat.get("id")
