@@ -130,5 +130,5 @@ def decode_canonical(data: bytes) -> FastRecord | None:
     general path decides the line)."""
     try:
         return _DECODER.decode(data)
-    except (msgspec.DecodeError, UnicodeDecodeError):
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):  # too deep: the general path words it
         return None

@@ -1,7 +1,9 @@
 """JSON documents of any shape, recognised by content: what a file holds and the records in it.
 
-* :func:`sniff` — whether a file's first MiB reads as JSON Lines (at least half of its first
-  200 non-blank lines are a JSON value on their own) or as a JSON document (pretty-printed, one value over
+* :func:`sniff` — whether a file's first MiB reads as JSON Lines (at least one in ten of its
+  first 200 non-blank lines is a JSON object or array on its own — a pretty-printed document has
+  almost none, and JSON Lines with many broken lines stays JSON Lines, where a broken line costs
+  only itself) or as a JSON document (pretty-printed, one value over
   many lines, or several such values back to back, as OpenTelemetry's console exporter prints
   spans).
 * :func:`iter_values` — a JSON document streamed value by value in bounded memory: each
@@ -54,11 +56,10 @@ def sniff(head: bytes) -> str:
     whole = 0
     for ln in lines:
         try:
-            orjson.loads(ln)
-            whole += 1
+            whole += isinstance(orjson.loads(ln), (dict, list))
         except orjson.JSONDecodeError:
             pass
-    return "lines" if whole * 2 >= len(lines) else "document"
+    return "lines" if whole and whole * 10 >= len(lines) else "document"
 
 
 class _Scanner:
