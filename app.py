@@ -13,8 +13,10 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core import __version__, workspace
-from ragaudit_core.logs import catalog, store
+from ragaudit_core.logs import catalog, removal, sanity, store
 from ragaudit_core.logs.ingest import IngestError
+from ragaudit_core.logs.qrels import QrelsError
+from ragaudit_core.logs.selection import natural_sorted
 
 KEYS, PAGES = ui.KEYS, ui.PAGES
 st.set_page_config(page_title="RagAudit", page_icon="🔎", layout="wide")
@@ -30,6 +32,7 @@ def home() -> None:
         left, right = st.columns([2, 1])
         with left:
             _upload(con, db_path)
+            _qrels_upload(con, db_path)
         with right:
             _sample_and_clear(con, info)
     _last_ingest()
@@ -46,14 +49,24 @@ def _database():
     """The sidebar's database picker; the open connection and its path."""
     db_path = ui.current_db_path()
     with st.sidebar.expander("Database", expanded=False):
-        new_path = st.text_input("DuckDB file", value=db_path, help="An existing RagAudit database, or a new file.")
+        root = store.workspace_root()
+        new_path = st.text_input(
+            "DuckDB file",
+            value=db_path,
+            help=f"An existing RagAudit database, or a new file, inside the workspace folder {root}.",
+        )
+        init = st.checkbox(
+            "Add RagAudit's tables",
+            help="Only for a DuckDB file another program made: its own tables are left as they are.",
+        )
         if st.button("Open database") and new_path != db_path:
             try:
-                ui.connection(new_path)
+                target = str(store.db_path_in_workspace(new_path))
+                store.connect(target, init=init).close()
             except store.StoreError as e:
                 st.error(ui.md(str(e)))
             else:
-                st.session_state[KEYS.db_path] = new_path
+                st.session_state[KEYS.db_path] = target
                 st.rerun()
     try:
         con = ui.connection(db_path)
@@ -92,11 +105,17 @@ def _upload(con, db_path: str) -> None:
         accept_multiple_files=True,
         key=f"{KEYS.uploader}.{st.session_state.get(KEYS.uploader, 0)}",
     )
+    as_texts = st.checkbox(
+        "Document ids are passage texts",
+        help="For logs whose evidence lists hold passages, not ids: each becomes the entry's text (span metrics "
+        "then apply) with a 'text:' document id.",
+        key="home.ids_are_texts",
+    )
     if files and st.button("Load the uploaded files", type="primary"):
         with st.spinner("Validating and loading…"):
             try:
                 report = workspace.load_uploads(
-                    con, [(f.name, f.getvalue()) for f in files], catalog.uploads_dir(db_path)
+                    con, [(f.name, f.getvalue()) for f in files], catalog.uploads_dir(db_path), ids_are_texts=as_texts
                 )
             except IngestError as e:
                 _after_load(error=str(e))
@@ -104,6 +123,31 @@ def _upload(con, db_path: str) -> None:
                 _after_load(report)
         st.session_state[KEYS.uploader] = st.session_state.get(KEYS.uploader, 0) + 1
         st.rerun()
+
+
+def _qrels_upload(con, db_path: str) -> None:
+    """Relevance labels for the ranking-quality figures (TREC/BEIR qrels)."""
+    with st.expander("Relevance labels (qrels) — for ranking quality"):
+        files = st.file_uploader(
+            "TREC or BEIR qrels: 'query-id<TAB>doc-id<TAB>relevance' (header or not) or TREC's "
+            "'query-id 0 doc-id relevance'; graded; a later file replaces the labels of its queries",
+            type=["tsv", "txt", "qrels", "gz"],
+            accept_multiple_files=True,
+            key=f"{KEYS.uploader}.qrels.{st.session_state.get(KEYS.uploader, 0)}",
+        )
+        if files and st.button("Load the relevance labels"):
+            with st.spinner("Loading the labels…"):
+                try:
+                    rep = workspace.load_qrels_uploads(
+                        con, [(f.name, f.getvalue()) for f in files], catalog.uploads_dir(db_path)
+                    )
+                except QrelsError as e:
+                    st.session_state[KEYS.last_ingest] = {"error": str(e)}
+                else:
+                    st.session_state[KEYS.last_ingest] = {"notice": rep.summary()}
+            st.session_state[KEYS.uploader] = st.session_state.get(KEYS.uploader, 0) + 1
+            st.cache_data.clear()
+            st.rerun()
 
 
 def _sample_and_clear(con, info: dict) -> None:
@@ -130,6 +174,9 @@ def _last_ingest() -> None:
     if "error" in last:
         st.error(ui.md(last["error"]))
         return
+    if "notice" in last:
+        st.success(ui.md(last["notice"][:1].upper() + last["notice"][1:] + "."))
+        return
     for msg in last.get("failed", []):
         st.error(msg)
     (st.warning if last["rejected"] else st.success)(ui.md(last["summary"]))
@@ -152,6 +199,7 @@ def _loaded(con, info: dict) -> None:
         ],
     ):
         col.metric(label, f"{info[key]:,}")
+    _identity(con)
     if info["runs"]:
         st.subheader("Runs and their configurations")
         ui.table(
@@ -171,7 +219,7 @@ def _loaded(con, info: dict) -> None:
     if info["rejected"]:
         st.caption("Every line that could not be loaded: which file, which line, why. The line is kept verbatim.")
         ui.table(
-            catalog.quarantine_table(con),
+            catalog.quarantine_table(con).assign(path=lambda d: d["path"].map(lambda p: Path(p).name)),
             hide_index=True,
             column_config={"raw": st.column_config.TextColumn("line as read", width="large")},
         )
@@ -180,8 +228,52 @@ def _loaded(con, info: dict) -> None:
     if info["warnings"]:
         with st.expander(f"Ingest warnings ({info['warnings']:,})"):
             ui.table(catalog.warnings_table(con), hide_index=True)
-    with st.expander("Files"):
-        ui.table(catalog.files_table(con).assign(path=lambda d: d["path"].map(lambda p: Path(p).name)), hide_index=True)
+    _ledger(con)
+
+
+def _identity(con) -> None:
+    """The identity checks' warnings, and re-reading passage-like ids as texts in one click."""
+    passages = sanity.passage_id_runs(con)
+    conflicts = [c for c in sanity.query_text_conflicts(con) if c.disagree]
+    if not passages and not conflicts:
+        return
+    st.subheader("Identity checks")
+    for p in passages:
+        st.warning(ui.md(p.message()))
+    if passages and st.button(f"Read these ids as texts ({len(passages)} run(s))", key="home.as_texts"):
+        n = sanity.read_ids_as_texts(con, [p.run_id for p in passages])
+        st.session_state[KEYS.last_ingest] = {"notice": f"read {n:,} document ids as passage texts"}
+        st.cache_data.clear()
+        st.rerun()
+    for c in conflicts[:10]:
+        st.warning(ui.md(c.message()))
+
+
+def _ledger(con) -> None:
+    """Every loaded file, newest first, and removing one file or one run with what derives from it."""
+    ledger = catalog.files_ledger(con)
+    st.subheader(f"Files ({len(ledger):,}), newest first")
+    ui.table(ledger.drop(columns=["file_id"]), hide_index=True)
+    runs = natural_sorted(catalog.all_run_ids(con))
+    with st.popover("Remove a file or a run…"):
+        what = st.radio("Remove", ["a file", "a run"], horizontal=True, key="home.remove.what")
+        if what == "a file":
+            labels = {
+                int(r.file_id): f"{r.file} ({r.records:,} records, runs: {r.runs or 'none'})"
+                for r in ledger.itertuples()
+            }
+            pick = st.selectbox("File", list(labels), format_func=labels.__getitem__, key="home.remove.file")
+        else:
+            pick = st.selectbox("Run", runs, key="home.remove.run")
+        st.caption(
+            "Removes its records, evidence, provenance, rejected lines and warnings, and every result derived from "
+            "them (stability caches, attributions, verdicts, jobs). The other files and runs stay."
+        )
+        if pick is not None and st.button("Yes, remove it", type="primary", key="home.remove.go"):
+            done = removal.remove_file(con, int(pick)) if what == "a file" else removal.remove_runs(con, [str(pick)])
+            st.session_state[KEYS.last_ingest] = {"notice": done.summary()}
+            st.cache_data.clear()
+            st.rerun()
 
 
 page = st.navigation(

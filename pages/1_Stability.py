@@ -118,24 +118,6 @@ if res.intervals is not None:
         f"{ci('collapse_rate', True)} · flip rate (span) {ci('flip_rate_span', True)}"
     )
 
-q_res = quality(db_path, version, tuple(s.runs))
-if q_res is not None and q_res.labelled:
-    st.subheader("Ranking quality (relevance labels)")
-    q_left, q_right = st.columns([3, 2])
-    with q_left:
-        ui.table(
-            q_res.run_table(),
-            hide_index=True,
-            column_config={m: st.column_config.NumberColumn(format="%.3f") for m in ("ndcg@10", "recall@10", "mrr")},
-        )
-        st.caption(
-            "Mean over each run's queries with a relevant label (trec_eval's definitions; a document counts at its "
-            "first rank). Queries without labels are left out, never scored 0. Compare two runs to see whether "
-            "the evidence that changed took quality with it."
-        )
-    with q_right:
-        st.plotly_chart(quality_charts.quality_intervals(q_res), key="stability.quality")
-
 pairs = res.pairs
 pair_list = [tuple(p) for p in pairs.loc[pairs.level == "doc", ["run_a", "run_b"]].itertuples(index=False)]
 selected = st.session_state.get(KEYS.pair)
@@ -159,6 +141,24 @@ with right:
         st.plotly_chart(charts.pair_density(res.density, BINS), key="stability.density")
     else:
         st.info("No pair has span information on both sides: the per-(query, pair) view needs spans.")
+
+q_res = quality(db_path, version, tuple(s.runs))
+if q_res is not None and q_res.labelled:
+    st.subheader("Ranking quality (relevance labels)")
+    q_left, q_right = st.columns([3, 2])
+    with q_left:
+        ui.table(
+            q_res.run_table(),
+            hide_index=True,
+            column_config={m: st.column_config.NumberColumn(format="%.3f") for m in ("ndcg@10", "recall@10", "mrr")},
+        )
+        st.caption(
+            "Mean over each run's queries with a relevant label (trec_eval's definitions; a document counts at its "
+            "first rank). Queries without labels are left out, never scored 0. Compare two runs to see whether "
+            "the evidence that changed took quality with it."
+        )
+    with q_right:
+        st.plotly_chart(quality_charts.quality_intervals(q_res), key="stability.quality")
 
 st.subheader("By what changed between the two runs")
 ui.table(

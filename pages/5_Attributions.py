@@ -26,7 +26,7 @@ KEYS = ui.KEYS
 runs = catalog.runs_with_texts(con)
 c1, c2 = st.columns([1, 3])
 run = c1.selectbox("Run", runs, index=runs.index(catalog.preferred_run(runs)))
-qid = ui.query_picker(con, st.session_state.get(KEYS.query), search_box=c2, limit=300)
+qid = ui.query_picker(con, st.session_state.get(KEYS.query), search_box=c2, limit=300, run=run)
 
 with st.expander("Settings (defaults chosen by measurement: docs/benchmarks.md)"):
     s1, s2, s3, s4 = st.columns(4)

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import duckdb
 
-from ragaudit_core.logs import catalog
+from ragaudit_core.logs import catalog, sanity
 from ragaudit_core.logs.ingest import IngestOptions, IngestReport, ingest_paths
-from ragaudit_core.logs.qrels import load_qrels, qrels_files
+from ragaudit_core.logs.qrels import QrelsError, QrelsReport, load_qrels, qrels_files
+from ragaudit_core.logs.report import Issue
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.stability.cache import precompute
 
-__all__ = ["load_paths", "load_sample_logs", "load_uploads"]
+__all__ = ["load_paths", "load_qrels_uploads", "load_sample_logs", "load_uploads"]
 
 
 def load_paths(
@@ -30,11 +31,14 @@ def load_paths(
     precompute_overview: bool = True,
     progress: Callable[[str, int], None] | None = None,
     qrels: Iterable[str | Path] = (),
+    ids_are_texts: bool = False,
 ) -> IngestReport:
     """:func:`ingest_paths` on a cursor of its own (its own transaction, whatever other
     sessions do on a shared connection), then the relevance labels — ``qrels`` files and those
     under each folder's ``qrels/`` (:func:`ragaudit_core.logs.qrels.qrels_files`) — and the stored
-    stability overview when records were added and ``precompute_overview``."""
+    stability overview when records were added and ``precompute_overview``. The identity checks
+    (:mod:`ragaudit_core.logs.sanity`) add their warnings to the report; ``ids_are_texts`` re-reads
+    the loaded runs' document ids as passage texts first."""
     paths = list(paths)
     label_files = [*(f for p in paths if Path(p).is_dir() for f in qrels_files(p)), *map(Path, qrels)]
     cur = con.cursor()
@@ -42,6 +46,11 @@ def load_paths(
         report = ingest_paths(cur, paths, options, progress=progress)
     finally:
         cur.close()
+    if ids_are_texts and report.runs:
+        n = sanity.read_ids_as_texts(con, report.runs)
+        report.warnings.append(Issue(None, None, f"read {n:,} document ids of this load as passage texts", "identity"))
+    if report.n_records:
+        report.warnings += [Issue(None, None, w, "identity") for w in sanity.identity_warnings(con, report.runs)]
     if label_files:
         report.labels = load_qrels(con, label_files)
     if report.n_records and precompute_overview:
@@ -56,13 +65,34 @@ def load_uploads(
     uploads: Iterable[tuple[str, bytes]],
     dest: Path,
     options: IngestOptions = IngestOptions(),
+    *,
+    ids_are_texts: bool = False,
 ) -> IngestReport:
     """Keep uploaded ``(name, bytes)`` files under ``dest`` (:func:`catalog.keep_uploads`) and load
     them; the report names each file as it was uploaded, not where it is kept."""
     uploads = list(uploads)
     paths = catalog.keep_uploads(uploads, dest)
-    report = load_paths(con, paths, options)
+    report = load_paths(con, paths, options, ids_are_texts=ids_are_texts)
     return report.with_paths({str(p): name for p, (name, _data) in zip(paths, uploads)})
+
+
+def load_qrels_uploads(con: duckdb.DuckDBPyConnection, uploads: Iterable[tuple[str, bytes]], dest: Path) -> QrelsReport:
+    """Keep uploaded relevance-label files under ``dest`` and load them (:func:`load_qrels`), then
+    refresh the stored quality table of the default runs; errors name each file as uploaded."""
+    uploads = list(uploads)
+    paths = catalog.keep_uploads(uploads, dest)
+    names = {str(p): name for p, (name, _data) in zip(paths, uploads)}
+    try:
+        report = load_qrels(con, paths)
+    except QrelsError as e:
+        msg = str(e)
+        for kept, name in names.items():
+            msg = msg.replace(kept, name)
+        raise QrelsError(msg) from None
+    overview = precompute(con)
+    if overview is not None and has_labels(con):
+        quality_cached(con, overview.summary.runs)
+    return report
 
 
 def load_sample_logs(con: duckdb.DuckDBPyConnection) -> IngestReport:

@@ -124,7 +124,11 @@ def _close_cached_connections():
 
 @pytest.fixture
 def sample_con(sample_db):
-    """The sample database, read-only (SciFact's labels are loaded with it)."""
-    c = store.connect(sample_db, read_only=True)
+    """The sample database (SciFact's labels are loaded with it); tests only read it.
+
+    Opened in the same (read-write) mode as the dashboard tests' connections to the shared file: DuckDB
+    refuses one process a second connection to a file in another mode, whatever ran first.
+    """
+    c = store.connect(sample_db)
     yield c
     c.close()

@@ -37,6 +37,7 @@ __all__ = [
     "Store",
     "connection",
     "current_db_path",
+    "default_pair",
     "default_selection",
     "diverging_html",
     "embedder",
@@ -108,6 +109,12 @@ class Store:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
+def default_pair(db: str, data_version: str, runs: tuple[str, ...]) -> tuple[str, str] | None:
+    """:func:`catalog.default_pair`, cached per data version (it joins every run's queries)."""
+    return catalog.default_pair(connection(db), list(runs))
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
 def default_selection(db: str, data_version: str):
     """The runs compared by default (``logs.selection.RunSelection``) and every run with evidence,
     in natural order; cached per data version (it groups every record)."""
@@ -153,11 +160,14 @@ def run_pair_picker(
     labels: tuple[str, str] = ("Baseline run", "Candidate run"),
     prefer_sample_run: bool = True,
     preferred: list[str] | None = None,
+    default: tuple[str, str] | None = None,
 ) -> tuple[str, str]:
-    """Two runs side by side, remembered across pages; defaults: two of ``preferred`` when it
-    holds two (e.g. the runs that logged answers), else the sample's base run (or the first run)
-    and the next one."""
+    """Two runs side by side, remembered across pages; defaults: ``default`` when given (e.g.
+    :func:`catalog.default_pair`), else two of ``preferred`` when it holds two (e.g. the runs that
+    logged answers), else the sample's base run (or the first run) and the next one."""
     first, second = st.session_state.get(KEYS.run_a), st.session_state.get(KEYS.run_b)
+    if default is not None and not (first in runs and second in runs and first != second):
+        first, second = default
     pool = [r for r in (preferred or []) if r in runs]
     if len(pool) >= 2 and not (first in runs and second in runs and first != second):
         first, second = (catalog.preferred_run(pool) if prefer_sample_run else pool[0]), None
@@ -172,12 +182,13 @@ def run_pair_picker(
     return a, b
 
 
-def query_picker(con, current: str | None, *, search_box=st, limit: int = 500) -> str:
-    """Search a query by id or text and pick one (stops the page when nothing matches)."""
+def query_picker(con, current: str | None, *, search_box=st, limit: int = 500, run: str | None = None) -> str:
+    """Search a query by id or text and pick one — of ``run``'s queries when given (stops the page
+    when nothing matches)."""
     search = search_box.text_input("Find a query by id or text", value="", placeholder="e.g. 1012, or stem cells")
-    found = catalog.list_queries(con, search, limit=limit)
+    found = catalog.list_queries(con, search, limit=limit, run=run)
     if current and current not in set(found["query_id"]) and not search:
-        exact = catalog.list_queries(con, current)
+        exact = catalog.list_queries(con, current, run=run)
         exact = exact[exact.query_id == current]
         found = exact if len(exact) else found
     if found.empty:

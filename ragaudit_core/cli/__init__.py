@@ -10,6 +10,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import duckdb
 import typer
 
 from ragaudit_core import __version__
@@ -29,7 +30,8 @@ app = typer.Typer(
 
 def _bad_input_exits_2(command: Callable[..., Any]) -> Callable[..., Any]:
     """Any :class:`RagAuditError` a command lets through is bad input: its message on stderr,
-    exit 2 (never a traceback). Other exceptions are bugs and keep their traceback."""
+    exit 2 (never a traceback); so is DuckDB's I/O error on a damaged file. Other exceptions are
+    bugs and keep their traceback."""
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -37,6 +39,14 @@ def _bad_input_exits_2(command: Callable[..., Any]) -> Callable[..., Any]:
             return command(*args, **kwargs)
         except RagAuditError as e:
             typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2) from None
+        except duckdb.IOException as e:  # a database file damaged past what the open's checks see
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            typer.echo(
+                f"error: the database could not be read ({first}): it is damaged or was cut short; restore it from "
+                "a full copy, or load the logs into a new database",
+                err=True,
+            )
             raise typer.Exit(2) from None
 
     return run

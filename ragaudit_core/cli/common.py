@@ -202,11 +202,12 @@ def db_wait_s() -> float:
         fail(f"RAGAUDIT_DB_WAIT must be a number of seconds, not {os.environ['RAGAUDIT_DB_WAIT']!r}")
 
 
-def connect_db(db: Path | str) -> Any:
-    """The database ``db``, waiting while another program holds it (said once on stderr)."""
+def connect_db(db: Path | str, *, init: bool = False) -> Any:
+    """The database ``db``, waiting while another program holds it (said once on stderr); a file
+    that is not a RagAudit database is refused unless ``init`` (``--init``) asks to add the tables."""
     wait = db_wait_s() if str(db) != ":memory:" else 0.0
     return store.connect(
-        db, wait_s=wait, on_wait=lambda msg: typer.echo(f"{msg} (waiting up to {wait:.0f} s)", err=True)
+        db, wait_s=wait, on_wait=lambda msg: typer.echo(f"{msg} (waiting up to {wait:.0f} s)", err=True), init=init
     )
 
 

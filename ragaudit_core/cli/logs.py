@@ -55,6 +55,22 @@ def ingest(
         int, typer.Option("--max-depth", help="Nesting depth of a JSON value in a JSON document.")
     ] = DEFAULT_MAX_DEPTH,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
+    ids_are_texts: Annotated[
+        bool,
+        typer.Option(
+            "--ids-are-texts",
+            help="The logs' document ids are passage texts (a contexts list of strings): read each as the entry's "
+            "text, with its span hash and a 'text:' document id.",
+        ),
+    ] = False,
+    init: Annotated[
+        bool,
+        typer.Option(
+            "--init",
+            help="Add RagAudit's tables to a DuckDB file another program made (refused without it; its own tables "
+            "are left as they are).",
+        ),
+    ] = False,
     no_precompute: Annotated[
         bool, typer.Option("--no-precompute", help="Skip storing the stability overview the dashboard opens on.")
     ] = False,
@@ -71,9 +87,15 @@ def ingest(
         options, max_file_bytes=max_file_bytes, max_expansion=max_expansion, max_depth=max_depth
     )
     try:
-        con = connect_db(db)
+        con = connect_db(db, init=init)
         report = workspace.load_paths(
-            con, paths, options, precompute_overview=not no_precompute, progress=progress(), qrels=qrels or []
+            con,
+            paths,
+            options,
+            precompute_overview=not no_precompute,
+            progress=progress(),
+            qrels=qrels or [],
+            ids_are_texts=ids_are_texts,
         )
     except RagAuditError as e:
         fail(str(e))

@@ -7,7 +7,6 @@ Every function opens its own cursor, so one cached connection serves many sessio
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,8 +22,10 @@ __all__ = [
     "collisions",
     "coverage_gaps",
     "coverage_warnings",
+    "default_pair",
     "distinct_query_count",
     "evidence_run_ids",
+    "files_ledger",
     "files_table",
     "keep_uploads",
     "list_queries",
@@ -40,6 +41,7 @@ __all__ = [
     "runs_table",
     "runs_with_texts",
     "sample_logs_dir",
+    "upload_name",
     "uploads_dir",
     "warnings_table",
 ]
@@ -228,6 +230,31 @@ def distinct_query_count(con: duckdb.DuckDBPyConnection) -> int:
         cur.close()
 
 
+def files_ledger(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """One row per loaded file, newest first: what it is (evidence, provenance or both), its runs,
+    records and provenance records, rejected lines and warnings — counts from the stored rows, so
+    they agree with the rest of the page. Columns: file_id, file (the name as uploaded), kind, runs,
+    records, provenance, rejected, warnings, ingested_at."""
+    return _q(
+        con,
+        """
+        WITH rec AS (SELECT file_id, run_id, count(*) AS n FROM records GROUP BY ALL),
+        prov AS (SELECT file_id, run_id, count(*) AS n FROM prov_records GROUP BY ALL),
+        runs_of AS (
+            SELECT file_id, string_agg(DISTINCT run_id, ', ' ORDER BY run_id) AS runs
+            FROM (SELECT file_id, run_id FROM rec UNION SELECT file_id, run_id FROM prov) GROUP BY file_id),
+        warn AS (SELECT file_id, count(*) AS n FROM ingest_warnings GROUP BY file_id),
+        quar AS (SELECT file_id, count(*) AS n FROM quarantine GROUP BY file_id)
+        SELECT f.file_id, f.path AS file, f.kind, coalesce(r.runs, '') AS runs,
+               coalesce((SELECT sum(n) FROM rec WHERE rec.file_id = f.file_id), 0)::BIGINT AS records,
+               coalesce((SELECT sum(n) FROM prov WHERE prov.file_id = f.file_id), 0)::BIGINT AS provenance,
+               coalesce(q.n, 0)::BIGINT AS rejected, coalesce(w.n, 0)::BIGINT AS warnings, f.ingested_at
+        FROM files f LEFT JOIN runs_of r USING (file_id) LEFT JOIN warn w USING (file_id)
+             LEFT JOIN quar q USING (file_id)
+        ORDER BY f.file_id DESC""",
+    ).assign(file=lambda d: d["file"].map(lambda p: Path(p).name))
+
+
 def files_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     return _q(
         con,
@@ -259,8 +286,11 @@ def warnings_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     return _q(con, "SELECT path, line_no, code, message FROM ingest_warnings ORDER BY path NULLS LAST, line_no")
 
 
-def list_queries(con: duckdb.DuckDBPyConnection, search: str = "", limit: int = 500) -> pd.DataFrame:
-    """Queries whose id equals, or whose id or text contains, ``search`` (case-insensitive).
+def list_queries(
+    con: duckdb.DuckDBPyConnection, search: str = "", limit: int = 500, *, run: str | None = None
+) -> pd.DataFrame:
+    """Queries whose id equals, or whose id or text contains, ``search`` (case-insensitive);
+    with ``run``, only that run's queries (a picker never offers a query its run lacks).
 
     Exact id matches come first; then by id. Columns: query_id, query, runs (how many
     runs logged it).
@@ -271,21 +301,82 @@ def list_queries(con: duckdb.DuckDBPyConnection, search: str = "", limit: int = 
         """
         SELECT query_id, any_value(query) FILTER (WHERE query IS NOT NULL) AS query, count(*) AS runs
         FROM records
-        WHERE ? = '' OR query_id ILIKE ? ESCAPE '\\' OR query ILIKE ? ESCAPE '\\'
+        WHERE (? = '' OR query_id ILIKE ? ESCAPE '\\' OR query ILIKE ? ESCAPE '\\')
+          AND (?::VARCHAR IS NULL OR query_id IN (SELECT query_id FROM records WHERE run_id = ?))
         GROUP BY query_id
         ORDER BY (query_id = ?) DESC, query_id
         LIMIT ?""",
-        [search, pattern, pattern, search, int(limit)],
+        [search, pattern, pattern, run, run, search, int(limit)],
     )
 
 
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+def default_pair(con: duckdb.DuckDBPyConnection, runs: list[str]) -> tuple[str, str] | None:
+    """The pair of ``runs`` a comparison opens on: among pairs sharing at least half as many
+    queries as the best-sharing pair, the one whose runs carry the most of answers and provenance
+    (each present on each side counts 1: fidelity rules and the answer probe then apply), then the
+    one sharing the most queries, then natural run order. The baseline is the sample's base run
+    when it is one of the two. None when no two runs share a query."""
+    if len(runs) < 2:
+        return None
+    rows = con.execute(
+        """
+        WITH r AS (SELECT run_id, query_id FROM records WHERE run_id IN (SELECT unnest(?::VARCHAR[]))),
+        shared AS (
+            SELECT a.run_id AS a, b.run_id AS b, count(*) AS n
+            FROM r a JOIN r b ON a.query_id = b.query_id AND a.run_id < b.run_id
+            GROUP BY ALL),
+        rich AS (
+            SELECT run_id, (count(answer) > 0)::INT
+                + (run_id IN (SELECT run_id FROM prov_records))::INT AS richness
+            FROM records WHERE run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY run_id)
+        SELECT s.a, s.b, s.n, ra.richness + rb.richness
+        FROM shared s JOIN rich ra ON ra.run_id = s.a JOIN rich rb ON rb.run_id = s.b""",
+        [runs, runs],
+    ).fetchall()
+    if not rows:
+        return None
+    most = max(n for _, _, n, _ in rows)
+    order = {r: i for i, r in enumerate(natural_sorted(runs))}
+    a, b, _, _ = min(
+        (row for row in rows if 2 * row[2] >= most),
+        key=lambda row: (-row[3], -row[2], min(order[row[0]], order[row[1]]), max(order[row[0]], order[row[1]])),
+    )
+    a, b = sorted((a, b), key=order.__getitem__)
+    return (b, a) if b == SAMPLE_BASE_RUN else (a, b)
 
 
 def uploads_dir(db_path: str | Path) -> Path:
     """Where uploaded files are kept: beside the database file (``<db>.uploads/``)."""
     p = Path(db_path)
     return p.with_name(p.name + ".uploads")
+
+
+_KNOWN_SUFFIXES: tuple[str, ...] = (".jsonl.gz", ".ndjson.gz", ".json.gz", ".csv.gz", ".tsv.gz", ".jsonl", ".ndjson")
+_KNOWN_SUFFIXES += (".json", ".csv", ".tsv", ".parquet", ".gz", ".txt")
+MAX_NAME_BYTES = 150
+"""Longer upload names (UTF-8 bytes; file systems allow 255) keep their start, a hash of the whole
+name and their extension."""
+
+
+def upload_name(name: str) -> str:
+    """The file name an upload is kept under: its last path component, letters and digits of any
+    script kept (``报告.csv`` stays ``报告.csv``), other characters (separators, controls, bidi
+    marks) replaced by ``_``, the extension kept whole (``.jsonl.gz``), and a name over
+    :data:`MAX_NAME_BYTES` bytes shortened to its start, ``-`` and 10 hex digits of its SHA-1.
+    The extension is what tells the reader the container when the content cannot."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    lower = base.lower()
+    suffix = next((base[-len(x) :] for x in _KNOWN_SUFFIXES if lower.endswith(x) and len(base) > len(x)), "")
+    if not suffix and "." in base.strip("."):
+        suffix = "." + base.rsplit(".", 1)[1]
+    stem = base[: len(base) - len(suffix)] if suffix else base
+    clean = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem).strip("._") or "upload"
+    suffix = "".join(c if c.isascii() and (c.isalnum() or c == ".") else "_" for c in suffix.lower())[:16]
+    if len(clean.encode()) + len(suffix) > MAX_NAME_BYTES:
+        tag = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        head = clean.encode()[: MAX_NAME_BYTES - len(suffix) - 11].decode("utf-8", "ignore")
+        clean = head + "-" + tag
+    return clean + suffix
 
 
 def keep_uploads(uploads: Iterable[tuple[str, bytes]], dest: Path) -> list[Path]:
@@ -298,7 +389,7 @@ def keep_uploads(uploads: Iterable[tuple[str, bytes]], dest: Path) -> list[Path]
     paths = []
     for name, data in uploads:
         digest = hashlib.sha256(data).hexdigest()
-        safe = _SAFE_NAME.sub("_", Path(name.replace("\\", "/")).name).strip("._") or "upload.jsonl"
+        safe = upload_name(name)
         target = dest / digest[:16] / safe
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.exists():

@@ -7,7 +7,8 @@ so the default selection is the largest group of runs that share queries: from e
 stay non-empty; the group with the most runs wins (ties: the most shared queries). A run left
 out is named in one sentence. (Greedy: the largest group is NP-hard in general; on real logs,
 where runs differ by settings over one query set, the greedy group is the whole set.) Runs are
-listed in natural order (``k5 < k10 < k20``).
+listed in natural order (``k5 < k10 < k20``). Runs whose query ids name other questions than
+the kept runs' (:mod:`.sanity`: the same id, a different text) are left out first, named apart.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import duckdb
+
+from ragaudit_core.logs.sanity import query_text_conflicts
 
 __all__ = ["RunSelection", "comparable_runs", "natural_key", "natural_sorted"]
 
@@ -39,29 +42,57 @@ class RunSelection:
     runs: list[str]
     left_out: list[str] = field(default_factory=list)
     n_shared: int = 0  # queries every selected run logged
+    disagreeing: list[str] = field(default_factory=list)  # left out: same query ids, other questions
 
     @property
     def note(self) -> str | None:
-        if not self.left_out:
-            return None
-        names = ", ".join(repr(r) for r in self.left_out[:5]) + (" …" if len(self.left_out) > 5 else "")
-        return (
-            f"Left out {len(self.left_out)} run(s) that share no query with the {len(self.runs)} compared "
-            f"(which share {self.n_shared:,}): {names}; pick runs to compare them instead."
-        )
+        parts = []
+        if self.disagreeing:
+            names = ", ".join(repr(r) for r in self.disagreeing[:5]) + (" …" if len(self.disagreeing) > 5 else "")
+            parts.append(
+                f"Left out {len(self.disagreeing)} run(s) whose query ids name other questions than the compared "
+                f"runs' (the same id, a different text): {names}; pick them to compare anyway."
+            )
+        if self.left_out:
+            names = ", ".join(repr(r) for r in self.left_out[:5]) + (" …" if len(self.left_out) > 5 else "")
+            parts.append(
+                f"Left out {len(self.left_out)} run(s) that share no query with the {len(self.runs)} compared "
+                f"(which share {self.n_shared:,}): {names}; pick runs to compare them instead."
+            )
+        return " ".join(parts) or None
 
 
 def comparable_runs(con: duckdb.DuckDBPyConnection, candidates: list[str] | None = None) -> RunSelection:
     """The default selection among ``candidates`` (default: every run with evidence records)."""
     rows = con.execute("SELECT run_id, list(query_id) FROM records GROUP BY run_id").fetchall()
     sets = {r: set(qs) for r, qs in rows if candidates is None or r in candidates}
+    disagreeing = _disagreeing(con, sets)
+    for r in disagreeing:
+        del sets[r]
     if len(sets) < 2:
-        return RunSelection(natural_sorted(sets), [], len(next(iter(sets.values()))) if sets else 0)
+        n = len(next(iter(sets.values()))) if sets else 0
+        return RunSelection(natural_sorted(sets), [], n, natural_sorted(disagreeing))
     seeds = sorted(sets, key=lambda r: (-len(sets[r]), natural_key(r)))[:MAX_SEEDS]
     best = max((_grow(sets, seed) for seed in seeds), key=lambda g: (len(g[0]), len(g[1])))
     chosen, common = best
     left = [r for r in sets if r not in chosen]
-    return RunSelection(natural_sorted(chosen), natural_sorted(left), len(common))
+    return RunSelection(natural_sorted(chosen), natural_sorted(left), len(common), natural_sorted(disagreeing))
+
+
+def _disagreeing(con: duckdb.DuckDBPyConnection, sets: dict[str, set]) -> list[str]:
+    """Runs to leave out because their query ids name other questions (:mod:`.sanity`): runs are
+    kept greedily, the largest first (ties in natural order), unless they disagree with a kept run."""
+    pairs = {frozenset((c.run_a, c.run_b)) for c in query_text_conflicts(con) if c.disagree}
+    if not pairs:
+        return []
+    kept: list[str] = []
+    out = []
+    for r in sorted(sets, key=lambda r: (-len(sets[r]), natural_key(r))):
+        if any(frozenset((r, k)) in pairs for k in kept):
+            out.append(r)
+        else:
+            kept.append(r)
+    return out
 
 
 MAX_SEEDS = 50

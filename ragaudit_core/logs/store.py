@@ -33,12 +33,13 @@ from pathlib import Path
 
 import duckdb
 
-from ragaudit_core.errors import RagAuditError
+from ragaudit_core.logs.schema import SCHEMA_VERSION, DatabaseRefused, StoreError, check_length, prepare
 from ragaudit_core.logs.tables import run_tables
 
 __all__ = [
     "DEFAULT_DB_PATH",
     "SCHEMA_VERSION",
+    "DatabaseRefused",
     "StoreBusy",
     "StoreError",
     "bump_data_version",
@@ -46,137 +47,15 @@ __all__ = [
     "clear_data",
     "connect",
     "data_version",
+    "db_path_in_workspace",
     "default_db_path",
     "get_meta",
     "init_schema",
     "set_meta",
+    "workspace_root",
 ]
 
-SCHEMA_VERSION = 1
 DEFAULT_DB_PATH = Path(".ragaudit") / "ragaudit.duckdb"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
-CREATE TABLE IF NOT EXISTS files (
-    file_id     INTEGER PRIMARY KEY,
-    path        VARCHAR NOT NULL,
-    sha256      VARCHAR NOT NULL UNIQUE,
-    kind        VARCHAR NOT NULL,
-    bytes       BIGINT,
-    n_lines     INTEGER,
-    n_loaded    INTEGER,
-    n_rejected  INTEGER,
-    ingested_at TIMESTAMP,
-    options     VARCHAR
-);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id        VARCHAR PRIMARY KEY,
-    config        VARCHAR,
-    top_k         INTEGER,
-    chunk_size    INTEGER,
-    chunk_overlap INTEGER,
-    embedder      VARCHAR
-);
-CREATE TABLE IF NOT EXISTS records (
-    run_id     VARCHAR NOT NULL,
-    query_id   VARCHAR NOT NULL,
-    file_id    INTEGER NOT NULL,
-    line_no    INTEGER NOT NULL,
-    query      VARCHAR,
-    answer     VARCHAR,
-    n_evidence INTEGER NOT NULL,
-    PRIMARY KEY (run_id, query_id)
-);
-CREATE TABLE IF NOT EXISTS evidence (
-    run_id     VARCHAR NOT NULL,
-    query_id   VARCHAR NOT NULL,
-    position   INTEGER NOT NULL,
-    doc_id     VARCHAR NOT NULL,
-    doc_id_raw VARCHAR NOT NULL,
-    span_hash  VARCHAR,
-    chunk_id   VARCHAR,
-    text       VARCHAR,
-    rank       INTEGER,
-    score      DOUBLE,
-    char_start INTEGER,
-    char_end   INTEGER,
-    page       INTEGER,
-    metadata   VARCHAR
-);
-CREATE TABLE IF NOT EXISTS quarantine (
-    file_id  INTEGER,
-    path     VARCHAR NOT NULL,
-    line_no  INTEGER,
-    reason   VARCHAR NOT NULL,
-    raw      VARCHAR,
-    raw_bytes BLOB
-);
-CREATE TABLE IF NOT EXISTS prov_records (
-    run_id         VARCHAR NOT NULL,
-    query_id       VARCHAR NOT NULL,
-    file_id        INTEGER NOT NULL,
-    line_no        INTEGER NOT NULL,
-    query          VARCHAR,
-    generated_text VARCHAR,
-    config         VARCHAR,
-    ground_truth   VARCHAR,
-    documents      VARCHAR,
-    dropped        VARCHAR,
-    n_nodes        INTEGER NOT NULL,
-    PRIMARY KEY (run_id, query_id)
-);
-CREATE TABLE IF NOT EXISTS prov_nodes (
-    run_id         VARCHAR NOT NULL,
-    query_id       VARCHAR NOT NULL,
-    ord            INTEGER NOT NULL,
-    node_id        VARCHAR NOT NULL,
-    stage          INTEGER NOT NULL,
-    artifact_type  VARCHAR NOT NULL,
-    doc_id         VARCHAR,
-    doc_id_raw     VARCHAR,
-    page           INTEGER,
-    paragraph      INTEGER,
-    char_start     INTEGER,
-    char_end       INTEGER,
-    transformation VARCHAR,
-    derived_from   VARCHAR[],
-    metadata       VARCHAR
-);
-CREATE TABLE IF NOT EXISTS derived_answer_similarity (
-    run_a    VARCHAR NOT NULL,
-    run_b    VARCHAR NOT NULL,
-    query_id VARCHAR NOT NULL,
-    model    VARCHAR NOT NULL,
-    sim      DOUBLE NOT NULL,
-    PRIMARY KEY (run_a, run_b, query_id, model)
-);
-CREATE TABLE IF NOT EXISTS derived_results (
-    key          VARCHAR PRIMARY KEY,
-    data_version VARCHAR NOT NULL,
-    kind         VARCHAR NOT NULL,
-    payload      BLOB NOT NULL,
-    created_at   TIMESTAMP
-);
-CREATE TABLE IF NOT EXISTS qrels (
-    query_id   VARCHAR NOT NULL,
-    doc_id     VARCHAR NOT NULL,
-    doc_id_raw VARCHAR NOT NULL,
-    relevance  INTEGER NOT NULL,
-    source     VARCHAR NOT NULL,
-    PRIMARY KEY (query_id, doc_id)
-);
-CREATE TABLE IF NOT EXISTS ingest_warnings (
-    file_id INTEGER,
-    path    VARCHAR,
-    line_no INTEGER,
-    code    VARCHAR NOT NULL,
-    message VARCHAR NOT NULL
-);
-"""
-
-
-class StoreError(RagAuditError, RuntimeError):
-    """The database cannot be used as asked; the message says why and what to do."""
 
 
 def default_db_path() -> Path:
@@ -185,14 +64,54 @@ def default_db_path() -> Path:
     return Path(env) if env else DEFAULT_DB_PATH
 
 
+DB_SUFFIXES = (".duckdb", ".db")
+"""The names a database file opened from the dashboard may end with."""
+
+
+def workspace_root() -> Path:
+    """The folder the dashboard may open and create databases in: ``$RAGAUDIT_WORKSPACE``, else
+    the default database's folder (``$RAGAUDIT_DB``'s, or ``.ragaudit``), resolved."""
+    env = os.environ.get("RAGAUDIT_WORKSPACE")
+    return (Path(env) if env else default_db_path().parent).expanduser().resolve()
+
+
+def db_path_in_workspace(path: str) -> Path:
+    """``path`` (absolute, or relative to the workspace folder) as a database file the dashboard
+    may open: inside :func:`workspace_root` after resolving ``..`` and links, ending in ``.duckdb``
+    or ``.db``. Anything else is refused in one sentence: a page's text box must not make the server
+    create or open files wherever its process may write."""
+    root = workspace_root()
+    raw = path.strip()
+    if not raw:
+        raise DatabaseRefused("name a database file (…/audit.duckdb)")
+    p = Path(raw).expanduser()
+    resolved = (p if p.is_absolute() else root / p).resolve()
+    if not resolved.is_relative_to(root):
+        raise DatabaseRefused(
+            f"{raw} is outside the workspace folder {root}: the dashboard opens databases only there (name a file "
+            "inside it, or start the dashboard with RAGAUDIT_WORKSPACE set to the folder you want)"
+        )
+    if resolved.suffix.lower() not in DB_SUFFIXES:
+        raise DatabaseRefused(f"{raw}: a database file name ends in .duckdb (or .db)")
+    return resolved
+
+
 def connect(
     path: str | Path | None = None,
     *,
     read_only: bool = False,
     wait_s: float = 0.0,
     on_wait: Callable[[str], None] | None = None,
+    init: bool = False,
+    create: bool = True,
 ) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) a RagAudit database. ``":memory:"`` gives an in-memory one.
+
+    What the file is gets checked first (:func:`.schema.prepare`): a file that is not a RagAudit
+    database this version can use — not DuckDB, truncated, another program's (unless ``init`` asks
+    to add RagAudit's tables), another schema version — is refused with :class:`DatabaseRefused`
+    in one sentence and left unchanged. ``read_only`` never creates or alters anything; without
+    ``create`` a missing file is refused instead of made.
 
     Sharing a database file (DuckDB allows one writing process at a time): RagAudit opens a file
     only while it works — a CLI command for its run, the dashboard for one script run (one
@@ -205,17 +124,27 @@ def connect(
         path = default_db_path()
     target = str(path)
     if target != ":memory:":
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        if not Path(target).exists():
+            if read_only or not create:
+                raise DatabaseRefused(
+                    f"{target}: no such database; load logs into it first (ragaudit ingest PATH... --db {target})"
+                )
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+        elif Path(target).is_dir():
+            raise DatabaseRefused(f"{target} is a folder, not a database file: name a file inside it (…/audit.duckdb)")
+        else:
+            _check_magic(target)
+            check_length(target)
     deadline = time.monotonic() + wait_s
     delay, told = 0.05, False
     while True:
         try:
-            con = duckdb.connect(target, read_only=read_only)
+            con = duckdb.connect(target, read_only=read_only, config=_CONFIG)
             break
         except duckdb.Error as e:
             busy = busy_message(target, str(e))
             if busy is None:
-                raise StoreError(f"cannot open database {target}: {e}") from None
+                raise StoreError(_unreadable(target, str(e))) from None
             if time.monotonic() >= deadline:
                 raise StoreBusy(busy) from None
             if on_wait is not None and not told:
@@ -223,10 +152,55 @@ def connect(
                 told = True
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, 0.5)
-    _limit_memory(con, target == ":memory:")
-    if not read_only:
-        init_schema(con)
+    try:
+        _limit_memory(con, target == ":memory:")
+        prepare(con, target, read_only=read_only, init=init)
+    except StoreError:
+        con.close()
+        raise
+    except duckdb.Error as e:
+        con.close()
+        raise StoreError(_unreadable(target, str(e))) from None
     return con
+
+
+_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+"""No extension is fetched or loaded behind the user's back: DuckDB would otherwise try to download
+``sqlite_scanner`` from the internet when handed an SQLite file."""
+
+
+def _check_magic(target: str) -> None:
+    """Refuse a file that does not carry DuckDB's magic bytes (``DUCK`` at offset 8) before DuckDB
+    is handed it."""
+    with open(target, "rb") as f:
+        head = f.read(16)
+    if head[8:12] == b"DUCK":
+        return
+    what = "an SQLite database" if head.startswith(b"SQLite format 3") else "not a DuckDB database file"
+    if not head:
+        what = "an empty file, not a DuckDB database file"
+    raise DatabaseRefused(
+        f"{target} is {what} (RagAudit keeps its data in DuckDB files): choose a RagAudit database, or a new file "
+        "name to start one"
+    )
+
+
+def _unreadable(target: str, error: str) -> str:
+    """One sentence for a file DuckDB cannot open or read."""
+    if "not a valid DuckDB database file" in error:
+        return (
+            f"{target} is not a DuckDB database file (RagAudit keeps its data in DuckDB files): choose a RagAudit "
+            "database, or a new file name to start one"
+        )
+    if "Could not read enough bytes" in error or "Corrupt" in error or "checksum" in error.lower():
+        return (
+            f"{target} is damaged or cut short (DuckDB: {error.splitlines()[0]}): restore it from a full copy, or "
+            "load the logs into a new database"
+        )
+    return f"cannot open database {target}: {error.splitlines()[0] if error else 'unknown error'}"
 
 
 def busy_message(target: str, error: str) -> str | None:
@@ -280,15 +254,9 @@ def _spill_base() -> Path:
 
 
 def init_schema(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(_SCHEMA)
-    version = get_meta(con, "schema_version")
-    if version is None:
-        set_meta(con, "schema_version", str(SCHEMA_VERSION))
-    elif int(version) != SCHEMA_VERSION:
-        raise StoreError(
-            f"database schema version {version} is not the supported version {SCHEMA_VERSION}; "
-            "re-ingest the logs into a new database"
-        )
+    """Create RagAudit's tables in ``con``'s database (an empty or in-memory one) — the checks of
+    :func:`connect` apply."""
+    prepare(con, ":memory:", read_only=False)
 
 
 def get_meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:

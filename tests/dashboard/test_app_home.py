@@ -131,3 +131,94 @@ def test_uploading_a_ragas_csv_loads_a_run_named_after_the_file(app_env, tmp_pat
     runs = next(df.value for df in at.dataframe if "run_id" in df.value.columns and "mean_entries" in df.value.columns)
     assert list(runs["run_id"]) == ["ragas_eval"]  # the kept file's name, without extensions
     assert {m.label: m.value for m in at.metric}["Evidence entries"] == "2"
+
+
+def test_open_database_stays_in_the_workspace_and_leaves_foreign_files_alone(app_env, tmp_path):
+    import duckdb
+
+    app_env()  # the workspace folder is the default database's: tmp_path
+    crm = tmp_path / "crm.duckdb"
+    c = duckdb.connect(str(crm))
+    c.execute("CREATE TABLE customers (id INTEGER)")
+    c.close()
+    at = app_test("app.py").run()
+
+    def open_db(path: str, init: bool = False):
+        at.sidebar.text_input[0].set_value(path)
+        at.sidebar.checkbox[0].set_value(init)
+        next(b for b in at.sidebar.button if b.label == "Open database").click().run()
+        assert not at.exception
+        return [plain(e.value) for e in at.error]
+
+    errors = open_db(str(tmp_path.parent / "elsewhere.duckdb"))
+    assert any("is outside the workspace folder" in e for e in errors)
+    assert not (tmp_path.parent / "elsewhere.duckdb").exists()
+    errors = open_db("crm.duckdb")
+    assert any("crm.duckdb is a DuckDB database of another program (tables: customers)" in e for e in errors)
+    assert open_db("crm.duckdb", init=True) == []
+    assert any(str(crm) in plain(c.value) for c in at.sidebar.caption)
+
+
+def test_the_ledger_removes_one_file_and_keeps_the_rest(app_env, tmp_path):
+    path = app_env()
+    at = app_test("app.py").run()
+    for name, run in [("first.jsonl", "r1"), ("second.jsonl", "r2")]:
+        body = write_jsonl(tmp_path / name, [{"run_id": run, "query_id": "q1", "evidence": ["d1"]}]).read_bytes()
+        at.file_uploader[0].set_value((name, body, "application/jsonl"))
+        at.run()
+        next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    ledger = next(df.value for df in at.dataframe if "warnings" in df.value.columns and "file" in df.value.columns)
+    assert ledger["file"].tolist() == ["second.jsonl", "first.jsonl"]  # newest first
+    at.radio(key="home.remove.what").set_value("a file").run()
+    sel = at.selectbox(key="home.remove.file")
+    sel.select(next(o for o in sel.options if o.startswith("first.jsonl"))).run()
+    at.button(key="home.remove.go").click().run()
+    assert not at.exception
+    assert any("runs removed: r1" in plain(s.value) for s in at.success)
+    c = store.connect(path)
+    assert [r for (r,) in c.execute("SELECT run_id FROM runs").fetchall()] == ["r2"]
+    c.close()
+
+
+def test_relevance_labels_upload_on_the_home_page(app_env, tmp_path):
+    path = app_env()
+    at = app_test("app.py").run()
+    body = write_jsonl(
+        tmp_path / "r.jsonl", [{"run_id": "r1", "query_id": "q1", "evidence": ["D1", "d2"]}]
+    ).read_bytes()
+    at.file_uploader[0].set_value(("r.jsonl", body, "application/jsonl")).run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    qrels = b"query-id\tcorpus-id\tscore\nq1\tD1\t2\nq1\td9\t1\nq2\td2\t1\n"
+    at.file_uploader[1].set_value(("标签.tsv", qrels, "text/tab-separated-values")).run()
+    next(b for b in at.button if b.label == "Load the relevance labels").click().run()
+    assert not at.exception
+    assert any("Loaded 3 relevance labels for 2 queries" in plain(s.value) for s in at.success)
+    c = store.connect(path)
+    assert c.execute("SELECT query_id, doc_id, relevance FROM qrels ORDER BY ALL").fetchall() == [
+        ("q1", "d1", 2),  # canonical ids, as evidence ids are
+        ("q1", "d9", 1),
+        ("q2", "d2", 1),
+    ]
+    c.close()
+    at.file_uploader[1].set_value(("empty.tsv", b"nothing here\n", "text/plain")).run()
+    next(b for b in at.button if b.label == "Load the relevance labels").click().run()
+    assert any("empty.tsv: no line is a relevance judgement" in plain(e.value) for e in at.error)
+
+
+def test_passage_like_ids_are_flagged_and_read_as_texts_in_one_click(app_env, tmp_path):
+    path = app_env()
+    passage = (
+        "Stem cells divide asymmetrically, producing one daughter that keeps stemness and one that differentiates."
+    )
+    recs = [{"run_id": "r1", "query_id": "q1", "contexts": [passage]}]
+    body = write_jsonl(tmp_path / "p.jsonl", recs).read_bytes()
+    at = app_test("app.py").run()
+    at.file_uploader[0].set_value(("p.jsonl", body, "application/jsonl")).run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    assert any("look like passage texts" in plain(w.value) for w in at.warning)
+    at.button(key="home.as_texts").click().run()
+    assert not at.exception
+    assert not any("look like passage texts" in plain(w.value) for w in at.warning)
+    c = store.connect(path)
+    assert c.execute("SELECT text FROM evidence").fetchall() == [(passage,)]
+    c.close()

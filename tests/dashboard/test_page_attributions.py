@@ -130,3 +130,18 @@ def test_a_queued_job_can_be_cancelled(app_env, tmp_path):
     assert any(i.value == "The last attempt was cancelled." for i in at.info)
     with store.connect(path) as con:
         assert [j.status for j in queue.jobs(con)] == ["cancelled"]
+
+
+def test_the_query_picker_offers_only_the_chosen_runs_queries(app_env, tmp_path):
+    """A query remembered from another run (an upload's "0") never opens the page on an error."""
+    path = app_env()
+    texts = [{"doc_id": f"d{i}", "text": f"passage {i}"} for i in range(2)]
+    recs = [{"run_id": "k10-c256-o32", "query_id": "7", "query": "seven?", "evidence": texts}]
+    recs += [{"run_id": "upload", "query_id": "0", "query": "zero?", "evidence": texts}]
+    ingest_paths(store.connect(path), [write_jsonl(tmp_path / "d.jsonl", recs)])
+    at = app_test(PAGE)
+    at.session_state["ragaudit.query"] = "0"
+    at.run()
+    assert not at.exception and not at.error
+    assert at.selectbox[0].value == "k10-c256-o32"
+    assert next(s for s in at.selectbox if s.label == "Query").options == ["7 — seven?"]

@@ -1,0 +1,177 @@
+"""Identity sanity after a load: ids that silently mislead the metrics, found in SQL over what is stored.
+
+Two mistakes load without a single rejected line and still change every figure:
+
+- **Passages where document ids belong.** A log whose evidence entries are passage texts (a
+  ``contexts`` list of strings) stores each passage as a document id: span metrics say
+  "unavailable" and document Jaccard compares texts. A document id *looks like a passage* when it
+  is at least :data:`PASSAGE_MIN_CHARS` characters long and holds at least
+  :data:`PASSAGE_MIN_SPACES` spaces and the entry carries no text of its own (real ids — ``4983``,
+  ``NCT01234567``, ``doc-12#c3``, a URL, a short title — do not); a run is flagged when at least
+  :data:`PASSAGE_MIN_SHARE` of its entries do. :func:`read_ids_as_texts` re-reads such a run: each
+  id becomes the entry's text, its span hash is the text's, and its document id is ``text:`` + 16
+  hex digits of that hash (as for another tool's passages without ids), so document-level figures
+  equal span-level ones, as said.
+- **One query id, different questions.** Two unrelated uploads numbering their queries ``0, 1, …``
+  are joined on those ids. Query texts are compared after lower-casing and collapsing white space
+  (as query ids are derived from texts); two runs *disagree* when more than
+  :data:`DISAGREE_SHARE` of the smaller run's queries carry a different text in the other. The
+  default run selection (:mod:`.selection`) leaves out runs that disagree with the runs it keeps,
+  naming them; they can still be picked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from ragaudit_core.logs.identity import span_hash
+from ragaudit_core.logs.store import bump_data_version, get_json_meta
+
+__all__ = [
+    "DISAGREE_SHARE",
+    "PASSAGE_MIN_CHARS",
+    "PASSAGE_MIN_SHARE",
+    "PASSAGE_MIN_SPACES",
+    "PassageIds",
+    "TextConflict",
+    "identity_warnings",
+    "passage_id_runs",
+    "query_text_conflicts",
+    "read_ids_as_texts",
+]
+
+PASSAGE_MIN_CHARS = 60
+PASSAGE_MIN_SPACES = 6
+PASSAGE_MIN_SHARE = 0.5
+DISAGREE_SHARE = 0.05
+
+_NORM = "lower(trim(regexp_replace(query, '\\s+', ' ', 'g')))"
+
+
+@dataclass(frozen=True)
+class PassageIds:
+    """A run whose document ids look like passages: how many of its entries, and one example."""
+
+    run_id: str
+    n_entries: int
+    n_passage_like: int
+    example: str
+
+    def message(self) -> str:
+        share = self.n_passage_like / self.n_entries if self.n_entries else 0.0
+        shown = self.example[:60] + ("…" if len(self.example) > 60 else "")
+        return (
+            f"run {self.run_id!r}: {share:.0%} of its {self.n_entries:,} document ids look like passage texts "
+            f"(at least {PASSAGE_MIN_CHARS} characters with spaces, e.g. {shown!r}); the log probably holds texts "
+            "where ids belong, so span metrics are unavailable and documents are compared as texts — load it with "
+            "--ids-are-texts (or “Read these ids as texts” on the home page) to read them as passages"
+        )
+
+
+@dataclass(frozen=True)
+class TextConflict:
+    """Two runs whose shared query ids carry different question texts."""
+
+    run_a: str
+    run_b: str
+    n_differ: int
+    n_smaller: int  # queries with a text in the smaller of the two runs
+    example_id: str
+
+    @property
+    def disagree(self) -> bool:
+        return self.n_differ > DISAGREE_SHARE * self.n_smaller
+
+    def message(self) -> str:
+        return (
+            f"runs {self.run_a!r} and {self.run_b!r}: {self.n_differ:,} query id(s) carry different question texts "
+            f"(e.g. {self.example_id!r}) — the same id names another question, so comparing them pairs unrelated "
+            "queries; the default selection leaves out runs that disagree (pick them to compare anyway)"
+        )
+
+
+def passage_id_runs(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None) -> list[PassageIds]:
+    """Runs (all, or ``runs``) at least :data:`PASSAGE_MIN_SHARE` of whose entries have passage-like ids."""
+    rows = con.execute(
+        f"""
+        SELECT run_id, count(*) AS n,
+               count(*) FILTER (WHERE text IS NULL AND length(doc_id_raw) >= {PASSAGE_MIN_CHARS}
+                   AND length(doc_id_raw) - length(replace(doc_id_raw, ' ', '')) >= {PASSAGE_MIN_SPACES}) AS p,
+               any_value(doc_id_raw) FILTER (WHERE length(doc_id_raw) >= {PASSAGE_MIN_CHARS}) AS ex
+        FROM evidence WHERE ?::VARCHAR[] IS NULL OR list_contains(?::VARCHAR[], run_id)
+        GROUP BY run_id ORDER BY run_id""",
+        [runs, runs],
+    ).fetchall()
+    return [PassageIds(r, int(n), int(p), ex or "") for r, n, p, ex in rows if n and p >= PASSAGE_MIN_SHARE * n]
+
+
+def query_text_conflicts(con: duckdb.DuckDBPyConnection) -> list[TextConflict]:
+    """Pairs of runs sharing a query id with different (normalised) question texts; only ids with
+    more than one text are joined, so the work is small unless ids really collide."""
+    rows = con.execute(
+        f"""
+        WITH norm AS (SELECT run_id, query_id, {_NORM} AS t FROM records WHERE query IS NOT NULL),
+        bad AS (SELECT query_id FROM norm GROUP BY query_id HAVING count(DISTINCT t) > 1),
+        x AS (SELECT * FROM norm WHERE query_id IN (SELECT query_id FROM bad)),
+        sizes AS (SELECT run_id, count(*) AS n FROM norm GROUP BY run_id)
+        SELECT a.run_id, b.run_id, count(*) AS differ, least(sa.n, sb.n) AS smaller, min(a.query_id) AS ex
+        FROM x a JOIN x b ON a.query_id = b.query_id AND a.run_id < b.run_id AND a.t <> b.t
+        JOIN sizes sa ON sa.run_id = a.run_id JOIN sizes sb ON sb.run_id = b.run_id
+        GROUP BY a.run_id, b.run_id, sa.n, sb.n ORDER BY a.run_id, b.run_id"""
+    ).fetchall()
+    return [TextConflict(a, b, int(d), int(s), ex) for a, b, d, s, ex in rows]
+
+
+def identity_warnings(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None) -> list[str]:
+    """One sentence per flagged run (passage-like ids, among ``runs`` or all) and per pair of runs
+    that disagree on query texts."""
+    out = [p.message() for p in passage_id_runs(con, runs)]
+    conflicts = [c for c in query_text_conflicts(con) if c.disagree]
+    if runs is not None:
+        conflicts = [c for c in conflicts if c.run_a in runs or c.run_b in runs]
+    out += [c.message() for c in conflicts[:10]]
+    if len(conflicts) > 10:
+        out.append(f"{len(conflicts) - 10} more pairs of runs disagree on query texts")
+    return out
+
+
+def read_ids_as_texts(con: duckdb.DuckDBPyConnection, runs: list[str]) -> int:
+    """Re-read ``runs``' document ids as passage texts (see the module), in one transaction;
+    returns the number of entries changed. Entries that already carry a text are left alone; span
+    hashes follow the database's span options (``casefold_spans``, fixed at its first load)."""
+    opts = get_json_meta(con, "ingest_options")
+    casefold = bool(opts.get("casefold_spans")) if isinstance(opts, dict) else False
+    cur = con.cursor()
+    cur.execute("BEGIN TRANSACTION")
+    try:
+        texts = [
+            t
+            for (t,) in cur.execute(
+                "SELECT DISTINCT doc_id_raw FROM evidence WHERE list_contains(?::VARCHAR[], run_id) AND text IS NULL",
+                [runs],
+            ).fetchall()
+        ]
+        cur.execute("CREATE OR REPLACE TEMP TABLE _as_text (raw VARCHAR, h VARCHAR)")
+        cur.executemany("INSERT INTO _as_text VALUES (?, ?)", [(t, span_hash(t, casefold=casefold)) for t in texts])
+        (n,) = cur.execute(
+            """SELECT count(*) FROM evidence WHERE list_contains(?::VARCHAR[], run_id) AND text IS NULL""", [runs]
+        ).fetchone() or (0,)
+        cur.execute(
+            """UPDATE evidence SET text = evidence.doc_id_raw, span_hash = m.h,
+                   doc_id = 'text:' || substr(m.h, 1, 16)
+               FROM _as_text m
+               WHERE m.raw = evidence.doc_id_raw AND list_contains(?::VARCHAR[], evidence.run_id)
+                 AND evidence.text IS NULL""",
+            [runs],
+        )
+        cur.execute("DROP TABLE _as_text")
+        bump_data_version(cur)
+        cur.execute("COMMIT")
+        return int(n)
+    except BaseException:
+        cur.execute("ROLLBACK")
+        raise
+    finally:
+        cur.close()

@@ -1,0 +1,398 @@
+"""What a database file is, and the checks every open makes before RagAudit reads or writes it.
+
+A file given as a RagAudit database may be anything: RagAudit's own (this schema version, an older
+or a newer one), a DuckDB file of another program, a truncated copy, or not DuckDB at all. Every
+open classifies it first (:func:`prepare`) and either goes on or says in one sentence what the file
+is and what to do (:class:`DatabaseRefused`) — never a Binder Error or a traceback later, and never
+a change to a file that is not RagAudit's:
+
+- **new** (no tables): RagAudit's tables are created (not by a read-only open).
+- **RagAudit, this version**: missing tables are created and missing *nullable* columns added,
+  in one transaction (a file written before the column existed); a missing ``NOT NULL`` column or
+  a column of another type refuses the file.
+- **RagAudit, another version**: versions are compared as integers; an older one is migrated in
+  one transaction by the registered step (:data:`MIGRATIONS`), or refused with the version found;
+  a newer one, or a version that is not an integer (``"1.0-beta"``), is refused.
+- **foreign** (tables, but no RagAudit schema version): refused unless the caller asks to add
+  RagAudit's tables (``init=True``: ``--init``, the dashboard's checkbox); a table of RagAudit's name
+  with another shape refuses it even then.
+- **truncated**: the file is shorter than the blocks its tables use — refused at the open, before
+  any read fails half-way.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from ragaudit_core.errors import RagAuditError
+from ragaudit_core.logs.tables import SETTINGS_TABLES, TABLES
+
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_SQL",
+    "SCHEMA_VERSION",
+    "DatabaseRefused",
+    "FileState",
+    "StoreError",
+    "check_length",
+    "expected_shape",
+    "inspect",
+    "prepare",
+]
+
+SCHEMA_VERSION = 1
+
+SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE IF NOT EXISTS files (
+    file_id     INTEGER PRIMARY KEY,
+    path        VARCHAR NOT NULL,
+    sha256      VARCHAR NOT NULL UNIQUE,
+    kind        VARCHAR NOT NULL,
+    bytes       BIGINT,
+    n_lines     INTEGER,
+    n_loaded    INTEGER,
+    n_rejected  INTEGER,
+    ingested_at TIMESTAMP,
+    options     VARCHAR
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id        VARCHAR PRIMARY KEY,
+    config        VARCHAR,
+    top_k         INTEGER,
+    chunk_size    INTEGER,
+    chunk_overlap INTEGER,
+    embedder      VARCHAR
+);
+CREATE TABLE IF NOT EXISTS records (
+    run_id     VARCHAR NOT NULL,
+    query_id   VARCHAR NOT NULL,
+    file_id    INTEGER NOT NULL,
+    line_no    INTEGER NOT NULL,
+    query      VARCHAR,
+    answer     VARCHAR,
+    n_evidence INTEGER NOT NULL,
+    PRIMARY KEY (run_id, query_id)
+);
+CREATE TABLE IF NOT EXISTS evidence (
+    run_id     VARCHAR NOT NULL,
+    query_id   VARCHAR NOT NULL,
+    position   INTEGER NOT NULL,
+    doc_id     VARCHAR NOT NULL,
+    doc_id_raw VARCHAR NOT NULL,
+    span_hash  VARCHAR,
+    chunk_id   VARCHAR,
+    text       VARCHAR,
+    rank       INTEGER,
+    score      DOUBLE,
+    char_start INTEGER,
+    char_end   INTEGER,
+    page       INTEGER,
+    metadata   VARCHAR
+);
+CREATE TABLE IF NOT EXISTS quarantine (
+    file_id  INTEGER,
+    path     VARCHAR NOT NULL,
+    line_no  INTEGER,
+    reason   VARCHAR NOT NULL,
+    raw      VARCHAR,
+    raw_bytes BLOB
+);
+CREATE TABLE IF NOT EXISTS prov_records (
+    run_id         VARCHAR NOT NULL,
+    query_id       VARCHAR NOT NULL,
+    file_id        INTEGER NOT NULL,
+    line_no        INTEGER NOT NULL,
+    query          VARCHAR,
+    generated_text VARCHAR,
+    config         VARCHAR,
+    ground_truth   VARCHAR,
+    documents      VARCHAR,
+    dropped        VARCHAR,
+    n_nodes        INTEGER NOT NULL,
+    PRIMARY KEY (run_id, query_id)
+);
+CREATE TABLE IF NOT EXISTS prov_nodes (
+    run_id         VARCHAR NOT NULL,
+    query_id       VARCHAR NOT NULL,
+    ord            INTEGER NOT NULL,
+    node_id        VARCHAR NOT NULL,
+    stage          INTEGER NOT NULL,
+    artifact_type  VARCHAR NOT NULL,
+    doc_id         VARCHAR,
+    doc_id_raw     VARCHAR,
+    page           INTEGER,
+    paragraph      INTEGER,
+    char_start     INTEGER,
+    char_end       INTEGER,
+    transformation VARCHAR,
+    derived_from   VARCHAR[],
+    metadata       VARCHAR
+);
+CREATE TABLE IF NOT EXISTS derived_answer_similarity (
+    run_a    VARCHAR NOT NULL,
+    run_b    VARCHAR NOT NULL,
+    query_id VARCHAR NOT NULL,
+    model    VARCHAR NOT NULL,
+    sim      DOUBLE NOT NULL,
+    PRIMARY KEY (run_a, run_b, query_id, model)
+);
+CREATE TABLE IF NOT EXISTS derived_results (
+    key          VARCHAR PRIMARY KEY,
+    data_version VARCHAR NOT NULL,
+    kind         VARCHAR NOT NULL,
+    payload      BLOB NOT NULL,
+    created_at   TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS qrels (
+    query_id   VARCHAR NOT NULL,
+    doc_id     VARCHAR NOT NULL,
+    doc_id_raw VARCHAR NOT NULL,
+    relevance  INTEGER NOT NULL,
+    source     VARCHAR NOT NULL,
+    PRIMARY KEY (query_id, doc_id)
+);
+CREATE TABLE IF NOT EXISTS ingest_warnings (
+    file_id INTEGER,
+    path    VARCHAR,
+    line_no INTEGER,
+    code    VARCHAR NOT NULL,
+    message VARCHAR NOT NULL
+);
+"""
+
+_HEADER_BYTES = 3 * 4096
+"""DuckDB's file header: one main and two database headers of 4 KiB, before the first block."""
+
+
+class StoreError(RagAuditError, RuntimeError):
+    """The database cannot be used as asked; the message says why and what to do."""
+
+
+class DatabaseRefused(StoreError):
+    """The file is not a RagAudit database this version can use as asked (nothing was changed)."""
+
+
+MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {}
+"""``MIGRATIONS[v]`` upgrades a schema-version ``v`` database to ``v + 1`` (run in one transaction
+with the others a file needs). Version 1 is the first released schema: none exist yet."""
+
+Column = tuple[str, bool]  # (DuckDB type, nullable)
+
+
+@dataclass
+class FileState:
+    """What an opened file holds: its tables' columns and the schema version it records."""
+
+    tables: dict[str, dict[str, Column]] = field(default_factory=dict)
+    version: str | None = None
+
+    @property
+    def kind(self) -> str:
+        if not self.tables:
+            return "new"
+        return "ragaudit" if self.version is not None else "foreign"
+
+
+@functools.cache
+def expected_shape() -> dict[str, dict[str, Column]]:
+    """The tables and columns :data:`SCHEMA_SQL` creates (read from an in-memory database once)."""
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(SCHEMA_SQL)
+        return _columns(con)
+    finally:
+        con.close()
+
+
+def _columns(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Column]]:
+    rows = con.execute(
+        "SELECT table_name, column_name, data_type, is_nullable FROM duckdb_columns() "
+        "WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal "
+        "ORDER BY table_name, column_index"
+    ).fetchall()
+    out: dict[str, dict[str, Column]] = {}
+    for table, column, dtype, nullable in rows:
+        out.setdefault(table, {})[column] = (dtype, bool(nullable))
+    return out
+
+
+def inspect(con: duckdb.DuckDBPyConnection) -> FileState:
+    """The tables of ``con``'s database and the schema version its ``meta`` table records (None
+    when there is no ``meta (key, value)`` table or it records none)."""
+    tables = _columns(con)
+    version = None
+    if set(tables.get("meta", {})) >= {"key", "value"}:
+        rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+        version = None if not rows or rows[0][0] is None else str(rows[0][0])
+    return FileState(tables, version)
+
+
+def prepare(con: duckdb.DuckDBPyConnection, target: str, *, read_only: bool, init: bool = False) -> FileState:
+    """Check the opened file ``target`` and bring it to this schema (see the module's rules);
+    raise :class:`DatabaseRefused` naming what the file is and what to do."""
+    if target != ":memory:":
+        _check_blocks(con, target)
+    state = inspect(con)
+    name = Path(target).name if target != ":memory:" else target
+    if state.kind == "foreign":
+        _refuse_foreign(state, name, init)
+    elif state.kind == "ragaudit":
+        _check_version(state, name)
+    work = _changes(state, name)
+    if work and read_only:
+        if state.kind == "new":
+            raise DatabaseRefused(
+                f"{name} holds no RagAudit data yet: load logs into it first (ragaudit ingest PATH... --db {target})"
+            )
+        raise DatabaseRefused(
+            f"{name} was written by an earlier RagAudit and needs its tables brought up to date, which a read-only "
+            f"open cannot do: open it once with a command that writes (ragaudit ingest --db {target})"
+        )
+    if work or state.version is None:
+        _apply(con, work, state)
+    return state
+
+
+def check_length(target: str) -> None:
+    """Refuse, before DuckDB opens it, a file too short to hold DuckDB's file header."""
+    size = os.path.getsize(target)
+    if size < _HEADER_BYTES:
+        raise DatabaseRefused(
+            f"{Path(target).name} is truncated: {size:,} bytes, shorter than DuckDB's file header; restore the "
+            "file from a full copy, or load the logs into a new database"
+        )
+
+
+_BLOCKS_CHECKED: set[tuple[str, int, int]] = set()
+
+
+def _check_blocks(con: duckdb.DuckDBPyConnection, target: str) -> None:
+    """Refuse a file shorter than the highest block its tables use (``pragma_storage_info``:
+    metadata only, no data read). DuckDB cuts free blocks off the end of the file, so the header's
+    block count is no bound; the blocks in use are. Checked once per file state (path, size,
+    modification time) in a process: a page's every interaction opens the file."""
+    st = os.stat(target)
+    key = (target, st.st_size, st.st_mtime_ns)
+    if key in _BLOCKS_CHECKED:
+        return
+    ((block_size,),) = con.execute("SELECT block_size FROM pragma_database_size()").fetchall()
+    tables = [
+        t
+        for (t,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary"
+        ).fetchall()
+    ]
+    highest = -1
+    if tables:
+        parts = " UNION ALL ".join(
+            "SELECT max(block_id) AS b FROM pragma_storage_info('" + t.replace("'", "''") + "') WHERE persistent"
+            for t in tables
+        )
+        ((top,),) = con.execute(f"SELECT max(b) FROM ({parts})").fetchall()
+        highest = -1 if top is None else int(top)
+    need = _HEADER_BYTES + (highest + 1) * int(block_size)
+    if st.st_size < need:
+        raise DatabaseRefused(
+            f"{Path(target).name} is truncated: {st.st_size:,} bytes, but its tables use {need:,} (a copy cut short "
+            "or a disk that filled up); restore the file from a full copy, or load the logs into a new database"
+        )
+    _BLOCKS_CHECKED.add(key)
+
+
+def _refuse_foreign(state: FileState, name: str, init: bool) -> None:
+    ours = {t for t in state.tables if t in TABLES or t in SETTINGS_TABLES}
+    expected = expected_shape()
+    clash = sorted(t for t in ours if t in expected and not _compatible(state.tables[t], expected[t]))
+    if clash:
+        raise DatabaseRefused(
+            f"{name} holds a table named {clash[0]!r} of another shape "
+            f"({', '.join(state.tables[clash[0]])}) and no RagAudit schema version: it was not written by this "
+            "RagAudit, and its tables are left as they are; load the logs into a new database file"
+        )
+    if not init:
+        shown = ", ".join(sorted(state.tables)[:5]) + (" …" if len(state.tables) > 5 else "")
+        raise DatabaseRefused(
+            f"{name} is a DuckDB database of another program (tables: {shown}); RagAudit adds its tables to it "
+            "only when asked (ragaudit ingest --init, or “Add RagAudit's tables” in the dashboard) — or choose a "
+            "new file"
+        )
+
+
+def _check_version(state: FileState, name: str) -> None:
+    v = state.version or ""
+    if not re.fullmatch(r"[0-9]+", v):
+        raise DatabaseRefused(
+            f"{name} records schema version {v!r}, which is not a version RagAudit writes (this one reads "
+            f"version {SCHEMA_VERSION}); load the logs into a new database file"
+        )
+    n = int(v)
+    if n > SCHEMA_VERSION:
+        raise DatabaseRefused(
+            f"{name} was written by a newer RagAudit (schema version {n}; this one reads up to "
+            f"{SCHEMA_VERSION}): upgrade RagAudit, or load the logs into a new database file"
+        )
+    missing = [m for m in range(n, SCHEMA_VERSION) if m not in MIGRATIONS]
+    if missing:
+        raise DatabaseRefused(
+            f"{name} has schema version {n}, which this RagAudit (version {SCHEMA_VERSION}) cannot upgrade; "
+            "load the logs into a new database file"
+        )
+
+
+def _compatible(have: dict[str, Column], want: dict[str, Column]) -> bool:
+    """``have`` can hold RagAudit's rows: every column it shares has the same type, and every
+    column it lacks may be added (nullable)."""
+    for col, (dtype, nullable) in want.items():
+        if col in have:
+            if have[col][0] != dtype:
+                return False
+        elif not nullable:
+            return False
+    return True
+
+
+def _changes(state: FileState, name: str) -> list[str]:
+    """The statements that bring ``state`` to this schema (tables to create, columns to add);
+    refuses a table RagAudit cannot fill."""
+    expected = expected_shape()
+    work: list[str] = []
+    for table, want in expected.items():
+        have = state.tables.get(table)
+        if have is None:
+            work.append("create")
+            continue
+        if not _compatible(have, want):
+            bad = [c for c, (t, nul) in want.items() if (c in have and have[c][0] != t) or (c not in have and not nul)]
+            raise DatabaseRefused(
+                f"{name}: table {table!r} has another shape than this RagAudit writes (column(s) "
+                f"{', '.join(bad)} missing or of another type); load the logs into a new database file"
+            )
+        work += [f'ALTER TABLE "{table}" ADD COLUMN "{c}" {t}' for c, (t, _) in want.items() if c not in have]
+    return work
+
+
+def _apply(con: duckdb.DuckDBPyConnection, work: list[str], state: FileState) -> None:
+    """Create the missing tables, add the missing columns, run the migrations and record the
+    version — in one transaction."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        if state.kind == "ragaudit":
+            for v in range(int(state.version or SCHEMA_VERSION), SCHEMA_VERSION):
+                MIGRATIONS[v](con)
+        con.execute(SCHEMA_SQL)
+        for statement in work:
+            if statement != "create":
+                con.execute(statement)
+        con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise

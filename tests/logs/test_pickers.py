@@ -1,0 +1,46 @@
+"""What the pages' pickers offer: a run's own queries, and the pair a comparison opens on."""
+
+from __future__ import annotations
+
+from ragaudit_core.logs import catalog, store
+from ragaudit_core.logs.ingest import ingest_paths
+from tests.helpers import write_jsonl
+
+
+def _rec(run: str, q: str, answer: str | None = None) -> dict:
+    r = {"run_id": run, "query_id": q, "query": f"question {q}", "evidence": ["d1"]}
+    if answer is not None:
+        r["answer"] = answer
+    return r
+
+
+def _con(tmp_path, records):
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "l.jsonl", records)])
+    return con
+
+
+def test_a_runs_picker_offers_only_that_runs_queries(tmp_path):
+    con = _con(tmp_path, [_rec("a", "1"), _rec("a", "2"), _rec("b", "2"), _rec("b", "3")])
+    assert catalog.list_queries(con, run="a")["query_id"].tolist() == ["1", "2"]
+    assert catalog.list_queries(con, run="b")["query_id"].tolist() == ["2", "3"]
+    assert catalog.list_queries(con, "3", run="a").empty
+    assert catalog.list_queries(con)["query_id"].tolist() == ["1", "2", "3"]
+
+
+def test_the_default_pair_shares_the_most_queries_and_prefers_answers(tmp_path):
+    # a, b share 4 queries; c, d share 3 and logged answers; e shares 1 with a (and has answers)
+    recs = [_rec("a", q) for q in "1234"] + [_rec("b", q) for q in "1234"]
+    recs += [_rec("c", q, "yes") for q in "567"] + [_rec("d", q, "no") for q in "567"] + [_rec("e", "1", "x")]
+    con = _con(tmp_path, recs)
+    # (c, d): 3 shared ≥ half of 4, richness 2 beats (a, b)'s 0; (a, e) shares 1 < 2: never the default
+    assert catalog.default_pair(con, ["a", "b", "c", "d", "e"]) == ("c", "d")
+    assert catalog.default_pair(con, ["a", "b", "e"]) == ("a", "b")  # (a, e) richer, but shares too few
+    assert catalog.default_pair(con, ["b", "a"]) == ("a", "b")
+    assert catalog.default_pair(con, ["a", "c"]) is None  # nothing shared: no pair to open on
+    assert catalog.default_pair(con, ["a"]) is None
+
+
+def test_the_sample_opens_on_its_answered_provenance_pair(sample_con):
+    runs = catalog.evidence_run_ids(sample_con)
+    assert catalog.default_pair(sample_con, runs) == ("k10-c256-o32", "k10-c128-o32")

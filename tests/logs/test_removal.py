@@ -1,0 +1,89 @@
+"""Removing one file or one run takes everything derived from it and nothing else."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragaudit_core.attribution.storage import ATTRIBUTIONS_SCHEMA
+from ragaudit_core.logs import catalog, removal, store
+from ragaudit_core.logs.ingest import ingest_paths
+from tests.helpers import write_jsonl
+
+
+def _rec(run: str, q: str, *docs: str) -> dict:
+    return {"run_id": run, "query_id": q, "evidence": list(docs)}
+
+
+@pytest.fixture
+def con(tmp_path):
+    """File A: run a (q1, q2: 2 + 1 entries), run b (q1: 1 entry). File B: run b (q2: 2), run c (q1: 1),
+    and one bad line. Attributions for (a, q1), (b, q2), (c, q1); an answer similarity for (a, c)."""
+    c = store.connect(":memory:")
+    a = write_jsonl(tmp_path / "A.jsonl", [_rec("a", "q1", "d1", "d2"), _rec("a", "q2", "d3"), _rec("b", "q1", "d1")])
+    b = write_jsonl(tmp_path / "B.jsonl", [_rec("b", "q2", "d4", "d5"), _rec("c", "q1", "d1"), "{not json"])
+    ingest_paths(c, [a, b])
+    c.execute(ATTRIBUTIONS_SCHEMA)
+    for key, run, q in [("k1", "a", "q1"), ("k2", "b", "q2"), ("k3", "c", "q1")]:
+        c.execute(
+            "INSERT INTO attributions VALUES (?, ?, ?, 'r', 'g', 'm', '{}', 'c', NULL, NULL, NULL, '{}', NULL)",
+            [key, run, q],
+        )
+    c.execute("INSERT INTO derived_answer_similarity VALUES ('a', 'c', 'q1', 'm', 0.5)")
+    yield c
+    c.close()
+
+
+def _counts(c) -> dict[str, int]:
+    return {
+        t: c.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("records", "evidence", "runs", "files", "quarantine", "attributions", "derived_answer_similarity")
+    }
+
+
+def test_the_ledger_lists_files_newest_first_with_consistent_counts(con):
+    led = catalog.files_ledger(con)
+    assert led["file"].tolist() == ["B.jsonl", "A.jsonl"]
+    assert led["runs"].tolist() == ["b, c", "a, b"]
+    assert led["records"].tolist() == [2, 3] and led["rejected"].tolist() == [1, 0]
+
+
+def test_removing_a_file_keeps_the_other_files_rows(con):
+    v0 = store.data_version(con)
+    b_id = int(catalog.files_ledger(con)["file_id"][0])
+    done = removal.remove_file(con, b_id)
+    # B held (b, q2) with 2 entries and (c, q1) with 1; run c had nothing else: it goes, with its results
+    assert done.runs == ["c"]
+    assert _counts(con) == {
+        "records": 3,
+        "evidence": 4,
+        "runs": 2,
+        "files": 1,
+        "quarantine": 0,
+        "attributions": 1,  # (b, q2) went with its record, (c, q1) with its run; (a, q1) stays
+        "derived_answer_similarity": 0,  # the pair (a, c) lost its run c
+    }
+    assert con.execute("SELECT run_id, query_id FROM records ORDER BY ALL").fetchall() == [
+        ("a", "q1"),
+        ("a", "q2"),
+        ("b", "q1"),
+    ]
+    assert store.data_version(con) != v0  # cached results keyed by version are stale now
+    assert "runs removed: c" in done.summary()
+
+
+def test_removing_a_run_keeps_the_other_runs_of_its_files(con):
+    done = removal.remove_runs(con, ["a"])
+    assert done.rows["records"] == 2 and done.rows["evidence"] == 3 and done.rows["attributions"] == 1
+    assert _counts(con)["records"] == 3 and _counts(con)["files"] == 2
+    assert {r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()} == {"b", "c"}
+    with pytest.raises(removal.RemovalError, match="no run named 'zz'"):
+        removal.remove_runs(con, ["zz"])
+    with pytest.raises(removal.RemovalError, match="no loaded file has id 99"):
+        removal.remove_file(con, 99)
+
+
+def test_a_removed_file_loads_again(con, tmp_path):
+    a_id = int(catalog.files_ledger(con)["file_id"][1])
+    removal.remove_file(con, a_id)
+    report = ingest_paths(con, [tmp_path / "A.jsonl"])
+    assert report.n_records == 3  # the same bytes are not "already loaded"

@@ -1,0 +1,82 @@
+"""Identity sanity: passages logged as document ids, and one query id naming different questions."""
+
+from __future__ import annotations
+
+from ragaudit_core import workspace
+from ragaudit_core.logs import sanity, store
+from ragaudit_core.logs.identity import span_hash
+from ragaudit_core.logs.selection import comparable_runs
+from ragaudit_core.stability.compare import compare_runs
+from tests.helpers import write_jsonl
+
+P1 = "Stem cells divide asymmetrically, producing one daughter that keeps stemness and one that differentiates."
+P2 = "Vitamin D supplementation did not reduce the incidence of fractures in the randomised trial of elderly adults."
+P3 = "The cohort study followed 12,000 participants for ten years and found no association with the exposure."
+
+
+def _load(tmp_path, name, records, **kw):
+    con = kw.pop("con", None) or store.connect(":memory:")
+    report = workspace.load_paths(con, [write_jsonl(tmp_path / name, records)], precompute_overview=False, **kw)
+    return con, report
+
+
+def test_passages_as_ids_are_flagged_and_can_be_read_as_texts(tmp_path):
+    recs = [
+        {"run_id": "a", "query_id": "q1", "query": "x?", "contexts": [P1, P2]},
+        {"run_id": "b", "query_id": "q1", "query": "x?", "contexts": [P1, P3]},
+        {"run_id": "ids", "query_id": "q1", "query": "x?", "contexts": ["4983", "NCT01234567", "doc-12#c3"]},
+    ]
+    con, report = _load(tmp_path, "p.jsonl", recs)
+    flagged = sanity.passage_id_runs(con)
+    assert [(p.run_id, p.n_entries, p.n_passage_like) for p in flagged] == [("a", 2, 2), ("b", 2, 2)]
+    assert sum("look like passage texts" in str(w) for w in report.warnings) == 2
+    assert compare_runs(con, "a", "b").pair_value("j_avg", "span") is None  # before: no spans, ids are texts
+    assert sanity.read_ids_as_texts(con, ["a", "b"]) == 4
+    rows = con.execute("SELECT doc_id, span_hash, text FROM evidence WHERE run_id = 'a' ORDER BY position").fetchall()
+    assert rows == [
+        ("text:" + span_hash(P1)[:16], span_hash(P1), P1),
+        ("text:" + span_hash(P2)[:16], span_hash(P2), P2),
+    ]
+    assert sanity.passage_id_runs(con) == []  # ids now short hashes
+    cmp = compare_runs(con, "a", "b")
+    # one passage of two shared on each side: J_doc = J_span = 1 / 3
+    assert abs(cmp.pair_value("j_avg", "doc") - 1 / 3) < 1e-12
+    assert abs(cmp.pair_value("j_avg", "span") - 1 / 3) < 1e-12
+
+
+def test_ids_are_texts_at_load(tmp_path):
+    con, report = _load(tmp_path, "p.jsonl", [{"run_id": "a", "query_id": "q1", "contexts": [P1]}], ids_are_texts=True)
+    assert con.execute("SELECT text FROM evidence").fetchall() == [(P1,)]
+    assert any("read 1 document ids of this load as passage texts" in str(w) for w in report.warnings)
+
+
+def test_colliding_query_ids_are_named_and_left_out_of_the_default_selection(tmp_path):
+    base = [("0", "Does aspirin prevent stroke?"), ("1", "Is coffee harmful?"), ("2", "Do statins work?")]
+    other = [("0", "What is the capital of France?"), ("1", "is coffee  HARMFUL?"), ("2", "Who wrote Hamlet?")]
+    recs = [{"run_id": r, "query_id": q, "query": t, "evidence": ["d1"]} for r in ("s1", "s2") for q, t in base]
+    recs += [{"run_id": "upload", "query_id": q, "query": t, "evidence": ["d1"]} for q, t in other]
+    con, report = _load(tmp_path, "c.jsonl", recs)
+    conflicts = sanity.query_text_conflicts(con)
+    # "1" differs only in case and spaces: the same question; "0" and "2" differ: 2 of 3 > 5 %
+    assert [(c.run_a, c.run_b, c.n_differ, c.n_smaller, c.example_id) for c in conflicts] == [
+        ("s1", "upload", 2, 3, "0"),
+        ("s2", "upload", 2, 3, "0"),
+    ]
+    assert all(c.disagree for c in conflicts)
+    sel = comparable_runs(con)
+    assert sel.runs == ["s1", "s2"] and sel.disagreeing == ["upload"]
+    assert "whose query ids name other questions" in (sel.note or "")
+    assert sum("carry different question texts" in str(w) for w in report.warnings) == 2
+
+
+def test_a_corrected_typo_is_not_a_disagreement(tmp_path):
+    texts = [(str(i), f"question number {i}") for i in range(40)]
+    recs = [{"run_id": "a", "query_id": q, "query": t, "evidence": ["d"]} for q, t in texts]
+    recs += [
+        {"run_id": "b", "query_id": q, "query": t if q != "7" else "question numbr 7", "evidence": ["d"]}
+        for q, t in texts
+    ]
+    con, _ = _load(tmp_path, "t.jsonl", recs)
+    (c,) = sanity.query_text_conflicts(con)
+    assert (c.n_differ, c.n_smaller, c.disagree) == (1, 40, False)  # 1 of 40 = 2.5 % ≤ 5 %
+    assert comparable_runs(con).runs == ["a", "b"]
