@@ -4,11 +4,16 @@ arrays (also in a ``.jsonl``) — and a file with no retrieval refused in one se
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
+from unittest import mock
 
-from ragaudit_core.logs import store
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragaudit_core.logs import documents, store
 from ragaudit_core.logs.formats import query_id_for
 from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
 from tests.helpers import ROOT
@@ -172,3 +177,29 @@ def test_data_and_results_objects_and_an_array_in_a_jsonl(tmp_path):
     assert rep.n_records == 2
     [hint] = [w for w in rep.warnings if w.code == "json-array"]
     assert hint.line_no == 1 and "JSON Lines has one object per line" in hint.message
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='ab"\\,[]{} \n', max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(alphabet='k"\\]}', max_size=3), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_json, max_size=6), st.sampled_from([None, 2, 0]), st.sampled_from([3, 7, 65536]))
+def test_the_streamed_values_are_the_documents_values(values, indent, block):
+    """Every element of an array (printed compact or pretty), read in blocks of any size — with
+    quotes, escapes and brackets inside strings falling on block edges — is exactly one element."""
+    text = json.dumps(values, indent=indent, separators=(",", ":") if indent == 0 else None).encode()
+    with mock.patch.object(documents, "_BLOCK", block):
+        lines = list(documents.iter_values(io.BytesIO(text), max_value_bytes=1 << 20, max_depth=64))
+    assert [ln.error for ln in lines] == [None] * len(values)
+    assert [json.loads(ln.data) for ln in lines] == values
+    objects = [v for v in values if isinstance(v, dict)]  # objects back to back: each one value
+    text = b"".join(json.dumps(v, indent=indent).encode() for v in objects)
+    with mock.patch.object(documents, "_BLOCK", block):
+        lines = list(documents.iter_values(io.BytesIO(text), max_value_bytes=1 << 20, max_depth=64))
+    assert [json.loads(ln.data) for ln in lines] == objects
