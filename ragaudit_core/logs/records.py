@@ -111,6 +111,15 @@ class FileReader:
         self.value(ln, obj, 0)
 
     def value(self, ln: Line, obj: Any, level: int) -> None:
+        if (
+            type(obj) is dict
+            and self.forced is None
+            and "nodes" not in obj
+            and "schema" not in obj
+            and native.detect(obj)
+        ):  # the common case first: a native record (no container, no provenance, no other format)
+            self.native_record(ln, obj)
+            return
         box = unwrap(obj) if level < _MAX_UNWRAP else None
         if box is None:
             self.record(ln, obj)
@@ -139,13 +148,18 @@ class FileReader:
             return
         fmt = self.forced or formats.detect(obj)
         if fmt.kind == "native":
-            keys = formats.foreign_keys(obj)
-            self.ignored.update(keys)
-            sink.evidence(fr, self.file_id, ln, *parse_evidence_object(obj))
+            self.native_record(ln, obj)
         elif fmt.kind == "record":
             self.mapped(ln, fmt, obj)
         else:
             self.span(ln, fmt, obj)
+
+    def native_record(self, ln: Line, obj: dict) -> None:
+        """A record of our contract; keys of other formats on it are noted (one warning per file)."""
+        keys = formats.foreign_keys(obj)
+        if keys:
+            self.ignored.update(keys)
+        self.sink.evidence(self.fr, self.file_id, ln, *parse_evidence_object(obj))
 
     def mapped(self, ln: Line, fmt: formats.LogFormat, obj: dict) -> None:
         """A record of a record format: its native records admitted one by one."""

@@ -88,7 +88,7 @@ def detect(obj: Any) -> LogFormat:
 
 def foreign_keys(obj: dict) -> list[str]:
     """Keys of a native record that other formats use (ignored by the contract), sorted."""
-    return sorted(k for k in obj if k in _OTHER_KEYS)
+    return [] if _OTHER_KEYS.isdisjoint(obj) else sorted(k for k in obj if k in _OTHER_KEYS)
 
 
 def map_record(name: str, obj: Any, ctx: MapContext) -> list[dict]:
