@@ -105,7 +105,21 @@ class _Counted(io.BufferedIOBase):
         return self.read(size if size >= 0 else 1 << 16)
 
     def readline(self, size: int | None = -1, /) -> bytes:
-        return self._count(self._raw.readline(-1 if size is None else size))
+        """A line; after a blank line, the blank lines that follow it come with it (up to 1 MiB),
+        so a file of blank lines is read in C, not one Python step per line."""
+        line = self._raw.readline(-1 if size is None else size)
+        if line in (b"\n", b"\r\n") and hasattr(self._raw, "peek"):
+            more = bytearray(line)
+            while len(more) < (1 << 20):
+                head = self._raw.peek(1 << 16)[: 1 << 16]
+                n = len(head) - len(head.lstrip(b"\r\n"))
+                if n < len(head) and head[n - 1 : n] == b"\r":
+                    n -= 1  # a CR before a line's text is the line's
+                if n == 0:
+                    break
+                more += self._raw.read(n)
+            line = bytes(more)
+        return self._count(line)
 
     def close(self) -> None:
         self._raw.close()
@@ -276,6 +290,7 @@ def read_lines(
                 data = data[len(_UTF8_BOM) :]
                 note = "a UTF-8 byte-order mark at the start of the line was ignored"
             if not data or data.isspace():
+                line_no += chunk.count(b"\n") - 1 if len(chunk) > 2 else 0  # blank lines read together
                 continue
             yield Line(line_no, data, note=note, offset=at)
     finally:

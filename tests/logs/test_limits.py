@@ -144,3 +144,17 @@ def test_a_file_refused_past_a_limit_gives_back_what_it_had_loaded(tmp_path):
     # refused, not marked loaded: the same file loads with a larger limit
     _, rep = _ingest([big])
     assert rep.n_records == 50
+
+
+def test_blank_lines_are_read_in_runs_with_their_line_numbers_and_a_blank_bomb_is_refused(tmp_path):
+    runs = tmp_path / "blanks.jsonl"
+    runs.write_bytes(b"\n\n\r\n" + json.dumps(_native(1)[0]).encode() + b"\n" + b"\n" * 100_000 + b"{bad\n")
+    bomb = tmp_path / "blank.jsonl.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as f:
+        f.write(json.dumps(_native(2)[1]).encode() + b"\n")
+        for _ in range(80):
+            f.write(b"\n" * (1 << 20))
+    con, rep = _ingest([runs, bomb])
+    assert rep.n_records == 1 and [i.line_no for i in rep.rejected] == [100_005, None]
+    assert "expands more than 100×" in rep.rejected[1].message  # what the bomb had loaded is given back
+    assert con.execute("SELECT query_id FROM records").fetchall() == [("0",)]
