@@ -30,6 +30,9 @@ from ragaudit_core.logs.jsonl import InputFileError, Limits, Line, open_limited
 __all__ = ["iter_rows"]
 
 _KEEP = 64 * 1024
+_ROW_GROUP_READ = (
+    64 << 20
+)  # a Parquet row group larger than this, whose rows average past the row limit, is not decoded
 _DELIMITERS = (",", ";", "\t", "|")
 _NONBLANK = re.compile(rb"[^\r\n]")
 _QUOTE_OR_LF = re.compile(rb'["\n]')
@@ -208,10 +211,15 @@ def _csv_body(
 
 
 def _parquet_rows(path: Path, limits: Limits) -> Iterator[Line]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
+        schema = pq.read_schema(path)
+        texts = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_binary(f.type)]
+        # text columns stay dictionary-encoded while read: a value repeated in many rows is held once
+        pf = pq.ParquetFile(path, read_dictionary=texts)
     except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
         raise InputFileError(f"{path}: not a readable Parquet file ({e})") from None
     md = pf.metadata
@@ -221,34 +229,78 @@ def _parquet_rows(path: Path, limits: Limits) -> Iterator[Line]:
             f"{path}: the Parquet file holds {size:,} bytes of data, more than the {limits.max_file_bytes:,}-byte "
             "limit; nothing of it was loaded (split it, or raise --max-file-bytes)"
         )
-    per_row = size / max(1, md.num_rows)
-    batch = int(max(1, min(4096, (64 << 20) / max(1.0, per_row))))
 
     def rows() -> Iterator[Line]:
         n = 0
-        for b in pf.iter_batches(batch_size=batch):
-            for row in b.to_pylist():
-                n += 1
-                big = next(
-                    (k for k, v in row.items() if isinstance(v, (str, bytes)) and len(v) > limits.max_line_bytes), None
+        for rg in range(md.num_row_groups):
+            meta = md.row_group(rg)
+            per_row = meta.total_byte_size / max(1, meta.num_rows)
+            if per_row > limits.max_line_bytes and meta.total_byte_size > _ROW_GROUP_READ:
+                # rows past the limit on average, in a row group too large to decode: not read at all
+                reason = (
+                    f"row group {rg} holds {meta.total_byte_size:,} bytes for {meta.num_rows:,} rows, more than the "
+                    f"{limits.max_line_bytes:,}-byte limit per row; its rows are not read (raise --max-line-bytes)"
                 )
-                if big is not None:
-                    yield Line(
-                        n,
-                        b"",
-                        error=f"cell {big!r} is longer than the {limits.max_line_bytes:,}-byte limit; "
-                        "raise --max-line-bytes",
-                    )
+                for _ in range(meta.num_rows):
+                    n += 1
+                    yield Line(n, b"", error=reason)
+                continue
+            batch = int(max(1, min(4096, (64 << 20) / max(1.0, per_row))))
+            for b in pf.iter_batches(batch_size=batch, row_groups=[rg]):
+                longest = _longest_text(b, texts, pc)
+                big = [i for i, (x, _c) in enumerate(longest) if x > limits.max_line_bytes]
+                if not big:
+                    for row in b.to_pylist():
+                        n += 1
+                        yield _parquet_line(n, row, limits)
                     continue
-                data = _dumps(row)
-                if len(data) > limits.max_line_bytes:
-                    yield Line(
-                        n,
-                        data[:_KEEP],
-                        error=f"row is longer than the {limits.max_line_bytes:,}-byte limit; raise --max-line-bytes",
-                        note="truncated",
-                    )
-                    continue
-                yield Line(n, data)
+                for i in range(b.num_rows):  # a batch with cells past the limit: those rows are not decoded
+                    n += 1
+                    if longest[i][0] > limits.max_line_bytes:
+                        yield Line(
+                            n,
+                            b"",
+                            error=f"cell {longest[i][1]!r} is longer than the {limits.max_line_bytes:,}-byte limit; "
+                            "raise --max-line-bytes",
+                        )
+                    else:
+                        yield _parquet_line(n, b.slice(i, 1).to_pylist()[0], limits)
 
     return rows()
+
+
+def _longest_text(batch: Any, texts: list[str], pc: Any) -> list[tuple[int, str]]:
+    """Per row of an Arrow batch, the length and column of its longest text cell (dictionary-encoded
+    columns measured on their dictionary, then taken per row): nothing is decoded to Python."""
+    longest: list[tuple[int, str]] = []
+    for name in texts:
+        if name not in batch.schema.names:
+            continue
+        col = batch.column(name)
+        if hasattr(col, "dictionary"):
+            lengths = pc.take(pc.binary_length(col.dictionary), col.indices)
+        else:
+            lengths = pc.binary_length(col)
+        values = [(x or 0, name) for x in lengths.to_pylist()]
+        longest = values if not longest else [max(a, b, key=lambda t: t[0]) for a, b in zip(longest, values)]
+    return longest
+
+
+def _parquet_line(n: int, row: dict, limits: Limits) -> Line:
+    """One Parquet row as a line, or the reason it is past the limit."""
+    big = next((k for k, v in row.items() if isinstance(v, (str, bytes)) and len(v) > limits.max_line_bytes), None)
+    if big is not None:
+        return Line(
+            n,
+            b"",
+            error=f"cell {big!r} is longer than the {limits.max_line_bytes:,}-byte limit; raise --max-line-bytes",
+        )
+    data = _dumps(row)
+    if len(data) > limits.max_line_bytes:
+        return Line(
+            n,
+            data[:_KEEP],
+            error=f"row is longer than the {limits.max_line_bytes:,}-byte limit; raise --max-line-bytes",
+            note="truncated",
+        )
+    return Line(n, data)

@@ -158,3 +158,24 @@ def test_blank_lines_are_read_in_runs_with_their_line_numbers_and_a_blank_bomb_i
     assert rep.n_records == 1 and [i.line_no for i in rep.rejected] == [100_005, None]
     assert "expands more than 100×" in rep.rejected[1].message  # what the bomb had loaded is given back
     assert con.execute("SELECT query_id FROM records").fetchall() == [("0",)]
+
+
+def test_parquet_cells_past_the_limit_are_rejected_without_being_decoded(tmp_path):
+    # 50 rows sharing one 20 MB passage (dictionary-encoded: a ~1 MB file that decodes to 1 GB)
+    cell = pa.DictionaryArray.from_arrays(pa.array([0] * 50, pa.int32()), pa.array(["z" * (20 << 20)]))
+    questions = pa.array([f"q{i}?" for i in range(50)])
+    pq.write_table(pa.table({"user_input": questions, "retrieved_contexts": cell}), tmp_path / "bomb.parquet")
+    # 40 rows of 4 MB distinct passages, plain-encoded in one 160 MB row group
+    plain = pa.array([chr(97 + i % 26) * (4 << 20) for i in range(40)])
+    pq.write_table(
+        pa.table({"user_input": questions[:40], "retrieved_contexts": plain}),
+        tmp_path / "plain.parquet",
+        use_dictionary=False,
+        row_group_size=40,
+    )
+    del plain
+    other = write_jsonl(tmp_path / "other.jsonl", _native(1))
+    _con, rep = _ingest([tmp_path / "bomb.parquet", tmp_path / "plain.parquet", other], max_line_bytes=1 << 20)
+    assert rep.n_records == 1 and rep.n_rejected == 90
+    assert rep.rejected[0].message.startswith("cell 'retrieved_contexts' is longer than the 1,048,576-byte limit")
+    assert "row group 0 holds" in rep.rejected[50].message and "its rows are not read" in rep.rejected[50].message
