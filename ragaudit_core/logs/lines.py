@@ -14,14 +14,13 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
+from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id
 from ragaudit_core.logs.provenance import Coordinates, ProvenanceRecord
 
 __all__ = [
     "buffer_provenance",
     "decode_json",
-    "json_object",
     "parse_evidence_object",
     "parse_provenance_object",
 ]
@@ -160,16 +159,6 @@ def _nulls(v: Any, path: str, found: list[str]) -> Any:
             elif isinstance(x, (dict, list)):
                 stack.append((x, sub))
     return v
-
-
-def json_object(data: bytes) -> tuple[str | None, dict | None]:
-    """(reason, None) when a line is not one UTF-8 JSON object, else (None, the object)."""
-    reason, obj, _ = decode_json(data)
-    if reason is not None:
-        return (reason, None)
-    if not isinstance(obj, dict):
-        return (f"expected a JSON object per line, got {json_type(obj)}", None)
-    return (None, obj)
 
 
 def parse_evidence_object(obj: dict) -> tuple[str | None, EvidenceRecord | None]:
