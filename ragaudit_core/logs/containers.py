@@ -20,6 +20,7 @@ import csv
 import io
 import json
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -59,12 +60,19 @@ def iter_rows(path: Path, limits: Limits | None = None, notes: list[str] | None 
             return _csv_rows(path, limits)
         if magic[:2] in (b"\xff\xfe", b"\xfe\xff"):
             return None  # UTF-16: the line reader refuses it with advice
-        with open_limited(path, limits) as f:
-            head = f.read(1 << 20)
     except OSError as e:
         raise InputFileError(f"{path}: cannot read the file ({e})") from None
-    except EOFError:
-        return None  # a truncated gzip: the line reader keeps the lines before the damage
+    head = b""
+    try:
+        with open_limited(path, limits) as f:
+            while len(head) < 1 << 20:  # in small reads: a damaged gzip stream loses only its last one
+                block = f.read(1 << 16)
+                if not block:
+                    break
+                head += block
+    except (OSError, EOFError, zlib.error):
+        if not head:
+            return None  # the line reader says what is wrong
     if sniff(head) != "document":
         return None
     if notes is not None and name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")):
@@ -77,7 +85,20 @@ def iter_rows(path: Path, limits: Limits | None = None, notes: list[str] | None 
 
 def _document_rows(path: Path, limits: Limits) -> Iterator[Line]:
     with open_limited(path, limits) as f:
-        yield from iter_values(f, max_value_bytes=limits.max_line_bytes, max_depth=limits.max_depth)
+        last = 0
+        try:
+            for ln in iter_values(f, max_value_bytes=limits.max_line_bytes, max_depth=limits.max_depth):
+                last = ln.line_no
+                yield ln
+        except (OSError, EOFError, zlib.error) as e:
+            yield Line(last + 1, b"", error=_damaged(last, e))
+
+
+def _damaged(last: int, e: BaseException) -> str:
+    return (
+        f"gzip stream is corrupt or truncated after line {last} ({e or type(e).__name__}); "
+        "the records before it were read, nothing after it could be"
+    )
 
 
 # --------------------------------------------------------------------------- CSV
@@ -93,7 +114,7 @@ def _csv_records(f: Any, max_bytes: int) -> Iterator[tuple[int, bytes, bool]]:
         m = _NONBLANK.search(buf)
         while m is None and not eof:
             base_line += buf.count(b"\n")
-            buf = f.read(1 << 20)
+            buf = f.read(1 << 16)
             eof = not buf
             m = _NONBLANK.search(buf)
         if m is None:
@@ -112,7 +133,7 @@ def _csv_records(f: Any, max_bytes: int) -> Iterator[tuple[int, bytes, bool]]:
                     too_long, kept = True, kept or buf[:_KEEP]
                     base_line += buf.count(b"\n")
                     buf, pos = b"", 0
-                more = f.read(1 << 20)
+                more = f.read(1 << 16)
                 eof = not more
                 pos = len(buf)
                 buf += more
@@ -171,40 +192,49 @@ def _csv_body(
     f: Any, records: Iterator[tuple[int, bytes, bool]], header: list[str], delim: str, limits: Limits
 ) -> Iterator[Line]:
     with f:
-        for line_no, data, too_long in records:
-            if too_long:
-                yield Line(
-                    line_no,
-                    data,
-                    error=f"CSV row is longer than the {limits.max_line_bytes:,}-byte limit; "
-                    "split the record or raise --max-line-bytes",
-                    note="truncated",
-                )
-                continue
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError as e:
-                yield Line(
-                    line_no,
-                    data,
-                    error=f"row is not valid UTF-8 (byte 0x{data[e.start]:02x} at byte offset {e.start}); "
-                    "re-encode the file as UTF-8",
-                )
-                continue
-            try:
-                rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delim))
-            except csv.Error as e:
-                yield Line(line_no, data, error=f"not a CSV row ({e})")
-                continue
-            row = [c for r in rows for c in r] if len(rows) > 1 else (rows[0] if rows else [])
-            if len(row) != len(header):
-                yield Line(
-                    line_no,
-                    _dumps(dict(zip(header, row))),
-                    error=f"row has {len(row)} fields, the header {len(header)} (delimiter {delim!r})",
-                )
-                continue
-            yield Line(line_no, _dumps({k: (None if v == "" else v) for k, v in zip(header, row)}))
+        try:
+            yield from _csv_lines(records, header, delim, limits)
+        except (OSError, EOFError, zlib.error) as e:
+            yield Line(0, b"", error=_damaged(0, e).replace("after line 0", "part-way"))
+
+
+def _csv_lines(
+    records: Iterator[tuple[int, bytes, bool]], header: list[str], delim: str, limits: Limits
+) -> Iterator[Line]:
+    for line_no, data, too_long in records:
+        if too_long:
+            yield Line(
+                line_no,
+                data,
+                error=f"CSV row is longer than the {limits.max_line_bytes:,}-byte limit; "
+                "split the record or raise --max-line-bytes",
+                note="truncated",
+            )
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            yield Line(
+                line_no,
+                data,
+                error=f"row is not valid UTF-8 (byte 0x{data[e.start]:02x} at byte offset {e.start}); "
+                "re-encode the file as UTF-8",
+            )
+            continue
+        try:
+            rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delim))
+        except csv.Error as e:
+            yield Line(line_no, data, error=f"not a CSV row ({e})")
+            continue
+        row = [c for r in rows for c in r] if len(rows) > 1 else (rows[0] if rows else [])
+        if len(row) != len(header):
+            yield Line(
+                line_no,
+                _dumps(dict(zip(header, row))),
+                error=f"row has {len(row)} fields, the header {len(header)} (delimiter {delim!r})",
+            )
+            continue
+        yield Line(line_no, _dumps({k: (None if v == "" else v) for k, v in zip(header, row)}))
 
 
 # --------------------------------------------------------------------------- Parquet

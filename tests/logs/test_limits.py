@@ -179,3 +179,17 @@ def test_parquet_cells_past_the_limit_are_rejected_without_being_decoded(tmp_pat
     assert rep.n_records == 1 and rep.n_rejected == 90
     assert rep.rejected[0].message.startswith("cell 'retrieved_contexts' is longer than the 1,048,576-byte limit")
     assert "row group 0 holds" in rep.rejected[50].message and "its rows are not read" in rep.rejected[50].message
+
+
+def test_a_truncated_gzip_document_or_csv_keeps_the_records_before_the_damage(tmp_path):
+    rows = [{"run_id": "r", "query_id": str(i), "evidence": [f"d{i}" * 50]} for i in range(3000)]
+    whole = gzip.compress(json.dumps(rows, indent=1).encode())
+    (tmp_path / "doc.json.gz").write_bytes(whole[: len(whole) // 2])
+    csv_text = "\n".join(["user_input,retrieved_contexts"] + [f'q{i}?,"[""p{i}""]"' for i in range(20000)])
+    whole = gzip.compress(csv_text.encode())
+    (tmp_path / "rows.csv.gz").write_bytes(whole[: len(whole) // 2])
+    _con, rep = _ingest([tmp_path / "doc.json.gz", tmp_path / "rows.csv.gz"])
+    assert [f.status for f in rep.files] == ["loaded", "loaded"]
+    doc, rows_csv = rep.files
+    assert 0 < doc.n_loaded < 3000 and 0 < rows_csv.n_loaded < 20000
+    assert all("gzip stream is corrupt or truncated" in i.message for i in rep.rejected[-2:])
