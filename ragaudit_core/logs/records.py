@@ -83,6 +83,7 @@ class FileReader:
         self.non_finite_first: int | None = None
         self.without: Counter[tuple[str, str, str]] = Counter()  # (label, unit, kind) of records without retrieval
         self.containers: Counter[str] = Counter()
+        self.spans_without = 0  # tracing spans among the records without retrieval
         self.array_hint: int | None = None
 
     # ------------------------------------------------------------------ per line
@@ -197,6 +198,7 @@ class FileReader:
             self.fr.n_skipped += 1
             kind = fmt.kind_of(obj) if fmt.kind_of is not None else span.kind
             self.without[(fmt.label, fmt.unit, kind)] += 1
+            self.spans_without += 1
 
     # ------------------------------------------------------------------ end of file
 
@@ -260,7 +262,7 @@ class FileReader:
             container = next(iter(self.containers))
             if container != "a JSON array":
                 what = f"{container} with {parts[0].replace(next(iter(groups))[0] + ' ', '', 1)}"
-        tracing = any(label not in ("Ragas", "RAGChecker") for label, _u in groups)
+        tracing = bool(self.spans_without)
         if tracing:
             return f"{what} and no retriever: nothing to audit"
         return f"{what}, nothing retrieved (a test set?): nothing to audit"
