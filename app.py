@@ -13,7 +13,7 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core import __version__, workspace
-from ragaudit_core.logs import catalog, removal, sanity, store
+from ragaudit_core.logs import catalog, sanity, store
 from ragaudit_core.logs.ingest import IngestError
 from ragaudit_core.logs.qrels import QrelsError
 from ragaudit_core.logs.selection import natural_sorted
@@ -161,7 +161,7 @@ def _sample_and_clear(con, info: dict) -> None:
         with st.popover("Clear data"):
             st.write("Delete every loaded log, rejected line and stored result from this database.")
             if st.button("Yes, clear everything", type="primary"):
-                store.clear_data(con)
+                workspace.clear(con)
                 st.session_state.pop(KEYS.last_ingest, None)
                 st.cache_data.clear()
                 st.rerun()
@@ -270,7 +270,9 @@ def _ledger(con) -> None:
             "them (stability caches, attributions, verdicts, jobs). The other files and runs stay."
         )
         if pick is not None and st.button("Yes, remove it", type="primary", key="home.remove.go"):
-            done = removal.remove_file(con, int(pick)) if what == "a file" else removal.remove_runs(con, [str(pick)])
+            done = (
+                workspace.remove_file(con, int(pick)) if what == "a file" else workspace.remove_runs(con, [str(pick)])
+            )
             st.session_state[KEYS.last_ingest] = {"notice": done.summary()}
             st.cache_data.clear()
             st.rerun()

@@ -10,11 +10,12 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import ui
+from ragaudit_core.attribution.compute import predicted_job_seconds
 from ragaudit_core.attribution.storage import AttributionError, batch_tables, stored_results
 from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS, IG_BASELINES, IG_METHODS, SHAPLEY_METHODS
 from ragaudit_core.jobs import plan, queue, result_keys
-from ragaudit_core.jobs.worker import ensure_worker
+from ragaudit_core.jobs.worker import ensure_worker, revive
 from ragaudit_core.logs import catalog
 from ragaudit_core.review import charts
 
@@ -75,9 +76,41 @@ results = {c: have[keys[c]] for c in spec.conditions if keys[c] in have}
 
 def _queue(specs_inputs) -> None:
     for sp, inp in specs_inputs:
-        queue.enqueue(con, sp, inp)
+        queue.enqueue(db_path, sp, inp)
     ensure_worker(db_path, idle_s=60)
     st.rerun()
+
+
+def _confirm_all(est) -> None:
+    """Explaining a whole run is long: say how many jobs and about how long first."""
+    qids = catalog.query_ids(con, run)
+    per = (
+        est[0] if est else predicted_job_seconds(spec.method, spec.params, len(inputs.documents), len(spec.conditions))
+    )
+    basis = (
+        f"the median of {est[1]} measured job(s) with these settings" if est else "unit costs measured on 2 CPU cores"
+    )
+    total = per * len(qids)
+    with st.container(border=True):
+        st.warning(
+            ui.md(
+                f"Queue {len(qids):,} explanations of run {run}? About {len(qids):,} × {per:.0f} s ≈ "
+                f"{total / 3600:.1f} h of model work ({basis}; queries already explained are skipped when they run)."
+            )
+        )
+        yes, no = st.columns(2)
+        if yes.button("Yes, queue them", type="primary", key="attr.confirm_all.yes"):
+            st.session_state.pop("attr.confirm_all", None)
+            todo = []
+            for q in qids:
+                try:
+                    todo.append(plan(con, run, q, shuffle=shuffle, **options))
+                except AttributionError:
+                    continue  # a query without texts: nothing to explain
+            _queue(todo)
+        if no.button("No", key="attr.confirm_all.no"):
+            st.session_state.pop("attr.confirm_all", None)
+            st.rerun()
 
 
 def _eta(job) -> str:
@@ -88,24 +121,24 @@ def _eta(job) -> str:
 @st.fragment(run_every=1.0)
 def job_panel(job_id: str) -> None:
     """The job's state, read afresh each second; when it ends, the whole page reruns."""
-    with ui.short_connection(db_path) as c:
-        found = queue.jobs(c, job_ids=[job_id])
+    found = queue.jobs(db_path, job_ids=[job_id])  # the queue beside the database: never waits on it
     job = found[0] if found else None
     if job is None or job.status in ("done", "failed", "cancelled"):
         st.rerun(scope="app")
+    if revive(db_path, idle_s=60):
+        st.warning("Worker stopped — restarting; the job is queued again.")
     if job.status == "queued":
         st.progress(0.0, text="Queued: waiting for the background worker…")
     else:
         st.progress(min(1.0, job.fraction), text=ui.md(f"{job.label} · {job.elapsed_s or 0:.0f} s{_eta(job)}"))
     if st.button("Cancel", key=f"attr.cancel.{job_id}"):
-        with ui.short_connection(db_path) as c:
-            queue.cancel(c, [job_id])
+        queue.cancel(db_path, [job_id])
 
 
 def run_panel() -> None:
     """The run's jobs (\"all queries of this run\"): how many are queued, running, done, failed."""
     counts = {}
-    for j in queue.jobs(con, run_id=run):
+    for j in queue.jobs(db_path, run_id=run):
         counts[j.status] = counts.get(j.status, 0) + 1
     if counts.get("queued") or counts.get("running"):
         st.caption(
@@ -117,15 +150,19 @@ def run_panel() -> None:
 
 run_panel()
 if len(results) < len(spec.conditions):
-    job = next(iter(queue.jobs(con, job_ids=[spec.job_id()])), None)
+    job = next(iter(queue.jobs(db_path, job_ids=[spec.job_id()])), None)
     if job is not None and job.status in ("queued", "running"):
         job_panel(job.job_id)
         st.stop()
     if job is not None and job.status == "failed":
         st.error(ui.md(f"The last attempt failed: {job.error}"))
+        if st.button("Retry", key="attr.retry"):
+            queue.retry(db_path, [job.job_id])
+            ensure_worker(db_path, idle_s=60)
+            st.rerun()
     elif job is not None and job.status == "cancelled":
         st.info("The last attempt was cancelled.")
-    est = queue.estimate_seconds(con, spec)
+    est = queue.estimate_seconds(db_path, spec)
     st.caption(
         (
             "Takes about " + f"{est[0]:.0f} s (median of {est[1]} job(s) with these settings on this database)"
@@ -139,14 +176,10 @@ if len(results) < len(spec.conditions):
     b1, b2 = st.columns(2)
     if b1.button("Explain this query", type="primary"):
         _queue([(spec, inputs)])
-    if b2.button(f"Explain all queries of run {ui.md(run)}"):
-        todo = []
-        for q in catalog.query_ids(con, run):
-            try:
-                todo.append(plan(con, run, q, shuffle=shuffle, **options))
-            except AttributionError:
-                continue  # a query without texts: nothing to explain
-        _queue(todo)
+    if b2.button(f"Explain all queries of run {ui.md(run)}…"):
+        st.session_state["attr.confirm_all"] = run
+    if st.session_state.get("attr.confirm_all") == run:
+        _confirm_all(est)
     st.stop()
 
 res = results.get("original") or next(iter(results.values()))

@@ -13,14 +13,23 @@ from pathlib import Path
 
 import duckdb
 
-from ragaudit_core.logs import catalog, sanity
+from ragaudit_core.jobs import queue
+from ragaudit_core.logs import catalog, removal, sanity, store
 from ragaudit_core.logs.ingest import IngestOptions, IngestReport, ingest_paths
 from ragaudit_core.logs.qrels import QrelsError, QrelsReport, load_qrels, qrels_files
 from ragaudit_core.logs.report import Issue
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.stability.cache import precompute
 
-__all__ = ["load_paths", "load_qrels_uploads", "load_sample_logs", "load_uploads"]
+__all__ = [
+    "clear",
+    "load_paths",
+    "load_qrels_uploads",
+    "load_sample_logs",
+    "load_uploads",
+    "remove_file",
+    "remove_runs",
+]
 
 
 def load_paths(
@@ -101,3 +110,32 @@ def load_sample_logs(con: duckdb.DuckDBPyConnection) -> IngestReport:
     if root is None:
         raise FileNotFoundError("the bundled sample logs are missing (sample_logs/scifact/*.jsonl.gz)")
     return load_paths(con, [root])
+
+
+def _db_file(con: duckdb.DuckDBPyConnection) -> str | None:
+    row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    return row[0] if row and row[0] else None
+
+
+def clear(con: duckdb.DuckDBPyConnection) -> None:
+    """Clear every loaded log and derived result (:func:`store.clear_data`) and the job queue beside
+    the database file."""
+    store.clear_data(con)
+    if _db_file(con):
+        queue.forget_runs(con)
+
+
+def remove_runs(con: duckdb.DuckDBPyConnection, runs: list[str]) -> removal.Removed:
+    """:func:`removal.remove_runs`, and the runs' jobs in the queue."""
+    done = removal.remove_runs(con, runs)
+    if _db_file(con):
+        queue.forget_runs(con, done.runs)
+    return done
+
+
+def remove_file(con: duckdb.DuckDBPyConnection, file_id: int) -> removal.Removed:
+    """:func:`removal.remove_file`, and the jobs of the runs it removed entirely."""
+    done = removal.remove_file(con, file_id)
+    if done.runs and _db_file(con):
+        queue.forget_runs(con, done.runs)
+    return done

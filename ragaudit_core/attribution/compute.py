@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragaudit_core.attribution import alignment
+from ragaudit_core.attribution.progress import PhaseClock, predicted_seconds
 from ragaudit_core.attribution.result import AttributionResult, TokenSaliency
 from ragaudit_core.attribution.shapley import CachedGame, ShapleyResult, estimator
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from ragaudit_core.attribution.generator_game import GeneratorGame
     from ragaudit_core.attribution.saliency import SaliencyResult
 
-__all__ = ["compute_attribution", "job_params", "resolve_method"]
+__all__ = ["compute_attribution", "job_params", "predicted_job_seconds", "resolve_method"]
 
 
 def resolve_method(method: str, n_docs: int) -> str:
@@ -92,19 +93,113 @@ def compute_attribution(
     """The attribution of one query, one result per condition: a pure function of the query,
     its documents ``[(doc_id, text)]`` in retriever order, the models, the resolved ``method``
     and ``params`` (:func:`job_params`). Nothing is read or written. ``progress(label, frac)``
-    is called after each IG side and each coalition (``frac`` in [0, 1]; label ``Shapley
-    (exact): coalition 7 of 32``); it may raise to cancel."""
-    from ragaudit_core.attribution.generator_game import GeneratorGame
+    is called after each IG side, each answer token and each coalition (``frac`` a share of the
+    job's time, :class:`.progress.PhaseClock`; label ``Shapley (exact): coalition 7 of 32``); it
+    may raise to cancel."""
     from ragaudit_core.attribution.saliency import RetrieverSaliency
 
     say = progress or (lambda _l, _f: None)
     n = len(docs)
     enc, gen = _loaded(embedder, "encode"), _loaded(generator, "model")
-    sal = RetrieverSaliency(enc)
-    ig_share = _ig_share(params, n, method)
+    total = _expected_coalitions(method, n, params) * len(conditions)
+    clock = PhaseClock(
+        [
+            ("prefill", 1, 1.0),
+            ("generate", params["max_new_tokens"] - 1, 1.0),
+            ("coalition", total, 1.0),
+            ("ig", 2 * n, params["ig_steps"]),
+        ],
+        say,
+    )
+    games = _games(query, docs, gen, method, params, conditions, batch_size, clock, total)
     t0 = time.perf_counter()
+    ig_docs, ig_query = _ig(RetrieverSaliency(enc), query, docs, params, clock)
+    t_ig = time.perf_counter() - t0
+    results = [
+        _result(
+            run_id,
+            query_id,
+            query,
+            docs,
+            order,
+            game,
+            res,
+            method,
+            p_grid,
+            ig_docs,
+            ig_query,
+            {"ig": round(t_ig, 2), "shapley": round(t_shap, 2)},
+        )
+        for order, game, res, t_shap in games
+    ]
+    clock.learn()
+    say("done", 1.0)
+    return results
+
+
+def _games(
+    query: str,
+    docs: Sequence[tuple[str, str]],
+    gen: Any,
+    method: str,
+    params: dict,
+    conditions: Sequence[str],
+    batch_size: int,
+    clock: PhaseClock,
+    total: int,
+) -> list[tuple[list[int], Any, ShapleyResult, float]]:
+    """Per condition: the document order, the generator game (the answer generated once, with
+    every document in retriever order) and the Shapley estimate, with its seconds."""
+    from ragaudit_core.attribution.generator_game import GeneratorGame
+
+    n = len(docs)
+    out: list[tuple[list[int], Any, ShapleyResult, float]] = []
+    answer_ids = None
+    rng = np.random.default_rng(params["seed"])
+    done, tokens = [0], [0]
+    budget = params["max_new_tokens"]
+
+    def on_token() -> None:
+        tokens[0] += 1
+        phase = "prefill" if tokens[0] == 1 else "generate"
+        clock.tick(phase, f"Generating the answer: token {tokens[0]} of at most {budget}")
+
+    for cond in conditions:
+        order = list(range(n)) if cond == "original" else [int(i) for i in rng.permutation(n)]
+        t1 = time.perf_counter()
+        texts = [docs[i][1] for i in order]
+        if answer_ids is None:
+            clock.begin("Generating the answer: reading the prompt")
+            game = GeneratorGame.generate(
+                gen, query, texts, max_new_tokens=budget, batch_size=batch_size, on_token=on_token
+            )
+            if tokens[0] < budget:  # the answer ended early: its unused tokens cost nothing
+                clock.tick("generate", "Answer generated", k=budget - max(tokens[0], 1))
+        else:
+            game = GeneratorGame(gen, query, texts, answer_ids, batch_size=batch_size)
+        answer_ids = game.answer_ids if cond == "original" else answer_ids
+
+        def tick(k: int = 1, cond: str = cond) -> None:
+            done[0] += k
+            clock.tick("coalition", f"Shapley ({method}), {cond} order: coalition {min(done[0], total)} of {total}", k)
+
+        game.on_coalition = tick
+        est_params = {} if method == "exact" else {"n_samples": params["n_samples"], "seed": params["seed"]}
+        if method in ("mc", "pmc"):
+            est_params["n_fits"] = params["n_fits"]
+        res = estimator(method, **est_params).attribute(CachedGame(n, game.values))
+        out.append((order, game, res, time.perf_counter() - t1))
+    return out
+
+
+def _ig(
+    sal: Any, query: str, docs: Sequence[tuple[str, str]], params: dict, clock: PhaseClock
+) -> tuple[list[TokenSaliency], list[TokenSaliency]]:
+    """IG token saliency of every document, document side and query side."""
+    n = len(docs)
     ig_docs: list[TokenSaliency] = []
     ig_query: list[TokenSaliency] = []
+    clock.begin(f"IG: document 1 of {n}, document side")
     for i, (_doc_id, text) in enumerate(docs):
         for side, out in (("document", ig_docs), ("query", ig_query)):
             out.append(
@@ -119,69 +214,26 @@ def compute_attribution(
                     )
                 )
             )
-            say(f"IG: document {i + 1} of {n}, {side} side", ig_share * (2 * i + (side == "query") + 1) / (2 * n))
-    t_ig = time.perf_counter() - t0
-    results: list[AttributionResult] = []
-    answer_ids = None
-    rng = np.random.default_rng(params["seed"])
-    total = _expected_coalitions(method, n, params) * len(conditions)
-    done = [0]
-    for cond in conditions:
-        order = list(range(n)) if cond == "original" else [int(i) for i in rng.permutation(n)]
-        t1 = time.perf_counter()
-        texts = [docs[i][1] for i in order]
-        game = (
-            GeneratorGame.generate(gen, query, texts, max_new_tokens=params["max_new_tokens"], batch_size=batch_size)
-            if answer_ids is None
-            else GeneratorGame(gen, query, texts, answer_ids, batch_size=batch_size)
-        )
-        answer_ids = game.answer_ids if cond == "original" else answer_ids
+            clock.tick("ig", f"IG: document {i + 1} of {n}, {side} side done")
+    return ig_docs, ig_query
 
-        def tick(k: int = 1, cond: str = cond) -> None:
-            done[0] += k
-            say(
-                f"Shapley ({method}), {cond} order: coalition {min(done[0], total)} of {total}",
-                ig_share + (1 - ig_share) * min(1.0, done[0] / total),
-            )
 
-        game.on_coalition = tick
-        est_params = {} if method == "exact" else {"n_samples": params["n_samples"], "seed": params["seed"]}
-        if method in ("mc", "pmc"):
-            est_params["n_fits"] = params["n_fits"]
-        res = estimator(method, **est_params).attribute(CachedGame(n, game.values))
-        results.append(
-            _result(
-                run_id,
-                query_id,
-                query,
-                docs,
-                order,
-                game,
-                res,
-                method,
-                p_grid,
-                ig_docs,
-                ig_query,
-                {"ig": round(t_ig, 2), "shapley": round(time.perf_counter() - t1, 2)},
-            )
-        )
-    say("done", 1.0)
-    return results
+def predicted_job_seconds(method: str, params: dict, n_docs: int, n_conditions: int = 1) -> float:
+    """What one attribution with these settings is predicted to take before any has run here
+    (:func:`.progress.predicted_seconds`: unit costs learned on this machine, else the quiet 2-core
+    figures)."""
+    return predicted_seconds(
+        n_docs,
+        params["ig_steps"],
+        params["max_new_tokens"],
+        _expected_coalitions(method, n_docs, params) * n_conditions,
+    )
 
 
 def _expected_coalitions(method: str, n: int, params: dict) -> int:
     """Distinct coalitions the estimator asks for: 2^n for exact; at most N + 2 (the sampled
     ones, the empty and the full coalition) and 2^n for the sampling estimators."""
     return 2**n if method == "exact" else min(2**n, params["n_samples"] + 2)
-
-
-def _ig_share(params: dict, n: int, method: str) -> float:
-    """IG's share of the job's time for the progress bar: from the per-unit costs measured on
-    the attribution bench (2 CPU cores: 0.044 s per IG step and side of a 200-token document,
-    0.55 s per coalition of a five-document prompt)."""
-    ig = 0.044 * params["ig_steps"] * 2 * n
-    shap = 0.55 * _expected_coalitions(method, n, params)
-    return ig / (ig + shap)
 
 
 def _result(

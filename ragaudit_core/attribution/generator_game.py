@@ -75,11 +75,26 @@ class GeneratorGame:
 
     @classmethod
     def generate(
-        cls, generator: Any, query: str, documents: Sequence[str], *, max_new_tokens: int = 64, **options: Any
+        cls,
+        generator: Any,
+        query: str,
+        documents: Sequence[str],
+        *,
+        max_new_tokens: int = 64,
+        on_token: Callable[[], None] | None = None,
+        **options: Any,
     ) -> GeneratorGame:
         """Generate the answer once, greedily, with every document (seed 001, eq. 9; trailing
-        end-of-sequence and padding tokens dropped), and return the game over it."""
+        end-of-sequence and padding tokens dropped), and return the game over it. ``on_token`` is
+        called after each generated token (progress; it may raise to cancel)."""
         import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        class _Tick(StoppingCriteria):  # never stops generation: it only reports each step
+            def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+                if on_token is not None:
+                    on_token()
+                return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
         tok = generator.tokenizer
         ids = cls.prompt_ids_for(tok, query, list(documents), np.ones(len(documents), bool))
@@ -90,6 +105,7 @@ class GeneratorGame:
                 max_new_tokens=max_new_tokens,
                 do_sample=False,
                 pad_token_id=tok.pad_token_id,
+                stopping_criteria=StoppingCriteriaList([_Tick()]),
             )
         answer = out[0, len(ids) :].tolist()
         eos = {tok.eos_token_id, tok.pad_token_id}

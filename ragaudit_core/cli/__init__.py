@@ -14,7 +14,7 @@ import duckdb
 import typer
 
 from ragaudit_core import __version__
-from ragaudit_core.cli import attribution, fidelity, harness, judge, logs, quality, review, stability
+from ragaudit_core.cli import attribution, fidelity, harness, jobs, judge, logs, quality, review, stability
 from ragaudit_core.errors import RagAuditError
 
 __all__ = ["app", "main"]
@@ -61,6 +61,8 @@ for command in (
     fidelity.fidelity,
     attribution.attribute,
     judge.judge,
+    jobs.worker,
+    jobs.jobs,
     stability.probe,
     review.gate,
     review.report,

@@ -11,6 +11,7 @@ import duckdb
 import typer
 
 from ragaudit_core.cli.common import Device, emit_json, fail, open_existing_db
+from ragaudit_core.cli.jobs import enqueue_and_report
 from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS, IG_BASELINES, IG_METHODS, SHAPLEY_METHODS
 from ragaudit_core.errors import RagAuditError
@@ -61,6 +62,9 @@ def attribute(
         int | None, typer.Option("--workers", help="CPUs of the local Ray cluster (default: all).")
     ] = None,
     json_out: Annotated[str | None, typer.Option("--json", help="Write the results as JSON ('-' = stdout).")] = None,
+    queue_only: Annotated[
+        bool, typer.Option("--queue", help="Queue the jobs for a worker (ragaudit worker) instead of running them.")
+    ] = False,
 ) -> None:
     """Explain logged queries: IG on the retriever, Shapley on the generator, WARG (seed 001).
 
@@ -112,7 +116,12 @@ def attribute(
             plan(con, run, qids[0], max_docs=max_docs)
         except AttributionError as e:
             fail(str(e))
-    bar = tqdm(total=len(qids), desc=f"attribute {run}" + (f" on Ray ({ray})" if ray else ""), unit="query")
+    if queue_only and ray:
+        fail("--queue and --ray: queued jobs run in a worker (ragaudit worker), not on Ray; choose one")
+    desc = f"attribute {run}" + (f" on Ray ({ray})" if ray else "")
+    bar = tqdm(total=len(qids), desc=desc, unit="query", disable=queue_only)
+    if queue_only:
+        enqueue_and_report(con, db, jobs(), unplanned, None)
     try:
         rep = run_batch(con, jobs(), ray=ray, workers=workers, on_result=lambda _s, _st: bar.update(1))
     except (RagAuditError, RuntimeError) as e:  # RuntimeError: Ray not installed or failing

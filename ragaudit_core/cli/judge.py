@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from ragaudit_core.cli.common import Device, emit_json, fail, open_existing_db
+from ragaudit_core.cli.jobs import endpoint_options, enqueue_and_report
 from ragaudit_core.defaults import JUDGE_DEFAULTS
 
 __all__ = ["judge"]
@@ -32,8 +33,17 @@ def judge(
         str | None,
         typer.Option(
             "--endpoint",
-            help="OpenAI-compatible base URL (e.g. http://localhost:8000/v1); API key from RAGAUDIT_JUDGE_API_KEY.",
+            help="OpenAI-compatible base URL, http(s) only (e.g. http://localhost:8000/v1); allowed for this "
+            "command (other endpoints: RAGAUDIT_JUDGE_ENDPOINTS). API key from RAGAUDIT_JUDGE_API_KEY or "
+            "--key-file, never in the URL.",
         ),
+    ] = None,
+    key_file: Annotated[
+        Path | None, typer.Option("--key-file", help="A file whose first line is the endpoint's API key.")
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", help="Seconds one endpoint request may take (default 30; RAGAUDIT_JUDGE_TIMEOUT_S)."),
     ] = None,
     judges: Annotated[int, typer.Option("--judges", help="Judges in the panel: seeds 0..n-1 (seed 0 greedy).")] = len(
         JUDGE_DEFAULTS["seeds"]
@@ -42,6 +52,9 @@ def judge(
     ray: Annotated[str | None, typer.Option("--ray", help="Run as Ray tasks: 'local' or a cluster address.")] = None,
     workers: Annotated[int | None, typer.Option("--workers", help="CPUs of the local Ray cluster.")] = None,
     json_out: Annotated[str | None, typer.Option("--json", help="Write the verdicts as JSON ('-' = stdout).")] = None,
+    queue_only: Annotated[
+        bool, typer.Option("--queue", help="Queue the jobs for a worker (ragaudit worker) instead of running them.")
+    ] = False,
 ) -> None:
     """Judge a run's citations with an LLM panel (seed 002, Pattern 4); majority vote,
     disagreement rate and agreement with the rule-based verification."""
@@ -68,6 +81,8 @@ def judge(
         fail(f"run {run!r} has no provenance record for {', '.join(map(repr, missing))}")
     if endpoint and not judge_model:
         fail("an endpoint needs a model name (--judge-model)")
+    endpoint_options(endpoint, key_file, timeout)
+    from ragaudit_core.fidelity import endpoint as policy
 
     def jobs():  # planned one at a time: memory stays flat however many records
         for q in qids:
@@ -79,7 +94,11 @@ def judge(
             else:
                 bar.update(1)
 
-    bar = tqdm(total=len(qids), desc=f"judge {run}", unit="query")
+    if queue_only and ray:
+        fail("--queue and --ray: queued jobs run in a worker (ragaudit worker), not on Ray; choose one")
+    bar = tqdm(total=len(qids), desc=f"judge {run}", unit="query", disable=queue_only)
+    if queue_only:
+        enqueue_and_report(con, db, jobs(), [], endpoint and policy.check_url(endpoint))
     try:
         rep = run_batch(con, jobs(), ray=ray, workers=workers, on_result=lambda _s, _st: bar.update(1))
     except RuntimeError as e:

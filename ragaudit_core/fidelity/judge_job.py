@@ -8,7 +8,6 @@ contract (:mod:`ragaudit_core.jobspec`), never the runners.
 
 from __future__ import annotations
 
-import os
 from typing import Any, ClassVar
 
 import duckdb
@@ -53,6 +52,10 @@ class JudgeJob:
             raise ValueError(f"run {run_id!r} has no provenance record for query {query_id!r}")
         if endpoint and not model:
             raise ValueError("an endpoint needs a model name (--judge-model)")
+        if endpoint:  # refused here already (scheme, a key in the URL): the URL is stored with the job
+            from ragaudit_core.fidelity.endpoint import check_url
+
+            endpoint = check_url(endpoint)
         params = {
             "seeds": list(seeds or JUDGE_DEFAULTS["seeds"]),
             "max_chars": max_chars or JUDGE_DEFAULTS["max_chars"],
@@ -73,13 +76,13 @@ class JudgeJob:
         return spec, JobInputs(query=query, citations=citations, context=context)
 
     def _backend(self, spec: JobSpec, generator: Any = None) -> Any:
+        from ragaudit_core.fidelity import endpoint
         from ragaudit_core.fidelity.judges import EndpointJudge, LocalJudge
         from ragaudit_core.models import cached_model
 
-        if spec.method == "endpoint":
-            return EndpointJudge(
-                spec.params["endpoint"], spec.generator, api_key=os.environ.get("RAGAUDIT_JUDGE_API_KEY")
-            )
+        if spec.method == "endpoint":  # whoever queued it, this process calls only what its operator allowed
+            url = endpoint.check_allowed(spec.params["endpoint"])
+            return EndpointJudge(url, spec.generator, api_key=endpoint.api_key())
         gen = generator or cached_model("generator", spec.generator, spec.device)
         return LocalJudge(
             gen() if callable(gen) and not hasattr(gen, "model") else gen,
@@ -95,9 +98,20 @@ class JudgeJob:
         generator: Any = None,
         progress: Progress | None = None,
     ) -> list[dict]:
-        """One row per (citation, judge) with the verdict's fields."""
+        """One row per (citation, judge) with the verdict's fields. While an endpoint's answer is
+        awaited, ``progress`` is called again with the last label (about every 0.2 s) so a cancel
+        is seen within that time, not after the network answers."""
         backend = self._backend(spec, generator)
-        return judge_citations(inputs.query, inputs.citations, inputs.context, backend, spec.params["seeds"], progress)
+        last: dict[str, Any] = {"label": "judge: waiting for the endpoint", "fraction": 0.0}
+
+        def report(label: str, fraction: float) -> None:
+            last.update(label=label, fraction=fraction)
+            if progress:
+                progress(label, fraction)
+
+        if progress and hasattr(backend, "check_cancel"):
+            backend.check_cancel = lambda: progress(last["label"], last["fraction"])
+        return judge_citations(inputs.query, inputs.citations, inputs.context, backend, spec.params["seeds"], report)
 
     def result_keys(self, spec: JobSpec) -> dict[str, str]:
         return {"verdicts": "judge-" + spec.job_id()}

@@ -16,9 +16,10 @@ each slot is chosen among its legal values by the model's log-probability of the
 construction. The same loading path as the generator (``models.load_generator``): any
 local folder, model id or ``.gguf`` a user names.
 
-**Endpoint** (:class:`EndpointJudge`): POST ``{base_url}/chat/completions`` (vLLM, Ollama,
-a hosted API) with the prompt as the system message, ``response_format: json_object``,
-temperature 0 for seed 0 (the seed's setting) and ``temperature`` otherwise, and ``seed``.
+**Endpoint** (:class:`EndpointJudge`, called under the rules of :mod:`.endpoint`): POST
+``{base_url}/chat/completions`` (vLLM, Ollama, a hosted API) with the prompt as the system
+message, ``response_format: json_object``, temperature 0 for seed 0 (the seed's setting) and
+``temperature`` otherwise, and ``seed``.
 The reply's first JSON object is validated against :class:`JudgeVerdict`; an invalid or
 failed reply is retried ``retries`` times, then the judge casts no vote (None).
 """
@@ -28,7 +29,6 @@ from __future__ import annotations
 import json
 import re
 import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
@@ -161,7 +161,11 @@ _JSON_OBJECT = re.compile(r"\{.*\}", re.S)
 
 
 class EndpointJudge:
-    """An OpenAI-compatible chat-completions endpoint as a judge."""
+    """An OpenAI-compatible chat-completions endpoint as a judge, called under the rules of
+    :mod:`.endpoint` (http(s) only, no redirects, no key in the URL, a bounded, cancellable wait).
+
+    ``check_cancel()`` (optional, set by the job) is called while a request is waiting; it
+    stops the job by raising."""
 
     def __init__(
         self,
@@ -171,17 +175,21 @@ class EndpointJudge:
         api_key: str | None = None,
         temperature: float = 0.7,
         retries: int = 2,
-        timeout_s: float = 120.0,
+        timeout_s: float | None = None,
     ) -> None:
-        if not base_url.lower().startswith(("http://", "https://")):
-            raise ValueError(f"a judge endpoint is an http:// or https:// URL, not {base_url!r}")
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        from ragaudit_core.fidelity import endpoint
+
+        self.url = endpoint.check_url(base_url) + "/chat/completions"
         self.model, self.api_key, self.temperature = model, api_key, temperature
-        self.retries, self.timeout_s = retries, timeout_s
+        self.retries = retries
+        self.timeout_s = endpoint.timeout_s() if timeout_s is None else timeout_s
         self.name = f"endpoint:{model}"
         self.n_invalid = 0  # replies that failed validation or the request (retried)
+        self.check_cancel: Any = None
 
     def _ask(self, prompt: str, seed: int) -> str:
+        from ragaudit_core.fidelity.endpoint import post_json
+
         body = {
             "model": self.model,
             "messages": [{"role": "system", "content": prompt}],
@@ -189,20 +197,16 @@ class EndpointJudge:
             "temperature": 0.0 if seed == 0 else self.temperature,
             "seed": seed,
         }
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        # the scheme was checked to be http(s) in __init__
-        req = urllib.request.Request(  # noqa: S310
-            self.url, data=json.dumps(body).encode(), headers=headers, method="POST"
-        )
-        with urllib.request.urlopen(req, timeout=self.timeout_s) as r:  # noqa: S310 — http(s) only, checked
-            return json.loads(r.read())["choices"][0]["message"]["content"]
+        reply = post_json(self.url, body, key=self.api_key, timeout=self.timeout_s, check_cancel=self.check_cancel)
+        return reply["choices"][0]["message"]["content"]
 
     def verdicts(self, prompt: str, chunk_ids: Sequence[str], seeds: Sequence[int]) -> list[JudgeVerdict | None]:
         """One verdict per seed; an invalid reply is retried, then casts no vote. An endpoint that
-        cannot be reached (or answers with an HTTP error) on every attempt raises ``JudgeUnreachable``:
-        that is a failed job, not a judge's abstention."""
+        cannot be reached (or answers with an HTTP error, or not within the time limit) on every
+        attempt raises ``JudgeUnreachable``: that is a failed job, not a judge's abstention. A
+        redirect raises ``EndpointRedirected`` at once (never retried, never followed)."""
+        from ragaudit_core.fidelity.endpoint import mask
+
         out = []
         for seed in seeds:
             verdict, reached, last_error = None, False, ""
@@ -210,7 +214,7 @@ class EndpointJudge:
                 try:
                     content = self._ask(prompt, seed)
                 except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as e:
-                    last_error = f"{type(e).__name__}: {getattr(e, 'reason', None) or e}"
+                    last_error = mask(f"{type(e).__name__}: {getattr(e, 'reason', None) or e}", self.api_key)
                     self.n_invalid += 1
                     continue
                 reached = True
@@ -224,7 +228,7 @@ class EndpointJudge:
                 raise JudgeUnreachable(
                     f"the judge endpoint {self.url} gave no usable reply in {1 + self.retries} "
                     f"attempt(s) ({last_error}); check the URL, the model name and the API key "
-                    "(RAGAUDIT_JUDGE_API_KEY)"
+                    "(RAGAUDIT_JUDGE_API_KEY or --key-file)"
                 )
             out.append(verdict)
         return out

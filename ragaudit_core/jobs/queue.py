@@ -1,23 +1,43 @@
-"""The job queue: a table in the audit database, so the dashboard, the CLI and a background
-worker see the same jobs, and a page reload finds them again.
+"""The job queue: a SQLite file in WAL mode beside the audit database, so the dashboard, the CLI
+and background workers see the same jobs, a page reload finds them again, and no one waits on
+anyone (issue #24, item 4).
+
+**Where**: ``.<db name>.queue.sqlite`` next to the DuckDB file (:func:`queue_file`). Every
+function takes the DuckDB file's path — or an open DuckDB connection, whose file is looked up
+(an in-memory database gets an in-memory queue for the life of the process). SQLite in WAL mode
+lets one writer and any number of readers work at once; writers wait for each other at most
+``BUSY_S`` seconds, and each statement is a few microseconds, so progress updates twice a
+second never lock the dashboard out. The worker opens the DuckDB file only to store a result;
+pages read progress without touching it. A database from before #24 kept its jobs in a DuckDB
+table ``jobs``: they are copied over the first time the queue is opened through a connection.
 
 States: ``queued`` → ``running`` → ``done`` | ``failed`` | ``cancelled``. A cancel request on
-a running job sets ``cancel``; the worker's progress callback sees it and stops the job.
-Each call opens nothing: it takes a connection and holds it only for its statement, so a
-worker never keeps the file between progress updates.
+a running job sets ``cancel``; the worker's progress callback sees it and stops the job. A
+running job carries its worker's start token (``worker_token``); when that worker is no longer
+live by its heartbeat (:mod:`.heartbeat`: older than ``STALE_AFTER_S`` = 15 s, or its process gone
+or a zombie on this host) the job is queued again by whoever looks (:func:`requeue_stale`: the
+pages, ``ragaudit jobs``, :func:`ragaudit_core.jobs.worker.ensure_worker`, every worker).
+A failed or cancelled job is queued again by :func:`retry`. Times are Unix seconds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sqlite3
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Union
 
 import duckdb
 
 from ragaudit_core.jobspec import JobInputs, JobSpec
 
 __all__ = [
+    "BUSY_S",
     "Job",
     "cancel",
     "cancel_requested",
@@ -26,32 +46,47 @@ __all__ = [
     "ensure_schema",
     "estimate_seconds",
     "finish",
+    "forget_runs",
     "jobs",
     "progress",
+    "queue_file",
+    "release",
     "requeue_stale",
+    "retry",
 ]
+
+Where = Union[duckdb.DuckDBPyConnection, str, os.PathLike]  # noqa: UP007 — a runtime alias
+BUSY_S = 30.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
-    job_id      VARCHAR PRIMARY KEY,
-    kind        VARCHAR NOT NULL,
-    run_id      VARCHAR NOT NULL,
-    query_id    VARCHAR NOT NULL,
-    spec        VARCHAR NOT NULL,
-    inputs      VARCHAR NOT NULL,
-    status      VARCHAR NOT NULL,
-    label       VARCHAR,
-    fraction    DOUBLE DEFAULT 0,
-    cancel      BOOLEAN DEFAULT false,
-    error       VARCHAR,
+    job_id      TEXT PRIMARY KEY,
+    kind        TEXT NOT NULL,
+    run_id      TEXT NOT NULL,
+    query_id    TEXT NOT NULL,
+    spec        TEXT NOT NULL,
+    inputs      TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    label       TEXT,
+    fraction    REAL DEFAULT 0,
+    cancel      INTEGER DEFAULT 0,
+    error       TEXT,
     worker_pid  INTEGER,
-    queued_at   TIMESTAMP DEFAULT now(),
-    started_at  TIMESTAMP,
-    updated_at  TIMESTAMP,
-    finished_at TIMESTAMP,
-    seconds     DOUBLE
+    worker_token TEXT,
+    queued_at   REAL,
+    started_at  REAL,
+    updated_at  REAL,
+    finished_at REAL,
+    seconds     REAL
 )
 """
+_COLUMNS = (
+    "job_id, kind, run_id, query_id, spec, inputs, status, label, fraction, cancel, error, worker_pid, "
+    "queued_at, started_at, updated_at, finished_at, seconds"
+)
+_IDS = "job_id IN (SELECT value FROM json_each(?))"
+
+_MEMORY: dict[int, sqlite3.Connection] = {}
 
 
 @dataclass(frozen=True)
@@ -72,143 +107,268 @@ class Job:
         return max(0.0, self.elapsed_s / self.fraction - self.elapsed_s)
 
 
-def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(_SCHEMA)
+def queue_file(db_path: str | os.PathLike) -> Path:
+    """The queue's SQLite file for the DuckDB file ``db_path``."""
+    p = Path(db_path)
+    return p.with_name(f".{p.name}.queue.sqlite")
 
 
-def enqueue(con: duckdb.DuckDBPyConnection, spec: JobSpec, inputs: JobInputs) -> str:
+def _db_path(con: duckdb.DuckDBPyConnection) -> str | None:
+    row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    return row[0] if row and row[0] else None
+
+
+def _duck_path(where: Where) -> str | None:
+    return _db_path(where) if isinstance(where, duckdb.DuckDBPyConnection) else os.fspath(where)
+
+
+def _migrate(duck: duckdb.DuckDBPyConnection, q: sqlite3.Connection) -> None:
+    """Copy the jobs of a database from before #24 (a DuckDB table ``jobs``) into the queue."""
+    if duck.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'jobs'").fetchall() == [(0,)]:
+        return
+    rows = duck.execute(
+        "SELECT job_id, kind, run_id, query_id, spec, inputs, status, label, fraction, cancel::INT, error, "
+        "worker_pid, epoch(queued_at), epoch(started_at), epoch(updated_at), epoch(finished_at), seconds FROM jobs"
+    ).fetchall()
+    q.executemany(f"INSERT OR IGNORE INTO jobs ({_COLUMNS}) VALUES ({', '.join('?' * 17)})", rows)
+
+
+@contextlib.contextmanager
+def _open(where: Where, *, create: bool = True) -> Iterator[sqlite3.Connection | None]:
+    """A connection to the queue (autocommit; ``BEGIN IMMEDIATE`` where a read decides a write).
+    With ``create=False`` a queue that does not exist yet gives None (nothing is written beside a
+    database only read)."""
+    duck = where if isinstance(where, duckdb.DuckDBPyConnection) else None
+    path = _duck_path(where)
+    if path is None or path == ":memory:":
+        key = id(duck)
+        if key not in _MEMORY:
+            _MEMORY[key] = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            _MEMORY[key].execute(_SCHEMA)
+        yield _MEMORY[key]
+        return
+    qf = queue_file(path)
+    fresh = not qf.exists()
+    if fresh and not create:
+        yield None
+        return
+    con = sqlite3.connect(qf, timeout=BUSY_S, isolation_level=None)
+    try:
+        if fresh:
+            con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=NORMAL")
+        con.execute(_SCHEMA)
+        if fresh and duck is not None:
+            _migrate(duck, con)
+        yield con
+    finally:
+        con.close()
+
+
+@contextlib.contextmanager
+def _write(where: Where) -> Iterator[sqlite3.Connection]:
+    """A transaction that holds the write lock from its first read (a claim cannot be taken twice)."""
+    with _open(where) as con:
+        assert con is not None
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+
+
+def ensure_schema(where: Where) -> None:
+    """Create the queue beside the database (and copy the jobs of an older database)."""
+    with _open(where):
+        pass
+
+
+def enqueue(where: Where, spec: JobSpec, inputs: JobInputs) -> str:
     """Queue a job (a job already queued or running is left as it is; a finished, failed or
     cancelled one is queued again). Returns its id."""
-    ensure_schema(con)
     jid = spec.job_id()
-    row = con.execute("SELECT status FROM jobs WHERE job_id = ?", [jid]).fetchone()
-    if row and row[0] in ("queued", "running"):
-        return jid
-    con.execute("DELETE FROM jobs WHERE job_id = ?", [jid])
-    con.execute(
-        "INSERT INTO jobs (job_id, kind, run_id, query_id, spec, inputs, status, label, queued_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, 'queued', 'queued', now())",
-        [jid, spec.kind, spec.run_id, spec.query_id, spec.model_dump_json(), inputs.model_dump_json()],
-    )
+    with _write(where) as con:
+        row = con.execute("SELECT status FROM jobs WHERE job_id = ?", [jid]).fetchone()
+        if row and row[0] in ("queued", "running"):
+            return jid
+        con.execute("DELETE FROM jobs WHERE job_id = ?", [jid])
+        con.execute(
+            "INSERT INTO jobs (job_id, kind, run_id, query_id, spec, inputs, status, label, queued_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'queued', 'queued', ?)",
+            [jid, spec.kind, spec.run_id, spec.query_id, spec.model_dump_json(), inputs.model_dump_json(), time.time()],
+        )
     return jid
 
 
-def claim(con: duckdb.DuckDBPyConnection) -> tuple[str, JobSpec, JobInputs] | None:
-    """Take the oldest queued job for this process (status running), or None."""
-    ensure_schema(con)
-    con.execute("BEGIN TRANSACTION")
-    try:
+def claim(where: Where, token: str | None = None) -> tuple[str, JobSpec, JobInputs] | None:
+    """Take the oldest queued job for this process (status running, marked with the worker's
+    heartbeat ``token``), or None."""
+    with _write(where) as con:
         row = con.execute(
             "SELECT job_id, spec, inputs FROM jobs WHERE status = 'queued' AND NOT cancel "
             "ORDER BY queued_at, job_id LIMIT 1"
         ).fetchone()
         if row:
+            now = time.time()
             con.execute(
-                "UPDATE jobs SET status = 'running', label = 'starting', started_at = now(), "
-                "updated_at = now(), worker_pid = ? WHERE job_id = ?",
-                [os.getpid(), row[0]],
+                "UPDATE jobs SET status = 'running', label = 'starting', started_at = ?, updated_at = ?, "
+                "fraction = 0, worker_pid = ?, worker_token = ?, error = NULL WHERE job_id = ?",
+                [now, now, os.getpid(), token, row[0]],
             )
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
     if not row:
         return None
     return row[0], JobSpec.model_validate_json(row[1]), JobInputs.model_validate_json(row[2])
 
 
-def progress(con: duckdb.DuckDBPyConnection, job_id: str, label: str, fraction: float) -> None:
-    con.execute(
-        "UPDATE jobs SET label = ?, fraction = ?, updated_at = now() WHERE job_id = ?", [label, float(fraction), job_id]
-    )
+def progress(where: Where, job_id: str, label: str, fraction: float) -> None:
+    with _open(where) as con:
+        assert con is not None
+        con.execute(
+            "UPDATE jobs SET label = ?, fraction = ?, updated_at = ? WHERE job_id = ?",
+            [label, float(fraction), time.time(), job_id],
+        )
 
 
-def cancel_requested(con: duckdb.DuckDBPyConnection, job_id: str) -> bool:
-    row = con.execute("SELECT cancel FROM jobs WHERE job_id = ?", [job_id]).fetchone()
+def cancel_requested(where: Where, job_id: str) -> bool:
+    with _open(where, create=False) as con:
+        row = con.execute("SELECT cancel FROM jobs WHERE job_id = ?", [job_id]).fetchone() if con else None
     return bool(row and row[0])
 
 
-def finish(con: duckdb.DuckDBPyConnection, job_id: str, status: str, error: str | None = None) -> None:
-    """Close a job: ``done``, ``failed`` (with the error) or ``cancelled``."""
-    con.execute(
-        "UPDATE jobs SET status = ?, error = ?, fraction = CASE WHEN ? = 'done' THEN 1 ELSE fraction END, "
-        "label = ?, finished_at = now(), updated_at = now(), "
-        "seconds = date_diff('millisecond', started_at, now()) / 1000.0 WHERE job_id = ?",
-        [status, error, status, status, job_id],
-    )
-
-
-def cancel(con: duckdb.DuckDBPyConnection, job_ids: list[str]) -> None:
-    """Cancel jobs: a queued one at once, a running one at its next progress update."""
-    ensure_schema(con)
-    con.execute(
-        "UPDATE jobs SET status = 'cancelled', label = 'cancelled', finished_at = now() "
-        "WHERE list_contains(?, job_id) AND status = 'queued'",
-        [job_ids],
-    )
-    con.execute("UPDATE jobs SET cancel = true WHERE list_contains(?, job_id) AND status = 'running'", [job_ids])
-
-
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
-def requeue_stale(con: duckdb.DuckDBPyConnection) -> int:
-    """Jobs marked running by a worker process (on this machine) that no longer exists go back
-    to the queue (a worker killed mid-job); returns how many."""
-    ensure_schema(con)
-    rows = con.execute("SELECT job_id, worker_pid FROM jobs WHERE status = 'running'").fetchall()
-    dead = [j for j, pid in rows if not _alive(pid)]
-    if dead:
+def finish(where: Where, job_id: str, status: str, error: str | None = None, token: str | None = None) -> None:
+    """Close a job: ``done``, ``failed`` (with the error) or ``cancelled``. With ``token``, only
+    while the job is still this worker's (a worker thought dead whose job was queued again and
+    taken by another leaves it to that one)."""
+    now = time.time()
+    mine = " AND worker_token = ?" if token else ""
+    with _open(where) as con:
+        assert con is not None
         con.execute(
-            "UPDATE jobs SET status = 'queued', label = 'queued again (its worker stopped)', fraction = 0 "
-            "WHERE list_contains(?, job_id)",
-            [dead],
+            "UPDATE jobs SET status = ?, error = ?, fraction = CASE WHEN ? = 'done' THEN 1 ELSE fraction END, "
+            "label = ?, finished_at = ?, updated_at = ?, seconds = ? - started_at WHERE job_id = ?" + mine,
+            [status, error, status, status, now, now, now, job_id, *([token] if token else [])],
         )
-    return len(dead)
+
+
+def cancel(where: Where, job_ids: list[str]) -> None:
+    """Cancel jobs: a queued one at once, a running one at its next progress update."""
+    ids = json.dumps(list(job_ids))
+    with _write(where) as con:
+        con.execute(
+            "UPDATE jobs SET status = 'cancelled', label = 'cancelled', finished_at = ? "
+            f"WHERE {_IDS} AND status = 'queued'",
+            [time.time(), ids],
+        )
+        con.execute(f"UPDATE jobs SET cancel = 1 WHERE {_IDS} AND status = 'running'", [ids])
+
+
+def forget_runs(where: Where, runs: list[str] | None = None) -> int:
+    """Forget the jobs of ``runs`` (``None``: every job) when their logs are removed or cleared:
+    finished, failed, cancelled and queued jobs are deleted, a running one is asked to cancel (and
+    its worker stores nothing for a run that is gone). Returns how many were deleted."""
+    cond = "1 = 1" if runs is None else "run_id IN (SELECT value FROM json_each(?))"
+    args = [] if runs is None else [json.dumps(list(runs))]
+    with _write(where) as con:
+        con.execute(f"UPDATE jobs SET cancel = 1 WHERE {cond} AND status = 'running'", args)
+        cur = con.execute(f"DELETE FROM jobs WHERE {cond} AND status != 'running'", args)
+        return int(cur.rowcount or 0)
+
+
+def release(where: Where, job_id: str, token: str | None = None) -> None:
+    """Give a running job back to the queue (a worker stopped with Ctrl-C mid-job)."""
+    mine = " AND worker_token = ?" if token else ""
+    with _open(where) as con:
+        assert con is not None
+        con.execute(
+            "UPDATE jobs SET status = 'queued', label = 'queued again (its worker was stopped)', fraction = 0 "
+            "WHERE job_id = ? AND status = 'running'" + mine,
+            [job_id, *([token] if token else [])],
+        )
+
+
+def retry(where: Where, job_ids: list[str] | None = None) -> list[str]:
+    """Queue failed or cancelled jobs again (``None``: all of them); returns their ids."""
+    cond = "status IN ('failed', 'cancelled')" + ("" if job_ids is None else f" AND {_IDS}")
+    args = [] if job_ids is None else [json.dumps(list(job_ids))]
+    with _write(where) as con:
+        ids = [j for (j,) in con.execute(f"SELECT job_id FROM jobs WHERE {cond} ORDER BY job_id", args).fetchall()]
+        con.execute(
+            "UPDATE jobs SET status = 'queued', label = 'queued again', fraction = 0, cancel = 0, "
+            f"error = NULL, finished_at = NULL, queued_at = ? WHERE {_IDS}",
+            [time.time(), json.dumps(ids)],
+        )
+    return ids
+
+
+def requeue_stale(where: Where, db_path: str | None = None) -> int:
+    """Jobs marked running by a worker that is not live (by its heartbeat; a job from before
+    heartbeats, by its PID on this machine) go back to the queue — a worker killed mid-job, a
+    zombie, a PID reused by another program; one whose cancel was asked for is cancelled.
+    Returns how many."""
+    from ragaudit_core.jobs import heartbeat
+
+    with _open(where, create=False) as con:
+        if con is None:
+            return 0
+        rows = con.execute("SELECT job_id, worker_pid, worker_token FROM jobs WHERE status = 'running'").fetchall()
+    if not rows:
+        return 0
+    path = db_path or _duck_path(where)
+    live = {b.get("token") for b in heartbeat.live_workers(path)} if path and path != ":memory:" else set()
+    dead = json.dumps([j for j, pid, tok in rows if (tok not in live if tok else not heartbeat.proc_alive(pid))])
+    with _write(where) as con:
+        n = con.execute(
+            "UPDATE jobs SET status = 'cancelled', label = 'cancelled', finished_at = ? "
+            f"WHERE {_IDS} AND status = 'running' AND cancel",
+            [time.time(), dead],
+        ).rowcount
+        n += con.execute(
+            "UPDATE jobs SET status = 'queued', label = 'queued again (its worker stopped)', fraction = 0 "
+            f"WHERE {_IDS} AND status = 'running'",
+            [dead],
+        ).rowcount
+    return n
 
 
 def jobs(
-    con: duckdb.DuckDBPyConnection,
+    where: Where,
     *,
     run_id: str | None = None,
     query_id: str | None = None,
     job_ids: list[str] | None = None,
 ) -> list[Job]:
-    """Jobs, newest first, optionally of one run / query / the given ids."""
-    ensure_schema(con)
-    where: list[str] = ["true"]
+    """Jobs, newest first, optionally of one run / query / the given ids (reading only: no queue
+    yet, no jobs)."""
+    where_sql: list[str] = ["1"]
     args: list[object] = []
     for col, v in (("run_id", run_id), ("query_id", query_id)):
         if v is not None:
-            where.append(f"{col} = ?")
+            where_sql.append(f"{col} = ?")
             args.append(v)
     if job_ids is not None:
-        where.append("list_contains(?, job_id)")
-        args.append(list(job_ids))
-    rows = con.execute(
-        f"""SELECT job_id, spec, status, label, fraction, error,
-                   CASE WHEN status = 'running' THEN date_diff('millisecond', started_at, now()) / 1000.0
-                        ELSE seconds END
-            FROM jobs WHERE {" AND ".join(where)} ORDER BY queued_at DESC, job_id""",
-        args,
-    ).fetchall()
-    return [Job(j, JobSpec.model_validate_json(s), st, lab, fr or 0.0, err, el) for j, s, st, lab, fr, err, el in rows]
+        where_sql.append(_IDS)
+        args.append(json.dumps(list(job_ids)))
+    with _open(where, create=False) as con:
+        if con is None:
+            return []
+        rows = con.execute(
+            f"SELECT job_id, spec, status, label, fraction, error, started_at, seconds FROM jobs "
+            f"WHERE {' AND '.join(where_sql)} ORDER BY queued_at DESC, job_id",
+            args,
+        ).fetchall()
+    now = time.time()
+    return [
+        Job(j, JobSpec.model_validate_json(s), st, lab, fr or 0.0, err, (now - t0) if st == "running" and t0 else sec)
+        for j, s, st, lab, fr, err, t0, sec in rows
+    ]
 
 
-def estimate_seconds(con: duckdb.DuckDBPyConnection, spec: JobSpec) -> tuple[float, int] | None:
+def estimate_seconds(where: Where, spec: JobSpec) -> tuple[float, int] | None:
     """The median wall time of finished jobs with the same method, parameters, models and
     device on this database (measured here, not guessed), and how many there were; None
     before the first."""
-    ensure_schema(con)
     same = {
         "method": spec.method,
         "params": spec.params,
@@ -217,15 +377,15 @@ def estimate_seconds(con: duckdb.DuckDBPyConnection, spec: JobSpec) -> tuple[flo
         "device": spec.device,
         "conditions": list(spec.conditions),
     }
-    rows = con.execute(
-        "SELECT spec, seconds FROM jobs WHERE status = 'done' AND kind = ? AND seconds IS NOT NULL", [spec.kind]
-    ).fetchall()
-    secs = []
-    for s, sec in rows:
-        d = json.loads(s)
-        if all(d.get(k) == v for k, v in same.items()):
-            secs.append(sec)
-    secs.sort()
+    with _open(where, create=False) as con:
+        rows = (
+            con.execute(
+                "SELECT spec, seconds FROM jobs WHERE status = 'done' AND kind = ? AND seconds IS NOT NULL", [spec.kind]
+            ).fetchall()
+            if con
+            else []
+        )
+    secs = sorted(sec for s, sec in rows if all(json.loads(s).get(k) == v for k, v in same.items()))
     if not secs:
         return None
     mid = len(secs) // 2

@@ -1,19 +1,25 @@
 """The background worker: runs queued jobs outside any Streamlit script run.
 
-``python -m ragaudit_core.jobs.worker --db FILE`` claims queued jobs one at a time, runs
-each (:func:`jobs.run.execute`), writes its progress every half second and its result at
-the end, and exits after ``--idle`` seconds without work. It opens the database only for
-each of those statements (``store.connect`` with waiting), so the dashboard and the CLI
-keep working on the same file. :func:`ensure_worker` starts one for a database unless one
-is alive (its PID is kept beside the database file).
+``python -m ragaudit_core.jobs.worker --db FILE`` claims queued jobs one at a time, runs each
+(:func:`jobs.run.execute`), writes its progress every half second to the queue (a SQLite file
+beside the database, :mod:`.queue`) and its result at the end, and exits after ``--idle``
+seconds without work. It opens the DuckDB file only to store a result, in one short write
+(``store.connect`` with waiting), so the dashboard and the CLI keep working on the same file. It
+keeps a heartbeat beside the database (:mod:`.heartbeat`) and marks the jobs it claims with its
+start token, so a worker that died (``kill -9``, a zombie nobody reaps, a PID since reused) is
+seen as dead and its job queued again. :func:`ensure_worker` starts one for a database unless
+one is live by its heartbeat (or was started less than :data:`STARTUP_GRACE_S` seconds ago and
+has not beaten yet). Ctrl-C on a worker gives its running job back to the queue.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -23,16 +29,17 @@ from typing import Any
 
 import duckdb
 
-from ragaudit_core.jobs import queue
+from ragaudit_core.jobs import heartbeat, queue
 from ragaudit_core.jobs.run import execute, store
 from ragaudit_core.jobspec import JobCancelled, JobInputs, JobSpec
 from ragaudit_core.logs import store as logstore
 
-__all__ = ["ensure_worker", "log_file", "run_one", "work"]
+__all__ = ["STARTUP_GRACE_S", "ensure_worker", "log_file", "revive", "run_one", "work"]
 
 log = logging.getLogger("ragaudit.worker")
 
 PROGRESS_EVERY_S = 0.5
+STARTUP_GRACE_S = 30.0
 
 
 @contextlib.contextmanager
@@ -45,9 +52,17 @@ def _db(db_path: str, wait_s: float = 600) -> Iterator[duckdb.DuckDBPyConnection
 
 
 def run_one(
-    db_path: str, job_id: str, spec: JobSpec, inputs: JobInputs, *, embedder: Any = None, generator: Any = None
+    db_path: str,
+    job_id: str,
+    spec: JobSpec,
+    inputs: JobInputs,
+    *,
+    embedder: Any = None,
+    generator: Any = None,
+    token: str | None = None,
 ) -> str:
-    """Run one claimed job to its end state (``done``, ``failed`` or ``cancelled``)."""
+    """Run one claimed job to its end state (``done``, ``failed`` or ``cancelled``); Ctrl-C
+    gives it back to the queue and stops."""
     last = [0.0]
 
     def report(label: str, fraction: float) -> None:
@@ -55,30 +70,53 @@ def run_one(
         if now - last[0] < PROGRESS_EVERY_S and fraction < 1.0:
             return
         last[0] = now
-        try:
-            with _db(db_path, wait_s=2) as con:
-                queue.progress(con, job_id, label, fraction)
-                cancelled = queue.cancel_requested(con, job_id)
-        except logstore.StoreBusy:
-            return  # the file is busy: skip this update, the job goes on
+        try:  # the queue, not the database: nobody waits on the DuckDB file for a progress update
+            queue.progress(db_path, job_id, label, fraction)
+            cancelled = queue.cancel_requested(db_path, job_id)
+        except sqlite3.OperationalError:
+            return  # the queue is busy past its wait: skip this update, the job goes on
         if cancelled:
             raise JobCancelled(job_id)
 
     try:
         payloads = execute(spec, inputs, embedder=embedder, generator=generator, progress=report)
     except JobCancelled:
-        with _db(db_path) as con:
-            queue.finish(con, job_id, "cancelled")
+        queue.finish(db_path, job_id, "cancelled", token=token)
         return "cancelled"
+    except KeyboardInterrupt:
+        queue.release(db_path, job_id, token)
+        raise
     except Exception as e:  # any failure is the job's: logged with its traceback, reported with the job
         log.exception("job %s failed (%s, run %r, query %r)", job_id, spec.kind, spec.run_id, spec.query_id)
-        with _db(db_path) as con:
-            queue.finish(con, job_id, "failed", f"{type(e).__name__}: {e} (traceback in {log_file(db_path)})")
+        error = f"{type(e).__name__}: {e} (traceback in {log_file(db_path)})"
+        queue.finish(db_path, job_id, "failed", error, token=token)
         return "failed"
-    with _db(db_path) as con:  # a worker killed between the two is requeued; the result is replaced
-        store(con, spec, payloads)
-        queue.finish(con, job_id, "done")
+    with _db(db_path) as con:  # the only time a worker opens the database: one short write
+        logged = _still_logged(con, spec)
+        if logged:
+            store(con, spec, payloads)
+    if not logged:  # a result never outlives the logs it came from
+        gone = f"run {spec.run_id!r}, query {spec.query_id!r} was removed from the database while the job ran"
+        queue.finish(db_path, job_id, "cancelled", f"{gone}; nothing was stored", token=token)
+        return "cancelled"
+    queue.finish(db_path, job_id, "done", token=token)  # killed between the two: requeued, the result replaced
     return "done"
+
+
+def _still_logged(con: duckdb.DuckDBPyConnection, spec: JobSpec) -> bool:
+    """Whether the job's (run, query) is still in the database (evidence or provenance records):
+    the queue lives beside the database, so clearing or removing a run does not reach it."""
+    for table in ("records", "prov_records"):
+        try:
+            rows = con.execute(
+                f"SELECT count(*) FROM {table} WHERE run_id = ? AND query_id = ?",  # two fixed table names
+                [spec.run_id, spec.query_id],
+            ).fetchall()
+        except duckdb.CatalogException:
+            continue
+        if rows[0][0]:
+            return True
+    return False
 
 
 def work(
@@ -89,26 +127,40 @@ def work(
     max_jobs: int | None = None,
     embedder: Any = None,
     generator: Any = None,
+    token: str | None = None,
 ) -> int:
-    """Run queued jobs until none has come for ``idle_s`` seconds (or ``max_jobs`` ran);
-    returns how many ran."""
+    """Run queued jobs until none has come for ``idle_s`` seconds (or ``max_jobs`` ran), with a
+    heartbeat under ``token`` (a fresh one by default) the whole time; returns how many ran."""
     ran, idle_since = 0, time.monotonic()
     poll_s = max(poll_s, 0.1)
-    while max_jobs is None or ran < max_jobs:
-        try:
-            with _db(db_path, wait_s=10) as con:
-                queue.requeue_stale(con)
-                got = queue.claim(con)
-        except logstore.StoreBusy:
-            got = None  # held by someone else: try again shortly
-        if got is None:
-            if time.monotonic() - idle_since > idle_s:
-                break
-            time.sleep(poll_s)
-            continue
-        run_one(db_path, *got, embedder=embedder, generator=generator)
-        ran += 1
-        idle_since = time.monotonic()
+    beat = heartbeat.Heartbeat(db_path, token).start()
+    try:
+        while max_jobs is None or ran < max_jobs:
+            try:
+                queue.requeue_stale(db_path)
+                got = queue.claim(db_path, beat.token)
+            except sqlite3.OperationalError:
+                got = None  # the queue is busy past its wait: try again shortly
+            if got is None:
+                if time.monotonic() - idle_since > idle_s:
+                    break
+                time.sleep(poll_s)
+                continue
+            t0 = time.monotonic()
+            status = run_one(db_path, *got, embedder=embedder, generator=generator, token=beat.token)
+            log.info(
+                "job %s (%s, run %r, query %r): %s in %.1f s",
+                got[0],
+                got[1].kind,
+                got[1].run_id,
+                got[1].query_id,
+                status,
+                time.monotonic() - t0,
+            )
+            ran += 1
+            idle_since = time.monotonic()
+    finally:
+        beat.stop()
     return ran
 
 
@@ -122,46 +174,84 @@ def _pid_file(db_path: str) -> Path:
     return p.with_name(f".{p.name}.worker.pid")
 
 
-_children: dict[str, subprocess.Popen] = {}
+_children: dict[str, tuple[subprocess.Popen, float]] = {}
+
+
+def _reap() -> None:
+    """Collect the exit status of every worker this process started that has ended (no zombies
+    left behind by this process)."""
+    for key, (proc, _t) in list(_children.items()):
+        if proc.poll() is not None:  # poll() is waitpid(pid, WNOHANG)
+            del _children[key]
+
+
+def _starting(db_path: str) -> int | None:
+    """The PID of a worker started less than STARTUP_GRACE_S ago (by this process, or by another
+    per the PID file: same PID *and* the same process start time, so a reused PID never passes)
+    that may not have written its first heartbeat yet; None if there is none."""
+    child = _children.get(str(db_path))
+    if child is not None and time.time() - child[1] < STARTUP_GRACE_S:
+        return child[0].pid
+    try:
+        rec = json.loads(_pid_file(db_path).read_text())
+        pid, start, t = int(rec["pid"]), rec.get("proc_start"), float(rec["time"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # none, or a file from before heartbeats (a bare PID): not trusted
+    if time.time() - t < STARTUP_GRACE_S and heartbeat.proc_alive(pid, start):
+        return pid
+    return None
 
 
 def ensure_worker(db_path: str, *, idle_s: float = 120.0) -> int:
-    """Start a background worker for ``db_path`` unless one is alive (started by this process,
-    or by another whose PID file is beside the database); returns its PID."""
-    pid_file = _pid_file(db_path)
-    child = _children.get(str(db_path))
-    if child is not None:
-        if child.poll() is None:  # ours and running (poll() also reaps it once it exits)
-            return child.pid
-    else:
-        try:
-            pid = int(pid_file.read_text().strip())
-        except (OSError, ValueError):
-            pid = 0
-        if pid and queue._alive(pid):
-            return pid
+    """Make sure a worker serves ``db_path``: reap this process's ended workers, queue again the
+    jobs of workers that are not live, and start a worker unless one is live by its heartbeat
+    (or starting). Returns the serving worker's PID."""
+    _reap()
+    queue.requeue_stale(str(db_path))
+    live = heartbeat.live_workers(db_path)
+    if live:
+        return int(live[0]["pid"])
+    starting = _starting(db_path)
+    if starting is not None:
+        return starting
+    token = heartbeat.new_token()
+    cmd = [sys.executable, "-m", "ragaudit_core.jobs.worker", "--db", str(db_path), "--idle", str(idle_s)]
     with open(log_file(db_path), "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "ragaudit_core.jobs.worker", "--db", str(db_path), "--idle", str(idle_s)],
+            [*cmd, "--token", token],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             env={**os.environ},
         )
-    _children[str(db_path)] = proc
-    pid_file.write_text(str(proc.pid))
+    _children[str(db_path)] = (proc, time.time())
+    rec = {"pid": proc.pid, "token": token, "time": time.time(), "proc_start": heartbeat.proc_start(proc.pid)}
+    _pid_file(db_path).write_text(json.dumps(rec))
     return proc.pid
+
+
+def revive(db_path: str, *, idle_s: float = 120.0) -> int:
+    """For a page watching jobs: when no worker is live by its heartbeat, queue again the jobs of
+    dead workers and, if there were any, start a worker. Returns how many jobs were queued again
+    (0 when a worker is live, or none had died). Never opens the DuckDB file."""
+    if heartbeat.live_workers(db_path):
+        return 0
+    n = queue.requeue_stale(str(db_path))
+    if n:
+        ensure_worker(db_path, idle_s=idle_s)
+    return n
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m ragaudit_core.jobs.worker", description=__doc__.split("\n\n")[0])
     ap.add_argument("--db", required=True)
     ap.add_argument("--idle", type=float, default=120.0, help="exit after this many seconds without a job")
+    ap.add_argument("--token", default=None, help="the start token for its heartbeat (default: a fresh one)")
     args = ap.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     log.info("worker %d started for %s", os.getpid(), args.db)
-    ran = work(args.db, idle_s=args.idle)
+    ran = work(args.db, idle_s=args.idle, token=args.token)
     log.info("worker %d exits after %d job(s), idle for %.0f s", os.getpid(), ran, args.idle)
 
 

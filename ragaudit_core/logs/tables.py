@@ -52,7 +52,8 @@ for _t in (
     Table("derived_results", "cached stability results by data version", (), "ragaudit_core.logs.store"),
     Table("attributions", "attribution results", ("run_id",), "ragaudit_core.attribution.storage"),
     Table("judge_verdicts", "citation judges' verdicts", ("run_id",), "ragaudit_core.fidelity.judging"),
-    Table("jobs", "model jobs: queued, running and finished", ("run_id",), "ragaudit_core.jobs.queue"),
+    # databases from before the queue moved beside the file (jobs.queue.queue_file) hold a jobs table
+    Table("jobs", "model jobs of an older database (now in the queue file)", ("run_id",), "ragaudit_core.jobs.queue"),
 ):
     register(_t)
 

@@ -162,3 +162,49 @@ def test_aipc_prefers_ig_over_its_reverse(saliency):
     assert forward > 0 > backward  # removing IG's top tokens first hurts the match most
     assert forward == pytest.approx(-backward)  # MoRF and LeRF swap places
     assert -1.0 <= backward <= forward <= 1.0
+
+
+def test_a_recorded_jobs_time_left_never_climbs_by_more_than_a_fifth(game, saliency):
+    """Progress as the worker writes it (at most every 0.5 s) on a real five-document explanation:
+    the time left the page shows (elapsed / fraction − elapsed) never rises by over 20 % between
+    two updates (a rise under 0.2 s is the clock's grain near a job's end, not a climb), and every
+    phase (IG, generation, coalitions) reports."""
+    import time
+
+    from ragaudit_core.attribution.compute import compute_attribution, job_params
+
+    docs = [(f"d{i}", t) for i, t in enumerate(DOCS)]
+    t0, seen, last = time.perf_counter(), [], [-1.0]
+
+    def progress(label: str, fraction: float) -> None:
+        now = time.perf_counter() - t0
+        if now - last[0] >= 0.5 and 0.05 <= fraction < 1:  # the page shows a time left from 5 %
+            last[0] = now
+            seen.append((now, label, now / fraction - now))
+
+    from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
+
+    params = job_params(
+        "exact",
+        **{k: D[k] for k in ("max_docs", "ig_baseline", "seed", "n_samples", "n_fits")},
+        ig_steps=24,
+        max_new_tokens=24,
+    )
+    kw = dict(embedder=saliency.st, generator=game.gen, method="exact", params=params)
+    compute_attribution("r", "q", QUERY, docs, **kw)  # a worker's first job: it prices the next ones
+    t0 = time.perf_counter()
+    compute_attribution(
+        "r",
+        "q",
+        QUERY,
+        docs,
+        embedder=saliency.st,
+        generator=game.gen,
+        method="exact",
+        params=params,
+        progress=progress,
+    )
+    assert {label.split(":")[0].split(" ")[0] for _, label, _ in seen} >= {"IG", "Generating", "Shapley"}
+    lefts = [left for _, _, left in seen]
+    rises = [(a, b) for a, b in itertools.pairwise(lefts) if b > 1.2 * a and b - a > 0.2]
+    assert not rises, (rises, seen)

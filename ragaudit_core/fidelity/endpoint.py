@@ -1,0 +1,288 @@
+"""How RagAudit calls a judge endpoint without it being turned against the server (issue #24).
+
+The rules, each enforced here and nowhere else:
+
+- **http and https only.** A ``file://``, ``ftp://`` or schemeless endpoint is refused with a
+  sentence (:func:`check_url`) before anything is opened.
+- **No secret in a URL.** A URL with user info (``https://user:key@host``) or a key-like query
+  parameter (``?api_key=…``, ``apiKey``, ``access_token``, ``secret``, ``password``, ``sig``…;
+  not ``api-version`` or ``author``) is refused, and the refusal names the URL with that part
+  masked: the URL goes into the job's spec, its error and the database, so it must never carry
+  the key.
+- **The key** comes only from the environment (``RAGAUDIT_JUDGE_API_KEY``) or a key file the
+  operator names (:func:`use_key_file`, the command line's ``--key-file``); it is sent only as
+  ``Authorization: Bearer`` to the endpoint itself, and masked out of any error text.
+- **Redirects are not followed**: a 3xx answer is an error naming its target
+  (:class:`EndpointRedirected`), so the key never goes to another address.
+- **Only allowed endpoints are called** (:func:`check_allowed`): those the operator lists in
+  ``RAGAUDIT_JUDGE_ENDPOINTS`` (comma-separated base URLs), or the endpoint given on the command
+  line of this process (:func:`allow`, which adds it to this process's environment so the
+  processes it starts — a local Ray cluster — inherit it). A queued job naming any other
+  endpoint fails with a sentence: a database cannot make a worker call URLs of its choosing.
+- **Bounded waiting**: one request takes at most ``timeout_s`` (default
+  :data:`DEFAULT_TIMEOUT_S` = 30 s, ``RAGAUDIT_JUDGE_TIMEOUT_S`` or ``--timeout``) from the
+  request to the last byte — not per socket read — and runs in a helper thread while the caller
+  polls ``check_cancel`` every :data:`POLL_S` s, so a cancelled job stops within that poll, not
+  after the network answers. A reply is read up to :data:`MAX_REPLY_BYTES`.
+
+URLs are compared after normalisation: scheme and host lower-cased, the default port dropped,
+trailing ``/`` removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ragaudit_core.errors import RagAuditError
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "ENV_ENDPOINTS",
+    "ENV_KEY",
+    "ENV_TIMEOUT",
+    "MAX_REPLY_BYTES",
+    "POLL_S",
+    "EndpointNotAllowed",
+    "EndpointRedirected",
+    "EndpointRefused",
+    "allow",
+    "allowed",
+    "api_key",
+    "check_allowed",
+    "check_url",
+    "mask",
+    "normalise",
+    "post_json",
+    "timeout_s",
+    "use_key_file",
+]
+
+ENV_KEY = "RAGAUDIT_JUDGE_API_KEY"
+ENV_ENDPOINTS = "RAGAUDIT_JUDGE_ENDPOINTS"
+ENV_TIMEOUT = "RAGAUDIT_JUDGE_TIMEOUT_S"
+DEFAULT_TIMEOUT_S = 30.0
+POLL_S = 0.2
+MAX_REPLY_BYTES = 4 << 20
+
+_KEY_WORDS = frozenset(
+    [
+        "key",
+        "apikey",
+        "token",
+        "accesstoken",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "auth",
+        "authorization",
+        "sig",
+        "signature",
+        "credential",
+        "credentials",
+        "session",
+        "sessionid",
+        "bearer",
+    ]
+)
+
+
+def _keylike(name: str) -> bool:
+    """A query parameter's name that says it carries a secret: one of its parts (split at ``_ - .``)
+    or the whole name, lower-cased, is a key word (``api_key``, ``apiKey``, ``X-Amz-Signature``)."""
+    low = name.lower()
+    return low.replace("_", "").replace("-", "") in _KEY_WORDS or any(p in _KEY_WORDS for p in re.split(r"[_\-.]", low))
+
+
+class EndpointRefused(RagAuditError, ValueError):
+    """An endpoint URL RagAudit will not call (scheme, user info, a key in the query)."""
+
+
+class EndpointNotAllowed(RagAuditError, RuntimeError):
+    """A job names an endpoint the operator did not allow for this worker."""
+
+
+class EndpointRedirected(RagAuditError, RuntimeError):
+    """The endpoint answered with a redirect (not followed: the key would go with it)."""
+
+
+def _redact(url: str) -> str:
+    """The URL with user info and key-like query values masked (for messages)."""
+    p = urllib.parse.urlsplit(url)
+    netloc = p.netloc.rsplit("@", 1)[-1]
+    if "@" in p.netloc:
+        netloc = "***@" + netloc
+    q = urllib.parse.parse_qsl(p.query, keep_blank_values=True)
+    query = "&".join(f"{k}=***" if _keylike(k) else f"{k}={v}" for k, v in q)
+    return urllib.parse.urlunsplit((p.scheme, netloc, p.path, query, ""))
+
+
+def normalise(url: str) -> str:
+    """Scheme and host lower-cased, the default port and trailing ``/`` dropped."""
+    p = urllib.parse.urlsplit(url.strip())
+    scheme, host = p.scheme.lower(), (p.hostname or "").lower()
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    port = p.port
+    netloc = host if port is None or (scheme, port) in (("http", 80), ("https", 443)) else f"{host}:{port}"
+    return urllib.parse.urlunsplit((scheme, netloc, p.path.rstrip("/"), p.query, ""))
+
+
+def check_url(url: str) -> str:
+    """The normalised base URL, or :class:`EndpointRefused` saying why it cannot be an endpoint."""
+    p = urllib.parse.urlsplit((url or "").strip())
+    shown = _redact(url or "")
+    if p.scheme.lower() not in ("http", "https") or not p.hostname:
+        raise EndpointRefused(
+            f"the judge endpoint {shown!r} is not an http:// or https:// URL with a host; "
+            "give the server's base URL, e.g. http://localhost:8000/v1"
+        )
+    if "@" in p.netloc:
+        raise EndpointRefused(
+            f"the judge endpoint {shown!r} carries user info (a name or key before '@'); a URL is stored "
+            f"with the job, so a key never goes in it: remove it and set {ENV_KEY} or use --key-file"
+        )
+    bad = [k for k, _v in urllib.parse.parse_qsl(p.query, keep_blank_values=True) if _keylike(k)]
+    if bad:
+        raise EndpointRefused(
+            f"the judge endpoint {shown!r} carries {', '.join(map(repr, bad))} in its query; a URL is "
+            f"stored with the job, so a key never goes in it: remove it and set {ENV_KEY} or use --key-file"
+        )
+    return normalise(url)
+
+
+def allowed() -> list[str]:
+    """The endpoints this process may call: ``RAGAUDIT_JUDGE_ENDPOINTS`` (normalised)."""
+    return [normalise(u) for u in os.environ.get(ENV_ENDPOINTS, "").split(",") if u.strip()]
+
+
+def allow(url: str) -> str:
+    """Allow ``url`` (checked) for this process and the processes it starts; returns it normalised."""
+    u = check_url(url)
+    if u not in allowed():
+        os.environ[ENV_ENDPOINTS] = ",".join([*allowed(), u])
+    return u
+
+
+def check_allowed(url: str) -> str:
+    """The normalised URL if this process may call it, else :class:`EndpointNotAllowed`."""
+    u = check_url(url)
+    if u not in allowed():
+        raise EndpointNotAllowed(
+            f"the judge endpoint {u} is not one this worker may call (allowed: "
+            f"{', '.join(allowed()) or 'none'}); an operator allows it with {ENV_ENDPOINTS}={u} in the "
+            "worker's environment, or gives it as --endpoint on the command line that runs the job"
+        )
+    return u
+
+
+def use_key_file(path: Path) -> None:
+    """Read the API key from ``path`` (first line, stripped) for this process and its children."""
+    try:
+        key = Path(path).read_text(encoding="utf-8").strip().splitlines()
+    except OSError as e:
+        raise EndpointRefused(f"cannot read the key file {path}: {e.strerror or e}; give a readable file") from None
+    if not key or not key[0].strip():
+        raise EndpointRefused(f"the key file {path} is empty; write the API key on its first line")
+    os.environ[ENV_KEY] = key[0].strip()
+
+
+def api_key() -> str | None:
+    """The API key: ``RAGAUDIT_JUDGE_API_KEY`` (set from a key file by :func:`use_key_file`)."""
+    return os.environ.get(ENV_KEY) or None
+
+
+def timeout_s() -> float:
+    """The request time limit: ``RAGAUDIT_JUDGE_TIMEOUT_S`` or 30 s."""
+    raw = os.environ.get(ENV_TIMEOUT, "")
+    try:
+        v = float(raw) if raw.strip() else DEFAULT_TIMEOUT_S
+    except ValueError:
+        raise EndpointRefused(f"{ENV_TIMEOUT}={raw!r} is not a number of seconds") from None
+    if not v > 0:
+        raise EndpointRefused(f"{ENV_TIMEOUT}={raw!r}: the request time limit must be above 0 s")
+    return v
+
+
+def mask(text: str, secret: str | None) -> str:
+    """``text`` with ``secret`` replaced by ``***`` (error messages never carry the key)."""
+    return text.replace(secret, "***") if secret else text
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+        fp.close()
+        raise EndpointRedirected(
+            f"the judge endpoint {req.full_url} answered {code} ({msg}) redirecting to {_redact(newurl)}; "
+            "redirects are not followed so the API key never goes to another address: give the address "
+            "that answers as the endpoint"
+        )
+
+
+def _opener() -> urllib.request.OpenerDirector:
+    """http(s) only, no redirects (no file:, ftp: or data: handler at all)."""
+    o = urllib.request.OpenerDirector()
+    for h in (
+        urllib.request.ProxyHandler(),
+        urllib.request.HTTPHandler(),
+        urllib.request.HTTPSHandler(),
+        urllib.request.HTTPDefaultErrorHandler(),
+        _NoRedirect(),
+        urllib.request.HTTPErrorProcessor(),
+    ):
+        o.add_handler(h)
+    return o
+
+
+def post_json(
+    url: str,
+    body: dict,
+    *,
+    key: str | None,
+    timeout: float,
+    check_cancel: Callable[[], None] | None = None,
+) -> Any:
+    """POST ``body`` as JSON to ``url`` (checked again here) and return the decoded reply.
+
+    At most ``timeout`` seconds in all; ``check_cancel()`` is called every :data:`POLL_S` s while
+    waiting and stops the wait by raising (the request's thread ends at its socket timeout).
+    Raises ``TimeoutError`` past the limit, ``urllib.error.URLError`` when unreachable, an HTTP
+    error, :class:`EndpointRedirected` on a 3xx."""
+    check_url(url)
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")  # noqa: S310
+    out: dict[str, Any] = {}
+    done = threading.Event()
+
+    def send() -> None:
+        try:
+            with _opener().open(req, timeout=timeout) as r:
+                out["reply"] = r.read(MAX_REPLY_BYTES + 1)
+        except BaseException as e:  # noqa: BLE001 — handed to the waiting thread
+            out["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=send, name="ragaudit-judge-request", daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while not done.wait(max(0.0, min(POLL_S, deadline - time.monotonic()))):
+        if check_cancel is not None:
+            check_cancel()
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"no reply within {timeout:g} s (the request time limit, {ENV_TIMEOUT})")
+    if "error" in out:
+        raise out["error"]
+    if len(out["reply"]) > MAX_REPLY_BYTES:
+        raise ValueError(f"the reply is longer than {MAX_REPLY_BYTES} bytes")
+    return json.loads(out["reply"])
