@@ -290,7 +290,7 @@ def read_lines(
                 data = data[len(_UTF8_BOM) :]
                 note = "a UTF-8 byte-order mark at the start of the line was ignored"
             if not data or data.isspace():
-                line_no += chunk.count(b"\n") - 1 if len(chunk) > 2 else 0  # blank lines read together
+                line_no += max(0, chunk.count(b"\n") - 1)  # blank lines read together (_Counted.readline)
                 continue
             yield Line(line_no, data, note=note, offset=at)
     finally:
