@@ -51,6 +51,7 @@ from ragaudit_core.logs.jsonl import (
 )
 from ragaudit_core.logs.lines import buffer_provenance
 from ragaudit_core.logs.parallel import MIN_FILE_BYTES, DecodedLine, FileLine, LinePool, default_workers
+from ragaudit_core.logs.qrels import store_reference_labels
 from ragaudit_core.logs.records import FileReader
 from ragaudit_core.logs.report import FileReport, IngestReport, Issue
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
@@ -224,6 +225,7 @@ class _Batch:
         self.workers = default_workers()
         self.pool = LinePool(self.row_opts, self.workers, options.max_line_bytes)
         self.n_records = self.n_entries = self.n_provenance = 0
+        self.log_labels: list[tuple[str, str, str, str]] = []  # (query_id, kind, reference, file)
 
     # ------------------------------------------------------------------ reporting
 
@@ -344,6 +346,7 @@ class _Batch:
                     self.progress(spath, i)
                 reader.line(ln)
         reader.finish()
+        self.log_labels += [(*lab, spath) for lab in reader.ctx.labels]
         if self.progress is not None:
             self.progress(spath, fr.n_lines)
 
@@ -535,6 +538,9 @@ class _Batch:
                 self.warn(None, None, "collision", msg, None)
             for msg in coverage_warnings(con):
                 self.warn(None, None, "coverage", msg, None)
+        if self.log_labels:
+            labels = store_reference_labels(con, self.log_labels, self.options.casefold_spans)
+            self.warn(None, None, "labels", "relevance labels from the logs' references: " + labels.summary(), None)
         if self.warn_rows:
             con.executemany("INSERT INTO ingest_warnings VALUES (?, ?, ?, ?, ?)", self.warn_rows)
         if self.file_rows:
