@@ -311,7 +311,10 @@ class _Batch:
             del self.seen_sha[sha]
         has_ev, has_prov = self.n_records > n_ev, self.n_provenance > n_prov
         kind = "mixed" if has_ev and has_prov else "provenance" if has_prov else "evidence"
-        self.file_rows.append((file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded, fr.n_rejected))
+        if not fr.formats and fr.n_loaded:
+            fr.formats["native"] += fr.n_loaded  # read by the worker pool: native lines only
+        row = (file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded, fr.n_rejected)
+        self.file_rows.append((*row, fr.formats_read() or None))
 
     def _read_file(self, path: Path, fr: FileReport, file_id: int) -> None:
         spath, opts = str(path), self.options
@@ -398,7 +401,7 @@ class _Batch:
         fr.status, fr.n_loaded, fr.n_rejected, fr.n_skipped = "unreadable", 0, 1, 0
         self.report.rejected.append(Issue(spath, None, reason, "unreadable"))
         self.quarantine.append((file_id, spath, None, reason, None, None))
-        self.file_rows.append((file_id, spath, sha, "evidence", path.stat().st_size, fr.n_lines, 0, 1))
+        self.file_rows.append((file_id, spath, sha, "evidence", path.stat().st_size, fr.n_lines, 0, 1, None))
         self.seen_sha.pop(sha, None)
 
     # ------------------------------------------------------------------ what a FileReader hands over
@@ -525,7 +528,8 @@ class _Batch:
         opts_json = json.dumps(self.options.fingerprint(), sort_keys=True)
         if self.file_rows:
             con.executemany(
-                "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO files (file_id, path, sha256, kind, bytes, n_lines, n_loaded, n_rejected, formats, "
+                "ingested_at, options) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(*row, now, opts_json) for row in self.file_rows],
             )
         new_runs = _new_runs(con, self.run_configs)
