@@ -182,3 +182,11 @@ def test_exact_shapley_of_the_fixture_by_enumeration():
                 with_i[i] = True
                 phi[i] += w * (_v(with_i[None])[0] - _v(m[None])[0])
     assert phi[:, 1] == pytest.approx([2.0, 3.0, 3.0])
+
+
+def test_trie_tokens_by_hand():
+    """Prompts (1 2 3), (1 2 4), (5) with 2 answer tokens: 5, then 3 (shares 1 2), then 3 → 11."""
+    from ragaudit_core.attribution.generator_game import GeneratorGame
+
+    assert GeneratorGame.trie_tokens([[1, 2, 3], [1, 2, 4], [5]], 2) == 11
+    assert GeneratorGame.trie_tokens([[1, 2], [1, 2]], 1) == 3 + 2  # the same prompt: its last token again
