@@ -41,6 +41,8 @@ def _job(spec: Any, inputs: Any, emb: Any, gen: Any, anytime: bool) -> tuple[dic
 
 
 def run_anytime(args: Any) -> None:
+    import itertools
+
     import numpy as np
     import torch
     from _sample import sample_db
@@ -74,8 +76,14 @@ def run_anytime(args: Any) -> None:
         rate = prefill_rate(gen, ids)
         la = os.getloadavg()[0]
         exact_d, first_d, t_first, t_exact = _job(spec, inputs, emb, gen, anytime=True)
+        rate_after = prefill_rate(gen, ids)
         exact, first = AttributionResult.from_json(exact_d), AttributionResult.from_json(first_d or exact_d)
         tm = exact.timings_s
+        m = len(exact.answer_tokens)
+        masks = np.array(list(itertools.product([False, True], repeat=len(texts))), bool)
+        trie = GeneratorGame.trie_tokens(
+            [GeneratorGame.prompt_ids_for(gen.tokenizer, inputs.query, texts, mk) for mk in masks], m
+        )
         gen_tokens = len(ids) + len(exact.answer_tokens)  # the generation's prompt and its answer
         floor_exact = (tm["lm_tokens"] + gen_tokens) / rate
         floor_first = (tm["loo_lm_tokens"] + gen_tokens) / rate
@@ -87,6 +95,10 @@ def run_anytime(args: Any) -> None:
             "prompt_tokens": len(ids),
             "answer_tokens": len(exact.answer_tokens),
             "prefill_tokens_per_s": round(rate, 1),
+            "prefill_tokens_per_s_after": round(rate_after, 1),
+            "trie_tokens_exact": trie,
+            "shapley_floor_s": round(trie / rate, 2),
+            "shapley_over_floor": round(tm["shapley"] / (trie / rate), 2),
             "first_s": round(t_first, 2),
             "first_floor_s": round(floor_first, 2),
             "exact_s": round(t_exact, 2),
@@ -129,6 +141,7 @@ def run_anytime(args: Any) -> None:
         "median_first_s": float(np.median([r["first_s"] for r in rows])),
         "median_exact_s": float(np.median([r["exact_s"] for r in rows])),
         "median_exact_over_floor": float(np.median([r["exact_over_floor"] for r in rows])),
+        "median_shapley_over_floor": float(np.median([r["shapley_over_floor"] for r in rows])),
         "median_spearman": float(np.median([r["spearman_first_vs_exact"] or 0 for r in rows])),
         "top_doc_agreement": float(np.mean([r["top_doc_agrees"] for r in rows])),
     }
