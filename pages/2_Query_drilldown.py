@@ -100,7 +100,8 @@ if labels and qq is not None and len(qq):
 elif not labels:
     st.caption("No relevance label for this query: its ranking quality is not scored.")
 
-STATUS_COLOURS = {"in both": "#d9f2d9", "only in A": "#f9dcdc", "only in B": "#dcdcf9"}
+# tints of the charts' Okabe–Ito colours (blue, orange, reddish purple): no red-green pair
+STATUS_COLOURS = {"in both": "#cce3f0", "only in A": "#fae6b3", "only in B": "#f0d7e6"}
 
 
 def styled(df):

@@ -214,6 +214,7 @@ with st.container(border=True):
             "answer probe",
             "citation fidelity",
             "attributions",
+            "ranking quality",
             "charts",
             "layout",
             "writing",
@@ -225,7 +226,8 @@ with st.container(border=True):
                 text=f"Building the report: {name}…",
             )
 
-        from ragaudit_core.review.report import ReportError, ReportOptions, build_report
+        from ragaudit_core.errors import RagAuditError
+        from ragaudit_core.review.report import ReportOptions, build_report
 
         try:
             blob, _data = build_report(
@@ -243,8 +245,12 @@ with st.container(border=True):
                 ),
                 progress=step,
             )
-        except ReportError as e:
+        except RagAuditError as e:  # ReportError and any other refusal with its reason
             st.error(ui.md(str(e)))
+        except Exception as e:  # noqa: BLE001 - the report failing must not stop the rest of the page
+            st.error(
+                ui.md(f"The report could not be built ({type(e).__name__}: {e}); the rest of this page is unaffected.")
+            )
         else:
             built = (what, blob)
             st.session_state[KEYS.report] = built

@@ -21,6 +21,7 @@ from ragaudit_core.fidelity import (
     survival_table,
     tail_comment,
 )
+from ragaudit_core.fidelity.judge import judge_caveat
 from ragaudit_core.fidelity.judging import judge_summary, verdict_table
 from ragaudit_core.jobs import is_stored, plan_judge, queue
 from ragaudit_core.jobs.worker import ensure_worker, revive
@@ -193,20 +194,35 @@ if js["n_citations"]:
     a, d = js["agreement"], js["disagreement"]
     jm = st.columns(4)
     jm[0].metric("citations judged", f"{js['n_citations']:,}")
+
+    def _ci(x: dict) -> str:
+        ci = x.get("ci")
+        return f"n = {x['n_citations']:,}" + (
+            f", 95 % [{ui.fmt(ci[0], pct=True)}, {ui.fmt(ci[1], pct=True)}]" if ci else ""
+        )
+
     jm[1].metric(
         "agreement with the rules",
         ui.fmt(a["rate"], pct=True),
+        delta=_ci(a),
+        delta_color="off",
+        delta_arrow="off",
         help="Share of citations whose majority verdict equals Pattern 3's (1.0 ACCURATE, 0.3 PARTIAL, "
-        "0 HALLUCINATED).",
+        "0 HALLUCINATED); the interval is Wilson's.",
     )
     jm[2].metric(
         "judges disagree",
         ui.fmt(d["rate"], pct=True),
+        delta=_ci(d),
+        delta_color="off",
+        delta_arrow="off",
         help=f"Share of citations whose votes are not unanimous; pairwise: {ui.fmt(d['pairwise'], pct=True)}.",
     )
     jm[3].metric("invalid votes", f"{js['n_invalid_votes']:,}")
+    if caveat := judge_caveat(a["n_citations"], js["judges"]):
+        st.warning(ui.md(caveat))
     ui.table(
-        verdicts.drop(columns=["_votes"]),
+        verdicts.drop(columns=["_votes", "judges"], errors="ignore"),
         key=f"fid.judge.{run}",
         column_config={
             "rule": st.column_config.TextColumn("rule-based (Pattern 3)"),
@@ -248,16 +264,35 @@ if failed and not active:
         st.rerun()
 if active:
     judge_progress(sum(j.status == "done" for j in judge_jobs))
-elif st.button(f"Judge the citations of {ui.md(run)} (3 judges)", key="fid.judge.start"):
-    n_jobs = 0
-    for q in r.queries["query_id"]:
-        spec, inputs = plan_judge(con, run, q)
-        if inputs.citations and not is_stored(con, spec):
-            queue.enqueue(db_path, spec, inputs)
-            n_jobs += 1
-    if n_jobs:
-        ensure_worker(db_path, idle_s=60)
-    st.rerun()
+elif st.button(f"Judge the citations of {ui.md(run)} (3 judges)…", key="fid.judge.start"):
+    st.session_state["fid.judge.confirm"] = run
+if not active and st.session_state.get("fid.judge.confirm") == run:
+    plans = [plan_judge(con, run, q) for q in r.queries["query_id"]]
+    todo = [(sp, inp) for sp, inp in plans if inp.citations and not is_stored(con, sp)]
+    n_cit = sum(len(inp.citations) for _sp, inp in todo)
+    est = queue.estimate_seconds(db_path, todo[0][0]) if todo else None
+    with st.container(border=True):
+        if not todo:
+            st.info("Every citation of this run is judged already.")
+        else:
+            per = (
+                f"about {len(todo):,} × {est[0]:.0f} s ≈ {len(todo) * est[0] / 60:.0f} min (the median of {est[1]} "
+                "measured judge job(s) here)"
+                if est
+                else "not measured here yet (three local judges took 11–14 s per citation on 2 CPU cores, "
+                f"so about {n_cit * 12 / 60:.0f} min)"
+            )
+            st.warning(ui.md(f"Queue {len(todo):,} judge jobs ({n_cit:,} citations) for {run}? Time: {per}."))
+        yes, no = st.columns(2)
+        if todo and yes.button("Yes, judge them", type="primary", key="fid.judge.yes"):
+            st.session_state.pop("fid.judge.confirm", None)
+            for sp, inp in todo:
+                queue.enqueue(db_path, sp, inp)
+            ensure_worker(db_path, idle_s=60)
+            st.rerun()
+        if no.button("No" if todo else "Close", key="fid.judge.no"):
+            st.session_state.pop("fid.judge.confirm", None)
+            st.rerun()
 
 # --- canary -----------------------------------------------------------------------------------
 st.subheader("Canary: two runs' CFS distributions")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import ui
+from ragaudit_core.attribution.compute import predicted_job_seconds
 from ragaudit_core.attribution.storage import AttributionError, batch_tables, stored_results
 from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS, IG_BASELINES, IG_METHODS, SHAPLEY_METHODS
@@ -78,6 +79,38 @@ def _queue(specs_inputs) -> None:
         queue.enqueue(db_path, sp, inp)
     ensure_worker(db_path, idle_s=60)
     st.rerun()
+
+
+def _confirm_all(est) -> None:
+    """Explaining a whole run is long: say how many jobs and about how long first."""
+    qids = catalog.query_ids(con, run)
+    per = (
+        est[0] if est else predicted_job_seconds(spec.method, spec.params, len(inputs.documents), len(spec.conditions))
+    )
+    basis = (
+        f"the median of {est[1]} measured job(s) with these settings" if est else "unit costs measured on 2 CPU cores"
+    )
+    total = per * len(qids)
+    with st.container(border=True):
+        st.warning(
+            ui.md(
+                f"Queue {len(qids):,} explanations of run {run}? About {len(qids):,} × {per:.0f} s ≈ "
+                f"{total / 3600:.1f} h of model work ({basis}; queries already explained are skipped when they run)."
+            )
+        )
+        yes, no = st.columns(2)
+        if yes.button("Yes, queue them", type="primary", key="attr.confirm_all.yes"):
+            st.session_state.pop("attr.confirm_all", None)
+            todo = []
+            for q in qids:
+                try:
+                    todo.append(plan(con, run, q, shuffle=shuffle, **options))
+                except AttributionError:
+                    continue  # a query without texts: nothing to explain
+            _queue(todo)
+        if no.button("No", key="attr.confirm_all.no"):
+            st.session_state.pop("attr.confirm_all", None)
+            st.rerun()
 
 
 def _eta(job) -> str:
@@ -155,14 +188,10 @@ if len(results) < len(spec.conditions):
     b1, b2 = st.columns(2)
     if b1.button("Explain this query", type="primary"):
         _queue([(spec, inputs)])
-    if b2.button(f"Explain all queries of run {ui.md(run)}"):
-        todo = []
-        for q in catalog.query_ids(con, run):
-            try:
-                todo.append(plan(con, run, q, shuffle=shuffle, **options))
-            except AttributionError:
-                continue  # a query without texts: nothing to explain
-        _queue(todo)
+    if b2.button(f"Explain all queries of run {ui.md(run)}…"):
+        st.session_state["attr.confirm_all"] = run
+    if st.session_state.get("attr.confirm_all") == run:
+        _confirm_all(est)
     st.stop()
 
 res = results.get("original") or next(iter(results.values()))
@@ -196,7 +225,7 @@ st.html(ui.owner_html(res.answer_tokens, owners, strength))
 fig = charts.influence_bars(
     res.importance,
     doc_labels,
-    [ui.DOC_COLOURS[i % 10] for i in range(n)],
+    [ui.DOC_COLOURS[i % len(ui.DOC_COLOURS)] for i in range(n)],
     title=f"Document influence ({res.method} Shapley, mean over {len(res.answer_tokens)} tokens)",
 )
 st.plotly_chart(fig, key="attr.influence")
@@ -212,12 +241,12 @@ k[1].metric("Spearman (rank vs importance)", "n/a" if res.spearman is None else 
 k[2].metric(
     "wasted retrieval",
     "yes" if res.wasted_retrieval else "no",
-    help="The retriever's top document gets generator rank > 2.",
+    help="The retriever's top document gets generator rank 4 or lower (ranks from 1).",
 )
 k[3].metric(
     "noise distraction",
     "yes" if res.noise_distraction else "no",
-    help="The generator's top document had retriever rank > 2.",
+    help="The generator's top document had retriever rank 4 or lower (ranks from 1).",
 )
 tables = batch_tables(con, run)
 means = {}

@@ -40,6 +40,7 @@ __all__ = [
     "paired_t_pvalues",
     "paired_test",
     "percentile_intervals",
+    "wilson",
 ]
 
 DEFAULT_RESAMPLES = 1000
@@ -247,3 +248,22 @@ def bootstrap_quantiles(
         done += b
     lo, hi = percentile_intervals(reps, level)
     return [Estimate(float(point[i]), float(lo[i]), float(hi[i]), n, level) for i in range(len(qs))]
+
+
+def wilson(k: int, n: int, level: float = DEFAULT_LEVEL) -> tuple[float, float] | None:
+    """Wilson's score interval for a proportion ``k / n`` (Wilson 1927; Agresti & Coull 1998 show
+    it keeps close to its level at small ``n``, where the normal interval does not):
+
+        centre ± z·sqrt(p(1−p)/n + z²/(4n²)) / (1 + z²/n),  centre = (p + z²/(2n)) / (1 + z²/n)
+
+    None for ``n = 0``. Used where a rate rests on a few items (judge agreement over citations)."""
+    if n <= 0:
+        return None
+    from scipy.stats import norm
+
+    z = float(norm.ppf(0.5 + level / 2))
+    p = k / n
+    d = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / d
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return max(0.0, centre - half), min(1.0, centre + half)

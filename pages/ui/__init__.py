@@ -27,6 +27,7 @@ from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.review import gate
 from ragaudit_core.review.labels import column_label
+from ragaudit_core.review.logtext import RTL_OR_CONTROL, bidi_safe
 
 __all__ = [
     "DB_WAIT_S",
@@ -212,6 +213,8 @@ def table(data, *, column_config: dict | None = None, **kwargs):
     ``st.dataframe`` returns (the selection, with ``on_select``)."""
     styler = data if isinstance(data, Styler) else None
     frame = styler.data if styler is not None else data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    if styler is None:
+        frame = _bidi_safe_cells(frame)
     config: dict = {}
     for col in frame.columns:
         if pd.api.types.is_float_dtype(frame[col].dtype):
@@ -224,6 +227,24 @@ def table(data, *, column_config: dict | None = None, **kwargs):
         config[col] = spec
     kwargs.setdefault("hide_index", True)
     return st.dataframe(styler if styler is not None else frame, column_config=config, placeholder="", **kwargs)
+
+
+def _bidi_safe_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text cells holding a right-to-left letter or a bidi control isolated (U+2068 … U+2069,
+    controls shown as ``[U+202E]``), so a run id cannot reorder the rest of its cell (a rule's
+    "why"); a frame without such a cell is returned as it is (one vectorised scan per text column)."""
+    out = frame
+    for col in frame.columns:
+        if not (frame[col].dtype == object or pd.api.types.is_string_dtype(frame[col].dtype)):
+            continue
+        try:
+            hit = frame[col].str.contains(RTL_OR_CONTROL.pattern, regex=True, na=False)
+        except (AttributeError, TypeError):  # not a text column
+            continue
+        if hit.any():
+            out = out.copy() if out is frame else out
+            out[col] = frame[col].map(lambda v: bidi_safe(v) if isinstance(v, str) else v)
+    return out
 
 
 def fmt(v, pct: bool = False, nd: int = 3) -> str:

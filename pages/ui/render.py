@@ -10,6 +10,9 @@ import html
 import re
 from collections.abc import Sequence
 
+from ragaudit_core.review.logtext import bidi_safe
+from ragaudit_core.review.palette import GREY, OKABE_ITO
+
 __all__ = ["DOC_COLOURS", "diverging_html", "legend_html", "md", "owner_html"]
 
 _MD_SPECIAL = set("\\`*_{}[]()<>#+-.!|~$:")
@@ -24,35 +27,30 @@ def md(text: object) -> str:
     character backslash-escaped (so ``**x**``, ``[a](…)``, ``:red[…]`` and ``$…$`` show as
     typed), and an invisible word joiner put into ``://``, ``www.`` and ``@`` — GFM turns bare
     URLs and e-mail addresses into links *after* escapes are resolved, so escaping alone does
-    not stop ``http://host`` from becoming a link. This is the one helper for putting untrusted
-    text into a Streamlit markdown string (banners, captions, labels)."""
+    not stop ``http://host`` from becoming a link. Text holding a right-to-left letter or a bidi
+    control is isolated (U+2068 … U+2069, its controls shown as ``[U+202E]``), so a run id cannot
+    reorder the verdict sentence around it (:func:`ragaudit_core.review.logtext.bidi_safe`). This is
+    the one helper for putting untrusted text into a Streamlit markdown string (banners, captions,
+    labels)."""
     s = _AUTOLINK.sub(
-        lambda m: m.group(0)[:-1] + _JOINER + m.group(0)[-1] if m.group(0) != "@" else "@" + _JOINER, str(text)
+        lambda m: m.group(0)[:-1] + _JOINER + m.group(0)[-1] if m.group(0) != "@" else "@" + _JOINER,
+        bidi_safe(text),
     )
     return "".join("\\" + c if c in _MD_SPECIAL else c for c in s)
 
 
-DOC_COLOURS = [
-    "#4e79a7",
-    "#f28e2b",
-    "#59a14f",
-    "#e15759",
-    "#76b7b2",
-    "#edc948",
-    "#b07aa1",
-    "#ff9da7",
-    "#9c755f",
-    "#bab0ac",
-]
+# the charts' colour-blind-safe palette (Okabe–Ito), shared with the figures of ragaudit_core.review.charts
+# (black left out: a token tinted black would hide its text)
+DOC_COLOURS = [*OKABE_ITO[:7], GREY]
 
 
 def _rgba(score: float, scale: float) -> str:
     a = 0.0 if scale <= 0 else min(1.0, abs(score) / scale)
-    return f"rgba(214,39,40,{a:.3f})" if score >= 0 else f"rgba(31,119,180,{a:.3f})"
+    return f"rgba(213,94,0,{a:.3f})" if score >= 0 else f"rgba(0,114,178,{a:.3f})"  # vermillion / blue
 
 
 def diverging_html(words: Sequence[str], scores: Sequence[float], *, scale: float | None = None, sep: str = " ") -> str:
-    """Words on a diverging background: red for positive attribution, blue for negative,
+    """Words on a diverging background: vermillion for positive attribution, blue for negative,
     opacity ∝ |score| / scale (default: the largest |score|). Hover shows the value."""
     scale = scale if scale is not None else max((abs(float(s)) for s in scores), default=0.0)
     parts = [
@@ -70,7 +68,7 @@ def owner_html(tokens: Sequence[str], owners: Sequence[int], strengths: Sequence
     parts = []
     for t, o, s in zip(tokens, owners, strengths):
         colour = DOC_COLOURS[int(o) % len(DOC_COLOURS)]
-        alpha = 0.15 + 0.85 * min(1.0, abs(float(s)) / top)
+        alpha = 0.35 + 0.65 * min(1.0, abs(float(s)) / top)  # the faintest tint still tells its colour
         rgb = tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
         parts.append(
             f'<span title="document {int(o) + 1}: {float(s):+.4f}" style="background:rgba({rgb[0]},{rgb[1]},'

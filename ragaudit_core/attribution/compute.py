@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragaudit_core.attribution import alignment
-from ragaudit_core.attribution.progress import PhaseClock
+from ragaudit_core.attribution.progress import PhaseClock, predicted_seconds
 from ragaudit_core.attribution.result import AttributionResult, TokenSaliency
 from ragaudit_core.attribution.shapley import CachedGame, ShapleyResult, estimator
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS
@@ -32,11 +32,19 @@ if TYPE_CHECKING:
     from ragaudit_core.attribution.generator_game import GeneratorGame
     from ragaudit_core.attribution.saliency import SaliencyResult
 
-__all__ = ["FIRST_IG_STEPS", "compute_attribution", "job_params", "leave_one_out", "resolve_method"]
+__all__ = [
+    "FIRST_IG_STEPS",
+    "compute_attribution",
+    "job_params",
+    "leave_one_out",
+    "predicted_job_seconds",
+    "resolve_method",
+]
 
 FIRST_IG_STEPS = 4
-"""IG points per side of the first estimate (Gauss–Legendre by default: completeness within a few
-per cent at 4 points on MiniLM, 10 sides in well under a second on 2 cores)."""
+"""IG points per side of the first estimate (Gauss–Legendre): measured on the sample run's
+documents, completeness off by 0.18 (median) to 0.54 (max) at 4 points, 0.05 / 0.22 at 8 — a
+preview of where the saliency lies, refined to ``ig_steps`` in the same job."""
 
 
 def resolve_method(method: str, n_docs: int) -> str:
@@ -294,6 +302,18 @@ def _ig(
                 f"{'IG (first estimate)' if phase == 'ig_first' else 'IG'}: document {i + 1} of {n}, {side} side done",
             )
     return ig_docs, ig_query
+
+
+def predicted_job_seconds(method: str, params: dict, n_docs: int, n_conditions: int = 1) -> float:
+    """What one attribution with these settings is predicted to take before any has run here
+    (:func:`.progress.predicted_seconds`: unit costs learned on this machine, else the quiet 2-core
+    figures)."""
+    return predicted_seconds(
+        n_docs,
+        params["ig_steps"],
+        params["max_new_tokens"],
+        _expected_coalitions(method, n_docs, params) * n_conditions,
+    )
 
 
 def _expected_coalitions(method: str, n: int, params: dict) -> int:

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["LEARNED_S", "MAX_RISE", "SAY_EVERY_S", "UNIT_S", "PhaseClock", "unit_cost"]
+__all__ = ["LEARNED_S", "MAX_RISE", "SAY_EVERY_S", "UNIT_S", "PhaseClock", "predicted_seconds", "unit_cost"]
 
 MAX_RISE = 0.2
 SAY_EVERY_S = 0.55
@@ -147,3 +147,14 @@ class PhaseClock:
         for p in self.phases.values():
             if p.done and p.spent > 0 and self.scales.get(p.name):
                 LEARNED_S[p.name] = p.spent / p.done / self.scales[p.name]
+
+
+def predicted_seconds(n_docs: int, ig_steps: int, max_new_tokens: int, coalitions: int) -> float:
+    """A job's predicted wall time before it runs: the phases of :class:`PhaseClock` priced by
+    :func:`unit_cost` (learned here, else the quiet 2-core figures)."""
+    return (
+        unit_cost("prefill")
+        + max(0, max_new_tokens - 1) * unit_cost("generate")
+        + coalitions * unit_cost("coalition")
+        + 2 * n_docs * ig_steps * unit_cost("ig")
+    )

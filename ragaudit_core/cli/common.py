@@ -91,7 +91,8 @@ def ints(v: str, what: str) -> list[int]:
 Format = Annotated[
     str,
     typer.Option(
-        "--format", help="auto (recognise by fields), native, ragas, ragchecker, openinference, langsmith or langfuse."
+        "--format",
+        help="auto (each record by its fields), native, ragas, ragchecker, openinference, langsmith or langfuse.",
     ),
 ]
 RunId = Annotated[
@@ -116,12 +117,10 @@ def ingest_options(
     doc_id_key: str | None = None,
 ) -> IngestOptions:
     """Ingest options from command-line values (exit 2 for an unknown format)."""
-    from ragaudit_core.logs.formats import FOREIGN_FORMATS
-    from ragaudit_core.logs.traces import TRACE_FORMATS
+    from ragaudit_core.logs.formats import NAMES
 
-    known = (*FOREIGN_FORMATS, *TRACE_FORMATS)
-    if fmt not in ("auto", "native", *known):
-        fail(f"--format must be auto, native or one of {', '.join(known)}, not {fmt!r}")
+    if fmt not in ("auto", *NAMES):
+        fail(f"--format must be auto or one of {', '.join(NAMES)}, not {fmt!r}")
     if max_line_bytes is not None and not 1 <= max_line_bytes <= MAX_LINE_LIMIT:
         fail(f"--max-line-bytes must be between 1 and {MAX_LINE_LIMIT:,} (1 GiB), not {max_line_bytes:,}")
     return IngestOptions(

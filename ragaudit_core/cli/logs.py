@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -27,7 +28,8 @@ from ragaudit_core.cli.common import (
 )
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
-from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
+from ragaudit_core.logs.documents import DEFAULT_MAX_DEPTH
+from ragaudit_core.logs.jsonl import DEFAULT_MAX_EXPANSION, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_LINE_BYTES
 
 __all__ = ["ingest"]
 
@@ -43,6 +45,15 @@ def ingest(
     run_id: RunId = None,
     doc_id_key: DocIdKey = None,
     qrels: Qrels = None,
+    max_file_bytes: Annotated[
+        int, typer.Option("--max-file-bytes", help="Bytes one file may hold once decompressed (64 GiB).")
+    ] = DEFAULT_MAX_FILE_BYTES,
+    max_expansion: Annotated[
+        int, typer.Option("--max-expansion", help="Times its size a compressed file may expand (past 64 MiB).")
+    ] = DEFAULT_MAX_EXPANSION,
+    max_depth: Annotated[
+        int, typer.Option("--max-depth", help="Nesting depth of a JSON value in a JSON document.")
+    ] = DEFAULT_MAX_DEPTH,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
     ids_are_texts: Annotated[
         bool,
@@ -69,6 +80,11 @@ def ingest(
     db = db or store.default_db_path()
     options = ingest_options(
         case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt, run_id, doc_id_key
+    )
+    if min(max_file_bytes, max_expansion, max_depth) < 1:
+        fail("--max-file-bytes, --max-expansion and --max-depth must be at least 1")
+    options = dataclasses.replace(
+        options, max_file_bytes=max_file_bytes, max_expansion=max_expansion, max_depth=max_depth
     )
     try:
         con = connect_db(db, init=init)

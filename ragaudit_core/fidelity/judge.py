@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, field_validator
+
+from ragaudit_core.intervals import wilson
 
 if TYPE_CHECKING:
     from ragaudit_core.fidelity.graph import QueryGraph
@@ -37,11 +40,15 @@ if TYPE_CHECKING:
 __all__ = [
     "CONSERVATIVE_ORDER",
     "JUDGE_PROMPT",
+    "MIN_RATE_N",
+    "SMALL_JUDGE_PARAMS",
     "VERDICTS",
     "JudgeVerdict",
     "agreement",
     "context_chunks",
     "disagreement",
+    "judge_caveat",
+    "judge_parameters",
     "judge_prompt",
     "majority",
     "rule_verdict",
@@ -154,9 +161,11 @@ def disagreement(votes_per_citation: Sequence[Sequence[str | None]]) -> dict:
     if not judged:
         return {"n_citations": 0, "rate": None, "pairwise": None}
     pairs = [a != b for vs in judged for a, b in itertools.combinations(vs, 2)]
+    k = sum(len(set(vs)) > 1 for vs in judged)
     return {
         "n_citations": len(judged),
-        "rate": sum(len(set(vs)) > 1 for vs in judged) / len(judged),
+        "rate": k / len(judged),
+        "ci": wilson(k, len(judged)),
         "pairwise": sum(pairs) / len(pairs),
     }
 
@@ -168,8 +177,48 @@ def agreement(majorities: Sequence[str | None], rules: Sequence[str]) -> dict:
     if not pairs:
         return {"n_citations": 0, "rate": None, "confusion": {}}
     confusion = Counter(f"{r} → {m}" for r, m in pairs)
+    k = sum(r == m for r, m in pairs)
     return {
         "n_citations": len(pairs),
-        "rate": sum(r == m for r, m in pairs) / len(pairs),
+        "rate": k / len(pairs),
+        "ci": wilson(k, len(pairs)),
         "confusion": dict(sorted(confusion.items())),
     }
+
+
+MIN_RATE_N = 20
+"""Judged citations below which a judge rate is shown with a caveat (its 95 % interval is then
+wider than about ±0.2)."""
+SMALL_JUDGE_PARAMS = 1e9
+"""Judge models below this many parameters get a caveat: the seed's judge figures come from far
+larger models."""
+
+_SIZE = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)\s*([MB])(?![A-Za-z])", re.IGNORECASE)
+
+
+def judge_parameters(model: str) -> float | None:
+    """Parameters of a judge model read from its name (``SmolLM2-135M-Instruct`` → 1.35e8,
+    ``Qwen2.5-0.5B`` → 5e8, ``llama-3-8b`` → 8e9); None when the name does not say."""
+    m = _SIZE.search(model.replace("_", "-"))
+    if m is None:
+        return None
+    return float(m.group(1)) * (1e6 if m.group(2).upper() == "M" else 1e9)
+
+
+def judge_caveat(n: int, models: Sequence[str]) -> str | None:
+    """One sentence when judge rates rest on fewer than :data:`MIN_RATE_N` citations or on a judge
+    model under :data:`SMALL_JUDGE_PARAMS` parameters (by its name), else None."""
+    parts = []
+    if 0 < n < MIN_RATE_N:
+        parts.append(f"these rates rest on {n} citation(s) — fewer than {MIN_RATE_N}, so read their intervals")
+    small = [
+        f"{m} (about {p / 1e6:,.0f}M parameters)"
+        for m in models
+        if (p := judge_parameters(m)) and p < SMALL_JUDGE_PARAMS
+    ]
+    if small:
+        parts.append(
+            f"the judge model {', '.join(small)} is under 1B parameters: its verdicts screen citations, they do not "
+            "settle them (the seed's figures come from far larger judges)"
+        )
+    return ("; ".join(parts)[:1].upper() + "; ".join(parts)[1:] + ".") if parts else None

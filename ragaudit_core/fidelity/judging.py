@@ -147,6 +147,7 @@ def verdict_table(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
                 "unanimous": len(set(valid)) == 1 if len(valid) >= 2 else None,
                 "n_judges": len(votes),
                 "n_valid": len(valid),
+                "judges": sorted(set(grp["judge"])),
                 "_votes": votes,
             }
         )
@@ -163,10 +164,12 @@ def judge_summary(table: pd.DataFrame) -> dict:
             "agreement": agreement([], []),
             "disagreement": disagreement([]),
             "n_invalid_votes": 0,
+            "judges": [],
         }
     return {
         "n_citations": len(t),
         "agreement": agreement(t["majority"].tolist(), t["rule"].tolist()),
         "disagreement": disagreement(t["_votes"].tolist()),
         "n_invalid_votes": int((t["n_judges"] - t["n_valid"]).sum()),
+        "judges": sorted(set(t["judges"].explode().dropna())) if "judges" in t else [],
     }

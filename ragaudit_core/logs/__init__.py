@@ -1,9 +1,11 @@
 """The log spine: what a log must say, how it is read and identified, and where it is kept.
 
 Contracts (:mod:`.contracts`, :mod:`.provenance`), reading (:mod:`.jsonl`, :mod:`.containers`,
-:mod:`.lines`), other tools' logs (:mod:`.formats`, :mod:`.traces`), evidence identity
-(:mod:`.identity`), streaming ingestion (:mod:`.ingest`), the DuckDB store (:mod:`.store`) and
-what is loaded (:mod:`.catalog`). It imports no metric package.
+:mod:`.documents`, :mod:`.lines`, :mod:`.records`), log formats — ours and other tools', one
+module each, registered in :mod:`.formats` — with tracing spans joined per trace
+(:mod:`.traces`), evidence identity (:mod:`.identity`), streaming ingestion (:mod:`.ingest`),
+the DuckDB store (:mod:`.store`) and what is loaded (:mod:`.catalog`). It imports no metric
+package.
 """
 
 import importlib

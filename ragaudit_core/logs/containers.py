@@ -1,144 +1,336 @@
-"""Log files that are not JSON Lines — a JSON document (an array of records, or RAGChecker's
-``{"results": [...]}``), CSV with a header row, Parquet — read as rows.
+"""Log files that are not JSON Lines — a JSON document (recognised by content: pretty-printed,
+an array, an object holding records, values back to back), CSV with a header row, Parquet —
+read as rows, streamed in bounded memory.
 
 Each row comes out as a :class:`~ragaudit_core.logs.jsonl.Line` holding the row as one JSON
-object (``line_no`` = the row's number from 1; for CSV the file line the row starts on), so
-it goes through the same decoding, validation and quarantine as a line of a JSONL file.
+value (``line_no`` = the file line the value or CSV row starts on; for Parquet the row's number
+from 1), so it goes through the same decoding, detection, validation and quarantine as a line
+of a JSONL file. A row past a limit, or a CSV row that is not UTF-8, comes out as an error line
+and costs only itself; a file past the size limits raises
+:class:`~ragaudit_core.logs.jsonl.FileRefused` and is refused as a whole.
+
+CSV: the delimiter is the one of ``,`` ``;`` tab ``|`` that splits the header into the most
+fields (a comma on a tie); a row is the bytes up to a line end outside double quotes, at most
+``max_line_bytes``; each row is decoded on its own.
 """
 
 from __future__ import annotations
 
-import codecs
 import csv
-import gzip
 import io
 import json
+import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ragaudit_core.logs.jsonl import InputFileError, Line
+from ragaudit_core.logs.documents import iter_values, sniff
+from ragaudit_core.logs.jsonl import InputFileError, Limits, Line, open_limited
 
 __all__ = ["iter_rows"]
+
+_KEEP = 64 * 1024
+_ROW_GROUP_READ = (
+    64 << 20
+)  # a Parquet row group larger than this, whose rows average past the row limit, is not decoded
+_DELIMITERS = (",", ";", "\t", "|")
+_NONBLANK = re.compile(rb"[^\r\n]")
+_QUOTE_OR_LF = re.compile(rb'["\n]')
 
 
 def _dumps(obj: object) -> bytes:
     return json.dumps(obj, ensure_ascii=False, default=str).encode("utf-8")
 
 
-def iter_rows(path: Path) -> Iterator[Line] | None:
-    """The rows of a JSON document, CSV or Parquet file; None for a JSON Lines file (read it
-    with :func:`jsonl.iter_lines`). Raises :class:`InputFileError` for an unreadable file."""
+def iter_rows(path: Path, limits: Limits | None = None, notes: list[str] | None = None) -> Iterator[Line] | None:
+    """The rows of a JSON document, CSV or Parquet file; None for JSON Lines (read them with
+    :func:`jsonl.iter_lines`). Parquet and CSV are named by their extension (or Parquet's magic
+    bytes); any other file is a JSON document when its content reads as one (:func:`documents.sniff`),
+    whatever its name — a ``.jsonl`` that holds one gets a note in ``notes``. Raises
+    :class:`InputFileError` for an unreadable file."""
+    limits = limits or Limits()
     name = path.name.lower()
-    if name.endswith(".parquet"):
-        return _parquet_rows(path)
-    if name.endswith((".csv", ".csv.gz")):
-        return _csv_rows(path)
-    if name.endswith((".json", ".json.gz")):
-        return _json_document_rows(path)
-    return None
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        data = path.read_bytes()
-        return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
-        raise InputFileError(f"{path}: cannot read the file ({e})") from None
-
-
-def _is_gzip(path: Path) -> bool:
     try:
         with open(path, "rb") as f:
-            return f.read(2) == b"\x1f\x8b"
+            magic = f.read(4)
+        if name.endswith(".parquet") or magic == b"PAR1":
+            return _parquet_rows(path, limits)
+        if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
+            return _csv_rows(path, limits)
+        if magic[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            return None  # UTF-16: the line reader refuses it with advice
     except OSError as e:
         raise InputFileError(f"{path}: cannot read the file ({e})") from None
-
-
-def _check_utf8(path: Path, opener: Callable[[], Any]) -> None:  # opener: the binary file, plain or gzip
-    """InputFileError naming the byte offset when the (decompressed) file is not UTF-8."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    done = 0
+    head = b""
     try:
-        with opener() as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                try:
-                    decoder.decode(block)
-                except UnicodeDecodeError as e:
-                    raise InputFileError(
-                        f"{path}: not UTF-8 text (byte offset {done + e.start}); re-encode the file as UTF-8"
-                    ) from None
-                done += len(block)
-            decoder.decode(b"", final=True)
-    except UnicodeDecodeError as e:
-        raise InputFileError(
-            f"{path}: not UTF-8 text (byte offset {done + e.start}); re-encode the file as UTF-8"
-        ) from None
-    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise InputFileError(f"{path}: cannot read the file ({e})") from None
-
-
-def _json_document_rows(path: Path) -> Iterator[Line] | None:
-    """A JSON array of records, or ``{"results": [...]}``; None when the file is JSON Lines
-    (several documents, or one record object)."""
-    data = _read_bytes(path)
-    head = data.lstrip()[:1]
-    if head not in (b"[", b"{"):
+        with open_limited(path, limits) as f:
+            while len(head) < 1 << 20:  # in small reads: a damaged gzip stream loses only its last one
+                block = f.read(1 << 16)
+                if not block:
+                    break
+                head += block
+    except (OSError, EOFError, zlib.error):
+        if not head:
+            return None  # the line reader says what is wrong
+    if sniff(head) != "document":
         return None
-    try:
-        doc = json.loads(data.decode("utf-8-sig"))
-    except (ValueError, UnicodeDecodeError):
-        return None  # JSON Lines, or broken: the line reader reports each line
-    if isinstance(doc, dict) and isinstance(doc.get("results"), list):
-        rows = doc["results"]
-    elif isinstance(doc, list):
-        rows = doc
-    else:
-        return None
-    return (Line(i, _dumps(r)) for i, r in enumerate(rows, start=1))
+    if notes is not None and name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")):
+        notes.append(
+            "named as JSON Lines but holds a JSON document (a value spread over lines, or an array): "
+            "read as a document, its records one by one; JSON Lines has one object per line"
+        )
+    return _document_rows(path, limits)
 
 
-def _csv_rows(path: Path) -> Iterator[Line]:
-    """A CSV file (plain or gzip), streamed row by row: checked to be UTF-8 first, in 1 MiB
-    blocks, then parsed from the file (memory does not grow with the file)."""
-    gz = _is_gzip(path)
-    opener = (lambda: gzip.open(path, "rb")) if gz else (lambda: open(path, "rb"))  # noqa: SIM115 — closed by its caller
-    _check_utf8(path, opener)
-    reader = csv.DictReader(io.TextIOWrapper(opener(), encoding="utf-8-sig", newline=""))
-    if not reader.fieldnames:
+def _document_rows(path: Path, limits: Limits) -> Iterator[Line]:
+    with open_limited(path, limits) as f:
+        last = 0
+        try:
+            for ln in iter_values(f, max_value_bytes=limits.max_line_bytes, max_depth=limits.max_depth):
+                last = ln.line_no
+                yield ln
+        except (OSError, EOFError, zlib.error) as e:
+            yield Line(last + 1, b"", error=_damaged(last, e))
+
+
+def _damaged(last: int, e: BaseException) -> str:
+    return (
+        f"gzip stream is corrupt or truncated after line {last} ({e or type(e).__name__}); "
+        "the records before it were read, nothing after it could be"
+    )
+
+
+# --------------------------------------------------------------------------- CSV
+
+
+def _csv_records(f: Any, max_bytes: int) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, bytes, too long) per CSV record: up to a LF outside double quotes; blank
+    lines between records are skipped without a Python step per line."""
+    buf = b""
+    base_line = 1  # line number of buf[0]
+    eof = False
+    while True:
+        m = _NONBLANK.search(buf)
+        while m is None and not eof:
+            base_line += buf.count(b"\n")
+            buf = f.read(1 << 16)
+            eof = not buf
+            m = _NONBLANK.search(buf)
+        if m is None:
+            return
+        base_line += buf.count(b"\n", 0, m.start())
+        buf = buf[m.start() :]
+        start_line = base_line
+        pos, quoted, too_long, kept = 0, False, False, b""
+        while True:
+            q = _QUOTE_OR_LF.search(buf, pos)
+            if q is None:
+                if eof:
+                    end = len(buf)
+                    break
+                if len(buf) > max_bytes:  # keep the first 64 KiB, read on to the record's end
+                    too_long, kept = True, kept or buf[:_KEEP]
+                    base_line += buf.count(b"\n")
+                    buf, pos = b"", 0
+                more = f.read(1 << 16)
+                eof = not more
+                pos = len(buf)
+                buf += more
+                continue
+            pos = q.end()
+            if q.group() == b'"':
+                quoted = not quoted
+            elif not quoted:
+                end = pos
+                break
+        record = buf[:end]
+        base_line += record.count(b"\n")
+        buf = buf[end:]
+        if too_long or len(record) > max_bytes:
+            yield start_line, kept or record[:_KEEP], True
+        else:
+            yield start_line, record.rstrip(b"\r\n"), False
+        if eof and not buf:
+            return
+
+
+def _delimiter(header: str) -> str:
+    best, best_n = ",", 0
+    for d in _DELIMITERS:
+        n = len(next(csv.reader([header], delimiter=d), []))
+        if n > best_n:
+            best, best_n = d, n
+    return best
+
+
+def _csv_rows(path: Path, limits: Limits) -> Iterator[Line]:
+    """A CSV file (plain or gzip), streamed row by row (see the module's docstring)."""
+    csv.field_size_limit(max(csv.field_size_limit(), limits.max_line_bytes))
+    f = open_limited(path, limits)
+    records = _csv_records(f, limits.max_line_bytes)
+    first = next(records, None)
+    if first is None:
+        f.close()
         return iter(())
-    header = list(reader.fieldnames)
-
-    def rows() -> Iterator[Line]:
-        line_no = reader.line_num + 1
-        for row in reader:
-            if None in row:
-                yield Line(
-                    line_no,
-                    _dumps({k: v for k, v in row.items() if k is not None}),
-                    error=f"row has {len(header) + len(row[None])} fields, the header {len(header)}",
-                )
-            else:
-                yield Line(line_no, _dumps({k: (None if v == "" else v) for k, v in row.items()}))
-            line_no = reader.line_num + 1
-
-    return rows()
+    if first[2]:
+        f.close()
+        raise InputFileError(f"{path}: the header row is longer than the {limits.max_line_bytes:,}-byte limit")
+    try:
+        head = first[1].decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        f.close()
+        raise InputFileError(
+            f"{path}: the header row is not UTF-8 (byte offset {e.start}); re-encode the file"
+        ) from None
+    delim = _delimiter(head)
+    header = next(csv.reader([head], delimiter=delim), [])
+    return _csv_body(f, records, header, delim, limits)
 
 
-def _parquet_rows(path: Path) -> Iterator[Line]:
+def _csv_body(
+    f: Any, records: Iterator[tuple[int, bytes, bool]], header: list[str], delim: str, limits: Limits
+) -> Iterator[Line]:
+    with f:
+        try:
+            yield from _csv_lines(records, header, delim, limits)
+        except (OSError, EOFError, zlib.error) as e:
+            yield Line(0, b"", error=_damaged(0, e).replace("after line 0", "part-way"))
+
+
+def _csv_lines(
+    records: Iterator[tuple[int, bytes, bool]], header: list[str], delim: str, limits: Limits
+) -> Iterator[Line]:
+    for line_no, data, too_long in records:
+        if too_long:
+            yield Line(
+                line_no,
+                data,
+                error=f"CSV row is longer than the {limits.max_line_bytes:,}-byte limit; "
+                "split the record or raise --max-line-bytes",
+                note="truncated",
+            )
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            yield Line(
+                line_no,
+                data,
+                error=f"row is not valid UTF-8 (byte 0x{data[e.start]:02x} at byte offset {e.start}); "
+                "re-encode the file as UTF-8",
+            )
+            continue
+        try:
+            rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delim))
+        except csv.Error as e:
+            yield Line(line_no, data, error=f"not a CSV row ({e})")
+            continue
+        row = [c for r in rows for c in r] if len(rows) > 1 else (rows[0] if rows else [])
+        if len(row) != len(header):
+            yield Line(
+                line_no,
+                _dumps(dict(zip(header, row))),
+                error=f"row has {len(row)} fields, the header {len(header)} (delimiter {delim!r})",
+            )
+            continue
+        yield Line(line_no, _dumps({k: (None if v == "" else v) for k, v in zip(header, row)}))
+
+
+# --------------------------------------------------------------------------- Parquet
+
+
+def _parquet_rows(path: Path, limits: Limits) -> Iterator[Line]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
+        schema = pq.read_schema(path)
+        texts = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_binary(f.type)]
+        # text columns stay dictionary-encoded while read: a value repeated in many rows is held once
+        pf = pq.ParquetFile(path, read_dictionary=texts)
     except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
         raise InputFileError(f"{path}: not a readable Parquet file ({e})") from None
+    md = pf.metadata
+    size = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+    if size > limits.max_file_bytes:
+        raise InputFileError(
+            f"{path}: the Parquet file holds {size:,} bytes of data, more than the {limits.max_file_bytes:,}-byte "
+            "limit; nothing of it was loaded (split it, or raise --max-file-bytes)"
+        )
 
     def rows() -> Iterator[Line]:
         n = 0
-        for batch in pf.iter_batches(batch_size=4096):
-            for row in batch.to_pylist():
-                n += 1
-                yield Line(n, _dumps(row))
+        for rg in range(md.num_row_groups):
+            meta = md.row_group(rg)
+            per_row = meta.total_byte_size / max(1, meta.num_rows)
+            if per_row > limits.max_line_bytes and meta.total_byte_size > _ROW_GROUP_READ:
+                # rows past the limit on average, in a row group too large to decode: not read at all
+                reason = (
+                    f"row group {rg} holds {meta.total_byte_size:,} bytes for {meta.num_rows:,} rows, more than the "
+                    f"{limits.max_line_bytes:,}-byte limit per row; its rows are not read (raise --max-line-bytes)"
+                )
+                for _ in range(meta.num_rows):
+                    n += 1
+                    yield Line(n, b"", error=reason)
+                continue
+            batch = int(max(1, min(4096, (64 << 20) / max(1.0, per_row))))
+            for b in pf.iter_batches(batch_size=batch, row_groups=[rg]):
+                longest = _longest_text(b, texts, pc)
+                big = [i for i, (x, _c) in enumerate(longest) if x > limits.max_line_bytes]
+                if not big:
+                    for row in b.to_pylist():
+                        n += 1
+                        yield _parquet_line(n, row, limits)
+                    continue
+                for i in range(b.num_rows):  # a batch with cells past the limit: those rows are not decoded
+                    n += 1
+                    if longest[i][0] > limits.max_line_bytes:
+                        yield Line(
+                            n,
+                            b"",
+                            error=f"cell {longest[i][1]!r} is longer than the {limits.max_line_bytes:,}-byte limit; "
+                            "raise --max-line-bytes",
+                        )
+                    else:
+                        yield _parquet_line(n, b.slice(i, 1).to_pylist()[0], limits)
 
     return rows()
+
+
+def _longest_text(batch: Any, texts: list[str], pc: Any) -> list[tuple[int, str]]:
+    """Per row of an Arrow batch, the length and column of its longest text cell (dictionary-encoded
+    columns measured on their dictionary, then taken per row): nothing is decoded to Python."""
+    longest: list[tuple[int, str]] = []
+    for name in texts:
+        if name not in batch.schema.names:
+            continue
+        col = batch.column(name)
+        if hasattr(col, "dictionary"):
+            lengths = pc.take(pc.binary_length(col.dictionary), col.indices)
+        else:
+            lengths = pc.binary_length(col)
+        values = [(x or 0, name) for x in lengths.to_pylist()]
+        longest = values if not longest else [max(a, b, key=lambda t: t[0]) for a, b in zip(longest, values)]
+    return longest
+
+
+def _parquet_line(n: int, row: dict, limits: Limits) -> Line:
+    """One Parquet row as a line, or the reason it is past the limit."""
+    big = next((k for k, v in row.items() if isinstance(v, (str, bytes)) and len(v) > limits.max_line_bytes), None)
+    if big is not None:
+        return Line(
+            n,
+            b"",
+            error=f"cell {big!r} is longer than the {limits.max_line_bytes:,}-byte limit; raise --max-line-bytes",
+        )
+    data = _dumps(row)
+    if len(data) > limits.max_line_bytes:
+        return Line(
+            n,
+            data[:_KEEP],
+            error=f"row is longer than the {limits.max_line_bytes:,}-byte limit; raise --max-line-bytes",
+            note="truncated",
+        )
+    return Line(n, data)

@@ -63,7 +63,7 @@ class FastEntry(msgspec.Struct):
 
 class FastRecord(msgspec.Struct):
     """One evidence record in canonical shape (the fields of ``EvidenceRecord``); a ``nodes`` or
-    ``schema`` key (a provenance line) fails like an alias key."""
+    ``schema`` key (a provenance line), or a key of another log format, fails like an alias key."""
 
     run_id: _Id
     query_id: _Id
@@ -73,6 +73,29 @@ class FastRecord(msgspec.Struct):
     answer: str | None = None
     nodes: msgspec.UnsetType = msgspec.UNSET
     schema: msgspec.UnsetType = msgspec.UNSET
+    # keys of other log formats (formats.FORMATS' ``keys``; tests/logs/test_detection.py checks the
+    # list): a native line carrying one takes the general path, which names them in a warning
+    user_input: msgspec.UnsetType = msgspec.UNSET
+    retrieved_contexts: msgspec.UnsetType = msgspec.UNSET
+    retrieved_context_ids: msgspec.UnsetType = msgspec.UNSET
+    reference_contexts: msgspec.UnsetType = msgspec.UNSET
+    response: msgspec.UnsetType = msgspec.UNSET
+    reference: msgspec.UnsetType = msgspec.UNSET
+    question: msgspec.UnsetType = msgspec.UNSET
+    ground_truth: msgspec.UnsetType = msgspec.UNSET
+    ground_truths: msgspec.UnsetType = msgspec.UNSET
+    rubrics: msgspec.UnsetType = msgspec.UNSET
+    retrieved_context: msgspec.UnsetType = msgspec.UNSET
+    gt_answer: msgspec.UnsetType = msgspec.UNSET
+    span_kind: msgspec.UnsetType = msgspec.UNSET
+    run_type: msgspec.UnsetType = msgspec.UNSET
+    inputs: msgspec.UnsetType = msgspec.UNSET
+    outputs: msgspec.UnsetType = msgspec.UNSET
+    dotted_order: msgspec.UnsetType = msgspec.UNSET
+    child_runs: msgspec.UnsetType = msgspec.UNSET
+    traceId: msgspec.UnsetType = msgspec.UNSET  # noqa: N815 — Langfuse's key
+    parentObservationId: msgspec.UnsetType = msgspec.UNSET  # noqa: N815 — Langfuse's key
+    observations: msgspec.UnsetType = msgspec.UNSET
 
     def __post_init__(self) -> None:
         if _padded(self.run_id) or _padded(self.query_id):
@@ -107,5 +130,5 @@ def decode_canonical(data: bytes) -> FastRecord | None:
     general path decides the line)."""
     try:
         return _DECODER.decode(data)
-    except (msgspec.DecodeError, UnicodeDecodeError):
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):  # too deep: the general path words it
         return None

@@ -25,31 +25,33 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import ValidationError
 
 from ragaudit_core.defaults import INT32_MAX, INT32_MIN
 from ragaudit_core.errors import RagAuditError
-from ragaudit_core.logs import formats, store, traces
+from ragaudit_core.logs import formats, store
 from ragaudit_core.logs.catalog import collisions, coverage_warnings
 from ragaudit_core.logs.containers import iter_rows
-from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error
+from ragaudit_core.logs.contracts import EvidenceRecord
 from ragaudit_core.logs.decode import decode_canonical
+from ragaudit_core.logs.documents import DEFAULT_MAX_DEPTH
 from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.jsonl import (
+    DEFAULT_MAX_EXPANSION,
+    DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_LINE_BYTES,
     InputFileError,
+    Limits,
     Line,
     expand_paths,
     file_sha256,
     iter_lines,
     plain_lf_file,
 )
-from ragaudit_core.logs.lines import buffer_provenance, json_object, parse_evidence_object, parse_provenance_object
+from ragaudit_core.logs.lines import buffer_provenance
 from ragaudit_core.logs.parallel import MIN_FILE_BYTES, DecodedLine, FileLine, LinePool, default_workers
-from ragaudit_core.logs.provenance import looks_like_provenance
+from ragaudit_core.logs.records import FileReader
 from ragaudit_core.logs.report import FileReport, IngestReport, Issue
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
 from ragaudit_core.logs.writer import BatchWriter
@@ -74,9 +76,16 @@ class IngestOptions:
     casefold_spans: bool = False
     recompute_span_hash: bool = False
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
-    format: str | None = None  # force a format (native, ragas, ragchecker); None: recognise by fields
+    format: str | None = None  # force a format (a name of formats.NAMES); None: recognise each record
     run_id: str | None = None  # run id for foreign records that carry none (default: the file name)
     doc_id_key: str | None = None  # metadata key holding document ids in foreign records
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # decompressed bytes of one file
+    max_expansion: int = DEFAULT_MAX_EXPANSION  # times its size a compressed file may expand
+    max_depth: int = DEFAULT_MAX_DEPTH  # nesting depth of a JSON value in a document
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(self.max_line_bytes, self.max_file_bytes, self.max_expansion, self.max_depth)
 
     def fingerprint(self) -> dict[str, object]:
         """The options that change stored identities; they must not change within one database."""
@@ -135,9 +144,8 @@ def ingest_paths(
         raise IngestError(str(e)) from None
     if not files:
         raise IngestError("no input files given")
-    known = ("native", *formats.FOREIGN_FORMATS, *traces.TRACE_FORMATS)
-    if options.format not in (None, "auto", *known):
-        raise IngestError(f"unknown log format {options.format!r}; formats are: auto, {', '.join(known)}")
+    if options.format not in (None, "auto", *formats.NAMES):
+        raise IngestError(f"unknown log format {options.format!r}; formats are: auto, {', '.join(formats.NAMES)}")
     _check_options(con, options)
     batch = _Batch(con, options, progress)
     con.execute("BEGIN TRANSACTION")
@@ -263,11 +271,11 @@ class _Batch:
     # ------------------------------------------------------------------ files
 
     def add_file(self, path: Path) -> None:
-        """Read one file: skipped when its content is already loaded, else every line admitted
-        or rejected. A native file may mix evidence and provenance lines (each line is read as
-        what it is); another tool's format is recognised from the first record's fields. A file
-        whose every line was rejected is not marked loaded: the next ingest of it reads it again
-        and replaces that attempt."""
+        """Read one file: skipped when its content is already loaded, else every record admitted
+        or rejected (:class:`~ragaudit_core.logs.records.FileReader`). A file whose every line
+        was rejected is not marked loaded: the next ingest of it reads it again and replaces that
+        attempt. Each file is its own unit: a file refused while it is read (past a limit, nothing
+        to audit, unreadable) gives back what it had loaded, and the other files stay."""
         spath = str(path)
         sha = file_sha256(path)
         if sha in self.failed_sha:
@@ -287,44 +295,15 @@ class _Batch:
         self.next_file_id += 1
         fr = FileReport(spath, sha, "loaded")
         self.report.files.append(fr)
-        file_notes: list[str] = []
-        try:
-            rows = iter_rows(path)
-            gen: Iterator[Line] = rows or iter_lines(path, max_line_bytes=self.options.max_line_bytes, warn=file_notes)
-            first = next(gen, None)
-        except InputFileError as e:
-            fr.status, fr.n_rejected = "unreadable", 1
-            reason = str(e).removeprefix(f"{spath}: ")
-            self.report.rejected.append(Issue(spath, None, reason, "unreadable"))
-            self.quarantine.append((file_id, spath, None, reason, None, None))
-            self.file_rows.append((file_id, spath, sha, "evidence", path.stat().st_size, 0, 0, 1))
-            return
-        for note in file_notes:
-            self.warn(spath, None, "not-gzip", note.removeprefix(f"{spath}: "), file_id)
-        if first is None:
-            self.warn(spath, None, "empty-file", "file holds no records (it is empty or blank)", file_id)
-        lines = itertools.chain((first,), gen) if first is not None else iter(())
+        mark = self._mark()
         n_ev, n_prov = self.n_records, self.n_provenance
-        fmt = self._format_of(first)
-        if fmt is not None:
-            ctx = formats.MapContext(formats.run_id_for(path, self.options.run_id), self.options.doc_id_key)
-            if fmt in traces.TRACE_FORMATS:
-                self.trace_lines(fr, file_id, lines, fmt, ctx)
-            else:
-                for ln in lines:
-                    self.foreign_line(fr, file_id, ln, fmt, ctx)
-            for w in ctx.warnings:
-                self.warn(spath, None, f"{fmt}-mapping", w, file_id)
-        elif rows is None and self.workers and path.stat().st_size >= MIN_FILE_BYTES and plain_lf_file(path):
-            gen.close()  # type: ignore[attr-defined]  # rows is None: gen is iter_lines's generator
-            self.native_lines_in_workers(fr, file_id, path)
-        else:
-            for i, ln in enumerate(lines, 1):
-                if self.progress is not None and i % 10000 == 0:
-                    self.progress(spath, i)
-                self.native_line(fr, file_id, ln)
-            if self.progress is not None:
-                self.progress(spath, fr.n_lines)
+        try:
+            self._read_file(path, fr, file_id)
+        except Exception as e:
+            if isinstance(e, duckdb.Error) or (isinstance(e, OSError) and _NO_SPACE in str(e)):
+                raise  # the database failed: the whole call is rolled back
+            self._refuse(path, fr, file_id, sha, mark, e)
+            return
         if fr.n_loaded == 0 and fr.n_rejected > 0:
             fr.status = "rejected"
             del self.seen_sha[sha]
@@ -332,50 +311,118 @@ class _Batch:
         kind = "mixed" if has_ev and has_prov else "provenance" if has_prov else "evidence"
         self.file_rows.append((file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded, fr.n_rejected))
 
-    def _format_of(self, first: Line | None) -> str | None:
-        """A foreign format, or None (native), from the option or the first record's fields."""
-        forced = self.options.format
-        if forced is not None and forced != "auto":
-            return None if forced == "native" else forced
-        if first is None or first.error:
-            return None
-        try:
-            obj = orjson.loads(first.data)
-        except orjson.JSONDecodeError:
-            return None
-        return None if looks_like_provenance(obj) else formats.detect(obj) or traces.detect_trace_format(obj)
-
-    # ------------------------------------------------------------------ lines
-
-    def native_line(self, fr: FileReport, file_id: int, ln: Line) -> None:
-        """A line of our contract: a provenance record (it has a ``nodes`` list) or an evidence record."""
-        fr.n_lines += 1
-        if ln.note and not ln.error and ln.note.startswith("a UTF-8 byte-order mark"):
-            self.warn(fr.path, ln.line_no, "bom", ln.note, file_id)
-        if not ln.error:
-            fast = decode_canonical(ln.data)
-            if fast is not None:
-                self._evidence(fr, file_id, ln, None, fast)
-                return
-        reason, obj = (ln.error, None) if ln.error else json_object(ln.data)
-        if reason is None and obj is not None and looks_like_provenance(obj):
-            self._provenance(fr, file_id, ln, *parse_provenance_object(obj))
-        elif reason is not None or obj is None:
-            self._evidence(fr, file_id, ln, reason or "not a JSON object", None)
+    def _read_file(self, path: Path, fr: FileReport, file_id: int) -> None:
+        spath, opts = str(path), self.options
+        notes: list[str] = []
+        rows = iter_rows(path, opts.limits, notes)
+        gen: Iterator[Line] = rows or iter_lines(
+            path, max_line_bytes=opts.max_line_bytes, warn=notes, limits=opts.limits
+        )
+        first = next(gen, None)
+        for note in notes:
+            code = "not-gzip" if "gzip" in note else "document"
+            self.warn(spath, None, code, note.removeprefix(f"{spath}: "), file_id)
+        if first is None:
+            self.warn(spath, None, "empty-file", "file holds no records (it is empty or blank)", file_id)
+        lines = itertools.chain((first,), gen) if first is not None else iter(())
+        reader = FileReader(self, fr, file_id, path, forced=opts.format, run_id=opts.run_id, doc_id_key=opts.doc_id_key)
+        if (
+            rows is None
+            and first is not None
+            and reader.native_ok
+            and self.workers
+            and path.stat().st_size >= MIN_FILE_BYTES
+            and plain_lf_file(path)
+            and not first.error
+            and decode_canonical(first.data) is not None  # a native log: worth the workers (not a rule)
+        ):
+            gen.close()  # type: ignore[attr-defined]  # rows is None: gen is iter_lines's generator
+            self.native_lines_in_workers(reader, path)
         else:
-            self._evidence(fr, file_id, ln, *parse_evidence_object(obj))
+            for i, ln in enumerate(lines, 1):
+                if self.progress is not None and i % 10000 == 0:
+                    self.progress(spath, i)
+                reader.line(ln)
+        reader.finish()
+        if self.progress is not None:
+            self.progress(spath, fr.n_lines)
 
-    def native_lines_in_workers(self, fr: FileReport, file_id: int, path: Path) -> None:
+    def _mark(self) -> tuple[int, ...]:
+        """Where the call's lists and counts stand before a file (to give the file back)."""
+        r = self.report
+        return (
+            len(r.rejected),
+            len(r.warnings),
+            len(self.quarantine),
+            len(self.warn_rows),
+            self.n_records,
+            self.n_entries,
+            self.n_provenance,
+        )
+
+    def _refuse(self, path: Path, fr: FileReport, file_id: int, sha: str, mark: tuple[int, ...], e: Exception) -> None:
+        """A file refused as a whole: what it loaded is deleted (inside the call's transaction),
+        its rejections and warnings are replaced by one sentence, the other files stay."""
+        spath = str(path)
+        self.out.flush()
+        self.out.drain()
+        con = self.con
+        con.execute(
+            "DELETE FROM evidence USING records r WHERE r.file_id = ? AND evidence.run_id = r.run_id "
+            "AND evidence.query_id = r.query_id",
+            [file_id],
+        )
+        con.execute("DELETE FROM records WHERE file_id = ?", [file_id])
+        con.execute(
+            "DELETE FROM prov_nodes USING prov_records p WHERE p.file_id = ? AND prov_nodes.run_id = p.run_id "
+            "AND prov_nodes.query_id = p.query_id",
+            [file_id],
+        )
+        con.execute("DELETE FROM prov_records WHERE file_id = ?", [file_id])
+        n_rej, n_warn, n_q, n_w, self.n_records, self.n_entries, self.n_provenance = mark
+        del self.report.rejected[n_rej:], self.report.warnings[n_warn:], self.quarantine[n_q:], self.warn_rows[n_w:]
+        for seen in (self.first_seen, self.prov_first_seen):
+            for key in [k for k, (p, _l) in seen.items() if p == spath]:
+                del seen[key]
+        for run in [r for r, (_c, p, _l) in self.run_configs.items() if p == spath]:
+            del self.run_configs[run]
+        if isinstance(e, InputFileError):
+            reason = str(e).removeprefix(f"{spath}: ")
+        elif isinstance(e, (MemoryError, RecursionError)):
+            reason = f"the file could not be read within the limits ({type(e).__name__}); nothing of it was loaded"
+        else:
+            reason = f"the file could not be read ({type(e).__name__}: {e}); nothing of it was loaded"
+        fr.status, fr.n_loaded, fr.n_rejected, fr.n_skipped = "unreadable", 0, 1, 0
+        self.report.rejected.append(Issue(spath, None, reason, "unreadable"))
+        self.quarantine.append((file_id, spath, None, reason, None, None))
+        self.file_rows.append((file_id, spath, sha, "evidence", path.stat().st_size, fr.n_lines, 0, 1))
+        self.seen_sha.pop(sha, None)
+
+    # ------------------------------------------------------------------ what a FileReader hands over
+
+    def taken(self, run_id: str, query_id: str) -> bool:
+        """Whether (run, query) is loaded already (by an earlier ingest or this call)."""
+        key = (run_id, query_id)
+        return key in self.known or key in self.first_seen
+
+    def admit_record(self, fr: FileReport, file_id: int, ln: _AnyLine, rec: EvidenceRecord) -> bool:
+        if self.admit(fr, file_id, ln, None, rec, "record", self.known, self.first_seen) is None:
+            return False
+        self._add_record(fr, file_id, ln, rec)
+        return True
+
+    def native_lines_in_workers(self, reader: FileReader, path: Path) -> None:
         """A large native file, read and decoded by the worker pool (:mod:`parallel`) range by
         range, its records admitted here in file order; a line the workers leave is read by
-        :meth:`native_line`. Same stored rows and report as reading every line here (tested)."""
+        the file's reader. Same stored rows and report as reading every line here (tested)."""
+        fr, file_id = reader.fr, reader.file_id
         base = 0
         for n_lines, items, table in self.pool.decode(path):
             admitted: list[int] = []
             n_decoded = 0
             for i, it in enumerate(items):
                 if not isinstance(it, DecodedLine):
-                    self.native_line(fr, file_id, dataclasses.replace(it, line_no=base + it.line_no))
+                    reader.line(dataclasses.replace(it, line_no=base + it.line_no))
                     continue
                 n_decoded += 1
                 fr.n_lines += 1
@@ -404,7 +451,7 @@ class _Batch:
             if self.progress is not None:
                 self.progress(fr.path, fr.n_lines)
 
-    def _provenance(self, fr: FileReport, file_id: int, ln: _AnyLine, reason: str | None, prec: Any) -> None:
+    def provenance(self, fr: FileReport, file_id: int, ln: _AnyLine, reason: str | None, prec: Any) -> None:
         if (
             self.admit(fr, file_id, ln, reason, prec, "provenance record", self.known_prov, self.prov_first_seen)
             is not None
@@ -422,93 +469,9 @@ class _Batch:
             if len(self.out.prov_node_rows) >= FLUSH_ENTRIES:
                 self.out.flush()
 
-    def _evidence(self, fr: FileReport, file_id: int, ln: _AnyLine, reason: str | None, rec: Any) -> None:
+    def evidence(self, fr: FileReport, file_id: int, ln: _AnyLine, reason: str | None, rec: Any) -> None:
         if self.admit(fr, file_id, ln, reason, rec, "record", self.known, self.first_seen) is not None:
             self._add_record(fr, file_id, ln, rec)
-
-    def foreign_line(self, fr: FileReport, file_id: int, ln: Line, fmt: str, ctx: formats.MapContext) -> None:
-        """A line (or row) of another tool's log, mapped to native records (:mod:`formats`)."""
-        fr.n_lines += 1
-        reason, obj = (ln.error, None) if ln.error else json_object(ln.data)
-        recs: list[EvidenceRecord] = []
-        if reason is None and obj is not None:
-            try:
-                recs = [EvidenceRecord.model_validate(r) for r in formats.map_record(fmt, obj, ctx)]
-            except formats.FormatError as e:
-                reason = f"not a {fmt} record: {e}"
-            except ValidationError as e:
-                reason = f"{fmt} record maps to an invalid record: {describe_validation_error(e)}"
-        if reason is None and not recs:
-            reason = f"{fmt} record holds no query"
-        if reason is not None:
-            self.reject(fr, file_id, ln, reason)
-            return
-        for rec in recs:
-            if self.admit(fr, file_id, ln, None, rec, "record", self.known, self.first_seen) is not None:
-                self._add_record(fr, file_id, ln, rec)
-
-    def trace_lines(
-        self, fr: FileReport, file_id: int, lines: Iterable[Line], fmt: str, ctx: formats.MapContext
-    ) -> None:
-        """A tracing export (:mod:`traces`): retriever spans held until the file is read, then
-        loaded with the answer of their trace (and, with a reranker span, the trace's provenance
-        graph); spans without evidence counted as skipped."""
-        pending: list[tuple[Line, traces.Span]] = []
-        rerankers: dict[str, tuple[Line, traces.Span]] = {}
-        answers: dict[str, tuple[bool, str]] = {}
-        for ln in lines:
-            fr.n_lines += 1
-            reason, obj = (ln.error, None) if ln.error else json_object(ln.data)
-            if reason is None:
-                try:
-                    span = traces.read_span(fmt, obj)
-                except formats.FormatError as e:
-                    reason = f"not a {fmt} span: {e}"
-            if reason is not None:
-                self.reject(fr, file_id, ln, reason)
-            elif span.kind == "retriever":
-                pending.append((ln, span))
-            elif span.kind == "reranker" and span.trace_id is not None and span.trace_id not in rerankers:
-                rerankers[span.trace_id] = (ln, span)
-            else:
-                fr.n_skipped += 1
-                if (
-                    span.kind == "answer"
-                    and span.answer
-                    and span.trace_id is not None
-                    and (span.root or not answers.get(span.trace_id, (False, ""))[0])
-                ):
-                    answers[span.trace_id] = (span.root, span.answer)
-        for ln, span in pending:
-            answer = answers.get(span.trace_id, (False, None))[1] if span.trace_id is not None else None
-            rec = self._trace_record(fr, file_id, ln, fmt, ctx, span, answer)
-            rr = rerankers.pop(span.trace_id, None) if rec is not None and span.trace_id is not None else None
-            if rr is not None and rec is not None:
-                prov = traces.provenance_record(rec.run_id, rec.query_id, span, rr[1], answer)
-                self._provenance(fr, file_id, rr[0], *parse_provenance_object(prov))
-        fr.n_skipped += len(rerankers)  # rerankers of traces without a loaded retrieval
-
-    def _trace_record(
-        self,
-        fr: FileReport,
-        file_id: int,
-        ln: Line,
-        fmt: str,
-        ctx: formats.MapContext,
-        span: traces.Span,
-        answer: str | None,
-    ) -> EvidenceRecord | None:
-        try:
-            rec = EvidenceRecord.model_validate(
-                formats.build_record(fmt, ctx, span.query or "", answer, span.texts, span.ids, span.metadata)
-            )
-        except ValidationError as e:
-            self.reject(fr, file_id, ln, f"{fmt} span maps to an invalid record: {describe_validation_error(e)}")
-            return None
-        if self.admit(fr, file_id, ln, None, rec, "record", self.known, self.first_seen) is None:
-            return None
-        self._add_record(fr, file_id, ln, rec)
-        return rec
 
     def _add_record(self, fr: FileReport, file_id: int, ln: _AnyLine, rec: EvidenceRecord) -> None:
         self._run_config(rec, fr.path, file_id, ln.line_no)

@@ -20,18 +20,30 @@ from typing import Any, Protocol
 from ragaudit_core.errors import RagAuditError
 
 __all__ = [
+    "DEFAULT_MAX_EXPANSION",
+    "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MAX_LINE_BYTES",
     "LOG_SUFFIXES",
+    "FileRefused",
     "InputFileError",
+    "Limits",
     "Line",
     "expand_paths",
     "file_sha256",
     "iter_lines",
+    "open_limited",
     "plain_lf_file",
     "read_lines",
 ]
 
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
+"""Bytes of one line, one JSON value of a document, one CSV row (so one cell) — ``--max-line-bytes``."""
+DEFAULT_MAX_FILE_BYTES = 64 * 1024**3
+"""Bytes one file may hold once decompressed — ``--max-file-bytes``."""
+DEFAULT_MAX_EXPANSION = 100
+"""How many times its own size a compressed file may expand (checked once past 64 MiB) —
+``--max-expansion``; log text compresses 5–20×, a decompression bomb about 1000×."""
+_EXPANSION_FLOOR = 64 * 1024 * 1024
 _KEEP_OF_LONG_LINE = 64 * 1024
 LOG_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".json", ".json.gz")
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -40,6 +52,87 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 
 class InputFileError(RagAuditError, ValueError):
     """A whole input file cannot be used. The message names the file."""
+
+
+class FileRefused(InputFileError):
+    """A whole file refused past a limit while it was read: what it gave is taken back."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The bounds on what one file may make the ingest hold (``docs/log-contract.md``)."""
+
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_expansion: int = DEFAULT_MAX_EXPANSION
+    max_depth: int = 64
+
+
+class _Counted(io.BufferedIOBase):
+    """A binary file that raises :class:`FileRefused` once more than the limits allow is read."""
+
+    def __init__(self, raw: Any, path: Path, limits: Limits, compressed_size: int | None) -> None:
+        super().__init__()
+        self._raw, self._path, self._limits = raw, path, limits
+        self._cap = limits.max_file_bytes
+        if compressed_size is not None:
+            self._cap = min(self._cap, max(_EXPANSION_FLOOR, compressed_size * limits.max_expansion))
+        self._compressed = compressed_size
+        self.n = 0
+
+    def _count(self, data: bytes) -> bytes:
+        self.n += len(data)
+        if self.n > self._cap:
+            if self._compressed is not None and self._cap < self._limits.max_file_bytes:
+                raise FileRefused(
+                    f"{self._path}: the {self._compressed:,}-byte compressed file expands more than "
+                    f"{self._limits.max_expansion}× (past {self._cap:,} bytes), as a decompression bomb does; "
+                    "nothing of it was loaded (raise --max-expansion if it is a real log)"
+                )
+            raise FileRefused(
+                f"{self._path}: the file holds more than {self._cap:,} bytes (decompressed); nothing of it "
+                "was loaded (split it, or raise --max-file-bytes)"
+            )
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        return self._count(self._raw.read(-1 if size is None else size))
+
+    def read1(self, size: int = -1, /) -> bytes:
+        return self.read(size if size >= 0 else 1 << 16)
+
+    def readline(self, size: int | None = -1, /) -> bytes:
+        """A line; after a blank line, the blank lines that follow it come with it (up to 1 MiB),
+        so a file of blank lines is read in C, not one Python step per line."""
+        line = self._raw.readline(-1 if size is None else size)
+        if line in (b"\n", b"\r\n") and hasattr(self._raw, "peek"):
+            more = bytearray(line)
+            while len(more) < (1 << 20):
+                head = self._raw.peek(1 << 16)[: 1 << 16]
+                n = len(head) - len(head.lstrip(b"\r\n"))
+                if n < len(head) and head[n - 1 : n] == b"\r":
+                    n -= 1  # a CR before a line's text is the line's
+                if n == 0:
+                    break
+                more += self._raw.read(n)
+            line = bytes(more)
+        return self._count(line)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def open_limited(path: Path, limits: Limits) -> Any:
+    """``path`` opened for reading bytes — decompressed when it is gzip (by its magic bytes) —
+    counting what is read against ``limits`` (:class:`FileRefused` past them)."""
+    with open(path, "rb") as f:
+        gz = f.read(2) == _GZIP_MAGIC
+    raw = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115 — closed by _Counted
+    return _Counted(raw, path, limits, path.stat().st_size if gz else None)
 
 
 class _Readable(Protocol):
@@ -95,7 +188,11 @@ def file_sha256(path: Path) -> str:
 
 
 def iter_lines(
-    path: Path, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, warn: list[str] | None = None
+    path: Path,
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    warn: list[str] | None = None,
+    limits: Limits | None = None,
 ) -> Generator[Line, None, None]:
     """Yield every non-blank line of ``path`` as a :class:`Line`.
 
@@ -106,8 +203,10 @@ def iter_lines(
       on CR; blank lines are skipped;
     * a line longer than ``max_line_bytes`` is not parsed: its first 64 KiB are kept;
     * a corrupt or truncated gzip stream ends the file with one error line after the
-      last good line.
+      last good line;
+    * past ``limits`` (decompressed size, expansion) :class:`FileRefused` is raised.
     """
+    limits = limits or Limits(max_line_bytes=max_line_bytes)
     try:
         with open(path, "rb") as f:
             head = f.read(4)
@@ -118,8 +217,11 @@ def iter_lines(
     is_gzip = head[:2] == _GZIP_MAGIC
     if path.name.lower().endswith(".gz") and not is_gzip and warn is not None:
         warn.append(f"{path}: named .gz but not gzip-compressed (no gzip header); read as plain text")
-    opener = (lambda: gzip.open(path, "rb")) if is_gzip else (lambda: open(path, "rb"))  # noqa: SIM115 — closed by its caller
-    cr_only = _cr_only(opener)
+
+    def opener() -> Any:
+        return open_limited(path, limits)
+
+    cr_only = _cr_only(lambda: gzip.open(path, "rb") if is_gzip else open(path, "rb"))  # noqa: SIM115 — closed by _cr_only
     with opener() as raw:
         yield from read_lines(_CrLines(raw) if cr_only else raw, max_line_bytes=max_line_bytes)
 
@@ -188,6 +290,7 @@ def read_lines(
                 data = data[len(_UTF8_BOM) :]
                 note = "a UTF-8 byte-order mark at the start of the line was ignored"
             if not data or data.isspace():
+                line_no += max(0, chunk.count(b"\n") - 1)  # blank lines read together (_Counted.readline)
                 continue
             yield Line(line_no, data, note=note, offset=at)
     finally:

@@ -8,15 +8,22 @@ record's rows for the ``prov_records`` and ``prov_nodes`` tables are built here 
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 
 import orjson
 from pydantic import ValidationError
 
-from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
+from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id
 from ragaudit_core.logs.provenance import Coordinates, ProvenanceRecord
 
-__all__ = ["buffer_provenance", "json_object", "parse_evidence_object", "parse_provenance_object"]
+__all__ = [
+    "buffer_provenance",
+    "decode_json",
+    "parse_evidence_object",
+    "parse_provenance_object",
+]
 
 _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _TWENTY_DIGITS = b"0" * 20  # a run of 20 digits: an integer orjson may have read as a float
@@ -88,10 +95,23 @@ def buffer_provenance(
         )
 
 
-def json_object(data: bytes) -> tuple[str | None, dict | None]:
-    """(reason, None) when a line is not one UTF-8 JSON object, else (None, the object)."""
+_NON_FINITE = re.compile(rb"NaN|Infinity")
+
+
+class _NonFinite:
+    """Where ``NaN``/``Infinity`` stood in a line (replaced by None after decoding)."""
+
+
+def decode_json(data: bytes) -> tuple[str | None, Any, list[str]]:
+    """(reason, None, []) when a line is not one UTF-8 JSON value, else (None, the value, the
+    paths of ``NaN``/``Infinity`` tokens read as null).
+
+    ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON, but pandas writes them for missing
+    numbers (Phoenix's ``document.score``): they are read as null wherever they are, so a field
+    the mapping does not use never rejects a record, and the caller warns naming the paths.
+    Integers beyond 64 bits keep every digit; nesting too deep for the parser is a reason."""
     if b"\x00" in data:
-        return ("line contains NUL bytes (\\x00); the file may be binary or corrupted", None)
+        return ("line contains NUL bytes (\\x00); the file may be binary or corrupted", None, [])
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -99,16 +119,46 @@ def json_object(data: bytes) -> tuple[str | None, dict | None]:
             f"line is not valid UTF-8 (byte 0x{data[e.start]:02x} at byte offset {e.start}); "
             "re-encode the file as UTF-8",
             None,
+            [],
         )
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as e:
-        return (f"invalid JSON: {e}", None)
+        if not _NON_FINITE.search(data):
+            return (f"invalid JSON: {e}", None, [])
+        try:
+            obj = json.loads(data, parse_constant=lambda _c: _NonFinite)
+        except ValueError:
+            return (f"invalid JSON: {e}", None, [])
+        except RecursionError:
+            return ("JSON nested too deep to read", None, [])
+        paths: list[str] = []
+        return (None, _nulls(obj, "", paths), paths)
     if _TWENTY_DIGITS in data.translate(_DIGITS_TO_ZERO):
-        obj = json.loads(data)  # integers beyond 64 bits stay exact (orjson reads them as floats)
-    if not isinstance(obj, dict):
-        return (f"expected a JSON object per line, got {json_type(obj)}", None)
-    return (None, obj)
+        try:
+            obj = json.loads(data)  # integers beyond 64 bits stay exact (orjson reads them as floats)
+        except RecursionError:
+            return ("JSON nested too deep to read", None, [])
+    return (None, obj, [])
+
+
+def _nulls(v: Any, path: str, found: list[str]) -> Any:
+    """``v`` with each NaN/Infinity marker replaced by None, its path noted (iterative: no depth limit)."""
+    if v is _NonFinite:
+        found.append(path or "(the line)")
+        return None
+    stack = [(v, path)]
+    while stack:
+        cur, where = stack.pop()
+        items = cur.items() if isinstance(cur, dict) else enumerate(cur) if isinstance(cur, list) else ()
+        for k, x in items:
+            sub = f"{where}.{k}" if where else str(k)
+            if x is _NonFinite:
+                cur[k] = None
+                found.append(sub)
+            elif isinstance(x, (dict, list)):
+                stack.append((x, sub))
+    return v
 
 
 def parse_evidence_object(obj: dict) -> tuple[str | None, EvidenceRecord | None]:

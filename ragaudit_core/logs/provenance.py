@@ -54,7 +54,6 @@ __all__ = [
     "GroundTruth",
     "ProvNode",
     "ProvenanceRecord",
-    "looks_like_provenance",
 ]
 
 PROVENANCE_SCHEMA = "ragaudit.provenance/1"
@@ -75,13 +74,6 @@ _STAGE_BY_NAME = {v: k for k, v in STAGES.items()} | {
     "embedding": 2,
 }
 ARTIFACT_TYPES = ("document", "chunk", "embedding", "rank_result", "context_element", "generation", "citation")
-
-
-def looks_like_provenance(obj: Any) -> bool:
-    """A JSON object is read as a provenance record when it has a ``nodes`` list or says so."""
-    return isinstance(obj, dict) and (
-        isinstance(obj.get("nodes"), list) or str(obj.get("schema", "")).startswith("ragaudit.provenance/")
-    )
 
 
 class _Strict(BaseModel):

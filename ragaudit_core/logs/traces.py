@@ -1,168 +1,58 @@
-"""Tracing exports — OpenInference spans (Arize Phoenix), LangSmith runs, Langfuse observations —
-read span by span and joined per trace.
+"""Tracing exports joined per trace: a retriever span gives one evidence record, completed with
+the answer of its trace and — with a reranker span — the trace's provenance graph.
 
-A retriever span gives one evidence record: its query and its documents (texts as spans,
-ids as :mod:`formats` documents). The answer comes from another span of the same trace (an
-LLM span / generation, or the root chain's output), which may come before or after it in the
-file, so a file's retriever spans are held until the file is read, then completed with their
-trace's answer. Spans that carry no evidence (LLM, chain, embedding, tool, …) are counted as
-such, neither loaded nor rejected.
-
-Field mapping (``docs/log-contract.md`` has an example per format):
-
-* **OpenInference**, nested (``{"attributes": {"retrieval": {"documents": [{"document":
-  {...}}]}}}``) or flattened (``attributes.retrieval.documents.0.document.id``, or
-  ``retrieval.documents`` as a list of ``{"document.id", …}``): kind
-  ``openinference.span.kind`` or ``span_kind``; trace ``context.trace_id``; query
-  ``input.value``; documents ``retrieval.documents[i].document.{id, content, score,
-  metadata}`` (metadata may be a JSON string); answer: the LLM span's
-  ``llm.output_messages.0.message.content``, else its ``output.value``. A RERANKER span
-  (``reranker.output_documents``) makes the trace a provenance record too
-  (:func:`provenance_record`): retrieval, reranking, context and generation stages.
-* **LangSmith** runs: ``run_type == "retriever"``, query ``inputs.query`` (or ``inputs.input``,
-  ``inputs.question``), documents ``outputs.documents[i].{page_content, metadata, id}``;
-  trace ``trace_id``; answer: the root run's ``outputs.{answer, output, result}``, else the last
-  LLM run's ``outputs.generations[0][0].text``.
-* **Langfuse** observations: ``type`` ``RETRIEVER``, or ``SPAN`` whose ``output`` holds documents
-  (a list, or ``{"documents": [...]}``; ``page_content``/``content``/``text``); query ``input``
-  (a string, or ``input.{query, input, question}``); trace ``traceId``; answer: a
-  ``GENERATION`` observation's ``output`` (a string or ``output.content``).
+The spans are read by the tracing formats of :mod:`ragaudit_core.logs.formats` (OpenInference,
+LangSmith, Langfuse). The answer comes from another span of the same trace (an LLM span /
+generation, or the root chain's output), which may come before or after it in the file, so a
+file's retriever spans are held (:class:`TraceJoiner`) until the file is read, then completed
+with their trace's answer. Traces are keyed by (format, trace id), so one file may mix tracing
+formats. Spans that carry no evidence (LLM, chain, embedding, tool, …) are counted as such,
+neither loaded nor rejected.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragaudit_core.logs.formats import FormatError
+from ragaudit_core.logs.formats import LogFormat, Span
 
-__all__ = ["TRACE_FORMATS", "Span", "detect_trace_format", "provenance_record", "read_span"]
-
-TRACE_FORMATS = ("openinference", "langsmith", "langfuse")
+__all__ = ["Span", "TraceJoiner", "provenance_record"]
 
 
 @dataclass
-class Span:
-    """What one span contributes: evidence (a retriever span), an answer, or nothing."""
+class TraceJoiner:
+    """The tracing spans of one file: retriever spans held with their line, the first reranker
+    span per trace, and the answer per trace (a root run's answer wins over an LLM call's)."""
 
-    trace_id: str | None
-    kind: str  # "retriever", "reranker", "answer" or "other"
-    query: str | None = None
-    texts: list[str] = field(default_factory=list)
-    ids: list[Any] = field(default_factory=list)
-    metadata: list[dict | None] = field(default_factory=list)
-    answer: str | None = None
-    root: bool = False  # a root run's answer wins over an LLM call's
-    reranked: list[dict] = field(default_factory=list)  # a RERANKER span's output documents (id, content)
+    pending: list[tuple[Any, LogFormat, Span]] = field(default_factory=list)
+    rerankers: dict[tuple[str, str], tuple[Any, Span]] = field(default_factory=dict)
+    answers: dict[tuple[str, str], tuple[bool, str]] = field(default_factory=dict)
 
+    def add(self, line: Any, fmt: LogFormat, span: Span) -> bool:
+        """Hold a span; True when it carries no evidence (counted as skipped by the caller)."""
+        key = (fmt.name, span.trace_id) if span.trace_id is not None else None
+        if span.kind == "retriever":
+            self.pending.append((line, fmt, span))
+            return False
+        if span.kind == "reranker" and key is not None and key not in self.rerankers:
+            self.rerankers[key] = (line, span)
+            return False
+        answered = key is not None and self.answers.get(key, (False, ""))[0]
+        if span.kind == "answer" and span.answer and key is not None and (span.root or not answered):
+            self.answers[key] = (span.root, span.answer)
+        return True
 
-def detect_trace_format(obj: Any) -> str | None:
-    if not isinstance(obj, dict):
-        return None
-    flat = _flatten(obj)
-    if any(k.endswith("openinference.span.kind") for k in flat) or (
-        "span_kind" in obj and any(k.startswith(("attributes.", "context.")) for k in flat)
-    ):
-        return "openinference"
-    if "run_type" in obj and ("inputs" in obj or "outputs" in obj):
-        return "langsmith"
-    if "traceId" in obj and "type" in obj:
-        return "langfuse"
-    return None
+    def records(self) -> Iterator[tuple[Any, LogFormat, Span, str | None]]:
+        """Each held retriever span with its trace's answer, in file order."""
+        for line, fmt, span in self.pending:
+            key = (fmt.name, span.trace_id) if span.trace_id is not None else None
+            yield line, fmt, span, self.answers.get(key, (False, None))[1] if key is not None else None
 
-
-def read_span(fmt: str, obj: Any) -> Span:
-    if not isinstance(obj, dict):
-        raise FormatError(f"a {fmt} span is a JSON object")
-    return {"openinference": _openinference, "langsmith": _langsmith, "langfuse": _langfuse}[fmt](obj)
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _flatten(obj: Any, prefix: str = "", out: dict | None = None, depth: int = 0) -> dict[str, Any]:
-    """Nested objects and lists as dotted keys (``a.b.0.c``); keys already dotted stay as they are."""
-    out = {} if out is None else out
-    if depth > 12:
-        out[prefix.rstrip(".")] = obj
-        return out
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            _flatten(v, f"{prefix}{k}.", out, depth + 1)
-    elif isinstance(obj, list) and obj and all(isinstance(x, (dict, list)) for x in obj):
-        for i, v in enumerate(obj):
-            _flatten(v, f"{prefix}{i}.", out, depth + 1)
-    else:
-        out[prefix.rstrip(".")] = obj
-    return out
-
-
-def _json_maybe(v: Any) -> Any:
-    if isinstance(v, str) and v[:1] in ("{", "["):
-        try:
-            return json.loads(v)
-        except ValueError:
-            return v
-    return v
-
-
-def _text_of(v: Any) -> str | None:
-    if isinstance(v, str):
-        return v
-    if isinstance(v, dict):
-        for k in ("content", "text", "output", "answer", "result"):
-            if isinstance(v.get(k), str):
-                return v[k]
-    return None
-
-
-# --------------------------------------------------------------------------- OpenInference
-
-
-def _oi_get(flat: dict, key: str) -> Any:
-    for k in (key, "attributes." + key):
-        if k in flat:
-            return flat[k]
-    return None
-
-
-def _openinference(obj: dict) -> Span:
-    flat = _flatten(obj)
-    kind = str(_oi_get(flat, "openinference.span.kind") or obj.get("span_kind") or "").upper()
-    trace = _oi_get(flat, "context.trace_id") or obj.get("trace_id")
-    if kind == "RETRIEVER":
-        query = _oi_get(flat, "input.value")
-        items = _oi_documents(flat, "retrieval.documents.")
-        if not isinstance(query, str) or not query.strip():
-            raise FormatError("RETRIEVER span without input.value (the query)")
-        if any(not isinstance(d.get("content"), str) for d in items):
-            raise FormatError("a retrieved document has no document.content text")
-        md = [_metadata(d) for d in items]
-        return Span(trace, "retriever", query, [d["content"] for d in items], [d.get("id") for d in items], md)
-    if kind == "RERANKER":
-        outs = _oi_documents(flat, "reranker.output_documents.")
-        if any(not isinstance(d.get("content"), str) and d.get("id") in (None, "") for d in outs):
-            raise FormatError("a reranker output document has neither document.id nor document.content")
-        return Span(trace, "reranker", _oi_get(flat, "reranker.query"), reranked=outs)
-    if kind == "LLM":
-        answer = _oi_get(flat, "llm.output_messages.0.message.content")
-        if not isinstance(answer, str):
-            answer = _text_of(_json_maybe(_oi_get(flat, "output.value")))
-        return Span(trace, "answer", answer=answer)
-    return Span(trace, "other")
-
-
-def _oi_documents(flat: dict, prefix: str) -> list[dict]:
-    """The documents under ``prefix`` (``retrieval.documents.`` …) as ``{id, content, score, …}`` in order."""
-    docs: dict[int, dict] = {}
-    for k, v in flat.items():
-        rest = k.removeprefix("attributes.")
-        if rest.startswith(prefix):
-            parts = rest[len(prefix) :].split(".", 1)
-            if parts[0].isdigit() and len(parts) == 2:
-                docs.setdefault(int(parts[0]), {})[parts[1].removeprefix("document.")] = v
-    return [docs[i] for i in sorted(docs)]
+    def take_reranker(self, fmt: LogFormat, span: Span) -> tuple[Any, Span] | None:
+        """The reranker span (with its line) of a retriever span's trace, once."""
+        return self.rerankers.pop((fmt.name, span.trace_id), None) if span.trace_id is not None else None
 
 
 def provenance_record(run_id: str, query_id: str, retriever: Span, reranker: Span, answer: str | None) -> dict:
@@ -184,12 +74,14 @@ def provenance_record(run_id: str, query_id: str, retriever: Span, reranker: Spa
                 "metadata": {"text": text, "rank": i},
             }
         )
-        by_key.setdefault(("id", doc), nid)
+        if isinstance(doc, (str, int)):  # ids are checked when the span is read; never a list or dict here
+            by_key.setdefault(("id", doc), nid)
         by_key.setdefault(("text", text), nid)
     kept = set()
     for j, d in enumerate(reranker.reranked):
-        parent = by_key.get(("id", d.get("id"))) if d.get("id") not in (None, "") else None
-        parent = parent or by_key.get(("text", d.get("content")))
+        rid, content = d.get("id"), d.get("content")
+        parent = by_key.get(("id", rid)) if isinstance(rid, (str, int)) and rid != "" else None
+        parent = parent or (by_key.get(("text", content)) if isinstance(content, str) else None)
         node = {
             "node_id": f"k{j}",
             "stage": 3,
@@ -231,88 +123,3 @@ def provenance_record(run_id: str, query_id: str, retriever: Span, reranker: Spa
         "dropped": dropped,
         "generated_text": answer,
     }
-
-
-def _metadata(d: dict) -> dict | None:
-    md = _json_maybe(d.get("metadata"))
-    if isinstance(md, dict):
-        return md
-    sub = {k.removeprefix("metadata."): v for k, v in d.items() if k.startswith("metadata.")}
-    return sub or None
-
-
-# --------------------------------------------------------------------------- LangSmith
-
-
-def _documents(v: Any) -> list[dict] | None:
-    """A list of LangChain-style documents, or None when ``v`` holds none."""
-    v = _json_maybe(v)
-    if isinstance(v, dict):
-        v = v.get("documents", v.get("output"))
-    if not isinstance(v, list) or not all(isinstance(d, dict) for d in v):
-        return None
-    if not all(isinstance(d.get("page_content", d.get("content", d.get("text"))), str) for d in v):
-        return None
-    return v
-
-
-def _doc_fields(docs: list[dict]) -> tuple[list[str], list[Any], list[dict | None]]:
-    texts = [str(d.get("page_content", d.get("content", d.get("text")))) for d in docs]  # checked by _documents
-    mds = [d.get("metadata") if isinstance(d.get("metadata"), dict) else None for d in docs]
-    ids = [d.get("id") if d.get("id") not in (None, "") else None for d in docs]
-    return texts, ids, mds
-
-
-def _query_of(v: Any) -> str | None:
-    v = _json_maybe(v)
-    if isinstance(v, str):
-        return v
-    if isinstance(v, dict):
-        for k in ("query", "input", "question", "user_input"):
-            if isinstance(v.get(k), str):
-                return v[k]
-    return None
-
-
-def _langsmith(obj: dict) -> Span:
-    trace = obj.get("trace_id")
-    rt = str(obj.get("run_type", "")).lower()
-    outputs = obj.get("outputs") or {}
-    if rt == "retriever":
-        docs = _documents(outputs)
-        query = _query_of(obj.get("inputs"))
-        if docs is None or query is None:
-            raise FormatError("retriever run without inputs.query or outputs.documents[].page_content")
-        return Span(trace, "retriever", query, *_doc_fields(docs))
-    root = not obj.get("parent_run_id") and not obj.get("parent_run_ids")
-    if rt == "llm":
-        gens = outputs.get("generations") if isinstance(outputs, dict) else None
-        text = (
-            gens[0][0].get("text")
-            if gens and isinstance(gens[0], list) and gens[0] and isinstance(gens[0][0], dict)
-            else _text_of(outputs)
-        )
-        return Span(trace, "answer", answer=text if isinstance(text, str) else None)
-    if root and _text_of(outputs) is not None:
-        return Span(trace, "answer", answer=_text_of(outputs), root=True)
-    return Span(trace, "other")
-
-
-# --------------------------------------------------------------------------- Langfuse
-
-
-def _langfuse(obj: dict) -> Span:
-    trace = obj.get("traceId")
-    kind = str(obj.get("type", "")).upper()
-    if kind in ("RETRIEVER", "SPAN"):
-        docs = _documents(obj.get("output"))
-        if docs is not None:
-            query = _query_of(obj.get("input"))
-            if query is None:
-                raise FormatError("retriever observation without an input query")
-            return Span(trace, "retriever", query, *_doc_fields(docs))
-        if kind == "RETRIEVER":
-            raise FormatError("retriever observation whose output holds no documents")
-    if kind == "GENERATION":
-        return Span(trace, "answer", answer=_text_of(_json_maybe(obj.get("output"))))
-    return Span(trace, "other")

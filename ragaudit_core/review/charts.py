@@ -3,6 +3,11 @@
 Figures only draw what the metric modules computed; no metric is computed here. Hover
 texts that carry log strings (run ids, query ids) go through Plotly's own text
 rendering, which escapes HTML.
+
+Every figure takes its colours from :mod:`ragaudit_core.review.palette` (Okabe–Ito, no
+red-green pair) and sets them explicitly on each trace (so the PDF's export keeps them); 0–1
+metrics sit on [0, 1] axes with markers drawn past the edge rather than clipped; runs are in
+natural order (k5, k10, k20); titles wrap (:func:`~ragaudit_core.review.palette.wrap_title`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,19 @@ import plotly.graph_objects as go
 
 from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.fidelity.score import FIDELITY_STAGES
+from ragaudit_core.review.palette import (
+    BLACK,
+    BLUE,
+    GREY,
+    ORANGE,
+    REDDISH_PURPLE,
+    SEQUENTIAL,
+    SKY_BLUE,
+    VERMILLION,
+    colour,
+    natural_order,
+    wrap_title,
+)
 
 __all__ = [
     "CHANGE_COLOURS",
@@ -32,13 +50,16 @@ __all__ = [
 ]
 
 CHANGE_COLOURS = {
-    "top_k": "#1f77b4",
-    "chunk_size": "#d62728",
-    "chunk_overlap": "#2ca02c",
-    "several": "#9467bd",
-    "none": "#7f7f7f",
-    "unknown": "#8c564b",
+    "top_k": BLUE,
+    "chunk_size": ORANGE,
+    "chunk_overlap": SKY_BLUE,
+    "several": REDDISH_PURPLE,
+    "none": GREY,
+    "unknown": BLACK,
 }
+UNIT = [0, 1]  # the axis range of a 0–1 metric
+# tick labels kept clear of markers drawn on the axis line (a point at J = 0 sits on it)
+_CLEAR = dict(ticks="outside", ticklen=8, tickcolor="rgba(0,0,0,0)")
 _LABELS = {
     "top_k": "top-k",
     "chunk_size": "chunk size",
@@ -89,6 +110,7 @@ def stability_scatter(
                 mode="markers",
                 name=_LABELS[change],
                 marker=dict(size=11, color=CHANGE_COLOURS[change], line=dict(width=1, color="white")),
+                cliponaxis=False,
                 customdata=np.column_stack([sub["run_a"], sub["run_b"]]),
                 text=[f"{a} vs {b}" for a, b in zip(_esc(sub["run_a"]), _esc(sub["run_b"]))],
                 hovertemplate="%{text}<br>J_doc %{x:.3f}<br>J_span %{y:.3f}<extra>" + _LABELS[change] + "</extra>",
@@ -104,18 +126,22 @@ def stability_scatter(
                     mode="markers",
                     name="selected",
                     marker=dict(size=20, color="rgba(0,0,0,0)", line=dict(width=3, color="black")),
+                    cliponaxis=False,
                     hoverinfo="skip",
                 )
             )
-    title = "Document vs span stability per run pair"
+    n_runs = len(set(wide["run_a"]) | set(wide["run_b"]))
+    title = f"Document vs span stability, every pair of the {n_runs} compared runs"
     if gap_ratio is not None:
         title += f" — gap ratio {gap_ratio:.2f}"
     fig.update_layout(
-        title=html.escape(title),
+        title=wrap_title(html.escape(title)),
         xaxis_title="mean J_doc",
         yaxis_title="mean J_span",
-        xaxis=dict(range=[-0.02, 1.02]),
-        yaxis=dict(range=[-0.02, 1.02], scaleanchor="x"),
+        # square plot on [0, 1] × [0, 1]: the plot area shrinks to keep the aspect ("domain"),
+        # the ranges stay (with scaleanchor alone Plotly widened x to −0.2…1.2)
+        xaxis=dict(range=UNIT, constrain="domain", **_CLEAR),
+        yaxis=dict(range=UNIT, scaleanchor="x", constrain="domain", **_CLEAR),
         legend_title="changed",
         height=520,
         margin=dict(l=50, r=20, t=60, b=50),
@@ -134,7 +160,7 @@ def pair_density(density: pd.DataFrame, bins: int) -> go.Figure:
             x=centres,
             y=centres,
             z=np.where(grid > 0, grid, np.nan),
-            colorscale="Blues",
+            colorscale=SEQUENTIAL,
             colorbar=dict(title="(query, pair)"),
             hovertemplate="J_doc ≈ %{x:.2f}<br>J_span ≈ %{y:.2f}<br>%{z:.0f} (query, pair) points<extra></extra>",
         )
@@ -145,11 +171,11 @@ def pair_density(density: pd.DataFrame, bins: int) -> go.Figure:
         )
     )
     fig.update_layout(
-        title="Every (query, pair): J_doc vs J_span",
+        title=wrap_title("Every (query, pair) of the compared runs: J_doc vs J_span"),
         xaxis_title="J_doc",
         yaxis_title="J_span",
-        xaxis=dict(range=[0, 1]),
-        yaxis=dict(range=[0, 1], scaleanchor="x"),
+        xaxis=dict(range=UNIT, constrain="domain"),
+        yaxis=dict(range=UNIT, scaleanchor="x", constrain="domain"),
         height=520,
         margin=dict(l=50, r=20, t=60, b=50),
     )
@@ -159,7 +185,7 @@ def pair_density(density: pd.DataFrame, bins: int) -> go.Figure:
 def jmin_histogram(queries: pd.DataFrame) -> go.Figure:
     """Distribution of each query's worst-pair Jaccard ``J_min``, span and document level overlaid."""
     fig = go.Figure()
-    for level, colour in (("doc", "#9ecae1"), ("span", "#1f5f8b")):
+    for level, c in (("doc", SKY_BLUE), ("span", BLUE)):
         q = queries[queries["level"] == level]
         if len(q):
             fig.add_trace(
@@ -167,14 +193,15 @@ def jmin_histogram(queries: pd.DataFrame) -> go.Figure:
                     x=q["j_min"],
                     xbins=dict(start=0, end=1.0001, size=0.05),
                     name=f"J_min,{level}",
-                    marker_color=colour,
+                    marker_color=c,
                     opacity=0.75,
                     hovertemplate=f"J_min,{level} " + "%{x}<br>%{y} queries<extra></extra>",
                 )
             )
     fig.update_layout(
-        title="Worst-case stability per query (J_min over every pair)",
+        title=wrap_title("Worst-case stability per query (J_min over every pair of the compared runs)"),
         xaxis_title="J_min",
+        xaxis=dict(range=UNIT),
         yaxis_title="queries",
         barmode="overlay",
         height=360,
@@ -185,7 +212,10 @@ def jmin_histogram(queries: pd.DataFrame) -> go.Figure:
 
 
 def matrix_heatmap(matrix: pd.DataFrame, *, title: str) -> go.Figure:
-    """A run × run Jaccard matrix (one query) as a heatmap with the values written in."""
+    """A run × run Jaccard matrix (one query) as a heatmap with the values written in, runs in
+    natural order, on the colour-blind-safe sequential scale (dark = different, yellow = the same)."""
+    order = natural_order([str(r) for r in matrix.index])
+    matrix = matrix.rename(index=str, columns=str).loc[order, order]
     names = _esc(matrix.index)
     z = matrix.to_numpy(dtype=float)
     fig = go.Figure(
@@ -195,14 +225,14 @@ def matrix_heatmap(matrix: pd.DataFrame, *, title: str) -> go.Figure:
             y=names,
             zmin=0,
             zmax=1,
-            colorscale="RdYlGn",
+            colorscale=SEQUENTIAL,
             text=np.round(z, 2),
             texttemplate="%{text}",
             hovertemplate="%{y} vs %{x}<br>J = %{z:.3f}<extra></extra>",
         )
     )
     fig.update_layout(
-        title=html.escape(title),
+        title=wrap_title(html.escape(title)),
         height=120 + 32 * len(names),
         yaxis=dict(autorange="reversed"),
         margin=dict(l=120, r=20, t=60, b=120),
@@ -225,12 +255,12 @@ def probe_scatter(
         x1=tau,
         y0=sim_threshold,
         y1=1.0,
-        fillcolor="rgba(214,39,40,0.12)",
+        fillcolor="rgba(213,94,0,0.12)",  # vermillion, faint
         line=dict(width=0),
         layer="below",
     )
     fig.add_annotation(
-        x=tau / 2, y=min(1.0, sim_threshold + 0.04), text="silent jitter", showarrow=False, font=dict(color="#a00")
+        x=tau / 2, y=min(1.0, sim_threshold + 0.04), text="silent jitter", showarrow=False, font=dict(color=VERMILLION)
     )
     silent = rows["silent_jitter"].fillna(False).astype(bool) if "silent_jitter" in rows else False
     fig.add_trace(
@@ -238,7 +268,8 @@ def probe_scatter(
             x=rows["j_span"],
             y=rows["sim"],
             mode="markers",
-            marker=dict(size=9, color=np.where(silent, "#d62728", "#1f5f8b")),
+            marker=dict(size=9, color=np.where(silent, VERMILLION, BLUE)),
+            cliponaxis=False,
             customdata=np.column_stack([rows["query_id"]]),
             text=_esc(rows["query_id"]),
             hovertemplate="query %{text}<br>J_span %{x:.3f}<br>answer similarity %{y:.3f}<extra></extra>",
@@ -246,11 +277,14 @@ def probe_scatter(
         )
     )
     fig.update_layout(
-        title=html.escape(title or "Answer similarity vs span stability"),
+        title=wrap_title(html.escape(title or "Answer similarity vs span stability")),
         xaxis_title="J_span",
         yaxis_title="answer similarity (SBERT cosine)",
-        xaxis=dict(range=[-0.02, 1.02]),
-        yaxis=dict(range=[min(0.0, float(np.nanmin(rows["sim"])) - 0.02) if len(rows) else 0, 1.02]),
+        xaxis=dict(range=UNIT, **_CLEAR),
+        # cosine can be negative: the axis then reaches below 0, never above 1
+        yaxis=dict(
+            range=[min(0.0, float(np.floor(np.nanmin(rows["sim"]) * 10) / 10)) if len(rows) else 0, 1], **_CLEAR
+        ),
         height=460,
         showlegend=False,
         margin=dict(l=50, r=20, t=60, b=50),
@@ -266,10 +300,13 @@ _STAGE_NAMES = list(FIDELITY_STAGES.values())
 def survival_funnel(summaries: dict[str, dict]) -> go.Figure:
     """Per run: the share of queries with ground truth still holding a ground-truth source
     after each stage (``stage_share``, the running product of the conditional rates), as a
-    percentage; the conditional rate of each stage is in the hover. Labels sit outside the bars
-    so the last (narrowest) stage stays readable."""
+    percentage on a 0–100 axis; the conditional rate of each stage is in the hover. Drawn as
+    grouped horizontal bars from 0 (one per run and stage, runs in natural order, each its own
+    Okabe–Ito colour set on the trace), the value outside the bar's end — bars of different runs
+    sit in different rows, so no two labels meet, and 100.0% is drawn past the axis, not clipped."""
     fig = go.Figure()
-    for run, s in summaries.items():
+    for i, run in enumerate(natural_order(summaries)):
+        s = summaries[run]
         xs, ys, cond = [], [], []
         for name in _STAGE_NAMES:
             rate = s["stage_survival"].get(name)
@@ -279,24 +316,29 @@ def survival_funnel(summaries: dict[str, dict]) -> go.Figure:
             ys.append(name)
             cond.append(rate * 100)
         fig.add_trace(
-            go.Funnel(
+            go.Bar(
                 name=html.escape(run),
+                orientation="h",
                 y=ys,
                 x=xs,
+                marker=dict(color=colour(i)),
                 customdata=cond,
+                text=[f"{x:.1f}%" for x in xs],
                 textposition="outside",
-                texttemplate="%{x:.1f}%",
                 cliponaxis=False,
-                connector=dict(visible=False),
                 hovertemplate="%{y}: %{x:.1f}% of all queries with ground truth still hold a source; "
                 "%{customdata:.1f}% of those reaching this stage keep one<extra>" + html.escape(run) + "</extra>",
             )
         )
     fig.update_layout(
-        title="Stage survival: share of all queries with ground truth still holding a source (%)",
-        height=420,
-        margin=dict(l=110, r=60, t=60, b=40),
-        legend_title="run",
+        title=wrap_title("Stage survival: share of all queries with ground truth still holding a source (%)"),
+        barmode="group",
+        xaxis=dict(range=[0, 100], ticksuffix="%", title="queries with ground truth still holding a source"),
+        yaxis=dict(autorange="reversed", type="category"),
+        height=170 + 36 * len(_STAGE_NAMES) * max(1, len(summaries)) // 2,
+        margin=dict(l=110, r=70, t=70, b=50),
+        # the legend under the plot: at the right it would cover the labels drawn past 100%
+        legend=dict(title="run", orientation="h", yanchor="top", y=-0.18, x=0),
     )
     return fig
 
@@ -312,16 +354,15 @@ def cfs_histogram(
     Percentiles of one run that fall on the same value share one line and one label
     (``p95 = p99 1.00``); every label has its own row at the top of the plot, so none overlap."""
     fig = go.Figure()
-    palette = ["#1f5f8b", "#d62728", "#2ca02c", "#9467bd"]
     row = 0
-    for i, (run, values) in enumerate(cfs_by_run.items()):
-        colour = palette[i % len(palette)]
+    for i, run in enumerate(natural_order(cfs_by_run)):
+        values, c = cfs_by_run[run], colour(i)
         fig.add_trace(
             go.Histogram(
                 x=list(values),
                 name=html.escape(run),
                 xbins=dict(start=0, end=1.0001, size=0.05),
-                marker_color=colour,
+                marker_color=c,
                 opacity=0.7,
             )
         )
@@ -331,7 +372,7 @@ def cfs_histogram(
             if s.get(key) is not None:
                 at.setdefault(round(float(s[key]), 2), []).append(key)
         for x, keys in sorted(at.items()):
-            fig.add_vline(x=x, line=dict(color=colour, dash=_PCT_DASH[keys[-1]], width=1.5))
+            fig.add_vline(x=x, line=dict(color=c, dash=_PCT_DASH[keys[-1]], width=1.5))
             label = (
                 " = ".join(k[4:] for k in keys)
                 + f" {x:.2f}"
@@ -345,7 +386,7 @@ def cfs_histogram(
                 text=label,
                 showarrow=False,
                 xanchor="right" if x > 0.6 else "left",
-                font=dict(color=colour, size=11),
+                font=dict(color=c, size=11),
                 bgcolor="rgba(255,255,255,0.8)",
             )
             row += 1
@@ -364,29 +405,31 @@ def cfs_histogram(
             bgcolor="rgba(255,255,255,0.8)",
         )
     fig.update_layout(
-        title="Citation Fidelity Score per query",
+        title=wrap_title("Citation Fidelity Score per query"),
         xaxis_title="CFS (mean verification score)",
         yaxis_title="queries",
         barmode="overlay",
         height=400,
-        xaxis=dict(range=[-0.02, 1.05]),
+        xaxis=dict(range=UNIT),
         margin=dict(l=50, r=20, t=60, b=50),
     )
     return fig
 
 
 def provenance_graph(nodes: pd.DataFrame, edges: pd.DataFrame, *, title: str = "") -> go.Figure:
-    """One query's provenance graph, stage by stage; the ground-truth path in green, the
-    broken edge (where the ground-truth source is lost) in red."""
+    """One query's provenance graph, stage by stage: nodes on the ground-truth path in blue,
+    the others grey, the broken edge (where the ground-truth source is lost) in vermillion,
+    dashed; every colour has its legend entry and every node its label (cut to 24 characters,
+    the full label on hover)."""
     pos = {n: (x, y) for n, x, y in zip(nodes["node_id"], nodes["x"], nodes["y"])}
     fig = go.Figure()
-    for broken, colour, width in ((False, "#bbbbbb", 1), (True, "#d62728", 3)):
+    for broken, c, width, dash in ((False, "#bbbbbb", 1, "solid"), (True, VERMILLION, 3, "dash")):
         xs, ys = [], []
-        for p, c in zip(edges.loc[edges.broken == broken, "parent"], edges.loc[edges.broken == broken, "child"]):
+        for p, ch in zip(edges.loc[edges.broken == broken, "parent"], edges.loc[edges.broken == broken, "child"]):
             if p not in pos:
                 continue
             x0, y0 = pos[p]
-            x1, y1 = pos[c] if c in pos else (x0 + 0.6, y0)
+            x1, y1 = pos[ch] if ch in pos else (x0 + 0.6, y0)
             xs += [x0, x1, None]
             ys += [y0, y1, None]
         if xs:
@@ -395,10 +438,9 @@ def provenance_graph(nodes: pd.DataFrame, edges: pd.DataFrame, *, title: str = "
                     x=xs,
                     y=ys,
                     mode="lines",
-                    line=dict(color=colour, width=width),
+                    line=dict(color=c, width=width, dash=dash),
                     hoverinfo="skip",
-                    name="broken link" if broken else "derived from",
-                    showlegend=broken,
+                    name="broken link (source lost)" if broken else "derived from",
                 )
             )
     stubs = edges[edges.broken & edges.child.isna()]
@@ -410,23 +452,30 @@ def provenance_graph(nodes: pd.DataFrame, edges: pd.DataFrame, *, title: str = "
                 text=html.escape(str(label))[:60],
                 showarrow=False,
                 xanchor="left",
-                font=dict(color="#a00", size=10),
+                font=dict(color=VERMILLION, size=10),
             )
-    colours = np.where(nodes["on_path"], "#2ca02c", "#1f5f8b")
-    fig.add_trace(
-        go.Scatter(
-            x=nodes["x"],
-            y=nodes["y"],
-            mode="markers",
-            marker=dict(size=12, color=colours),
-            text=_esc(nodes["label"]),
-            customdata=np.column_stack([_esc(nodes["node_id"])]),
-            hovertemplate="%{customdata[0]}: %{text}<extra></extra>",
-            name="node",
+    for on_path, c, name in ((True, BLUE, "on the ground-truth path"), (False, GREY, "other node")):
+        sub = nodes[nodes["on_path"].astype(bool) == on_path]
+        if sub.empty:
+            continue
+        labels = _esc(sub["label"])
+        fig.add_trace(
+            go.Scatter(
+                x=sub["x"],
+                y=sub["y"],
+                mode="markers+text",
+                marker=dict(size=12, color=c),
+                text=[t if len(t) <= 24 else t[:23] + "…" for t in labels],
+                textposition="top center",
+                textfont=dict(size=9),
+                cliponaxis=False,
+                customdata=np.column_stack([_esc(sub["node_id"]), labels]),
+                hovertemplate="%{customdata[0]}: %{customdata[1]}<extra></extra>",
+                name=name,
+            )
         )
-    )
     fig.update_layout(
-        title=html.escape(title or "Provenance graph"),
+        title=wrap_title(html.escape(title or "Provenance graph")),
         height=max(360, 40 * int(-nodes["y"].min() + 2)),
         xaxis=dict(
             tickmode="array",
@@ -453,15 +502,17 @@ def influence_bars(
             y=_esc(labels),
             orientation="h",
             marker_color=list(colours),
-            text=[f"{s:.0f}% ({x:+.3f})" for s, x in zip(share, importance)],
+            text=[f"{s:.1f}% ({x:+.3f})" for s, x in zip(share, importance)],
             textposition="auto",
+            cliponaxis=False,
             hovertemplate="%{y}: %{x:.1f}%<extra></extra>",
         )
     )
     # the documents are categories (an id like "3" must not become a number on a numeric axis)
     fig.update_layout(
-        title=html.escape(title),
+        title=wrap_title(html.escape(title)),
         xaxis_title="share of |importance| (%)",
+        xaxis=dict(range=[0, 100], ticksuffix="%"),
         yaxis=dict(autorange="reversed", type="category"),
         height=80 + 40 * len(labels),
         margin=dict(l=140, r=20, t=50, b=40),
@@ -482,14 +533,38 @@ def warg_curves(
     ``curves``: name → {p: WARG} drawn as lines with markers (one query's conditions);
     ``dashed``: further curves (e.g. the extrapolated-RBO reading); ``floor``: (label,
     {p: p^k}) — the value identical lists get under the truncated definition;
-    ``run_means``: name → {p: mean WARG} over a run's stored results, drawn thick.
+    ``run_means``: name → {p: mean WARG} over a run's stored results, drawn thin and translucent
+    under the query's own curves (a mean never hides the one curve a reader looks at). Lower is
+    better (the generator uses the documents the retriever ranks first); the y axis says so.
     """
     fig = go.Figure()
+    k = 0
+    for name, c in (run_means or {}).items():
+        ps = sorted(c, key=float)
+        fig.add_trace(
+            go.Scatter(
+                x=[float(p) for p in ps],
+                y=[c[p] for p in ps],
+                mode="lines",
+                name=html.escape(name),
+                opacity=0.55,
+                line=dict(width=2, dash="longdash", color=colour(k)),
+            )
+        )
+        k += 1
     for name, c in curves.items():
         ps = sorted(c, key=float)
         fig.add_trace(
-            go.Scatter(x=[float(p) for p in ps], y=[c[p] for p in ps], mode="lines+markers", name=html.escape(name))
+            go.Scatter(
+                x=[float(p) for p in ps],
+                y=[c[p] for p in ps],
+                mode="lines+markers",
+                name=html.escape(name),
+                line=dict(width=3, color=colour(k)),
+                marker=dict(size=8, color=colour(k)),
+            )
         )
+        k += 1
     for name, c in (dashed or {}).items():
         ps = sorted(c, key=float)
         fig.add_trace(
@@ -498,9 +573,10 @@ def warg_curves(
                 y=[c[p] for p in ps],
                 mode="lines",
                 name=html.escape(name),
-                line=dict(dash="dot"),
+                line=dict(dash="dot", color=colour(k)),
             )
         )
+        k += 1
     if floor is not None:
         label, c = floor
         ps = sorted(c, key=float)
@@ -510,24 +586,13 @@ def warg_curves(
                 y=[c[p] for p in ps],
                 mode="lines",
                 name=html.escape(label),
-                line=dict(color="#999", dash="dash"),
-            )
-        )
-    for name, c in (run_means or {}).items():
-        ps = sorted(c, key=float)
-        fig.add_trace(
-            go.Scatter(
-                x=[float(p) for p in ps],
-                y=[c[p] for p in ps],
-                mode="lines",
-                name=html.escape(name),
-                line=dict(width=4, dash="longdash"),
+                line=dict(color=GREY, dash="dash"),
             )
         )
     fig.update_layout(
-        title=html.escape(title),
+        title=wrap_title(html.escape(title)),
         xaxis_title="p",
-        yaxis_title="WARG",
+        yaxis_title="WARG (lower is better)",
         yaxis=dict(range=[0, 1]),
         height=380,
         margin=dict(l=50, r=20, t=60, b=50),

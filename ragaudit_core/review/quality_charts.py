@@ -13,16 +13,16 @@ import plotly.graph_objects as go
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.quality.jitter import OUTCOMES, JitterCost
 from ragaudit_core.quality.summary import QualityResult
+from ragaudit_core.review.palette import BLUE, GREY, LIGHT_GREY, OKABE_ITO, SKY_BLUE, VERMILLION, wrap_title
 
 __all__ = ["OUTCOME_COLOURS", "jitter_scatter", "quality_intervals"]
 
-OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
-OUTCOME_COLOURS = {
-    "relevant kept": "#009E73",
-    "relevant lost": "#D55E00",
-    "nothing relevant to lose": "#999999",
-    "unlabelled": "#CCCCCC",
-    "not collapsed": "#0072B2",
+OUTCOME_COLOURS = {  # no red-green pair: kept is sky blue, lost vermillion
+    "relevant kept": SKY_BLUE,
+    "relevant lost": VERMILLION,
+    "nothing relevant to lose": GREY,
+    "unlabelled": LIGHT_GREY,
+    "not collapsed": BLUE,
 }
 
 
@@ -36,6 +36,7 @@ def quality_intervals(res: QualityResult, metric: str = "ndcg@10", *, title: str
             x=[e.value for e in est],
             y=[html.escape(r) for r in order],
             mode="markers",
+            cliponaxis=False,
             marker=dict(size=9, color=OKABE_ITO[0]),
             error_x=dict(
                 type="data",
@@ -50,7 +51,12 @@ def quality_intervals(res: QualityResult, metric: str = "ndcg@10", *, title: str
         )
     )
     fig.update_layout(
-        title=dict(text=title or f"{metric} per run, with 95 % intervals over labelled queries", font=dict(size=13)),
+        title=dict(
+            text=wrap_title(
+                html.escape(title) if title else f"{metric} per run, with 95% intervals over labelled queries"
+            ),
+            font=dict(size=13),
+        ),
         xaxis=dict(title=metric, range=[0, 1]),
         yaxis=dict(autorange="reversed", type="category"),
         height=max(220, 28 * len(order) + 90),
@@ -76,6 +82,7 @@ def jitter_scatter(cost: JitterCost) -> go.Figure:
                 x=g["j"],
                 y=g["delta"],
                 mode="markers",
+                cliponaxis=False,
                 name=f"{group} ({len(g)})",
                 marker=dict(size=7, color=OUTCOME_COLOURS[group], opacity=0.75, line=dict(width=0.5, color="white")),
                 customdata=[html.escape(str(v)) for v in g["query_id"]],
@@ -90,11 +97,14 @@ def jitter_scatter(cost: JitterCost) -> go.Figure:
     )
     fig.update_layout(
         title=dict(
-            text=f"Does jitter cost quality? {html.escape(cost.run_a)} → {html.escape(cost.run_b)}<br>"
+            text=wrap_title(
+                f"Does jitter cost quality? The reviewed pair {html.escape(cost.run_a)} → {html.escape(cost.run_b)}"
+            )
+            + "<br>"
             f"<sup>Δ nDCG@{cost.k} against J_{cost.level} per labelled query · {rho_text}</sup>",
             font=dict(size=13),
         ),
-        xaxis=dict(title=f"J_{cost.level} (1 = the same evidence)", range=[-0.02, 1.02]),
+        xaxis=dict(title=f"J_{cost.level} (1 = the same evidence)", range=[0, 1]),
         yaxis=dict(title=f"nDCG@{cost.k} change (candidate − baseline)", range=[-1.05, 1.05], zeroline=True),
         legend=dict(title="collapsed queries", orientation="h", y=-0.22),
         margin=dict(l=10, r=10, t=70, b=90),

@@ -10,7 +10,7 @@ from ragaudit_core.attribution.storage import stored_attribution
 from ragaudit_core.jobs import plan, queue
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
-from tests.helpers import XSS, app_test, released_app_test, write_jsonl
+from tests.helpers import XSS, app_test, plain, released_app_test, write_jsonl
 
 pytestmark = pytest.mark.slow
 PAGE = "pages/5_Attributions.py"
@@ -145,3 +145,18 @@ def test_the_query_picker_offers_only_the_chosen_runs_queries(app_env, tmp_path)
     assert not at.exception and not at.error
     assert at.selectbox[0].value == "k10-c256-o32"
     assert next(s for s in at.selectbox if s.label == "Query").options == ["7 — seven?"]
+
+
+def test_explain_all_says_how_many_and_how_long_first(app_env, tmp_path):
+    path = app_env()
+    texts = [{"doc_id": f"d{i}", "text": f"passage {i}"} for i in range(2)]
+    recs = [{"run_id": "r", "query_id": q, "query": f"{q}?", "evidence": texts} for q in ("1", "2", "3")]
+    ingest_paths(store.connect(path), [write_jsonl(tmp_path / "d.jsonl", recs)])
+    at = app_test(PAGE).run()
+    next(b for b in at.button if b.label.startswith("Explain all queries of run r")).click().run()
+    assert not at.exception
+    (ask,) = [plain(w.value) for w in at.warning if "Queue 3 explanations of run r?" in plain(w.value)]
+    assert "About 3 ×" in ask and "unit costs measured on 2 CPU cores" in ask
+    at.button(key="attr.confirm_all.no").click().run()
+    assert not any("Queue 3 explanations" in plain(w.value) for w in at.warning)
+    assert queue.jobs(path) == []  # nothing was queued

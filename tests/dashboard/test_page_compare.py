@@ -128,6 +128,25 @@ def test_pdf_report_built_and_offered_for_download(app_env, sample_db, tmp_path)
     assert "FAIL: k10-c128-o32 should not replace k10-c256-o32." in text and "rules of the compare page" in text
 
 
+def test_a_report_that_fails_is_named_and_the_page_is_drawn_on(app_env, sample_db, tmp_path, monkeypatch):
+    """Whatever the report raises, the page says so in an error box and draws the rest (the
+    queries table after the button); no exception escapes to Streamlit."""
+    import shutil
+
+    import ragaudit_core.review.report as report
+
+    def broken(*_a, **_k):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(report, "build_report", broken)
+    app_env(shutil.copy(sample_db, tmp_path / "s.duckdb"))
+    at = _pick(app_test(PAGE).run(), "k10-c256-o32", "k10-c128-o32")
+    next(b for b in at.button if b.label == "Build the PDF report").click().run()
+    assert not at.exception
+    assert any("The report could not be built (RuntimeError: disk full)" in plain(e.value) for e in at.error)
+    assert any(plain(h.value) == "Queries" for h in at.subheader)
+
+
 def test_the_pair_defaults_to_runs_that_share_queries(app_env, tmp_path):
     """'upload' (alphabetically and by size first or not) shares no query: the page opens on two runs
     of the default selection, the report's scope names it, and picking it says what to do."""

@@ -151,6 +151,9 @@ def test_judge_verdicts_sit_beside_the_rules(app_env, tmp_path, monkeypatch):
     shown = {m.label: m.value for m in at.metric}
     assert shown["citations judged"] == "2" and shown["agreement with the rules"] == "100.0%"
     assert shown["judges disagree"] == "50.0%" and shown["invalid votes"] == "0"
+    deltas = {m.label: plain(m.proto.delta) for m in at.metric if m.proto.delta}
+    assert deltas["agreement with the rules"].startswith("n = 2, 95 % [")  # Wilson's interval at n = 2
+    assert any("These rates rest on 2 citation(s) — fewer than 20" in plain(w.value) for w in at.warning)
     table = next(df.value for df in at.dataframe if "majority" in df.value.columns)
     assert table["rule"].tolist() == ["ACCURATE", "HALLUCINATED"]
     assert table["majority"].tolist() == ["ACCURATE", "HALLUCINATED"]
@@ -187,4 +190,10 @@ def test_queued_judge_jobs_show_progress_and_cancel(app_env, tmp_path):
     at.run()
     with store.connect(path) as con:
         assert sorted(j.status for j in queue.jobs(con)) == ["cancelled", "cancelled"]
-    assert any(b.label.startswith("Judge the citations of base") for b in at.button)
+    # judging a whole run asks first, with how many jobs and about how long
+    next(b for b in at.button if b.label.startswith("Judge the citations of base")).click().run()
+    assert any("Queue 2 judge jobs (2 citations) for base?" in plain(w.value) for w in at.warning)
+    at.button(key="fid.judge.no").click().run()
+    assert not any("Queue 2 judge jobs" in plain(w.value) for w in at.warning)
+    with store.connect(path) as con:
+        assert sorted(j.status for j in queue.jobs(con)) == ["cancelled", "cancelled"]  # nothing queued

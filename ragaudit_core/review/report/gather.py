@@ -4,6 +4,11 @@ The report asks the same functions the dashboard pages and the CLI call — stab
 compare, probe, fidelity, attributions, gate — and builds the same Plotly figures as the
 dashboard (:mod:`ragaudit_core.review.charts`). One function per step; a step whose data
 is absent records why in :attr:`ReportData.omitted` (the cover lists it).
+
+Every step runs on its own: a step that raises is recorded in :attr:`ReportData.failed` with
+its reason (the cover names it) and the other steps still run — nothing a log holds stops the
+report. Only the reviewer's own mistakes (a run that does not exist, half a pair) raise
+:class:`ReportError`. A pair that shares no query is skipped with a sentence, not an error.
 """
 
 from __future__ import annotations
@@ -28,11 +33,18 @@ from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.review import charts
 from ragaudit_core.review.gate import DEFAULT_RULES, GatePolicy, Rule, Verdict, collect, evaluate
+from ragaudit_core.review.logtext import excerpt
 from ragaudit_core.review.report.quality_section import gather_quality
 from ragaudit_core.stability.cache import default_options, stability_cached
 from ragaudit_core.stability.compare import CompareResult, compare_runs
 from ragaudit_core.stability.drilldown import evidence_side_by_side
-from ragaudit_core.stability.metrics import StabilityError, StabilityOptions, effects_by_change, list_runs
+from ragaudit_core.stability.metrics import (
+    NoSharedQueries,
+    StabilityError,
+    StabilityOptions,
+    effects_by_change,
+    list_runs,
+)
 from ragaudit_core.stability.probe import DEFAULT_SIMILARITY_MODEL, has_answers, lookup_similarities, probe_pair
 
 __all__ = ["ReportData", "ReportError", "ReportOptions", "gather"]
@@ -93,6 +105,7 @@ class ReportData:
     n_rejected: int
     tau: float = FLIP_THRESHOLD
     omitted: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # parts that raised: "what (Error: message)"
     verdict: Verdict | None = None
     rules_source: str = ""
     stability: Any = None  # StabilityResult
@@ -136,7 +149,7 @@ def gather(
     cmp = None
     if opts.pair:
         say("verdict")
-        cmp = _verdict(con, data, opts, evidence_runs)
+        cmp = _isolated(data, "verdict", lambda: _verdict(con, data, opts, evidence_runs))
         clock.tick("verdict")
     else:
         data.omitted.append("verdict (no baseline and candidate were chosen)")
@@ -149,9 +162,29 @@ def gather(
         ("ranking quality", "quality", lambda: gather_quality(con, data, cmp)),
     ):
         say(name)
-        step()
+        _isolated(data, name, step)
         clock.tick(key)
     return data
+
+
+def _isolated(data: ReportData, name: str, step: Callable[[], Any]) -> Any:
+    """Run one step; if it raises, name it in ``data.failed`` with its reason and go on.
+
+    A :class:`ReportError` (the reviewer asked for something that does not exist) still raises."""
+    try:
+        return step()
+    except ReportError:
+        raise
+    except Exception as e:  # noqa: BLE001 - one failing part must not stop the others
+        data.failed.append(f"{name} ({failure_reason(e)})")
+        return None
+
+
+def failure_reason(e: BaseException, limit: int = 300) -> str:
+    """``Type: message`` on one line, cut to ``limit`` characters (for the cover)."""
+    msg = " ".join(str(e).split())
+    text = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _catalog(con: duckdb.DuckDBPyConnection, opts: ReportOptions, timings: dict[str, float]) -> ReportData:
@@ -188,7 +221,14 @@ def _verdict(
     if pair is None:
         return None
     rules = opts.rules if opts.rules is not None else DEFAULT_RULES
-    cmp = compare_runs(con, *pair, tau=opts.tau) if pair[0] != pair[1] and set(pair) <= set(evidence_runs) else None
+    try:
+        cmp = compare_runs(con, *pair, tau=opts.tau) if pair[0] != pair[1] and set(pair) <= set(evidence_runs) else None
+    except NoSharedQueries:
+        data.omitted.append(
+            f"verdict ({pair[0]} and {pair[1]} share no query, so their evidence cannot be compared; "
+            "choose a pair that answered the same queries)"
+        )
+        return None
     data.verdict = evaluate(rules, collect(con, *pair, tau=opts.tau, comparison=cmp))
     data.rules_source = opts.rules_source
     return cmp
@@ -263,7 +303,7 @@ def _worst_queries(
         data.worst.append(
             WorstQuery(
                 qid,
-                catalog.query_text(con, qid, [a, b]),
+                _query_excerpt(catalog.query_text(con, qid, [a, b]), opts),
                 a,
                 b,
                 jd,
@@ -276,13 +316,15 @@ def _worst_queries(
         )
 
 
+def _query_excerpt(text: str | None, opts: ReportOptions) -> str | None:
+    return None if text is None else excerpt(" ".join(text.split()), 3 * opts.excerpt_chars)
+
+
 def _entries(frame: pd.DataFrame, opts: ReportOptions) -> list[dict]:
     out = []
     for r in frame.head(opts.entries_per_side).itertuples():
         text = r.text if isinstance(r.text, str) else ""
-        text = " ".join(text.split())
-        if len(text) > opts.excerpt_chars:
-            text = text[: opts.excerpt_chars - 1] + "…"
+        text = excerpt(" ".join(text.split()), opts.excerpt_chars)  # a long text: its start and full length
         out.append(
             {
                 "rank": int(r.position) + 1,
@@ -326,7 +368,8 @@ def _probes(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOption
             loaded.append(e() if callable(e) and not hasattr(e, "encode") else e)
         return loaded[0]
 
-    skipped = []
+    skipped: list[str] = []
+    unshared: list[str] = []
     for a, b in pairs:
         # without the probe model: only pairs whose every similarity is stored
         if not opts.probe and (
@@ -334,12 +377,20 @@ def _probes(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOption
         ):
             skipped.append(f"{a} vs {b}")
             continue
-        data.probes.append(probe_pair(con, a, b, encoder, tau=opts.tau))
+        try:
+            data.probes.append(probe_pair(con, a, b, encoder, tau=opts.tau))
+        except NoSharedQueries:
+            unshared.append(f"{a} vs {b}")
     if skipped:
         data.omitted.append("answer probe for " + ", ".join(skipped) + " (similarities not computed yet)")
+    if unshared:
+        data.omitted.append("answer probe for " + ", ".join(unshared) + " (the runs share no query)")
     if data.probes:
         p0 = data.probes[0]
-        data.figures["probe_scatter"] = charts.probe_scatter(p0.rows, tau=opts.tau, title=f"{p0.run_a} vs {p0.run_b}")
+        whose = "the reviewed pair" if opts.pair == (p0.run_a, p0.run_b) else "the first answered pair"
+        data.figures["probe_scatter"] = charts.probe_scatter(
+            p0.rows, tau=opts.tau, title=f"Answer similarity vs J_span, {whose}: {p0.run_a} vs {p0.run_b}"
+        )
 
 
 def _fidelity(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOptions) -> None:

@@ -2,7 +2,10 @@
 charts drawn as plain text (never markup).
 
 Text from logs goes through :func:`clean`: control characters become U+FFFD (tabs and
-newlines stay), so nothing a log says can change the layout.
+newlines stay), explicit bidi controls are shown as ``[U+202E]`` (only the isolates of
+:func:`~ragaudit_core.review.logtext.isolate` stay), and a text longer than a paragraph's or a
+cell's limit becomes an excerpt with its full length stated — so nothing a log says can change
+the layout, reorder a verdict or fill hundreds of pages.
 """
 
 from __future__ import annotations
@@ -16,11 +19,15 @@ from fpdf.enums import WrapMode, XPos, YPos
 from fpdf.fonts import TextStyle
 
 from ragaudit_core.review.fonts import FontPlan
+from ragaudit_core.review.logtext import excerpt, neutralise, strip_isolates
 
 __all__ = [
     "BAD",
+    "CELL_LIMIT",
     "NA",
     "OK",
+    "PARA_LIMIT",
+    "STATUS_TEXT",
     "WARN",
     "ReportPDF",
     "clean",
@@ -30,16 +37,36 @@ __all__ = [
     "pct",
 ]
 
-OK = FontFace(fill_color=(220, 242, 220))
-BAD = FontFace(fill_color=(250, 215, 215), emphasis="BOLD")
-WARN = FontFace(fill_color=(250, 235, 200))
+# status cells in tints of the charts' Okabe–Ito colours (blue, vermillion, orange): no red-green pair
+OK = FontFace(fill_color=(204, 227, 240))
+BAD = FontFace(fill_color=(245, 206, 179), emphasis="BOLD")
+WARN = FontFace(fill_color=(250, 230, 179))
+# verdict text colours: dark blue (pass), dark vermillion (fail), dark orange (inconclusive)
+STATUS_TEXT = {"pass": (0, 90, 140), "fail": (170, 60, 0), "inconclusive": (140, 95, 0)}
 NA = FontFace(color=(120, 120, 120))
 
 
-def clean(text: Any) -> str:
-    """Plain text for the PDF: control characters become U+FFFD; tabs and newlines stay."""
+PARA_LIMIT = 3000  # characters of one paragraph (a page and a half of body text)
+CELL_LIMIT = 1200  # characters of one table cell
+
+
+def clean(text: Any, limit: int | None = None) -> str:
+    """Plain text for the PDF: control characters become U+FFFD (tabs and newlines stay), bidi
+    controls are shown (:func:`~ragaudit_core.review.logtext.neutralise`); cut to an excerpt of
+    ``limit`` characters with the full length stated."""
     s = "" if text is None else str(text)
-    return "".join(c if (c >= " " or c in "\n\t") and c != "\x7f" else "\ufffd" for c in s)
+    if limit is not None:
+        s = excerpt(s, limit)
+    s = "".join(c if (c >= " " or c in "\n\t") and c != "\x7f" else "\ufffd" for c in s)
+    return neutralise(s)
+
+
+def _plain(title: str) -> str:
+    """A Plotly title as plain text (its <br>, <sup> and entities undone)."""
+    import html
+    import re
+
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", title)).split())
 
 
 def json_or_empty(v: Any) -> dict:
@@ -73,9 +100,17 @@ class ReportPDF(FPDF):
     """An A4 page with the report's fonts, footer and drawing primitives."""
 
     def __init__(
-        self, plan: FontPlan, footer_text: str, chart_images: dict[str, bytes], chart_error: str | None
+        self,
+        plan: FontPlan,
+        footer_text: str,
+        chart_images: dict[str, bytes],
+        chart_error: str | None,
+        figures: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(format="A4", unit="mm")
+        self.figures = figures or {}
+        self.numbers: dict[str, int] = {}
+        self._chart_error_said = False  # section title → its number in the contents (§n)
         self.plan = plan
         self.footer_text = footer_text
         self.chart_images = chart_images
@@ -109,18 +144,24 @@ class ReportPDF(FPDF):
             except Exception:  # noqa: BLE001 - uharfbuzz missing: glyphs still drawn, unshaped
                 pass
 
+    def safe(self, text: Any, limit: int | None = None) -> str:
+        """:func:`clean` text as this document draws it: without bidi shaping (no RTL script in the
+        report) fpdf2 draws in logical order and has no glyph for U+2068/U+2069, so they are dropped."""
+        s = clean(text, limit)
+        return s if self.text_shaping else strip_isolates(s)
+
     def footer(self) -> None:
         self.set_y(-12)
         self.set_font("Sans", size=7.5)
         self.set_text_color(110)
-        self.cell(0, 6, clean(f"{self.footer_text} · page {self.page_no()} of {{nb}}"), align="C")
+        self.cell(0, 6, self.safe(f"{self.footer_text} · page {self.page_no()} of {{nb}}"), align="C")
         self.set_text_color(0)
 
     def heading(self, text: str, size: float, h: float) -> None:
         """A title line outside the table of contents (the cover's and the contents')."""
         self.set_font("Sans", "B", size)
         self.set_text_color(20, 50, 90)
-        self.cell(self.epw, h, text, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+        self.cell(self.epw, h, self.safe(text, 200), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
         self.set_text_color(0)
 
     def para(
@@ -134,7 +175,7 @@ class ReportPDF(FPDF):
         self.set_font("Sans", style, size)
         if colour:
             self.set_text_color(*colour)
-        self.multi_cell(self.epw, h or size * 0.48, clean(text), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+        self.multi_cell(self.epw, h or size * 0.48, self.safe(text, PARA_LIMIT), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
         self.set_text_color(0)
 
     def gap(self, mm: float = 2.5) -> None:
@@ -153,10 +194,14 @@ class ReportPDF(FPDF):
 
         Column widths are widened where a heading word or an unbreakable cell (a hash, an id) would
         otherwise be broken mid-token, taking the room from columns with slack (:meth:`_fit_widths`)."""
-        headings = [clean(h) for h in headings] if headings is not None else None
-        cells = [[clean(v if isinstance(v, str) else fmt(v)) for v in r] for r in rows]
+        headings = [self.safe(h, CELL_LIMIT) for h in headings] if headings is not None else None
+        cells = [[self.safe(v if isinstance(v, str) else fmt(v), CELL_LIMIT) for v in r] for r in rows]
         widths = self._fit_widths(headings, cells, widths, size)
         self.set_font("Sans", "", size)
+        if len(cells) <= self._KEEP_ROWS and self.get_y() > self.t_margin + 1:
+            need = self._height(headings, cells, widths or [self.epw / max(1, len(cells[0]) if cells else 1)], size)
+            if need > self.page_break_trigger - self.get_y() and need < 0.3 * self.eph:
+                self.add_page()  # a short table is kept on one page, never one row left behind
         with super().table(
             col_widths=tuple(widths) if widths else None,
             text_align="LEFT",
@@ -178,6 +223,24 @@ class ReportPDF(FPDF):
         self.gap(2)
 
     _PAD = 0.8 * 2 + 0.6  # cell padding on both sides and a little air, mm
+    _KEEP_ROWS = 15  # tables up to this many rows are kept on one page
+
+    def _height(self, headings: list[str] | None, cells: list[list[str]], widths: list[float], size: float) -> float:
+        """An estimate (mm) of a table's height: per row, the most wrapped lines of its cells at
+        ``widths`` (word wrap read as ceil(text width / cell width) per text line), times the line
+        height, plus the padding."""
+        line = size * 0.5
+        total = 0.0
+        for k, r in enumerate(([headings] if headings is not None else []) + cells):
+            self.set_font("Sans", "B" if k == 0 and headings is not None else "", size)
+            most = 1
+            for v, w in zip(r, widths):
+                room = max(1.0, w - 2 * 0.8)
+                n = sum(max(1, -(-int(self.get_string_width(part)) // int(room))) for part in str(v).split("\n"))
+                most = max(most, n)
+            total += most * line + 2 * 0.8
+        self.set_font("Sans", "", size)
+        return total
 
     def _fit_widths(
         self, headings: list[str] | None, cells: list[list[str]], widths: list[float] | None, size: float
@@ -213,12 +276,28 @@ class ReportPDF(FPDF):
         return out
 
     def chart(self, name: str, width: float | None = None) -> None:
-        """The exported PNG of figure ``name``, or a line saying why it is missing."""
+        """The exported PNG of figure ``name``; without one, a note saying why and the chart's data
+        as a table (:func:`~ragaudit_core.review.report.chart_table.figure_table`)."""
         png = self.chart_images.get(name)
         if png is None:
+            fig = self.figures.get(name)
+            title = _plain(getattr(getattr(fig.layout, "title", None), "text", None) or "") if fig is not None else ""
+            why = self.chart_error or "no image"
+            if self._chart_error_said:
+                why = "no image; the reason is given at the first chart"
+            self._chart_error_said = self._chart_error_said or self.chart_error is not None
             self.para(
-                f"[chart “{name}” not drawn: {self.chart_error or 'no image'}]", size=8, style="I", colour=(150, 0, 0)
+                f"Chart “{title or name}” not drawn ({why}); its data:",
+                size=8,
+                style="I",
+                colour=(150, 80, 0),
             )
+            if fig is not None:
+                from ragaudit_core.review.report.chart_table import figure_table
+
+                headings, rows = figure_table(fig)
+                if rows:
+                    self.data_table(headings, rows, size=7)
             return
         from PIL import Image
 
@@ -231,9 +310,17 @@ class ReportPDF(FPDF):
         self.gap(2)
 
     def new_section(self, title: str) -> None:
-        """A top-level section (in the contents) on a fresh page."""
+        """A top-level section (in the contents, numbered as :attr:`numbers` says) on a fresh page."""
         self.fresh_page()
-        self.start_section(title)
+        n = self.numbers.get(title)
+        self.start_section(self.safe(f"{n}. {title}" if n is not None else title, 200))
+
+    def sub_section(self, title: str, need: float = 35.0) -> None:
+        """A second-level heading, moved to the next page when less than ``need`` mm is left
+        under it (a heading never ends a page)."""
+        if self.page_break_trigger - self.get_y() < need:
+            self.add_page()
+        self.start_section(self.safe(title, 200), level=1)
 
     def fresh_page(self) -> None:
         """A new page unless the current one is still empty (the contents placeholder leaves one)."""

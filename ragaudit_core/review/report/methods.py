@@ -55,8 +55,9 @@ METHODS = [
         "Alignment: RBO, WARG, failure modes (seed 001, §3.3, §5.2)",
         "RBO(S, T; p) = (1 − p) Σ_{d=1..k} p^{d−1} |S_:d ∩ T_:d| / d, truncated at the list depth k (eq. 12); "
         "WARG(p) = 1 − RBO, so identical lists give p^k; the extrapolated RBO of Webber et al. is an option. "
-        "Wasted retrieval: retriever rank 0 gets generator rank > 2; noise distraction: generator rank 0 had "
-        "retriever rank > 2.",
+        "Ranks count from 1 (the top). Wasted retrieval: the retriever's rank-1 document gets generator rank 4 "
+        "or lower; noise distraction: the generator's rank-1 document had retriever rank 4 or lower (the seed's "
+        "“rank > 2” counts from 0).",
     ),
     (
         "Deploy gate",

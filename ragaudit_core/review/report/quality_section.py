@@ -72,7 +72,7 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
     a, b = cost.run_a, cost.run_b
     if pdf.page_break_trigger - pdf.get_y() < 170:  # keep the pair's table, sentence and chart together
         pdf.add_page()
-    pdf.start_section("Does jitter cost quality? (the reviewed pair)", level=1)
+    pdf.sub_section("Does jitter cost quality? (the reviewed pair)")
     changes = q.pairs.get((a, b), {})
     crow = [
         [m, fmt(c.delta), _ci(c.lo, c.hi, signed=True), fmt(c.p), fmt(c.p_holm), str(c.n)]

@@ -1,5 +1,9 @@
 """Lay the gathered data out as a PDF: charts exported once, fonts planned for the characters
-the report will draw, then each section of :data:`sections.SECTIONS` in turn."""
+the report will draw, then each section of :data:`sections.SECTIONS` in turn.
+
+Each section is drawn on its own: one that raises is left out and the document is laid out
+again without it, so the cover names it with its reason (:attr:`ReportData.failed`) and every
+other section is drawn."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ import pandas as pd
 
 from ragaudit_core.review.fonts import plan_fonts
 from ragaudit_core.review.report.export import export_figures
-from ragaudit_core.review.report.gather import ReportData
+from ragaudit_core.review.report.gather import ReportData, failure_reason
 from ragaudit_core.review.report.layout import ReportPDF
 from ragaudit_core.review.report.methods import METHODS_TEXT
 from ragaudit_core.review.report.sections import SECTIONS
@@ -36,18 +40,17 @@ def render(
         chart_images, chart_error = export_figures(data.figures)
     t = _tick(data.timings, "charts", t)
     say("layout")
-    pdf = ReportPDF(
-        plan_fonts(_strings(data)),
-        f"RagAudit {data.version} audit report · {data.generated_at}",
-        chart_images,
-        chart_error,
-    )
-    pdf.set_author(f"RagAudit {data.version}")
-    for section in SECTIONS:
-        if section.present(data):
-            if section.title is not None:
-                pdf.new_section(section.title)
-            section.draw(pdf, data)
+    plan = plan_fonts(_strings(data))
+    broken: set[int] = set()
+    while True:  # at most once more per failing section
+        pdf = ReportPDF(
+            plan, f"RagAudit {data.version} audit report · {data.generated_at}", chart_images, chart_error, data.figures
+        )
+        pdf.set_author(f"RagAudit {data.version}")
+        failed = _draw_sections(pdf, data, broken)
+        if not failed:
+            break
+        broken |= failed
     t = _tick(data.timings, "layout", t)
     say("writing")
     blob = bytes(pdf.output())
@@ -56,6 +59,27 @@ def render(
     if out is not None:
         Path(out).write_bytes(blob)
     return blob
+
+
+def _draw_sections(pdf: ReportPDF, data: ReportData, broken: set[int]) -> set[int]:
+    """Draw every present section not in ``broken``; returns the indices of those that raised
+    (named in ``data.failed``; the caller lays the document out again without them)."""
+    failed: set[int] = set()
+    titled = [s.title for i, s in enumerate(SECTIONS) if i not in broken and s.title and s.present(data)]
+    pdf.numbers = {t: n for n, t in enumerate(titled, start=1)}
+    for i, section in enumerate(SECTIONS):
+        if i in broken or not section.present(data):
+            continue
+        try:
+            if section.title is not None:
+                pdf.new_section(section.title)
+            section.draw(pdf, data)
+        except Exception as e:  # noqa: BLE001 - one section failing must not stop the report
+            name = section.title or section.draw.__name__.replace("_", " ")
+            data.failed.append(f"{name} section ({failure_reason(e)})")
+            failed.add(i)
+            return failed  # the document is in an unknown state: lay it out again without it
+    return failed
 
 
 def _tick(timings: dict, key: str, t0: float) -> float:

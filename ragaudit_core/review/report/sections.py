@@ -15,8 +15,20 @@ from fpdf.outline import TableOfContents
 
 from ragaudit_core.fidelity.graph import FIDELITY_STAGES
 from ragaudit_core.fidelity.score import FidelityRules, tail_comment
+from ragaudit_core.logs.selection import natural_key
+from ragaudit_core.review.logtext import excerpt, isolate
 from ragaudit_core.review.report.gather import ReportData
-from ragaudit_core.review.report.layout import BAD, OK, WARN, ReportPDF, fmt, font_names, json_or_empty, pct
+from ragaudit_core.review.report.layout import (
+    BAD,
+    OK,
+    STATUS_TEXT,
+    WARN,
+    ReportPDF,
+    fmt,
+    font_names,
+    json_or_empty,
+    pct,
+)
 from ragaudit_core.review.report.methods import METHODS, SOURCES
 from ragaudit_core.review.report.quality_section import quality_section
 from ragaudit_core.review.report.summary import executive_summary
@@ -46,7 +58,9 @@ def cover(pdf: ReportPDF, data: ReportData) -> None:
     ]
     if data.verdict is not None:
         v = data.verdict
-        info.insert(0, ["pair under review", f"{v.candidate} (candidate) against {v.baseline} (baseline)"])
+        info.insert(
+            0, ["pair under review", f"{isolate(v.candidate)} (candidate) against {isolate(v.baseline)} (baseline)"]
+        )
         info.insert(
             1,
             ["verdict", v.headline()],
@@ -96,7 +110,25 @@ def cover(pdf: ReportPDF, data: ReportData) -> None:
             widths=[30, 13, 16, 14, W - 30 - 13 - 16 - 14 - 16 - 22, 16, 22],
             size=7.5,
         )
-    pdf.para("Input files (SHA-256 of the bytes as loaded)", size=10.5, style="B")
+    if data.failed:
+        pdf.para(
+            "Could not be built (the rest of the report is drawn): " + "; ".join(data.failed) + ".",
+            size=8.5,
+            style="B",
+            colour=STATUS_TEXT["fail"],
+        )
+    if data.omitted:
+        pdf.para("Sections left out (their data is absent): " + "; ".join(data.omitted) + ".", size=8.5, style="I")
+    pdf.para(
+        f"The {len(data.files)} input file(s), with the SHA-256 of their bytes as loaded, are listed in "
+        "“Input files and rendering” near the end.",
+        size=8.5,
+    )
+
+
+def inputs(pdf: ReportPDF, data: ReportData) -> None:
+    W = pdf.epw
+    pdf.para("Every file loaded into the audited database, with the SHA-256 of its bytes as loaded.", size=8.5)
     pdf.data_table(
         ["file", "SHA-256", "lines", "loaded", "rejected"],
         [
@@ -106,8 +138,23 @@ def cover(pdf: ReportPDF, data: ReportData) -> None:
         widths=[45, W - 45 - 42, 14, 14, 14],
         size=6.8,
     )
-    if data.omitted:
-        pdf.para("Sections left out (their data is absent): " + "; ".join(data.omitted) + ".", size=8.5, style="I")
+    pdf.sub_section("Rendering notes")
+    plan = pdf.plan
+    notes = [
+        f"Charts: the dashboard's Plotly figures exported to PNG by Kaleido ({len(pdf.chart_images)} of "
+        f"{len(data.figures)} drawn)" + (f"; {pdf.chart_error}" if pdf.chart_error else "") + ".",
+        font_names(plan),
+    ]
+    if plan.missing:
+        notes.append(
+            f"{len(plan.missing)} character(s) in the logs have no glyph in any installed font and show "
+            "as boxes: "
+            + " ".join(f"U+{ord(c):04X}" for c in plan.missing[:40])
+            + (" …" if len(plan.missing) > 40 else "")
+            + "."
+        )
+    for n in notes:
+        pdf.para(n, size=8.3)
 
 
 def contents(pdf: ReportPDF, data: ReportData) -> None:
@@ -127,9 +174,14 @@ def verdict(pdf: ReportPDF, data: ReportData) -> None:
     v = data.verdict
     if v is None:  # the section is drawn only with a verdict (SECTIONS)
         return
-    colour = {"pass": (20, 120, 40), "fail": (180, 20, 20), "inconclusive": (150, 100, 0)}[v.status]
+    colour = STATUS_TEXT[v.status]
     verb = {"pass": "may replace", "fail": "should not replace", "inconclusive": "cannot yet be judged against"}
-    pdf.para(f"{v.status.upper()}: {v.candidate} {verb[v.status]} {v.baseline}.", size=13, style="B", colour=colour)
+    pdf.para(
+        f"{v.status.upper()}: {isolate(v.candidate)} {verb[v.status]} {isolate(v.baseline)}.",
+        size=13,
+        style="B",
+        colour=colour,
+    )
     pdf.para(v.headline() + ".", size=9.5)
     pdf.para(
         f"Rules: {data.rules_source}. Failed rules first, then inconclusive ones (a rule asking for significance "
@@ -151,7 +203,8 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
     res = data.stability
     s = res.summary
     pdf.para(
-        f"{s.n_queries:,} queries × {s.n_pairs:,} run pairs, flip threshold τ = {data.tau:g}. "
+        f"All {len(s.runs)} compared runs: {s.n_queries:,} queries × {s.n_pairs:,} run pairs, flip threshold "
+        f"τ = {data.tau:g}. "
         "Jaccard of each query's "
         "evidence set between two runs, at document level (doc_id) and at span level (doc_id, span_hash); "
         "seed 000. " + data.stability_scope,
@@ -186,7 +239,7 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
     if s.gap_ratio_note:
         pdf.para(s.gap_ratio_note, size=8, style="I")
     pdf.chart("stability_scatter", width=W * 0.82)
-    pdf.start_section("Per-pair table", level=1)
+    pdf.sub_section("Per-pair table")
     wide = res.pairs.pivot_table(
         index=["run_a", "run_b", "changed"],
         columns="level",
@@ -194,6 +247,7 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
         aggfunc="first",
     )
     rows = []
+    wide = wide.loc[sorted(wide.index, key=lambda i: (natural_key(i[0]), natural_key(i[1])))]  # k5 before k10
     for (a, b, ch), r in wide.iterrows():
         rows.append(
             [
@@ -216,7 +270,7 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
         size=7,
     )
     if data.effects is not None and not data.effects.empty and set(data.effects["changed"]) != {"unknown"}:
-        pdf.start_section("Effects by what changed", level=1)
+        pdf.sub_section("Effects by what changed")
         pdf.para("Pairs that differ in exactly one setting, grouped by that setting (pairs weigh equally).", size=8.5)
         pdf.data_table(
             ["changed", "level", "pairs", "J_avg", "flip rate", "collapse rate"],
@@ -239,11 +293,11 @@ def worst_queries(pdf: ReportPDF, data: ReportData) -> None:
         size=8.5,
     )
     for w in data.worst:
-        pdf.start_section(f"Query {w.query_id}", level=1)
+        pdf.sub_section(f"Query {excerpt(w.query_id, 80)}")
         if w.query:
             pdf.para(w.query, size=9, style="I")
         pdf.para(
-            f"A = {w.run_a}, B = {w.run_b} · J_doc {fmt(w.j_doc)} · J_span {fmt(w.j_span)} · "
+            f"A = {isolate(w.run_a)}, B = {isolate(w.run_b)} · J_doc {fmt(w.j_doc)} · J_span {fmt(w.j_span)} · "
             f"{w.n_a} vs {w.n_b} entries",
             size=8,
         )
@@ -334,7 +388,7 @@ def fidelity(pdf: ReportPDF, data: ReportData) -> None:
     for r, f in data.fidelity.items():
         if comment := tail_comment(f.summary, FidelityRules().p95_cfs_min):
             pdf.para(f"{r}: {comment}", size=8, style="I", colour=(150, 80, 0))
-    pdf.start_section("Alerts and failure modes", level=1)
+    pdf.sub_section("Alerts and failure modes")
     for r, f in data.fidelity.items():
         alerts = sorted(f.alerts, key=lambda a: {"alert": 0, "ok": 1}.get(a["status"], 2))
         rows, styles = pdf.status_rows(
@@ -349,7 +403,7 @@ def fidelity(pdf: ReportPDF, data: ReportData) -> None:
         pdf.para("Failure modes: " + (", ".join(f"{k} {v}" for k, v in fm.items()) if fm else "none found"), size=8)
         pdf.gap(1)
     if data.judge:
-        pdf.start_section("LLM judge (Pattern 4)", level=1)
+        pdf.sub_section("LLM judge (Pattern 4)")
         pdf.para(
             "Each citation judged by a panel with seed 002's judge prompt; majority vote (ties to the most "
             "conservative verdict). Agreement: the majority equals the rule-based verdict (1.0 ACCURATE, 0.3 "
@@ -382,7 +436,8 @@ def fidelity(pdf: ReportPDF, data: ReportData) -> None:
             else c.get("note", "not computed")
         )
         pdf.para(
-            f"Canary {c['baseline']} → {c['candidate']}: Mann–Whitney U = {fmt(c['u'])}, p = {fmt(c['p_value'])}"
+            f"Canary {isolate(c['baseline'])} → {isolate(c['candidate'])}: "
+            f"Mann–Whitney U = {fmt(c['u'])}, p = {fmt(c['p_value'])}"
             f", {verdict} at α = {c['alpha']} (median CFS {fmt(c['median_a'])} → {fmt(c['median_b'])}).",
             size=8.5,
         )
@@ -392,9 +447,9 @@ def attributions(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
     pdf.para(
         "Stored attributions (seed 001, RAG-E): Shapley values of each retrieved document on the generator's "
-        "answer, ranked and compared with the retriever's ranking. Wasted retrieval: the retriever's top "
-        "document gets generator rank > 2; noise distraction: the generator's top document had retriever "
-        "rank > 2. WARG(p) = 1 − RBO truncated at the list depth (identical lists give p^k, not 0).",
+        "answer, ranked and compared with the retriever's ranking (ranks from 1). Wasted retrieval: the retriever's "
+        "top document gets generator rank 4 or lower; noise distraction: the generator's top document had "
+        "retriever rank 4 or lower. WARG(p) = 1 − RBO truncated at the list depth (identical lists give p^k, not 0).",
         size=8.5,
     )
     pdf.gap(1)
@@ -432,27 +487,10 @@ def methods(pdf: ReportPDF, data: ReportData) -> None:
         pdf.para(title, size=9.5, style="B")
         pdf.para(body, size=8.3)
         pdf.gap(1.5)
-    pdf.start_section("Sources", level=1)
+    pdf.sub_section("Sources")
     for s_ in SOURCES:
         pdf.para(s_, size=8.3)
         pdf.gap(0.8)
-    pdf.start_section("Rendering notes", level=1)
-    plan = pdf.plan
-    notes = [
-        f"Charts: the dashboard's Plotly figures exported to PNG by Kaleido ({len(pdf.chart_images)} of "
-        f"{len(data.figures)} drawn)" + (f"; {pdf.chart_error}" if pdf.chart_error else "") + ".",
-        font_names(plan),
-    ]
-    if plan.missing:
-        notes.append(
-            f"{len(plan.missing)} character(s) in the logs have no glyph in any installed font and show "
-            "as boxes: "
-            + " ".join(f"U+{ord(c):04X}" for c in plan.missing[:40])
-            + (" …" if len(plan.missing) > 40 else "")
-            + "."
-        )
-    for n in notes:
-        pdf.para(n, size=8.3)
 
 
 @dataclass(frozen=True)
@@ -470,8 +508,8 @@ def _always(_data: ReportData) -> bool:
 
 
 SECTIONS = [
-    Section(None, _always, executive_summary),  # page 1: what a reviewer reads first
-    Section(None, _always, cover),
+    Section(None, _always, cover),  # page 1: what was audited
+    Section(None, _always, executive_summary),  # then what a reviewer reads first
     Section(None, _always, contents),
     Section("Verdict", lambda d: d.verdict is not None, verdict),
     Section("Evidence stability", lambda d: d.stability is not None, stability),
@@ -480,6 +518,7 @@ SECTIONS = [
     Section("Citation fidelity", lambda d: bool(d.fidelity), fidelity),
     Section("Attributions", lambda d: bool(d.attributions), attributions),
     Section("Ranking quality", lambda d: d.quality is not None, quality_section),
+    Section("Input files and rendering", _always, inputs),
     Section("Methods", _always, methods),
 ]
 """The report's sections in page order; a top-level section opens on a fresh page."""

@@ -1,15 +1,19 @@
-"""The report's first page: a one-page executive summary.
+"""The report's executive summary, on the page after the cover.
 
 What a reviewer reads before anything else: the verdict, the (at most four) rule results that
 decided it, what changed between the two runs, the headline figures of each question the data
-answers, and where in the report to look next. Everything comes from the gathered
+answers — each labelled with what it is over: the reviewed pair, or all compared runs — where
+in the report to look next, and a plain-language conclusion with a recommendation
+(:mod:`.conclusion`). Everything comes from the gathered
 :class:`~ragaudit_core.review.report.gather.ReportData`; nothing is computed here.
 """
 
 from __future__ import annotations
 
+from ragaudit_core.review.logtext import isolate
+from ragaudit_core.review.report.conclusion import conclusion
 from ragaudit_core.review.report.gather import ReportData
-from ragaudit_core.review.report.layout import BAD, OK, WARN, ReportPDF, fmt, pct
+from ragaudit_core.review.report.layout import BAD, OK, STATUS_TEXT, WARN, ReportPDF, fmt, pct
 
 __all__ = ["CONFIG_COLUMNS", "executive_summary", "what_changed"]
 
@@ -32,16 +36,16 @@ def what_changed(data: ReportData, baseline: str, candidate: str) -> str:
 
 def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
-    pdf.add_page()
+    pdf.fresh_page()
     pdf.heading("Executive summary", 18, 11)
     v = data.verdict
     if v is not None:
         verb = {"pass": "may replace", "fail": "should not replace", "inconclusive": "cannot yet be judged against"}
         pdf.para(
-            f"{v.candidate} {verb[v.status]} {v.baseline} — {v.headline()}.",
+            f"{isolate(v.candidate)} {verb[v.status]} {isolate(v.baseline)} — {v.headline()}.",
             size=13,
             style="B",
-            colour={"pass": (20, 120, 40), "fail": (180, 20, 20), "inconclusive": (150, 100, 0)}[v.status],
+            colour=STATUS_TEXT[v.status],
         )
         pdf.para(f"What changed: {what_changed(data, v.baseline, v.candidate)}.", size=10)
         pdf.para("What decided it" + (" (failed rules first)" if v.failed else "") + ":", size=10.5, style="B")
@@ -57,27 +61,64 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
             size=10.5,
         )
     pdf.para("Headline figures", size=10.5, style="B")
-    pdf.data_table(["question", "figure", "value"], _figures(data), widths=[48, 70, W - 118], size=8.5)
+    pdf.data_table(["question", "figure (over what)", "value"], _figures(data), widths=[40, 82, W - 122], size=8.5)
     pdf.para("Where to look", size=10.5, style="B")
     for line in _pointers(data):
         pdf.para(f"• {line}", size=9.5)
+    pdf.gap(2)
+    why = next((o[len("verdict (") : -1] for o in data.omitted if o.startswith("verdict (") and "share no" in o), None)
+    found, recommend = conclusion(v, pdf.numbers, len(data.runs) + len(data.prov_runs), why)
+    pdf.para("Conclusion", size=10.5, style="B")
+    pdf.para(found, size=10)
+    pdf.para(
+        "Recommendation: " + recommend,
+        size=10.5,
+        style="B",
+        colour=STATUS_TEXT["fail"] if v is not None and v.status == "fail" else (20, 50, 90),
+    )
+
+
+def _pair_rows(data: ReportData) -> list[list[str]]:
+    """The reviewed pair's own stability figures, from the verdict's rule values."""
+    v = data.verdict
+    if v is None:
+        return []
+    got = {(r.rule.metric, r.rule.level): r.value for r in v.results if r.value is not None and not r.rule.relative}
+    pair = f"the reviewed pair ({isolate(v.baseline)} → {isolate(v.candidate)})"
+    rows = []
+    if ("j_avg", "doc") in got or ("j_avg", "span") in got:
+        rows.append(
+            [f"J_doc / J_span, {pair}", f"{fmt(got.get(('j_avg', 'doc')))} / {fmt(got.get(('j_avg', 'span')))}"]
+        )
+    if ("collapse_rate", "span") in got:
+        rows.append([f"collapse rate, {pair}", pct(got[("collapse_rate", "span")])])
+    return rows
 
 
 def _figures(data: ReportData) -> list[list[str]]:
     rows: list[list[str]] = []
+    q = "Is the evidence stable?"
+    for figure, value in _pair_rows(data):
+        rows.append([q if not rows else "", figure, value])
     if data.stability is not None:
         st = data.stability.summary
+        every = f"all {len(st.runs)} compared runs ({st.n_pairs} pairs)"
         rows += [
             [
-                "Is the evidence stable?",
-                "mean J_doc / mean J_span",
+                q if not rows else "",
+                f"mean J_doc / mean J_span, {every}",
                 f"{fmt(st.mean_j_doc)} / {fmt(st.mean_j_span)}",
             ],
-            ["", "gap ratio (J_doc ÷ J_span)", fmt(st.gap_ratio)],
-            ["", "collapse rate (some pair at J_span = 0)", pct(st.collapse_rate)],
+            ["", f"gap ratio (J_doc ÷ J_span), {every}", fmt(st.gap_ratio)],
+            ["", f"collapse rate (some pair at J_span = 0), {every}", pct(st.collapse_rate)],
         ]
-    for run, f in list(data.fidelity.items())[:3]:
-        s = f.summary
+    fid = data.fidelity
+    if data.verdict is not None and all(r in fid for r in (data.verdict.baseline, data.verdict.candidate)):
+        shown = [(data.verdict.baseline, "baseline"), (data.verdict.candidate, "candidate")]
+    else:
+        shown = [(r, "") for r in list(fid)[:3]]
+    for run, role in shown:
+        s = fid[run].summary
         upper, median = s.get("cfs_p95"), s.get("cfs_p50")
         note = (
             " — the median is far lower: most queries' citations fail"
@@ -87,7 +128,7 @@ def _figures(data: ReportData) -> list[list[str]]:
         rows.append(
             [
                 "Do citations survive?" if not any(r[0].startswith("Do citations") for r in rows) else "",
-                f"CFS of {run}: p95 / median",
+                f"CFS of {isolate(run)}{f' ({role})' if role else ''}: p95 / median",
                 f"{fmt(upper)} / {fmt(median)}{note}",
             ]
         )
@@ -103,11 +144,13 @@ def _pointers(data: ReportData) -> list[str]:
     if data.worst:
         w = data.worst[0]
         out.append(
-            f"Worst queries: starts with query {w.query_id} ({w.run_a} vs {w.run_b}: J_doc {fmt(w.j_doc)}, "
-            f"J_span {fmt(w.j_span)}), both evidence lists side by side."
+            f"Worst queries: starts with query {isolate(w.query_id)} ({isolate(w.run_a)} vs {isolate(w.run_b)}: "
+            f"J_doc {fmt(w.j_doc)}, J_span {fmt(w.j_span)}), both evidence lists side by side."
         )
     if data.fidelity:
         out.append("Citation fidelity: per-stage survival and the queries whose ground truth was lost first.")
     if data.omitted:
-        out.append(f"Left out of this report: {len(data.omitted)} part(s), listed on the next page.")
+        out.append(f"Left out of this report: {len(data.omitted)} part(s), listed on the cover.")
+    if data.failed:
+        out.append(f"Could not be built: {len(data.failed)} part(s), named with their reasons on the cover.")
     return out or ["Methods: how every figure is computed, with its source."]

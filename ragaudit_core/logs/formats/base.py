@@ -1,0 +1,211 @@
+"""What every log format shares: the format object (:class:`LogFormat`), the mapping context,
+the span a tracing format reads, and the identities of a mapped record.
+
+A format is one module of this package holding one :class:`LogFormat`: a **detector** (does
+this decoded record look like mine?) and a **mapper** — ``map_record`` for formats whose record
+is one query (Ragas, RAGChecker), ``read_span`` for tracing formats whose record is one span
+joined per trace (:mod:`ragaudit_core.logs.traces`). The native contract is a format too, with
+neither (its records go through :mod:`ragaudit_core.logs.lines`).
+
+Identities of a mapped record, in order of preference:
+
+* document id — the format's id field (``retrieved_context_ids[i]``, ``doc_id``), else the
+  metadata key named by ``doc_id_key``, else ``"text:" + span_hash(text)[:16]`` — with a
+  warning, because document identity then equals span identity and doc-level metrics equal
+  span-level ones;
+* run id — the record's (``run_id``), else the ``run_id`` option, else the file name
+  without its extensions;
+* query id — the record's (``query_id``), else ``"q:"`` + the first 16 hex digits of the
+  SHA-256 of the normalised query text (NFKC, whitespace collapsed, case-folded), so runs
+  over the same questions pair up. A hashed id seen again for the same run (a dataset that
+  asks a question twice) is numbered by occurrence: ``q:…#2``, ``q:…#3`` (with a warning), so
+  every row is a sample and two runs pair by occurrence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ragaudit_core.errors import RagAuditError
+from ragaudit_core.logs.identity import span_hash
+
+__all__ = [
+    "FormatError",
+    "LogFormat",
+    "MapContext",
+    "Span",
+    "build_record",
+    "check_id",
+    "evidence_entries",
+    "query_id_for",
+    "run_id_for",
+]
+
+
+class FormatError(RagAuditError, ValueError):
+    """A record of a foreign format that cannot be mapped (the message says what is missing)."""
+
+
+@dataclass
+class MapContext:
+    """What a mapping needs beyond the record: the run id to use when the record has none, the
+    metadata key holding document ids, the warnings it raised (each once per file), and —
+    set by the ingest — ``taken(run_id, query_id)``, whether a (run, query) is already loaded,
+    which numbers repeated hashed query ids by occurrence."""
+
+    run_id: str
+    doc_id_key: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    taken: Callable[[str, str], bool] | None = None
+    repeats: list[str] = field(default_factory=list)  # per-row warnings of the record being mapped
+
+    def warn_once(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def occurrence_id(self, run_id: str, query_id: str) -> str:
+        """``query_id`` when (run, query) is free, else ``query_id#n`` for the first free n ≥ 2."""
+        if self.taken is None or not self.taken(run_id, query_id):
+            return query_id
+        n = 2
+        while self.taken(run_id, f"{query_id}#{n}"):
+            n += 1
+        numbered = f"{query_id}#{n}"
+        self.repeats.append(
+            f"run {run_id!r} asks the same question again (query id {query_id!r}): kept as sample {n}, "
+            f"query id {numbered!r}; runs pair by occurrence"
+        )
+        return numbered
+
+
+@dataclass
+class Span:
+    """What one span contributes: evidence (a retriever span), an answer, or nothing."""
+
+    trace_id: str | None
+    kind: str  # "retriever", "reranker", "answer" or "other"
+    query: str | None = None
+    texts: list[str] = field(default_factory=list)
+    ids: list[Any] = field(default_factory=list)
+    metadata: list[dict | None] = field(default_factory=list)
+    answer: str | None = None
+    root: bool = False  # a root run's answer wins over an LLM call's
+    reranked: list[dict] = field(default_factory=list)  # a RERANKER span's output documents (id, content)
+    notes: list[str] = field(default_factory=list)  # warnings about this span (documents renumbered, …)
+
+
+@dataclass(frozen=True)
+class LogFormat:
+    """One log format: its name (``--format NAME``), a label for messages, how to recognise one
+    of its records, and how to map it. ``kind``: ``native`` (our contract), ``record`` (one
+    record → native records by ``map_record``) or ``trace`` (one span by ``read_span``, joined
+    per trace). ``unit`` and ``kind_of`` word what a file holds when it holds nothing to audit
+    ("12 Langfuse observations (GENERATION 3, SPAN 9)"). ``keys``: top-level keys that mark the
+    format; a native record carrying some is still native, and the ingest names them in a
+    warning as ignored."""
+
+    name: str
+    label: str
+    kind: Literal["native", "record", "trace"]
+    detect: Callable[[dict], bool]
+    keys: frozenset[str] = frozenset()
+    map_record: Callable[[dict, MapContext], list[dict]] | None = None
+    read_span: Callable[[dict], Span] | None = None
+    unit: str = "record"  # what one record is called in messages ("observation", "run", "span", "row")
+    kind_of: Callable[[dict], str] | None = None  # a record's own type (a span's kind), for messages
+
+
+def run_id_for(path: str | Path, option: str | None = None) -> str:
+    """``option`` when given, else the file name without its extensions (``a.jsonl.gz`` → ``a``)."""
+    if option:
+        return option
+    name = Path(path).name
+    return name.split(".", 1)[0] or name
+
+
+def query_id_for(query: str) -> str:
+    """A stable id for a query text: ``q:`` + 16 hex digits of SHA-256 of its normalised form."""
+    norm = " ".join(unicodedata.normalize("NFKC", query).split()).casefold()
+    return "q:" + hashlib.sha256(norm.encode("utf-8")).hexdigest()[:16]
+
+
+def check_id(v: Any, what: str) -> str | int | None:
+    """An id as logged (a string or an integer; None/empty: absent). An array, object, number
+    with a fraction, or boolean raises :class:`FormatError` naming ``what``."""
+    if v is None or v == "":
+        return None
+    if isinstance(v, bool) or not isinstance(v, (str, int)):
+        kind = {dict: "an object", list: "an array", bool: "a boolean", float: "a number"}.get(
+            type(v), type(v).__name__
+        )
+        raise FormatError(f"{what} must be a string or an integer, got {kind}")
+    return v
+
+
+def evidence_entries(
+    texts: list[str], ids: list[Any] | None, metadata: list[Any] | None, ctx: MapContext, label: str
+) -> list[dict]:
+    """Native evidence entries in retrieved order, with the document id chosen as documented."""
+    out = []
+    for i, text in enumerate(texts):
+        md = metadata[i] if metadata and i < len(metadata) and isinstance(metadata[i], dict) else None
+        doc = check_id(ids[i], f"document id of passage {i}") if ids and i < len(ids) else None
+        if doc is None and ctx.doc_id_key and md is not None:
+            doc = check_id(md.get(ctx.doc_id_key), f"metadata {ctx.doc_id_key!r} of passage {i}")
+        if doc is None:
+            doc = "text:" + span_hash(text)[:16]
+            ctx.warn_once(
+                f"{label} records carry no document ids"
+                + (f" (and no metadata key {ctx.doc_id_key!r})" if ctx.doc_id_key else "")
+                + ": each passage's document id is the hash of its text, so document-level metrics equal "
+                "span-level ones; name a metadata key with --doc-id-key to use real ids"
+            )
+        entry = {"doc_id": str(doc) if not isinstance(doc, str) else doc, "text": text, "rank": i}
+        if md is not None:
+            entry["metadata"] = md
+        out.append(entry)
+    return out
+
+
+def native_record(obj: dict, ctx: MapContext, query: str, answer: Any, evidence: list[dict]) -> dict:
+    """The native record: the record's own run and query ids when it has them, else the
+    context's run id and the query text's hash (numbered by occurrence when repeated)."""
+    qid = check_id(obj.get("query_id"), "query_id")
+    run = check_id(obj.get("run_id"), "run_id") or ctx.run_id
+    if qid is None:
+        qid = ctx.occurrence_id(str(run), query_id_for(query))
+    return {
+        "run_id": run,
+        "query_id": qid,
+        "query": query,
+        "answer": answer if isinstance(answer, str) else None,
+        "evidence": evidence,
+    }
+
+
+def build_record(
+    label: str,
+    ctx: MapContext,
+    query: str,
+    answer: str | None,
+    texts: list[str],
+    ids: list[Any] | None = None,
+    metadata: list[Any] | None = None,
+) -> dict:
+    """A native record from a query, its retrieved texts (with ids and metadata when the
+    format has them) and an answer, with the identities documented above."""
+    return native_record({}, ctx, query, answer, evidence_entries(texts, ids, metadata, ctx, label))
+
+
+def query_text(obj: dict, keys: tuple[str, ...], label: str) -> str:
+    """The first non-blank string under ``keys`` (raises :class:`FormatError` naming them)."""
+    for k in keys:
+        v = obj.get(k)
+        if isinstance(v, str) and v.strip():
+            return v
+    raise FormatError(f"{label} record without a query ({' or '.join(keys)})")

@@ -1,0 +1,59 @@
+"""LangSmith runs: ``run_type == "retriever"`` gives evidence — query ``inputs.query`` (or
+``inputs.input``, ``inputs.question``), documents ``outputs.documents[i].{page_content, metadata,
+id}``; trace ``trace_id``; answer: the root run's ``outputs.{answer, output, result}``, else the
+last LLM run's ``outputs.generations[0][0].text``.
+
+Detector: ``run_type`` with ``inputs`` or ``outputs``. Batch payloads (``{"post", "patch"}``)
+and run trees (``child_runs``) are unwrapped into runs by :mod:`ragaudit_core.logs.documents`.
+"""
+
+from __future__ import annotations
+
+from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span
+from ragaudit_core.logs.formats.spans import doc_fields, documents, query_of, text_of, trace_id
+
+__all__ = ["FORMAT"]
+
+
+def detect(obj: dict) -> bool:
+    return "run_type" in obj and ("inputs" in obj or "outputs" in obj)
+
+
+def read_span(obj: dict) -> Span:
+    trace = trace_id(obj.get("trace_id"))
+    rt = str(obj.get("run_type", "")).lower()
+    outputs = obj.get("outputs") or {}
+    if rt == "retriever":
+        docs = documents(outputs)
+        query = query_of(obj.get("inputs"))
+        if docs is None or query is None:
+            raise FormatError("retriever run without inputs.query or outputs.documents[].page_content")
+        return Span(trace, "retriever", query, *doc_fields(docs))
+    root = not obj.get("parent_run_id") and not obj.get("parent_run_ids")
+    if rt == "llm":
+        gens = outputs.get("generations") if isinstance(outputs, dict) else None
+        text = (
+            gens[0][0].get("text")
+            if gens
+            and isinstance(gens, list)
+            and isinstance(gens[0], list)
+            and gens[0]
+            and isinstance(gens[0][0], dict)
+            else text_of(outputs)
+        )
+        return Span(trace, "answer", answer=text if isinstance(text, str) else None)
+    if root and text_of(outputs) is not None:
+        return Span(trace, "answer", answer=text_of(outputs), root=True)
+    return Span(trace, "other")
+
+
+FORMAT = LogFormat(
+    name="langsmith",
+    label="LangSmith",
+    kind="trace",
+    detect=detect,
+    keys=frozenset({"run_type", "inputs", "outputs", "dotted_order", "child_runs"}),
+    read_span=read_span,
+    unit="run",
+    kind_of=lambda o: str(o.get("run_type") or "untyped").lower(),
+)

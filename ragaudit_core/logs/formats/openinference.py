@@ -1,0 +1,120 @@
+"""OpenInference spans (Arize Phoenix), nested (``{"attributes": {"retrieval": {"documents":
+[{"document": {...}}]}}}``), flattened (``attributes.retrieval.documents.0.document.id``, or
+``retrieval.documents`` as a list of ``{"document.id", …}``), or Phoenix's span dataframe.
+
+Kind ``openinference.span.kind`` or ``span_kind``; trace ``context.trace_id``; query
+``input.value``; documents ``retrieval.documents[i].document.{id, content, score, metadata}``
+(metadata may be a JSON string); answer: the LLM span's ``llm.output_messages.0.message.content``,
+else its ``output.value``. A RERANKER span (``reranker.output_documents``) makes the trace a
+provenance record too (:func:`ragaudit_core.logs.traces.provenance_record`).
+
+Flattened document indices: the same index written twice (``documents.0`` and
+``documents.00``) rejects the span (which one is meant is unknown); indices with gaps (0, 2, 7)
+are read in their order as ranks 0, 1, 2, with a warning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span, check_id
+from ragaudit_core.logs.formats.spans import flatten, json_maybe, text_of, trace_id
+
+__all__ = ["FORMAT"]
+
+
+def detect(obj: dict) -> bool:
+    flat = flatten(obj)
+    return any(k.endswith("openinference.span.kind") for k in flat) or (
+        "span_kind" in obj and any(k.startswith(("attributes.", "context.")) for k in flat)
+    )
+
+
+def _get(flat: dict, key: str) -> Any:
+    for k in (key, "attributes." + key):
+        if k in flat:
+            return flat[k]
+    return None
+
+
+def read_span(obj: dict) -> Span:
+    flat = flatten(obj)
+    for k in flat:  # an id given as an object is flattened into sub-keys: name it, never drop it
+        rest = k.removeprefix("attributes.")
+        if rest.startswith("context.trace_id.") or ".document.id." in rest:
+            raise FormatError(f"{k.rsplit('.', 1)[0]} must be a string or an integer, got an object")
+    kind = str(_get(flat, "openinference.span.kind") or obj.get("span_kind") or "").upper()
+    trace = trace_id(_get(flat, "context.trace_id") or obj.get("trace_id"))
+    notes: list[str] = []
+    if kind == "RETRIEVER":
+        query = _get(flat, "input.value")
+        items = _documents(flat, "retrieval.documents.", notes)
+        if not isinstance(query, str) or not query.strip():
+            raise FormatError("RETRIEVER span without input.value (the query)")
+        if any(not isinstance(d.get("content"), str) for d in items):
+            raise FormatError("a retrieved document has no document.content text")
+        md = [_metadata(d) for d in items]
+        ids = [check_id(d.get("id"), f"retrieved document {i}'s document.id") for i, d in enumerate(items)]
+        return Span(trace, "retriever", query, [d["content"] for d in items], ids, md, notes=notes)
+    if kind == "RERANKER":
+        outs = _documents(flat, "reranker.output_documents.", notes)
+        for i, d in enumerate(outs):
+            d["id"] = check_id(d.get("id"), f"reranker output document {i}'s document.id")
+            if not isinstance(d.get("content"), str) and d["id"] is None:
+                raise FormatError("a reranker output document has neither document.id nor document.content")
+        return Span(trace, "reranker", _get(flat, "reranker.query"), reranked=outs, notes=notes)
+    if kind == "LLM":
+        answer = _get(flat, "llm.output_messages.0.message.content")
+        if not isinstance(answer, str):
+            answer = text_of(json_maybe(_get(flat, "output.value")))
+        return Span(trace, "answer", answer=answer)
+    return Span(trace, "other")
+
+
+def _kind_of(obj: dict) -> str:
+    flat = flatten(obj)
+    return str(_get(flat, "openinference.span.kind") or obj.get("span_kind") or "untyped").upper()
+
+
+def _documents(flat: dict, prefix: str, notes: list[str]) -> list[dict]:
+    """The documents under ``prefix`` (``retrieval.documents.`` …) as ``{id, content, score, …}`` in
+    index order; an index written twice raises, gaps are noted."""
+    docs: dict[int, dict] = {}
+    spelled: dict[int, str] = {}
+    for k, v in flat.items():
+        rest = k.removeprefix("attributes.")
+        if rest.startswith(prefix):
+            parts = rest[len(prefix) :].split(".", 1)
+            if parts[0].isdigit() and len(parts) == 2:
+                i = int(parts[0])
+                if spelled.setdefault(i, parts[0]) != parts[0]:
+                    raise FormatError(
+                        f"document index {i} is written twice ({prefix}{spelled[i]} and {prefix}{parts[0]}); "
+                        "which one is meant is unknown"
+                    )
+                docs.setdefault(i, {})[parts[1].removeprefix("document.")] = v
+    order = sorted(docs)
+    if order and order != list(range(len(order))):
+        shown = ", ".join(map(str, order[:8])) + (" …" if len(order) > 8 else "")
+        notes.append(f"{prefix.rstrip('.')} indices {shown} have gaps: read in that order as ranks 0–{len(order) - 1}")
+    return [docs[i] for i in order]
+
+
+def _metadata(d: dict) -> dict | None:
+    md = json_maybe(d.get("metadata"))
+    if isinstance(md, dict):
+        return md
+    sub = {k.removeprefix("metadata."): v for k, v in d.items() if k.startswith("metadata.")}
+    return sub or None
+
+
+FORMAT = LogFormat(
+    name="openinference",
+    label="OpenInference",
+    kind="trace",
+    detect=detect,
+    keys=frozenset({"span_kind"}),
+    read_span=read_span,
+    unit="span",
+    kind_of=_kind_of,
+)

@@ -1,0 +1,88 @@
+"""Helpers the tracing formats share: dotted keys, JSON held in strings, LangChain-style
+documents, query and answer texts, and checked trace ids."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ragaudit_core.logs.formats.base import check_id
+
+__all__ = ["doc_fields", "documents", "flatten", "json_maybe", "query_of", "text_of", "trace_id"]
+
+
+def flatten(obj: Any, prefix: str = "", out: dict | None = None, depth: int = 0) -> dict[str, Any]:
+    """Nested objects and lists as dotted keys (``a.b.0.c``); keys already dotted stay as they are."""
+    out = {} if out is None else out
+    if depth > 12:
+        out[prefix.rstrip(".")] = obj
+        return out
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            flatten(v, f"{prefix}{k}.", out, depth + 1)
+    elif isinstance(obj, list) and obj and all(isinstance(x, (dict, list)) for x in obj):
+        for i, v in enumerate(obj):
+            flatten(v, f"{prefix}{i}.", out, depth + 1)
+    else:
+        out[prefix.rstrip(".")] = obj
+    return out
+
+
+def json_maybe(v: Any) -> Any:
+    """A string holding a JSON object or array, decoded; anything else as it is."""
+    if isinstance(v, str) and v[:1] in ("{", "["):
+        try:
+            return json.loads(v)
+        except (ValueError, RecursionError):
+            return v
+    return v
+
+
+def text_of(v: Any) -> str | None:
+    """An answer text: a string, or an object's ``content``/``text``/``output``/``answer``/``result``."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, dict):
+        for k in ("content", "text", "output", "answer", "result"):
+            if isinstance(v.get(k), str):
+                return v[k]
+    return None
+
+
+def trace_id(v: Any) -> str | None:
+    """A trace id as a string (None when absent); an array, object, number with a fraction or
+    boolean raises :class:`~ragaudit_core.logs.formats.base.FormatError`."""
+    t = check_id(v, "trace id")
+    return None if t is None else str(t)
+
+
+def documents(v: Any) -> list[dict] | None:
+    """A list of LangChain-style documents, or None when ``v`` holds none."""
+    v = json_maybe(v)
+    if isinstance(v, dict):
+        v = v.get("documents", v.get("output"))
+    if not isinstance(v, list) or not all(isinstance(d, dict) for d in v):
+        return None
+    if not all(isinstance(d.get("page_content", d.get("content", d.get("text"))), str) for d in v):
+        return None
+    return v
+
+
+def doc_fields(docs: list[dict]) -> tuple[list[str], list[Any], list[dict | None]]:
+    """Texts, ids (checked) and metadata of documents accepted by :func:`documents`."""
+    texts = [str(d.get("page_content", d.get("content", d.get("text")))) for d in docs]
+    mds = [d.get("metadata") if isinstance(d.get("metadata"), dict) else None for d in docs]
+    ids = [check_id(d.get("id"), f"document {i}'s id") for i, d in enumerate(docs)]
+    return texts, ids, mds
+
+
+def query_of(v: Any) -> str | None:
+    """A query text: a string, or an object's ``query``/``input``/``question``/``user_input``."""
+    v = json_maybe(v)
+    if isinstance(v, str):
+        return v
+    if isinstance(v, dict):
+        for k in ("query", "input", "question", "user_input"):
+            if isinstance(v.get(k), str):
+                return v[k]
+    return None

@@ -1,0 +1,288 @@
+"""One file's lines read record by record: each record is read as what it is.
+
+For every line (or row, or value of a JSON document) :class:`FileReader`:
+
+1. takes the fast path for a canonical native line (:mod:`decode`);
+2. else decodes it (``NaN``/``Infinity`` read as null, the fields named in one warning);
+3. unwraps a container (a JSON array, a Langfuse trace export, a LangSmith batch or run tree,
+   ``{"data": [...]}``, ``{"results": [...]}`` — :func:`documents.unwrap`), each record it holds
+   counted as a row read;
+4. **detects the format of each record** (:func:`formats.detect`; provenance first), unless
+   ``--format`` forces one — never from the first record of the file, so a file may mix formats
+   and a cut first line, a scalar first element or a NaN changes nothing for the others;
+5. reads it: a native record by the contract (keys of other formats on it are ignored and named
+   in one warning), a record format by its mapper, a tracing span held by a
+   :class:`~ragaudit_core.logs.traces.TraceJoiner` until the file is read.
+
+At the end of the file (:meth:`FileReader.finish`) the held retriever spans are joined with their
+trace's answer, and a file that held records but no retrieval at all (only LLM/chain spans, a
+Ragas test set) is refused with one sentence saying what it found.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from ragaudit_core.logs import formats
+from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
+from ragaudit_core.logs.decode import decode_canonical
+from ragaudit_core.logs.documents import unwrap
+from ragaudit_core.logs.formats import native
+from ragaudit_core.logs.jsonl import FileRefused, Line
+from ragaudit_core.logs.lines import decode_json, parse_evidence_object, parse_provenance_object
+from ragaudit_core.logs.report import FileReport
+from ragaudit_core.logs.traces import TraceJoiner, provenance_record
+
+__all__ = ["FileReader", "RecordSink"]
+
+_MAX_UNWRAP = 3  # containers inside containers (an array of trace exports) read this deep
+
+
+class RecordSink(Protocol):
+    """What a :class:`FileReader` hands its results to (the ingest's batch)."""
+
+    def warn(self, path: str | None, line_no: int | None, code: str, message: str, file_id: int | None) -> None: ...
+
+    def reject(self, fr: FileReport, file_id: int, ln: Any, reason: str) -> None: ...
+
+    def evidence(self, fr: FileReport, file_id: int, ln: Any, reason: str | None, rec: Any) -> None: ...
+
+    def provenance(self, fr: FileReport, file_id: int, ln: Any, reason: str | None, prec: Any) -> None: ...
+
+    def admit_record(self, fr: FileReport, file_id: int, ln: Any, rec: EvidenceRecord) -> bool: ...
+
+    def taken(self, run_id: str, query_id: str) -> bool: ...
+
+
+class FileReader:
+    """The records of one file (see the module's docstring)."""
+
+    def __init__(
+        self,
+        sink: RecordSink,
+        fr: FileReport,
+        file_id: int,
+        path: Path,
+        *,
+        forced: str | None,
+        run_id: str | None,
+        doc_id_key: str | None,
+    ) -> None:
+        self.sink, self.fr, self.file_id = sink, fr, file_id
+        self.forced = None if forced in (None, "auto") else formats.get(forced)
+        self.native_ok = self.forced is None or self.forced.kind == "native"
+        self.ctx = formats.MapContext(formats.run_id_for(path, run_id), doc_id_key, taken=sink.taken)
+        self.joiner = TraceJoiner()
+        self.ignored: Counter[str] = Counter()  # other formats' keys on native records
+        self.non_finite: Counter[str] = Counter()  # fields that held NaN/Infinity
+        self.non_finite_first: int | None = None
+        self.without: Counter[tuple[str, str, str]] = Counter()  # (label, unit, kind) of records without retrieval
+        self.containers: Counter[str] = Counter()
+        self.spans_without = 0  # tracing spans among the records without retrieval
+        self.array_hint: int | None = None
+
+    # ------------------------------------------------------------------ per line
+
+    def line(self, ln: Line) -> None:
+        """One line (or row, or document value): loaded, rejected, or held."""
+        fr = self.fr
+        fr.n_lines += 1
+        if ln.note and not ln.error and ln.note.startswith("a UTF-8 byte-order mark"):
+            self.sink.warn(fr.path, ln.line_no, "bom", ln.note, self.file_id)
+        if ln.error:
+            self.sink.reject(fr, self.file_id, ln, ln.error)
+            return
+        if self.native_ok:
+            fast = decode_canonical(ln.data)
+            if fast is not None:
+                self.sink.evidence(fr, self.file_id, ln, None, fast)
+                return
+        reason, obj, non_finite = decode_json(ln.data)
+        if reason is not None:
+            self.sink.reject(fr, self.file_id, ln, reason)
+            return
+        if non_finite:
+            self.non_finite.update(p.split(".")[-1] if not p.split(".")[-1].isdigit() else p for p in non_finite)
+            self.non_finite_first = self.non_finite_first or ln.line_no
+        self.value(ln, obj, 0)
+
+    def value(self, ln: Line, obj: Any, level: int) -> None:
+        if (
+            type(obj) is dict
+            and self.forced is None
+            and "nodes" not in obj
+            and "schema" not in obj
+            and native.detect(obj)
+        ):  # the common case first: a native record (no container, no provenance, no other format)
+            self.native_record(ln, obj)
+            return
+        box = unwrap(obj) if level < _MAX_UNWRAP else None
+        if box is None:
+            self.record(ln, obj)
+            return
+        what, items = box
+        # a container that is the file's first value on its first line (a whole-file document):
+        # its records are numbered by position (RAGChecker's results[i] is row i + 1)
+        by_position = level == 0 and ln.line_no == 1 and self.fr.n_lines == 1
+        self.containers[what] += 1
+        if isinstance(obj, list) and level == 0 and self.array_hint is None:
+            self.array_hint = ln.line_no
+        self.fr.n_lines += len(items) - 1  # each record of the container is a row read
+        if not items:
+            self.fr.n_skipped += 1  # an empty container: read, nothing in it
+            self.fr.n_lines += 1
+        for i, item in enumerate(items, 1):
+            self.value(dataclasses.replace(ln, line_no=i) if by_position else ln, item, level + 1)
+
+    def record(self, ln: Line, obj: Any) -> None:
+        fr, sink = self.fr, self.sink
+        if not isinstance(obj, dict):
+            sink.reject(fr, self.file_id, ln, f"expected a JSON object per line, got {json_type(obj)}")
+            return
+        if self.native_ok and native.is_provenance(obj):
+            sink.provenance(fr, self.file_id, ln, *parse_provenance_object(obj))
+            return
+        fmt = self.forced or formats.detect(obj)
+        if fmt.kind == "native":
+            self.native_record(ln, obj)
+        elif fmt.kind == "record":
+            self.mapped(ln, fmt, obj)
+        else:
+            self.span(ln, fmt, obj)
+
+    def native_record(self, ln: Line, obj: dict) -> None:
+        """A record of our contract; keys of other formats on it are noted (one warning per file)."""
+        keys = formats.foreign_keys(obj)
+        if keys:
+            self.ignored.update(keys)
+        self.sink.evidence(self.fr, self.file_id, ln, *parse_evidence_object(obj))
+
+    def mapped(self, ln: Line, fmt: formats.LogFormat, obj: dict) -> None:
+        """A record of a record format: its native records admitted one by one."""
+        fr, sink = self.fr, self.sink
+        self.ctx.repeats.clear()
+        recs: list[EvidenceRecord] = []
+        reason = None
+        try:
+            recs = [EvidenceRecord.model_validate(r) for r in formats.map_record(fmt.name, obj, self.ctx)]
+        except formats.FormatError as e:
+            reason = f"not a {fmt.name} record: {e}"
+        except ValidationError as e:
+            reason = f"{fmt.name} record maps to an invalid record: {describe_validation_error(e)}"
+        if reason is not None:
+            sink.reject(fr, self.file_id, ln, reason)
+            return
+        if not recs:
+            fr.n_skipped += 1
+            self.without[(fmt.label, fmt.unit, "no retrieved contexts")] += 1
+            return
+        for rec in recs:
+            sink.admit_record(fr, self.file_id, ln, rec)
+        for msg in self.ctx.repeats:
+            sink.warn(fr.path, ln.line_no, "repeated-question", msg, self.file_id)
+
+    def span(self, ln: Line, fmt: formats.LogFormat, obj: dict) -> None:
+        """A span of a tracing format: held until the file is read (retriever, reranker) or counted."""
+        assert fmt.read_span is not None
+        try:
+            span = fmt.read_span(obj)
+        except formats.FormatError as e:
+            self.sink.reject(self.fr, self.file_id, ln, f"not a {fmt.name} span: {e}")
+            return
+        if self.joiner.add(ln, fmt, span):
+            self.fr.n_skipped += 1
+            kind = fmt.kind_of(obj) if fmt.kind_of is not None else span.kind
+            self.without[(fmt.label, fmt.unit, kind)] += 1
+            self.spans_without += 1
+
+    # ------------------------------------------------------------------ end of file
+
+    def finish(self) -> None:
+        """Join the held spans, word the file's warnings, refuse a file with nothing to audit."""
+        fr, sink, fid = self.fr, self.sink, self.file_id
+        for ln, fmt, span, answer in self.joiner.records():
+            for note in span.notes:
+                sink.warn(fr.path, ln.line_no, f"{fmt.name}-mapping", note, fid)
+            rec = self.trace_record(ln, fmt, span, answer)
+            rr = self.joiner.take_reranker(fmt, span) if rec is not None else None
+            if rr is not None and rec is not None:
+                prov = provenance_record(rec.run_id, rec.query_id, span, rr[1], answer)
+                sink.provenance(fr, fid, rr[0], *parse_provenance_object(prov))
+        fr.n_skipped += len(self.joiner.rerankers)  # rerankers of traces without a loaded retrieval
+        for w in self.ctx.warnings:
+            sink.warn(fr.path, None, "mapping", w, fid)
+        if self.ignored:
+            keys = ", ".join(sorted(self.ignored))
+            sink.warn(
+                fr.path,
+                None,
+                "ignored-keys",
+                f"native records carry keys of other log formats ({keys}): they are read as native records "
+                "and those keys are ignored",
+                fid,
+            )
+        if self.non_finite:
+            fields = ", ".join(sorted(self.non_finite))
+            sink.warn(
+                fr.path,
+                self.non_finite_first,
+                "non-finite",
+                f"{sum(self.non_finite.values())} value(s) were NaN or Infinity (not JSON; pandas writes them for "
+                f"missing numbers), in {fields}: read as null",
+                fid,
+            )
+        if self.array_hint is not None and self.fr.path.lower().endswith((".jsonl", ".jsonl.gz", ".ndjson")):
+            sink.warn(
+                fr.path,
+                self.array_hint,
+                "json-array",
+                "a JSON array where JSON Lines has one object per line: its elements were read as records",
+                fid,
+            )
+        if fr.n_loaded == 0 and fr.n_rejected == 0 and self.without:
+            raise FileRefused(f"{fr.path}: {self.nothing_to_audit()}")
+
+    def nothing_to_audit(self) -> str:
+        """One sentence saying what a file without retrieval holds."""
+        groups: dict[tuple[str, str], Counter[str]] = {}
+        for (label, unit, kind), n in self.without.items():
+            groups.setdefault((label, unit), Counter())[kind] += n
+        parts = []
+        for (label, unit), kinds in groups.items():
+            n = sum(kinds.values())
+            detail = ", ".join(f"{k} {c}" for k, c in sorted(kinds.items()))
+            parts.append(f"{n} {label} {unit}{'s' if n != 1 else ''} ({detail})")
+        what = " and ".join(parts)
+        if len(self.containers) == 1 and len(groups) == 1:
+            container = next(iter(self.containers))
+            if container != "a JSON array":
+                what = f"{container} with {parts[0].replace(next(iter(groups))[0] + ' ', '', 1)}"
+        tracing = bool(self.spans_without)
+        if tracing:
+            return f"{what} and no retriever: nothing to audit"
+        return f"{what}, nothing retrieved (a test set?): nothing to audit"
+
+    def trace_record(
+        self, ln: Line, fmt: formats.LogFormat, span: formats.Span, answer: str | None
+    ) -> EvidenceRecord | None:
+        try:
+            self.ctx.repeats.clear()
+            rec = EvidenceRecord.model_validate(
+                formats.build_record(fmt.label, self.ctx, span.query or "", answer, span.texts, span.ids, span.metadata)
+            )
+        except formats.FormatError as e:
+            self.sink.reject(self.fr, self.file_id, ln, f"not a {fmt.name} span: {e}")
+            return None
+        except ValidationError as e:
+            self.sink.reject(
+                self.fr, self.file_id, ln, f"{fmt.name} span maps to an invalid record: {describe_validation_error(e)}"
+            )
+            return None
+        for msg in self.ctx.repeats:
+            self.sink.warn(self.fr.path, ln.line_no, "repeated-question", msg, self.file_id)
+        return rec if self.sink.admit_record(self.fr, self.file_id, ln, rec) else None

@@ -1,0 +1,139 @@
+"""The executive summary's last paragraph: the verdict in plain words, with a recommendation and
+where in the report its evidence is.
+
+From the gate's rule results only (nothing is computed here): a failed rule becomes a phrase a
+product owner can read ("span-level evidence collapsed on 94.0% of queries"), each phrase
+points at the numbered section that shows it (§n, numbered as the contents number them), and
+the recommendation follows the verdict:
+
+* fail — "Do not deploy <candidate>: <failed rules as phrases>, see §…";
+* inconclusive — do not decide yet; which rules could not tell and what would settle them;
+* pass — the candidate may replace the baseline, with the questions no rule could check named
+  (a pass on 3 of 10 rules is not a pass on all of them).
+
+Run ids are isolated for bidi (:func:`~ragaudit_core.review.logtext.isolate`).
+"""
+
+from __future__ import annotations
+
+from ragaudit_core.review.gate import RuleResult, Verdict
+from ragaudit_core.review.logtext import isolate
+
+__all__ = ["AREA_SECTIONS", "conclusion", "plain_reason"]
+
+AREA_SECTIONS = {
+    "stability": "Evidence stability",
+    "fidelity": "Citation fidelity",
+    "attribution": "Attributions",
+    "quality": "Ranking quality",
+}
+
+
+# the failures a reader grasps first lead the sentence
+_PRIORITY = {m: i for i, m in enumerate(("collapse_rate", "j_avg", "null_loss", "flip_rate", "stage_survival"))}
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None or v != v else f"{v:.1%}"
+
+
+def _num(v: float | None) -> str:
+    return "n/a" if v is None or v != v else f"{v:.3f}"
+
+
+def plain_reason(r: RuleResult, baseline: str) -> str:
+    """One failed (or inconclusive) rule as a phrase without jargon beyond the metric's name."""
+    m, level, v = r.rule.metric, r.rule.level or "", r.value
+    base = isolate(baseline)
+    if m == "collapse_rate":
+        return f"span-level evidence collapsed (no cited span kept) on {_pct(v)} of queries"
+    if m == "j_avg":
+        return (
+            f"its {level}-level evidence barely overlaps {base}'s (mean Jaccard {_num(v)}; "
+            f"the rule asks at least {r.rule.threshold:g})"
+        )
+    if m == "flip_rate":
+        return f"the {level}-level evidence changed on {_pct(v)} of queries"
+    if m == "null_loss":
+        return f"{_pct(v)} of queries lost all their evidence"
+    if m == "null_gain":
+        return f"{_pct(v)} of queries that had no evidence now have some"
+    if m.startswith("cfs"):
+        return f"citation fidelity ({m}) moved from {_num(r.baseline_value)} to {_num(r.candidate_value)}"
+    if m == "stage_survival":
+        return (
+            "fewer queries keep their ground-truth source through the pipeline "
+            f"({_pct(r.baseline_value)} → {_pct(r.candidate_value)} at the weakest stage)"
+        )
+    if m == "parse_failure_rate":
+        return f"more citations cannot be parsed ({_pct(r.candidate_value)} against {_pct(r.baseline_value)})"
+    if m in ("warg", "wasted_retrieval", "noise_distraction"):
+        return "the generator leans on different documents than the retriever ranks first"
+    if r.baseline_value is not None and r.candidate_value is not None:
+        return f"{m} moved from {_num(r.baseline_value)} to {_num(r.candidate_value)}"
+    return f"{m} is {_num(v)}"
+
+
+def _refs(results: list[RuleResult], numbers: dict[str, int]) -> str:
+    sections = []
+    for r in results:
+        n = numbers.get(AREA_SECTIONS.get(r.rule.area, ""))
+        if n is not None and n not in sections:
+            sections.append(n)
+    n_verdict = numbers.get("Verdict")
+    if n_verdict is not None and n_verdict not in sections:
+        sections.append(n_verdict)
+    return ", ".join(f"§{n}" for n in sorted(sections))
+
+
+def conclusion(
+    v: Verdict | None, numbers: dict[str, int], n_runs: int, no_verdict: str | None = None
+) -> tuple[str, str]:
+    """(conclusion, recommendation) sentences. ``numbers``: section title → its number;
+    ``no_verdict``: why a chosen pair got no verdict (the cover's sentence)."""
+    if v is None and no_verdict:
+        return (
+            f"No verdict: {no_verdict}.",
+            "No recommendation until the two runs are evaluated on the same queries.",
+        )
+    if v is None:
+        return (
+            f"No pair was reviewed, so there is no verdict; the figures above describe all {n_runs} runs.",
+            "No recommendation: name the run in production (baseline) and the one that would replace it "
+            "(candidate) to get one.",
+        )
+    cand, base = isolate(v.candidate), isolate(v.baseline)
+    n, app = len(v.results), len(v.applicable)
+    missing = v.missing()
+    unchecked = f" Not checked: {', '.join(missing)}." if missing else ""
+    if v.status == "fail":
+        failed = sorted(v.failed, key=lambda r: _PRIORITY.get(r.rule.metric, len(_PRIORITY)))
+        reasons = "; ".join(plain_reason(r, v.baseline) for r in failed[:3])
+        more = f"; and {len(failed) - 3} more failed rule(s)" if len(failed) > 3 else ""
+        thin = ("; " + "; ".join(v.thin)) if v.thin and not failed else ""
+        refs = _refs(failed, numbers)
+        return (
+            f"{cand} fails {len(failed)} of the {app} rules that could be checked against {base}.{unchecked}",
+            f"Do not deploy {cand}: {reasons or 'the verdict rests on too little evidence'}{more}{thin}"
+            + (f", see {refs}." if refs else "."),
+        )
+    if v.status == "inconclusive":
+        unsure = [r for r in v.results if r.status == "inconclusive"]
+        refs = _refs(unsure, numbers)
+        return (
+            f"The data cannot yet tell whether {cand} may replace {base}: {len(unsure)} rule(s) are inconclusive "
+            f"({'; '.join(plain_reason(r, v.baseline) for r in unsure[:3])}).{unchecked}",
+            f"Do not decide yet on {cand}: evaluate it on more queries until the intervals clear the thresholds"
+            + (f", see {refs}." if refs else "."),
+        )
+    refs = _refs(v.applicable, numbers)
+    return (
+        f"{cand} passes all {app} of the {n} rules that could be checked against {base}.{unchecked}",
+        f"{cand} may replace {base}"
+        + (
+            f"; before relying on it, add what the unchecked rules need ({', '.join(missing)})"
+            if missing
+            else ": no rule objects"
+        )
+        + (f", see {refs}." if refs else "."),
+    )

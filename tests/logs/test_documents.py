@@ -1,0 +1,205 @@
+"""Issue #22 item 2: documents of any shape, recognised by content — Langfuse trace exports,
+LangSmith post/patch batches and run trees, concatenated pretty JSON, ``{data}``/``{results}``,
+arrays (also in a ``.jsonl``) — and a file with no retrieval refused in one sentence."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from unittest import mock
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragaudit_core.logs import documents, store
+from ragaudit_core.logs.formats import query_id_for
+from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
+from tests.helpers import ROOT
+
+Q = "What causes tides?"
+MOON, CYCLE = "The Moon's gravity pulls the oceans.", "Tides follow the lunar cycle."
+
+
+def _load(path, **opts):
+    con = store.connect(":memory:")
+    return con, ingest_paths(con, [path], IngestOptions(**opts))
+
+
+def _records(con):
+    return con.execute("SELECT run_id, query_id, query, answer, n_evidence FROM records ORDER BY line_no").fetchall()
+
+
+def _langfuse_export(with_retriever=True):
+    obs = [
+        {"id": "g1", "traceId": "tr1", "type": "GENERATION", "name": "answer", "output": {"content": "The Moon."}},
+        {"id": "s1", "traceId": "tr1", "type": "SPAN", "name": "prepare", "output": {"ok": True}},
+        {"id": "s2", "type": "SPAN", "name": "format"},  # no traceId: the trace's id is given
+    ]
+    if with_retriever:
+        obs.append(
+            {
+                "id": "r1",
+                "type": "RETRIEVER",
+                "input": {"query": Q},
+                "output": {"documents": [{"id": "moon", "page_content": MOON}, {"id": "cycle", "page_content": CYCLE}]},
+                "parentObservationId": None,
+            }
+        )
+    return {"trace": {"id": "tr1", "name": "rag", "input": Q, "scores": []}, "observations": obs}
+
+
+def test_a_langfuse_trace_export_loads_as_one_document(tmp_path):
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(_langfuse_export(), indent=2), encoding="utf-8")
+    con, rep = _load(path, format="langfuse")  # forcing the format changes nothing
+    assert rep.n_rejected == 0 and rep.files[0].n_lines == 4 and rep.files[0].n_skipped == 3
+    assert _records(con) == [("trace", query_id_for(Q), Q, "The Moon.", 2)]
+    _con, rep2 = _load(path)
+    assert rep2.n_records == 1
+
+
+def test_a_file_without_retrieval_is_refused_in_one_sentence(tmp_path):
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(_langfuse_export(with_retriever=False), indent=2), encoding="utf-8")
+    other = tmp_path / "good.jsonl"
+    other.write_text(json.dumps({"run_id": "r", "query_id": "1", "evidence": ["d"]}) + "\n", encoding="utf-8")
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [path, other])
+    [issue] = rep.rejected
+    assert (
+        issue.message
+        == "a Langfuse trace with 3 observations (GENERATION 1, SPAN 2) and no retriever: nothing to audit"
+    )
+    assert [f.status for f in rep.files] == ["unreadable", "loaded"] and rep.n_records == 1
+    # a Ragas test set: questions and references, nothing retrieved
+    testset = tmp_path / "testset.jsonl"
+    rows = [
+        {"user_input": f"q{i}?", "reference_contexts": ["c"], "reference": "r", "synthesizer_name": "s"}
+        for i in range(5)
+    ]
+    testset.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    _con, rep = _load(testset)
+    assert [i.message for i in rep.rejected] == [
+        "5 Ragas rows (no retrieved contexts 5), nothing retrieved (a test set?): nothing to audit"
+    ]
+    out = subprocess.run(
+        [sys.executable, "-m", "ragaudit_core.cli", "ingest", str(testset), "--db", str(tmp_path / "x.duckdb")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert out.returncode == 2 and "nothing to audit" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_langsmith_batch_and_a_run_tree(tmp_path):
+    retriever = {
+        "id": "r2",
+        "trace_id": "r1",
+        "parent_run_id": "r1",
+        "run_type": "retriever",
+        "name": "Retriever",
+        "inputs": {"query": Q},
+        "outputs": {"documents": [{"page_content": MOON, "metadata": {"source": "moon.txt"}, "type": "Document"}]},
+    }
+    batch = {
+        "post": [
+            {"id": "r1", "trace_id": "r1", "dotted_order": "1", "run_type": "chain", "inputs": {"question": Q}},
+            retriever,
+        ],
+        "patch": [{"id": "r1", "trace_id": "r1", "outputs": {"answer": "The Moon."}, "end_time": "t"}],
+    }
+    path = tmp_path / "batch.json"
+    path.write_text(json.dumps(batch, indent=1), encoding="utf-8")
+    con, rep = _load(path, doc_id_key="source")
+    assert rep.n_rejected == 0 and _records(con) == [("batch", query_id_for(Q), Q, "The Moon.", 1)]
+    assert con.execute("SELECT doc_id FROM evidence").fetchall() == [("moon.txt",)]
+    tree = {"id": "root", "run_type": "chain", "inputs": {"question": Q}, "outputs": {"result": "Lunar gravity."}}
+    tree["child_runs"] = [{**retriever, "id": "c1", "trace_id": None, "parent_run_id": None, "child_runs": []}]
+    path = tmp_path / "tree.json"
+    path.write_text(json.dumps(tree), encoding="utf-8")
+    con, rep = _load(path, doc_id_key="source")
+    assert rep.n_rejected == 0 and _records(con) == [("tree", query_id_for(Q), Q, "Lunar gravity.", 1)]
+
+
+def test_concatenated_pretty_spans_as_a_console_exporter_prints_them(tmp_path):
+    def span(kind, sid, **attrs):
+        return {
+            "name": kind.lower(),
+            "context": {"trace_id": "0xabc", "span_id": sid, "trace_state": "[]"},
+            "kind": "SpanKind.INTERNAL",
+            "parent_id": None,
+            "attributes": {"openinference.span.kind": kind, **attrs},
+            "events": [],
+            "links": [],
+            "resource": {"attributes": {"service.name": "rag"}, "schema_url": ""},
+        }
+
+    spans = [
+        span("CHAIN", "0x1", **{"input.value": Q}),
+        span(
+            "RETRIEVER",
+            "0x2",
+            **{
+                "input.value": Q,
+                "retrieval.documents.0.document.id": "moon",
+                "retrieval.documents.0.document.content": MOON,
+            },
+        ),
+        span("LLM", "0x3", **{"output.value": "The Moon."}),
+    ]
+    path = tmp_path / "console.log"  # neither JSON Lines nor an array, whatever its name
+    path.write_text("".join(json.dumps(s, indent=4) for s in spans), encoding="utf-8")
+    con, rep = _load(path)
+    assert rep.n_rejected == 0 and rep.files[0].n_lines == 3 and rep.files[0].n_skipped == 2
+    assert _records(con) == [("console", query_id_for(Q), Q, "The Moon.", 1)]
+    # the file line the retriever span starts on (right after the first span's closing brace)
+    assert con.execute("SELECT line_no FROM records").fetchall() == [(json.dumps(spans[0], indent=4).count("\n") + 1,)]
+
+
+def test_data_and_results_objects_and_an_array_in_a_jsonl(tmp_path):
+    rows = [
+        {"user_input": Q, "retrieved_contexts": [MOON], "response": "a"},
+        {"user_input": "Q2?", "contexts": [CYCLE]},
+    ]
+    (tmp_path / "data.json").write_text(json.dumps({"data": rows, "version": 2}, indent=2), encoding="utf-8")
+    _con, rep = _load(tmp_path / "data.json")
+    assert rep.n_records == 2 and rep.n_rejected == 0
+    (tmp_path / "arr.jsonl").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    _con, rep = _load(tmp_path / "arr.jsonl")
+    assert rep.n_records == 2
+    [hint] = [w for w in rep.warnings if w.code == "document"]
+    assert "named as JSON Lines but holds a JSON document" in hint.message
+    (tmp_path / "one.jsonl").write_text(json.dumps(rows) + "\n", encoding="utf-8")  # an array on one line
+    _con, rep = _load(tmp_path / "one.jsonl")
+    assert rep.n_records == 2
+    [hint] = [w for w in rep.warnings if w.code == "json-array"]
+    assert hint.line_no == 1 and "JSON Lines has one object per line" in hint.message
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='ab"\\,[]{} \n', max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(alphabet='k"\\]}', max_size=3), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_json, max_size=6), st.sampled_from([None, 2, 0]), st.sampled_from([3, 7, 65536]))
+def test_the_streamed_values_are_the_documents_values(values, indent, block):
+    """Every element of an array (printed compact or pretty), read in blocks of any size — with
+    quotes, escapes and brackets inside strings falling on block edges — is exactly one element."""
+    text = json.dumps(values, indent=indent, separators=(",", ":") if indent == 0 else None).encode()
+    with mock.patch.object(documents, "_BLOCK", block):
+        lines = list(documents.iter_values(io.BytesIO(text), max_value_bytes=1 << 20, max_depth=64))
+    assert [ln.error for ln in lines] == [None] * len(values)
+    assert [json.loads(ln.data) for ln in lines] == values
+    objects = [v for v in values if isinstance(v, dict)]  # objects back to back: each one value
+    text = b"".join(json.dumps(v, indent=indent).encode() for v in objects)
+    with mock.patch.object(documents, "_BLOCK", block):
+        lines = list(documents.iter_values(io.BytesIO(text), max_value_bytes=1 << 20, max_depth=64))
+    assert [json.loads(ln.data) for ln in lines] == objects

@@ -1,0 +1,228 @@
+"""The report never stops on one part: a failing step or section is named on the cover, pairs
+without shared queries are skipped with a sentence, a chart that cannot be exported becomes its
+table (and the process ends), 1 MB texts become excerpts, and a run id holding U+202E cannot
+reorder the verdict. Small hand-made logs; charts are not exported unless the test is about that."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+from pypdf import PdfReader
+
+from ragaudit_core.logs import store
+from ragaudit_core.logs.ingest import ingest_paths
+from ragaudit_core.review.logtext import excerpt, isolate
+from ragaudit_core.review.report import ReportOptions, build_report, gather, render
+from ragaudit_core.review.report import sections as sections_module
+from ragaudit_core.review.report.export import export_figures
+from tests.helpers import ROOT, write_jsonl
+
+
+def _flat(s: str) -> str:
+    return " ".join(s.split())
+
+
+def _pages(blob_or_path) -> list[str]:
+    src = io.BytesIO(blob_or_path) if isinstance(blob_or_path, bytes) else str(blob_or_path)
+    return [p.extract_text() for p in PdfReader(src).pages]
+
+
+def _two_runs(tmp_path, a="k5", b="k10", queries=("q1", "q2", "q3"), b_queries=None, answers=False):
+    """Run ``a`` cites spans x, y, z on every query, run ``b`` only x: J = 1/3 on every query."""
+    recs = []
+    for run, docs, qs in ((a, ["x", "y", "z"], queries), (b, ["x"], b_queries or queries)):
+        for q in qs:
+            r = {"run_id": run, "query_id": q, "evidence": [{"doc_id": d, "span_hash": d + "s"} for d in docs]}
+            if answers:
+                r["answer"] = f"answer of {run} to {q}"
+            recs.append(r)
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "logs.jsonl", recs)])
+    return con
+
+
+class _FakeEncoder:
+    """Unit vectors: every answer the same direction (similarity 1)."""
+
+    def encode(self, texts, **_kw):
+        return np.ones((len(texts), 4)) / 2.0
+
+
+def test_logtext_isolates_shows_controls_and_excerpts():
+    assert isolate("k10\u202eevil") == "\u2068k10[U+202E]evil\u2069"
+    assert isolate(isolate("a")) == "\u2068a\u2069"  # not twice
+    assert excerpt("abcdef", 10) == "abcdef"
+    assert excerpt("a" * 2000, 100) == "a" * 99 + "… [excerpt: 100 of 2,000 characters]"
+
+
+def test_a_failing_step_and_a_failing_section_are_named_on_the_cover_and_the_rest_drawn(tmp_path, monkeypatch):
+    con = _two_runs(tmp_path)
+
+    def boom(*_a, **_k):
+        raise RuntimeError("attributions table unreadable")
+
+    monkeypatch.setattr(sys.modules["ragaudit_core.review.report.gather"], "_attributions", boom)
+    data = gather(con, ReportOptions(baseline="k5", candidate="k10", probe=False))
+    assert data.failed == ["attributions (RuntimeError: attributions table unreadable)"]
+    assert data.verdict is not None and data.stability is not None  # the other steps ran
+
+    def broken_stability(pdf, data):
+        pdf.para("half drawn")
+        raise KeyError("gap_ratio")
+
+    patched = [
+        sections_module.Section(s.title, s.present, broken_stability) if s.title == "Evidence stability" else s
+        for s in sections_module.SECTIONS
+    ]
+    monkeypatch.setattr(sys.modules["ragaudit_core.review.report.render"], "SECTIONS", patched)
+    pages = _pages(render(data, chart_images={}))
+    cover = _flat(pages[0])
+    assert "Could not be built (the rest of the report is drawn): attributions (RuntimeError: attributions " in cover
+    assert "Evidence stability section (KeyError: 'gap_ratio')" in cover
+    text = _flat("\n".join(pages))
+    assert "half drawn" not in text  # laid out again without the failed section
+    assert "FAIL: k10 should not replace k5." in text and "Worst queries" in text and "Methods" in text
+    assert "2. Worst queries" in text  # numbered without the failed section
+
+
+def test_pairs_without_shared_queries_are_skipped_with_a_sentence(tmp_path):
+    """k5 answered q1, q2; k10 answered q3, q4: no verdict, no probe, no stability — each said
+    in a sentence on the cover; no model is loaded and nothing raises."""
+    con = _two_runs(tmp_path, queries=("q1", "q2"), b_queries=("q3", "q4"), answers=True)
+
+    def no_model():
+        raise AssertionError("no model for runs that share nothing")
+
+    data = gather(con, ReportOptions(baseline="k5", candidate="k10", embedder=no_model))
+    assert not data.failed
+    assert data.verdict is None and not data.probes
+    omitted = " ".join(data.omitted)
+    assert "verdict (k5 and k10 share no query, so their evidence cannot be compared" in omitted
+    assert "answer probe for k5 vs k10 (the runs share no query)" in omitted
+    pages = [_flat(p) for p in _pages(render(data, chart_images={}))]
+    assert "share no query" in pages[0]  # the cover
+    assert "No verdict: k5 and k10 share no query" in pages[1]  # the summary's conclusion
+    assert "No recommendation until the two runs are evaluated on the same queries." in pages[1]
+
+
+def test_chart_export_failure_draws_each_charts_table_and_the_cli_exits(tmp_path, monkeypatch):
+    """Chromium that cannot start (BROWSER_PATH=/bin/false: BrowserFailedError) used to hang
+    `ragaudit report` for ever; now every chart is its data table with a note, within seconds."""
+    con = _two_runs(tmp_path)
+    monkeypatch.setenv("BROWSER_PATH", "/bin/false")
+    t = time.perf_counter()
+    blob, data = build_report(con, None, ReportOptions(baseline="k5", candidate="k10", probe=False))
+    assert time.perf_counter() - t < 60
+    text = _flat("\n".join(_pages(blob)))
+    assert "BrowserFailedError" in text
+    assert "Chart “Document vs span stability, every pair of the 2 compared runs" in text and "not drawn" in text
+    assert "series x y" in text and "0.333 0.333" in text  # the scatter's one point (J_doc, J_span) as a row
+    assert sum(len(p.images) for p in PdfReader(io.BytesIO(blob)).pages) == 0
+    assert data.figures  # the figures were built; only their export failed
+    # the CLI as a user runs it: it ends, writes the PDF and says so
+    db = tmp_path / "r.duckdb"
+    c2 = store.connect(db)
+    ingest_paths(c2, [tmp_path / "logs.jsonl"])
+    c2.close()
+    out = tmp_path / "r.pdf"
+    env = {**os.environ, "BROWSER_PATH": "/bin/false", "PYTHONPATH": str(ROOT)}
+    cli = [sys.executable, "-m", "ragaudit_core.cli", "report", "--db", str(db), "--out", str(out), "--no-probe"]
+    proc = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert out.is_file() and "wrote" in proc.stdout
+
+
+def test_a_hanging_browser_is_stopped_at_the_time_limit(tmp_path, monkeypatch):
+    import plotly.graph_objects as go
+
+    hang = tmp_path / "chrome"
+    hang.write_text("#!/bin/sh\nsleep 600\n")
+    hang.chmod(0o755)
+    monkeypatch.setenv("BROWSER_PATH", str(hang))
+    t = time.perf_counter()
+    out, why = export_figures({"a": go.Figure(go.Bar(x=[1], y=[2]))}, timeout=4)
+    assert time.perf_counter() - t < 30
+    assert out == {} and why is not None and "could not be exported" in why
+    # the hung "browser" (its own session, not the worker's process group) is gone too
+    import psutil
+
+    left = [p for p in psutil.process_iter(["cmdline"]) if str(hang) in " ".join(p.info["cmdline"] or [])]
+    assert left == []
+
+
+def test_one_mb_texts_become_excerpts_with_their_full_length(tmp_path):
+    """6 records (2 runs × 3 queries) whose query, answer and first evidence text are 1 MB each:
+    a few pages, well under 30 s (it was 87 pages and 345 s)."""
+    words = "evidence retrieval citation answer span document query "
+    big = (words * (1_048_576 // len(words) + 1))[:1_048_576]
+    recs = [
+        {
+            "run_id": run,
+            "query_id": q,
+            "query": big,
+            "answer": big,
+            "evidence": [{"doc_id": f"d{i}", "text": big if i == 0 else f"short {i}"} for i in range(n)],
+        }
+        for run, n in (("k5", 3), ("k10", 2))
+        for q in ("q1", "q2", "q3")
+    ]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "big.jsonl", recs)])
+    t = time.perf_counter()
+    data = gather(con, ReportOptions(baseline="k5", candidate="k10", embedder=_FakeEncoder()))
+    blob = render(data, chart_images={})
+    seconds = time.perf_counter() - t
+    pages = _pages(blob)
+    assert seconds < 30 and len(pages) <= 12, (seconds, len(pages))
+    text = _flat("\n".join(pages))
+    assert "[excerpt: 240 of 1,048,576 characters]" in text  # an evidence text
+    assert "[excerpt: 720 of 1,048,576 characters]" in text  # the query
+    assert data.probes  # the probe ran on the 1 MB answers
+
+
+def test_a_right_to_left_override_in_a_run_id_leaves_the_verdict_digits_in_order(tmp_path):
+    """Run id 'k10\u202eevil': J_span = 1/3 on every query. The verdict's 0.333 stays 0.333 in the
+    extracted text (pypdf, and poppler's pdftotext, which applies the bidi algorithm); the control
+    shows as [U+202E]; no raw override reaches the text layer."""
+    evil = "k10\u202eevil"
+    con = _two_runs(tmp_path, b=evil)
+    blob = render(gather(con, ReportOptions(baseline="k5", candidate=evil, probe=False)), chart_images={})
+    text = "\n".join(_pages(blob))
+    assert "\u202e" not in text
+    line = next(x for x in text.splitlines() if "j_avg (span) between k5 and" in x)
+    assert "k10[U+202E]evil is 0.333 [0.333, 0.333]" in _flat(line)
+    assert "333.0" not in text
+    pdf = tmp_path / "r.pdf"
+    pdf.write_bytes(blob)
+    poppler = subprocess.run(["pdftotext", "-enc", "UTF-8", str(pdf), "-"], capture_output=True, text=True, check=True)
+    assert "\u202e" not in poppler.stdout and "333.0" not in poppler.stdout
+    assert "k10[U+202E]evil is 0.333" in _flat(poppler.stdout)
+
+
+def test_no_page_of_a_small_report_holds_under_five_lines(tmp_path):
+    con = _two_runs(tmp_path)
+    pages = _pages(render(gather(con, ReportOptions(baseline="k5", candidate="k10", probe=False)), chart_images={}))
+    assert [_flat(p).split()[0] for p in pages[:3]] == ["RagAudit", "Executive", "Contents"]
+    for i, p in enumerate(pages, start=1):
+        assert len([x for x in p.splitlines() if x.strip()]) >= 5, f"page {i}: {p!r}"
+
+
+def test_a_short_table_near_the_page_end_moves_whole_to_the_next_page():
+    """Three rows that do not fit under the text above them start the next page together (the
+    cover's one-row overflow was a page of its own); a long table still flows across pages."""
+    from ragaudit_core.review.fonts import plan_fonts
+    from ragaudit_core.review.report.layout import ReportPDF
+
+    pdf = ReportPDF(plan_fonts("abc"), "footer", {}, None)
+    pdf.add_page()
+    pdf.set_y(pdf.page_break_trigger - 8)  # room for about one row
+    pdf.data_table(["a", "b"], [["1", "2"], ["3", "4"], ["5", "6"]])
+    assert pdf.page == 2
+    pdf.set_y(pdf.page_break_trigger - 8)
+    pdf.data_table(["a", "b"], [[str(i), "x"] for i in range(200)])  # long: starts where it is
+    assert pdf.page > 3
