@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragaudit_core.attribution import alignment
-from ragaudit_core.attribution.progress import PhaseClock, predicted_seconds
+from ragaudit_core.attribution.progress import PhaseClock, predicted_seconds, unit_cost
 from ragaudit_core.attribution.result import AttributionResult, TokenSaliency
 from ragaudit_core.attribution.shapley import CachedGame, ShapleyResult, estimator
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS
@@ -307,8 +307,10 @@ def _ig(
 def predicted_job_seconds(method: str, params: dict, n_docs: int, n_conditions: int = 1) -> float:
     """What one attribution with these settings is predicted to take before any has run here
     (:func:`.progress.predicted_seconds`: unit costs learned on this machine, else the quiet 2-core
-    figures)."""
-    return predicted_seconds(
+    figures), plus the first estimate's IG points (a queued job is anytime: the worker listens for
+    its first estimate; its leave-one-out coalitions are among the coalitions counted)."""
+    first_ig = 2 * n_docs * FIRST_IG_STEPS * unit_cost("ig_first")
+    return first_ig + predicted_seconds(
         n_docs,
         params["ig_steps"],
         params["max_new_tokens"],
