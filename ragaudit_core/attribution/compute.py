@@ -116,9 +116,10 @@ def compute_attribution(
     (:func:`leave_one_out`, n + 2 coalitions) and IG with ``first_ig_steps`` points — passed to
     ``on_partial`` as results with ``estimate_stage="first"``; the same job then refines to the
     ``method``'s values (``estimate_stage="exact"``, returned). The coalitions of the first stage
-    stay in the game's cache, so the refinement does not compute them again (its values equal a
-    run without the first stage up to float rounding: a coalition's prompt is then computed in
-    other chunks of the prompt trie, measured max 2e-5 in a log-probability)."""
+    stay in the game's cache, so the refinement does not compute them again, and both walks start
+    from the generation's cache of the full prompt (``GeneratorGame.anchor``). The refined values
+    equal a run without the first stage up to float rounding (a coalition's prompt is then computed
+    in other chunks of the prompt trie): measured max |Δφ| 2.2e-6 (docs/benchmarks.md, issue #24)."""
     from ragaudit_core.attribution.saliency import RetrieverSaliency
 
     say = progress or (lambda _l, _f: None)
