@@ -142,8 +142,20 @@ def visit(page, title: str) -> str:
     return body_text(page, needle)
 
 
+_HEIGHT = """() => Math.max(document.documentElement.scrollHeight, ...[...document.querySelectorAll(
+  '[data-testid="stMain"], [data-testid="stAppViewContainer"]')].map(e => e.scrollHeight))"""
+
+
 def shot(page, shots: Path, name: str) -> None:
-    page.screenshot(path=str(shots / f"workspace-{name}.png"), full_page=True)
+    """The whole page at 1500 px: Streamlit scrolls inside its main container, so the viewport is made as
+    tall as the content for the screenshot (and put back after)."""
+    width, height = page.viewport_size["width"], page.viewport_size["height"]
+    page.set_viewport_size({"width": width, "height": min(max(height, page.evaluate(_HEIGHT)), 16_000)})
+    page.wait_for_function(f"() => ({_HEIGHT})() <= window.innerHeight + 2")
+    settled(page)
+    path = shots / f"workspace-{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size({"width": width, "height": height})
 
 
 def sweep(page, step: str, log: Path, shots: Path | None = None) -> dict[str, str]:
@@ -162,15 +174,18 @@ def pick(page, label: str, option: str | None = None) -> str:
     now); waits for the run the change starts to end. Returns the option chosen."""
     label_el = page.get_by_test_id("stWidgetLabel").get_by_text(label, exact=True)
     box = page.get_by_test_id("stSelectbox").filter(has=label_el).first
-    now = box.locator('[data-baseweb="select"]').inner_text().strip()
+    field = box.get_by_role("combobox")  # Streamlit 1.67: a react-aria ComboBox, opened by a click on its input
+    now = field.input_value()
     page.evaluate(_WATCH)
     before = page.evaluate("() => window.__runs")
-    box.locator('[data-baseweb="select"]').click()
+    field.click()
+    if option is not None:
+        field.fill(option)  # the list is virtualised: filter it so the option is drawn
     options = page.get_by_test_id("stSelectboxVirtualDropdown").get_by_role("option")
     options.first.wait_for()
     if option is None:
         option = next(t.strip() for t in options.all_inner_texts() if t.strip() != now)
-    options.filter(has_text=option).first.click()
+    page.get_by_test_id("stSelectboxVirtualDropdown").get_by_role("option", name=option, exact=True).first.click()
     page.wait_for_function("n => window.__runs > n", arg=before, timeout=TIMEOUT_MS)
     settled(page)
     return option
