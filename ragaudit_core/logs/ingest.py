@@ -51,6 +51,7 @@ from ragaudit_core.logs.jsonl import (
 )
 from ragaudit_core.logs.lines import buffer_provenance
 from ragaudit_core.logs.parallel import MIN_FILE_BYTES, DecodedLine, FileLine, LinePool, default_workers
+from ragaudit_core.logs.qrels import store_reference_labels
 from ragaudit_core.logs.records import FileReader
 from ragaudit_core.logs.report import FileReport, IngestReport, Issue
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
@@ -224,6 +225,7 @@ class _Batch:
         self.workers = default_workers()
         self.pool = LinePool(self.row_opts, self.workers, options.max_line_bytes)
         self.n_records = self.n_entries = self.n_provenance = 0
+        self.log_labels: list[tuple[str, str, str, str]] = []  # (query_id, kind, reference, file)
 
     # ------------------------------------------------------------------ reporting
 
@@ -309,7 +311,10 @@ class _Batch:
             del self.seen_sha[sha]
         has_ev, has_prov = self.n_records > n_ev, self.n_provenance > n_prov
         kind = "mixed" if has_ev and has_prov else "provenance" if has_prov else "evidence"
-        self.file_rows.append((file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded, fr.n_rejected))
+        if not fr.formats and fr.n_loaded:
+            fr.formats["native"] += fr.n_loaded  # read by the worker pool: native lines only
+        row = (file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded, fr.n_rejected)
+        self.file_rows.append((*row, fr.formats_read() or None))
 
     def _read_file(self, path: Path, fr: FileReport, file_id: int) -> None:
         spath, opts = str(path), self.options
@@ -344,6 +349,7 @@ class _Batch:
                     self.progress(spath, i)
                 reader.line(ln)
         reader.finish()
+        self.log_labels += [(*lab, spath) for lab in reader.ctx.labels]
         if self.progress is not None:
             self.progress(spath, fr.n_lines)
 
@@ -395,7 +401,7 @@ class _Batch:
         fr.status, fr.n_loaded, fr.n_rejected, fr.n_skipped = "unreadable", 0, 1, 0
         self.report.rejected.append(Issue(spath, None, reason, "unreadable"))
         self.quarantine.append((file_id, spath, None, reason, None, None))
-        self.file_rows.append((file_id, spath, sha, "evidence", path.stat().st_size, fr.n_lines, 0, 1))
+        self.file_rows.append((file_id, spath, sha, "evidence", path.stat().st_size, fr.n_lines, 0, 1, None))
         self.seen_sha.pop(sha, None)
 
     # ------------------------------------------------------------------ what a FileReader hands over
@@ -522,7 +528,8 @@ class _Batch:
         opts_json = json.dumps(self.options.fingerprint(), sort_keys=True)
         if self.file_rows:
             con.executemany(
-                "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO files (file_id, path, sha256, kind, bytes, n_lines, n_loaded, n_rejected, formats, "
+                "ingested_at, options) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(*row, now, opts_json) for row in self.file_rows],
             )
         new_runs = _new_runs(con, self.run_configs)
@@ -535,6 +542,9 @@ class _Batch:
                 self.warn(None, None, "collision", msg, None)
             for msg in coverage_warnings(con):
                 self.warn(None, None, "coverage", msg, None)
+        if self.log_labels:
+            labels = store_reference_labels(con, self.log_labels, self.options.casefold_spans)
+            self.warn(None, None, "labels", "relevance labels from the logs' references: " + labels.summary(), None)
         if self.warn_rows:
             con.executemany("INSERT INTO ingest_warnings VALUES (?, ?, ?, ?, ?)", self.warn_rows)
         if self.file_rows:

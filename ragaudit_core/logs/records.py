@@ -100,6 +100,7 @@ class FileReader:
         if self.native_ok:
             fast = decode_canonical(ln.data)
             if fast is not None:
+                fr.formats["native"] += 1
                 self.sink.evidence(fr, self.file_id, ln, None, fast)
                 return
         reason, obj, non_finite = decode_json(ln.data)
@@ -145,9 +146,12 @@ class FileReader:
             sink.reject(fr, self.file_id, ln, f"expected a JSON object per line, got {json_type(obj)}")
             return
         if self.native_ok and native.is_provenance(obj):
+            fr.formats["provenance"] += 1
             sink.provenance(fr, self.file_id, ln, *parse_provenance_object(obj))
             return
         fmt = self.forced or formats.detect(obj)
+        if fmt.kind != "native":
+            fr.formats[fmt.label] += 1
         if fmt.kind == "native":
             self.native_record(ln, obj)
         elif fmt.kind == "record":
@@ -157,6 +161,7 @@ class FileReader:
 
     def native_record(self, ln: Line, obj: dict) -> None:
         """A record of our contract; keys of other formats on it are noted (one warning per file)."""
+        self.fr.formats["native"] += 1
         keys = formats.foreign_keys(obj)
         if keys:
             self.ignored.update(keys)

@@ -5,11 +5,13 @@
 Detector: ``user_input`` with any of ``retrieved_contexts``, ``contexts``, ``response``,
 ``reference``, ``reference_contexts``; or ``question`` with ``contexts`` (a native record, which
 has an evidence key and ids, is recognised before this one). Mapper: one row → one record, each
-context string a passage **text** (span identity), never a document id;
-``retrieved_context_ids`` (one per context, else the row is rejected) gives document ids.
-A row without a retrieved-contexts key (a test set's row: ``user_input``, ``reference_contexts``,
-``reference``) maps to no record: it is counted as holding no retrieval, and a file of such rows
-is refused as a test set (``retrieved_contexts: []`` is a record that retrieved nothing).
+context string a passage **text** (span identity), never a document id; ``retrieved_context_ids``
+(one per context, else the row is rejected) gives document ids. ``reference_context_ids`` (else
+``reference_contexts``, matched by span identity) are read as relevance labels of the row's query
+(``qrels``, relevance 1). A row without a retrieved-contexts key (a test set's row:
+``user_input``, ``reference_contexts``, ``reference``) maps to no record: it is counted as holding
+no retrieval, and a file of such rows is refused as a test set (``retrieved_contexts: []`` is a
+record that retrieved nothing).
 """
 
 from __future__ import annotations
@@ -51,7 +53,29 @@ def map_record(obj: dict, ctx: MapContext) -> list[dict]:
         raise FormatError(f"retrieved_context_ids must list one id per retrieved context ({len(texts)})")
     ids = list(raw_ids) if raw_ids is not None else None
     answer = obj.get("response", obj.get("answer"))
-    return [native_record(obj, ctx, query, answer, evidence_entries(texts, ids, None, ctx, "Ragas"))]
+    rec = native_record(obj, ctx, query, answer, evidence_entries(texts, ids, None, ctx, "Ragas"))
+    _reference_labels(obj, rec["query_id"], ctx)
+    return [rec]
+
+
+def _reference_labels(obj: dict, query_id: str, ctx: MapContext) -> None:
+    """The row's relevance labels: each of ``reference_context_ids`` a relevant document, else each
+    of ``reference_contexts`` a relevant passage (matched to the evidence by span identity when
+    stored). A malformed reference list is skipped with a warning; it never rejects the row."""
+    for key, kind in (("reference_context_ids", "id"), ("reference_contexts", "text")):
+        raw = obj.get(key)
+        if raw is None:
+            continue
+        try:
+            refs = text_list(raw, key) if isinstance(raw, str) else raw
+            refs = refs.tolist() if hasattr(refs, "tolist") else refs
+            if not isinstance(refs, (list, tuple)):
+                raise FormatError(f"{key} is not a list")
+        except FormatError as e:
+            ctx.warn_once(f"Ragas {key} could not be read as relevance labels ({e}); those rows carry none")
+            return
+        ctx.labels += [(query_id, kind, str(r)) for r in refs if r not in (None, "")]
+        return
 
 
 FORMAT = LogFormat(
