@@ -88,7 +88,7 @@ def _after_load(report=None, error: str | None = None) -> None:
             "summary": report.summary()
             + "".join(f"; {Path(f.path).name} read as {f.formats_read()}" for f in report.files[:20] if f.formats),
             "rejected": [(i.path, i.line_no, i.message) for i in report.rejected],
-            "warnings": [str(w) for w in report.warnings],
+            "warnings": [str(w) for w in report.warnings if w.code != "identity"],  # shown under Identity checks
             "failed": [
                 f"No record of {ui.md(Path(f.path).name)} could be loaded: all {f.n_rejected:,} of its lines were "
                 "rejected (reasons below, under Rejected lines)."
@@ -235,7 +235,7 @@ def _loaded(con, info: dict) -> None:
 def _identity(con) -> None:
     """The identity checks' warnings, and re-reading passage-like ids as texts in one click."""
     passages = sanity.passage_id_runs(con)
-    conflicts = [c for c in sanity.query_text_conflicts(con) if c.disagree]
+    conflicts = sanity.conflict_messages(sanity.query_text_conflicts(con))
     if not passages and not conflicts:
         return
     st.subheader("Identity checks")
@@ -246,8 +246,8 @@ def _identity(con) -> None:
         st.session_state[KEYS.last_ingest] = {"notice": f"read {n:,} document ids as passage texts"}
         st.cache_data.clear()
         st.rerun()
-    for c in conflicts[:10]:
-        st.warning(ui.md(c.message()))
+    for msg in conflicts:
+        st.warning(ui.md(msg))
 
 
 def _ledger(con) -> None:

@@ -9,6 +9,7 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core.logs import catalog
+from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.quality.jitter import jitter_cost
 from ragaudit_core.review import charts, gate, quality_charts
@@ -43,7 +44,7 @@ def gate_inputs(db: str, data_version: str, a: str, b: str, tau: float):
 
 selection, _evidence_runs = ui.default_selection(db_path, version)
 compared = ui.picked_runs() or selection.runs
-all_runs = catalog.runs_table(con)["run_id"].tolist()
+all_runs = natural_sorted(catalog.runs_table(con)["run_id"].tolist())
 baseline, candidate = ui.run_pair_picker(
     all_runs, preferred=compared, default=ui.default_pair(db_path, version, tuple(_evidence_runs))
 )

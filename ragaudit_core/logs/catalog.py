@@ -137,7 +137,8 @@ def missing_text_message(con: duckdb.DuckDBPyConnection) -> str | None:
 
 
 def runs_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """One row per run, in natural order (k5 < k10 < k20): its configuration parameters and what it holds."""
+    """One row per run, the latest load's first and each load's in natural order (k5 < k10 < k20):
+    its configuration parameters, what it holds and its files' names."""
     return _q(
         con,
         """
@@ -149,11 +150,21 @@ def runs_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         SELECT r.run_id, r.top_k, r.chunk_size, r.chunk_overlap, r.embedder,
                coalesce(rec.queries, 0) AS queries, coalesce(rec.entries, 0)::BIGINT AS entries,
                rec.mean_entries, coalesce(rec.answers, 0) AS answers,
-               (SELECT string_agg(f.path, ', ' ORDER BY f.path) FROM files f
+               (SELECT list(f.path ORDER BY f.path) FROM files f
                 WHERE list_contains(rec.file_ids, f.file_id)) AS files,
+               (SELECT max(f.ingested_at) FROM files f WHERE list_contains(rec.file_ids, f.file_id)) AS _loaded,
                r.config
         FROM runs r LEFT JOIN rec USING (run_id)""",
-    ).pipe(lambda d: d.sort_values("run_id", key=lambda ids: ids.map(natural_key), kind="stable", ignore_index=True))
+    ).pipe(_newest_load_first)
+
+
+def _newest_load_first(d: pd.DataFrame) -> pd.DataFrame:
+    """Runs of the latest load first (an upload is seen without scrolling), each load's runs in
+    natural order; file names without their folders."""
+    d = d.sort_values("run_id", key=lambda ids: ids.map(natural_key), kind="stable", ignore_index=True)
+    d = d.sort_values("_loaded", ascending=False, kind="stable", na_position="last", ignore_index=True)
+    d["files"] = [", ".join(Path(p).name for p in fs) if fs is not None else None for fs in d["files"]]
+    return d.drop(columns=["_loaded"])
 
 
 def provenance_runs_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:

@@ -43,10 +43,19 @@ class Removed:
     runs: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        total = sum(self.rows.values())
-        parts = ", ".join(f"{n:,} from {t}" for t, n in self.rows.items() if n)
+        """One sentence in the auditor's words (rows of internal tables counted as results)."""
+        r = self.rows
+        logs = {"records", "evidence", "prov_records", "prov_nodes", "runs", "files", "quarantine", "ingest_warnings"}
+        parts = [f"{r.get('records', 0):,} records with {r.get('evidence', 0):,} evidence entries"]
+        if r.get("prov_records"):
+            parts.append(f"{r['prov_records']:,} provenance records")
+        if r.get("quarantine"):
+            parts.append(f"{r['quarantine']:,} rejected lines")
+        derived = sum(n for t, n in r.items() if t not in logs)
+        if derived:
+            parts.append(f"{derived:,} stored results (attributions, verdicts, similarities…)")
         runs = f"; runs removed: {', '.join(self.runs)}" if self.runs else ""
-        return f"removed {total:,} row(s) ({parts or 'none'}){runs}"
+        return "removed " + ", ".join(parts) + runs
 
 
 def _present(cur: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:

@@ -36,6 +36,7 @@ __all__ = [
     "PASSAGE_MIN_SPACES",
     "PassageIds",
     "TextConflict",
+    "conflict_messages",
     "identity_warnings",
     "passage_id_runs",
     "query_text_conflicts",
@@ -124,17 +125,43 @@ def query_text_conflicts(con: duckdb.DuckDBPyConnection) -> list[TextConflict]:
     return [TextConflict(a, b, int(d), int(s), ex) for a, b, d, s, ex in rows]
 
 
+def conflict_messages(conflicts: list[TextConflict], limit: int = 10) -> list[str]:
+    """One sentence per run whose query ids name other questions than other runs' do: the pairs
+    that disagree, grouped by the run on the smaller side of more of them (an upload that collides
+    with twelve sample runs is one sentence, not twelve)."""
+    bad = [c for c in conflicts if c.disagree]
+    if not bad:
+        return []
+    sides: dict[str, list[TextConflict]] = {}
+    for c in bad:
+        sides.setdefault(c.run_a, []).append(c)
+        sides.setdefault(c.run_b, []).append(c)
+    out: list[str] = []
+    done: set[int] = set()
+    for run in sorted(sides, key=lambda r: (-len(sides[r]), r)):
+        pairs = [c for c in sides[run] if id(c) not in done]
+        if not pairs:
+            continue
+        done.update(id(c) for c in pairs)
+        others = sorted(c.run_b if c.run_a == run else c.run_a for c in pairs)
+        shown = ", ".join(repr(o) for o in others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
+        n = max(c.n_differ for c in pairs)
+        out.append(
+            f"run {run!r}: its query ids name other questions than in {len(others)} run(s) ({shown}; up to {n:,} "
+            f"id(s) differ, e.g. {pairs[0].example_id!r}) — comparing them pairs unrelated queries; the default "
+            "selection leaves out runs that disagree (pick them to compare anyway)"
+        )
+    return out[:limit] + ([f"{len(out) - limit} more runs disagree on query texts"] if len(out) > limit else [])
+
+
 def identity_warnings(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None) -> list[str]:
-    """One sentence per flagged run (passage-like ids, among ``runs`` or all) and per pair of runs
-    that disagree on query texts."""
+    """One sentence per flagged run (passage-like ids, among ``runs`` or all) and per run whose
+    query ids name other questions (:func:`conflict_messages`, the pairs touching ``runs``)."""
     out = [p.message() for p in passage_id_runs(con, runs)]
-    conflicts = [c for c in query_text_conflicts(con) if c.disagree]
+    conflicts = query_text_conflicts(con)
     if runs is not None:
         conflicts = [c for c in conflicts if c.run_a in runs or c.run_b in runs]
-    out += [c.message() for c in conflicts[:10]]
-    if len(conflicts) > 10:
-        out.append(f"{len(conflicts) - 10} more pairs of runs disagree on query texts")
-    return out
+    return out + conflict_messages(conflicts)
 
 
 def read_ids_as_texts(con: duckdb.DuckDBPyConnection, runs: list[str]) -> int:

@@ -320,7 +320,7 @@ def test_gate_on_noise_is_inconclusive_and_exits_3(tmp_path):
     out = tmp_path / "v.json"
     p = run("gate", d, "--baseline", "a", "--candidate", "b", "--json", out)
     assert p.returncode == 3, p.stdout + p.stderr
-    assert p.stdout.startswith("gate: b against baseline a: INCONCLUSIVE on 4 of 10 rules; 1 inconclusive")
+    assert p.stdout.startswith("gate: b against baseline a: INCONCLUSIVE on 4 of 10 rules; 3 passed; 1 inconclusive")
     v = json.loads(out.read_text())
     (r,) = [r for r in v["results"] if r["rule"]["metric"] == "ndcg@10"]
     assert r["status"] == "inconclusive" and r["value"] == 0 and r["ci"] == [-1.0, 1.0] and r["n_queries"] == 2

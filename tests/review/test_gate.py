@@ -324,7 +324,7 @@ def test_a_thin_verdict_fails_under_min_applicable_and_require():
     assert evaluate(DEFAULT_RULES, inputs).status == "pass"
     thin = evaluate(GatePolicy(rules=DEFAULT_RULES, min_applicable=5), inputs)
     assert thin.status == "fail" and thin.thin == ["it rests on 3 applicable rules; the policy asks for at least 5"]
-    assert thin.headline().startswith("FAIL on 3 of 10 rules; 7 not applicable")
+    assert thin.headline().startswith("FAIL on 3 of 10 rules; 3 passed; 7 not applicable")
     req = evaluate(GatePolicy(rules=DEFAULT_RULES, require=["stability", "fidelity"]), inputs)
     assert req.status == "fail"
     assert req.thin == ["no applicable fidelity rule, and the policy requires fidelity (no provenance logs)"]

@@ -103,6 +103,9 @@ class Verdict(BaseModel):
         n, app = len(self.results), len(self.applicable)
         s = f"{self.status.upper()} on {app} of {n} rule{'s' if n != 1 else ''}"
         parts = []
+        passed = sum(r.status == "pass" for r in self.results)
+        if self.status != "pass" and passed:  # "INCONCLUSIVE on 6 of 10 rules" alone reads as six inconclusive
+            parts.append(f"{passed} passed")
         if self.failed:
             parts.append(f"{len(self.failed)} failed")
         inconclusive = sum(r.status == "inconclusive" for r in self.results)

@@ -30,7 +30,7 @@ from ragaudit_core.errors import RagAuditError
 from ragaudit_core.fidelity import canary, fidelity_runs, provenance_runs
 from ragaudit_core.fidelity.judging import judge_summary, verdict_table
 from ragaudit_core.logs import catalog, store
-from ragaudit_core.logs.selection import comparable_runs, natural_sorted
+from ragaudit_core.logs.selection import comparable_runs, natural_key, natural_sorted
 from ragaudit_core.review import charts
 from ragaudit_core.review.gate import DEFAULT_RULES, GatePolicy, Rule, Verdict, collect, evaluate
 from ragaudit_core.review.logtext import excerpt
@@ -189,6 +189,7 @@ def failure_reason(e: BaseException, limit: int = 300) -> str:
 
 def _catalog(con: duckdb.DuckDBPyConnection, opts: ReportOptions, timings: dict[str, float]) -> ReportData:
     runs = catalog.runs_table(con)
+    runs = runs.sort_values("run_id", key=lambda ids: ids.map(natural_key), kind="stable", ignore_index=True)
     prov_table = catalog.provenance_runs_table(con)
     if runs.empty and prov_table.empty:
         raise ReportError("the database holds no runs; ingest logs first")
