@@ -34,7 +34,7 @@ from ragaudit_core.logs import formats, store
 from ragaudit_core.logs.catalog import collisions, coverage_warnings
 from ragaudit_core.logs.containers import iter_rows
 from ragaudit_core.logs.contracts import EvidenceRecord
-from ragaudit_core.logs.decode import decode_canonical
+from ragaudit_core.logs.decode import decode_native
 from ragaudit_core.logs.documents import DEFAULT_MAX_DEPTH
 from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.jsonl import (
@@ -334,7 +334,7 @@ class _Batch:
             and path.stat().st_size >= MIN_FILE_BYTES
             and plain_lf_file(path)
             and not first.error
-            and decode_canonical(first.data) is not None  # a native log: worth the workers (not a rule)
+            and decode_native(first.data) is not None  # a native log: worth the workers (not a rule)
         ):
             gen.close()  # type: ignore[attr-defined]  # rows is None: gen is iter_lines's generator
             self.native_lines_in_workers(reader, path)

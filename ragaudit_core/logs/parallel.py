@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from ragaudit_core.logs.decode import decode_canonical
+from ragaudit_core.logs.decode import decode_native
 from ragaudit_core.logs.jsonl import read_lines
 from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
 from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, rows_table
@@ -139,7 +139,7 @@ def _decode_range(path: str, start: int, length: int) -> tuple[int, list, pa.Tab
     with open(path, "rb") as f:
         f.seek(start)
         for ln in read_lines(f, max_line_bytes=_WORKER["max_line_bytes"], end=length, offset=start, counted=counted):
-            rec = decode_canonical(ln.data) if ln.error is None and ln.note is None else None
+            rec = decode_native(ln.data) if ln.error is None and ln.note is None else None
             if rec is None:
                 items.append(ln)
                 continue

@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from ragaudit_core.logs import formats
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
-from ragaudit_core.logs.decode import decode_canonical
+from ragaudit_core.logs.decode import decode_native
 from ragaudit_core.logs.documents import unwrap
 from ragaudit_core.logs.formats import native
 from ragaudit_core.logs.jsonl import FileRefused, Line
@@ -76,6 +76,13 @@ class FileReader:
         self.sink, self.fr, self.file_id = sink, fr, file_id
         self.forced = None if forced in (None, "auto") else formats.get(forced)
         self.native_ok = self.forced is None or self.forced.kind == "native"
+        self.fast_formats = (
+            formats.FAST_FORMATS
+            if self.forced is None
+            else (self.forced,)
+            if self.forced.decode_fast is not None
+            else ()
+        )
         self.ctx = formats.MapContext(formats.run_id_for(path, run_id), doc_id_key, taken=sink.taken)
         self.joiner = TraceJoiner()
         self.ignored: Counter[str] = Counter()  # other formats' keys on native records
@@ -98,9 +105,16 @@ class FileReader:
             self.sink.reject(fr, self.file_id, ln, ln.error)
             return
         if self.native_ok:
-            fast = decode_canonical(ln.data)
+            fast = decode_native(ln.data)
             if fast is not None:
                 self.sink.evidence(fr, self.file_id, ln, None, fast)
+                return
+        for fmt in self.fast_formats:  # another format's common shape (Ragas rows)
+            self.ctx.repeats.clear()
+            assert fmt.decode_fast is not None
+            recs = fmt.decode_fast(ln.data, self.ctx)
+            if recs is not None:
+                self.admit_mapped(ln, fmt, recs)
                 return
         reason, obj, non_finite = decode_json(ln.data)
         if reason is not None:
@@ -177,6 +191,11 @@ class FileReader:
         if reason is not None:
             sink.reject(fr, self.file_id, ln, reason)
             return
+        self.admit_mapped(ln, fmt, recs)
+
+    def admit_mapped(self, ln: Line, fmt: formats.LogFormat, recs: list[Any]) -> None:
+        """The native records one record of a record format mapped to (none: a row without retrieval)."""
+        fr, sink = self.fr, self.sink
         if not recs:
             fr.n_skipped += 1
             self.without[(fmt.label, fmt.unit, "no retrieved contexts")] += 1

@@ -35,6 +35,7 @@ from ragaudit_core.logs.formats.base import (
 )
 
 __all__ = [
+    "FAST_FORMATS",
     "FOREIGN_FORMATS",
     "FORMATS",
     "NAMES",
@@ -66,6 +67,8 @@ _BY_NAME = {f.name: f for f in FORMATS}
 NAMES: tuple[str, ...] = tuple(_BY_NAME)
 FOREIGN_FORMATS: tuple[str, ...] = tuple(f.name for f in FORMATS if f.kind == "record")
 TRACE_FORMATS: tuple[str, ...] = tuple(f.name for f in FORMATS if f.kind == "trace")
+FAST_FORMATS: tuple[LogFormat, ...] = tuple(f for f in FORMATS if f.decode_fast is not None)
+"""Formats with a fast path for their common shape (``LogFormat.decode_fast``), tried in order."""
 _OTHER_KEYS = frozenset().union(*(f.keys for f in FORMATS)) - native.KNOWN_KEYS
 
 
