@@ -44,7 +44,7 @@ import msgspec
 from ragaudit_core.defaults import INT32_MAX
 from ragaudit_core.logs.contracts import EVIDENCE_KEYS, QUERY_ID_KEYS, RUN_ID_KEYS
 
-__all__ = ["FastEntry", "FastRecord", "decode_canonical", "decode_native"]
+__all__ = ["FastEntry", "FastRecord", "decode_canonical", "decode_native", "fast_record"]
 
 _Count = Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)]
 _Id = str  # non-empty and trimmed: checked in FastRecord.__post_init__ (a msgspec pattern costs 0.7 us per id)
@@ -204,3 +204,20 @@ def decode_native(data: bytes) -> FastRecord | None:
     """:func:`decode_canonical`, else :func:`decode_alias`: a native evidence line on the fast path."""
     rec = decode_canonical(data)
     return rec if rec is not None else decode_alias(data)
+
+
+def fast_record(rec: dict) -> FastRecord | None:
+    """A mapped native record (``formats.build_record``'s dict: string ids, entries with ``doc_id``,
+    ``text``, ``rank`` and maybe ``metadata``) as a :class:`FastRecord` without the pydantic
+    contract; ``None`` when an id is empty or padded (the contract trims or rejects it)."""
+    try:
+        return FastRecord(
+            rec["run_id"],
+            rec["query_id"],
+            [FastEntry(e["doc_id"], e["text"], rank=e["rank"], metadata=e.get("metadata")) for e in rec["evidence"]],
+            None,
+            rec["query"],
+            rec["answer"],
+        )
+    except ValueError:
+        return None

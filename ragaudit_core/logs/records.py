@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from ragaudit_core.logs import formats
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
-from ragaudit_core.logs.decode import decode_native
+from ragaudit_core.logs.decode import decode_native, fast_record
 from ragaudit_core.logs.documents import unwrap
 from ragaudit_core.logs.formats import native
 from ragaudit_core.logs.jsonl import FileRefused, Line
@@ -83,6 +83,13 @@ class FileReader:
             if self.forced.decode_fast is not None
             else ()
         )
+        self.fast_traces = (
+            formats.FAST_TRACE_FORMATS
+            if self.forced is None
+            else (self.forced,)
+            if self.forced.read_span_fast is not None
+            else ()
+        )
         self.ctx = formats.MapContext(formats.run_id_for(path, run_id), doc_id_key, taken=sink.taken)
         self.joiner = TraceJoiner()
         self.ignored: Counter[str] = Counter()  # other formats' keys on native records
@@ -115,6 +122,12 @@ class FileReader:
             recs = fmt.decode_fast(ln.data, self.ctx)
             if recs is not None:
                 self.admit_mapped(ln, fmt, recs)
+                return
+        for fmt in self.fast_traces:  # a tracing format's common span (OpenInference RETRIEVER spans)
+            assert fmt.read_span_fast is not None
+            span = fmt.read_span_fast(ln.data)
+            if span is not None:
+                self.hold(ln, fmt, span, None)
                 return
         reason, obj, non_finite = decode_json(ln.data)
         if reason is not None:
@@ -213,9 +226,13 @@ class FileReader:
         except formats.FormatError as e:
             self.sink.reject(self.fr, self.file_id, ln, f"not a {fmt.name} span: {e}")
             return
+        self.hold(ln, fmt, span, obj)
+
+    def hold(self, ln: Line, fmt: formats.LogFormat, span: formats.Span, obj: dict | None) -> None:
+        """Hold a span until the file is read, or count it as carrying no retrieval."""
         if self.joiner.add(ln, fmt, span):
             self.fr.n_skipped += 1
-            kind = fmt.kind_of(obj) if fmt.kind_of is not None else span.kind
+            kind = fmt.kind_of(obj) if fmt.kind_of is not None and obj is not None else span.kind
             self.without[(fmt.label, fmt.unit, kind)] += 1
             self.spans_without += 1
 
@@ -291,9 +308,10 @@ class FileReader:
     ) -> EvidenceRecord | None:
         try:
             self.ctx.repeats.clear()
-            rec = EvidenceRecord.model_validate(
-                formats.build_record(fmt.label, self.ctx, span.query or "", answer, span.texts, span.ids, span.metadata)
+            built = formats.build_record(
+                fmt.label, self.ctx, span.query or "", answer, span.texts, span.ids, span.metadata
             )
+            rec: Any = fast_record(built) or EvidenceRecord.model_validate(built)  # same record either way
         except formats.FormatError as e:
             self.sink.reject(self.fr, self.file_id, ln, f"not a {fmt.name} span: {e}")
             return None

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragaudit_core.logs import formats, records, store
-from ragaudit_core.logs.formats import ragas
+from ragaudit_core.logs.formats import openinference, ragas
 from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
 
 _TABLES = {
@@ -27,6 +27,8 @@ def _stored(path, monkeypatch, *, fast: bool, **opts) -> dict:
         if not fast:
             m.setattr(records, "decode_native", lambda _data: None)
             m.setattr(formats, "FAST_FORMATS", ())
+            m.setattr(formats, "FAST_TRACE_FORMATS", ())
+            m.setattr(records, "fast_record", lambda _rec: None)
         con = store.connect(":memory:")
         rep = ingest_paths(con, [path], IngestOptions(**opts))
     out = {name: _rows(con, sql) for name, sql in _TABLES.items()}
@@ -80,7 +82,36 @@ RAGAS_LINES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "lines"), [("rcc", RCC_LINES), ("ragas", RAGAS_LINES)])
+def _oi(trace: str, query: str, docs: list, **attrs) -> dict:
+    a: dict = {"openinference.span.kind": "RETRIEVER", "input.value": query, **attrs}
+    for i, (doc, text) in enumerate(docs):
+        a[f"retrieval.documents.{i}.document.id"] = doc
+        a[f"retrieval.documents.{i}.document.content"] = text
+        a[f"retrieval.documents.{i}.document.score"] = 0.5
+    return {
+        "name": "retrieve",
+        "context": {"trace_id": trace, "span_id": "s"},
+        "parent_id": None,
+        "attributes": a,
+        "status": {"status_code": "OK"},
+        "resource": {"attributes": {"service.name": "app"}, "schema_url": ""},
+    }
+
+
+OI_LINES = [
+    _oi("t1", "What causes tides?", [("m", TEXTS[0]), ("t", TEXTS[1])]),
+    _oi("t2", "What causes tides?", [("m", TEXTS[0])]),  # a repeated question
+    _oi("t3", "Who wrote Hamlet?", [(7, TEXTS[2]), ("", TEXTS[3])]),  # an integer id, a missing one
+    _oi("t4", "Gaps?", [("a", TEXTS[0])], **{"retrieval.documents.2.document.id": "b"}),  # no content: rejected
+    _oi("t5", "Pad?", [(" p ", TEXTS[0])]),  # trimmed by the contract
+    _oi("t6", "Meta?", [("a", TEXTS[0])], **{"retrieval.documents.0.document.metadata": '{"source": "s"}'}),
+    _oi("t7", "Kind?", [], **{"openinference.span.kind": "LLM", "output.value": "Shakespeare."}),
+    {**_oi("t8", "Nested?", [("a", TEXTS[0])]), "events": [{"name": "e"}]},  # the general path
+    '{"context": {"trace_id": "t9"}, "attributes": {"openinference.span.kind": "RETRIEVER", "x": NaN}}',
+]
+
+
+@pytest.mark.parametrize(("name", "lines"), [("rcc", RCC_LINES), ("ragas", RAGAS_LINES), ("oi", OI_LINES)])
 def test_fast_and_general_paths_store_the_same_rows(tmp_path, monkeypatch, name, lines):
     path = tmp_path / f"{name}.jsonl"
     _write(path, lines)
@@ -102,6 +133,9 @@ def test_the_fast_paths_take_the_common_shapes():
     assert recs[0].query_id == formats.query_id_for("What causes tides?")
     assert ragas.decode_fast(json.dumps(RAGAS_LINES[3]).encode(), ctx) is None  # padded id
     assert ragas.decode_fast(json.dumps({**RAGAS_LINES[0], "run_id": "x"}).encode(), ctx) is None
+    span = openinference.read_span_fast(json.dumps(OI_LINES[0]).encode())
+    assert span is not None and span.ids == ["m", "t"] and span.trace_id == "t1"
+    assert openinference.read_span_fast(json.dumps(OI_LINES[7]).encode()) is None
 
 
 _ids = st.one_of(st.sampled_from(["d1", "D1", " d2", "", "7"]), st.integers(-2, 2), st.none(), st.just(1.5))

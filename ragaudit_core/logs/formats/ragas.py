@@ -26,7 +26,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from ragaudit_core.logs.decode import FastEntry, FastRecord
+from ragaudit_core.logs.decode import fast_record
 from ragaudit_core.logs.formats.base import (
     FormatError,
     LogFormat,
@@ -99,20 +99,8 @@ def decode_fast(data: bytes, ctx: MapContext) -> list[Any] | None:
     if not row.user_input.strip() or (ids is not None and len(ids) != len(texts)):
         return None
     answer = row.response if row.response is not msgspec.UNSET else row.answer
-    rec = native_record({}, ctx, row.user_input, answer, evidence_entries(texts, ids, None, ctx, "Ragas"))
-    try:
-        return [
-            FastRecord(
-                rec["run_id"],
-                rec["query_id"],
-                [FastEntry(e["doc_id"], e["text"], rank=e["rank"]) for e in rec["evidence"]],
-                None,
-                rec["query"],
-                rec["answer"],
-            )
-        ]
-    except ValueError:  # a padded or blank id: the contract trims or rejects it
-        return None
+    rec = fast_record(native_record({}, ctx, row.user_input, answer, evidence_entries(texts, ids, None, ctx, "Ragas")))
+    return None if rec is None else [rec]
 
 
 FORMAT = LogFormat(
