@@ -54,6 +54,8 @@ def read_span(obj: dict) -> Span:
 def _read_flat(flat: dict, obj: dict) -> Span:
     """The span of a record (``obj``) given its dotted keys (``flat``)."""
     for k in flat:  # an id given as an object is flattened into sub-keys: name it, never drop it
+        if ".document.id." not in k and "context.trace_id." not in k:
+            continue  # (a cheap test first: the exact one below implies it)
         rest = k.removeprefix("attributes.")
         if rest.startswith("context.trace_id.") or ".document.id." in rest:
             raise FormatError(f"{k.rsplit('.', 1)[0]} must be a string or an integer, got an object")
@@ -90,23 +92,44 @@ def _kind_of(obj: dict) -> str:
     return str(_get(flat, "openinference.span.kind") or obj.get("span_kind") or "untyped").upper()
 
 
+_KEYS: dict[tuple[str, str], tuple[int, str, str] | None] = {}
+"""Parsed document keys (``attributes.retrieval.documents.3.document.id`` → (3, "3", "id")): every
+span of a log repeats the same keys, so each is parsed once (bounded: cleared past 100,000)."""
+
+
+def _parse_key(k: str, prefix: str) -> tuple[int, str, str] | None:
+    rest = k.removeprefix("attributes.")
+    if not rest.startswith(prefix):
+        return None
+    parts = rest[len(prefix) :].split(".", 1)
+    if not (parts[0].isdigit() and len(parts) == 2):
+        return None
+    return int(parts[0]), parts[0], parts[1].removeprefix("document.")
+
+
 def _documents(flat: dict, prefix: str, notes: list[str]) -> list[dict]:
     """The documents under ``prefix`` (``retrieval.documents.`` …) as ``{id, content, score, …}`` in
     index order; an index written twice raises, gaps are noted."""
     docs: dict[int, dict] = {}
     spelled: dict[int, str] = {}
+    if len(_KEYS) > 100_000:
+        _KEYS.clear()
     for k, v in flat.items():
-        rest = k.removeprefix("attributes.")
-        if rest.startswith(prefix):
-            parts = rest[len(prefix) :].split(".", 1)
-            if parts[0].isdigit() and len(parts) == 2:
-                i = int(parts[0])
-                if spelled.setdefault(i, parts[0]) != parts[0]:
-                    raise FormatError(
-                        f"document index {i} is written twice ({prefix}{spelled[i]} and {prefix}{parts[0]}); "
-                        "which one is meant is unknown"
-                    )
-                docs.setdefault(i, {})[parts[1].removeprefix("document.")] = v
+        if prefix not in k:
+            continue  # (a cheap test first: the exact one implies it)
+        try:
+            parsed = _KEYS[(k, prefix)]
+        except KeyError:
+            parsed = _KEYS[(k, prefix)] = _parse_key(k, prefix)
+        if parsed is None:
+            continue
+        i, spelling, field = parsed
+        if spelled.setdefault(i, spelling) != spelling:
+            raise FormatError(
+                f"document index {i} is written twice ({prefix}{spelled[i]} and {prefix}{spelling}); "
+                "which one is meant is unknown"
+            )
+        docs.setdefault(i, {})[field] = v
     order = sorted(docs)
     if order and order != list(range(len(order))):
         shown = ", ".join(map(str, order[:8])) + (" …" if len(order) > 8 else "")
