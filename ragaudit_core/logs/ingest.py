@@ -334,7 +334,7 @@ class _Batch:
             and path.stat().st_size >= MIN_FILE_BYTES
             and plain_lf_file(path)
             and not first.error
-            and decode_native(first.data) is not None  # a native log: worth the workers (not a rule)
+            and _fast_line(first.data, reader)  # a log in a fast shape: worth the workers (not a rule)
         ):
             gen.close()  # type: ignore[attr-defined]  # rows is None: gen is iter_lines's generator
             self.native_lines_in_workers(reader, path)
@@ -417,7 +417,8 @@ class _Batch:
         the file's reader. Same stored rows and report as reading every line here (tested)."""
         fr, file_id = reader.fr, reader.file_id
         base = 0
-        for n_lines, items, table in self.pool.decode(path):
+        mapping = (reader.ctx.run_id, reader.ctx.doc_id_key) if reader.forced is None else None
+        for n_lines, items, table in self.pool.decode(path, mapping):
             admitted: list[int] = []
             n_decoded = 0
             for i, it in enumerate(items):
@@ -425,8 +426,13 @@ class _Batch:
                     reader.line(dataclasses.replace(it, line_no=base + it.line_no))
                     continue
                 n_decoded += 1
-                fr.n_lines += 1
                 ln = FileLine(base + it.line_no, fr.path, it.offset, it.length)
+                if it.mapped and self.taken(it.run_id, it.query_id):  # a repeated question: numbered there
+                    reader.line(Line(ln.line_no, ln.data, offset=it.offset))
+                    continue
+                for note in it.notes:
+                    reader.ctx.warn_once(note)
+                fr.n_lines += 1
                 if self.admit(fr, file_id, ln, None, it, "record", self.known, self.first_seen) is None:
                     continue
                 admitted.append(i)
@@ -540,6 +546,16 @@ class _Batch:
         if self.file_rows:
             store.bump_data_version(con)
         report.runs = sorted(self.run_configs)
+
+
+def _fast_line(data: bytes, reader: FileReader) -> bool:
+    """Whether a line is in a shape the workers decode (native, or a record format's fast path)."""
+    if decode_native(data) is not None:
+        return True
+    if reader.forced is not None:
+        return False
+    scratch = formats.MapContext(reader.ctx.run_id, reader.ctx.doc_id_key)
+    return any(f.decode_fast is not None and f.decode_fast(data, scratch) is not None for f in formats.FAST_FORMATS)
 
 
 def _new_runs(con: duckdb.DuckDBPyConnection, run_configs: dict[str, tuple[dict | None, str, int]]) -> list[tuple]:

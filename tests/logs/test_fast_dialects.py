@@ -165,3 +165,46 @@ def test_any_ragas_rows_store_the_same_rows_either_way(tmp_path, monkeypatch, ro
             _stored(path, monkeypatch, fast=False)
         return
     assert fast == _stored(path, monkeypatch, fast=False)
+
+
+def test_ragas_rows_mapped_by_worker_processes_store_what_the_process_stores(tmp_path, monkeypatch):
+    """Ragas rows go to the workers (ranges of ~300 bytes, 2 workers): repeated questions (inside
+    and across ranges: re-read and numbered by the ingesting process), rows without ids (one
+    warning, first where the process raises it), rows the workers leave (NaN, padded ids, v0.1)."""
+    from ragaudit_core.logs import ingest as ing
+    from ragaudit_core.logs import parallel
+    from tests.logs.test_streaming import _everything
+
+    lines: list = []
+    for i in range(40):
+        row = {"user_input": f"question {i % 13}", "retrieved_contexts": [TEXTS[i % 4], TEXTS[(i + 1) % 4]]}
+        if i % 3:
+            row["retrieved_context_ids"] = [f"d{i % 5}", f"d{(i + 1) % 5}"]
+        lines.append(row)
+        if i % 11 == 0:
+            lines.append(RAGAS_LINES[3 + i % 4])
+    lines.insert(5, RAGAS_LINES[-1])
+    path = tmp_path / "ragas.jsonl"
+    _write(path, lines)
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    serial = store.connect(":memory:")
+    expected = _everything(serial, ingest_paths(serial, [path], IngestOptions()))
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "2")
+    monkeypatch.setattr(ing, "MIN_FILE_BYTES", 0)
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 300)
+    monkeypatch.setattr(ing, "FLUSH_ENTRIES", 5)
+    mapped = []
+    decode = parallel.LinePool.decode
+
+    def counted(self, path, mapping=None):
+        for n_lines, items, table in decode(self, path, mapping):
+            mapped.append(sum(isinstance(it, parallel.DecodedLine) and it.mapped for it in items))
+            yield n_lines, items, table
+
+    monkeypatch.setattr(parallel.LinePool, "decode", counted)
+    pooled = store.connect(":memory:")
+    got = _everything(pooled, ingest_paths(pooled, [path], IngestOptions()))
+    assert len(mapped) > 5 and sum(mapped) >= 30
+    assert got == expected
+    assert any(code == "repeated-question" for _, code, _ in expected[2])
+    assert any("no document ids" in m for _, _, m in expected[2])
