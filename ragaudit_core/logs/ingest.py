@@ -50,7 +50,7 @@ from ragaudit_core.logs.jsonl import (
     plain_lf_file,
 )
 from ragaudit_core.logs.lines import buffer_provenance
-from ragaudit_core.logs.parallel import MIN_FILE_BYTES, DecodedLine, FileLine, LinePool, default_workers
+from ragaudit_core.logs.parallel import MIN_FILE_BYTES, DecodedLine, FileLine, LinePool, SpanLine, default_workers
 from ragaudit_core.logs.records import FileReader
 from ragaudit_core.logs.report import FileReport, IngestReport, Issue
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
@@ -422,6 +422,12 @@ class _Batch:
             admitted: list[int] = []
             n_decoded = 0
             for i, it in enumerate(items):
+                if isinstance(it, SpanLine):  # held for the trace join, as reader.line would
+                    fr.n_lines += 1
+                    reader.hold(
+                        FileLine(base + it.line_no, fr.path, it.offset, it.length), formats.get(it.fmt), it.span
+                    )
+                    continue
                 if not isinstance(it, DecodedLine):
                     reader.line(dataclasses.replace(it, line_no=base + it.line_no))
                     continue
@@ -555,7 +561,9 @@ def _fast_line(data: bytes, reader: FileReader) -> bool:
     if reader.forced is not None:
         return False
     scratch = formats.MapContext(reader.ctx.run_id, reader.ctx.doc_id_key)
-    return any(f.decode_fast is not None and f.decode_fast(data, scratch) is not None for f in formats.FAST_FORMATS)
+    return any(
+        f.decode_fast is not None and f.decode_fast(data, scratch) is not None for f in formats.FAST_FORMATS
+    ) or any(f.read_span_fast is not None and f.read_span_fast(data) is not None for f in formats.FAST_TRACE_FORMATS)
 
 
 def _new_runs(con: duckdb.DuckDBPyConnection, run_configs: dict[str, tuple[dict | None, str, int]]) -> list[tuple]:

@@ -8,7 +8,9 @@ in the ingesting process: which record of a (run, query) is first, warnings, qua
 transaction. Lines of a record format's common shape (Ragas rows: ``LogFormat.decode_fast``) are
 mapped in the workers too, with the file's run id and as if no question had been asked before;
 the ingesting process re-reads a line whose (run, query) is already taken (a repeated question,
-numbered there by occurrence) and replays the mapping's warnings in file order. A line the fast
+numbered there by occurrence) and replays the mapping's warnings in file order. Spans of a tracing
+format's common shape (OpenInference RETRIEVER spans: ``LogFormat.read_span_fast``) are read in the
+workers and come back as :class:`SpanLine`; the ingesting process holds them for the trace join. A line the fast
 decoder does not take comes back as it is and the ingest reads it
 on its general path, so a file gives the same stored rows and the same report either way (tested).
 
@@ -33,7 +35,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from ragaudit_core.logs.decode import decode_native
-from ragaudit_core.logs.formats import FAST_FORMATS, MapContext
+from ragaudit_core.logs.formats import FAST_FORMATS, FAST_TRACE_FORMATS, MapContext
 from ragaudit_core.logs.jsonl import read_lines
 from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
 from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, rows_table
@@ -45,6 +47,7 @@ __all__ = [
     "DecodedLine",
     "FileLine",
     "LinePool",
+    "SpanLine",
     "byte_ranges",
     "default_workers",
 ]
@@ -85,6 +88,16 @@ class DecodedLine(NamedTuple):
     dropped: list[str]
     mapped: bool = False  # by a record format's fast path (its query id a hash, unnumbered)
     notes: tuple[str, ...] = ()  # the mapping's warnings this line raised first in its range
+
+
+class SpanLine(NamedTuple):
+    """A span a worker read on a tracing format's fast path (``fmt``: the format's name)."""
+
+    line_no: int
+    offset: int
+    length: int
+    fmt: str
+    span: Any
 
 
 @dataclass(frozen=True)
@@ -145,6 +158,16 @@ def _mapped(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...]] | None:
     return None
 
 
+def _span(data: bytes) -> tuple[str, Any] | None:
+    """(format name, span) when a tracing format's fast path reads ``data``."""
+    for fmt in FAST_TRACE_FORMATS:
+        assert fmt.read_span_fast is not None
+        span = fmt.read_span_fast(data)
+        if span is not None:
+            return fmt.name, span
+    return None
+
+
 def _decode_range(
     path: str, start: int, length: int, mapping: tuple[str, str | None] | None = None
 ) -> tuple[int, list, pa.Table]:
@@ -168,6 +191,11 @@ def _decode_range(
                 got = _mapped(ln.data, ctx)
                 if got is not None:
                     (rec, notes), mapped = got, True
+            if rec is None and ctx is not None and ln.error is None and ln.note is None:
+                held = _span(ln.data)
+                if held is not None:
+                    items.append(SpanLine(ln.line_no, ln.offset or 0, len(ln.data), *held))
+                    continue
             if rec is None:
                 items.append(ln)
                 continue

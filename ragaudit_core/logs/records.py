@@ -228,7 +228,7 @@ class FileReader:
             return
         self.hold(ln, fmt, span, obj)
 
-    def hold(self, ln: Line, fmt: formats.LogFormat, span: formats.Span, obj: dict | None) -> None:
+    def hold(self, ln: Any, fmt: formats.LogFormat, span: formats.Span, obj: dict | None = None) -> None:
         """Hold a span until the file is read, or count it as carrying no retrieval."""
         if self.joiner.add(ln, fmt, span):
             self.fr.n_skipped += 1
