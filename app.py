@@ -85,7 +85,8 @@ def _after_load(report=None, error: str | None = None) -> None:
         st.session_state[KEYS.last_ingest] = {"error": error}
     else:
         st.session_state[KEYS.last_ingest] = {
-            "summary": report.summary(),
+            "summary": report.summary()
+            + "".join(f"; {Path(f.path).name} read as {f.formats_read()}" for f in report.files[:20] if f.formats),
             "rejected": [(i.path, i.line_no, i.message) for i in report.rejected],
             "warnings": [str(w) for w in report.warnings],
             "failed": [

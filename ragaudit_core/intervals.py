@@ -119,6 +119,16 @@ def percentile_intervals(
     if reps.shape[0] == 0:
         nan = np.full(reps.shape[1], np.nan)
         return nan, nan.copy()
+    gaps = np.isnan(reps).any(axis=0)
+    if not gaps.any():  # the common case: one vectorised quantile (nanquantile loops over columns)
+        lo, hi = np.quantile(reps, [alpha, 1.0 - alpha], axis=0)
+        return lo, hi
+    if not gaps.all():
+        lo, hi = np.quantile(reps[:, ~gaps], [alpha, 1.0 - alpha], axis=0)
+        glo, ghi = percentile_intervals(reps[:, gaps], level)
+        out_lo, out_hi = np.empty(reps.shape[1]), np.empty(reps.shape[1])
+        out_lo[~gaps], out_hi[~gaps], out_lo[gaps], out_hi[gaps] = lo, hi, glo, ghi
+        return out_lo, out_hi
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: NaN, said by the caller
         lo, hi = np.nanquantile(reps, [alpha, 1.0 - alpha], axis=0)

@@ -3,10 +3,12 @@ values, and covering the true mean at close to the nominal rate on synthetic dat
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
-from ragaudit_core.intervals import bootstrap_means, holm, paired_t_pvalues, paired_test
+from ragaudit_core.intervals import bootstrap_means, holm, paired_t_pvalues, paired_test, percentile_intervals
 
 
 def test_reproducible_under_a_seed_and_the_same_for_every_column():
@@ -63,3 +65,17 @@ def test_holm_by_hand():
     # sorted 0.01, 0.03, 0.04 → 0.03, 0.06, 0.04 → monotone 0.03, 0.06, 0.06
     assert holm([0.01, 0.04, 0.03]).tolist() == pytest.approx([0.03, 0.06, 0.06])
     assert holm([0.5, 0.9]).tolist() == [1.0, 1.0]  # 0.5 × 2 = 1, then monotone
+
+
+def test_percentile_intervals_with_and_without_gaps_agree_with_nanquantile():
+    rng = np.random.default_rng(3)
+    reps = rng.normal(size=(200, 5))
+    reps[::7, 1] = np.nan  # one column with missing replicates
+    reps[:, 4] = np.nan  # one with none
+    lo, hi = percentile_intervals(reps)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want_lo, want_hi = np.nanquantile(reps, [0.025, 0.975], axis=0)
+    np.testing.assert_allclose(lo[:4], want_lo[:4], rtol=1e-12)  # the same interpolation, another summation order
+    np.testing.assert_allclose(hi[:4], want_hi[:4], rtol=1e-12)
+    assert np.isnan(lo[4]) and np.isnan(hi[4])

@@ -136,6 +136,9 @@ def ingest_options(
 def print_ingest(report: IngestReport, max_lines: int = 50) -> None:
     """The ingest summary, rejected lines and warnings on stderr (at most ``max_lines`` of each)."""
     typer.echo(report.summary(), err=True)
+    for f in report.files[:max_lines]:
+        if f.formats:
+            typer.echo(f"read {Path(f.path).name} as {f.formats_read()}", err=True)
     for issue in report.rejected[:max_lines]:
         typer.echo(f"rejected: {issue}", err=True)
     if len(report.rejected) > max_lines:

@@ -231,10 +231,11 @@ def distinct_query_count(con: duckdb.DuckDBPyConnection) -> int:
 
 
 def files_ledger(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """One row per loaded file, newest first: what it is (evidence, provenance or both), its runs,
-    records and provenance records, rejected lines and warnings — counts from the stored rows, so
-    they agree with the rest of the page. Columns: file_id, file (the name as uploaded), kind, runs,
-    records, provenance, rejected, warnings, ingested_at."""
+    """One row per loaded file, newest first: the format(s) it was read as, what it holds
+    (evidence, provenance or both), its runs, records and provenance records, rejected lines and
+    warnings — counts from the stored rows, so they agree with the rest of the page. Columns:
+    file_id, file (the name as uploaded), read_as, kind, runs, records, provenance, rejected,
+    warnings, ingested_at."""
     return _q(
         con,
         """
@@ -245,7 +246,7 @@ def files_ledger(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
             FROM (SELECT file_id, run_id FROM rec UNION SELECT file_id, run_id FROM prov) GROUP BY file_id),
         warn AS (SELECT file_id, count(*) AS n FROM ingest_warnings GROUP BY file_id),
         quar AS (SELECT file_id, count(*) AS n FROM quarantine GROUP BY file_id)
-        SELECT f.file_id, f.path AS file, f.kind, coalesce(r.runs, '') AS runs,
+        SELECT f.file_id, f.path AS file, coalesce(f.formats, '') AS read_as, f.kind, coalesce(r.runs, '') AS runs,
                coalesce((SELECT sum(n) FROM rec WHERE rec.file_id = f.file_id), 0)::BIGINT AS records,
                coalesce((SELECT sum(n) FROM prov WHERE prov.file_id = f.file_id), 0)::BIGINT AS provenance,
                coalesce(q.n, 0)::BIGINT AS rejected, coalesce(w.n, 0)::BIGINT AS warnings, f.ingested_at

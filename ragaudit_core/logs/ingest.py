@@ -50,7 +50,8 @@ from ragaudit_core.logs.jsonl import (
     plain_lf_file,
 )
 from ragaudit_core.logs.lines import buffer_provenance
-from ragaudit_core.logs.parallel import MIN_FILE_BYTES, DecodedLine, FileLine, LinePool, SpanLine, default_workers
+from ragaudit_core.logs.parallel import MIN_FILE_BYTES, DecodedLine, FileLine, LinePool, default_workers
+from ragaudit_core.logs.qrels import store_reference_labels
 from ragaudit_core.logs.records import FileReader
 from ragaudit_core.logs.report import FileReport, IngestReport, Issue
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
@@ -224,6 +225,7 @@ class _Batch:
         self.workers = default_workers()
         self.pool = LinePool(self.row_opts, self.workers, options.max_line_bytes)
         self.n_records = self.n_entries = self.n_provenance = 0
+        self.log_labels: list[tuple[str, str, str, str]] = []  # (query_id, kind, reference, file)
 
     # ------------------------------------------------------------------ reporting
 
@@ -309,7 +311,8 @@ class _Batch:
             del self.seen_sha[sha]
         has_ev, has_prov = self.n_records > n_ev, self.n_provenance > n_prov
         kind = "mixed" if has_ev and has_prov else "provenance" if has_prov else "evidence"
-        self.file_rows.append((file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded, fr.n_rejected))
+        row = (file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded, fr.n_rejected)
+        self.file_rows.append((*row, fr.formats_read() or None))
 
     def _read_file(self, path: Path, fr: FileReport, file_id: int) -> None:
         spath, opts = str(path), self.options
@@ -344,6 +347,7 @@ class _Batch:
                     self.progress(spath, i)
                 reader.line(ln)
         reader.finish()
+        self.log_labels += [(*lab, spath) for lab in reader.ctx.labels]
         if self.progress is not None:
             self.progress(spath, fr.n_lines)
 
@@ -395,7 +399,7 @@ class _Batch:
         fr.status, fr.n_loaded, fr.n_rejected, fr.n_skipped = "unreadable", 0, 1, 0
         self.report.rejected.append(Issue(spath, None, reason, "unreadable"))
         self.quarantine.append((file_id, spath, None, reason, None, None))
-        self.file_rows.append((file_id, spath, sha, "evidence", path.stat().st_size, fr.n_lines, 0, 1))
+        self.file_rows.append((file_id, spath, sha, "evidence", path.stat().st_size, fr.n_lines, 0, 1, None))
         self.seen_sha.pop(sha, None)
 
     # ------------------------------------------------------------------ what a FileReader hands over
@@ -422,12 +426,6 @@ class _Batch:
             admitted: list[int] = []
             n_decoded = 0
             for i, it in enumerate(items):
-                if isinstance(it, SpanLine):  # held for the trace join, as reader.line would
-                    fr.n_lines += 1
-                    reader.hold(
-                        FileLine(base + it.line_no, fr.path, it.offset, it.length), formats.get(it.fmt), it.span
-                    )
-                    continue
                 if not isinstance(it, DecodedLine):
                     reader.line(dataclasses.replace(it, line_no=base + it.line_no))
                     continue
@@ -439,6 +437,7 @@ class _Batch:
                 for note in it.notes:
                     reader.ctx.warn_once(note)
                 fr.n_lines += 1
+                fr.formats[it.label] += 1
                 if self.admit(fr, file_id, ln, None, it, "record", self.known, self.first_seen) is None:
                     continue
                 admitted.append(i)
@@ -534,7 +533,8 @@ class _Batch:
         opts_json = json.dumps(self.options.fingerprint(), sort_keys=True)
         if self.file_rows:
             con.executemany(
-                "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO files (file_id, path, sha256, kind, bytes, n_lines, n_loaded, n_rejected, formats, "
+                "ingested_at, options) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(*row, now, opts_json) for row in self.file_rows],
             )
         new_runs = _new_runs(con, self.run_configs)
@@ -547,6 +547,9 @@ class _Batch:
                 self.warn(None, None, "collision", msg, None)
             for msg in coverage_warnings(con):
                 self.warn(None, None, "coverage", msg, None)
+        if self.log_labels:
+            labels = store_reference_labels(con, self.log_labels, self.options.casefold_spans)
+            self.warn(None, None, "labels", "relevance labels from the logs' references: " + labels.summary(), None)
         if self.warn_rows:
             con.executemany("INSERT INTO ingest_warnings VALUES (?, ?, ?, ?, ?)", self.warn_rows)
         if self.file_rows:
@@ -561,9 +564,7 @@ def _fast_line(data: bytes, reader: FileReader) -> bool:
     if reader.forced is not None:
         return False
     scratch = formats.MapContext(reader.ctx.run_id, reader.ctx.doc_id_key)
-    return any(
-        f.decode_fast is not None and f.decode_fast(data, scratch) is not None for f in formats.FAST_FORMATS
-    ) or any(f.read_span_fast is not None and f.read_span_fast(data) is not None for f in formats.FAST_TRACE_FORMATS)
+    return any(f.decode_fast is not None and f.decode_fast(data, scratch) is not None for f in formats.FAST_FORMATS)
 
 
 def _new_runs(con: duckdb.DuckDBPyConnection, run_configs: dict[str, tuple[dict | None, str, int]]) -> list[tuple]:

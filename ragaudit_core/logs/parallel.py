@@ -8,11 +8,11 @@ in the ingesting process: which record of a (run, query) is first, warnings, qua
 transaction. Lines of a record format's common shape (Ragas rows: ``LogFormat.decode_fast``) are
 mapped in the workers too, with the file's run id and as if no question had been asked before;
 the ingesting process re-reads a line whose (run, query) is already taken (a repeated question,
-numbered there by occurrence) and replays the mapping's warnings in file order. Spans of a tracing
-format's common shape (OpenInference RETRIEVER spans: ``LogFormat.read_span_fast``) are read in the
-workers and come back as :class:`SpanLine`; the ingesting process holds them for the trace join. A line the fast
-decoder does not take comes back as it is and the ingest reads it
-on its general path, so a file gives the same stored rows and the same report either way (tested).
+numbered there by occurrence) and replays the mapping's warnings in file order. OpenInference
+spans stay in the ingesting process (measured: reading them in the workers was slower, their
+texts crossing back to be joined, mapped and hashed here). A line the fast decoder does not take
+comes back as it is and the ingest reads it on its general path, so a file gives the same stored
+rows and the same report either way (tested).
 
 At most ``WINDOW`` chunks are in flight, so memory does not grow with the input.
 """
@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from ragaudit_core.logs.decode import decode_native
-from ragaudit_core.logs.formats import FAST_FORMATS, FAST_TRACE_FORMATS, MapContext
+from ragaudit_core.logs.formats import FAST_FORMATS, MapContext
 from ragaudit_core.logs.jsonl import read_lines
 from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
 from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, rows_table
@@ -47,7 +47,6 @@ __all__ = [
     "DecodedLine",
     "FileLine",
     "LinePool",
-    "SpanLine",
     "byte_ranges",
     "default_workers",
 ]
@@ -88,16 +87,7 @@ class DecodedLine(NamedTuple):
     dropped: list[str]
     mapped: bool = False  # by a record format's fast path (its query id a hash, unnumbered)
     notes: tuple[str, ...] = ()  # the mapping's warnings this line raised first in its range
-
-
-class SpanLine(NamedTuple):
-    """A span a worker read on a tracing format's fast path (``fmt``: the format's name)."""
-
-    line_no: int
-    offset: int
-    length: int
-    fmt: str
-    span: Any
+    label: str = "native"  # the format it was read as (the file ledger's count)
 
 
 @dataclass(frozen=True)
@@ -147,24 +137,14 @@ def _init_worker(opts: RowOptions, max_line_bytes: int) -> None:
     gc.set_threshold(100_000, 50, 1000)
 
 
-def _mapped(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...]] | None:
-    """The one record a record format's fast path maps ``data`` to, with the new warnings."""
+def _mapped(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...], str] | None:
+    """The one record a record format's fast path maps ``data`` to, the new warnings, the format's label."""
     before = len(ctx.warnings)
     for fmt in FAST_FORMATS:
         assert fmt.decode_fast is not None
         recs = fmt.decode_fast(data, ctx)
         if recs is not None:
-            return (recs[0], tuple(ctx.warnings[before:])) if len(recs) == 1 else None
-    return None
-
-
-def _span(data: bytes) -> tuple[str, Any] | None:
-    """(format name, span) when a tracing format's fast path reads ``data``."""
-    for fmt in FAST_TRACE_FORMATS:
-        assert fmt.read_span_fast is not None
-        span = fmt.read_span_fast(data)
-        if span is not None:
-            return fmt.name, span
+            return (recs[0], tuple(ctx.warnings[before:]), fmt.label) if len(recs) == 1 else None
     return None
 
 
@@ -186,16 +166,11 @@ def _decode_range(
         for ln in read_lines(f, max_line_bytes=_WORKER["max_line_bytes"], end=length, offset=start, counted=counted):
             rec = decode_native(ln.data) if ln.error is None and ln.note is None else None
             notes: tuple[str, ...] = ()
-            mapped = False
+            mapped, label = False, "native"
             if rec is None and ctx is not None and ln.error is None and ln.note is None:
                 got = _mapped(ln.data, ctx)
                 if got is not None:
-                    (rec, notes), mapped = got, True
-            if rec is None and ctx is not None and ln.error is None and ln.note is None:
-                held = _span(ln.data)
-                if held is not None:
-                    items.append(SpanLine(ln.line_no, ln.offset or 0, len(ln.data), *held))
-                    continue
+                    (rec, notes, label), mapped = got, True
             if rec is None:
                 items.append(ln)
                 continue
@@ -215,6 +190,7 @@ def _decode_range(
                     dropped,
                     mapped,
                     notes,
+                    label,
                 )
             )
     table = rows_table(rows, EVIDENCE_SCHEMA).append_column("rec_idx", pa.array(rec_idx, type=pa.int32()))

@@ -33,9 +33,18 @@ import pandas as pd
 
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
-from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id
+from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
 
-__all__ = ["QrelsError", "QrelsReport", "load_qrels", "parse_qrels", "qrels_files", "query_labels", "store_labels"]
+__all__ = [
+    "QrelsError",
+    "QrelsReport",
+    "load_qrels",
+    "parse_qrels",
+    "qrels_files",
+    "query_labels",
+    "store_labels",
+    "store_reference_labels",
+]
 
 _HEADER = re.compile(r"^\s*query[-_ ]?id\s+(corpus|doc(ument)?)[-_ ]?id\s+(score|relevance|rel|label)\s*$", re.I)
 
@@ -220,6 +229,45 @@ def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Q
             raise
         finally:
             cur.close()
+    return rep
+
+
+def store_reference_labels(
+    con: duckdb.DuckDBPyConnection, refs: Iterable[tuple[str, str, str, str]], casefold: bool = False
+) -> QrelsReport:
+    """Store relevance labels a log carries (``(query_id, kind, reference, file)``; Ragas
+    ``reference_context_ids`` are ``"id"`` references, ``reference_contexts`` ``"text"`` ones), each
+    relevant with grade 1, per file as one source replacing its queries' earlier labels.
+
+    A text reference is a passage: it labels the document of every evidence entry of the same
+    query whose span hash is the passage's (span identity, :func:`span_hash` with the database's
+    span options), else ``text:`` + 16 hex digits of that hash — the id another tool's passage
+    without an id is stored under, so a passage retrieved later still matches."""
+    by_file: dict[str, list[tuple[str, str, str]]] = {}
+    for qid, kind, ref, path in refs:
+        by_file.setdefault(path, []).append((qid, kind, ref))
+    rep = QrelsReport()
+    for path, items in by_file.items():
+        texts = {ref: span_hash(ref, casefold=casefold) for _q, kind, ref in items if kind == "text"}
+        found: dict[tuple[str, str], list[str]] = {}
+        if texts:
+            pairs = sorted({(q, texts[ref]) for q, kind, ref in items if kind == "text"})
+            rows = con.execute(
+                """SELECT DISTINCT e.query_id, e.span_hash, e.doc_id_raw
+                   FROM evidence e JOIN (SELECT unnest(?::VARCHAR[]) AS q, unnest(?::VARCHAR[]) AS h) p
+                     ON e.query_id = p.q AND e.span_hash = p.h""",
+                [[q for q, _h in pairs], [h for _q, h in pairs]],
+            ).fetchall()
+            for q, h, doc in rows:
+                found.setdefault((q, h), []).append(doc)
+        labels = []
+        for qid, kind, ref in items:
+            if kind == "id":
+                labels.append(Label(qid, ref, 1, 0))
+                continue
+            h = texts[ref]
+            labels += [Label(qid, doc, 1, 0) for doc in found.get((qid, h), [f"text:{h[:16]}"])]
+        store_labels(con, labels, f"{Path(path).name} (references)", rep)
     return rep
 
 

@@ -114,6 +114,7 @@ class FileReader:
         if self.native_ok:
             fast = decode_native(ln.data)
             if fast is not None:
+                fr.formats["native"] += 1
                 self.sink.evidence(fr, self.file_id, ln, None, fast)
                 return
         for fmt in self.fast_formats:  # another format's common shape (Ragas rows)
@@ -121,12 +122,14 @@ class FileReader:
             assert fmt.decode_fast is not None
             recs = fmt.decode_fast(ln.data, self.ctx)
             if recs is not None:
+                fr.formats[fmt.label] += 1
                 self.admit_mapped(ln, fmt, recs)
                 return
         for fmt in self.fast_traces:  # a tracing format's common span (OpenInference RETRIEVER spans)
             assert fmt.read_span_fast is not None
             span = fmt.read_span_fast(ln.data)
             if span is not None:
+                fr.formats[fmt.label] += 1
                 self.hold(ln, fmt, span, None)
                 return
         reason, obj, non_finite = decode_json(ln.data)
@@ -172,9 +175,12 @@ class FileReader:
             sink.reject(fr, self.file_id, ln, f"expected a JSON object per line, got {json_type(obj)}")
             return
         if self.native_ok and native.is_provenance(obj):
+            fr.formats["provenance"] += 1
             sink.provenance(fr, self.file_id, ln, *parse_provenance_object(obj))
             return
         fmt = self.forced or formats.detect(obj)
+        if fmt.kind != "native":
+            fr.formats[fmt.label] += 1
         if fmt.kind == "native":
             self.native_record(ln, obj)
         elif fmt.kind == "record":
@@ -184,6 +190,7 @@ class FileReader:
 
     def native_record(self, ln: Line, obj: dict) -> None:
         """A record of our contract; keys of other formats on it are noted (one warning per file)."""
+        self.fr.formats["native"] += 1
         keys = formats.foreign_keys(obj)
         if keys:
             self.ignored.update(keys)

@@ -7,6 +7,7 @@ import the loader.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ragaudit_core.logs.qrels import QrelsReport
@@ -37,6 +38,13 @@ class FileReport:
     n_loaded: int = 0
     n_rejected: int = 0
     n_skipped: int = 0  # tracing spans that carry no evidence (LLM, chain, tool …): read, neither loaded nor rejected
+    formats: Counter[str] = field(default_factory=Counter)  # records read as each format (its label)
+
+    def formats_read(self) -> str:
+        """What the file was read as: ``Ragas``, or ``native 3, Ragas 2`` when it mixed formats."""
+        if len(self.formats) <= 1:
+            return next(iter(self.formats), "")
+        return ", ".join(f"{label} {n:,}" for label, n in self.formats.most_common())
 
 
 @dataclass

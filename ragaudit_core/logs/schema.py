@@ -61,7 +61,8 @@ CREATE TABLE IF NOT EXISTS files (
     n_loaded    INTEGER,
     n_rejected  INTEGER,
     ingested_at TIMESTAMP,
-    options     VARCHAR
+    options     VARCHAR,
+    formats     VARCHAR
 );
 CREATE TABLE IF NOT EXISTS runs (
     run_id        VARCHAR PRIMARY KEY,

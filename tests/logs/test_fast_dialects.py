@@ -180,29 +180,17 @@ def _ragas_file(path) -> None:
     _write(path, lines)
 
 
-def _oi_file(path) -> None:
-    lines: list = []
-    for i in range(40):
-        docs = [(f"d{i % 5}" if i % 3 else "", TEXTS[i % 4]), (f"d{(i + 1) % 5}", TEXTS[(i + 1) % 4])]
-        lines.append(_oi(f"t{i}", f"question {i % 13}", docs))
-        if i % 11 == 0:
-            lines.append(OI_LINES[3 + i % 6])
-    lines.insert(5, OI_LINES[-1])
-    _write(path, lines)
-
-
-@pytest.mark.parametrize("make", [_ragas_file, _oi_file])
-def test_rows_and_spans_read_by_worker_processes_store_what_the_process_stores(tmp_path, monkeypatch, make):
-    """Ragas rows and OpenInference spans go to the workers (ranges of ~300 bytes, 2 workers):
+def test_ragas_rows_mapped_by_worker_processes_store_what_the_process_stores(tmp_path, monkeypatch):
+    """Ragas rows go to the workers (ranges of ~300 bytes, 2 workers):
     repeated questions (inside and across ranges: numbered by the ingesting process), rows without
     ids (one warning, first where the process raises it), lines the workers leave (NaN, padded ids,
-    v0.1 rows, other span kinds)."""
+    v0.1 rows)."""
     from ragaudit_core.logs import ingest as ing
     from ragaudit_core.logs import parallel
     from tests.logs.test_streaming import _everything
 
     path = tmp_path / "log.jsonl"
-    make(path)
+    _ragas_file(path)
     monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
     serial = store.connect(":memory:")
     expected = _everything(serial, ingest_paths(serial, [path], IngestOptions()))
@@ -215,12 +203,7 @@ def test_rows_and_spans_read_by_worker_processes_store_what_the_process_stores(t
 
     def counted(self, path, mapping=None):
         for n_lines, items, table in decode(self, path, mapping):
-            mapped.append(
-                sum(
-                    (isinstance(it, parallel.DecodedLine) and it.mapped) or isinstance(it, parallel.SpanLine)
-                    for it in items
-                )
-            )
+            mapped.append(sum(isinstance(it, parallel.DecodedLine) and it.mapped for it in items))
             yield n_lines, items, table
 
     monkeypatch.setattr(parallel.LinePool, "decode", counted)

@@ -87,3 +87,19 @@ def test_a_removed_file_loads_again(con, tmp_path):
     removal.remove_file(con, a_id)
     report = ingest_paths(con, [tmp_path / "A.jsonl"])
     assert report.n_records == 3  # the same bytes are not "already loaded"
+
+
+def test_the_ledger_says_what_each_file_was_read_as(tmp_path):
+    c = store.connect(":memory:")
+    mixed = write_jsonl(
+        tmp_path / "mixed.jsonl",
+        [
+            _rec("n", "q1", "d1"),
+            {"user_input": "a question?", "retrieved_contexts": ["some passage"], "response": "yes"},
+            {"user_input": "another question?", "retrieved_contexts": ["more"], "response": "no"},
+        ],
+    )
+    ingest_paths(c, [mixed, write_jsonl(tmp_path / "plain.jsonl", [_rec("p", "q1", "d1")])])
+    led = catalog.files_ledger(c).set_index("file")
+    assert led.loc["mixed.jsonl", "read_as"] == "Ragas 2, native 1"
+    assert led.loc["plain.jsonl", "read_as"] == "native"

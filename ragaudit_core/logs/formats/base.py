@@ -56,13 +56,15 @@ class MapContext:
     """What a mapping needs beyond the record: the run id to use when the record has none, the
     metadata key holding document ids, the warnings it raised (each once per file), and —
     set by the ingest — ``taken(run_id, query_id)``, whether a (run, query) is already loaded,
-    which numbers repeated hashed query ids by occurrence."""
+    which numbers repeated hashed query ids by occurrence. ``labels`` collects the relevance
+    labels a format carries (a Ragas row's reference contexts), stored with the file's records."""
 
     run_id: str
     doc_id_key: str | None = None
     warnings: list[str] = field(default_factory=list)
     taken: Callable[[str, str], bool] | None = None
     repeats: list[str] = field(default_factory=list)  # per-row warnings of the record being mapped
+    labels: list[tuple[str, str, str]] = field(default_factory=list)  # (query_id, "id" | "text", reference)
 
     def warn_once(self, message: str) -> None:
         if message not in self.warnings:

@@ -5,18 +5,21 @@
 Detector: ``user_input`` with any of ``retrieved_contexts``, ``contexts``, ``response``,
 ``reference``, ``reference_contexts``; or ``question`` with ``contexts`` (a native record, which
 has an evidence key and ids, is recognised before this one). Mapper: one row → one record, each
-context string a passage **text** (span identity), never a document id;
-``retrieved_context_ids`` (one per context, else the row is rejected) gives document ids.
-A row without a retrieved-contexts key (a test set's row: ``user_input``, ``reference_contexts``,
-``reference``) maps to no record: it is counted as holding no retrieval, and a file of such rows
-is refused as a test set (``retrieved_contexts: []`` is a record that retrieved nothing).
+context string a passage **text** (span identity), never a document id; ``retrieved_context_ids``
+(one per context, else the row is rejected) gives document ids. ``reference_context_ids`` (else
+``reference_contexts``, matched by span identity) are read as relevance labels of the row's query
+(``qrels``, relevance 1). A row without a retrieved-contexts key (a test set's row:
+``user_input``, ``reference_contexts``, ``reference``) maps to no record: it is counted as holding
+no retrieval, and a file of such rows is refused as a test set (``retrieved_contexts: []`` is a
+record that retrieved nothing).
 
 Fast path (:func:`decode_fast`): a row in the common v0.2 shape — a non-blank ``user_input``, a
 ``retrieved_contexts`` list of strings, optionally ``retrieved_context_ids`` (strings, integers
 or nulls, one per context) and ``response`` — is decoded by msgspec in one pass and mapped by
 the same functions as :func:`map_record`, without the general decoder or the pydantic contract.
 A row with any key that could make it another thing (an evidence or id key of our contract,
-``contexts``, a container key, a key of another format), a value of another type, ``NaN``, or
+``contexts``, a container key, a key of another format, reference contexts: their labels are read
+there), a value of another type, ``NaN``, or
 an id the contract would trim takes the general path (property-tested: same stored rows).
 """
 
@@ -64,7 +67,29 @@ def map_record(obj: dict, ctx: MapContext) -> list[dict]:
         raise FormatError(f"retrieved_context_ids must list one id per retrieved context ({len(texts)})")
     ids = list(raw_ids) if raw_ids is not None else None
     answer = obj.get("response", obj.get("answer"))
-    return [native_record(obj, ctx, query, answer, evidence_entries(texts, ids, None, ctx, "Ragas"))]
+    rec = native_record(obj, ctx, query, answer, evidence_entries(texts, ids, None, ctx, "Ragas"))
+    _reference_labels(obj, rec["query_id"], ctx)
+    return [rec]
+
+
+def _reference_labels(obj: dict, query_id: str, ctx: MapContext) -> None:
+    """The row's relevance labels: each of ``reference_context_ids`` a relevant document, else each
+    of ``reference_contexts`` a relevant passage (matched to the evidence by span identity when
+    stored). A malformed reference list is skipped with a warning; it never rejects the row."""
+    for key, kind in (("reference_context_ids", "id"), ("reference_contexts", "text")):
+        raw = obj.get(key)
+        if raw is None:
+            continue
+        try:
+            refs = text_list(raw, key) if isinstance(raw, str) else raw
+            refs = refs.tolist() if hasattr(refs, "tolist") else refs
+            if not isinstance(refs, (list, tuple)):
+                raise FormatError(f"{key} is not a list")
+        except FormatError as e:
+            ctx.warn_once(f"Ragas {key} could not be read as relevance labels ({e}); those rows carry none")
+            return
+        ctx.labels += [(query_id, kind, str(r)) for r in refs if r not in (None, "")]
+        return
 
 
 _Id = str | Annotated[int, msgspec.Meta(gt=-(10**17), lt=10**17)] | None
@@ -74,6 +99,7 @@ _DECLINED = (
     *("nodes", "schema", "observations", "post", "patch", "child_runs", "data", "results", "question"),
     *("retrieved_context", "gt_answer", "span_kind", "run_type", "inputs", "outputs", "dotted_order"),
     *("traceId", "parentObservationId", "attributes", "context"),
+    *("reference_context_ids", "reference_contexts"),  # relevance labels: read by map_record
 )
 _Row = msgspec.defstruct(
     "_Row",
