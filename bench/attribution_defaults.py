@@ -15,6 +15,21 @@ once (load time reported apart):
   error against it: MSE over (document, answer token), that MSE relative to the mean square
   of the exact values, Spearman of the per-document importances, top document agreement;
 * ``old``   — the previous defaults on the first query (IG L = 100 Riemann + exact Shapley).
+
+    .venv/bin/python bench/attribution_defaults.py --anytime [--queries 3] [--dtype fp32|bf16] [--compare]
+
+``--anytime`` (issue #24 item 5) instead runs the anytime job (``jobs.execute`` with
+``on_partial``) per query and reports: time to the first estimate and to exact from the job's
+start; the language model's compute floor — the distinct prompt tokens it computed (the prompt
+trie's, ``timings_s["lm_tokens"]``, plus the generation's prompt and answer) ÷ the prefill
+throughput measured in the same process just before (a forward pass over the query's full prompt,
+median of 3) — and exact's time over it; the efficiency gap of the exact values and IG's
+completeness (both stages); the first estimate's agreement with exact (Spearman of the document
+importances, top document); the machine's load average before and after (the machine is shared).
+``--compare`` also runs the job without a first stage on the first query (today's exact path) and
+reports the largest difference of its Shapley values from the refined ones. ``--dtype bf16`` runs
+the generator in bfloat16 (an option; fp32 stays the reference) and, with ``--compare``, reports
+its difference from fp32.
 """
 
 from __future__ import annotations
@@ -38,7 +53,15 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--db", default=str(ROOT / "bench" / "out" / "sample.duckdb"))
     ap.add_argument("--out", default=None)
+    ap.add_argument("--anytime", action="store_true")
+    ap.add_argument("--compare", action="store_true")
+    ap.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"])
     args = ap.parse_args()
+    if args.anytime:
+        from anytime_bench import run_anytime
+
+        run_anytime(args)
+        return
 
     import numpy as np
     from scipy.stats import spearmanr

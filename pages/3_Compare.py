@@ -160,13 +160,14 @@ rules, toml_text = ui.gate_rule_editor(db_path)
 verdict = gate.evaluate(rules, gate_inputs(db_path, version, baseline, candidate, tau))
 headline = ui.md(verdict.headline())
 if verdict.status == "pass":
-    st.success(f"{ui.md(candidate)} may replace {ui.md(baseline)}: {headline}.", icon="✅")
+    st.success(f"{ui.md(candidate)} may replace {ui.md(baseline)}: {headline}.", icon=":material/check_circle:")
 elif verdict.status == "inconclusive":
     st.warning(
-        f"{ui.md(candidate)} vs {ui.md(baseline)}: {headline}. Gather more queries, or loosen the rule.", icon="❔"
+        f"{ui.md(candidate)} vs {ui.md(baseline)}: {headline}. Gather more queries, or loosen the rule.",
+        icon=":material/help:",  # Streamlit's bundled icon font: "❔" drew as a missing-glyph box (no emoji font)
     )
 else:
-    st.error(f"{ui.md(candidate)} should not replace {ui.md(baseline)}: {headline}.", icon="⛔")
+    st.error(f"{ui.md(candidate)} should not replace {ui.md(baseline)}: {headline}.", icon=":material/block:")
 ui.table(
     gate.verdict_rows(verdict),
     key="compare.verdict",

@@ -14,7 +14,7 @@ from ragaudit_core.attribution.compute import predicted_job_seconds
 from ragaudit_core.attribution.storage import AttributionError, batch_tables, stored_results
 from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS, IG_BASELINES, IG_METHODS, SHAPLEY_METHODS
-from ragaudit_core.jobs import plan, queue, result_keys
+from ragaudit_core.jobs import partial, plan, queue, result_keys
 from ragaudit_core.jobs.worker import ensure_worker, revive
 from ragaudit_core.logs import catalog
 from ragaudit_core.review import charts
@@ -131,6 +131,18 @@ def job_panel(job_id: str) -> None:
         st.progress(0.0, text="Queued: waiting for the background worker…")
     else:
         st.progress(min(1.0, job.fraction), text=ui.md(f"{job.label} · {job.elapsed_s or 0:.0f} s{_eta(job)}"))
+    first = partial.read(db_path, job_id) if job.status == "running" else None
+    if first:  # the anytime job's first estimate (leave-one-out, few IG points) while exact runs
+        st.caption("First estimate (leave-one-out): the exact Shapley values replace it when the job ends.")
+        p = first[0]
+        st.dataframe(
+            {
+                "document": p["doc_ids"],
+                "retriever rank": list(range(1, len(p["doc_ids"]) + 1)),
+                "importance": p["importance"],
+            },
+            hide_index=True,
+        )
     if st.button("Cancel", key=f"attr.cancel.{job_id}"):
         queue.cancel(db_path, [job_id])
 

@@ -22,11 +22,16 @@ from typing import Any, Protocol
 import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["JobCancelled", "JobInputs", "JobKind", "JobSpec", "Progress"]
+__all__ = ["JobCancelled", "JobInputs", "JobKind", "JobSpec", "Partial", "Progress"]
 
 Progress = Callable[[str, float], None]
 """``progress(label, fraction)``: what a job is doing and how far it is (0–1); it may raise
 :class:`JobCancelled` to stop the job."""
+
+
+Partial = Callable[[list[dict]], None]
+"""``on_partial(payloads)``: a first estimate of the job's result (JSON-ready, the shape
+``execute`` returns), handed over while the job refines it; kinds without one never call it."""
 
 
 class JobCancelled(RuntimeError):
@@ -90,6 +95,7 @@ class JobKind(Protocol):
         embedder: Any = None,
         generator: Any = None,
         progress: Progress | None = None,
+        on_partial: Partial | None = None,
     ) -> list[dict]: ...
 
     def store(self, con: duckdb.DuckDBPyConnection, spec: JobSpec, result: list[dict]) -> None: ...

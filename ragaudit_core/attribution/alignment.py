@@ -33,6 +33,7 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_P_GRID",
+    "estimate_agreement",
     "failure_modes",
     "generator_ranking",
     "rank_spearman",
@@ -112,3 +113,21 @@ def rank_spearman(importance: Sequence[float]) -> float | None:
     from scipy.stats import spearmanr
 
     return float(spearmanr(-np.arange(len(imp)), imp).statistic)
+
+
+def estimate_agreement(estimate: Sequence[float], exact: Sequence[float]) -> dict[str, float | bool | None]:
+    """How far a first estimate's document importances are from the exact ones:
+    ``spearman`` — Spearman ρ of the two importance vectors (ranks, ties averaged; None when
+    either is constant or there are fewer than 2 documents) — and ``top_agrees`` — whether the
+    most important document is the same (first one in retriever order on ties)."""
+    a, b = np.asarray(estimate, dtype=float), np.asarray(exact, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"importances of different lengths: {len(a)} and {len(b)}")
+    if len(a) == 0:
+        return {"spearman": None, "top_agrees": False}
+    top = bool(int(np.argmax(a)) == int(np.argmax(b)))
+    if len(a) < 2 or np.all(a == a[0]) or np.all(b == b[0]):
+        return {"spearman": None, "top_agrees": top}
+    from scipy.stats import spearmanr
+
+    return {"spearman": float(spearmanr(a, b).statistic), "top_agrees": top}

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ragaudit_core.attribution import alignment
-from ragaudit_core.attribution.progress import PhaseClock, predicted_seconds
+from ragaudit_core.attribution.progress import PhaseClock, predicted_seconds, unit_cost
 from ragaudit_core.attribution.result import AttributionResult, TokenSaliency
 from ragaudit_core.attribution.shapley import CachedGame, ShapleyResult, estimator
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS
@@ -31,7 +32,19 @@ if TYPE_CHECKING:
     from ragaudit_core.attribution.generator_game import GeneratorGame
     from ragaudit_core.attribution.saliency import SaliencyResult
 
-__all__ = ["compute_attribution", "job_params", "predicted_job_seconds", "resolve_method"]
+__all__ = [
+    "FIRST_IG_STEPS",
+    "compute_attribution",
+    "job_params",
+    "leave_one_out",
+    "predicted_job_seconds",
+    "resolve_method",
+]
+
+FIRST_IG_STEPS = 4
+"""IG points per side of the first estimate (Gauss–Legendre): measured on the sample run's
+documents, completeness off by 0.18 (median) to 0.54 (max) at 4 points, 0.05 / 0.22 at 8 — a
+preview of where the saliency lies, refined to ``ig_steps`` in the same job."""
 
 
 def resolve_method(method: str, n_docs: int) -> str:
@@ -89,74 +102,132 @@ def compute_attribution(
     p_grid: Sequence[float] = alignment.DEFAULT_P_GRID,
     batch_size: int = 8,
     progress: Callable[[str, float], None] | None = None,
+    on_partial: Callable[[list[AttributionResult]], None] | None = None,
+    first_ig_steps: int = FIRST_IG_STEPS,
 ) -> list[AttributionResult]:
     """The attribution of one query, one result per condition: a pure function of the query,
     its documents ``[(doc_id, text)]`` in retriever order, the models, the resolved ``method``
     and ``params`` (:func:`job_params`). Nothing is read or written. ``progress(label, frac)``
     is called after each IG side, each answer token and each coalition (``frac`` a share of the
     job's time, :class:`.progress.PhaseClock`; label ``Shapley (exact): coalition 7 of 32``); it
-    may raise to cancel."""
+    may raise to cancel.
+
+    Anytime: with ``on_partial``, a first estimate comes first — leave-one-out document values
+    (:func:`leave_one_out`, n + 2 coalitions) and IG with ``first_ig_steps`` points — passed to
+    ``on_partial`` as results with ``estimate_stage="first"``; the same job then refines to the
+    ``method``'s values (``estimate_stage="exact"``, returned). The coalitions of the first stage
+    stay in the game's cache, so the refinement does not compute them again, and both walks start
+    from the generation's cache of the full prompt (``GeneratorGame.anchor``). The refined values
+    equal a run without the first stage up to float rounding (a coalition's prompt is then computed
+    in other chunks of the prompt trie): measured max |Δφ| 2.2e-6 (docs/benchmarks.md, issue #24)."""
     from ragaudit_core.attribution.saliency import RetrieverSaliency
 
     say = progress or (lambda _l, _f: None)
     n = len(docs)
+    t_start = time.perf_counter()
     enc, gen = _loaded(embedder, "encode"), _loaded(generator, "model")
     total = _expected_coalitions(method, n, params) * len(conditions)
+    first = on_partial is not None
+    n_loo = min(n + 2, 2**n) * len(conditions) if first else 0
     clock = PhaseClock(
         [
             ("prefill", 1, 1.0),
             ("generate", params["max_new_tokens"] - 1, 1.0),
-            ("coalition", total, 1.0),
+            ("loo", n_loo, 1.0),
+            ("ig_first", 2 * n if first else 0, first_ig_steps),
+            ("coalition", max(0, total - n_loo), 1.0),
             ("ig", 2 * n, params["ig_steps"]),
         ],
         say,
     )
-    games = _games(query, docs, gen, method, params, conditions, batch_size, clock, total)
-    t0 = time.perf_counter()
-    ig_docs, ig_query = _ig(RetrieverSaliency(enc), query, docs, params, clock)
-    t_ig = time.perf_counter() - t0
-    results = [
-        _result(
-            run_id,
-            query_id,
-            query,
-            docs,
-            order,
-            game,
-            res,
-            method,
-            p_grid,
-            ig_docs,
-            ig_query,
-            {"ig": round(t_ig, 2), "shapley": round(t_shap, 2)},
+    sal = RetrieverSaliency(enc)
+    games = _answer_games(query, docs, gen, params, conditions, batch_size, clock)
+    partial: dict[str, float] = {}
+    if on_partial is not None:
+        t1 = time.perf_counter()
+        loo = [_estimate(g, "loo", params, clock, n_loo) for g in games]
+        t_loo = time.perf_counter() - t1
+        t1 = time.perf_counter()
+        ig_d, ig_q = _ig(sal, query, docs, {**params, "ig_steps": first_ig_steps}, clock, "ig_first")
+        t_ig = time.perf_counter() - t1
+        partial = {"first": round(time.perf_counter() - t_start, 2), "first_ig": round(t_ig, 2)}
+        partial["loo"] = round(t_loo, 2)
+        partial["loo_lm_tokens"] = float(sum(g.game.n_forward_tokens for g in games))
+        clock.begin("First estimate ready; computing the exact values")
+        args = (run_id, query_id, query, docs)
+        on_partial(
+            [
+                _result(*args, g, res, "loo", p_grid, ig_d, ig_q, {**partial, "shapley": round(t_loo, 2)}, "first")
+                for g, res in zip(games, loo)
+            ]
         )
-        for order, game, res, t_shap in games
+    t1 = time.perf_counter()
+    exact = [_estimate(g, method, params, clock, total - n_loo) for g in games]
+    t_shap = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    ig_docs, ig_query = _ig(sal, query, docs, params, clock, "ig")
+    t_ig = time.perf_counter() - t1
+    timings = {
+        **partial,
+        "ig": round(t_ig, 2),
+        "shapley": round(t_shap + partial.get("loo", 0.0), 2),
+        "generate": round(sum(g.seconds for g in games), 2),
+        "total": round(time.perf_counter() - t_start, 2),
+        "lm_tokens": float(sum(g.game.n_forward_tokens for g in games)),
+    }
+    results = [
+        _result(run_id, query_id, query, docs, g, res, method, p_grid, ig_docs, ig_query, timings, "exact")
+        for g, res in zip(games, exact)
     ]
     clock.learn()
     say("done", 1.0)
     return results
 
 
-def _games(
+@dataclass
+class _Answered:
+    """One condition's game: the document order, the generator game over the answer, the cache of
+    its coalition values (shared by the first estimate and the refinement) and its seconds."""
+
+    cond: str
+    order: list[int]
+    game: GeneratorGame
+    cached: CachedGame
+    seconds: float
+
+
+def leave_one_out(game: Any) -> ShapleyResult:
+    """Leave-one-out values from n + 2 coalitions: φ_i = v(D) − v(D ∖ {i}) per answer token.
+
+    The first estimate of an anytime job: it ranks the documents by what the answer loses
+    without each of them. Not efficient in general (Σφ ≠ v(D) − v(∅) when documents overlap or
+    complement each other); for an additive game it equals the Shapley values. One document:
+    v(D) − v(∅), the Shapley value."""
+    n = game.n_players
+    masks = np.array([np.zeros(n, bool), np.ones(n, bool)] + [~np.eye(n, dtype=bool)[i] for i in range(n)])
+    vals = game.values(masks)
+    phi = vals[1][None, :] - vals[2:]
+    return ShapleyResult(phi, vals[0], vals[1], "loo", {}, len({m.tobytes() for m in masks}))
+
+
+def _answer_games(
     query: str,
     docs: Sequence[tuple[str, str]],
     gen: Any,
-    method: str,
     params: dict,
     conditions: Sequence[str],
     batch_size: int,
     clock: PhaseClock,
-    total: int,
-) -> list[tuple[list[int], Any, ShapleyResult, float]]:
-    """Per condition: the document order, the generator game (the answer generated once, with
-    every document in retriever order) and the Shapley estimate, with its seconds."""
+) -> list[_Answered]:
+    """Per condition: the document order and the generator game (the answer generated once, with
+    every document in retriever order, and teacher-forced in every other condition)."""
     from ragaudit_core.attribution.generator_game import GeneratorGame
 
     n = len(docs)
-    out: list[tuple[list[int], Any, ShapleyResult, float]] = []
+    out: list[_Answered] = []
     answer_ids = None
     rng = np.random.default_rng(params["seed"])
-    done, tokens = [0], [0]
+    tokens = [0]
     budget = params["max_new_tokens"]
 
     def on_token() -> None:
@@ -178,28 +249,41 @@ def _games(
         else:
             game = GeneratorGame(gen, query, texts, answer_ids, batch_size=batch_size)
         answer_ids = game.answer_ids if cond == "original" else answer_ids
-
-        def tick(k: int = 1, cond: str = cond) -> None:
-            done[0] += k
-            clock.tick("coalition", f"Shapley ({method}), {cond} order: coalition {min(done[0], total)} of {total}", k)
-
-        game.on_coalition = tick
-        est_params = {} if method == "exact" else {"n_samples": params["n_samples"], "seed": params["seed"]}
-        if method in ("mc", "pmc"):
-            est_params["n_fits"] = params["n_fits"]
-        res = estimator(method, **est_params).attribute(CachedGame(n, game.values))
-        out.append((order, game, res, time.perf_counter() - t1))
+        out.append(_Answered(cond, order, game, CachedGame(n, game.values), time.perf_counter() - t1))
     return out
 
 
+def _estimate(g: _Answered, method: str, params: dict, clock: PhaseClock, total: int) -> ShapleyResult:
+    """The ``method``'s estimate for one condition's game (``loo``: :func:`leave_one_out`), each
+    coalition counted on the clock's phase for it (``loo`` or ``coalition``)."""
+    phase = "loo" if method == "loo" else "coalition"
+    what = "First estimate (leave-one-out)" if method == "loo" else f"Shapley ({method})"
+
+    def tick(k: int = 1) -> None:
+        count = min(clock.phases[phase].done + k, total)
+        clock.tick(phase, f"{what}, {g.cond} order: coalition {count} of {total}", k)
+
+    g.game.on_coalition = tick
+    if method == "loo":
+        res = leave_one_out(g.cached)
+    else:
+        est_params = {} if method == "exact" else {"n_samples": params["n_samples"], "seed": params["seed"]}
+        if method in ("mc", "pmc"):
+            est_params["n_fits"] = params["n_fits"]
+        res = estimator(method, **est_params).attribute(g.cached)
+    g.game.on_coalition = None
+    return res
+
+
 def _ig(
-    sal: Any, query: str, docs: Sequence[tuple[str, str]], params: dict, clock: PhaseClock
+    sal: Any, query: str, docs: Sequence[tuple[str, str]], params: dict, clock: PhaseClock, phase: str = "ig"
 ) -> tuple[list[TokenSaliency], list[TokenSaliency]]:
-    """IG token saliency of every document, document side and query side."""
+    """IG token saliency of every document, document side and query side (``params["ig_steps"]``
+    points; the clock's ``phase`` counts the sides)."""
     n = len(docs)
     ig_docs: list[TokenSaliency] = []
     ig_query: list[TokenSaliency] = []
-    clock.begin(f"IG: document 1 of {n}, document side")
+    clock.begin(f"{'IG (first estimate)' if phase == 'ig_first' else 'IG'}: document 1 of {n}, document side")
     for i, (_doc_id, text) in enumerate(docs):
         for side, out in (("document", ig_docs), ("query", ig_query)):
             out.append(
@@ -214,15 +298,20 @@ def _ig(
                     )
                 )
             )
-            clock.tick("ig", f"IG: document {i + 1} of {n}, {side} side done")
+            clock.tick(
+                phase,
+                f"{'IG (first estimate)' if phase == 'ig_first' else 'IG'}: document {i + 1} of {n}, {side} side done",
+            )
     return ig_docs, ig_query
 
 
 def predicted_job_seconds(method: str, params: dict, n_docs: int, n_conditions: int = 1) -> float:
     """What one attribution with these settings is predicted to take before any has run here
     (:func:`.progress.predicted_seconds`: unit costs learned on this machine, else the quiet 2-core
-    figures)."""
-    return predicted_seconds(
+    figures), plus the first estimate's IG points (a queued job is anytime: the worker listens for
+    its first estimate; its leave-one-out coalitions are among the coalitions counted)."""
+    first_ig = 2 * n_docs * FIRST_IG_STEPS * unit_cost("ig_first")
+    return first_ig + predicted_seconds(
         n_docs,
         params["ig_steps"],
         params["max_new_tokens"],
@@ -241,16 +330,17 @@ def _result(
     query_id: str,
     query: str,
     docs: Sequence[tuple[str, str]],
-    order: list[int],
-    game: GeneratorGame,
+    g: _Answered,
     res: ShapleyResult,
     method: str,
     p_grid: Sequence[float],
     ig_docs: list[TokenSaliency],
     ig_query: list[TokenSaliency],
     timings: dict[str, float],
+    stage: str,
 ) -> AttributionResult:
     n = len(docs)
+    order, game = g.order, g.game
     values = np.zeros_like(res.values)
     values[order] = res.values  # back to retriever order
     importance = values.mean(axis=1)
@@ -284,6 +374,7 @@ def _result(
         n_coalitions=res.n_coalitions,
         method=method,
         timings_s=timings,
+        estimate_stage=stage,
     )
 
 

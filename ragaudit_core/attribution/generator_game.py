@@ -11,7 +11,11 @@ Default strategy ``prefix_tree``: the coalition prompts share long token prefixe
 template, then the documents they have in common at the front). They are visited in
 lexicographic token order with a single key/value cache that is cropped back to the
 prefix shared with the previous prompt and extended by the rest, so every distinct
-prefix is computed once (no padding at all).
+prefix is computed once (no padding at all). A game made by :meth:`GeneratorGame.generate` keeps the
+generation's KV cache of the full prompt (``anchor``): a coalition whose prompt shares a longer
+prefix with the full prompt than with the previous one starts from a copy of it, so the prefixes of
+the full prompt are never computed again (and a walk split in two — an anytime job's first
+estimate, then the rest — loses little).
 
 Strategy ``batched``: coalitions are sorted by prompt length and run in batches with left padding,
 an explicit attention mask and position ids ``cumsum(mask) − 1``. The prompt prefix all
@@ -65,6 +69,7 @@ class GeneratorGame:
         self.prefix_cache = prefix_cache
         self.strategy = strategy
         self._prefixes: dict[tuple[int, ...], Any] = {}  # prefix → its KV cache
+        self.anchor: tuple[list[int], Any] | None = None  # the full prompt and its KV cache (generate)
         self.n_forward_tokens = 0
         self.on_coalition: Callable[[int], None] | None = (
             None  # called with the number of coalitions just computed (progress)
@@ -106,12 +111,19 @@ class GeneratorGame:
                 do_sample=False,
                 pad_token_id=tok.pad_token_id,
                 stopping_criteria=StoppingCriteriaList([_Tick()]),
+                return_dict_in_generate=True,
             )
-        answer = out[0, len(ids) :].tolist()
+        answer = out.sequences[0, len(ids) :].tolist()
         eos = {tok.eos_token_id, tok.pad_token_id}
         while answer and answer[-1] in eos:
             answer.pop()
-        return cls(generator, query, documents, answer, **options)
+        game = cls(generator, query, documents, answer, **options)
+        cache = getattr(out, "past_key_values", None)
+        if cache is not None and hasattr(cache, "crop") and cache.get_seq_length() >= len(ids):
+            if cache.get_seq_length() > len(ids):  # keep the prompt's positions: every coalition starts with some
+                cache.crop(len(ids) - cache.get_seq_length())
+            game.anchor = (list(ids), cache)
+        return game
 
     @property
     def answer_tokens(self) -> list[str]:
@@ -221,10 +233,12 @@ class GeneratorGame:
         prev: list[int] = []
         for i in order:
             seq = seqs[i]
-            lcp = 0
-            limit = min(len(prev), len(seq) - m - 1)  # recompute at least the answer's predecessors
-            while lcp < limit and prev[lcp] == seq[lcp]:
-                lcp += 1
+            lcp = _common(prev, seq, len(seq) - m - 1)  # recompute at least the answer's predecessors
+            if self.anchor is not None and self.prefix_cache:
+                ids, kv = self.anchor
+                a = _common(ids, seq, len(seq) - m - 1)
+                if a > lcp:  # the full prompt's cache (from generation) holds a longer prefix
+                    cache, lcp = copy.deepcopy(kv), a
             if cache is not None and cache.get_seq_length() > lcp:
                 cache.crop(lcp - cache.get_seq_length())  # keep the first lcp positions
             new = torch.tensor([seq[lcp:]], device=dev)
@@ -238,6 +252,18 @@ class GeneratorGame:
             if self.on_coalition:
                 self.on_coalition(1)
         return out
+
+    @staticmethod
+    def trie_tokens(prompts: Sequence[Sequence[int]], m: int) -> int:
+        """Tokens the prefix-tree walk computes for ``prompts`` (each followed by ``m`` answer
+        tokens) without the anchor: the distinct prefixes of the token trie — the compute floor's
+        numerator for these coalitions."""
+        seqs = sorted(list(p) + [-1] * m for p in prompts)  # the answer never shares a prefix position
+        total, prev = 0, list[int]()
+        for seq in seqs:
+            total += len(seq) - _common(prev, seq, len(seq) - m - 1)
+            prev = seq
+        return total
 
     # ------------------------------------------------------------------ reference
 
@@ -255,3 +281,11 @@ class GeneratorGame:
             out.append(logp.gather(-1, torch.tensor(self.answer_ids, device=logp.device)[:, None])[:, 0].cpu().numpy())
             self.n_forward_tokens += len(seq)
         return np.array(out)
+
+
+def _common(a: Sequence[int], b: Sequence[int], limit: int) -> int:
+    """Length of the common prefix of ``a`` and ``b``, at most ``limit``."""
+    k, top = 0, min(len(a), len(b), limit)
+    while k < top and a[k] == b[k]:
+        k += 1
+    return k

@@ -21,7 +21,7 @@ from ragaudit_core.attribution.storage import (
     stored_results,
 )
 from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS
-from ragaudit_core.jobspec import JobInputs, JobSpec, Progress
+from ragaudit_core.jobspec import JobInputs, JobSpec, Partial, Progress
 
 __all__ = ["ATTRIBUTION_JOB", "AttributionJob", "explain_query"]
 
@@ -86,9 +86,12 @@ class AttributionJob:
         embedder: Any = None,
         generator: Any = None,
         progress: Progress | None = None,
+        on_partial: Partial | None = None,
     ) -> list[dict]:
         """One result (:class:`~.result.AttributionResult` as JSON) per condition. Models default to
-        the spec's, loaded once per process (:func:`ragaudit_core.models.cached_model`)."""
+        the spec's, loaded once per process (:func:`ragaudit_core.models.cached_model`). With
+        ``on_partial`` the job is anytime: the first estimate (``estimate_stage="first"``) is
+        handed to it as JSON before the exact result is computed."""
         from ragaudit_core.models import cached_model
 
         dev = spec.device
@@ -103,6 +106,7 @@ class AttributionJob:
             params=spec.params,
             conditions=spec.conditions,
             progress=progress,
+            on_partial=None if on_partial is None else (lambda rs: on_partial([r.to_json() for r in rs])),
         )
         return [r.to_json() for r in results]
 

@@ -38,11 +38,13 @@ UNIT_S = {
     "generate": 0.05,  # one greedy answer token of SmolLM2-135M after the prefill
     "coalition": 0.3,  # one coalition's answer log-probabilities (prefix cache; 32 coalitions ~ 9.5 s)
     "ig": 0.024,  # one IG point of one side of a document (MiniLM; 24 points × 10 sides ~ 5.8 s)
+    "loo": 0.6,  # one leave-one-out coalition of the first estimate (~2,000 tokens for 7 on the trie)
+    "ig_first": 0.024,  # one IG point of the first estimate (as "ig")
 }
 """Seconds per unit on 2 quiet CPU cores, from the defaults' measurement in issue #24 (IG 5.8 s and
 Shapley 11.8 s for five documents and 48-token answers) and SmolLM2's measured prefill rate."""
 
-ENGINE = {"prefill": "lm", "generate": "lm", "coalition": "lm", "ig": "embedder"}
+ENGINE = {"prefill": "lm", "generate": "lm", "loo": "lm", "coalition": "lm", "ig": "embedder", "ig_first": "embedder"}
 
 LEARNED_S: dict[str, float] = {}
 """Seconds per unit measured by the last finished job of this process (:meth:`PhaseClock.learn`):
@@ -86,6 +88,8 @@ class PhaseClock:
         self.t0 = self.last = clock()
         self.shown: float | None = None  # the time left said last
         self.said_at = -float("inf")
+        self.last_fraction = 0.0
+        self.last_phase: str | None = None
 
     def _rate(self, p: _Phase) -> float:
         cal = self._calibration(p.engine)
@@ -111,18 +115,23 @@ class PhaseClock:
         rest = self.remaining_s()
         return 1.0 if rest <= 0 else elapsed / (elapsed + rest) if elapsed > 0 else 0.0
 
-    def _say(self, label: str) -> None:
+    def _say(self, label: str, *, force: bool = False) -> None:
+        """Report at most every :data:`SAY_EVERY_S` (``force``: a new phase's first word, which
+        leaves the throttle and the rise limit's anchor as they are); the fraction never goes back."""
         now = self.clock()
-        if now - self.said_at < SAY_EVERY_S:
+        if not force and now - self.said_at < SAY_EVERY_S:
             return
         rest = self.remaining_s()
         if self.shown is not None:
             rest = min(rest, (1 + MAX_RISE) * self.shown)
         elapsed = now - self.t0
         fraction = 1.0 if rest <= 0 else elapsed / (elapsed + rest) if elapsed > 0 else 0.0
-        if fraction >= 0.05 or self.shown is not None:  # below 5 % a page shows no time left yet
-            self.shown = rest
-        self.said_at = now
+        fraction = max(fraction, self.last_fraction)
+        self.last_fraction = fraction
+        if not force:
+            if fraction >= 0.05 or self.shown is not None:  # below 5 % a page shows no time left yet
+                self.shown = rest
+            self.said_at = now
         self.say(label, min(fraction, 0.999))
 
     def tick(self, phase: str, label: str, k: int = 1) -> None:
@@ -132,12 +141,13 @@ class PhaseClock:
         p.done += k
         p.spent += now - self.last
         self.last = now
-        self._say(label)
+        self._say(label, force=phase != self.last_phase)
+        self.last_phase = phase
 
     def begin(self, label: str) -> None:
         """Say what starts now (the time since the last tick is not any phase's units)."""
         self.last = self.clock()
-        self._say(label)
+        self._say(label, force=True)
 
     def learn(self) -> None:
         """Keep this job's measured cost per unit of each phase that ran (per unit of scale) as the

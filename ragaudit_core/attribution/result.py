@@ -76,10 +76,24 @@ class AttributionResult:
     n_coalitions: int
     method: str
     timings_s: dict[str, float] = field(default_factory=dict)
+    estimate_stage: str = "exact"  # "first": an anytime job's first estimate (leave-one-out, few IG points)
 
     @property
     def n_documents(self) -> int:
         return len(self.doc_ids)
+
+    def efficiency_gap(self) -> float:
+        """max over answer tokens of |Σ_i φ_i − (v(D) − v(∅))|: 0 up to float rounding for exact
+        Shapley (and the sampling estimators, which impose it); leave-one-out does not have it."""
+        if not self.values or not self.v_full:
+            return 0.0
+        sums = [sum(col) for col in zip(*self.values)]
+        return max(abs(s - (f - e)) for s, f, e in zip(sums, self.v_full, self.v_empty))
+
+    def completeness_max_dev(self) -> float:
+        """max over the IG sides of |Σβ / (s − s⁰) − 1| (0 for an exact path integral)."""
+        sides = self.ig_documents + self.ig_query
+        return max((abs(s.completeness - 1) for s in sides), default=0.0)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (``warg`` keys as strings)."""
@@ -91,7 +105,8 @@ class AttributionResult:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> AttributionResult:
         """The result a :meth:`to_json` dict (or a stored payload) describes; keys beyond the
-        fields (a stored row's ``condition``, ``params`` …) are ignored."""
+        fields (a stored row's ``condition``, ``params`` …) are ignored; a payload from before
+        ``estimate_stage`` existed is an exact one."""
         kw = {f.name: d[f.name] for f in fields(cls) if f.name in d}
         for k in ("warg", "warg_extrapolated", "warg_floor"):
             kw[k] = _float_keys(d[k])

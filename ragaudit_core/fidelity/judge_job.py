@@ -15,7 +15,7 @@ import duckdb
 from ragaudit_core.defaults import JUDGE_DEFAULTS
 from ragaudit_core.fidelity.graph import load_graphs
 from ragaudit_core.fidelity.judging import has_verdicts, judge_citations, judge_inputs, store_verdicts
-from ragaudit_core.jobspec import JobInputs, JobSpec, Progress
+from ragaudit_core.jobspec import JobInputs, JobSpec, Partial, Progress
 
 __all__ = ["JUDGE_JOB", "JudgeJob"]
 
@@ -97,6 +97,7 @@ class JudgeJob:
         embedder: Any = None,
         generator: Any = None,
         progress: Progress | None = None,
+        on_partial: Partial | None = None,
     ) -> list[dict]:
         """One row per (citation, judge) with the verdict's fields. While an endpoint's answer is
         awaited, ``progress`` is called again with the last label (about every 0.2 s) so a cancel

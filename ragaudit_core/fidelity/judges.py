@@ -6,7 +6,8 @@ seed, each seed one judge of the panel (seed 0 decodes greedily — the seed's t
 other seeds sample, so n seeds are n judges).
 
 **Local** (:class:`LocalJudge`): the prompt goes in as the system turn of the model's chat
-template and is computed once for all seeds. The answer is decoded *inside* the verdict's
+template and is computed once for all seeds, and so is every later step the seeds share (they
+walk the same skeleton until their picks differ; :class:`_Shared`). The answer is decoded *inside* the verdict's
 JSON skeleton: every fixed part (``{"verdict": "``, ``", "confidence": ``…) is fed as given;
 each slot is chosen among its legal values by the model's log-probability of the value
 (``verdict`` among the four verdicts, ``matching_chunk_id`` among the context's chunk ids and
@@ -50,6 +51,7 @@ class LocalJudge:
         self.explanation_tokens = explanation_tokens
         self.temperature = temperature
         self.name = f"local:{getattr(generator, 'name', 'model')}"
+        self.n_forward_calls = 0  # forward passes after the prompt for the last citation (bench)
 
     def verdicts(self, prompt: str, chunk_ids: Sequence[str], seeds: Sequence[int]) -> list[JudgeVerdict | None]:
         import torch
@@ -61,12 +63,12 @@ class LocalJudge:
             ids = ids["input_ids"]
         with torch.no_grad():
             out = self.model(torch.tensor([list(ids)], device=self.gen.device), use_cache=True, logits_to_keep=1)
-        cache, base, last = out.past_key_values, len(ids), out.logits[0, -1].float()
+        shared = _Shared(out.past_key_values, len(ids))
         verdicts: list[JudgeVerdict | None] = []
         for seed in seeds:
-            _crop(cache, base)
-            state = _State(self, cache, last, np.random.default_rng(seed), greedy=seed == 0)
+            state = _State(self, shared, out.logits[0, -1].float(), np.random.default_rng(seed), greedy=seed == 0)
             verdicts.append(state.decode(list(chunk_ids)))
+        self.n_forward_calls = shared.n_calls
         return verdicts
 
 
@@ -77,20 +79,57 @@ def _crop(cache: Any, length: int) -> None:  # a transformers KV cache
         cache.crop(-extra)
 
 
-class _State:
-    """One seed's walk through the JSON skeleton over a shared KV cache."""
+class _Shared:
+    """What the judges of one citation share: the prompt's KV cache (computed once) and every
+    forward pass already made after it, keyed by (tokens written before, tokens fed) after the prompt.
+    Judges walk the same JSON skeleton, so until their picks differ they feed the same tokens: a
+    later judge reads those logits from ``memo`` instead of running the model again. The cache
+    holds the prompt and ``path`` (the tokens fed last); a miss crops it back to the part of
+    ``path`` the judge shares and feeds the rest in one pass."""
 
-    def __init__(self, judge: LocalJudge, cache: Any, last_logits: Any, rng: np.random.Generator, greedy: bool) -> None:
-        self.j, self.cache, self.last, self.rng, self.greedy = judge, cache, last_logits, rng, greedy
+    def __init__(self, cache: Any, base: int) -> None:
+        self.cache, self.base = cache, base
+        self.path: list[int] = []
+        self.memo: dict[tuple[tuple[int, ...], tuple[int, ...]], Any] = {}
+        self.n_calls = 0
 
-    def _feed(self, token_ids: list[int]) -> Any:
+    def feed(self, model: Any, device: Any, path: list[int], tokens: list[int]) -> Any:
+        """Logits (float, one row per token of ``tokens``) after the prompt, ``path`` and ``tokens``."""
         import torch
 
+        key = (tuple(path), tuple(tokens))
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        lcp = 0
+        while lcp < min(len(self.path), len(path)) and self.path[lcp] == path[lcp]:
+            lcp += 1
+        _crop(self.cache, self.base + lcp)
+        new = path[lcp:] + tokens
         with torch.no_grad():
-            out = self.j.model(
-                torch.tensor([token_ids], device=self.j.gen.device), past_key_values=self.cache, use_cache=True
-            )
-        return out.logits[0].float()
+            out = model(torch.tensor([new], device=device), past_key_values=self.cache, use_cache=True)
+        self.n_calls += 1
+        self.path = path + tokens
+        logits = out.logits[0, len(new) - len(tokens) :].float()
+        self.memo[key] = logits
+        return logits
+
+
+class _State:
+    """One seed's walk through the JSON skeleton over the citation's shared cache (:class:`_Shared`)."""
+
+    def __init__(
+        self, judge: LocalJudge, shared: _Shared, last_logits: Any, rng: np.random.Generator, greedy: bool
+    ) -> None:
+        self.j, self.shared, self.last, self.rng, self.greedy = judge, shared, last_logits, rng, greedy
+        self.path: list[int] = []  # the tokens this judge has written after the prompt
+
+    def _feed(self, token_ids: list[int], keep: bool = True) -> Any:
+        """Logits after ``token_ids``; ``keep`` adds them to what this judge wrote (else a look-ahead)."""
+        logits = self.shared.feed(self.j.model, self.j.gen.device, self.path, token_ids)
+        if keep:
+            self.path = self.path + token_ids
+        return logits
 
     def emit(self, text: str) -> None:
         logits = self._feed(self.j.tok(text, add_special_tokens=False)["input_ids"])
@@ -99,15 +138,13 @@ class _State:
     def choose(self, options: Sequence[str]) -> int:
         import torch
 
-        start = self.cache.get_seq_length()
         scores = []
         for opt in options:
             toks = self.j.tok(opt, add_special_tokens=False)["input_ids"]
             logp = torch.log_softmax(self.last, -1)[toks[0]].item()
             if len(toks) > 1:
-                lg = torch.log_softmax(self._feed(toks[:-1]), -1)
+                lg = torch.log_softmax(self._feed(toks[:-1], keep=False), -1)
                 logp += float(sum(lg[i, t] for i, t in enumerate(toks[1:])))
-                _crop(self.cache, start)
             scores.append(logp)
         s = np.asarray(scores)
         if self.greedy:

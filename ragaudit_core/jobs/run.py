@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 
 from ragaudit_core.jobs import kinds
-from ragaudit_core.jobspec import JobInputs, JobSpec, Progress
+from ragaudit_core.jobspec import JobInputs, JobSpec, Partial, Progress
 
 __all__ = ["execute", "is_stored", "plan", "plan_judge", "result_keys", "store"]
 
@@ -39,10 +39,13 @@ def execute(
     embedder: Any = None,
     generator: Any = None,
     progress: Progress | None = None,
+    on_partial: Partial | None = None,
 ) -> list[dict]:
     """Compute the job's result (JSON-ready dicts). Models default to the spec's, loaded once
-    per process (:func:`ragaudit_core.models.cached_model`)."""
-    return kinds.get(spec.kind).execute(spec, inputs, embedder=embedder, generator=generator, progress=progress)
+    per process (:func:`ragaudit_core.models.cached_model`). ``on_partial`` receives a first
+    estimate while the job refines it (attribution), the same shape as the result."""
+    kind = kinds.get(spec.kind)
+    return kind.execute(spec, inputs, embedder=embedder, generator=generator, progress=progress, on_partial=on_partial)
 
 
 def store(con: duckdb.DuckDBPyConnection, spec: JobSpec, result: list[dict]) -> None:

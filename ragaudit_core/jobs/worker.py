@@ -29,7 +29,7 @@ from typing import Any
 
 import duckdb
 
-from ragaudit_core.jobs import heartbeat, queue
+from ragaudit_core.jobs import heartbeat, partial, queue
 from ragaudit_core.jobs.run import execute, store
 from ragaudit_core.jobspec import JobCancelled, JobInputs, JobSpec
 from ragaudit_core.logs import store as logstore
@@ -62,7 +62,25 @@ def run_one(
     token: str | None = None,
 ) -> str:
     """Run one claimed job to its end state (``done``, ``failed`` or ``cancelled``); Ctrl-C
-    gives it back to the queue and stops."""
+    gives it back to the queue and stops. While it runs, its first estimate (an anytime
+    attribution's) is kept beside the database (:mod:`.partial`) for the pages; it is removed when
+    the job ends."""
+    try:
+        return _run_one(db_path, job_id, spec, inputs, embedder=embedder, generator=generator, token=token)
+    finally:
+        partial.clear(db_path, job_id)
+
+
+def _run_one(
+    db_path: str,
+    job_id: str,
+    spec: JobSpec,
+    inputs: JobInputs,
+    *,
+    embedder: Any = None,
+    generator: Any = None,
+    token: str | None = None,
+) -> str:
     last = [0.0]
 
     def report(label: str, fraction: float) -> None:
@@ -78,8 +96,13 @@ def run_one(
         if cancelled:
             raise JobCancelled(job_id)
 
+    def first_estimate(payloads: list[dict]) -> None:  # beside the database, never in it (.partial)
+        partial.write(db_path, job_id, payloads)
+
     try:
-        payloads = execute(spec, inputs, embedder=embedder, generator=generator, progress=report)
+        payloads = execute(
+            spec, inputs, embedder=embedder, generator=generator, progress=report, on_partial=first_estimate
+        )
     except JobCancelled:
         queue.finish(db_path, job_id, "cancelled", token=token)
         return "cancelled"

@@ -160,3 +160,35 @@ def test_explain_all_says_how_many_and_how_long_first(app_env, tmp_path):
     at.button(key="attr.confirm_all.no").click().run()
     assert not any("Queue 3 explanations" in plain(w.value) for w in at.warning)
     assert queue.jobs(path) == []  # nothing was queued
+
+
+def test_a_running_jobs_first_estimate_shows_under_its_progress(app_env, tmp_path):
+    """While an anytime job refines, the page shows its first estimate (kept beside the database
+    by the worker, jobs/partial.py): the documents with their leave-one-out importance."""
+    from ragaudit_core.jobs import heartbeat, partial
+
+    path = app_env()
+    docs = [{"doc_id": "D0", "text": "Warsaw."}, {"doc_id": "D1", "text": "Paris."}]
+    with store.connect(path) as con:
+        ingest_paths(
+            con,
+            [
+                write_jsonl(
+                    tmp_path / "r.jsonl", [{"run_id": "base", "query_id": "q1", "query": "Where?", "evidence": docs}]
+                )
+            ],
+        )
+        spec, inputs = plan(con, "base", "q1")
+        queue.enqueue(con, spec, inputs)
+    beat = heartbeat.Heartbeat(str(path)).start()  # a live worker by its heartbeat: nothing is restarted
+    try:
+        job_id, _spec, _inputs = queue.claim(str(path), beat.token)
+        queue.progress(str(path), job_id, "Shapley (exact), original order: coalition 3 of 4", 0.6)
+        partial.write(path, job_id, [{"doc_ids": ["D0", "D1"], "importance": [0.75, -0.25], "estimate_stage": "first"}])
+        at = app_test(PAGE).run()
+        assert any("First estimate (leave-one-out)" in c.value for c in at.caption)
+        (df,) = at.dataframe
+        assert list(df.value["document"]) == ["D0", "D1"] and list(df.value["importance"]) == [0.75, -0.25]
+    finally:
+        beat.stop()
+        partial.clear(path, job_id)

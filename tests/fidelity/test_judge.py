@@ -199,6 +199,30 @@ def test_the_local_judge_decodes_valid_verdicts_on_the_packaged_model(tmp_path):
     assert again[0] == first[0]
 
 
+@pytest.mark.slow
+def test_the_local_judges_share_the_steps_they_have_in_common(tmp_path):
+    """Three judges of one citation give the verdicts each gives alone (the shared steps are the
+    same computation), with fewer forward passes than the three alone (issue #24 item 5)."""
+    from ragaudit_core.fidelity.judge import judge_prompt
+    from ragaudit_core.fidelity.judges import LocalJudge
+    from ragaudit_core.jobs import plan_judge
+    from ragaudit_core.models import load_generator
+
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]")])])
+    _spec, inp = plan_judge(con, "base", "q1")
+    judge = LocalJudge(load_generator(device="cpu"), explanation_tokens=6)
+    prompt = judge_prompt(inp.citations[0]["citation"], inp.context, inp.query)
+    ids = [c["chunk_id"] for c in inp.context]
+    alone, calls = [], 0
+    for seed in (0, 1, 2):
+        alone += judge.verdicts(prompt, ids, [seed])
+        calls += judge.n_forward_calls
+    together = judge.verdicts(prompt, ids, [0, 1, 2])
+    assert together == alone
+    assert judge.n_forward_calls < calls
+
+
 def test_judge_rates_carry_n_a_wilson_interval_and_a_caveat():
     from ragaudit_core.fidelity.judge import agreement, judge_caveat, judge_parameters
     from ragaudit_core.intervals import wilson

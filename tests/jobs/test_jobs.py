@@ -134,8 +134,8 @@ def test_the_background_worker_runs_reports_and_cancels(tmp_path):
 
 
 def test_progress_counts_coalitions_done_of_total(tmp_path):
-    """Exact Shapley over 2 documents asks for 2² = 4 coalitions: the labels count 1..4 of 4
-    and the fraction never goes back."""
+    """Exact Shapley over 2 documents asks for 2² = 4 coalitions: the labels count up to 4 of 4
+    (at most every 0.55 s, each phase's first always) and the fraction never goes back."""
     from ragaudit_core.jobs import execute
 
     with store.connect(_db(tmp_path)) as con:
@@ -143,7 +143,8 @@ def test_progress_counts_coalitions_done_of_total(tmp_path):
     seen = []
     execute(spec, inputs, progress=lambda label, frac: seen.append((label, frac)))
     shap = [lab for lab, _ in seen if lab.startswith("Shapley")]
-    assert shap == [f"Shapley (exact), original order: coalition {i} of 4" for i in range(1, 5)]
+    counts = [int(lab.split("coalition ")[1].split(" of ")[0]) for lab in shap]
+    assert shap and all(lab.endswith(" of 4") for lab in shap) and counts == sorted(set(counts)) and counts[0] >= 1
     fracs = [f for _, f in seen]
     assert fracs == sorted(fracs) and fracs[-1] == 1.0
     assert isinstance(spec, JobSpec) and spec.job_id() == spec.model_copy(update={"device": "cuda"}).job_id()
