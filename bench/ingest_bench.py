@@ -1,19 +1,28 @@
-"""Ingest + every stability metric on logs **with texts**, beside a bare DuckDB scan of the same files.
+"""Ingest (or ingest + every stability metric) of logs **with texts** in one dialect, beside a bare DuckDB scan.
 
-Data (written once per size under bench/out/ingest/<entries>): 12 runs (the seed's grid of
+Data (written once per dialect and size under bench/out/ingest/<dialect>-<entries>): 12 runs (the seed's grid of
 top-k × chunk size × overlap) × Q queries × 8 evidence entries, each entry a ~470-character
 passage text (span identity from the text, as a real log carries it), drawn per query from a
 pool of 30 passages so runs share documents and spans the way a sweep does. 10,000 queries are
-960,000 entries.
+960,000 entries. The same logical records in four dialects (``--dialect``):
+
+* ``canonical``: our contract's canonical shape (``run_id``, ``query_id``, ``evidence`` objects);
+* ``rcc``: RagCiteCheck's dialect — the evidence list under ``docs``, ``cited``, ``retrieved`` or
+  ``contexts`` (rotating by query), every fourth record a plain list of document ids (no texts);
+* ``ragas``: Ragas v0.2 rows (``user_input``, ``retrieved_contexts``, ``retrieved_context_ids``,
+  ``response``), the run id from the file name, the query id the hash of the question;
+* ``openinference``: one OpenInference RETRIEVER span per record, as OpenTelemetry exporters write
+  it (``context.trace_id``, flattened ``attributes`` with ``retrieval.documents.{i}.document.*``).
 
 Measured, each in its own process (wall time and peak RSS of that process):
 
 * ``scan``: DuckDB ``SELECT count(*) FROM read_json(files, format='newline_delimited')`` —
   the floor of reading the same bytes;
-* ``ragaudit``: ``ragaudit stability FILES --db fresh.duckdb --json out.json`` — validation,
-  identities, the one-transaction load, and every stability metric.
+* ``ragaudit``: ``ragaudit ingest FILES --db fresh.duckdb`` (``--command ingest``, the default:
+  validation, identities, the one-transaction load and the precomputed metrics) or ``ragaudit
+  stability FILES --db fresh.duckdb --json out.json`` (``--command stability``).
 
-    .venv/bin/python bench/ingest_bench.py --entries 1000000 4000000 --repeat 1
+    .venv/bin/python bench/ingest_bench.py --dialect rcc --entries 1000000 --repeat 1
 """
 
 from __future__ import annotations
@@ -80,10 +89,41 @@ def _passage(rng: random.Random) -> str:
     return " ".join(words).capitalize() + "."
 
 
-def write_logs(entries: int) -> Path:
-    """The bench logs for ``entries`` evidence entries (written once, then reused)."""
+def _record(dialect: str, run: str, cfg: dict, q: int, entries: list[tuple[str, str]]) -> dict:
+    """One logical record (run, query ``q``, ranked (doc_id, text) entries) in ``dialect``."""
+    if dialect == "canonical":
+        ev = [{"doc_id": d, "text": t, "rank": i} for i, (d, t) in enumerate(entries)]
+        return {"run_id": run, "query_id": str(q), "query": f"question {q}", "config": cfg, "evidence": ev}
+    if dialect == "rcc":
+        key = ("docs", "cited", "retrieved", "contexts")[q % 4]
+        docs: list = [d for d, _ in entries] if q % 4 == 3 else [{"doc_id": d, "text": t} for d, t in entries]
+        return {"run_id": run, "query_id": str(q), "query": f"question {q}", key: docs}
+    if dialect == "ragas":
+        return {
+            "user_input": f"question {q}",
+            "retrieved_contexts": [t for _, t in entries],
+            "retrieved_context_ids": [d for d, _ in entries],
+            "response": f"answer {q}",
+        }
+    if dialect == "openinference":
+        attrs: dict = {"openinference.span.kind": "RETRIEVER", "input.value": f"question {q}"}
+        for i, (d, t) in enumerate(entries):
+            attrs[f"retrieval.documents.{i}.document.id"] = d
+            attrs[f"retrieval.documents.{i}.document.content"] = t
+            attrs[f"retrieval.documents.{i}.document.score"] = round(1 - i / 10, 2)
+        return {
+            "name": "retrieve",
+            "context": {"trace_id": f"{run}-t{q}", "span_id": f"s{q}"},
+            "parent_id": None,
+            "attributes": attrs,
+        }
+    raise ValueError(f"unknown dialect {dialect!r}")
+
+
+def write_logs(entries: int, dialect: str = "canonical") -> Path:
+    """The bench logs for ``entries`` evidence entries in ``dialect`` (written once, then reused)."""
     n_queries = max(1, entries // (len(GRID) * 8))
-    d = OUT / str(entries)
+    d = OUT / f"{dialect}-{entries}"
     done = d / ".done"
     if done.exists():
         return d
@@ -95,17 +135,12 @@ def write_logs(entries: int) -> Path:
         pools.append([(f"doc{q}-{j // 3}", _passage(rng)) for j in range(30)])
     for k, c, o in GRID:
         r = random.Random(k * 1000 + c * 10 + o)
-        with open(d / f"k{k}-c{c}-o{o}.jsonl", "w", encoding="utf-8") as f:
+        run = f"k{k}-c{c}-o{o}"
+        cfg = {"top_k": k, "chunk_size": c, "chunk_overlap": o}
+        with open(d / f"{run}.jsonl", "w", encoding="utf-8") as f:
             for q, pool in enumerate(pools):
                 picks = r.sample(range(30), 8)
-                rec = {
-                    "run_id": f"k{k}-c{c}-o{o}",
-                    "query_id": str(q),
-                    "query": f"question {q}",
-                    "config": {"top_k": k, "chunk_size": c, "chunk_overlap": o},
-                    "evidence": [{"doc_id": pool[p][0], "text": pool[p][1], "rank": i} for i, p in enumerate(picks)],
-                }
-                f.write(json.dumps(rec) + "\n")
+                f.write(json.dumps(_record(dialect, run, cfg, q, [pool[p] for p in picks])) + "\n")
     done.touch()
     return d
 
@@ -135,8 +170,8 @@ def _measure(cmd: list[str]) -> tuple[float, float, float]:
     return wall, tree_peak / 1024**3, usage.ru_maxrss / 1024**2
 
 
-def run(entries: int, repeat: int) -> dict:
-    d = write_logs(entries)
+def run(entries: int, repeat: int, dialect: str = "canonical", command: str = "ingest") -> dict:
+    d = write_logs(entries, dialect)
     files = sorted(str(p) for p in d.glob("*.jsonl"))
     scan = [
         sys.executable,
@@ -146,13 +181,22 @@ def run(entries: int, repeat: int) -> dict:
         *files,
     ]
     exe = str(Path(sys.executable).parent / "ragaudit")
-    rows = {"entries": entries, "bytes": sum(Path(f).stat().st_size for f in files), "scan": [], "ragaudit": []}
+    rows = {
+        "dialect": dialect,
+        "command": command,
+        "entries": entries,
+        "load": os.getloadavg()[0],
+        "bytes": sum(Path(f).stat().st_size for f in files),
+        "scan": [],
+        "ragaudit": [],
+    }
     for _ in range(repeat):
         rows["scan"].append(_measure(scan))
         db = OUT / f"bench-{entries}.duckdb"
         for p in (db, Path(str(db) + ".wal")):
             p.unlink(missing_ok=True)
-        rows["ragaudit"].append(_measure([exe, "stability", *files, "--db", str(db), "--json", str(OUT / "out.json")]))
+        extra = ["--json", str(OUT / "out.json")] if command == "stability" else []
+        rows["ragaudit"].append(_measure([exe, command, *files, "--db", str(db), *extra]))
         db.unlink(missing_ok=True)
     return rows
 
@@ -161,17 +205,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--entries", type=int, nargs="+", default=[1_000_000])
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--dialect", choices=("canonical", "rcc", "ragas", "openinference"), default="canonical")
+    ap.add_argument("--command", choices=("ingest", "stability"), default="ingest")
     args = ap.parse_args()
     for n in args.entries:
-        r = run(n, args.repeat)
+        r = run(n, args.repeat, args.dialect, args.command)
         scan = statistics.median(w for w, _, _ in r["scan"])
         wall = statistics.median(w for w, _, _ in r["ragaudit"])
         print(json.dumps(r))
         print(
-            f"{n:>11,} entries ({r['bytes'] / 1e9:.2f} GB), median of {args.repeat}: scan {scan:.1f} s / "
+            f"{args.dialect} {args.command} {n:>11,} entries ({r['bytes'] / 1e9:.2f} GB), "
+            f"median of {args.repeat}: scan {scan:.1f} s / "
             f"{max(m for _, m, _ in r['scan']):.2f} GB; ragaudit {wall:.1f} s / "
             f"{max(m for _, m, _ in r['ragaudit']):.2f} GB peak RSS of the process tree "
-            f"({max(m for _, _, m in r['ragaudit']):.2f} GB largest process); ratio {wall / scan:.1f}x",
+            f"({max(m for _, _, m in r['ragaudit']):.2f} GB largest process); ratio {wall / scan:.1f}x; "
+            f"load average {r['load']:.1f} at start, {os.getloadavg()[0]:.1f} at end",
             flush=True,
         )
 

@@ -19,6 +19,16 @@ this project's 2 cores): msgspec 2.3 µs per line against 14.3 µs for ``orjson.
 earlier and needs a strict per-line gate on top (it accepts ``NaN``, trailing commas and
 ``1e400``), which made it slower than pydantic (docs/benchmarks.md).
 
+**Aliases** (:func:`decode_native`): a line the canonical decoder declines is tried once more by a
+second struct that reads the contract's alias keys — run id ``run_id``/``runId``/``config_id``/``run``,
+query id ``query_id``/``qid`` (first non-null wins), the evidence list under the first present of
+``evidence``/``cited``/``docs``/``documents``/``retrieved``/``contexts`` — and integer ids (read as
+their decimal string, as the contract does). The entries are the same :class:`FastEntry` (or bare
+string ids). A record whose ids need the ambiguous ``id`` key, an integer id of 18 digits or more, or
+anything the canonical struct declines (another format's key, a provenance key) goes the general
+path. RagCiteCheck's dialect (``docs``/``cited``/``retrieved``/``contexts``, plain string lists)
+takes this path: the same property test covers it.
+
 Edge cases follow the contract: on this path ids are non-empty strings without surrounding
 white space (integer ids and padded ids go the general path, which reads integers as their
 decimal string and trims); a ``span_hash`` that is empty or padded goes the general path too
@@ -32,8 +42,9 @@ from typing import Annotated, Any
 import msgspec
 
 from ragaudit_core.defaults import INT32_MAX
+from ragaudit_core.logs.contracts import EVIDENCE_KEYS, QUERY_ID_KEYS, RUN_ID_KEYS
 
-__all__ = ["FastEntry", "FastRecord", "decode_canonical"]
+__all__ = ["FastEntry", "FastRecord", "decode_canonical", "decode_native", "fast_record"]
 
 _Count = Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)]
 _Id = str  # non-empty and trimmed: checked in FastRecord.__post_init__ (a msgspec pattern costs 0.7 us per id)
@@ -131,4 +142,82 @@ def decode_canonical(data: bytes) -> FastRecord | None:
     try:
         return _DECODER.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):  # too deep: the general path words it
+        return None
+
+
+# ------------------------------------------------------------------ aliases
+
+_BigId = Annotated[int, msgspec.Meta(gt=-(10**17), lt=10**17)]  # exact in every JSON reader we use
+_AliasId = str | _BigId | None | msgspec.UnsetType
+_Entries = list[FastEntry | _Id] | msgspec.UnsetType
+_DECLINED = tuple(f.name for f in msgspec.structs.fields(FastRecord) if f.type is msgspec.UnsetType)
+
+_AliasRecord = msgspec.defstruct(
+    "_AliasRecord",
+    [
+        *[(k, _AliasId, msgspec.UNSET) for k in (*RUN_ID_KEYS, *QUERY_ID_KEYS)],
+        ("id", Any, None),
+        *[(k, _Entries, msgspec.UNSET) for k in EVIDENCE_KEYS],
+        ("config", dict[str, Any] | None, None),
+        ("query", str | None, None),
+        ("answer", str | None, None),
+        *[(k, msgspec.UnsetType, msgspec.UNSET) for k in _DECLINED],
+    ],
+)
+_ALIAS_DECODER = msgspec.json.Decoder(_AliasRecord)
+
+
+def _first(rec: Any, keys: tuple[str, ...]) -> str | None:
+    """The first id under ``keys`` that is neither absent nor null, as a string."""
+    for k in keys:
+        v = getattr(rec, k)
+        if v is not None and v is not msgspec.UNSET:
+            return v if isinstance(v, str) else str(v)
+    return None
+
+
+def decode_alias(data: bytes) -> FastRecord | None:
+    """The record on one line written with the contract's alias keys (or integer ids), else ``None``."""
+    try:
+        a: Any = _ALIAS_DECODER.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    if a.run_id is not msgspec.UNSET and a.query_id is not msgspec.UNSET and a.evidence is not msgspec.UNSET:
+        # the contract's canonical shape: these keys are read as they are (a null is an error)
+        run, query = _first(a, ("run_id",)), _first(a, ("query_id",))
+        if a.run_id is None or a.query_id is None:
+            return None
+    else:
+        run, query = _first(a, RUN_ID_KEYS), _first(a, QUERY_ID_KEYS)
+    if run is None or query is None:  # the contract may read ``id`` here, or word what is missing
+        return None
+    ev = next((v for v in (getattr(a, k) for k in EVIDENCE_KEYS) if v is not msgspec.UNSET), None)
+    if ev is None:
+        return None
+    try:
+        return FastRecord(run, query, ev, a.config, a.query, a.answer)
+    except ValueError:  # padded or empty id, offsets: the general path words it
+        return None
+
+
+def decode_native(data: bytes) -> FastRecord | None:
+    """:func:`decode_canonical`, else :func:`decode_alias`: a native evidence line on the fast path."""
+    rec = decode_canonical(data)
+    return rec if rec is not None else decode_alias(data)
+
+
+def fast_record(rec: dict) -> FastRecord | None:
+    """A mapped native record (``formats.build_record``'s dict: string ids, entries with ``doc_id``,
+    ``text``, ``rank`` and maybe ``metadata``) as a :class:`FastRecord` without the pydantic
+    contract; ``None`` when an id is empty or padded (the contract trims or rejects it)."""
+    try:
+        return FastRecord(
+            rec["run_id"],
+            rec["query_id"],
+            [FastEntry(e["doc_id"], e["text"], rank=e["rank"], metadata=e.get("metadata")) for e in rec["evidence"]],
+            None,
+            rec["query"],
+            rec["answer"],
+        )
+    except ValueError:
         return None

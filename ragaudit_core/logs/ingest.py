@@ -34,7 +34,7 @@ from ragaudit_core.logs import formats, store
 from ragaudit_core.logs.catalog import collisions, coverage_warnings
 from ragaudit_core.logs.containers import iter_rows
 from ragaudit_core.logs.contracts import EvidenceRecord
-from ragaudit_core.logs.decode import decode_canonical
+from ragaudit_core.logs.decode import decode_native
 from ragaudit_core.logs.documents import DEFAULT_MAX_DEPTH
 from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.jsonl import (
@@ -311,8 +311,6 @@ class _Batch:
             del self.seen_sha[sha]
         has_ev, has_prov = self.n_records > n_ev, self.n_provenance > n_prov
         kind = "mixed" if has_ev and has_prov else "provenance" if has_prov else "evidence"
-        if not fr.formats and fr.n_loaded:
-            fr.formats["native"] += fr.n_loaded  # read by the worker pool: native lines only
         row = (file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded, fr.n_rejected)
         self.file_rows.append((*row, fr.formats_read() or None))
 
@@ -339,7 +337,7 @@ class _Batch:
             and path.stat().st_size >= MIN_FILE_BYTES
             and plain_lf_file(path)
             and not first.error
-            and decode_canonical(first.data) is not None  # a native log: worth the workers (not a rule)
+            and _fast_line(first.data, reader)  # a log in a fast shape: worth the workers (not a rule)
         ):
             gen.close()  # type: ignore[attr-defined]  # rows is None: gen is iter_lines's generator
             self.native_lines_in_workers(reader, path)
@@ -423,7 +421,8 @@ class _Batch:
         the file's reader. Same stored rows and report as reading every line here (tested)."""
         fr, file_id = reader.fr, reader.file_id
         base = 0
-        for n_lines, items, table in self.pool.decode(path):
+        mapping = (reader.ctx.run_id, reader.ctx.doc_id_key) if reader.forced is None else None
+        for n_lines, items, table in self.pool.decode(path, mapping):
             admitted: list[int] = []
             n_decoded = 0
             for i, it in enumerate(items):
@@ -431,8 +430,14 @@ class _Batch:
                     reader.line(dataclasses.replace(it, line_no=base + it.line_no))
                     continue
                 n_decoded += 1
-                fr.n_lines += 1
                 ln = FileLine(base + it.line_no, fr.path, it.offset, it.length)
+                if it.mapped and self.taken(it.run_id, it.query_id):  # a repeated question: numbered there
+                    reader.line(Line(ln.line_no, ln.data, offset=it.offset))
+                    continue
+                for note in it.notes:
+                    reader.ctx.warn_once(note)
+                fr.n_lines += 1
+                fr.formats[it.label] += 1
                 if self.admit(fr, file_id, ln, None, it, "record", self.known, self.first_seen) is None:
                     continue
                 admitted.append(i)
@@ -550,6 +555,16 @@ class _Batch:
         if self.file_rows:
             store.bump_data_version(con)
         report.runs = sorted(self.run_configs)
+
+
+def _fast_line(data: bytes, reader: FileReader) -> bool:
+    """Whether a line is in a shape the workers decode (native, or a record format's fast path)."""
+    if decode_native(data) is not None:
+        return True
+    if reader.forced is not None:
+        return False
+    scratch = formats.MapContext(reader.ctx.run_id, reader.ctx.doc_id_key)
+    return any(f.decode_fast is not None and f.decode_fast(data, scratch) is not None for f in formats.FAST_FORMATS)
 
 
 def _new_runs(con: duckdb.DuckDBPyConnection, run_configs: dict[str, tuple[dict | None, str, int]]) -> list[tuple]:

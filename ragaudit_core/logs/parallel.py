@@ -5,8 +5,14 @@ span hashes (:mod:`rows`), building the Arrow rows — is pure, so it runs in a 
 processes (one per core, started with ``spawn``), each reading a byte range of the file itself
 (ranges end after a LF; only uncompressed LF files are split). Everything that depends on order stays
 in the ingesting process: which record of a (run, query) is first, warnings, quarantine, the
-transaction. A line the fast decoder does not take comes back as ``None`` and the ingest reads it
-on its general path, so a file gives the same stored rows and the same report either way (tested).
+transaction. Lines of a record format's common shape (Ragas rows: ``LogFormat.decode_fast``) are
+mapped in the workers too, with the file's run id and as if no question had been asked before;
+the ingesting process re-reads a line whose (run, query) is already taken (a repeated question,
+numbered there by occurrence) and replays the mapping's warnings in file order. OpenInference
+spans stay in the ingesting process (measured: reading them in the workers was slower, their
+texts crossing back to be joined, mapped and hashed here). A line the fast decoder does not take
+comes back as it is and the ingest reads it on its general path, so a file gives the same stored
+rows and the same report either way (tested).
 
 At most ``WINDOW`` chunks are in flight, so memory does not grow with the input.
 """
@@ -28,7 +34,8 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from ragaudit_core.logs.decode import decode_canonical
+from ragaudit_core.logs.decode import decode_native
+from ragaudit_core.logs.formats import FAST_FORMATS, MapContext
 from ragaudit_core.logs.jsonl import read_lines
 from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
 from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, rows_table
@@ -78,6 +85,9 @@ class DecodedLine(NamedTuple):
     answer: str | None
     n_kept: int
     dropped: list[str]
+    mapped: bool = False  # by a record format's fast path (its query id a hash, unnumbered)
+    notes: tuple[str, ...] = ()  # the mapping's warnings this line raised first in its range
+    label: str = "native"  # the format it was read as (the file ledger's count)
 
 
 @dataclass(frozen=True)
@@ -127,19 +137,40 @@ def _init_worker(opts: RowOptions, max_line_bytes: int) -> None:
     gc.set_threshold(100_000, 50, 1000)
 
 
-def _decode_range(path: str, start: int, length: int) -> tuple[int, list, pa.Table]:
+def _mapped(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...], str] | None:
+    """The one record a record format's fast path maps ``data`` to, the new warnings, the format's label."""
+    before = len(ctx.warnings)
+    for fmt in FAST_FORMATS:
+        assert fmt.decode_fast is not None
+        recs = fmt.decode_fast(data, ctx)
+        if recs is not None:
+            return (recs[0], tuple(ctx.warnings[before:]), fmt.label) if len(recs) == 1 else None
+    return None
+
+
+def _decode_range(
+    path: str, start: int, length: int, mapping: tuple[str, str | None] | None = None
+) -> tuple[int, list, pa.Table]:
     """Worker task: the physical lines in the range, each non-blank line decoded
     (:class:`DecodedLine`) or left as it is (a :class:`~ragaudit_core.logs.jsonl.Line`), and the
-    kept entries' rows with ``rec_idx``, the index of their line in that list."""
+    kept entries' rows with ``rec_idx``, the index of their line in that list. ``mapping``: the
+    file's (run id, metadata key of document ids) to map record formats' lines with, or None."""
     opts, caches = _WORKER["opts"], _WORKER["caches"]
     items: list = []
     rows: list[tuple] = []
     rec_idx: list[int] = []
     counted = [0]
+    ctx = None if mapping is None else MapContext(mapping[0], mapping[1])
     with open(path, "rb") as f:
         f.seek(start)
         for ln in read_lines(f, max_line_bytes=_WORKER["max_line_bytes"], end=length, offset=start, counted=counted):
-            rec = decode_canonical(ln.data) if ln.error is None and ln.note is None else None
+            rec = decode_native(ln.data) if ln.error is None and ln.note is None else None
+            notes: tuple[str, ...] = ()
+            mapped, label = False, "native"
+            if rec is None and ctx is not None and ln.error is None and ln.note is None:
+                got = _mapped(ln.data, ctx)
+                if got is not None:
+                    (rec, notes, label), mapped = got, True
             if rec is None:
                 items.append(ln)
                 continue
@@ -157,6 +188,9 @@ def _decode_range(path: str, start: int, length: int) -> tuple[int, list, pa.Tab
                     rec.answer,
                     n_kept,
                     dropped,
+                    mapped,
+                    notes,
+                    label,
                 )
             )
     table = rows_table(rows, EVIDENCE_SCHEMA).append_column("rec_idx", pa.array(rec_idx, type=pa.int32()))
@@ -184,9 +218,10 @@ class LinePool:
         self.opts, self.workers, self.max_line_bytes = opts, workers, max_line_bytes
         self._pool: ProcessPoolExecutor | None = None
 
-    def decode(self, path: Path) -> Iterator[tuple[int, list, pa.Table]]:
+    def decode(self, path: Path, mapping: tuple[str, str | None] | None = None) -> Iterator[tuple[int, list, pa.Table]]:
         """For each range of ``path`` in file order: its physical line count, its lines (decoded
-        or not, line numbers from the start of the range) and its rows."""
+        or not, line numbers from the start of the range) and its rows; ``mapping`` as for
+        :func:`_decode_range`."""
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 self.workers,
@@ -197,7 +232,7 @@ class LinePool:
         pending: deque[Future] = deque()
         for start, length in byte_ranges(path, CHUNK_BYTES):
             with _bare_main():
-                pending.append(self._pool.submit(_decode_range, str(path), start, length))
+                pending.append(self._pool.submit(_decode_range, str(path), start, length, mapping))
             if len(pending) >= WINDOW:
                 yield pending.popleft().result()
         while pending:

@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from ragaudit_core.logs import formats
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
-from ragaudit_core.logs.decode import decode_canonical
+from ragaudit_core.logs.decode import decode_native, fast_record
 from ragaudit_core.logs.documents import unwrap
 from ragaudit_core.logs.formats import native
 from ragaudit_core.logs.jsonl import FileRefused, Line
@@ -76,6 +76,20 @@ class FileReader:
         self.sink, self.fr, self.file_id = sink, fr, file_id
         self.forced = None if forced in (None, "auto") else formats.get(forced)
         self.native_ok = self.forced is None or self.forced.kind == "native"
+        self.fast_formats = (
+            formats.FAST_FORMATS
+            if self.forced is None
+            else (self.forced,)
+            if self.forced.decode_fast is not None
+            else ()
+        )
+        self.fast_traces = (
+            formats.FAST_TRACE_FORMATS
+            if self.forced is None
+            else (self.forced,)
+            if self.forced.read_span_fast is not None
+            else ()
+        )
         self.ctx = formats.MapContext(formats.run_id_for(path, run_id), doc_id_key, taken=sink.taken)
         self.joiner = TraceJoiner()
         self.ignored: Counter[str] = Counter()  # other formats' keys on native records
@@ -98,10 +112,25 @@ class FileReader:
             self.sink.reject(fr, self.file_id, ln, ln.error)
             return
         if self.native_ok:
-            fast = decode_canonical(ln.data)
+            fast = decode_native(ln.data)
             if fast is not None:
                 fr.formats["native"] += 1
                 self.sink.evidence(fr, self.file_id, ln, None, fast)
+                return
+        for fmt in self.fast_formats:  # another format's common shape (Ragas rows)
+            self.ctx.repeats.clear()
+            assert fmt.decode_fast is not None
+            recs = fmt.decode_fast(ln.data, self.ctx)
+            if recs is not None:
+                fr.formats[fmt.label] += 1
+                self.admit_mapped(ln, fmt, recs)
+                return
+        for fmt in self.fast_traces:  # a tracing format's common span (OpenInference RETRIEVER spans)
+            assert fmt.read_span_fast is not None
+            span = fmt.read_span_fast(ln.data)
+            if span is not None:
+                fr.formats[fmt.label] += 1
+                self.hold(ln, fmt, span, None)
                 return
         reason, obj, non_finite = decode_json(ln.data)
         if reason is not None:
@@ -182,6 +211,11 @@ class FileReader:
         if reason is not None:
             sink.reject(fr, self.file_id, ln, reason)
             return
+        self.admit_mapped(ln, fmt, recs)
+
+    def admit_mapped(self, ln: Line, fmt: formats.LogFormat, recs: list[Any]) -> None:
+        """The native records one record of a record format mapped to (none: a row without retrieval)."""
+        fr, sink = self.fr, self.sink
         if not recs:
             fr.n_skipped += 1
             self.without[(fmt.label, fmt.unit, "no retrieved contexts")] += 1
@@ -199,9 +233,13 @@ class FileReader:
         except formats.FormatError as e:
             self.sink.reject(self.fr, self.file_id, ln, f"not a {fmt.name} span: {e}")
             return
+        self.hold(ln, fmt, span, obj)
+
+    def hold(self, ln: Any, fmt: formats.LogFormat, span: formats.Span, obj: dict | None = None) -> None:
+        """Hold a span until the file is read, or count it as carrying no retrieval."""
         if self.joiner.add(ln, fmt, span):
             self.fr.n_skipped += 1
-            kind = fmt.kind_of(obj) if fmt.kind_of is not None else span.kind
+            kind = fmt.kind_of(obj) if fmt.kind_of is not None and obj is not None else span.kind
             self.without[(fmt.label, fmt.unit, kind)] += 1
             self.spans_without += 1
 
@@ -277,9 +315,10 @@ class FileReader:
     ) -> EvidenceRecord | None:
         try:
             self.ctx.repeats.clear()
-            rec = EvidenceRecord.model_validate(
-                formats.build_record(fmt.label, self.ctx, span.query or "", answer, span.texts, span.ids, span.metadata)
+            built = formats.build_record(
+                fmt.label, self.ctx, span.query or "", answer, span.texts, span.ids, span.metadata
             )
+            rec: Any = fast_record(built) or EvidenceRecord.model_validate(built)  # same record either way
         except formats.FormatError as e:
             self.sink.reject(self.fr, self.file_id, ln, f"not a {fmt.name} span: {e}")
             return None

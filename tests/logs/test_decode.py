@@ -10,7 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ragaudit_core.logs.contracts import EvidenceRecord
-from ragaudit_core.logs.decode import decode_canonical
+from ragaudit_core.logs.decode import decode_canonical, decode_native
 
 _ENTRY_FIELDS = (
     "doc_id",
@@ -232,3 +232,62 @@ def test_canonical_lines_take_the_fast_path():
 )
 def test_anything_else_goes_to_the_general_path(line):
     assert decode_canonical(line) is None
+
+
+# ---------------------------------------------------------------- aliases (RagCiteCheck's dialect)
+
+alias_record = st.fixed_dictionaries(
+    {},
+    optional={
+        "run_id": st.one_of(good_ids, ids),
+        "runId": st.one_of(good_ids, ids),
+        "config_id": good_ids,
+        "run": st.one_of(good_ids, st.integers(0, 10**18)),
+        "query_id": st.one_of(good_ids, ids),
+        "qid": st.one_of(good_ids, st.integers(-5, 5)),
+        "id": ids,
+        "evidence": st.one_of(st.lists(canonical_entry, max_size=3), st.none()),
+        "cited": st.lists(canonical_entry, max_size=3),
+        "docs": st.one_of(st.lists(canonical_entry, max_size=3), st.just("d1")),
+        "documents": st.lists(entry, max_size=2),
+        "retrieved": st.lists(good_ids, max_size=3),
+        "contexts": st.one_of(st.lists(canonical_entry, max_size=3), st.none()),
+        "config": st.one_of(st.none(), st.just({"top_k": 3})),
+        "query": texts,
+        "answer": texts,
+    },
+)
+
+_RCC = {"run_id": "r", "qid": 7, "docs": ["d1", {"doc_id": "D2", "text": "t"}], "contexts": ["x"]}
+
+
+@settings(max_examples=800, deadline=None)
+@given(alias_record)
+@example(_RCC)
+@example({"run_id": None, "runId": "r", "query_id": "q", "evidence": []})  # canonical shape: null is an error
+def test_what_the_alias_path_accepts_the_contract_reads_the_same_way(obj):
+    line = json.dumps(obj).encode()
+    fast = decode_native(line)
+    if obj == _RCC:
+        assert fast is not None and [e.doc_id for e in fast.evidence] == ["d1", "D2"]
+    if fast is None:
+        return
+    slow = _as_pydantic(line)
+    assert slow is not None, f"alias path accepted a line the contract rejects: {line!r}"
+    assert _fields(fast) == _fields(slow)
+    assert all(type(x) is str for x in (fast.run_id, fast.query_id))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"id": "r", "qid": "q", "docs": []}',  # the ambiguous id: the general path reads it
+        b'{"run_id": "r", "query_id": "q", "docs": [], "user_input": "x"}',  # another format's key: warned there
+        b'{"run_id": "r", "query_id": "q", "docs": [], "nodes": [1]}',  # provenance
+        b'{"run_id": "r", "query_id": 123456789012345678901, "docs": []}',  # beyond 64 bits
+        b'{"run_id": "r", "query_id": "q"}',  # no evidence list: worded there
+        b'{"run_id": true, "query_id": "q", "docs": []}',
+    ],
+)
+def test_the_alias_path_leaves_the_rest_to_the_general_path(line):
+    assert decode_native(line) is None

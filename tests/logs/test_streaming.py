@@ -111,8 +111,8 @@ def test_worker_processes_store_and_report_what_the_process_does(tmp_path, monke
     chunks = []
     decode = parallel.LinePool.decode
 
-    def counted(self, path):
-        for n_lines, items, table in decode(self, path):
+    def counted(self, path, mapping=None):
+        for n_lines, items, table in decode(self, path, mapping):
             chunks.append(sum(isinstance(it, parallel.DecodedLine) for it in items))
             yield n_lines, items, table
 

@@ -35,6 +35,8 @@ from ragaudit_core.logs.formats.base import (
 )
 
 __all__ = [
+    "FAST_FORMATS",
+    "FAST_TRACE_FORMATS",
     "FOREIGN_FORMATS",
     "FORMATS",
     "NAMES",
@@ -66,6 +68,10 @@ _BY_NAME = {f.name: f for f in FORMATS}
 NAMES: tuple[str, ...] = tuple(_BY_NAME)
 FOREIGN_FORMATS: tuple[str, ...] = tuple(f.name for f in FORMATS if f.kind == "record")
 TRACE_FORMATS: tuple[str, ...] = tuple(f.name for f in FORMATS if f.kind == "trace")
+FAST_FORMATS: tuple[LogFormat, ...] = tuple(f for f in FORMATS if f.decode_fast is not None)
+"""Formats with a fast path for their common shape (``LogFormat.decode_fast``), tried in order."""
+FAST_TRACE_FORMATS: tuple[LogFormat, ...] = tuple(f for f in FORMATS if f.read_span_fast is not None)
+"""Tracing formats with a fast path for their common span shape (``LogFormat.read_span_fast``)."""
 _OTHER_KEYS = frozenset().union(*(f.keys for f in FORMATS)) - native.KNOWN_KEYS
 
 

@@ -120,6 +120,11 @@ class LogFormat:
     read_span: Callable[[dict], Span] | None = None
     unit: str = "record"  # what one record is called in messages ("observation", "run", "span", "row")
     kind_of: Callable[[dict], str] | None = None  # a record's own type (a span's kind), for messages
+    # a fast path for the format's common shape: one line's bytes -> its mapped records (typed like
+    # logs.decode.FastRecord), or None when the line is not in that shape (the general path reads it)
+    decode_fast: Callable[[bytes, MapContext], list[Any] | None] | None = None
+    # the same for a tracing format: one line's bytes -> its span, or None (the general path reads it)
+    read_span_fast: Callable[[bytes], Span | None] | None = None
 
 
 def run_id_for(path: str | Path, option: str | None = None) -> str:

@@ -11,11 +11,21 @@ provenance record too (:func:`ragaudit_core.logs.traces.provenance_record`).
 Flattened document indices: the same index written twice (``documents.0`` and
 ``documents.00``) rejects the span (which one is meant is unknown); indices with gaps (0, 2, 7)
 are read in their order as ranks 0, 1, 2, with a warning.
+
+Fast path (:func:`read_span_fast`): a RETRIEVER span as OpenTelemetry exporters write it —
+``context.trace_id`` a string, ``attributes`` a flat object of scalar values, and only the
+exporter's other top-level keys (``name``, ``parent_id``, ``kind``, times, ``status``, empty
+``events``/``links``, ``resource``) — is decoded by msgspec in one pass into the dotted keys
+:func:`flatten` would give and read by the same code (:func:`_read_flat`). Anything else (a
+nested or Phoenix-flattened span, another key, ``NaN``) takes the general path; tests check both
+store the same rows.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span, check_id
 from ragaudit_core.logs.formats.spans import flatten, json_maybe, text_of, trace_id
@@ -38,8 +48,14 @@ def _get(flat: dict, key: str) -> Any:
 
 
 def read_span(obj: dict) -> Span:
-    flat = flatten(obj)
+    return _read_flat(flatten(obj), obj)
+
+
+def _read_flat(flat: dict, obj: dict) -> Span:
+    """The span of a record (``obj``) given its dotted keys (``flat``)."""
     for k in flat:  # an id given as an object is flattened into sub-keys: name it, never drop it
+        if ".document.id." not in k and "context.trace_id." not in k:
+            continue  # (a cheap test first: the exact one below implies it)
         rest = k.removeprefix("attributes.")
         if rest.startswith("context.trace_id.") or ".document.id." in rest:
             raise FormatError(f"{k.rsplit('.', 1)[0]} must be a string or an integer, got an object")
@@ -76,23 +92,44 @@ def _kind_of(obj: dict) -> str:
     return str(_get(flat, "openinference.span.kind") or obj.get("span_kind") or "untyped").upper()
 
 
+_KEYS: dict[tuple[str, str], tuple[int, str, str] | None] = {}
+"""Parsed document keys (``attributes.retrieval.documents.3.document.id`` → (3, "3", "id")): every
+span of a log repeats the same keys, so each is parsed once (bounded: cleared past 100,000)."""
+
+
+def _parse_key(k: str, prefix: str) -> tuple[int, str, str] | None:
+    rest = k.removeprefix("attributes.")
+    if not rest.startswith(prefix):
+        return None
+    parts = rest[len(prefix) :].split(".", 1)
+    if not (parts[0].isdigit() and len(parts) == 2):
+        return None
+    return int(parts[0]), parts[0], parts[1].removeprefix("document.")
+
+
 def _documents(flat: dict, prefix: str, notes: list[str]) -> list[dict]:
     """The documents under ``prefix`` (``retrieval.documents.`` …) as ``{id, content, score, …}`` in
     index order; an index written twice raises, gaps are noted."""
     docs: dict[int, dict] = {}
     spelled: dict[int, str] = {}
+    if len(_KEYS) > 100_000:
+        _KEYS.clear()
     for k, v in flat.items():
-        rest = k.removeprefix("attributes.")
-        if rest.startswith(prefix):
-            parts = rest[len(prefix) :].split(".", 1)
-            if parts[0].isdigit() and len(parts) == 2:
-                i = int(parts[0])
-                if spelled.setdefault(i, parts[0]) != parts[0]:
-                    raise FormatError(
-                        f"document index {i} is written twice ({prefix}{spelled[i]} and {prefix}{parts[0]}); "
-                        "which one is meant is unknown"
-                    )
-                docs.setdefault(i, {})[parts[1].removeprefix("document.")] = v
+        if prefix not in k:
+            continue  # (a cheap test first: the exact one implies it)
+        try:
+            parsed = _KEYS[(k, prefix)]
+        except KeyError:
+            parsed = _KEYS[(k, prefix)] = _parse_key(k, prefix)
+        if parsed is None:
+            continue
+        i, spelling, field = parsed
+        if spelled.setdefault(i, spelling) != spelling:
+            raise FormatError(
+                f"document index {i} is written twice ({prefix}{spelled[i]} and {prefix}{spelling}); "
+                "which one is meant is unknown"
+            )
+        docs.setdefault(i, {})[field] = v
     order = sorted(docs)
     if order and order != list(range(len(order))):
         shown = ", ".join(map(str, order[:8])) + (" …" if len(order) > 8 else "")
@@ -108,6 +145,54 @@ def _metadata(d: dict) -> dict | None:
     return sub or None
 
 
+_Scalar = str | Annotated[int, msgspec.Meta(gt=-(10**17), lt=10**17)] | float | bool | None
+
+
+class _Context(msgspec.Struct, forbid_unknown_fields=True):
+    trace_id: str
+    span_id: _Scalar = None
+    trace_state: _Scalar = None
+
+
+class _ExportedSpan(msgspec.Struct, forbid_unknown_fields=True):
+    context: _Context
+    attributes: dict[str, _Scalar]
+    name: _Scalar = None
+    parent_id: _Scalar = None
+    kind: _Scalar = None
+    start_time: _Scalar = None
+    end_time: _Scalar = None
+    status: dict[str, _Scalar] | None = None
+    events: list[Any] = []
+    links: list[Any] = []
+    resource: Any = None
+
+
+_DECODER = msgspec.json.Decoder(_ExportedSpan)
+
+
+def read_span_fast(data: bytes) -> Span | None:
+    """The span of a line in the exporters' common RETRIEVER shape (module docstring), else None."""
+    try:
+        s = _DECODER.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    kind = s.attributes.get("openinference.span.kind")
+    if not isinstance(kind, str) or kind.upper() != "RETRIEVER" or not s.context.trace_id or s.events or s.links:
+        return None
+    if s.resource is not None and any(".document.id." in k for k in flatten(s.resource, "resource.")):
+        return None
+    flat: dict[str, Any] = {"context.trace_id": s.context.trace_id}
+    for k, v in s.attributes.items():
+        if not k or k.endswith("."):  # flatten() would strip the dots: keys could collide
+            return None
+        flat["attributes." + k] = v
+    try:
+        return _read_flat(flat, {})
+    except FormatError:  # the general path words it
+        return None
+
+
 FORMAT = LogFormat(
     name="openinference",
     label="OpenInference",
@@ -117,4 +202,5 @@ FORMAT = LogFormat(
     read_span=read_span,
     unit="span",
     kind_of=_kind_of,
+    read_span_fast=read_span_fast,
 )

@@ -12,10 +12,24 @@ context string a passage **text** (span identity), never a document id; ``retrie
 ``user_input``, ``reference_contexts``, ``reference``) maps to no record: it is counted as holding
 no retrieval, and a file of such rows is refused as a test set (``retrieved_contexts: []`` is a
 record that retrieved nothing).
+
+Fast path (:func:`decode_fast`): a row in the common v0.2 shape — a non-blank ``user_input``, a
+``retrieved_contexts`` list of strings, optionally ``retrieved_context_ids`` (strings, integers
+or nulls, one per context) and ``response`` — is decoded by msgspec in one pass and mapped by
+the same functions as :func:`map_record`, without the general decoder or the pydantic contract.
+A row with any key that could make it another thing (an evidence or id key of our contract,
+``contexts``, a container key, a key of another format, reference contexts: their labels are read
+there), a value of another type, ``NaN``, or
+an id the contract would trim takes the general path (property-tested: same stored rows).
 """
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
+import msgspec
+
+from ragaudit_core.logs.decode import fast_record
 from ragaudit_core.logs.formats.base import (
     FormatError,
     LogFormat,
@@ -78,6 +92,43 @@ def _reference_labels(obj: dict, query_id: str, ctx: MapContext) -> None:
         return
 
 
+_Id = str | Annotated[int, msgspec.Meta(gt=-(10**17), lt=10**17)] | None
+_DECLINED = (
+    *("evidence", "cited", "docs", "documents", "retrieved", "contexts"),
+    *("run_id", "runId", "config_id", "run", "query_id", "qid"),
+    *("nodes", "schema", "observations", "post", "patch", "child_runs", "data", "results", "question"),
+    *("retrieved_context", "gt_answer", "span_kind", "run_type", "inputs", "outputs", "dotted_order"),
+    *("traceId", "parentObservationId", "attributes", "context"),
+    *("reference_context_ids", "reference_contexts"),  # relevance labels: read by map_record
+)
+_Row = msgspec.defstruct(
+    "_Row",
+    [
+        ("user_input", str),
+        ("retrieved_contexts", list[str]),
+        ("retrieved_context_ids", list[_Id] | None, None),
+        ("response", Any, msgspec.UNSET),
+        ("answer", Any, msgspec.UNSET),
+        *[(k, msgspec.UnsetType, msgspec.UNSET) for k in _DECLINED],
+    ],
+)
+_DECODER = msgspec.json.Decoder(_Row)
+
+
+def decode_fast(data: bytes, ctx: MapContext) -> list[Any] | None:
+    """The mapped record of a row in the common shape (see the module's docstring), else None."""
+    try:
+        row: Any = _DECODER.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    texts, ids = row.retrieved_contexts, row.retrieved_context_ids
+    if not row.user_input.strip() or (ids is not None and len(ids) != len(texts)):
+        return None
+    answer = row.response if row.response is not msgspec.UNSET else row.answer
+    rec = fast_record(native_record({}, ctx, row.user_input, answer, evidence_entries(texts, ids, None, ctx, "Ragas")))
+    return None if rec is None else [rec]
+
+
 FORMAT = LogFormat(
     name="ragas",
     label="Ragas",
@@ -99,4 +150,5 @@ FORMAT = LogFormat(
     ),
     map_record=map_record,
     unit="row",
+    decode_fast=decode_fast,
 )
