@@ -160,8 +160,8 @@ else:
         end_b=off(cb.char_end),
     )
     st.caption(
-        f"Compared by {ov.method}: {ov.shared_chars:,} shared characters (green); characters only in one chunk "
-        "in red." + (f" {ov.note}." if ov.note else "")
+        f"Compared by {ov.method}: {ov.shared_chars:,} shared characters (blue); characters only in one chunk "
+        "in orange." + (f" {ov.note}." if ov.note else "")
     )
     x, y = st.columns(2)
     x.html(drilldown.segments_html(ov.a))

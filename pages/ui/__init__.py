@@ -205,6 +205,17 @@ def query_picker(con, current: str | None, *, search_box=st, limit: int = 500, r
     )
 
 
+_WHOLE_COLUMNS = {"page", "paragraph", "rank", "logged_rank", "position", "char_start", "char_end", "line_no", "stage"}
+
+
+def _whole(col: pd.Series, name: str) -> bool:
+    """A float column that holds counts or positions (NULLs made it float): shown without decimals."""
+    if name not in _WHOLE_COLUMNS and not name.startswith("n_"):
+        return False
+    vals = col.dropna()
+    return bool(len(vals)) and bool((vals == vals.round()).all())
+
+
 def table(data, *, column_config: dict | None = None, **kwargs):
     """``st.dataframe`` as every page draws it: missing values blank (never "None"), readable
     column titles (:func:`ragaudit_core.review.labels.column_label`) and floats with three
@@ -217,7 +228,9 @@ def table(data, *, column_config: dict | None = None, **kwargs):
         frame = _bidi_safe_cells(frame)
     config: dict = {}
     for col in frame.columns:
-        if pd.api.types.is_float_dtype(frame[col].dtype):
+        if pd.api.types.is_float_dtype(frame[col].dtype) and _whole(frame[col], str(col)):
+            config[col] = st.column_config.NumberColumn(column_label(col), format="%d")  # a page, not 2.000
+        elif pd.api.types.is_float_dtype(frame[col].dtype):
             config[col] = st.column_config.NumberColumn(column_label(col), format="%.3f")
         else:
             config[col] = column_label(col)

@@ -78,7 +78,9 @@ _STATUS_BOTH, _ONLY_A, _ONLY_B = "in both", "only in A", "only in B"
 def evidence_side_by_side(
     con: duckdb.DuckDBPyConnection, query_id: str, run_a: str, run_b: str, *, topk: int | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The two runs' evidence lists for one query, in logged (rank) order.
+    """The two runs' evidence lists for one query, in logged (rank) order; ``rank`` counts from 1
+    (the position in the stored list), ``logged_rank`` is the rank as the log gave it (0-based in
+    many tools).
 
     Each row carries ``status``: "in both" when the same span (or, for runs without
     span information, the same document) is in the other list, else "only in A" /
@@ -88,7 +90,8 @@ def evidence_side_by_side(
     cur = con.cursor()
     try:
         df = cur.execute(
-            """SELECT run_id, position, rank, doc_id, chunk_id, span_hash, char_start, char_end, score, text
+            """SELECT run_id, position, position + 1 AS rank, rank AS logged_rank, doc_id, chunk_id, span_hash,
+                      char_start, char_end, score, text
                FROM evidence WHERE query_id = ? AND run_id IN (?, ?) AND position < ?
                ORDER BY run_id, position""",
             [query_id, run_a, run_b, topk if topk is not None else INT32_MAX],
@@ -217,9 +220,10 @@ def chunk_overlap(
 
 
 def segments_html(
-    segments: Sequence[Segment], *, shared_style: str = "background:#cfe8cf", own_style: str = "background:#f6d5d5"
+    segments: Sequence[Segment], *, shared_style: str = "background:#cce3f0", own_style: str = "background:#fae6b3"
 ) -> str:
-    """The segments as HTML, every character of log text escaped (``html.escape``).
+    """The segments as HTML, every character of log text escaped (``html.escape``); shared text on a
+    tint of the charts' blue, text only in one chunk on a tint of their orange (no red-green pair).
 
     Log text is data: escaping here is what makes a chunk holding ``<script>`` show as
     text. Styles are fixed strings of this module, never taken from a log.
