@@ -183,9 +183,11 @@ def pair_density(density: pd.DataFrame, bins: int) -> go.Figure:
 
 
 def jmin_histogram(queries: pd.DataFrame) -> go.Figure:
-    """Distribution of each query's worst-pair Jaccard ``J_min``, span and document level overlaid."""
+    """Distribution of each query's worst-pair Jaccard ``J_min``, span and document level side by
+    side in each bin (orange and blue: overlaid translucent bars blended into colours not in the
+    legend)."""
     fig = go.Figure()
-    for level, c in (("doc", SKY_BLUE), ("span", BLUE)):
+    for level, c in (("doc", ORANGE), ("span", BLUE)):
         q = queries[queries["level"] == level]
         if len(q):
             fig.add_trace(
@@ -194,7 +196,6 @@ def jmin_histogram(queries: pd.DataFrame) -> go.Figure:
                     xbins=dict(start=0, end=1.0001, size=0.05),
                     name=f"J_min,{level}",
                     marker_color=c,
-                    opacity=0.75,
                     hovertemplate=f"J_min,{level} " + "%{x}<br>%{y} queries<extra></extra>",
                 )
             )
@@ -203,7 +204,7 @@ def jmin_histogram(queries: pd.DataFrame) -> go.Figure:
         xaxis_title="J_min",
         xaxis=dict(range=UNIT),
         yaxis_title="queries",
-        barmode="overlay",
+        barmode="group",
         height=360,
         bargap=0.05,
         margin=dict(l=50, r=20, t=60, b=50),
@@ -363,7 +364,6 @@ def cfs_histogram(
                 name=html.escape(run),
                 xbins=dict(start=0, end=1.0001, size=0.05),
                 marker_color=c,
-                opacity=0.7,
             )
         )
         s = (summaries or {}).get(run) or {}
@@ -408,7 +408,7 @@ def cfs_histogram(
         title=wrap_title("Citation Fidelity Score per query"),
         xaxis_title="CFS (mean verification score)",
         yaxis_title="queries",
-        barmode="overlay",
+        barmode="group",
         height=400,
         xaxis=dict(range=UNIT),
         margin=dict(l=50, r=20, t=60, b=50),

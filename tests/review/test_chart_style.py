@@ -179,3 +179,17 @@ def test_percent_is_one_format():
     from ragaudit_core.review.report.layout import pct
 
     assert pct(0.943) == palette.percent(0.943)
+
+
+def test_histograms_of_two_series_stand_side_by_side_in_distinct_colours():
+    """Overlaid translucent bars blended into a colour the legend does not show (seen in the walk)."""
+    import pandas as pd
+
+    from ragaudit_core.review.charts import cfs_histogram, jmin_histogram
+
+    q = pd.DataFrame({"level": ["doc", "span", "doc", "span"], "j_min": [0.0, 0.0, 0.5, 0.2]})
+    for fig in (jmin_histogram(q), cfs_histogram({"k5": [0.0, 1.0], "k10": [0.0, 0.5]})):
+        assert fig.layout.barmode == "group"
+        colours = [t.marker.color for t in fig.data]
+        assert len(set(colours)) == len(colours) == 2
+        assert all(t.opacity in (None, 1) for t in fig.data)
