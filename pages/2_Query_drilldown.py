@@ -53,6 +53,18 @@ logged = drilldown.query_runs(con, qid)
 query_text = next((t for t in logged["query"] if isinstance(t, str)), None)
 st.text(f"Query {qid}: {query_text}" if query_text else f"Query {qid} (no query text logged)")
 
+groups = drilldown.question_groups(logged)
+if len(groups) > 1:
+    said = "; ".join(
+        f"“{text[:80]}” ({len(rs)} run(s): {', '.join(rs[:3])}{' …' if len(rs) > 3 else ''})" for text, rs in groups[:4]
+    )
+    st.warning(
+        ui.md(
+            f"Query id {qid} names {len(groups)} different questions in different runs: {said}. Comparing runs across "
+            "them pairs unrelated queries; the home page's identity checks name the runs."
+        )
+    )
+
 # --- J matrix ---------------------------------------------------------------------------------
 mats = matrix(db_path, version, qid)
 if mats:

@@ -29,6 +29,7 @@ __all__ = [
     "overlap_candidates",
     "query_matrix",
     "query_runs",
+    "question_groups",
     "segments_html",
 ]
 
@@ -42,6 +43,20 @@ def query_runs(con: duckdb.DuckDBPyConnection, query_id: str) -> pd.DataFrame:
         ).df()
     finally:
         cur.close()
+
+
+def question_groups(logged: pd.DataFrame) -> list[tuple[str, list[str]]]:
+    """The different questions one query id names across runs (``query_runs``' frame): ``(text,
+    runs)`` per question, the most-logged first; texts compared lower-cased with white space
+    collapsed (as :mod:`ragaudit_core.logs.sanity` does); runs without a text join no group. One
+    group (or none) means the id is one question everywhere."""
+    groups: dict[str, tuple[str, list[str]]] = {}
+    for run, text in zip(logged["run_id"], logged["query"]):
+        if not isinstance(text, str) or not text.strip():
+            continue
+        key = " ".join(text.lower().split())
+        groups.setdefault(key, (text, []))[1].append(run)
+    return sorted(groups.values(), key=lambda g: (-len(g[1]), g[0]))
 
 
 def query_matrix(

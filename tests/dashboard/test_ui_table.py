@@ -25,3 +25,17 @@ def test_drilldown_ranks_count_from_one_and_keep_the_logged_rank(tmp_path):
     ingest_paths(con, [write_jsonl(tmp_path / "l.jsonl", [rec, {**rec, "run_id": "b"}])])
     a, _b = evidence_side_by_side(con, "q", "a", "b")
     assert a["rank"].tolist() == [1, 2] and a["logged_rank"].tolist() == [0, 1]
+
+
+def test_one_query_id_naming_two_questions_is_said_on_the_drilldown(app_env, tmp_path):
+    from tests.helpers import app_test, plain
+
+    path = app_env()
+    recs = [{"run_id": r, "query_id": "1", "query": "Does aspirin prevent stroke?", "evidence": ["d1"]} for r in "ab"]
+    recs.append({"run_id": "upload", "query_id": "1", "query": "What is the capital of France?", "evidence": ["d9"]})
+    recs.append({"run_id": "c", "query_id": "1", "query": "does  ASPIRIN prevent stroke?", "evidence": ["d1"]})
+    ingest_paths(store.connect(path), [write_jsonl(tmp_path / "c.jsonl", recs)])
+    at = app_test("pages/2_Query_drilldown.py").run()
+    assert not at.exception
+    (w,) = [plain(x.value) for x in at.warning if "names 2 different questions" in plain(x.value)]
+    assert "“Does aspirin prevent stroke?” (3 run(s): a, b, c)" in w and "(1 run(s): upload)" in w
