@@ -38,6 +38,7 @@ from ragaudit_core.jobspec import JobInputs, JobSpec
 
 __all__ = [
     "BUSY_S",
+    "ETA_AFTER_S",
     "Job",
     "cancel",
     "cancel_requested",
@@ -89,6 +90,10 @@ _IDS = "job_id IN (SELECT value FROM json_each(?))"
 _MEMORY: dict[int, sqlite3.Connection] = {}
 
 
+ETA_AFTER_S = 3.0
+"""Seconds a job runs before its page shows a time left."""
+
+
 @dataclass(frozen=True)
 class Job:
     job_id: str
@@ -101,8 +106,10 @@ class Job:
 
     @property
     def eta_s(self) -> float | None:
-        """Seconds left, measured: elapsed / fraction done − elapsed (None before 5 % is done)."""
-        if self.status != "running" or not self.elapsed_s or self.fraction < 0.05:
+        """Seconds left, measured: elapsed / fraction done − elapsed (None before 5 % is done or
+        :data:`ETA_AFTER_S` seconds have passed: a job's first seconds are too few to measure by,
+        and a time left read off them jumps)."""
+        if self.status != "running" or not self.elapsed_s or self.fraction < 0.05 or self.elapsed_s < ETA_AFTER_S:
             return None
         return max(0.0, self.elapsed_s / self.fraction - self.elapsed_s)
 
