@@ -178,10 +178,20 @@ def pick(page, label: str, option: str | None = None) -> str:
     now = field.input_value()
     page.evaluate(_WATCH)
     before = page.evaluate("() => window.__runs")
-    field.focus()
-    field.press("ArrowDown")  # opens the list (a click on the input does not, measured)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     options = page.get_by_role("option")  # the one open list (virtualised, and drawn where it fits)
-    options.first.wait_for(state="attached")
+    for attempt in range(8):  # a key pressed while a rerun replaces the widget is lost: press again
+        field.focus()
+        field.press("ArrowDown")  # opens the list (a click on the input does not, measured)
+        try:
+            options.first.wait_for(state="attached", timeout=15_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 7:
+                raise
+            settled(page)
+            field = box.get_by_role("combobox")
     if option is None:
         option = next(t.strip() for t in options.all_inner_texts() if t.strip() and t.strip() != now)
     field.fill(option)  # filters the list to the option, which the list then focuses
