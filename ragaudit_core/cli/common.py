@@ -23,6 +23,8 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_GATE_FAILED",
     "EXIT_GATE_INCONCLUSIVE",
+    "EndpointTimeout",
+    "KeyFile",
     "LazyModels",
     "emit_json",
     "fail",
@@ -177,6 +179,14 @@ def progress() -> Callable[[str, int], None]:
         last["path"] = path
 
     return cb
+
+
+KeyFile = Annotated[Path | None, typer.Option("--key-file", help="A file whose first line is the endpoint's API key.")]
+EndpointTimeout = Annotated[
+    float | None,
+    typer.Option("--timeout", help="Seconds one endpoint request may take (default 30; RAGAUDIT_JUDGE_TIMEOUT_S)."),
+]
+"""The judge endpoint's options, shared by ``ragaudit judge`` and ``ragaudit worker``."""
 
 
 def tqdm_progress() -> Callable[[str, int, int], None]:

@@ -19,7 +19,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from ragaudit_core.cli.common import fail, open_existing_db
+from ragaudit_core.cli.common import EndpointTimeout, KeyFile, fail, open_existing_db
 
 __all__ = ["endpoint_options", "enqueue_and_report", "jobs", "worker"]
 
@@ -79,13 +79,8 @@ def worker(
             "--endpoint", help="A judge endpoint this worker may call (repeatable; see RAGAUDIT_JUDGE_ENDPOINTS)."
         ),
     ] = None,
-    key_file: Annotated[
-        Path | None, typer.Option("--key-file", help="A file whose first line is the endpoint's API key.")
-    ] = None,
-    timeout: Annotated[
-        float | None,
-        typer.Option("--timeout", help="Seconds one endpoint request may take (default 30; RAGAUDIT_JUDGE_TIMEOUT_S)."),
-    ] = None,
+    key_file: KeyFile = None,
+    timeout: EndpointTimeout = None,
 ) -> None:
     """Run queued jobs in the foreground, one at a time, with a heartbeat; Ctrl-C gives the
     running job back to the queue."""

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ragaudit_core.cli.common import Device, emit_json, fail, open_existing_db
+from ragaudit_core.cli.common import Device, EndpointTimeout, KeyFile, emit_json, fail, open_existing_db
 from ragaudit_core.cli.jobs import endpoint_options, enqueue_and_report
 from ragaudit_core.defaults import JUDGE_DEFAULTS
 
@@ -38,13 +38,8 @@ def judge(
             "--key-file, never in the URL.",
         ),
     ] = None,
-    key_file: Annotated[
-        Path | None, typer.Option("--key-file", help="A file whose first line is the endpoint's API key.")
-    ] = None,
-    timeout: Annotated[
-        float | None,
-        typer.Option("--timeout", help="Seconds one endpoint request may take (default 30; RAGAUDIT_JUDGE_TIMEOUT_S)."),
-    ] = None,
+    key_file: KeyFile = None,
+    timeout: EndpointTimeout = None,
     judges: Annotated[int, typer.Option("--judges", help="Judges in the panel: seeds 0..n-1 (seed 0 greedy).")] = len(
         JUDGE_DEFAULTS["seeds"]
     ),
