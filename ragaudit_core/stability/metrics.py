@@ -47,7 +47,7 @@ import pandas as pd
 from ragaudit_core.defaults import FLIP_THRESHOLD, INT32_MAX
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog
-from ragaudit_core.stability.sql import CELLS_SQL, PAIRS_SQL, QUERIES_SQL, RUNS_SQL
+from ragaudit_core.stability.sql import CELLS_SQL, KEYED_CELLS_SQL, PAIRS_SQL, QUERIES_SQL, RUNS_SQL
 from ragaudit_core.stability.summary import LevelStats, StabilitySummary
 from ragaudit_core.stability.uncertainty import StabilityIntervals, intervals_from_batches
 
@@ -323,7 +323,8 @@ def _compute(
     pair_levels += [("span", a, b) for a, b in pairs if a in span_runs and b in span_runs]
     _register_inputs(cur, opts, pair_runs, queries, span_runs, pair_levels)
     topk = opts.topk if opts.topk is not None else INT32_MAX
-    for stmt in filter(str.strip, CELLS_SQL.split(";")):
+    keyed = not opts.docid_map and catalog.hash_keys_unique(cur)
+    for stmt in filter(str.strip, (KEYED_CELLS_SQL if keyed else CELLS_SQL).split(";")):
         params = [topk] if "e.position < ?" in stmt else []
         cur.execute(stmt, params)
 
