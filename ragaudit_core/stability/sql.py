@@ -1,6 +1,12 @@
 """The SQL of the stability metrics (seed 000, §3), over the views :func:`metrics._compute`
-registers: ``_sel_runs`` (run → ri), ``_eval_q`` (query → qi), ``_span_runs``, ``_pair_levels``
-(level, run_a, run_b, ra, rb) and ``_map`` (raw → canonical document id).
+registers: ``_sel_runs`` (run → ri), ``_eval_q`` (query → qi), ``_chunk_q`` (the queries of one
+chunk), ``_span_runs``, ``_pair_levels`` (level, run_a, run_b, ra, rb) and ``_map`` (raw →
+canonical document id).
+
+The cells are built one chunk of queries at a time (every metric is per query, so a chunk is
+independent): ``_cells_part`` of each chunk is appended to ``_cells``, the per-(run, query) sizes
+to ``_sizes_all`` and the entry counts to ``_evn``. A chunk stays within DuckDB's memory, so the
+work grows linearly with the queries instead of spilling.
 
 ``CELLS_SQL`` (or ``KEYED_CELLS_SQL``) builds ``_cells``: one row per (level, pair, query) with the
 two sets' sizes, their intersection and ``J`` (both empty → 1.0); the other statements aggregate it per pair, per query
@@ -14,7 +20,7 @@ CREATE OR REPLACE TEMP TABLE _ev AS
 SELECT r.ri, q.qi, {doc} AS doc_id, {span} AS span_hash
 FROM evidence e
 JOIN _sel_runs r ON r.run_id = e.run_id
-JOIN _eval_q q ON q.query_id = e.query_id
+JOIN _chunk_q q ON q.query_id = e.query_id
 {map_join}
 WHERE e.position < ?;
 """
@@ -52,14 +58,14 @@ x AS (  -- each unordered pair once (the intersection is symmetric): half the jo
 SELECT pl.level, pl.ra, pl.rb, x.qi, x.n AS n_inter
 FROM x JOIN pl ON pl.level = x.level AND pl.r1 = x.r1 AND pl.r2 = x.r2;
 
-CREATE OR REPLACE TEMP TABLE _cells AS
+CREATE OR REPLACE TEMP TABLE _cells_part AS
 SELECT p.level, p.ra, p.rb, q.qi,
        coalesce(sa.n, 0) AS n_a, coalesce(sb.n, 0) AS n_b, coalesce(i.n_inter, 0) AS n_inter,
        CASE WHEN coalesce(sa.n, 0) + coalesce(sb.n, 0) = 0 THEN 1.0
             ELSE coalesce(i.n_inter, 0) * 1.0 / (coalesce(sa.n, 0) + coalesce(sb.n, 0) - coalesce(i.n_inter, 0))
        END AS j
 FROM _pair_levels p
-CROSS JOIN _eval_q q
+CROSS JOIN _chunk_q q
 LEFT JOIN _sizes sa ON sa.level = p.level AND sa.ri = p.ra AND sa.qi = q.qi
 LEFT JOIN _sizes sb ON sb.level = p.level AND sb.ri = p.rb AND sb.qi = q.qi
 LEFT JOIN _inter i ON i.level = p.level AND i.ra = p.ra AND i.rb = p.rb AND i.qi = q.qi;
@@ -125,12 +131,11 @@ ORDER BY g.level, j_min, q.query_id
 tie-break on the run ids."""
 
 RUNS_SQL = """
-WITH n AS (SELECT ri, qi, count(*) AS n FROM _ev GROUP BY ri, qi),
-grid AS (
+WITH grid AS (
   SELECT r.run_id, coalesce(n.n, 0) AS n, coalesce(d.n, 0) AS nd
   FROM _sel_runs r CROSS JOIN _eval_q q
-  LEFT JOIN n ON n.ri = r.ri AND n.qi = q.qi
-  LEFT JOIN _sizes d ON d.level = 'doc' AND d.ri = r.ri AND d.qi = q.qi)
+  LEFT JOIN _evn n ON n.ri = r.ri AND n.qi = q.qi
+  LEFT JOIN _sizes_all d ON d.level = 'doc' AND d.ri = r.ri AND d.qi = q.qi)
 SELECT run_id, count(*) AS n_queries,
        avg(CASE WHEN n > 0 THEN 1.0 ELSE 0.0 END) AS citation_rate,
        avg(CASE WHEN n = 0 THEN 1.0 ELSE 0.0 END) AS null_rate,

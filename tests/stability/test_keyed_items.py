@@ -37,3 +37,13 @@ def test_a_document_id_map_takes_the_ranked_path(sample_con, monkeypatch):
     monkeypatch.setattr(metrics.catalog, "hash_keys_unique", lambda con: calls.append(1) or True)
     compute_stability(sample_con, StabilityOptions(docid_map={"4983": "x"}, allow_missing=True, resamples=0))
     assert calls == []  # mapped ids are not the stored ones: their hashes were never checked
+
+
+def test_cells_built_in_chunks_of_queries_equal_one_pass(sample_con, monkeypatch):
+    opts = StabilityOptions(allow_missing=True, resamples=100)
+    whole = compute_stability(sample_con, opts, keep_cells=True, density_bins=10)
+    monkeypatch.setattr(metrics, "CHUNK_ENTRIES", 5_000)  # 42,000 entries: 9 chunks of about 34 queries
+    chunked = compute_stability(sample_con, opts, keep_cells=True, density_bins=10)
+    for name in ("pairs", "queries", "runs", "density", "cells"):
+        pd.testing.assert_frame_equal(getattr(whole, name), getattr(chunked, name), rtol=1e-12)
+    assert chunked.intervals.summary == whole.intervals.summary
