@@ -96,8 +96,12 @@ def main() -> None:
                 got[mode] = {**row, "full": [x.model_dump() if x else None for x in v], "scores": judge.scores}
     if len(got) == 2:
         a, b = got["batched"], got["sequential"]
-        diff = max(abs(x - y) for sa, sb in zip(a["scores"], b["scores"]) for x, y in zip(sa, sb))
-        print(json.dumps({"identical_verdicts": a["full"] == b["full"], "max_abs_logp_diff": diff}))
+        pairs = [(x, y) for sa, sb in zip(a["scores"], b["scores"], strict=True) for x, y in zip(sa, sb, strict=True)]
+        diff = max(abs(x - y) for x, y in pairs)
+        rel = max(abs(x - y) / max(1.0, abs(y)) for x, y in pairs)
+        logp = max(abs(y) for _, y in pairs)
+        out = {"identical_verdicts": a["full"] == b["full"], "max_abs_logp_diff": diff, "max_rel_logp_diff": rel}
+        print(json.dumps({**out, "largest_abs_logp": logp, "n_option_scores": len(pairs)}))
     forward = gen.model.forward
     ids = judge.tok.apply_chat_template(
         [{"role": "system", "content": prompt}], add_generation_prompt=True, tokenize=True

@@ -16,14 +16,13 @@ each slot is chosen among its legal values by the model's log-probability of the
 ``explanation_tokens`` tokens, stopped at a quote). The output is valid JSON by
 construction.
 
-*Batched* (the default, ``batch_options=True``): fixed parts are not fed until logits are needed
-(the chosen option and the next fixed part go in with the next slot), and a slot's options are
-scored in the same forward pass, as a token tree on one row — the options' tokens follow the
-pending fixed part, each attends to the cache, the pending tokens and its own earlier tokens
-(a 4-D attention mask; position ids restart after the pending part for each option) — so a slot
-costs one pass however many options it has, and a judge about 4 + the explanation's tokens. The
-log-probabilities equal the sequential walk's (one pass per multi-token option,
-``batch_options=False``, the reference) up to float rounding.
+*Batched* (the default, ``batch_options=True``; :mod:`.judge_panel`): the judges of a citation walk
+the skeleton together, in rounds of one forward pass each for all of them, and a slot's options are
+scored in the pass that feeds the text before them (a token tree in one growing KV cache, with a 4-D
+attention mask): about 4 + the longest explanation's tokens passes per citation. The sequential walk
+(``batch_options=False``: one pass per fixed part and per multi-token option, judge after judge,
+sharing the steps they have in common) is the reference: the same verdicts and option
+log-probabilities up to float rounding.
 
 The same loading path as the generator (``models.load_generator``): any local folder, model id or
 ``.gguf`` a user names.
@@ -38,7 +37,6 @@ failed reply is retried ``retries`` times, then the judge casts no vote (None).
 
 from __future__ import annotations
 
-import json
 import re
 import urllib.error
 from collections.abc import Sequence
@@ -47,11 +45,10 @@ from typing import Any
 import numpy as np
 
 from ragaudit_core.errors import RagAuditError
-from ragaudit_core.fidelity.judge import VERDICTS, JudgeVerdict
+from ragaudit_core.fidelity.judge import JudgeVerdict
+from ragaudit_core.fidelity.judge_panel import SCORE_CHOICES, TokenTree, decode_panel, pick, skeleton
 
 __all__ = ["SCORE_CHOICES", "EndpointJudge", "JudgeUnreachable", "LocalJudge"]
-
-SCORE_CHOICES = ("0.0", "0.25", "0.5", "0.75", "1.0")
 
 
 class LocalJudge:
@@ -83,8 +80,14 @@ class LocalJudge:
             ids = ids["input_ids"]
         with torch.no_grad():
             out = self.model(torch.tensor([list(ids)], device=self.gen.device), use_cache=True, logits_to_keep=1)
-        shared = _Shared(out.past_key_values, len(ids))
         self.scores = []
+        if self.batch_options:
+            tree = TokenTree(self.model, self.gen.device, out.past_key_values, len(ids), out.logits[0, -1].float())
+            lanes = decode_panel(self, tree, list(chunk_ids), seeds)
+            self.n_forward_calls = tree.n_calls
+            self.scores = [s for lane in lanes for s in lane.scores]
+            return [lane.verdict for lane in lanes]
+        shared = _Shared(out.past_key_values, len(ids))
         verdicts: list[JudgeVerdict | None] = []
         for seed in seeds:
             state = _State(self, shared, out.logits[0, -1].float(), np.random.default_rng(seed), greedy=seed == 0)
@@ -102,7 +105,7 @@ def _crop(cache: Any, length: int) -> None:  # a transformers KV cache
 
 class _Shared:
     """What the judges of one citation share: the prompt's KV cache (computed once) and every
-    forward pass already made after it, keyed by (tokens written before, tokens fed, branches scored) after the prompt.
+    forward pass already made after it, keyed by (tokens written before, tokens fed) after the prompt.
     Judges walk the same JSON skeleton, so until their picks differ they feed the same tokens: a
     later judge reads those logits from ``memo`` instead of running the model again. The cache
     holds the prompt and ``path`` (the tokens fed last); a miss crops it back to the part of
@@ -111,23 +114,14 @@ class _Shared:
     def __init__(self, cache: Any, base: int) -> None:
         self.cache, self.base = cache, base
         self.path: list[int] = []
-        self.memo: dict[tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, ...], ...]], Any] = {}
+        self.memo: dict[tuple[tuple[int, ...], tuple[int, ...]], Any] = {}
         self.n_calls = 0
 
     def feed(self, model: Any, device: Any, path: list[int], tokens: list[int]) -> Any:
         """Logits (float, one row per token of ``tokens``) after the prompt, ``path`` and ``tokens``."""
-        return self.feed_tree(model, device, path, tokens, [])[0]
-
-    def feed_tree(
-        self, model: Any, device: Any, path: list[int], tokens: list[int], branches: Sequence[list[int]]
-    ) -> tuple[Any, list[Any]]:
-        """One forward pass: the logits of ``tokens`` after the prompt and ``path``, and of each of
-        ``branches`` after the prompt, ``path`` and ``tokens`` (each branch sees those and its own
-        earlier tokens, not the other branches: a 4-D mask on one row, position ids restarting
-        after ``tokens`` per branch). The cache then holds the prompt, ``path`` and ``tokens``."""
         import torch
 
-        key = (tuple(path), tuple(tokens), tuple(tuple(b) for b in branches))
+        key = (tuple(path), tuple(tokens))
         hit = self.memo.get(key)
         if hit is not None:
             return hit
@@ -136,56 +130,23 @@ class _Shared:
             lcp += 1
         _crop(self.cache, self.base + lcp)
         new = path[lcp:] + tokens
-        past = self.base + lcp
-        kw: dict[str, Any] = {}
-        if branches:
-            flat = [t for b in branches for t in b]
-            pos = list(range(past, past + len(new)))
-            n, width = len(new), len(new) + len(flat)
-            mask = torch.zeros((1, 1, width, past + width), dtype=torch.bool)
-            mask[0, 0, :, :past] = True
-            mask[0, 0, :n, past : past + n] = torch.ones(n, n, dtype=torch.bool).tril()  # causal
-            mask[0, 0, n:, past : past + n] = True  # every branch sees all of ``tokens``
-            at = n
-            for b in branches:
-                mask[0, 0, at : at + len(b), past + at : past + at + len(b)] = torch.ones(len(b), len(b)).tril().bool()
-                pos += list(range(past + n, past + n + len(b)))
-                at += len(b)
-            new = new + flat
-            kw = {"attention_mask": mask.to(device), "position_ids": torch.tensor([pos], device=device)}
         with torch.no_grad():
-            out = model(torch.tensor([new], device=device), past_key_values=self.cache, use_cache=True, **kw)
+            out = model(torch.tensor([new], device=device), past_key_values=self.cache, use_cache=True)
         self.n_calls += 1
         self.path = path + tokens
-        if branches:
-            _crop(self.cache, self.base + len(self.path))  # drop the branches: no later step extends them
-        logits = out.logits[0].float()
-        end = len(path) - lcp + len(tokens)
-        heads, at = [], end
-        for b in branches:
-            heads.append(logits[at : at + len(b)])
-            at += len(b)
-        got = (logits[end - len(tokens) : end], heads)
-        self.memo[key] = got
-        return got
+        logits = out.logits[0, len(new) - len(tokens) :].float()
+        self.memo[key] = logits
+        return logits
 
 
 class _State:
-    """One seed's walk through the JSON skeleton over the citation's shared cache (:class:`_Shared`).
-
-    Batched (``judge.batch_options``): text to write waits in ``pending`` until logits are needed,
-    and a slot's options are scored in that pass (:meth:`_Shared.feed_tree`); sequential: every
-    text is fed when written and every multi-token option gets its own pass (the reference)."""
+    """One seed's walk through the JSON skeleton over the citation's shared cache (:class:`_Shared`)."""
 
     def __init__(
         self, judge: LocalJudge, shared: _Shared, last_logits: Any, rng: np.random.Generator, greedy: bool
     ) -> None:
         self.j, self.shared, self.last, self.rng, self.greedy = judge, shared, last_logits, rng, greedy
-        self.path: list[int] = []  # the tokens this judge has written after the prompt (fed)
-        self.pending: list[int] = []  # written, not fed yet (batched)
-
-    def _ids(self, text: str) -> list[int]:
-        return list(self.j.tok(text, add_special_tokens=False)["input_ids"])
+        self.path: list[int] = []  # the tokens this judge has written after the prompt
 
     def _feed(self, token_ids: list[int], keep: bool = True) -> Any:
         """Logits after ``token_ids``; ``keep`` adds them to what this judge wrote (else a look-ahead)."""
@@ -194,58 +155,31 @@ class _State:
             self.path = self.path + token_ids
         return logits
 
-    def _flush(self, branches: Sequence[list[int]] = ()) -> list[Any]:
-        """Feed what is pending (and score ``branches`` after it) in one pass; ``self.last`` becomes
-        the logits after it. Nothing pending and no branches: no pass."""
-        if self.pending or branches:
-            logits, heads = self.shared.feed_tree(self.j.model, self.j.gen.device, self.path, self.pending, branches)
-            self.path, self.pending = self.path + self.pending, []
-            if len(logits):
-                self.last = logits[-1]
-            return heads
-        return []
-
     def emit(self, text: str) -> None:
-        if self.j.batch_options:
-            self.pending += self._ids(text)
-            return
-        logits = self._feed(self._ids(text))
+        logits = self._feed(self.j.tok(text, add_special_tokens=False)["input_ids"])
         self.last = logits[-1]
 
-    def option_scores(self, options: Sequence[str]) -> np.ndarray:
-        """log p(option) after what is written, for each option (the sum over its tokens)."""
+    def choose(self, options: Sequence[str]) -> int:
         import torch
 
-        toks = [self._ids(opt) for opt in options]
-        if self.j.batch_options:
-            heads = iter(self._flush([t[:-1] for t in toks if len(t) > 1]))
-        first = torch.log_softmax(self.last, -1)
         scores = []
-        for t in toks:
-            logp = first[t[0]].item()
-            if len(t) > 1:
-                lg = torch.log_softmax(next(heads) if self.j.batch_options else self._feed(t[:-1], keep=False), -1)
-                logp += float(sum(lg[i, x] for i, x in enumerate(t[1:])))
+        for opt in options:
+            toks = self.j.tok(opt, add_special_tokens=False)["input_ids"]
+            logp = torch.log_softmax(self.last, -1)[toks[0]].item()
+            if len(toks) > 1:
+                lg = torch.log_softmax(self._feed(toks[:-1], keep=False), -1)
+                logp += float(sum(lg[i, t] for i, t in enumerate(toks[1:])))
             scores.append(logp)
-        return np.asarray(scores)
-
-    def choose(self, options: Sequence[str]) -> int:
-        s = self.option_scores(options)
-        self.j.scores.append(s.tolist())
-        if self.greedy:
-            pick = int(np.argmax(s))
-        else:
-            p = np.exp((s - s.max()) / self.j.temperature)
-            pick = int(self.rng.choice(len(options), p=p / p.sum()))
-        self.emit(options[pick])
-        return pick
+        self.j.scores.append(scores)
+        i = pick(np.asarray(scores), self.rng, self.greedy, self.j.temperature)
+        self.emit(options[i])
+        return i
 
     def generate_text(self) -> str:
         import torch
 
         out: list[int] = []
         for _ in range(self.j.explanation_tokens):
-            self._flush()  # batched: what is pending, the last token included (a no-op otherwise)
             logp = torch.log_softmax(self.last, -1)
             if self.greedy:
                 t = int(torch.argmax(logp))
@@ -256,31 +190,25 @@ class _State:
             if '"' in piece or "\n" in piece or t == self.j.tok.eos_token_id:
                 break
             out.append(t)
-            if self.j.batch_options:
-                self.pending.append(t)  # the budget's last token goes in with the next fixed part
-            else:
-                self.last = self._feed([t])[-1]
+            self.last = self._feed([t])[-1]
         return self.j.tok.decode(out).replace("\\", "")
 
     def decode(self, chunk_ids: list[str]) -> JudgeVerdict:
-        self.emit('{"verdict": "')
-        verdict = VERDICTS[self.choose([f'{v}"' for v in VERDICTS])]
-        self.emit(', "confidence": ')
-        confidence = float(SCORE_CHOICES[self.choose(list(SCORE_CHOICES))])
-        self.emit(', "matching_chunk_id": ')
-        opts = [json.dumps(c) for c in chunk_ids] + ["null"]
-        picked = opts[self.choose(opts)]
-        self.emit(', "explanation": "')
-        explanation = self.generate_text()
-        self.emit('", "coordinate_fidelity": ')
-        fidelity = float(SCORE_CHOICES[self.choose(list(SCORE_CHOICES))])
-        return JudgeVerdict(
-            verdict=verdict,
-            confidence=confidence,
-            matching_chunk_id=json.loads(picked),
-            explanation=explanation.strip(),
-            coordinate_fidelity=fidelity,
-        )
+        """Walk the skeleton (:func:`.judge_panel.skeleton`), feeding each step as it comes."""
+        walk = skeleton(chunk_ids)
+        answer: int | str | None = None
+        try:
+            while True:
+                step = walk.send(answer)
+                if step[0] == "emit":
+                    self.emit(step[1])
+                    answer = None
+                elif step[0] == "choose":
+                    answer = self.choose(step[1])
+                else:
+                    answer = self.generate_text()
+        except StopIteration as done:
+            return done.value
 
 
 _JSON_OBJECT = re.compile(r"\{.*\}", re.S)
