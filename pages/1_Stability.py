@@ -16,8 +16,7 @@ from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.review import charts, quality_charts
 from ragaudit_core.stability.cache import DEFAULT_DENSITY_BINS as BINS
-from ragaudit_core.stability.cache import default_options, stability_cached
-from ragaudit_core.stability.compare import compare_runs
+from ragaudit_core.stability.cache import compare_cached, default_options, stability_cached
 from ragaudit_core.stability.metrics import StabilityError, StabilityOptions, effects_by_change
 
 st.set_page_config(page_title="Stability · RagAudit", page_icon="📈", layout="wide")
@@ -46,7 +45,7 @@ def quality(db: str, data_version: str, runs: tuple[str, ...]):
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def pair_queries(db: str, data_version: str, a: str, b: str, tau: float):
-    return compare_runs(ui.connection(db), a, b, tau=tau)
+    return compare_cached(ui.connection(db), a, b, tau=tau)  # the default pair is stored at ingest
 
 
 tau = ui.tau_slider("Flip threshold τ (a pair flips when J < τ)")
@@ -120,6 +119,9 @@ if res.intervals is not None:
 
 pairs = res.pairs
 pair_list = [tuple(p) for p in pairs.loc[pairs.level == "doc", ["run_a", "run_b"]].itertuples(index=False)]
+default_pair = ui.default_pair(db_path, version, tuple(all_runs))  # the compare page's: stored at ingest
+if default_pair is not None and default_pair[::-1] in pair_list:
+    pair_list = [default_pair if p == default_pair[::-1] else p for p in pair_list]
 selected = st.session_state.get(KEYS.pair)
 selected = tuple(selected) if selected and tuple(selected) in pair_list else None
 
@@ -201,7 +203,7 @@ st.plotly_chart(charts.jmin_histogram(res.queries), key="stability.jmin")
 
 # --- one pair ---------------------------------------------------------------------------------
 st.subheader("One pair, query by query")
-index = pair_list.index(selected) if selected else 0
+index = pair_list.index(selected) if selected else pair_list.index(default_pair) if default_pair in pair_list else 0
 choice = st.selectbox(
     "Run pair (or click a point in the scatter)",
     range(len(pair_list)),

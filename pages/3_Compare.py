@@ -13,7 +13,8 @@ from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.quality.jitter import jitter_cost
 from ragaudit_core.review import charts, gate, quality_charts
-from ragaudit_core.stability.compare import PAIR_METRIC_LABELS, RUN_METRIC_LABELS, compare_runs
+from ragaudit_core.stability.cache import compare_cached
+from ragaudit_core.stability.compare import PAIR_METRIC_LABELS, RUN_METRIC_LABELS
 from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError
 from ragaudit_core.stability.probe import has_answers, lookup_similarities, probe_pair
 
@@ -25,7 +26,7 @@ KEYS, PAGES = ui.KEYS, ui.PAGES
 
 @st.cache_data(show_spinner="Comparing…", max_entries=32)
 def comparison(db: str, data_version: str, a: str, b: str, tau: float):
-    return compare_runs(ui.connection(db), a, b, tau=tau)
+    return compare_cached(ui.connection(db), a, b, tau=tau)  # the default pair is stored at ingest
 
 
 @st.cache_data(show_spinner="Ranking quality of the pair…", max_entries=32)

@@ -80,22 +80,25 @@ def bootstrap_replicates(
     has, and the (resamples × columns) means of the bootstrap resamples of the rows — the same
     resamples for every column (a resample's mean counts only the rows with a value; NaN when it
     drew none). Memory stays bounded: resamples are drawn in blocks of about four million cells."""
-    x = np.asarray(values, dtype=np.float64)
+    x = np.asarray(values)
+    if x.dtype != np.float32:  # float32 input is used as given (no copy): the products are float32 anyway
+        x = x.astype(np.float64, copy=False)
     if x.ndim == 1:
         x = x[:, None]
     n, m = x.shape
     have = ~np.isnan(x)
     counts_n = have.sum(axis=0)
     with np.errstate(invalid="ignore"):
-        means = np.where(counts_n > 0, np.nansum(x, axis=0) / np.maximum(counts_n, 1), np.nan)
+        means = np.where(counts_n > 0, np.nansum(x, axis=0, dtype=np.float64) / np.maximum(counts_n, 1), np.nan)
     reps = np.full((max(resamples, 0), m), np.nan)
     if n == 0 or resamples < 1:
         return means, counts_n, reps
     # float32 products (a resample's sum of ≤ n values of order 1 keeps ~7 significant digits,
     # far below the interval's own sampling error); means and quantiles in float64
-    xf = np.where(have, x, 0.0).astype(np.float32)
-    hf = have.astype(np.float32)
     full = bool(have.all())
+    xf = x if full and x.dtype == np.float32 else np.where(have, x, 0.0).astype(np.float32)
+    hf = None if full else have.astype(np.float32)
+    del have
     rng = np.random.default_rng(seed)
     block = max(1, min(resamples, 4_000_000 // max(n, 1)))
     done = 0
@@ -103,7 +106,7 @@ def bootstrap_replicates(
         b = min(block, resamples - done)
         c = _counts(rng, b, n)
         sums = (c @ xf).astype(np.float64)
-        cnt = np.full_like(sums, n) if full else (c @ hf).astype(np.float64)
+        cnt = np.full_like(sums, n) if hf is None else (c @ hf).astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             reps[done : done + b] = np.where(cnt > 0, sums / cnt, np.nan)
         done += b

@@ -1,8 +1,10 @@
 """Loading logs into a database and keeping its derived results fresh.
 
 The one place where the log spine (:mod:`ragaudit_core.logs`) meets a metric package:
-after a load that added records, the stability overview the dashboard opens on is
-computed once and stored with the data (:func:`ragaudit_core.stability.cache.precompute`),
+after a load that added records (or a removal), what every page opens on — the catalog's
+facts, the identity checks, the default run selection and pair, the stability overview, the
+default pair's comparison, ranking quality — is computed once and stored with the data
+(:func:`ragaudit_core.logs.derived.precompute`, over what the imported packages registered),
 while the user waits for the load anyway. The log store itself imports no metric.
 """
 
@@ -14,12 +16,12 @@ from pathlib import Path
 import duckdb
 
 from ragaudit_core.jobs import queue
-from ragaudit_core.logs import catalog, removal, sanity, store
+from ragaudit_core.logs import catalog, derived, removal, sanity, store
 from ragaudit_core.logs.ingest import IngestOptions, IngestReport, ingest_paths
 from ragaudit_core.logs.qrels import QrelsError, QrelsReport, load_qrels, qrels_files
 from ragaudit_core.logs.report import Issue
-from ragaudit_core.quality.cache import has_labels, quality_cached
-from ragaudit_core.stability.cache import precompute
+from ragaudit_core.quality import cache as _quality_cache  # noqa: F401 — registers what ingest stores
+from ragaudit_core.stability import cache as _stability_cache  # noqa: F401 — registers what ingest stores
 
 __all__ = [
     "clear",
@@ -63,9 +65,7 @@ def load_paths(
     if label_files:
         report.labels = load_qrels(con, label_files)
     if report.n_records and precompute_overview:
-        overview = precompute(con)
-        if overview is not None and has_labels(con):
-            quality_cached(con, overview.summary.runs)  # the stability page's quality table
+        derived.precompute(con)  # what every page opens on (logs.derived's registry)
     return report
 
 
@@ -98,9 +98,7 @@ def load_qrels_uploads(con: duckdb.DuckDBPyConnection, uploads: Iterable[tuple[s
         for kept, name in names.items():
             msg = msg.replace(kept, name)
         raise QrelsError(msg) from None
-    overview = precompute(con)
-    if overview is not None and has_labels(con):
-        quality_cached(con, overview.summary.runs)
+    derived.precompute(con)
     return report
 
 
@@ -130,6 +128,7 @@ def remove_runs(con: duckdb.DuckDBPyConnection, runs: list[str]) -> removal.Remo
     done = removal.remove_runs(con, runs)
     if _db_file(con):
         queue.forget_runs(con, done.runs)
+    derived.precompute(con)
     return done
 
 
@@ -138,4 +137,5 @@ def remove_file(con: duckdb.DuckDBPyConnection, file_id: int) -> removal.Removed
     done = removal.remove_file(con, file_id)
     if done.runs and _db_file(con):
         queue.forget_runs(con, done.runs)
+    derived.precompute(con)
     return done

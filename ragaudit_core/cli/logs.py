@@ -72,7 +72,11 @@ def ingest(
         ),
     ] = False,
     no_precompute: Annotated[
-        bool, typer.Option("--no-precompute", help="Skip storing the stability overview the dashboard opens on.")
+        bool,
+        typer.Option(
+            "--no-precompute",
+            help="Skip storing what the dashboard's pages open on (the stability overview, the default pair, …).",
+        ),
     ] = False,
 ) -> None:
     """Validate logs (ours or another tool's: Ragas, RAGChecker, OpenInference, LangSmith, Langfuse) and load them

@@ -7,12 +7,14 @@ Every function opens its own cursor, so one cached connection serves many sessio
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 
+from ragaudit_core.logs import derived
 from ragaudit_core.logs.selection import natural_key, natural_sorted
 
 __all__ = [
@@ -114,6 +116,8 @@ def missing_provenance_message(con: duckdb.DuckDBPyConnection) -> str | None:
     return None
 
 
+@derived.at_ingest("catalog.runs_with_texts")
+@derived.memoized("catalog.runs_with_texts/1", derived.JSON)
 def runs_with_texts(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Runs whose logs carry document texts and query texts (what attributions need)."""
     return _q(
@@ -322,6 +326,12 @@ def list_queries(
     )
 
 
+_PAIR: derived.Codec[tuple[str, str] | None] = derived.Codec(
+    lambda p: json.dumps(p).encode(), lambda b: (lambda v: None if v is None else (v[0], v[1]))(json.loads(b))
+)
+
+
+@derived.memoized("catalog.default_pair/1", _PAIR)
 def default_pair(con: duckdb.DuckDBPyConnection, runs: list[str]) -> tuple[str, str] | None:
     """The pair of ``runs`` a comparison opens on: among pairs sharing at least half as many
     queries as the best-sharing pair, the one whose runs carry the most of answers and provenance
@@ -429,6 +439,34 @@ def collisions(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[str]:
     return msgs
 
 
+@derived.memoized("catalog.coverage_gaps/1", derived.JSON)
+@derived.at_ingest("catalog.span_capable_runs")
+@derived.memoized("catalog.span_capable_runs/1", derived.JSON)
+def span_capable_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Runs none of whose entries lacks a span hash (span-level metrics apply), in id order."""
+    rows = con.execute(
+        """SELECT r.run_id FROM runs r
+           LEFT JOIN (SELECT run_id, count(*) - count(span_hash) AS n FROM evidence GROUP BY run_id) e USING (run_id)
+           WHERE coalesce(e.n, 0) = 0 ORDER BY r.run_id"""
+    ).fetchall()
+    return [r for (r,) in rows]
+
+
+@derived.memoized("catalog.raw_id_collisions/1", derived.JSON)
+def raw_id_collisions(con: duckdb.DuckDBPyConnection, runs: list[str], limit: int = 20) -> list[list]:
+    """Among ``runs``' entries, the stored (canonical) document ids that several different raw ids
+    map to, as ``[canonical, [raw, …]]`` in id order, at most ``limit`` (one scan of the entries,
+    once per data version and run set)."""
+    rows = con.execute(
+        """SELECT doc_id, list(DISTINCT doc_id_raw ORDER BY doc_id_raw) FROM evidence
+           WHERE list_contains(?::VARCHAR[], run_id)
+           GROUP BY doc_id HAVING count(DISTINCT doc_id_raw) > 1 ORDER BY doc_id LIMIT ?""",
+        [list(runs), int(limit)],
+    ).fetchall()
+    return [[c, list(raws)] for c, raws in rows]
+
+
+@derived.memoized("catalog.coverage_gaps/1", derived.JSON)
 def coverage_gaps(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None, limit: int = 5) -> str | None:
     """One sentence on which runs lack queries the others have, or None when coverage is equal.
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from ragaudit_core.logs import derived
 from ragaudit_core.logs.identity import span_hash
 from ragaudit_core.logs.store import bump_data_version, get_json_meta
 
@@ -94,20 +95,28 @@ class TextConflict:
 
 
 def passage_id_runs(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None) -> list[PassageIds]:
-    """Runs (all, or ``runs``) at least :data:`PASSAGE_MIN_SHARE` of whose entries have passage-like ids."""
+    """Runs (all, or ``runs``) at least :data:`PASSAGE_MIN_SHARE` of whose entries have passage-like ids.
+    One scan of every entry, once per data version (:func:`_passage_id_runs`, stored at ingest)."""
+    flagged = _passage_id_runs(con)
+    return flagged if runs is None else [p for p in flagged if p.run_id in runs]
+
+
+@derived.at_ingest("sanity.passage_ids")
+@derived.memoized("sanity.passage_ids/1", derived.dataclasses_codec(PassageIds))
+def _passage_id_runs(con: duckdb.DuckDBPyConnection) -> list[PassageIds]:
     rows = con.execute(
         f"""
         SELECT run_id, count(*) AS n,
                count(*) FILTER (WHERE text IS NULL AND length(doc_id_raw) >= {PASSAGE_MIN_CHARS}
                    AND length(doc_id_raw) - length(replace(doc_id_raw, ' ', '')) >= {PASSAGE_MIN_SPACES}) AS p,
                any_value(doc_id_raw) FILTER (WHERE length(doc_id_raw) >= {PASSAGE_MIN_CHARS}) AS ex
-        FROM evidence WHERE ?::VARCHAR[] IS NULL OR list_contains(?::VARCHAR[], run_id)
-        GROUP BY run_id ORDER BY run_id""",
-        [runs, runs],
+        FROM evidence GROUP BY run_id ORDER BY run_id"""
     ).fetchall()
     return [PassageIds(r, int(n), int(p), ex or "") for r, n, p, ex in rows if n and p >= PASSAGE_MIN_SHARE * n]
 
 
+@derived.at_ingest("sanity.query_texts")
+@derived.memoized("sanity.query_texts/1", derived.dataclasses_codec(TextConflict))
 def query_text_conflicts(con: duckdb.DuckDBPyConnection) -> list[TextConflict]:
     """Pairs of runs sharing a query id with different (normalised) question texts; only ids with
     more than one text are joined, so the work is small unless ids really collide."""

@@ -13,12 +13,16 @@ the kept runs' (:mod:`.sanity`: the same id, a different text) are left out firs
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import duckdb
+import numpy as np
+import pandas as pd
 
+from ragaudit_core.logs import derived
 from ragaudit_core.logs.sanity import query_text_conflicts
 
 __all__ = ["RunSelection", "comparable_runs", "natural_key", "natural_sorted"]
@@ -63,23 +67,55 @@ class RunSelection:
 
 
 def comparable_runs(con: duckdb.DuckDBPyConnection, candidates: list[str] | None = None) -> RunSelection:
-    """The default selection among ``candidates`` (default: every run with evidence records)."""
-    rows = con.execute("SELECT run_id, list(query_id) FROM records GROUP BY run_id").fetchall()
-    sets = {r: set(qs) for r, qs in rows if candidates is None or r in candidates}
-    disagreeing = _disagreeing(con, sets)
+    """The default selection among ``candidates`` (default: every run with evidence records);
+    stored per data version (computed at ingest for every run)."""
+    return _comparable_runs(con, None if candidates is None else sorted(set(candidates)))
+
+
+def _selection_of(blob: bytes) -> RunSelection:
+    return RunSelection(**json.loads(blob))
+
+
+@derived.memoized("selection.comparable/1", derived.Codec(lambda s: json.dumps(asdict(s)).encode(), _selection_of))
+def _comparable_runs(con: duckdb.DuckDBPyConnection, candidates: list[str] | None) -> RunSelection:
+    sets = _query_sets(con, candidates)
+    disagreeing = _disagreeing(con, {r: int(m.sum()) for r, m in sets.items()})
     for r in disagreeing:
         del sets[r]
     if len(sets) < 2:
-        n = len(next(iter(sets.values()))) if sets else 0
+        n = int(next(iter(sets.values())).sum()) if sets else 0
         return RunSelection(natural_sorted(sets), [], n, natural_sorted(disagreeing))
-    seeds = sorted(sets, key=lambda r: (-len(sets[r]), natural_key(r)))[:MAX_SEEDS]
-    best = max((_grow(sets, seed) for seed in seeds), key=lambda g: (len(g[0]), len(g[1])))
-    chosen, common = best
+    seeds = sorted(sets, key=lambda r: (-int(sets[r].sum()), natural_key(r)))[:MAX_SEEDS]
+    best = max((_grow(sets, seed) for seed in seeds), key=lambda g: (len(g[0]), g[1]))
+    chosen, n_common = best
     left = [r for r in sets if r not in chosen]
-    return RunSelection(natural_sorted(chosen), natural_sorted(left), len(common), natural_sorted(disagreeing))
+    return RunSelection(natural_sorted(chosen), natural_sorted(left), n_common, natural_sorted(disagreeing))
 
 
-def _disagreeing(con: duckdb.DuckDBPyConnection, sets: dict[str, set]) -> list[str]:
+@derived.at_ingest("selection.comparable")
+def _precompute(con: duckdb.DuckDBPyConnection) -> RunSelection:
+    return comparable_runs(con)
+
+
+def _query_sets(con: duckdb.DuckDBPyConnection, candidates: list[str] | None) -> dict[str, np.ndarray]:
+    """Each run's logged queries as a boolean mask over every query id (one column per id)."""
+    rows = con.execute(
+        """SELECT run_id, (dense_rank() OVER (ORDER BY query_id) - 1)::INTEGER AS qi FROM records
+           WHERE ?::VARCHAR[] IS NULL OR list_contains(?::VARCHAR[], run_id)""",
+        [candidates, candidates],
+    ).fetchnumpy()
+    run_ids, qi = rows["run_id"], np.asarray(rows["qi"], dtype=np.int64)
+    n = int(qi.max()) + 1 if len(qi) else 0
+    codes, names = pd.factorize(np.asarray(run_ids, dtype=object))
+    sets = {}
+    for i, r in enumerate(names):
+        mask = np.zeros(n, dtype=bool)
+        mask[qi[codes == i]] = True
+        sets[str(r)] = mask
+    return sets
+
+
+def _disagreeing(con: duckdb.DuckDBPyConnection, sizes: dict[str, int]) -> list[str]:
     """Runs to leave out because their query ids name other questions (:mod:`.sanity`): runs are
     kept greedily, the largest first (ties in natural order), unless they disagree with a kept run."""
     pairs = {frozenset((c.run_a, c.run_b)) for c in query_text_conflicts(con) if c.disagree}
@@ -87,7 +123,7 @@ def _disagreeing(con: duckdb.DuckDBPyConnection, sets: dict[str, set]) -> list[s
         return []
     kept: list[str] = []
     out = []
-    for r in sorted(sets, key=lambda r: (-len(sets[r]), natural_key(r))):
+    for r in sorted(sizes, key=lambda r: (-sizes[r], natural_key(r))):
         if any(frozenset((r, k)) in pairs for k in kept):
             out.append(r)
         else:
@@ -99,12 +135,14 @@ MAX_SEEDS = 50
 """Runs tried as the seed of a group (the largest first): the group with the most runs wins."""
 
 
-def _grow(sets: dict[str, set], first: str) -> tuple[list[str], set]:
-    """Greedy group from ``first``: add runs, the most overlapping first, while queries stay shared."""
-    chosen, common = [first], set(sets[first])
-    for r in sorted((r for r in sets if r != first), key=lambda r: (-len(sets[r] & sets[first]), natural_key(r))):
+def _grow(sets: dict[str, np.ndarray], first: str) -> tuple[list[str], int]:
+    """Greedy group from ``first``: add runs, the most overlapping first, while queries stay
+    shared; the group and how many queries it shares."""
+    chosen, common = [first], sets[first].copy()
+    overlap = {r: int(np.count_nonzero(sets[r] & sets[first])) for r in sets if r != first}
+    for r in sorted(overlap, key=lambda r: (-overlap[r], natural_key(r))):
         shared = common & sets[r]
-        if shared:
+        if shared.any():
             chosen.append(r)
             common = shared
-    return chosen, common
+    return chosen, int(np.count_nonzero(common))

@@ -4,18 +4,19 @@ dashboard or the CLI reads it back. Stored as JSON (never pickle)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 
 import duckdb
 
 from ragaudit_core.intervals import DEFAULT_RESAMPLES
-from ragaudit_core.logs import store
+from ragaudit_core.logs import derived
 from ragaudit_core.quality.ranking import DEFAULT_CUTOFFS
 from ragaudit_core.quality.summary import QualityResult, compute_quality
+from ragaudit_core.stability.cache import precompute as stability_precompute
+from ragaudit_core.stability.cache import precompute_default_pair as stability_default_pair
 
-__all__ = ["has_labels", "quality_cached"]
+__all__ = ["has_labels", "precompute", "precompute_default_pair", "quality_cached"]
 
 
 def has_labels(con: duckdb.DuckDBPyConnection) -> bool:
@@ -37,24 +38,38 @@ def quality_cached(
 ) -> QualityResult:
     """:func:`compute_quality` (runs, and ``pairs`` — none by default), read from the database
     when stored for this data version. The per-query table is not stored (empty on a read)."""
-    version = store.data_version(con)
-    blob = json.dumps(
-        {"v": version, "runs": list(runs), "pairs": [list(p) for p in pairs or ()], "k": list(cutoffs),
-         "b": resamples, "kind": "quality/1"},
-        sort_keys=True,
-    )  # fmt: skip
-    key = hashlib.sha256(blob.encode()).hexdigest()
-    cur = con.cursor()
-    try:
-        rows = cur.execute("SELECT payload FROM derived_results WHERE key = ?", [key]).fetchall()
-        if rows:
-            return QualityResult.from_json(json.loads(bytes(rows[0][0])))
-        res = compute_quality(cur, list(runs), cutoffs=cutoffs, pairs=list(pairs or []), resamples=resamples)
-        cur.execute("DELETE FROM derived_results WHERE data_version <> ?", [version])
-        cur.execute(
-            "INSERT OR REPLACE INTO derived_results VALUES (?, ?, 'quality', ?, now())",
-            [key, version, json.dumps(res.to_json()).encode()],
-        )
-        return res
-    finally:
-        cur.close()
+    return derived.stored(
+        con,
+        "quality/2",
+        {"runs": list(runs), "pairs": [list(p) for p in pairs or ()], "k": list(cutoffs), "b": resamples},
+        lambda: compute_quality(con, list(runs), cutoffs=cutoffs, pairs=list(pairs or []), resamples=resamples),
+        _QUALITY,
+    )
+
+
+_QUALITY: derived.Codec[QualityResult] = derived.Codec(
+    lambda r: json.dumps(r.to_json()).encode(), lambda b: QualityResult.from_json(json.loads(b))
+)
+
+
+@derived.at_ingest("quality.overview")
+def precompute(con: duckdb.DuckDBPyConnection) -> QualityResult | None:
+    """Store the stability page's quality table: the runs of the stored stability overview."""
+    if not has_labels(con):
+        return None
+    overview = stability_precompute(con)
+    return None if overview is None else quality_cached(con, overview.summary.runs)
+
+
+@derived.at_ingest("quality.default_pair")
+def precompute_default_pair(con: duckdb.DuckDBPyConnection) -> QualityResult | None:
+    """Store the compare page's quality table for the pair it opens on
+    (:func:`ragaudit_core.stability.cache.precompute_default_pair`)."""
+    if not has_labels(con):
+        return None
+    cmp = stability_default_pair(con)
+    return (
+        None
+        if cmp is None
+        else quality_cached(con, [cmp.baseline, cmp.candidate], pairs=[(cmp.baseline, cmp.candidate)])
+    )

@@ -12,59 +12,40 @@ someone else, and reading it must not run code).
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 from dataclasses import asdict
 
 import duckdb
 import pandas as pd
-import pyarrow as pa
 
 from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.intervals import DEFAULT_RESAMPLES
-from ragaudit_core.logs import store
-from ragaudit_core.logs.selection import comparable_runs
+from ragaudit_core.logs import catalog, derived
+from ragaudit_core.logs.selection import comparable_runs, natural_sorted
+from ragaudit_core.stability.compare import CompareResult, CompareSummary, compare_runs
 from ragaudit_core.stability.metrics import StabilityOptions, StabilityResult, compute_stability
 from ragaudit_core.stability.summary import StabilitySummary
 from ragaudit_core.stability.uncertainty import StabilityIntervals
 
-__all__ = ["DEFAULT_DENSITY_BINS", "default_options", "precompute", "stability_cached"]
+__all__ = ["DEFAULT_DENSITY_BINS", "compare_cached", "default_options", "precompute", "stability_cached"]
 
 DEFAULT_DENSITY_BINS = 20
 _TABLES = ("runs", "pairs", "queries", "density")
 
 
-def _key(version: str, opts: StabilityOptions, density_bins: int | None) -> str:
-    d = asdict(opts)
-    d = {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in d.items()}
-    blob = json.dumps(
-        {"v": version, "opts": d, "bins": density_bins, "kind": "stability/2"}, sort_keys=True, default=list
-    )
-    return hashlib.sha256(blob.encode()).hexdigest()
+def _frames(d: dict[str, str]) -> dict[str, pd.DataFrame]:
+    return {name: derived.FRAME.decode(bytes.fromhex(hexdata)) for name, hexdata in d.items()}
 
 
 def _encode(res: StabilityResult) -> bytes:
-    parts = {}
-    for name in _TABLES:
-        df = getattr(res, name)
-        if df is None:
-            continue
-        sink = io.BytesIO()
-        table = pa.Table.from_pandas(df, preserve_index=False)
-        with pa.ipc.new_stream(sink, table.schema) as w:
-            w.write_table(table)
-        parts[name] = sink.getvalue().hex()
+    parts = {name: derived.FRAME.encode(df).hex() for name in _TABLES if (df := getattr(res, name)) is not None}
     intervals = res.intervals.to_json() if res.intervals is not None else None
     return json.dumps({"summary": res.summary.to_json(), "tables": parts, "intervals": intervals}).encode()
 
 
 def _decode(payload: bytes) -> StabilityResult:
     d = json.loads(payload)
-    frames: dict[str, pd.DataFrame | None] = dict.fromkeys(_TABLES)
-    for name, hexdata in d["tables"].items():
-        with pa.ipc.open_stream(io.BytesIO(bytes.fromhex(hexdata))) as r:
-            frames[name] = r.read_all().to_pandas()
+    frames: dict[str, pd.DataFrame | None] = {**dict.fromkeys(_TABLES), **_frames(d["tables"])}
     return StabilityResult(
         runs=frames["runs"],
         pairs=frames["pairs"],
@@ -75,6 +56,41 @@ def _decode(payload: bytes) -> StabilityResult:
     )
 
 
+def _encode_compare(res: CompareResult) -> bytes:
+    intervals = res.intervals.to_json() if res.intervals is not None else None
+    return json.dumps(
+        {
+            "baseline": res.baseline,
+            "candidate": res.candidate,
+            "tables": {n: derived.FRAME.encode(getattr(res, n)).hex() for n in ("pair", "runs", "queries")},
+            "summary": asdict(res.summary),
+            "intervals": intervals,
+        }
+    ).encode()
+
+
+def _decode_compare(payload: bytes) -> CompareResult:
+    d = json.loads(payload)
+    t = _frames(d["tables"])
+    return CompareResult(
+        d["baseline"],
+        d["candidate"],
+        t["pair"],
+        t["runs"],
+        t["queries"],
+        CompareSummary(**d["summary"]),
+        StabilityIntervals.from_json(d["intervals"]) if d.get("intervals") else None,
+    )
+
+
+_STABILITY = derived.Codec(_encode, _decode)
+_COMPARE = derived.Codec(_encode_compare, _decode_compare)
+
+
+def _options_json(opts: StabilityOptions) -> dict:
+    return {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in asdict(opts).items()}
+
+
 def stability_cached(
     con: duckdb.DuckDBPyConnection,
     opts: StabilityOptions = StabilityOptions(),
@@ -82,21 +98,32 @@ def stability_cached(
     density_bins: int | None = DEFAULT_DENSITY_BINS,
 ) -> StabilityResult:
     """:func:`compute_stability` (without cells), read from the database when stored."""
-    version = store.data_version(con)
-    key = _key(version, opts, density_bins)
-    cur = con.cursor()
-    try:
-        rows = cur.execute("SELECT payload FROM derived_results WHERE key = ?", [key]).fetchall()
-        if rows:
-            return _decode(bytes(rows[0][0]))
-        res = compute_stability(cur, opts, density_bins=density_bins)
-        cur.execute("DELETE FROM derived_results WHERE data_version <> ?", [version])
-        cur.execute(
-            "INSERT OR REPLACE INTO derived_results VALUES (?, ?, 'stability', ?, now())", [key, version, _encode(res)]
-        )
-        return res
-    finally:
-        cur.close()
+    return derived.stored(
+        con,
+        "stability/3",
+        {"opts": _options_json(opts), "bins": density_bins},
+        lambda: compute_stability(con, opts, density_bins=density_bins),
+        _STABILITY,
+    )
+
+
+def compare_cached(
+    con: duckdb.DuckDBPyConnection,
+    baseline: str,
+    candidate: str,
+    *,
+    tau: float = FLIP_THRESHOLD,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> CompareResult:
+    """:func:`compare_runs` of the two runs (every shared query, no top-k cut), read from the
+    database when stored for this data version; the compare page's default pair is stored at ingest."""
+    return derived.stored(
+        con,
+        "compare/1",
+        [baseline, candidate, tau, resamples],
+        lambda: compare_runs(con, baseline, candidate, tau=tau, resamples=resamples),
+        _COMPARE,
+    )
 
 
 def default_options(con: duckdb.DuckDBPyConnection, tau: float = FLIP_THRESHOLD) -> StabilityOptions:
@@ -108,6 +135,7 @@ def default_options(con: duckdb.DuckDBPyConnection, tau: float = FLIP_THRESHOLD)
     )
 
 
+@derived.at_ingest("stability.overview")
 def precompute(con: duckdb.DuckDBPyConnection) -> StabilityResult | None:
     """Compute and store what the dashboard opens on (stability over every pair, τ = 0.5).
 
@@ -123,4 +151,17 @@ def precompute(con: duckdb.DuckDBPyConnection) -> StabilityResult | None:
     try:
         return stability_cached(con, default_options(con))
     except ValueError:  # e.g. no query in common: the page reports it when opened
+        return None
+
+
+@derived.at_ingest("stability.default_pair")
+def precompute_default_pair(con: duckdb.DuckDBPyConnection) -> CompareResult | None:
+    """Store the comparison the compare and stability pages open on (:func:`catalog.default_pair`
+    among the runs with evidence, in natural order, τ = 0.5); None when no two runs share a query."""
+    pair = catalog.default_pair(con, natural_sorted(catalog.evidence_run_ids(con)))
+    if pair is None:
+        return None
+    try:
+        return compare_cached(con, *pair)
+    except ValueError:
         return None

@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
-import numpy as np
 import pandas as pd
 
 from ragaudit_core.defaults import FLIP_THRESHOLD, INT32_MAX
@@ -50,7 +49,7 @@ from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog
 from ragaudit_core.stability.sql import CELLS_SQL, PAIRS_SQL, QUERIES_SQL, RUNS_SQL
 from ragaudit_core.stability.summary import LevelStats, StabilitySummary
-from ragaudit_core.stability.uncertainty import StabilityIntervals, intervals_from_cells
+from ragaudit_core.stability.uncertainty import StabilityIntervals, intervals_from_batches
 
 __all__ = [
     "CONFIG_PARAMETERS",
@@ -172,16 +171,9 @@ def list_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def span_capable_runs(con: duckdb.DuckDBPyConnection, runs: Sequence[str]) -> set[str]:
-    """Runs whose every logged entry has a span hash."""
-    rows = con.execute(
-        """
-        SELECT r.run_id FROM runs r
-        WHERE list_contains(?, r.run_id)
-          AND NOT EXISTS (SELECT 1 FROM evidence e WHERE e.run_id = r.run_id AND e.span_hash IS NULL)
-        """,
-        [list(runs)],
-    ).fetchall()
-    return {r for (r,) in rows}
+    """Runs whose every logged entry has a span hash (:func:`catalog.span_capable_runs`, stored
+    per data version)."""
+    return set(catalog.span_capable_runs(con)) & set(runs)
 
 
 def evaluation_queries(
@@ -351,11 +343,7 @@ def _compute(
         change_label(cfg.get(a, {}), cfg.get(b, {})) for a, b in zip(pairs_df["run_a"], pairs_df["run_b"])
     ]
 
-    for canon, raws in cur.execute(
-        """SELECT coalesce(m.canonical, e.doc_id) AS c, list(DISTINCT e.doc_id_raw ORDER BY e.doc_id_raw)
-               FROM evidence e JOIN _sel_runs r ON r.run_id = e.run_id LEFT JOIN _map m ON m.raw = e.doc_id
-               GROUP BY c HAVING count(DISTINCT e.doc_id_raw) > 1 ORDER BY c LIMIT 20"""
-    ).fetchall():
+    for canon, raws in _collisions(cur, opts, pair_runs):
         warnings.append(f"canonical-id collision: {len(raws)} raw ids map to {canon!r}: " + ", ".join(map(repr, raws)))
 
     summary = _summary(
@@ -407,27 +395,32 @@ def _compute(
     )
 
 
+def _collisions(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, pair_runs: list[str]) -> list:
+    """Canonical ids several raw ids map to, among the compared runs (at most 20): a property of
+    the stored data (read once per data version) unless a document-id map is given."""
+    if not opts.docid_map:
+        return catalog.raw_id_collisions(cur, pair_runs)
+    return cur.execute(
+        """SELECT coalesce(m.canonical, e.doc_id) AS c, list(DISTINCT e.doc_id_raw ORDER BY e.doc_id_raw)
+               FROM evidence e JOIN _sel_runs r ON r.run_id = e.run_id LEFT JOIN _map m ON m.raw = e.doc_id
+               GROUP BY c HAVING count(DISTINCT e.doc_id_raw) > 1 ORDER BY c LIMIT 20"""
+    ).fetchall()
+
+
 def _intervals(
     cur: duckdb.DuckDBPyConnection, pair_runs: list[str], n_queries: int, tau: float, opts: StabilityOptions
 ) -> StabilityIntervals:
-    """Bootstrap intervals from the ``_cells`` table, fetched as arrays (no frame of every cell)."""
-    a = cur.execute(
-        "SELECT (level = 'span')::TINYINT AS span, ra, rb, qi, n_a, n_b, n_inter, j FROM _cells"
-    ).fetchnumpy()
-    return intervals_from_cells(
-        np.asarray(a["span"]),
-        np.asarray(a["ra"], dtype=np.int64),
-        np.asarray(a["rb"], dtype=np.int64),
-        np.asarray(a["qi"], dtype=np.int64),
-        np.asarray(a["n_a"], dtype=float),
-        np.asarray(a["n_b"], dtype=float),
-        np.asarray(a["n_inter"], dtype=float),
-        np.asarray(a["j"], dtype=float),
-        n_queries=n_queries,
-        runs=pair_runs,
-        tau=tau,
-        resamples=opts.resamples,
-    )
+    """Bootstrap intervals from the ``_cells`` table, read in batches ordered by level, pair and
+    query (:func:`intervals_from_batches`: never every cell in memory at once)."""
+    reader = cur.sql(
+        """SELECT (level = 'span')::TINYINT AS span, ra, rb, qi, n_a, n_b, n_inter, j FROM _cells
+           ORDER BY level, ra, rb, qi"""
+    ).to_arrow_reader(_INTERVAL_BATCH_ROWS)
+    batches = ({name: batch.column(name).to_numpy() for name in batch.schema.names} for batch in reader)
+    return intervals_from_batches(batches, n_queries=n_queries, runs=pair_runs, tau=tau, resamples=opts.resamples)
+
+
+_INTERVAL_BATCH_ROWS = 1 << 20
 
 
 def _selected_runs(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions) -> list[str]:

@@ -17,6 +17,7 @@ All columns share one resampling of the queries (:func:`ragaudit_core.intervals.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +35,7 @@ __all__ = [
     "PAIR_INTERVAL_METRICS",
     "SUMMARY_INTERVAL_METRICS",
     "StabilityIntervals",
+    "intervals_from_batches",
     "intervals_from_cells",
     "stability_intervals",
 ]
@@ -120,14 +122,6 @@ def _from_json(d: dict) -> StabilityIntervals:
     )
 
 
-def _per_query(q: np.ndarray, weights: np.ndarray, n_q: int) -> np.ndarray:
-    """Mean of ``weights`` per query index (NaN for a query without cells)."""
-    cnt = np.bincount(q, minlength=n_q).astype(float)
-    tot = np.bincount(q, weights=weights, minlength=n_q)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(cnt > 0, tot / cnt, np.nan)
-
-
 def stability_intervals(
     cells: pd.DataFrame,
     tau: float,
@@ -177,53 +171,163 @@ def intervals_from_cells(
 ) -> StabilityIntervals:
     """The same from the cells as arrays (``span`` 1 for the span level, 0 for doc; runs and
     queries as integer codes): what the metric computation hands over without building a frame."""
+    order = np.lexsort((qi, rb, ra, span))
+    cells = {"span": span, "ra": ra, "rb": rb, "qi": qi, "n_a": n_a, "n_b": n_b, "n_inter": n_inter, "j": j}
+    batch = {k: np.asarray(v)[order] for k, v in cells.items()}
+    return intervals_from_batches([batch], n_queries=n_queries, runs=runs, tau=tau, resamples=resamples, seed=seed)
+
+
+def intervals_from_batches(
+    batches: Iterable[Mapping[str, np.ndarray]],
+    *,
+    n_queries: int,
+    runs: list[str],
+    tau: float,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> StabilityIntervals:
+    """The same from batches of cells (arrays named as :func:`intervals_from_cells`' arguments)
+    **ordered by level, pair and query**, so that a pair's cells are contiguous: one pair's
+    per-query columns are built at a time and the cells are never all in memory. Memory: the
+    (queries × columns) float32 matrix the resampling multiplies, and one pair's columns."""
+    acc = _Columns(n_queries, len(runs), tau)
+    for b in batches:
+        acc.add(b)
+    acc.flush()
     out = StabilityIntervals(resamples=resamples, seed=seed, n_queries=n_queries)
-    if len(j) == 0:
+    if not acc.pairs:
         return out
-    n_q = n_queries
-    flip = (j < tau).astype(float)
-    collapse = ((n_a > 0) & (n_b > 0) & (n_inter == 0)).astype(float)
-    null_tr = ((n_a > 0) != (n_b > 0)).astype(float)
-    loss, gain = ((n_a > 0) & (n_b == 0)).astype(float), ((n_a == 0) & (n_b > 0)).astype(float)
-    cols: list[np.ndarray] = []
-    names: list[str] = []
-    for code, lvl in ((0, "doc"), (1, "span")):
-        m = span == code
-        if not m.any():
-            continue
-        cols += [_per_query(qi[m], j[m], n_q), _per_query(qi[m], flip[m], n_q)]
-        names += [f"mean_j_{lvl}", f"flip_rate_{lvl}"]
-        if lvl == "span":
-            cols.append((_per_query(qi[m], collapse[m], n_q) > 0).astype(float))
-            names.append("collapse_rate")
-    doc = span == 0
-    cols.append(_per_query(qi[doc], null_tr[doc], n_q) if doc.any() else np.full(n_q, np.nan))
-    names.append("null_transition_rate")
-    n_r = len(runs)
-    pkey = (span.astype(np.int64) * n_r + ra) * n_r + rb
-    pcodes, pvals = pd.factorize(pkey, sort=True)
-    n_p = len(pvals)
-    flat = pcodes * n_q + qi
-    cnt = np.bincount(flat, minlength=n_p * n_q).reshape(n_p, n_q).astype(float)
-    labels = [("span" if v // (n_r * n_r) else "doc", runs[(v // n_r) % n_r], runs[v % n_r]) for v in pvals]
-    pair_rows: list[tuple[str, str, str, str]] = []
-    for metric, v in zip(PAIR_INTERVAL_METRICS, (j, flip, collapse, loss, gain)):
-        tot = np.bincount(flat, weights=v, minlength=n_p * n_q).reshape(n_p, n_q)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            per = np.where(cnt > 0, tot / cnt, np.nan)
-        for i, (lvl, a, b) in enumerate(labels):
-            if metric == "collapse_rate" and lvl == "doc":
-                continue  # collapse is a span-level event
-            cols.append(per[i])
-            pair_rows.append((lvl, a, b, metric))
-    means, counts, reps = bootstrap_replicates(np.column_stack(cols), resamples=resamples, seed=seed)
+    names, means, matrix = acc.matrix()
+    _, counts, reps = bootstrap_replicates(matrix, resamples=resamples, seed=seed)
+    del matrix
     lo, hi = percentile_intervals(reps)
     k = len(names)
     out.summary = {
         name: Estimate(float(means[i]), float(lo[i]), float(hi[i]), int(counts[i])) for i, name in enumerate(names)
     }
+    pair_rows = acc.pair_rows(runs)
     out.pairs = pd.DataFrame(
         [(*r, float(means[k + i]), float(lo[k + i]), float(hi[k + i])) for i, r in enumerate(pair_rows)],
         columns=["level", "run_a", "run_b", "metric", "value", "lo", "hi"],
     )
     return out
+
+
+def _mean_per_query(q: np.ndarray, weights: np.ndarray, cnt: np.ndarray, n_q: int) -> np.ndarray:
+    tot = np.bincount(q, weights=weights, minlength=n_q)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt > 0, tot / cnt, np.nan)
+
+
+class _Columns:
+    """Per-query columns built from cells ordered by pair: the headline sums per level, and each
+    pair's five per-query values (float32, with their float64 means) once its last cell is seen."""
+
+    def __init__(self, n_q: int, n_r: int, tau: float) -> None:
+        self.n_q, self.n_r, self.tau = n_q, n_r, tau
+        z = lambda: np.zeros(n_q)  # noqa: E731
+        self.head = {lvl: {"cnt": z(), "j": z(), "flip": z(), "collapse": z(), "null": z()} for lvl in (0, 1)}
+        self.seen = {0: False, 1: False}
+        self.pairs: dict[int, dict[str, tuple[float, np.ndarray]]] = {}
+        self.cur: int | None = None
+        self.buf: list[dict[str, np.ndarray]] = []
+
+    def add(self, b: Mapping[str, np.ndarray]) -> None:
+        span = np.asarray(b["span"], dtype=np.int64)
+        if len(span) == 0:
+            return
+        n_a, n_b = np.asarray(b["n_a"], dtype=float), np.asarray(b["n_b"], dtype=float)
+        v = {
+            "qi": np.asarray(b["qi"], dtype=np.int64),
+            "j": np.asarray(b["j"], dtype=float),
+            "collapse": ((n_a > 0) & (n_b > 0) & (np.asarray(b["n_inter"], dtype=float) == 0)).astype(float),
+            "loss": ((n_a > 0) & (n_b == 0)).astype(float),
+            "gain": ((n_a == 0) & (n_b > 0)).astype(float),
+        }
+        v["flip"] = (v["j"] < self.tau).astype(float)
+        v["null"] = v["loss"] + v["gain"]
+        for lvl in (0, 1):
+            m = span == lvl
+            if m.any():
+                self._headline(lvl, {k: x[m] for k, x in v.items()})
+        pkey = (span * self.n_r + np.asarray(b["ra"], dtype=np.int64)) * self.n_r + np.asarray(b["rb"], dtype=np.int64)
+        cuts = np.flatnonzero(np.diff(pkey)) + 1
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(pkey)]):
+            key = int(pkey[lo])
+            if key != self.cur:
+                self.flush()
+                if key in self.pairs:
+                    raise ValueError("stability cells must come ordered by level and pair")
+                self.cur = key
+            self.buf.append({k: x[lo:hi] for k, x in v.items()})
+
+    def _headline(self, lvl: int, v: dict[str, np.ndarray]) -> None:
+        h, q, n = self.head[lvl], v["qi"], self.n_q
+        self.seen[lvl] = True
+        h["cnt"] += np.bincount(q, minlength=n)
+        for name in ("j", "flip", "null"):
+            h[name] += np.bincount(q, weights=v[name], minlength=n)
+        h["collapse"] += np.bincount(q, weights=v["collapse"], minlength=n)
+
+    def flush(self) -> None:
+        """Close the current pair: its per-query means of each metric as float32 columns."""
+        if self.cur is None:
+            return
+        cells = {k: np.concatenate([b[k] for b in self.buf]) for k in self.buf[0]}
+        q = cells["qi"]
+        cnt = np.bincount(q, minlength=self.n_q).astype(float)
+        cols = {}
+        for metric, name in zip(PAIR_INTERVAL_METRICS, ("j", "flip", "collapse", "loss", "gain")):
+            if metric == "collapse_rate" and self.cur // (self.n_r * self.n_r) == 0:
+                continue  # collapse is a span-level event
+            per = _mean_per_query(q, cells[name], cnt, self.n_q)
+            cols[metric] = (_nanmean(per), per.astype(np.float32))
+        self.pairs[self.cur] = cols
+        self.cur, self.buf = None, []
+
+    def _headline_columns(self) -> list[tuple[str, np.ndarray]]:
+        out = []
+        for lvl, name in ((0, "doc"), (1, "span")):
+            if not self.seen[lvl]:
+                continue
+            h = self.head[lvl]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out += [
+                    (f"mean_j_{name}", np.where(h["cnt"] > 0, h["j"] / h["cnt"], np.nan)),
+                    (f"flip_rate_{name}", np.where(h["cnt"] > 0, h["flip"] / h["cnt"], np.nan)),
+                ]
+                if name == "span":
+                    collapsed = np.where(h["cnt"] > 0, h["collapse"] / h["cnt"], np.nan) > 0
+                    out.append(("collapse_rate", collapsed.astype(float)))
+        doc = self.head[0]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            null = np.where(doc["cnt"] > 0, doc["null"] / doc["cnt"], np.nan) if self.seen[0] else None
+        out.append(("null_transition_rate", null if null is not None else np.full(self.n_q, np.nan)))
+        return out
+
+    def matrix(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Headline names, every column's mean (float64), and the (queries × columns) float32
+        matrix: headline columns, then per metric every pair in (level, run_a, run_b) order."""
+        head = self._headline_columns()
+        order = [(metric, key) for metric in PAIR_INTERVAL_METRICS for key in sorted(self.pairs)]
+        order = [(m, key) for m, key in order if m in self.pairs[key]]
+        x = np.empty((self.n_q, len(head) + len(order)), dtype=np.float32)
+        means = np.empty(x.shape[1])
+        for i, (_name, col) in enumerate(head):
+            x[:, i], means[i] = col, _nanmean(col)
+        for i, (metric, key) in enumerate(order, start=len(head)):
+            means[i], x[:, i] = self.pairs[key][metric]
+        self._order = order
+        return [n for n, _c in head], means, x
+
+    def pair_rows(self, runs: list[str]) -> list[tuple[str, str, str, str]]:
+        n_r = self.n_r
+        return [
+            ("span" if key // (n_r * n_r) else "doc", runs[(key // n_r) % n_r], runs[key % n_r], metric)
+            for metric, key in self._order
+        ]
+
+
+def _nanmean(col: np.ndarray) -> float:
+    n = int(np.count_nonzero(~np.isnan(col)))
+    return float(np.nansum(col) / n) if n else float("nan")

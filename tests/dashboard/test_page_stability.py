@@ -42,11 +42,13 @@ def test_picking_a_pair_shows_its_queries(app_env, sample_db):
     app_env(sample_db)
     at = app_test(PAGE).run()
     box = next(s for s in at.selectbox if s.label.startswith("Run pair"))
-    box.set_value(box.options.index("k10-c128-o32 vs k10-c256-o32")).run()
+    # it opens on the compare page's default pair (stored at ingest), baseline first
+    assert box.options[box.index] == "k10-c256-o32 vs k10-c128-o32"
+    box.set_value(box.options.index("k10-c128-o32 vs k20-c128-o32")).run()
     assert not at.exception
-    cmp = compare_runs(store.connect(sample_db), "k10-c128-o32", "k10-c256-o32")
+    cmp = compare_runs(store.connect(sample_db), "k10-c128-o32", "k20-c128-o32")
     # run ids from logs reach markdown escaped (render.md)
-    line = next(m.value for m in at.markdown if "**k10\\-c128\\-o32** vs **k10\\-c256\\-o32**" in m.value)
+    line = next(m.value for m in at.markdown if "**k10\\-c128\\-o32** vs **k20\\-c128\\-o32**" in m.value)
     assert f"{cmp.summary.n_flipped:,} flipped" in line
     assert f"{cmp.summary.n_collapsed:,} collapsed" in line
     queries = next(df.value for df in at.dataframe if "collapsed" in df.value.columns)
