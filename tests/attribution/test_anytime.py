@@ -173,6 +173,12 @@ def test_leave_one_out_stays_selectable_as_the_first_estimate(fake_models):
     assert first.efficiency_gap() == pytest.approx(2.0)
     assert len(first.ig_documents) == 3 and len(first.ig_query) == 3
     assert exact.n_coalitions == 8 and np.array(exact.values)[:, 1] == pytest.approx([2.0, 3.0, 3.0])
+    got.clear()
+    compute_attribution(
+        "r", "q", "query", [("d0", "a"), ("d1", "b"), ("d2", "c")], embedder=object(), generator=object(),
+        method="exact", params=_params(), on_partial=got.extend, first_ig_sides=(),
+    )  # fmt: skip
+    assert got[0].ig_documents == [] and got[0].ig_query == [] and got[0].completeness_max_dev() == 0.0
     with pytest.raises(ValueError, match="first-estimate method"):
         compute_attribution(
             "r", "q", "query", [("d0", "a")], embedder=object(), generator=object(),
