@@ -96,8 +96,11 @@ def bootstrap_replicates(
     # float32 products (a resample's sum of ≤ n values of order 1 keeps ~7 significant digits,
     # far below the interval's own sampling error); means and quantiles in float64
     full = bool(have.all())
-    xf = x if full and x.dtype == np.float32 else np.where(have, x, 0.0).astype(np.float32)
-    hf = None if full else have.astype(np.float32)
+    # columns as contiguous rows (m × n): OpenBLAS multiplies (m × n) @ (n × b) 20× faster than
+    # (b × n) @ (n × m) when n is large (0.08 s against 1.9 s for 38 resamples of 104k queries ×
+    # 600 columns); a column-major input (``matrix.T`` of an m × n array) is used without a copy
+    xt = np.ascontiguousarray((x if full and x.dtype == np.float32 else np.where(have, x, 0.0)).T, dtype=np.float32)
+    ht = None if full else np.ascontiguousarray(have.T, dtype=np.float32)
     del have
     rng = np.random.default_rng(seed)
     block = max(1, min(resamples, 4_000_000 // max(n, 1)))
@@ -105,8 +108,8 @@ def bootstrap_replicates(
     while done < resamples:
         b = min(block, resamples - done)
         c = _counts(rng, b, n)
-        sums = (c @ xf).astype(np.float64)
-        cnt = np.full_like(sums, n) if hf is None else (c @ hf).astype(np.float64)
+        sums = (xt @ c.T).T.astype(np.float64)
+        cnt = np.full_like(sums, n) if ht is None else (ht @ c.T).T.astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             reps[done : done + b] = np.where(cnt > 0, sums / cnt, np.nan)
         done += b

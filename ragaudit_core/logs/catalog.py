@@ -452,6 +452,28 @@ def span_capable_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r for (r,) in rows]
 
 
+def hash_keys_unique(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether no two distinct stored document ids, and no two distinct span hashes, share a value
+    of DuckDB's 64-bit ``hash`` — so metrics may compare items by those keys instead of ranking the
+    ids (:data:`ragaudit_core.stability.sql.KEYED_CELLS_SQL`). Checked over every entry (a
+    collision shows as fewer distinct hashes than ids), once per data version and DuckDB version
+    (the hash function may change between versions); computed at ingest."""
+    return _hash_keys_unique(con, duckdb.__version__)
+
+
+@derived.memoized("catalog.hash_keys_unique/1", derived.JSON)
+def _hash_keys_unique(con: duckdb.DuckDBPyConnection, engine: str) -> bool:
+    row = con.execute(
+        """SELECT count(DISTINCT doc_id) = count(DISTINCT hash(doc_id))
+              AND count(DISTINCT span_hash) = count(DISTINCT hash(span_hash)) FILTER (WHERE span_hash IS NOT NULL)
+           FROM evidence"""
+    ).fetchall()
+    return bool(row[0][0])
+
+
+derived.at_ingest("catalog.hash_keys_unique")(hash_keys_unique)
+
+
 @derived.memoized("catalog.raw_id_collisions/1", derived.JSON)
 def raw_id_collisions(con: duckdb.DuckDBPyConnection, runs: list[str], limit: int = 20) -> list[list]:
     """Among ``runs``' entries, the stored (canonical) document ids that several different raw ids

@@ -311,14 +311,14 @@ class _Columns:
         head = self._headline_columns()
         order = [(metric, key) for metric in PAIR_INTERVAL_METRICS for key in sorted(self.pairs)]
         order = [(m, key) for m, key in order if m in self.pairs[key]]
-        x = np.empty((self.n_q, len(head) + len(order)), dtype=np.float32)
-        means = np.empty(x.shape[1])
+        xt = np.empty((len(head) + len(order), self.n_q), dtype=np.float32)  # a column per row
+        means = np.empty(xt.shape[0])
         for i, (_name, col) in enumerate(head):
-            x[:, i], means[i] = col, _nanmean(col)
+            xt[i], means[i] = col, _nanmean(col)
         for i, (metric, key) in enumerate(order, start=len(head)):
-            means[i], x[:, i] = self.pairs[key][metric]
+            means[i], xt[i] = self.pairs[key].pop(metric)
         self._order = order
-        return [n for n, _c in head], means, x
+        return [n for n, _c in head], means, xt.T  # column-major: bootstrap_replicates takes it as is
 
     def pair_rows(self, runs: list[str]) -> list[tuple[str, str, str, str]]:
         n_r = self.n_r
