@@ -221,8 +221,9 @@ st.write(
     + (f"{ds.n_collapsed:,} collapsed, " if ds.n_collapsed is not None else "")
     + f"{ds.n_null_changes:,} null transitions."
 )
+shown_queries = ui.first_rows(detail.queries)
 q_pick = ui.table(
-    detail.queries,
+    shown_queries,
     hide_index=True,
     on_select="rerun",
     selection_mode="single-row",
@@ -239,7 +240,7 @@ if nav[0].button("Compare these two runs →"):
     st.switch_page(PAGES.compare)
 q_rows = q_pick.selection.rows if q_pick else []
 if q_rows:
-    st.session_state[KEYS.query] = detail.queries.iloc[q_rows[0]]["query_id"]
+    st.session_state[KEYS.query] = shown_queries.iloc[q_rows[0]]["query_id"]
     st.session_state[KEYS.run_a], st.session_state[KEYS.run_b] = a, b
     st.switch_page(PAGES.drilldown)
 nav[1].caption("Select a query row to open it in the drill-down.")

@@ -275,6 +275,7 @@ q = cmp.queries
 if only:
     q = q[q["flipped"] | q["collapsed"] | (q["null_change"] != "")]
 st.caption(f"{len(q):,} queries, worst first. Select a row to open it in the drill-down.")
+q = ui.first_rows(q)
 pick = ui.table(
     q,
     hide_index=True,

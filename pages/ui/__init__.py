@@ -42,6 +42,7 @@ __all__ = [
     "default_selection",
     "diverging_html",
     "embedder",
+    "first_rows",
     "fmt",
     "gate_rule_editor",
     "legend_html",
@@ -206,6 +207,22 @@ def query_picker(con, current: str | None, *, search_box=st, limit: int = 500, r
 
 
 _WHOLE_COLUMNS = {"page", "paragraph", "rank", "logged_rank", "position", "char_start", "char_end", "line_no", "stage"}
+
+
+TABLE_ROWS = 1_000
+"""Rows a per-query table sends to the browser: the worst first; the rest by the query picker."""
+
+
+def first_rows(frame: pd.DataFrame, what: str = "queries", limit: int = TABLE_ROWS) -> pd.DataFrame:
+    """The first ``limit`` rows of a table sorted worst first, with a caption saying how many of
+    how many are shown (100k rows would be megabytes sent to the browser on every interaction)."""
+    if len(frame) <= limit:
+        return frame
+    st.caption(
+        f"Showing the first {limit:,} of {len(frame):,} {what} (worst first); open any other in the "
+        "query drill-down, or read them all with `ragaudit stability --json`."
+    )
+    return frame.head(limit)
 
 
 def _whole(col: pd.Series, name: str) -> bool:

@@ -187,16 +187,21 @@ def jmin_histogram(queries: pd.DataFrame) -> go.Figure:
     side in each bin (orange and blue: overlaid translucent bars blended into colours not in the
     legend)."""
     fig = go.Figure()
+    edges = np.linspace(0.0, 1.0, 21)  # bins of 0.05; J = 1 falls in the last one
     for level, c in (("doc", ORANGE), ("span", BLUE)):
         q = queries[queries["level"] == level]
         if len(q):
+            # counted here, not in the browser: 20 bars instead of every query's value (208k at 10M entries)
+            counts, _ = np.histogram(np.clip(q["j_min"].to_numpy(float), 0.0, 1.0), bins=edges)
             fig.add_trace(
-                go.Histogram(
-                    x=q["j_min"],
-                    xbins=dict(start=0, end=1.0001, size=0.05),
+                go.Bar(
+                    x=(edges[:-1] + edges[1:]) / 2,
+                    y=counts,
                     name=f"J_min,{level}",
                     marker_color=c,
-                    hovertemplate=f"J_min,{level} " + "%{x}<br>%{y} queries<extra></extra>",
+                    customdata=np.column_stack([edges[:-1], edges[1:]]),
+                    hovertemplate=f"J_min,{level} "
+                    + "%{customdata[0]:.2f}–%{customdata[1]:.2f}<br>%{y} queries<extra></extra>",
                 )
             )
     fig.update_layout(

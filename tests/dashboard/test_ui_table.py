@@ -39,3 +39,15 @@ def test_one_query_id_naming_two_questions_is_said_on_the_drilldown(app_env, tmp
     assert not at.exception
     (w,) = [plain(x.value) for x in at.warning if "names 2 different questions" in plain(x.value)]
     assert "“Does aspirin prevent stroke?” (3 run(s): a, b, c)" in w and "(1 run(s): upload)" in w
+
+
+def test_a_long_per_query_table_sends_its_first_thousand_rows():
+    import pandas as pd
+
+    from pages import ui
+
+    frame = pd.DataFrame({"query_id": [str(i) for i in range(2_500)], "j": [i / 2_500 for i in range(2_500)]})
+    shown = ui.first_rows(frame)
+    assert len(shown) == ui.TABLE_ROWS == 1_000
+    assert shown["query_id"].tolist() == [str(i) for i in range(1_000)]  # the worst first, as sorted
+    assert len(ui.first_rows(frame.head(10))) == 10

@@ -193,3 +193,17 @@ def test_histograms_of_two_series_stand_side_by_side_in_distinct_colours():
         colours = [t.marker.color for t in fig.data]
         assert len(set(colours)) == len(colours) == 2
         assert all(t.opacity in (None, 1) for t in fig.data)
+
+
+def test_the_jmin_histogram_is_counted_before_it_is_drawn():
+    """20 bars per level, not every query's value sent to the browser; J = 1 in the last bin."""
+    import pandas as pd
+
+    from ragaudit_core.review.charts import jmin_histogram
+
+    q = pd.DataFrame({"level": ["doc"] * 4 + ["span"] * 3, "j_min": [0.0, 0.04, 0.5, 1.0, 0.0, 0.05, 0.999]})
+    fig = jmin_histogram(q)
+    doc, span = fig.data
+    assert len(doc.x) == len(span.x) == 20
+    assert list(doc.y[:2]) == [2, 0] and doc.y[10] == 1 and doc.y[19] == 1 and sum(doc.y) == 4
+    assert list(span.y[:2]) == [1, 1] and span.y[19] == 1 and sum(span.y) == 3
