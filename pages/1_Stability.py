@@ -166,7 +166,7 @@ st.subheader("By what changed between the two runs")
 ui.table(
     effects_by_change(pairs),
     hide_index=True,
-    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("j_avg", "flip_rate", "collapse_rate")},
+    column_config={"j_avg": st.column_config.NumberColumn(format="%.3f")},  # the rates: percentages (ui.table)
 )
 
 st.subheader("Run pairs")
@@ -185,11 +185,7 @@ pair_pick = ui.table(
     on_select="rerun",
     selection_mode="single-row",
     key="stability.pairs",
-    column_config={
-        c: st.column_config.NumberColumn(format="%.3f")
-        for c in wide.columns
-        if c.startswith(("j_", "flip", "collapse", "null"))
-    },
+    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in wide.columns if c.startswith("j_")},
 )
 rows = pair_pick.selection.rows if pair_pick else []
 if rows:

@@ -85,19 +85,21 @@ left, right = st.columns(2)
 with left:
     st.markdown("**Between the two runs**")
     ui.table(
-        cmp.pair.assign(metric=cmp.pair["metric"].map(PAIR_METRIC_LABELS)),
+        ui.metric_rows(
+            cmp.pair.assign(metric=cmp.pair["metric"].map(PAIR_METRIC_LABELS)), cmp.pair["metric"], ["doc", "span"]
+        ),
         hide_index=True,
-        column_config={
-            "doc": st.column_config.NumberColumn("document level", format="%.3f"),
-            "span": st.column_config.NumberColumn("span level", format="%.3f"),
-        },
+        column_config={"doc": "document level", "span": "span level"},
     )
 with right:
     st.markdown("**Each run on its own**")
     ui.table(
-        cmp.runs.assign(metric=cmp.runs["metric"].map(RUN_METRIC_LABELS)),
+        ui.metric_rows(
+            cmp.runs.assign(metric=cmp.runs["metric"].map(RUN_METRIC_LABELS)),
+            cmp.runs["metric"],
+            ["baseline", "candidate", "delta"],
+        ),
         hide_index=True,
-        column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("baseline", "candidate", "delta")},
     )
 if cmp.intervals is not None and not cmp.intervals.pairs.empty:
     iv = cmp.intervals

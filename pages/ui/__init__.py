@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,8 +25,8 @@ from ragaudit_core import models
 from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
-from ragaudit_core.review import gate
-from ragaudit_core.review.labels import column_label
+from ragaudit_core.review import gate, palette
+from ragaudit_core.review.labels import column_label, is_share
 from ragaudit_core.review.logtext import RTL_OR_CONTROL, bidi_safe
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "gate_rule_editor",
     "legend_html",
     "md",
+    "metric_rows",
     "open_store",
     "owner_html",
     "picked_runs",
@@ -213,6 +214,18 @@ TABLE_ROWS = 1_000
 """Rows a per-query table sends to the browser: the worst first; the rest by the query picker."""
 
 
+def metric_rows(frame: pd.DataFrame, keys: pd.Series, columns: Sequence[str]) -> Styler:
+    """A table whose rows are metrics (``keys``: each row's metric key): the share rows' ``columns``
+    written as percentages, the others with three decimals — one format per row, not per column."""
+    share = keys.map(is_share).to_numpy()
+    rows = frame.index[share]
+    other = frame.index[~share]
+    cols = [c for c in columns if c in frame.columns]
+    return frame.style.format(palette.percent, subset=pd.IndexSlice[rows, cols], na_rep="").format(
+        "{:.3f}", subset=pd.IndexSlice[other, cols], na_rep=""
+    )
+
+
 def first_rows(frame: pd.DataFrame, what: str = "queries", limit: int = TABLE_ROWS) -> pd.DataFrame:
     """The first ``limit`` rows of a table sorted worst first, with a caption saying how many of
     how many are shown (100k rows would be megabytes sent to the browser on every interaction)."""
@@ -238,14 +251,23 @@ def table(data, *, column_config: dict | None = None, **kwargs):
     column titles (:func:`ragaudit_core.review.labels.column_label`) and floats with three
     decimals (the callers give rows in natural run order). The data keeps its keys, so a
     selection's row index and ``.value`` in tests are unchanged. Returns what
-    ``st.dataframe`` returns (the selection, with ``on_select``)."""
+    ``st.dataframe`` returns (the selection, with ``on_select``). Share columns
+    (:func:`ragaudit_core.review.labels.is_share`) read as percentages, one decimal."""
     styler = data if isinstance(data, Styler) else None
     frame = styler.data if styler is not None else data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    given = set(column_config or {})
+    shares = [
+        c for c in frame.columns if c not in given and pd.api.types.is_float_dtype(frame[c].dtype) and is_share(c)
+    ]
     if styler is None:
         frame = _bidi_safe_cells(frame)
+        if shares:  # shares as the charts and the report write them: 94.3%
+            styler = frame.style.format(dict.fromkeys(shares, palette.percent), na_rep="")
     config: dict = {}
     for col in frame.columns:
-        if pd.api.types.is_float_dtype(frame[col].dtype) and _whole(frame[col], str(col)):
+        if col in shares:
+            config[col] = column_label(col)
+        elif pd.api.types.is_float_dtype(frame[col].dtype) and _whole(frame[col], str(col)):
             config[col] = st.column_config.NumberColumn(column_label(col), format="%d")  # a page, not 2.000
         elif pd.api.types.is_float_dtype(frame[col].dtype):
             config[col] = st.column_config.NumberColumn(column_label(col), format="%.3f")

@@ -7,7 +7,7 @@ key with underscores as spaces, so a new column is readable before it gets an en
 
 from __future__ import annotations
 
-__all__ = ["COLUMN_LABELS", "column_label"]
+__all__ = ["COLUMN_LABELS", "SHARE_KEYS", "column_label", "is_share"]
 
 COLUMN_LABELS: dict[str, str] = {
     "run_id": "run",
@@ -73,3 +73,28 @@ COLUMN_LABELS: dict[str, str] = {
 def column_label(key: str) -> str:
     """The label a table header shows for ``key``."""
     return COLUMN_LABELS.get(key, str(key).replace("_", " "))
+
+
+SHARE_KEYS = frozenset(
+    {
+        "flip_rate",
+        "collapse_rate",
+        "null_loss",
+        "null_gain",
+        "null_rate",
+        "citation_rate",
+        "null_transition_rate",
+        "recall@10",
+        "share",
+        "conditional",
+    }
+)
+"""Keys of shares (0–1) that tables write as percentages (``94.3%``, :func:`palette.percent`), the
+way the charts and the report do; a ``_doc`` / ``_span`` suffix names the same share at a level."""
+
+
+def is_share(key: object) -> bool:
+    """Whether the column or metric ``key`` is a share written as a percentage."""
+    k = str(key)
+    base = k.removesuffix("_doc").removesuffix("_span")
+    return k in SHARE_KEYS or base in SHARE_KEYS or base.endswith("_rate")

@@ -51,3 +51,16 @@ def test_a_long_per_query_table_sends_its_first_thousand_rows():
     assert len(shown) == ui.TABLE_ROWS == 1_000
     assert shown["query_id"].tolist() == [str(i) for i in range(1_000)]  # the worst first, as sorted
     assert len(ui.first_rows(frame.head(10))) == 10
+
+
+def test_shares_read_as_percentages_in_tables_as_in_the_charts():
+    from pages import ui
+    from ragaudit_core.review.labels import is_share
+
+    assert is_share("flip_rate") and is_share("collapse_rate_span") and is_share("null_loss_doc")
+    assert is_share("citation_rate") and not is_share("j_avg_span") and not is_share("mean_docs")
+    frame = pd.DataFrame({"metric": ["J_avg", "flip rate"], "doc": [0.4352, 0.9431], "span": [0.1464, None]})
+    styler = ui.metric_rows(frame, pd.Series(["j_avg", "flip_rate"]), ["doc", "span"])
+    html = styler.to_html()
+    assert "0.435" in html and "94.3%" in html and "0.146" in html
+    assert "0.943" not in html and "None" not in html and "nan" not in html
