@@ -26,18 +26,50 @@ def prefill_rate(gen: Any, ids: list[int], repeats: int = 3) -> float:
     return len(ids) / float(np.median(times))
 
 
-def _job(spec: Any, inputs: Any, emb: Any, gen: Any, anytime: bool) -> tuple[dict, dict | None, float, float]:
-    from ragaudit_core.jobs import execute
+def _job(
+    spec: Any, inputs: Any, emb: Any, gen: Any, anytime: bool, first_method: str = "marginal", sides: tuple = ("query",)
+) -> tuple[dict, dict | None, float, float]:
+    """The job as ``jobs.execute`` runs it (``compute_attribution`` on the spec), with the first
+    stage's estimator and IG sides chosen (the job's defaults unless the bench says otherwise)."""
+    from ragaudit_core.attribution.compute import compute_attribution
 
     t0 = time.perf_counter()
     first: dict[str, Any] = {}
 
-    def on_partial(payloads: list[dict]) -> None:
+    def on_partial(results: list) -> None:
         first["at"] = time.perf_counter() - t0
-        first["payload"] = payloads[0]
+        first["payload"] = results[0].to_json()
 
-    (exact,) = execute(spec, inputs, embedder=emb, generator=gen, on_partial=on_partial if anytime else None)
-    return exact, first.get("payload"), first.get("at", float("nan")), time.perf_counter() - t0
+    (exact,) = compute_attribution(
+        spec.run_id,
+        spec.query_id,
+        inputs.query,
+        inputs.documents,
+        embedder=emb,
+        generator=gen,
+        method=spec.method,
+        params=spec.params,
+        conditions=spec.conditions,
+        on_partial=on_partial if anytime else None,
+        first_method=first_method,
+        first_ig_sides=sides,
+    )
+    return exact.to_json(), first.get("payload"), first.get("at", float("nan")), time.perf_counter() - t0
+
+
+def reduced(gen: Any, dtype: str) -> Any:
+    """The generator's model in ``dtype`` (a bench option; fp32 is the reference): ``bf16`` casts the
+    weights, ``int8`` is dynamic quantisation of every Linear layer (int8 weights, activations
+    quantised per batch at run time; ``torch.ao.quantization.quantize_dynamic``)."""
+    import torch
+
+    if dtype == "bf16":
+        return gen.model.to(torch.bfloat16)
+    if dtype == "int8":
+        from torch.ao.quantization import quantize_dynamic
+
+        return quantize_dynamic(gen.model, {torch.nn.Linear}, dtype=torch.qint8)
+    return gen.model
 
 
 def run_anytime(args: Any) -> None:
@@ -63,11 +95,12 @@ def run_anytime(args: Any) -> None:
     emb = models.load_embedder(device=args.device)
     gen = models.load_generator(device=args.device)
     ref_model = None
-    if args.dtype == "bf16":
+    if args.dtype != "fp32":
         import copy
 
         ref_model = copy.deepcopy(gen.model) if args.compare else None
-        gen.model.to(torch.bfloat16)
+        gen.model = reduced(gen, args.dtype)
+    sides = ("document", "query") if args.first_ig_sides == "both" else (args.first_ig_sides,)
     rows = []
     for i, q in enumerate(qids[: args.queries]):
         spec, inputs = plan(con, run, q, device=args.device)
@@ -75,7 +108,7 @@ def run_anytime(args: Any) -> None:
         ids = GeneratorGame.prompt_ids_for(gen.tokenizer, inputs.query, texts, np.ones(len(texts), bool))
         rate = prefill_rate(gen, ids)
         la = os.getloadavg()[0]
-        exact_d, first_d, t_first, t_exact = _job(spec, inputs, emb, gen, anytime=True)
+        exact_d, first_d, t_first, t_exact = _job(spec, inputs, emb, gen, True, args.first_method, sides)
         rate_after = prefill_rate(gen, ids)
         exact, first = AttributionResult.from_json(exact_d), AttributionResult.from_json(first_d or exact_d)
         tm = exact.timings_s
@@ -86,12 +119,15 @@ def run_anytime(args: Any) -> None:
         )
         gen_tokens = len(ids) + len(exact.answer_tokens)  # the generation's prompt and its answer
         floor_exact = (tm["lm_tokens"] + gen_tokens) / rate
-        floor_first = (tm["loo_lm_tokens"] + gen_tokens) / rate
+        floor_first = (tm["first_lm_tokens"] + gen_tokens) / rate
         agree = estimate_agreement(first.importance, exact.importance)
         row = {
             "query_id": q,
             "dtype": args.dtype,
+            "first_method": args.first_method,
+            "first_ig_sides": list(sides),
             "load1_at_start": round(la, 2),
+            "load1_at_end": round(os.getloadavg()[0], 2),
             "prompt_tokens": len(ids),
             "answer_tokens": len(exact.answer_tokens),
             "prefill_tokens_per_s": round(rate, 1),
@@ -112,13 +148,15 @@ def run_anytime(args: Any) -> None:
             "completeness_dev_first": round(first.completeness_max_dev(), 5),
             "spearman_first_vs_exact": agree["spearman"],
             "top_doc_agrees": agree["top_agrees"],
+            "first_importance": first.importance,
+            "exact_importance": exact.importance,
         }
         if args.compare and i == 0:
-            if ref_model is not None:  # bf16 against the fp32 reference
-                bf16_model, gen.model = gen.model, ref_model
+            if ref_model is not None:  # the reduced precision against the fp32 reference
+                low_model, gen.model = gen.model, ref_model
             plain_d, _, _, t_plain = _job(spec, inputs, emb, gen, anytime=False)
             if ref_model is not None:
-                gen.model = bf16_model
+                gen.model = low_model
             plain = np.asarray(plain_d["values"])
             row["reference_s"] = round(t_plain, 2)
             row["reference"] = (
@@ -129,12 +167,15 @@ def run_anytime(args: Any) -> None:
                 np.max(np.abs(np.asarray(exact.importance) - np.asarray(plain_d["importance"])))
             )
             row["same_answer_as_reference"] = plain_d["answer"] == exact.answer
+            row["reference_answer"], row["answer"] = plain_d["answer"], exact.answer
         rows.append(row)
         print(json.dumps(row), flush=True)
     summary = {
         "device": args.device,
         "dtype": args.dtype,
         "torch_threads": torch.get_num_threads(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "first_method": args.first_method,
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "queries": rows,

@@ -16,7 +16,8 @@ once (load time reported apart):
   of the exact values, Spearman of the per-document importances, top document agreement;
 * ``old``   — the previous defaults on the first query (IG L = 100 Riemann + exact Shapley).
 
-    .venv/bin/python bench/attribution_defaults.py --anytime [--queries 3] [--dtype fp32|bf16] [--compare]
+    .venv/bin/python bench/attribution_defaults.py --anytime [--queries 3] [--dtype fp32|bf16|int8] [--compare]
+        [--first-method marginal|loo] [--first-ig-sides query|document|both]
 
 ``--anytime`` (issue #24 item 5) instead runs the anytime job (``jobs.execute`` with
 ``on_partial``) per query and reports: time to the first estimate and to exact from the job's
@@ -28,14 +29,18 @@ completeness (both stages); the first estimate's agreement with exact (Spearman 
 importances, top document); the machine's load average before and after (the machine is shared).
 ``--compare`` also runs the job without a first stage on the first query (today's exact path) and
 reports the largest difference of its Shapley values from the refined ones. ``--dtype bf16`` runs
-the generator in bfloat16 (an option; fp32 stays the reference) and, with ``--compare``, reports
-its difference from fp32.
+the generator in bfloat16, ``--dtype int8`` with its Linear layers dynamically quantised to int8
+(options of the bench only; fp32 stays the reference) and, with ``--compare``, reports the
+difference from the fp32 job. ``--first-method`` / ``--first-ig-sides`` choose the first stage
+(the job's defaults: marginal contributions in retriever order, IG on the query side;
+``--first-method loo --first-ig-sides both`` is the first stage before issue #24's second pass).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -43,6 +48,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+# before torch loads OpenMP (its import sorts before the core's, which would set it too late):
+# spinning threads lose their cores to other processes (measured: a 992-token prefill 10.4 s
+# against 3.4 s passive with one other busy process on the 2 cores)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from _sample import sample_db  # noqa: E402
 
@@ -55,7 +64,9 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--anytime", action="store_true")
     ap.add_argument("--compare", action="store_true")
-    ap.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"])
+    ap.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "int8"])
+    ap.add_argument("--first-method", default="marginal", choices=["marginal", "loo"])
+    ap.add_argument("--first-ig-sides", default="query", choices=["query", "document", "both"])
     args = ap.parse_args()
     if args.anytime:
         from anytime_bench import run_anytime

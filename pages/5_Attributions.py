@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import ui
-from ragaudit_core.attribution.compute import predicted_job_seconds
+from ragaudit_core.attribution.compute import FIRST_LABELS, predicted_job_seconds
 from ragaudit_core.attribution.storage import AttributionError, batch_tables, stored_results
 from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS, IG_BASELINES, IG_METHODS, SHAPLEY_METHODS
@@ -132,9 +132,10 @@ def job_panel(job_id: str) -> None:
     else:
         st.progress(min(1.0, job.fraction), text=ui.md(f"{job.label} · {job.elapsed_s or 0:.0f} s{_eta(job)}"))
     first = partial.read(db_path, job_id) if job.status == "running" else None
-    if first:  # the anytime job's first estimate (leave-one-out, few IG points) while exact runs
-        st.caption("First estimate (leave-one-out): the exact Shapley values replace it when the job ends.")
+    if first:  # the anytime job's first estimate (compute.FIRST_METHODS, few IG points) while exact runs
         p = first[0]
+        how = FIRST_LABELS.get(p.get("method", "loo"), p.get("method", ""))
+        st.caption(f"First estimate ({how}): the exact Shapley values replace it when the job ends.")
         st.dataframe(
             {
                 "document": p["doc_ids"],

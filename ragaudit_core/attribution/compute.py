@@ -33,7 +33,11 @@ if TYPE_CHECKING:
     from ragaudit_core.attribution.saliency import SaliencyResult
 
 __all__ = [
+    "FIRST_IG_SIDES",
     "FIRST_IG_STEPS",
+    "FIRST_LABELS",
+    "FIRST_METHOD",
+    "FIRST_METHODS",
     "compute_attribution",
     "job_params",
     "leave_one_out",
@@ -45,6 +49,19 @@ FIRST_IG_STEPS = 4
 """IG points per side of the first estimate (Gauss–Legendre): measured on the sample run's
 documents, completeness off by 0.18 (median) to 0.54 (max) at 4 points, 0.05 / 0.22 at 8 — a
 preview of where the saliency lies, refined to ``ig_steps`` in the same job."""
+
+FIRST_IG_SIDES = ("query",)
+"""The IG sides of the first estimate: the query side only (the query's few tokens against each
+document: 0.7 s for five documents at 4 points on 2 cores, against 3.6 s for the documents' own
+256 tokens); the document side comes with the refinement."""
+
+FIRST_METHODS = ("marginal", "loo")
+"""The first-estimate estimators (:data:`.shapley.ESTIMATORS`): ``marginal`` — the marginal
+contributions along the retriever order (:class:`.shapley.RankOrderMarginals`, one permutation of
+Shapley's permutation form, n + 1 coalitions whose prompts are prefixes of the full prompt up to the
+query, so they start from the generation's KV cache: ~400 LM tokens for five documents and a
+48-token answer); ``loo`` — leave-one-out (n + 2 coalitions, ~2,100 tokens)."""
+FIRST_METHOD = "marginal"
 
 
 def resolve_method(method: str, n_docs: int) -> str:
@@ -104,6 +121,8 @@ def compute_attribution(
     progress: Callable[[str, float], None] | None = None,
     on_partial: Callable[[list[AttributionResult]], None] | None = None,
     first_ig_steps: int = FIRST_IG_STEPS,
+    first_method: str = FIRST_METHOD,
+    first_ig_sides: Sequence[str] = FIRST_IG_SIDES,
 ) -> list[AttributionResult]:
     """The attribution of one query, one result per condition: a pure function of the query,
     its documents ``[(doc_id, text)]`` in retriever order, the models, the resolved ``method``
@@ -112,14 +131,16 @@ def compute_attribution(
     job's time, :class:`.progress.PhaseClock`; label ``Shapley (exact): coalition 7 of 32``); it
     may raise to cancel.
 
-    Anytime: with ``on_partial``, a first estimate comes first — leave-one-out document values
-    (:func:`leave_one_out`, n + 2 coalitions) and IG with ``first_ig_steps`` points — passed to
-    ``on_partial`` as results with ``estimate_stage="first"``; the same job then refines to the
-    ``method``'s values (``estimate_stage="exact"``, returned). The coalitions of the first stage
-    stay in the game's cache, so the refinement does not compute them again, and both walks start
-    from the generation's cache of the full prompt (``GeneratorGame.anchor``). The refined values
-    equal a run without the first stage up to float rounding (a coalition's prompt is then computed
-    in other chunks of the prompt trie): measured max |Δφ| 2.2e-6 (docs/benchmarks.md, issue #24)."""
+    Anytime: with ``on_partial``, a first estimate comes first — document values by
+    ``first_method`` (:data:`FIRST_METHODS`: by default the marginal contributions along the
+    retriever order, n + 1 coalitions) and IG with ``first_ig_steps`` points on ``first_ig_sides``
+    — passed to ``on_partial`` as results with ``estimate_stage="first"``; the same job then refines
+    to the ``method``'s values (``estimate_stage="exact"``, returned). The coalitions of the first
+    stage stay in the game's cache, so the refinement does not compute them again, and both walks
+    start from the generation's cache of the full prompt (``GeneratorGame.anchor``). The refined values
+    equal a run without the first stage up to float rounding (a coalition's prompt may then be
+    computed in other chunks of the prompt trie): measured max |Δφ| 0.0 after the marginal first
+    stage, 2.2e-6 after leave-one-out (docs/benchmarks.md, issue #24)."""
     from ragaudit_core.attribution.saliency import RetrieverSaliency
 
     say = progress or (lambda _l, _f: None)
@@ -127,15 +148,17 @@ def compute_attribution(
     t_start = time.perf_counter()
     enc, gen = _loaded(embedder, "encode"), _loaded(generator, "model")
     total = _expected_coalitions(method, n, params) * len(conditions)
+    if first_method not in FIRST_METHODS:
+        raise ValueError(f"unknown first-estimate method {first_method!r}; use one of {', '.join(FIRST_METHODS)}")
     first = on_partial is not None
-    n_loo = min(n + 2, 2**n) * len(conditions) if first else 0
+    n_first = _coalitions_asked(first_method, n) * len(conditions) if first else 0
     clock = PhaseClock(
         [
             ("prefill", 1, 1.0),
             ("generate", params["max_new_tokens"] - 1, 1.0),
-            ("loo", n_loo, 1.0),
-            ("ig_first", 2 * n if first else 0, first_ig_steps),
-            ("coalition", max(0, total - n_loo), 1.0),
+            ("first", n_first, 1.0),
+            ("ig_first", len(first_ig_sides) * n if first else 0, first_ig_steps),
+            ("coalition", max(0, total - n_first), 1.0),
             ("ig", 2 * n, params["ig_steps"]),
         ],
         say,
@@ -145,24 +168,26 @@ def compute_attribution(
     partial: dict[str, float] = {}
     if on_partial is not None:
         t1 = time.perf_counter()
-        loo = [_estimate(g, "loo", params, clock, n_loo) for g in games]
-        t_loo = time.perf_counter() - t1
+        early = [_estimate(g, first_method, params, clock, n_first) for g in games]
+        t_early = time.perf_counter() - t1
         t1 = time.perf_counter()
-        ig_d, ig_q = _ig(sal, query, docs, {**params, "ig_steps": first_ig_steps}, clock, "ig_first")
+        ig_params = {**params, "ig_steps": first_ig_steps}
+        ig_d, ig_q = _ig(sal, query, docs, ig_params, clock, "ig_first", sides=first_ig_sides)
         t_ig = time.perf_counter() - t1
         partial = {"first": round(time.perf_counter() - t_start, 2), "first_ig": round(t_ig, 2)}
-        partial["loo"] = round(t_loo, 2)
-        partial["loo_lm_tokens"] = float(sum(g.game.n_forward_tokens for g in games))
+        partial["first_shapley"] = round(t_early, 2)
+        partial["first_lm_tokens"] = float(sum(g.game.n_forward_tokens for g in games))
         clock.begin("First estimate ready; computing the exact values")
         args = (run_id, query_id, query, docs)
+        first_timings = {**partial, "shapley": round(t_early, 2)}
         on_partial(
             [
-                _result(*args, g, res, "loo", p_grid, ig_d, ig_q, {**partial, "shapley": round(t_loo, 2)}, "first")
-                for g, res in zip(games, loo)
+                _result(*args, g, res, first_method, p_grid, ig_d, ig_q, first_timings, "first")
+                for g, res in zip(games, early)
             ]
         )
     t1 = time.perf_counter()
-    exact = [_estimate(g, method, params, clock, total - n_loo) for g in games]
+    exact = [_estimate(g, method, params, clock, total - n_first) for g in games]
     t_shap = time.perf_counter() - t1
     t1 = time.perf_counter()
     ig_docs, ig_query = _ig(sal, query, docs, params, clock, "ig")
@@ -170,7 +195,7 @@ def compute_attribution(
     timings = {
         **partial,
         "ig": round(t_ig, 2),
-        "shapley": round(t_shap + partial.get("loo", 0.0), 2),
+        "shapley": round(t_shap + partial.get("first_shapley", 0.0), 2),
         "generate": round(sum(g.seconds for g in games), 2),
         "total": round(time.perf_counter() - t_start, 2),
         "lm_tokens": float(sum(g.game.n_forward_tokens for g in games)),
@@ -197,17 +222,9 @@ class _Answered:
 
 
 def leave_one_out(game: Any) -> ShapleyResult:
-    """Leave-one-out values from n + 2 coalitions: φ_i = v(D) − v(D ∖ {i}) per answer token.
-
-    The first estimate of an anytime job: it ranks the documents by what the answer loses
-    without each of them. Not efficient in general (Σφ ≠ v(D) − v(∅) when documents overlap or
-    complement each other); for an additive game it equals the Shapley values. One document:
-    v(D) − v(∅), the Shapley value."""
-    n = game.n_players
-    masks = np.array([np.zeros(n, bool), np.ones(n, bool)] + [~np.eye(n, dtype=bool)[i] for i in range(n)])
-    vals = game.values(masks)
-    phi = vals[1][None, :] - vals[2:]
-    return ShapleyResult(phi, vals[0], vals[1], "loo", {}, len({m.tobytes() for m in masks}))
+    """Leave-one-out values from n + 2 coalitions (:class:`.shapley.LeaveOneOut`): φ_i = v(D) −
+    v(D ∖ {i}) per answer token — what the answer loses without each document."""
+    return estimator("loo").attribute(game)
 
 
 def _answer_games(
@@ -253,39 +270,53 @@ def _answer_games(
     return out
 
 
+FIRST_LABELS = {"marginal": "marginal contributions in retriever order", "loo": "leave-one-out"}
+"""How progress labels and the attributions page name each first-estimate method."""
+
+
 def _estimate(g: _Answered, method: str, params: dict, clock: PhaseClock, total: int) -> ShapleyResult:
-    """The ``method``'s estimate for one condition's game (``loo``: :func:`leave_one_out`), each
-    coalition counted on the clock's phase for it (``loo`` or ``coalition``)."""
-    phase = "loo" if method == "loo" else "coalition"
-    what = "First estimate (leave-one-out)" if method == "loo" else f"Shapley ({method})"
+    """The ``method``'s estimate for one condition's game (:data:`.shapley.ESTIMATORS`), each
+    coalition counted on the clock's phase for it (``first`` for :data:`FIRST_METHODS`, else
+    ``coalition``)."""
+    phase = "first" if method in FIRST_METHODS else "coalition"
+    what = f"First estimate ({FIRST_LABELS[method]})" if phase == "first" else f"Shapley ({method})"
 
     def tick(k: int = 1) -> None:
         count = min(clock.phases[phase].done + k, total)
         clock.tick(phase, f"{what}, {g.cond} order: coalition {count} of {total}", k)
 
     g.game.on_coalition = tick
-    if method == "loo":
-        res = leave_one_out(g.cached)
-    else:
-        est_params = {} if method == "exact" else {"n_samples": params["n_samples"], "seed": params["seed"]}
-        if method in ("mc", "pmc"):
-            est_params["n_fits"] = params["n_fits"]
-        res = estimator(method, **est_params).attribute(g.cached)
+    est_params = {}
+    if method in ("kernel", "mc", "pmc"):
+        est_params = {"n_samples": params["n_samples"], "seed": params["seed"]}
+    if method in ("mc", "pmc"):
+        est_params["n_fits"] = params["n_fits"]
+    res = estimator(method, **est_params).attribute(g.cached)
     g.game.on_coalition = None
     return res
 
 
 def _ig(
-    sal: Any, query: str, docs: Sequence[tuple[str, str]], params: dict, clock: PhaseClock, phase: str = "ig"
+    sal: Any,
+    query: str,
+    docs: Sequence[tuple[str, str]],
+    params: dict,
+    clock: PhaseClock,
+    phase: str = "ig",
+    sides: Sequence[str] = ("document", "query"),
 ) -> tuple[list[TokenSaliency], list[TokenSaliency]]:
-    """IG token saliency of every document, document side and query side (``params["ig_steps"]``
-    points; the clock's ``phase`` counts the sides)."""
+    """IG token saliency of every document on ``sides`` (document side, query side;
+    ``params["ig_steps"]`` points; the clock's ``phase`` counts the sides). A side left out gives
+    an empty list."""
     n = len(docs)
     ig_docs: list[TokenSaliency] = []
     ig_query: list[TokenSaliency] = []
-    clock.begin(f"{'IG (first estimate)' if phase == 'ig_first' else 'IG'}: document 1 of {n}, document side")
+    todo = [(side, out) for side, out in (("document", ig_docs), ("query", ig_query)) if side in sides]
+    if not todo:
+        return ig_docs, ig_query
+    clock.begin(f"{'IG (first estimate)' if phase == 'ig_first' else 'IG'}: document 1 of {n}, {todo[0][0]} side")
     for i, (_doc_id, text) in enumerate(docs):
-        for side, out in (("document", ig_docs), ("query", ig_query)):
+        for side, out in todo:
             out.append(
                 _token_saliency(
                     sal.attribute(
@@ -309,14 +340,20 @@ def predicted_job_seconds(method: str, params: dict, n_docs: int, n_conditions: 
     """What one attribution with these settings is predicted to take before any has run here
     (:func:`.progress.predicted_seconds`: unit costs learned on this machine, else the quiet 2-core
     figures), plus the first estimate's IG points (a queued job is anytime: the worker listens for
-    its first estimate; its leave-one-out coalitions are among the coalitions counted)."""
-    first_ig = 2 * n_docs * FIRST_IG_STEPS * unit_cost("ig_first")
+    its first estimate; its coalitions are among the coalitions counted)."""
+    first_ig = len(FIRST_IG_SIDES) * n_docs * FIRST_IG_STEPS * unit_cost("ig_first")
     return first_ig + predicted_seconds(
         n_docs,
         params["ig_steps"],
         params["max_new_tokens"],
         _expected_coalitions(method, n_docs, params) * n_conditions,
     )
+
+
+def _coalitions_asked(method: str, n: int) -> int:
+    """Distinct coalitions the (deterministic) estimator ``method`` asks of an n-player game: its
+    walk on a game of zeros (marginal: n + 1; leave-one-out: n + 2, or 2 for one player)."""
+    return estimator(method).attribute(CachedGame(n, lambda m: np.zeros((len(m), 1)))).n_coalitions
 
 
 def _expected_coalitions(method: str, n: int, params: dict) -> int:

@@ -38,13 +38,13 @@ UNIT_S = {
     "generate": 0.05,  # one greedy answer token of SmolLM2-135M after the prefill
     "coalition": 0.3,  # one coalition's answer log-probabilities (prefix cache; 32 coalitions ~ 9.5 s)
     "ig": 0.024,  # one IG point of one side of a document (MiniLM; 24 points × 10 sides ~ 5.8 s)
-    "loo": 0.6,  # one leave-one-out coalition of the first estimate (~2,000 tokens for 7 on the trie)
-    "ig_first": 0.024,  # one IG point of the first estimate (as "ig")
+    "first": 0.25,  # one coalition of the first estimate (marginal: ~70 tokens on the generation's cache)
+    "ig_first": 0.036,  # one IG point of the first estimate (query side only: 0.7 s for 5 documents × 4)
 }
 """Seconds per unit on 2 quiet CPU cores, from the defaults' measurement in issue #24 (IG 5.8 s and
 Shapley 11.8 s for five documents and 48-token answers) and SmolLM2's measured prefill rate."""
 
-ENGINE = {"prefill": "lm", "generate": "lm", "loo": "lm", "coalition": "lm", "ig": "embedder", "ig_first": "embedder"}
+ENGINE = {"prefill": "lm", "generate": "lm", "first": "lm", "coalition": "lm", "ig": "embedder", "ig_first": "embedder"}
 
 LEARNED_S: dict[str, float] = {}
 """Seconds per unit measured by the last finished job of this process (:meth:`PhaseClock.learn`):

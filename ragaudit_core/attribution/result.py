@@ -76,7 +76,7 @@ class AttributionResult:
     n_coalitions: int
     method: str
     timings_s: dict[str, float] = field(default_factory=dict)
-    estimate_stage: str = "exact"  # "first": an anytime job's first estimate (leave-one-out, few IG points)
+    estimate_stage: str = "exact"  # "first": an anytime job's first estimate (compute.FIRST_METHODS, few IG points)
 
     @property
     def n_documents(self) -> int:

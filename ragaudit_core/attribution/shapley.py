@@ -19,6 +19,13 @@ document and output token — and is one class with one call, so they are interc
   M KernelSHAP fits on random subsets of N′ of them, averaged.
 * :class:`PMCShap` — the same with paired (complementary) coalitions; subsets keep the
   pairs together.
+* :class:`RankOrderMarginals` — the marginal contributions along the players' own order
+  (retriever rank): φ_i = v({1..i}) − v({1..i−1}), n + 1 coalitions. One permutation of the
+  permutation form of Shapley (Castro et al. 2009 with a single, fixed permutation): efficient by
+  construction, exact for additive games, biased towards earlier players when documents overlap.
+  An anytime job's first estimate: its coalitions' prompts are prefixes of the full prompt up to
+  the query, so they reuse the generation's KV cache (:mod:`.generator_game`).
+* :class:`LeaveOneOut` — φ_i = v(D) − v(D ∖ {i}), n + 2 coalitions; not efficient in general.
 
 The empty and the full coalition are always evaluated (they fix the constraint) and are
 not counted in N. All sampling is seeded (``numpy.random.default_rng(seed)``).
@@ -40,8 +47,10 @@ __all__ = [
     "ExactShapley",
     "Game",
     "KernelShap",
+    "LeaveOneOut",
     "MCShap",
     "PMCShap",
+    "RankOrderMarginals",
     "ShapleyResult",
     "estimator",
 ]
@@ -235,6 +244,41 @@ class PMCShap(MCShap):
     paired = True
 
 
+class RankOrderMarginals:
+    """Marginal contributions in the players' order (one permutation, the identity):
+
+        φ_i = v({0, …, i}) − v({0, …, i − 1})   for every output token,
+
+    from the n + 1 coalitions ∅, {0}, {0, 1}, …, D. Σ_i φ_i = v(D) − v(∅) (a telescoping sum), so
+    it is efficient; for an additive game it equals the Shapley values; an interaction between
+    players i < j is credited wholly to j (the later one), where Shapley splits it. One player:
+    v(D) − v(∅), its Shapley value."""
+
+    name = "marginal"
+
+    def attribute(self, game: Game) -> ShapleyResult:
+        n = game.n_players
+        masks = np.array([np.arange(n) < k for k in range(n + 1)], dtype=bool)
+        vals = game.values(masks)
+        return ShapleyResult(np.diff(vals, axis=0), vals[0], vals[-1], self.name, {}, len(masks))
+
+
+class LeaveOneOut:
+    """φ_i = v(D) − v(D ∖ {i}) per output token, from n + 2 coalitions (the empty one for the
+    efficiency gap). Not efficient in general (Σφ ≠ v(D) − v(∅) when players overlap or
+    complement each other); for an additive game it equals the Shapley values. One player:
+    v(D) − v(∅), its Shapley value."""
+
+    name = "loo"
+
+    def attribute(self, game: Game) -> ShapleyResult:
+        n = game.n_players
+        masks = np.array([np.zeros(n, bool), np.ones(n, bool)] + [~np.eye(n, dtype=bool)[i] for i in range(n)])
+        vals = game.values(masks)
+        phi = vals[1][None, :] - vals[2:]
+        return ShapleyResult(phi, vals[0], vals[1], self.name, {}, len({m.tobytes() for m in masks}))
+
+
 class Estimator(Protocol):
     """What every estimator is: a name and one call from a game to its attribution."""
 
@@ -243,11 +287,21 @@ class Estimator(Protocol):
     def attribute(self, game: Game) -> ShapleyResult: ...
 
 
-ESTIMATORS: dict[str, type[Estimator]] = {"exact": ExactShapley, "kernel": KernelShap, "mc": MCShap, "pmc": PMCShap}
+ESTIMATORS: dict[str, type[Estimator]] = {
+    "exact": ExactShapley,
+    "kernel": KernelShap,
+    "mc": MCShap,
+    "pmc": PMCShap,
+    "marginal": RankOrderMarginals,
+    "loo": LeaveOneOut,
+}
+"""Every estimator by name. ``marginal`` and ``loo`` are the anytime job's first-estimate estimators
+(:data:`ragaudit_core.attribution.compute.FIRST_METHODS`); the user's choices are
+:data:`ragaudit_core.defaults.SHAPLEY_METHODS`."""
 
 
 def estimator(method: str, **params: Any) -> Estimator:
-    """The estimator class for ``method`` (exact, kernel, mc, pmc), built with ``params``."""
+    """The estimator class for ``method`` (:data:`ESTIMATORS`), built with ``params``."""
     try:
         cls = ESTIMATORS[method]
     except KeyError:

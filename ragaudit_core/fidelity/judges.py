@@ -14,8 +14,18 @@ each slot is chosen among its legal values by the model's log-probability of the
 ``null``, the two scores among 0, 0.25, 0.5, 0.75, 1), greedily for seed 0 and by sampling
 ∝ exp(log p) for the others; the explanation is generated freely (at most
 ``explanation_tokens`` tokens, stopped at a quote). The output is valid JSON by
-construction. The same loading path as the generator (``models.load_generator``): any
-local folder, model id or ``.gguf`` a user names.
+construction.
+
+*Batched* (the default, ``batch_options=True``; :mod:`.judge_panel`): the judges of a citation walk
+the skeleton together, in rounds of one forward pass each for all of them, and a slot's options are
+scored in the pass that feeds the text before them (a token tree in one growing KV cache, with a 4-D
+attention mask): about 4 + the longest explanation's tokens passes per citation. The sequential walk
+(``batch_options=False``: one pass per fixed part and per multi-token option, judge after judge,
+sharing the steps they have in common) is the reference: the same verdicts and option
+log-probabilities up to float rounding.
+
+The same loading path as the generator (``models.load_generator``): any local folder, model id or
+``.gguf`` a user names.
 
 **Endpoint** (:class:`EndpointJudge`, called under the rules of :mod:`.endpoint`): POST
 ``{base_url}/chat/completions`` (vLLM, Ollama, a hosted API) with the prompt as the system
@@ -27,7 +37,6 @@ failed reply is retried ``retries`` times, then the judge casts no vote (None).
 
 from __future__ import annotations
 
-import json
 import re
 import urllib.error
 from collections.abc import Sequence
@@ -36,22 +45,30 @@ from typing import Any
 import numpy as np
 
 from ragaudit_core.errors import RagAuditError
-from ragaudit_core.fidelity.judge import VERDICTS, JudgeVerdict
+from ragaudit_core.fidelity.judge import JudgeVerdict
+from ragaudit_core.fidelity.judge_panel import SCORE_CHOICES, TokenTree, decode_panel, pick, skeleton
 
 __all__ = ["SCORE_CHOICES", "EndpointJudge", "JudgeUnreachable", "LocalJudge"]
-
-SCORE_CHOICES = ("0.0", "0.25", "0.5", "0.75", "1.0")
 
 
 class LocalJudge:
     """A local Hugging Face causal LM (``models.Generator``) as a judge, decoded in the schema."""
 
-    def __init__(self, generator: Any, *, explanation_tokens: int = 16, temperature: float = 1.0) -> None:
+    def __init__(
+        self,
+        generator: Any,
+        *,
+        explanation_tokens: int = 16,
+        temperature: float = 1.0,
+        batch_options: bool = True,
+    ) -> None:
         self.gen, self.tok, self.model = generator, generator.tokenizer, generator.model
         self.explanation_tokens = explanation_tokens
         self.temperature = temperature
+        self.batch_options = batch_options
         self.name = f"local:{getattr(generator, 'name', 'model')}"
         self.n_forward_calls = 0  # forward passes after the prompt for the last citation (bench)
+        self.scores: list[list[float]] = []  # each slot's option log-probabilities, last citation (tests)
 
     def verdicts(self, prompt: str, chunk_ids: Sequence[str], seeds: Sequence[int]) -> list[JudgeVerdict | None]:
         import torch
@@ -63,6 +80,13 @@ class LocalJudge:
             ids = ids["input_ids"]
         with torch.no_grad():
             out = self.model(torch.tensor([list(ids)], device=self.gen.device), use_cache=True, logits_to_keep=1)
+        self.scores = []
+        if self.batch_options:
+            tree = TokenTree(self.model, self.gen.device, out.past_key_values, len(ids), out.logits[0, -1].float())
+            lanes = decode_panel(self, tree, list(chunk_ids), seeds)
+            self.n_forward_calls = tree.n_calls
+            self.scores = [s for lane in lanes for s in lane.scores]
+            return [lane.verdict for lane in lanes]
         shared = _Shared(out.past_key_values, len(ids))
         verdicts: list[JudgeVerdict | None] = []
         for seed in seeds:
@@ -146,14 +170,10 @@ class _State:
                 lg = torch.log_softmax(self._feed(toks[:-1], keep=False), -1)
                 logp += float(sum(lg[i, t] for i, t in enumerate(toks[1:])))
             scores.append(logp)
-        s = np.asarray(scores)
-        if self.greedy:
-            pick = int(np.argmax(s))
-        else:
-            p = np.exp((s - s.max()) / self.j.temperature)
-            pick = int(self.rng.choice(len(options), p=p / p.sum()))
-        self.emit(options[pick])
-        return pick
+        self.j.scores.append(scores)
+        i = pick(np.asarray(scores), self.rng, self.greedy, self.j.temperature)
+        self.emit(options[i])
+        return i
 
     def generate_text(self) -> str:
         import torch
@@ -174,24 +194,21 @@ class _State:
         return self.j.tok.decode(out).replace("\\", "")
 
     def decode(self, chunk_ids: list[str]) -> JudgeVerdict:
-        self.emit('{"verdict": "')
-        verdict = VERDICTS[self.choose([f'{v}"' for v in VERDICTS])]
-        self.emit(', "confidence": ')
-        confidence = float(SCORE_CHOICES[self.choose(list(SCORE_CHOICES))])
-        self.emit(', "matching_chunk_id": ')
-        opts = [json.dumps(c) for c in chunk_ids] + ["null"]
-        picked = opts[self.choose(opts)]
-        self.emit(', "explanation": "')
-        explanation = self.generate_text()
-        self.emit('", "coordinate_fidelity": ')
-        fidelity = float(SCORE_CHOICES[self.choose(list(SCORE_CHOICES))])
-        return JudgeVerdict(
-            verdict=verdict,
-            confidence=confidence,
-            matching_chunk_id=json.loads(picked),
-            explanation=explanation.strip(),
-            coordinate_fidelity=fidelity,
-        )
+        """Walk the skeleton (:func:`.judge_panel.skeleton`), feeding each step as it comes."""
+        walk = skeleton(chunk_ids)
+        answer: int | str | None = None
+        try:
+            while True:
+                step = walk.send(answer)
+                if step[0] == "emit":
+                    self.emit(step[1])
+                    answer = None
+                elif step[0] == "choose":
+                    answer = self.choose(step[1])
+                else:
+                    answer = self.generate_text()
+        except StopIteration as done:
+            return done.value
 
 
 _JSON_OBJECT = re.compile(r"\{.*\}", re.S)

@@ -1,8 +1,8 @@
 """A running job's first estimate, kept beside the database until the job ends.
 
-An anytime job (attribution: leave-one-out and a few IG points first, then exact) hands its first
-result to ``on_partial`` while it refines. The worker writes it here — one JSON file per job in a
-folder beside the database (``.NAME.partial/JOB_ID.json``), never the DuckDB file, so a page
+An anytime job (attribution: marginal contributions in retriever order and a few IG points first,
+then exact) hands its first result to ``on_partial`` while it refines. The worker writes it here —
+one JSON file per job in a folder beside the database (``.NAME.partial/JOB_ID.json``), never the DuckDB file, so a page
 reads it without waiting on anyone — and removes it when the job ends (done, failed, cancelled),
 so a partial never outlives its job. The write is atomic (a temporary file renamed over the old
 one): a reader sees the whole previous or the whole new estimate. An in-memory database

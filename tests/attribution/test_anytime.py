@@ -1,5 +1,6 @@
-"""The anytime attribution job (issue #24 item 5): a first estimate (leave-one-out, few IG points)
-handed over before the exact refinement, its JSON round trip, and its agreement with exact —
+"""The anytime attribution job (issue #24 item 5): a first estimate (marginal contributions in
+retriever order — or leave-one-out —, few IG points on the query side) handed over before the
+exact refinement, its JSON round trip, and its agreement with exact —
 all on hand-worked games (no model is loaded; the real-model case is in test_anytime_models)."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ragaudit_core.attribution.alignment import estimate_agreement
 from ragaudit_core.attribution.compute import compute_attribution, job_params, leave_one_out
 from ragaudit_core.attribution.result import AttributionResult
 from ragaudit_core.attribution.saliency import SaliencyResult
-from ragaudit_core.attribution.shapley import CachedGame, ExactShapley
+from ragaudit_core.attribution.shapley import ESTIMATORS, CachedGame, ExactShapley, RankOrderMarginals, estimator
 from ragaudit_core.jobs import partial
 
 W = np.array([1.0, 2.0, 3.0])
@@ -42,6 +43,29 @@ def test_leave_one_out_by_hand():
     assert game.n_evaluated == 8
     assert exact.values[:, 1] == pytest.approx([2.0, 3.0, 3.0])
     assert np.abs(exact.efficiency_gap()).max() < 1e-12
+
+
+def test_marginals_in_rank_order_by_hand():
+    """Coalitions ∅, {0}, {0, 1}, D. Token 0 (additive): v = 0, 1, 3, 6 → φ = (1, 2, 3), the Shapley
+    values. Token 1: v = 0, 1, 5, 8 → φ = (1, 4, 3): the interaction of documents 0 and 1 goes wholly
+    to document 1 (the later one), where exact Shapley splits it, (2, 3, 3). Σφ = 8 = v(D) − v(∅)."""
+    game = CachedGame(3, _v)
+    res = RankOrderMarginals().attribute(game)
+    assert res.values[:, 0].tolist() == [1.0, 2.0, 3.0]
+    assert res.values[:, 1].tolist() == [1.0, 4.0, 3.0]
+    assert res.n_coalitions == 4 and game.n_evaluated == 4 and res.method == "marginal"
+    assert res.efficiency_gap().tolist() == [0.0, 0.0]
+    assert ExactShapley().attribute(game).values[:, 1] == pytest.approx([2.0, 3.0, 3.0])
+    assert game.n_evaluated == 8  # the exact walk reuses the 4
+    one = RankOrderMarginals().attribute(CachedGame(1, lambda m: np.asarray(m, float) @ np.array([[5.0, -1.0]])))
+    assert one.values.tolist() == [[5.0, -1.0]] and one.n_coalitions == 2
+
+
+def test_first_estimators_are_registered_and_count_their_coalitions():
+    assert ESTIMATORS["marginal"] is RankOrderMarginals and estimator("loo").name == "loo"
+    assert compute.FIRST_METHOD in compute.FIRST_METHODS
+    assert [compute._coalitions_asked("marginal", n) for n in (1, 3, 5)] == [2, 4, 6]
+    assert [compute._coalitions_asked("loo", n) for n in (1, 3, 5)] == [2, 5, 7]
 
 
 def test_leave_one_out_of_one_document_is_its_shapley_value():
@@ -117,19 +141,49 @@ def test_first_estimate_comes_before_exact_and_exact_is_efficient(fake_models):
     (first,) = next(x for k, x in events if k == "partial")
     at = kinds.index("partial")
     assert first.estimate_stage == "first" and exact.estimate_stage == "exact"
-    assert first.method == "loo" and first.n_coalitions == 5
-    assert np.array(first.values).tolist() == [[1.0, 3.0], [2.0, 4.0], [3.0, 3.0]]
-    assert first.ig_documents[0].steps == compute.FIRST_IG_STEPS and exact.ig_documents[0].steps == 24
+    assert first.method == "marginal" and first.n_coalitions == 4
+    assert np.array(first.values).tolist() == [[1.0, 1.0], [2.0, 4.0], [3.0, 3.0]]
+    # the first estimate's IG: the query side only, at FIRST_IG_STEPS points; exact: both sides at 24
+    assert first.ig_documents == [] and len(first.ig_query) == 3
+    assert first.ig_query[0].steps == compute.FIRST_IG_STEPS and exact.ig_documents[0].steps == 24
     assert first.completeness_max_dev() == pytest.approx(1 / compute.FIRST_IG_STEPS)
     assert exact.completeness_max_dev() == pytest.approx(1 / 24)
-    assert first.efficiency_gap() == pytest.approx(2.0)
+    assert first.efficiency_gap() == 0.0  # marginal contributions telescope
     assert exact.efficiency_gap() < 1e-12 and exact.n_coalitions == 8
     assert np.array(exact.values)[:, 1] == pytest.approx([2.0, 3.0, 3.0])
     # every label after the partial is the refinement's; the first estimate's labels come before it
     later = [x for k, x in events[at + 1 :] if k == "progress"]
-    assert not any("leave-one-out" in str(x) or "first estimate" in str(x) for x in later[:-1])
+    assert not any("first estimate" in str(x).lower() for x in later[:-1])
+    assert any("First estimate (marginal contributions in retriever order)" in str(x) for k, x in events[:at])
     assert exact.timings_s["first"] <= exact.timings_s["total"]
-    assert exact.timings_s["lm_tokens"] == 80.0  # 5 coalitions, then the other 3, 10 "tokens" each
+    assert exact.timings_s["lm_tokens"] == 80.0  # 4 coalitions, then the other 4, 10 "tokens" each
+    assert exact.timings_s["first_lm_tokens"] == 40.0
+
+
+def test_leave_one_out_stays_selectable_as_the_first_estimate(fake_models):
+    got: list[AttributionResult] = []
+    (exact,) = compute_attribution(
+        "r", "q", "query", [("d0", "a"), ("d1", "b"), ("d2", "c")], embedder=object(), generator=object(),
+        method="exact", params=_params(), on_partial=got.extend, first_method="loo",
+        first_ig_sides=("document", "query"),
+    )  # fmt: skip
+    (first,) = got
+    assert first.method == "loo" and first.n_coalitions == 5
+    assert np.array(first.values).tolist() == [[1.0, 3.0], [2.0, 4.0], [3.0, 3.0]]
+    assert first.efficiency_gap() == pytest.approx(2.0)
+    assert len(first.ig_documents) == 3 and len(first.ig_query) == 3
+    assert exact.n_coalitions == 8 and np.array(exact.values)[:, 1] == pytest.approx([2.0, 3.0, 3.0])
+    got.clear()
+    compute_attribution(
+        "r", "q", "query", [("d0", "a"), ("d1", "b"), ("d2", "c")], embedder=object(), generator=object(),
+        method="exact", params=_params(), on_partial=got.extend, first_ig_sides=(),
+    )  # fmt: skip
+    assert got[0].ig_documents == [] and got[0].ig_query == [] and got[0].completeness_max_dev() == 0.0
+    with pytest.raises(ValueError, match="first-estimate method"):
+        compute_attribution(
+            "r", "q", "query", [("d0", "a")], embedder=object(), generator=object(),
+            method="exact", params=_params(), on_partial=got.extend, first_method="pmc",
+        )  # fmt: skip
 
 
 def test_without_a_listener_the_job_computes_exact_only(fake_models):

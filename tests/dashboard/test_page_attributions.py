@@ -164,7 +164,7 @@ def test_explain_all_says_how_many_and_how_long_first(app_env, tmp_path):
 
 def test_a_running_jobs_first_estimate_shows_under_its_progress(app_env, tmp_path):
     """While an anytime job refines, the page shows its first estimate (kept beside the database
-    by the worker, jobs/partial.py): the documents with their leave-one-out importance."""
+    by the worker, jobs/partial.py): the documents with their importance, named by its estimator."""
     from ragaudit_core.jobs import heartbeat, partial
 
     path = app_env()
@@ -184,9 +184,10 @@ def test_a_running_jobs_first_estimate_shows_under_its_progress(app_env, tmp_pat
     try:
         job_id, _spec, _inputs = queue.claim(str(path), beat.token)
         queue.progress(str(path), job_id, "Shapley (exact), original order: coalition 3 of 4", 0.6)
-        partial.write(path, job_id, [{"doc_ids": ["D0", "D1"], "importance": [0.75, -0.25], "estimate_stage": "first"}])
+        first = {"doc_ids": ["D0", "D1"], "importance": [0.75, -0.25], "estimate_stage": "first", "method": "marginal"}
+        partial.write(path, job_id, [first])
         at = app_test(PAGE).run()
-        assert any("First estimate (leave-one-out)" in c.value for c in at.caption)
+        assert any("First estimate (marginal contributions in retriever order)" in c.value for c in at.caption)
         (df,) = at.dataframe
         assert list(df.value["document"]) == ["D0", "D1"] and list(df.value["importance"]) == [0.75, -0.25]
     finally:
