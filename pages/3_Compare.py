@@ -100,6 +100,7 @@ with right:
             ["baseline", "candidate", "delta"],
         ),
         hide_index=True,
+        column_config={c: c for c in ("baseline", "candidate", "delta")},  # formatted per row by metric_rows
     )
 if cmp.intervals is not None and not cmp.intervals.pairs.empty:
     iv = cmp.intervals

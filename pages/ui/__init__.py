@@ -254,6 +254,7 @@ def table(data, *, column_config: dict | None = None, **kwargs):
     ``st.dataframe`` returns (the selection, with ``on_select``). Share columns
     (:func:`ragaudit_core.review.labels.is_share`) read as percentages, one decimal."""
     styler = data if isinstance(data, Styler) else None
+    styled = styler is not None  # the caller's Styler formats the numbers: a column format would override it
     frame = styler.data if styler is not None else data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
     given = set(column_config or {})
     shares = [
@@ -269,7 +270,7 @@ def table(data, *, column_config: dict | None = None, **kwargs):
             config[col] = column_label(col)
         elif pd.api.types.is_float_dtype(frame[col].dtype) and _whole(frame[col], str(col)):
             config[col] = st.column_config.NumberColumn(column_label(col), format="%d")  # a page, not 2.000
-        elif pd.api.types.is_float_dtype(frame[col].dtype):
+        elif pd.api.types.is_float_dtype(frame[col].dtype) and not styled:
             config[col] = st.column_config.NumberColumn(column_label(col), format="%.3f")
         else:
             config[col] = column_label(col)

@@ -84,7 +84,6 @@ SHARE_KEYS = frozenset(
         "null_rate",
         "citation_rate",
         "null_transition_rate",
-        "recall@10",
         "share",
         "conditional",
     }
