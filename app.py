@@ -271,9 +271,12 @@ def _ledger(con) -> None:
             "them (stability caches, attributions, verdicts, jobs). The other files and runs stay."
         )
         if pick is not None and st.button("Yes, remove it", type="primary", key="home.remove.go"):
-            done = (
-                workspace.remove_file(con, int(pick)) if what == "a file" else workspace.remove_runs(con, [str(pick)])
-            )
+            with st.spinner("Removing, then storing what the pages open on for the data that stays…"):
+                done = (
+                    workspace.remove_file(con, int(pick))
+                    if what == "a file"
+                    else workspace.remove_runs(con, [str(pick)])
+                )
             st.session_state[KEYS.last_ingest] = {"notice": done.summary()}
             st.cache_data.clear()
             st.rerun()

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -94,15 +95,17 @@ def time_scripts(db: Path, repeat: int) -> dict:
     """Each page's script alone (AppTest), in a fresh process per page and repeat: the page run
     once on an empty database (its modules imported, as in a started server), the caches
     cleared, then its first and a later run on ``db``."""
-    env = dict(os.environ, RAGAUDIT_WORKSPACE=str(db.parent))
     out = {}
     for name, (script, *_rest) in PAGES.items():
         runs = []
         for _ in range(repeat):
-            empty = db.parent / "empty.duckdb"
+            scratch = tempfile.mkdtemp(dir=ROOT / "bench" / "out")
+            empty = Path(scratch) / "empty.duckdb"
+            env = dict(os.environ, RAGAUDIT_WORKSPACE=scratch)
             code = _SCRIPT_RUN.format(root=str(ROOT), page=str(ROOT / script), empty=str(empty), db=str(db))
             res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
             runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
+            shutil.rmtree(scratch, ignore_errors=True)
         if any(r["exception"] for r in runs):
             raise RuntimeError(f"{script} raised on {db}")
         out[name] = {k: round(statistics.median(r[k] for r in runs), 2) for k in ("first", "later")}

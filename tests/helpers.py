@@ -186,3 +186,35 @@ def plain(markdown: str) -> str:
     import re
 
     return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
+
+
+class CharTokens:
+    """A character-level tokenizer for tiny random models: one token per character (code point mod
+    250, + 3); 0 pad, 1 end of sequence, 2 a marker. Subclasses add the decode and chat template
+    their code path calls."""
+
+    eos_token_id = 1
+    pad_token_id = 0
+
+    def __call__(self, text: str, add_special_tokens: bool = False) -> dict:
+        return {"input_ids": [3 + ord(c) % 250 for c in text]}
+
+
+def tiny_llama(**config):
+    """A tiny random Llama (2 layers, hidden 32, vocabulary 256; seed 0), in eval mode: a real causal
+    LM for plumbing tests, without a download. ``config`` overrides LlamaConfig fields."""
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = {
+        "vocab_size": 256,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 512,
+        **config,
+    }
+    return transformers.LlamaForCausalLM(transformers.LlamaConfig(**cfg)).eval()

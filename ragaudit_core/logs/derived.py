@@ -9,7 +9,8 @@ scanning every record; any change to the data bumps the version (:func:`store.bu
 so a stored result never outlives its data (older versions' rows are deleted on the next write).
 
 Payloads are JSON or Arrow IPC, never pickle: a database file may come from someone else and
-reading it must not run code. A connection that cannot write (read-only, or a file another
+reading it must not run code; a payload that does not decode (damaged, or another version's) is
+computed again and replaced. A connection that cannot write (read-only, or a file another
 process holds) computes and returns without storing.
 
 Extend by registering: :func:`memoized` turns a function of ``(con, *params)`` into its stored
@@ -107,7 +108,10 @@ def stored(con: duckdb.DuckDBPyConnection, kind: str, params: object, compute: C
         key = _key(kind, version, params)
         rows = cur.execute("SELECT payload FROM derived_results WHERE key = ?", [key]).fetchall()
         if rows:
-            return codec.decode(bytes(rows[0][0]))
+            try:
+                return codec.decode(bytes(rows[0][0]))
+            except Exception as e:  # noqa: BLE001 — a damaged or foreign payload: computed again, never trusted
+                log.warning("stored %s result could not be read (%s); computing it again", kind, e)
         value = compute()
         try:
             cur.execute("DELETE FROM derived_results WHERE data_version <> ?", [version])
@@ -130,7 +134,10 @@ def memoized(kind: str, codec: Codec[T]) -> Callable[[Callable[P, T]], Callable[
         @functools.wraps(f)
         def cached(*args: P.args, **kwargs: P.kwargs) -> T:
             con = args[0]
-            assert isinstance(con, duckdb.DuckDBPyConnection)
+            if not isinstance(con, duckdb.DuckDBPyConnection):
+                raise TypeError(
+                    f"{f.__name__}: the first argument must be a DuckDB connection, not {type(con).__name__}"
+                )
             params = [list(a) if isinstance(a, (tuple, set, frozenset)) else a for a in args[1:]]
             return stored(con, kind, [params, kwargs], lambda: f(*args, **kwargs), codec)
 

@@ -415,7 +415,7 @@ def _build_cells(cur: duckdb.DuckDBPyConnection, sql: str, topk: int, queries: l
         _chunks(cur, statements, topk, queries, size)
     finally:
         cur.execute("RESET disabled_optimizers")
-    for table in ("_ev", "_items", "_inter", "_cells_part", "_chunk_q"):
+    for table in ("_ev", "_items", "_inter", "_cells_part"):
         cur.execute(f"DROP TABLE IF EXISTS {table}")
 
 
@@ -428,9 +428,7 @@ def _chunks(cur: duckdb.DuckDBPyConnection, statements: list[str], topk: int, qu
                 "qi": pd.Series(range(lo, min(lo + size, len(queries))), dtype="int32"),
             }
         )
-        cur.register("_chunk_df", chunk)
-        cur.execute("CREATE OR REPLACE TEMP TABLE _chunk_q AS SELECT * FROM _chunk_df")
-        cur.unregister("_chunk_df")
+        cur.register("_chunk_q", chunk)
         for stmt in statements:
             cur.execute(stmt, [topk] if "e.position < ?" in stmt else [])
         for table, select in (
@@ -441,6 +439,7 @@ def _chunks(cur: duckdb.DuckDBPyConnection, statements: list[str], topk: int, qu
             cur.execute(
                 f"CREATE OR REPLACE TEMP TABLE {table} AS {select}" if i == 0 else f"INSERT INTO {table} {select}"
             )
+        cur.unregister("_chunk_q")
 
 
 def _collisions(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, pair_runs: list[str]) -> list:

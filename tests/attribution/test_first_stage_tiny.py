@@ -14,16 +14,11 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from tests.helpers import CharTokens, tiny_llama  # noqa: E402
 
-class CharChat:
-    """One token per character (code point mod 250, + 3); the chat template writes ``S:``, ``U:``
-    and ``A:`` turns. End of sequence 1."""
 
-    eos_token_id = 1
-    pad_token_id = 0
-
-    def __call__(self, text: str, add_special_tokens: bool = False) -> dict:
-        return {"input_ids": [3 + ord(c) % 250 for c in text]}
+class CharChat(CharTokens):
+    """One token per character; the chat template writes ``S:``, ``U:`` and ``A:`` turns."""
 
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
         return "".join("" if i < 3 else chr(i - 3) for i in ids)
@@ -34,19 +29,7 @@ class CharChat:
 
 @pytest.fixture(scope="module")
 def gen():
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(
-        vocab_size=256,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        eos_token_id=1,
-        pad_token_id=0,
-    )
-    model = transformers.LlamaForCausalLM(cfg).eval()
+    model = tiny_llama(max_position_embeddings=2048, eos_token_id=1, pad_token_id=0)
     return SimpleNamespace(model=model, tokenizer=CharChat(), device="cpu", name="tiny")
 
 

@@ -14,15 +14,11 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from tests.helpers import CharTokens, tiny_llama  # noqa: E402
 
-class CharTokenizer:
-    """One token per character (code point mod 250, + 3), eos 1: enough for the judge's calls."""
 
-    eos_token_id = 1
-    pad_token_id = 0
-
-    def __call__(self, text: str, add_special_tokens: bool = False) -> dict:
-        return {"input_ids": [3 + ord(c) % 250 for c in text]}
+class CharTokenizer(CharTokens):
+    """One token per character: enough for the judge's calls."""
 
     def decode(self, ids: list[int]) -> str:
         return "".join("\x00" if i < 3 else chr(i - 3) for i in ids)
@@ -33,18 +29,7 @@ class CharTokenizer:
 
 @pytest.fixture(scope="module")
 def tiny():
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(
-        vocab_size=256,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-    )
-    model = transformers.LlamaForCausalLM(cfg).eval()
-    return SimpleNamespace(model=model, tokenizer=CharTokenizer(), device="cpu", name="tiny")
+    return SimpleNamespace(model=tiny_llama(), tokenizer=CharTokenizer(), device="cpu", name="tiny")
 
 
 def _judge(tiny, batched: bool, tokens: int = 5):

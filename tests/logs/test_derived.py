@@ -75,3 +75,12 @@ def test_precompute_runs_what_was_registered(con):
         assert done == ["test.a", "test.b"] and seen == ["a", "b"]
     finally:
         del derived._AT_INGEST["test.a"], derived._AT_INGEST["test.b"]
+
+
+def test_a_damaged_stored_payload_is_computed_again_and_replaced(con):
+    total, calls = _counting()
+    total(con, [7])
+    con.execute("UPDATE derived_results SET payload = '\\x00not json'::BLOB WHERE kind = 'test.sum/1'")
+    assert total(con, [7]) == {"sum": 7, "n": 1}  # no traceback from a foreign or damaged database
+    assert total(con, [7]) == {"sum": 7, "n": 1}
+    assert calls == [[7], [7]]  # recomputed once, then the replaced payload is read back
