@@ -50,12 +50,12 @@ from ragaudit_core.logs.jsonl import (
     plain_lf_file,
 )
 from ragaudit_core.logs.lines import buffer_provenance
-from ragaudit_core.logs.parallel import MIN_FILE_BYTES, DecodedLine, FileLine, LinePool, default_workers
+from ragaudit_core.logs.parallel import CHUNK_BYTES, MIN_FILE_BYTES, DecodedLine, FileLine, LinePool, default_workers
 from ragaudit_core.logs.qrels import store_reference_labels
 from ragaudit_core.logs.records import FileReader
 from ragaudit_core.logs.report import FileReport, IngestReport, Issue
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
-from ragaudit_core.logs.writer import BatchWriter
+from ragaudit_core.logs.writer import QUARANTINE_SCHEMA, WARNING_SCHEMA, BatchWriter, insert_rows
 
 __all__ = [
     "FileReport",
@@ -149,6 +149,7 @@ def ingest_paths(
         raise IngestError(f"unknown log format {options.format!r}; formats are: auto, {', '.join(formats.NAMES)}")
     _check_options(con, options)
     batch = _Batch(con, options, progress)
+    batch.call_bytes = sum(_size(p) for p in files)
     con.execute("BEGIN TRANSACTION")
     try:
         for path in files:
@@ -169,6 +170,13 @@ def ingest_paths(
 
 
 _NO_SPACE = "No space left on device"
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # reported when the file is read
 
 
 def _no_space_message(e: BaseException) -> str:
@@ -224,6 +232,7 @@ class _Batch:
         self.caches = RowCaches()
         self.workers = default_workers()
         self.pool = LinePool(self.row_opts, self.workers, options.max_line_bytes)
+        self.call_bytes = 0  # the bytes of every file of the call (set by the caller)
         self.n_records = self.n_entries = self.n_provenance = 0
         self.log_labels: list[tuple[str, str, str, str]] = []  # (query_id, kind, reference, file)
 
@@ -334,7 +343,8 @@ class _Batch:
             and first is not None
             and reader.native_ok
             and self.workers
-            and path.stat().st_size >= MIN_FILE_BYTES
+            and self.call_bytes >= MIN_FILE_BYTES
+            and path.stat().st_size >= min(CHUNK_BYTES, MIN_FILE_BYTES)
             and plain_lf_file(path)
             and not first.error
             and _fast_line(first.data, reader)  # a log in a fast shape: worth the workers (not a rule)
@@ -541,7 +551,7 @@ class _Batch:
         if new_runs:
             con.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)", new_runs)
         if self.quarantine:
-            con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?)", self.quarantine)
+            insert_rows(con, "quarantine", self.quarantine, QUARANTINE_SCHEMA)
         if report.n_records or report.n_provenance:
             for msg in collisions(con):
                 self.warn(None, None, "collision", msg, None)
@@ -551,7 +561,7 @@ class _Batch:
             labels = store_reference_labels(con, self.log_labels, self.options.casefold_spans)
             self.warn(None, None, "labels", "relevance labels from the logs' references: " + labels.summary(), None)
         if self.warn_rows:
-            con.executemany("INSERT INTO ingest_warnings VALUES (?, ?, ?, ?, ?)", self.warn_rows)
+            insert_rows(con, "ingest_warnings", self.warn_rows, WARNING_SCHEMA)
         if self.file_rows:
             store.bump_data_version(con)
         report.runs = sorted(self.run_configs)

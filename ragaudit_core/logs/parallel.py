@@ -57,7 +57,10 @@ results (and the rows as Arrow) cross between processes."""
 WINDOW = 6
 """Tasks in flight at most (decoded results waiting to be merged included)."""
 MIN_FILE_BYTES = 32 << 20
-"""Files smaller than this are read in the process: starting workers would cost more."""
+"""Calls reading less than this in all are read in the process: starting workers would cost more.
+A call reading more sends each of its files of at least :data:`CHUNK_BYTES` to the workers (the
+pool is started once per call: twelve 33 MB RagCiteCheck files, 1M entries, took 18.3 s read in
+the process, 11.0 s in the pool)."""
 
 
 def default_workers() -> int:

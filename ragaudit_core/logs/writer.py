@@ -21,7 +21,16 @@ import pyarrow as pa
 if TYPE_CHECKING:  # the ingest's worker processes import this module; they need no DuckDB
     import duckdb
 
-__all__ = ["EVIDENCE_SCHEMA", "RECORD_COLUMNS", "RECORD_SCHEMA", "BatchWriter", "rows_table"]
+__all__ = [
+    "EVIDENCE_SCHEMA",
+    "QUARANTINE_SCHEMA",
+    "RECORD_COLUMNS",
+    "RECORD_SCHEMA",
+    "WARNING_SCHEMA",
+    "BatchWriter",
+    "insert_rows",
+    "rows_table",
+]
 
 EVIDENCE_SCHEMA = pa.schema(
     [
@@ -53,12 +62,38 @@ RECORD_SCHEMA = pa.schema(
     ]
 )
 RECORD_COLUMNS = tuple(RECORD_SCHEMA.names)
+WARNING_SCHEMA = pa.schema(
+    [
+        ("file_id", pa.int32()),
+        ("path", pa.string()),
+        ("line_no", pa.int32()),
+        ("code", pa.string()),
+        ("message", pa.string()),
+    ]
+)
+QUARANTINE_SCHEMA = pa.schema(
+    [
+        ("file_id", pa.int32()),
+        ("path", pa.string()),
+        ("line_no", pa.int32()),
+        ("reason", pa.string()),
+        ("raw", pa.string()),
+        ("raw_bytes", pa.binary()),
+    ]
+)
 
 
 def rows_table(rows: list[tuple], schema: pa.Schema) -> pa.Table:
     """Row tuples (in the schema's column order) as an Arrow table."""
     cols = zip(*rows) if rows else ([] for _ in schema)
     return pa.Table.from_arrays([pa.array(col, type=f.type) for col, f in zip(cols, schema)], schema=schema)
+
+
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple], schema: pa.Schema) -> None:
+    """Append row tuples (in the table's column order) through Arrow: ``executemany`` binds row by
+    row (measured: 29,674 warnings took 5.2 s that way, 0.3 s through Arrow)."""
+    if rows:
+        con.from_arrow(rows_table(rows, schema)).insert_into(table)
 
 
 class BatchWriter:

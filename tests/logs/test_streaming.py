@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -124,3 +125,34 @@ def test_worker_processes_store_and_report_what_the_process_does(tmp_path, monke
     assert expected[5] == 25 + 5 + 1 and any("duplicate record" in r for r in expected[4])
     assert any(code == "duplicate-evidence" for _, code, _ in expected[2])
     assert any("500-byte limit" in r for r in expected[4])
+
+
+def test_many_medium_files_go_to_the_pool_together(tmp_path, monkeypatch):
+    """The pool is started once per call, so a call of many files each below the single-file
+    threshold (twelve 33 MB runs of a sweep) still sends them to the workers; a small call does not."""
+    paths = []
+    for run in ("A", "B", "C"):
+        lines = [
+            json.dumps({"run_id": run, "query_id": f"q{i}", "evidence": [f"d{i}", f"d{i + 1}"]}) for i in range(20)
+        ]
+        path = tmp_path / f"{run}.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        paths.append(path)
+    size = paths[0].stat().st_size
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "2")
+    monkeypatch.setattr(ing, "MIN_FILE_BYTES", 2 * size)  # no file alone is large enough; all three are
+    monkeypatch.setattr(ing, "CHUNK_BYTES", size // 2)
+    seen: list[str] = []
+    decode = parallel.LinePool.decode
+
+    def spied(self, path, mapping=None):
+        seen.append(Path(path).name)
+        yield from decode(self, path, mapping)
+
+    monkeypatch.setattr(parallel.LinePool, "decode", spied)
+    con = store.connect(":memory:")
+    report = ing.ingest_paths(con, paths)
+    assert seen == ["A.jsonl", "B.jsonl", "C.jsonl"] and report.n_records == 60 and report.n_entries == 120
+    seen.clear()
+    ing.ingest_paths(store.connect(":memory:"), paths[:1])  # one file, below the call threshold: in the process
+    assert seen == []
