@@ -18,6 +18,7 @@ __all__ = [
     "INT32_MAX",
     "INT32_MIN",
     "JUDGE_DEFAULTS",
+    "PRECISIONS",
     "SHAPLEY_METHODS",
 ]
 
@@ -63,6 +64,19 @@ queries, at a quarter of the time of 100 Riemann steps); Shapley ``auto`` (exact
 coalitions cost little more than PMCSHAP's 12, and PMCSHAP (N = 20, M = 200) was measurably off on
 some queries — PMCSHAP beyond); five documents, answers of at most 48 new tokens."""
 
-JUDGE_DEFAULTS: Final[dict[str, Any]] = {"seeds": (0, 1, 2), "max_chars": 400, "explanation_tokens": 16}
+PRECISIONS: Final = ("auto", "fp32", "bf16")
+"""A generator's weights: ``auto`` (``models.generator_dtype``: bf16 on CUDA, fp32 on the CPU), or
+named. ``bf16`` on the CPU is an option, not a default: measured on the 2-core machine (AVX-512
+BF16), the judge panel took 3.0 s per citation against 5.4 s in fp32 with the same 36 of 36 votes,
+but the attribution job's greedy answer changed on one query of three (docs/benchmarks.md)."""
+
+JUDGE_DEFAULTS: Final[dict[str, Any]] = {
+    "seeds": (0, 1, 2),
+    "max_chars": 400,
+    "explanation_tokens": 16,
+    "precision": "auto",
+}
 """The citation judge panel (seed 002, Pattern 4): three judges (seed 0 greedy, seeds 1 and 2
-sampled), context chunks cut to 400 characters, explanations of at most 16 tokens."""
+sampled), context chunks cut to 400 characters, explanations of at most 16 tokens, a local model's
+weights in the generator's default precision (``auto``: fp32 on the CPU; ``bf16`` is an option,
+measured 1.8x faster on the CPU with the same votes on 12 citations: docs/benchmarks.md)."""

@@ -23,12 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragaudit_core.defaults import PRECISIONS
 from ragaudit_core.errors import RagAuditError
 
 __all__ = [
     "DEFAULT_EMBEDDER",
     "DEFAULT_GENERATOR",
     "DEFAULT_GENERATOR_NAME",
+    "PRECISIONS",
     "Generator",
     "ModelLoadError",
     "cache_dir",
@@ -137,19 +139,25 @@ def _gguf_cache_folder(gguf: Path) -> Path:
     return cache_dir() / "models" / f"{gguf.stem}-{h.hexdigest()[:12]}"
 
 
-def generator_dtype(device: str) -> Any:
-    """The generator's weights' dtype: bf16 on a CUDA device that supports it, else fp16 on
-    CUDA, fp32 on the CPU (where half precision is slower, not faster). Log-probabilities
-    are always taken in fp32 (``log_softmax(logits.float())``)."""
+def generator_dtype(device: str, precision: str = "auto") -> Any:
+    """The generator's weights' dtype: ``precision`` when it names one (:data:`PRECISIONS`);
+    ``auto``: bf16 on a CUDA device that supports it, else fp16 on CUDA, fp32 on the CPU (the
+    reference; bf16 there is an option). Log-probabilities are always taken in fp32
+    (``log_softmax(logits.float())``)."""
     import torch
 
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+    if precision != "auto":
+        return torch.bfloat16 if precision == "bf16" else torch.float32
     if device.startswith("cuda"):
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32
 
 
-def load_generator(name: str | None = None, *, device: str = "auto") -> Generator:
-    """The packaged SmolLM2 by default; a ``.gguf`` path, a local folder or a model id otherwise."""
+def load_generator(name: str | None = None, *, device: str = "auto", precision: str = "auto") -> Generator:
+    """The packaged SmolLM2 by default; a ``.gguf`` path, a local folder or a model id otherwise;
+    its weights in ``precision`` (:func:`generator_dtype`)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -174,7 +182,7 @@ def load_generator(name: str | None = None, *, device: str = "auto") -> Generato
         else:
             target = str(name)  # not None: no name means the packaged GGUF
         tok = AutoTokenizer.from_pretrained(target)
-        model = AutoModelForCausalLM.from_pretrained(target, dtype=generator_dtype(dev))
+        model = AutoModelForCausalLM.from_pretrained(target, dtype=generator_dtype(dev, precision))
     except Exception as e:  # noqa: BLE001
         raise ModelLoadError(f"cannot load generator {name or gguf}: {e}") from None
     if tok.pad_token_id is None:
@@ -185,20 +193,23 @@ def load_generator(name: str | None = None, *, device: str = "auto") -> Generato
 
 
 _CACHE_LOCK = threading.Lock()
-_CACHE: dict[tuple[str, str, str], Any] = {}
+_CACHE: dict[tuple[str, str, str, str], Any] = {}
 
 
-def cached_model(kind: str, name: str, device: str) -> Any:
+def cached_model(kind: str, name: str, device: str, precision: str = "auto") -> Any:
     """The ``kind`` (``embedder`` or ``generator``) model ``name`` on ``device``, loaded once per
     process and kept (a worker loads each model once for all the jobs it runs). ``name`` is a
-    job's model name: the packaged defaults by their display names, else an id, folder or file."""
-    key = (kind, name, device)
+    job's model name: the packaged defaults by their display names, else an id, folder or file;
+    ``precision`` applies to generators (:func:`generator_dtype`)."""
+    key = (kind, name, device, precision)
     with _CACHE_LOCK:
         if key not in _CACHE:
             if kind == "embedder":
                 _CACHE[key] = load_embedder(None if name == DEFAULT_EMBEDDER else name, device=device)
             elif kind == "generator":
-                _CACHE[key] = load_generator(None if name == DEFAULT_GENERATOR_NAME else name, device=device)
+                _CACHE[key] = load_generator(
+                    None if name == DEFAULT_GENERATOR_NAME else name, device=device, precision=precision
+                )
             else:
                 raise ValueError(f"unknown model kind {kind!r}; use embedder or generator")
         return _CACHE[key]

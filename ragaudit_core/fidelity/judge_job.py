@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import duckdb
 
-from ragaudit_core.defaults import JUDGE_DEFAULTS
+from ragaudit_core.defaults import JUDGE_DEFAULTS, PRECISIONS
 from ragaudit_core.fidelity.graph import load_graphs
 from ragaudit_core.fidelity.judging import has_verdicts, judge_citations, judge_inputs, store_verdicts
 from ragaudit_core.jobspec import JobInputs, JobSpec, Partial, Progress
@@ -29,6 +29,7 @@ class JudgeJob:
         "endpoint": None,
         "seeds": JUDGE_DEFAULTS["seeds"],
         "max_chars": JUDGE_DEFAULTS["max_chars"],
+        "precision": JUDGE_DEFAULTS["precision"],
     }
 
     def plan(
@@ -41,11 +42,20 @@ class JudgeJob:
         endpoint: str | None = None,
         seeds: tuple[int, ...] | None = None,
         max_chars: int | None = None,
+        precision: str | None = None,
         device: str = "auto",
     ) -> tuple[JobSpec, JobInputs]:
         """The judge job for one provenance record: ``model`` (default the packaged SmolLM2) loaded
-        locally, or served by the OpenAI-compatible ``endpoint``."""
+        locally, or served by the OpenAI-compatible ``endpoint``. ``precision`` (a local model's
+        weights, :data:`ragaudit_core.defaults.PRECISIONS`) is part of the job's key when it is not
+        the default, so verdicts of a bf16 panel are stored beside, not over, the reference's."""
         from ragaudit_core import models
+
+        precision = precision or JUDGE_DEFAULTS["precision"]
+        if precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+        if endpoint and precision != JUDGE_DEFAULTS["precision"]:
+            raise ValueError("precision applies to a local judge model; an endpoint serves its own")
 
         graphs = load_graphs(con, run_id, [query_id])
         if not graphs:
@@ -62,6 +72,8 @@ class JudgeJob:
             "explanation_tokens": JUDGE_DEFAULTS["explanation_tokens"],
             "endpoint": endpoint,
         }
+        if precision != JUDGE_DEFAULTS["precision"]:  # the default stays out: earlier jobs keep their keys
+            params["precision"] = precision
         query, citations, context = judge_inputs(graphs[0], params["max_chars"])
         spec = JobSpec(
             kind=self.name,
@@ -83,11 +95,17 @@ class JudgeJob:
         if spec.method == "endpoint":  # whoever queued it, this process calls only what its operator allowed
             url = endpoint.check_allowed(spec.params["endpoint"])
             return EndpointJudge(url, spec.generator, api_key=endpoint.api_key())
-        gen = generator or cached_model("generator", spec.generator, spec.device)
-        return LocalJudge(
+        precision = spec.params.get("precision", JUDGE_DEFAULTS["precision"])
+        if precision != JUDGE_DEFAULTS["precision"]:  # a model given by the caller has the default's weights
+            generator = None
+        gen = generator or cached_model("generator", spec.generator, spec.device, precision)
+        judge = LocalJudge(
             gen() if callable(gen) and not hasattr(gen, "model") else gen,
             explanation_tokens=spec.params.get("explanation_tokens", JUDGE_DEFAULTS["explanation_tokens"]),
         )
+        if precision != JUDGE_DEFAULTS["precision"]:
+            judge.name += f" ({precision})"  # a judge of its own in the panel's table
+        return judge
 
     def execute(
         self,

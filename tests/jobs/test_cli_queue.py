@@ -159,3 +159,22 @@ def test_attribute_queue_then_a_worker(tmp_path):
     assert j["status"] == "done", j["error"]
     again = _cli("attribute", "--db", str(db), "--run", "base", "--queries", "q1", *small)
     assert again.returncode == 0 and "0 computed, 1 already stored, 0 failed" in again.stderr
+
+
+def test_judge_precision_on_the_command_line(tmp_path):
+    """``--precision bf16`` queues a judge job of its own (its spec says bf16); a precision that is
+    not one, or one for an endpoint, exits 2 with the sentence."""
+    db = _prov_db(tmp_path)
+    judge = ["judge", "--db", str(db), "--run", "base"]
+    bad = _cli(*judge, "--precision", "fp8")
+    assert bad.returncode == 2 and "--precision must be one of auto, fp32, bf16, not 'fp8'" in bad.stderr
+    remote = _cli(*judge, "--precision", "bf16", "--endpoint", "http://127.0.0.1:9/v1", "--judge-model", "m")
+    assert remote.returncode == 2 and "--precision applies to a local judge model" in remote.stderr
+    q = _cli(*judge, "--precision", "bf16", "--queue")
+    assert q.returncode == 0, q.stderr
+    (job,) = _listed(db)
+    assert job["status"] == "queued"
+    from ragaudit_core.jobs import queue
+
+    (spec,) = [j.spec for j in queue.jobs(str(db))]
+    assert spec.params["precision"] == "bf16"

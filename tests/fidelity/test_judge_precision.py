@@ -1,0 +1,79 @@
+"""The judge's precision option (issue #24 item 5): a local judge model's weights in bf16 instead of
+the reference's fp32 — its own job key, its own judge name, refused for an endpoint; the batched
+panel decodes valid verdicts on bf16 weights (a tiny Llama here; the packaged model, slow)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from ragaudit_core.fidelity.judge import JudgeVerdict
+from ragaudit_core.logs import store
+from ragaudit_core.logs.ingest import ingest_paths
+from tests.helpers import pipeline, write_jsonl
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture()
+def con(tmp_path):
+    c = store.connect(tmp_path / "j.duckdb")
+    ingest_paths(c, [write_jsonl(tmp_path / "p.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]")])])
+    return c
+
+
+def test_bf16_is_a_job_of_its_own_and_the_default_keeps_its_key(con):
+    from ragaudit_core.jobs import plan_judge
+
+    ref, _ = plan_judge(con, "base", "q1")
+    same, _ = plan_judge(con, "base", "q1", precision="auto")
+    half, _ = plan_judge(con, "base", "q1", precision="bf16")
+    assert "precision" not in ref.params  # jobs queued before the option keep their ids
+    assert same.job_id() == ref.job_id()
+    assert half.params["precision"] == "bf16" and half.job_id() != ref.job_id()
+    with pytest.raises(ValueError, match="unknown precision 'fp8'"):
+        plan_judge(con, "base", "q1", precision="fp8")
+    with pytest.raises(ValueError, match="precision applies to a local judge model"):
+        plan_judge(con, "base", "q1", model="m", endpoint="http://127.0.0.1:9/v1", precision="bf16")
+
+
+def test_the_generator_dtype_follows_the_precision():
+    from ragaudit_core.models import generator_dtype
+
+    assert generator_dtype("cpu") is torch.float32  # the reference on the CPU
+    assert generator_dtype("cpu", "bf16") is torch.bfloat16
+    assert generator_dtype("cuda:0", "fp32") is torch.float32
+    with pytest.raises(ValueError, match="unknown precision"):
+        generator_dtype("cpu", "half")
+
+
+def test_the_batched_panel_decodes_valid_verdicts_on_bf16_weights():
+    from ragaudit_core.fidelity.judges import LocalJudge
+    from tests.fidelity.test_judge_batched import CHUNKS, PROMPT, CharTokenizer
+    from tests.helpers import tiny_llama
+
+    model = tiny_llama().to(torch.bfloat16)
+    gen = SimpleNamespace(model=model, tokenizer=CharTokenizer(), device="cpu", name="tiny")
+    verdicts = LocalJudge(gen, explanation_tokens=4).verdicts(PROMPT, CHUNKS, [0, 1, 2])
+    assert all(isinstance(v, JudgeVerdict) and v.matching_chunk_id in [*CHUNKS, None] for v in verdicts)
+    assert all(s == s for lane in verdicts for s in (lane.confidence, lane.coordinate_fidelity))  # no NaN
+
+
+@pytest.mark.slow
+def test_a_bf16_judge_job_on_the_packaged_model(con):
+    """Through the job: the caller's fp32 model is not used for a bf16 job; the bf16 weights are
+    loaded once and kept; the verdicts are stored under a judge name of their own."""
+    from ragaudit_core.fidelity.judging import verdict_table
+    from ragaudit_core.jobs import plan_judge, run_batch
+    from ragaudit_core.models import _CACHE
+
+    spec, _ = plan_judge(con, "base", "q1", precision="bf16", device="cpu")
+    rep = run_batch(con, [plan_judge(con, "base", "q1", precision="bf16", device="cpu")])
+    assert rep.done == ["q1"]
+    model = _CACHE[("generator", spec.generator, "cpu", "bf16")].model
+    assert next(model.parameters()).dtype is torch.bfloat16
+    table = verdict_table(con, "base")
+    (name,) = table["judges"].iloc[0]
+    assert name.startswith("local:SmolLM2") and name.endswith(" (bf16)")
+    assert table["n_valid"].iloc[0] == 3
