@@ -3,6 +3,7 @@ three judges (seeds 0-2), the forward passes after the prompt and the tokens the
 prompt's prefill alone; with the load average (the machine is shared).
 
     .venv/bin/python bench/judge_citation_bench.py [--db FILE] [--repeat 3] [--mode both|batched|sequential]
+    .venv/bin/python bench/judge_citation_bench.py --mode precision [--citations 12]
 
 ``batched`` is the judge's default (a slot's options in one pass, fixed parts fed with the next
 slot); ``sequential`` the walk before it (one pass per fixed part and per multi-token option).
@@ -10,6 +11,11 @@ slot); ``sequential`` the walk before it (one pass per fixed part and per multi-
 verdicts are identical and the largest difference of their option log-probabilities.
 
 The first record of the first provenance run of the sample logs that carries a citation.
+
+``precision`` judges the first ``--citations`` citations of that run with the packaged model in
+fp32 (the reference) and in bf16 (``--precision bf16`` of ``ragaudit judge``), alternately in one
+process, and reports the seconds per citation of each, how many verdicts agree and how many votes
+agree in all four fields (verdict, confidence, matching chunk, coordinate fidelity).
 """
 
 import argparse
@@ -42,10 +48,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--db", default=str(ROOT / "bench" / "out" / "sample.duckdb"))
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--mode", default="both", choices=["both", "batched", "sequential"])
+    ap.add_argument("--mode", default="both", choices=["both", "batched", "sequential", "precision"])
+    ap.add_argument("--citations", type=int, default=12)
     args = ap.parse_args()
     con = store.connect(sample_db(args.db))
     gen = models.load_generator(device="cpu")
+    if args.mode == "precision":
+        precision_agreement(con, gen, args.citations)
+        return
     run = provenance_runs(con)[0]
     qids = [
         q
@@ -112,6 +122,53 @@ def main() -> None:
     with torch.no_grad():
         forward(torch.tensor([list(ids)]), logits_to_keep=1)
     print("prefill of the prompt", len(ids), "tokens", round(time.perf_counter() - t, 2), "s; load", os.getloadavg())
+
+
+def precision_agreement(con, gen, n_citations: int) -> None:
+    half = models.load_generator(device="cpu", precision="bf16")
+    run = provenance_runs(con)[0]
+    qids = [
+        q
+        for (q,) in con.execute(
+            "SELECT query_id FROM prov_records WHERE run_id = ? ORDER BY query_id", [run]
+        ).fetchall()
+    ]
+    seconds = {"fp32": [], "bf16": []}
+    agree = votes = same_verdict = 0
+    for q in qids:
+        spec, inp = plan_judge(con, run, q, seeds=(0, 1, 2), device="cpu")
+        for c in inp.citations[: n_citations - len(seconds["fp32"])]:
+            prompt = judge_prompt(c["citation"], inp.context, inp.query)
+            chunk_ids = [x["chunk_id"] for x in inp.context]
+            got = {}
+            for name, g in (("fp32", gen), ("bf16", half)):
+                t = time.perf_counter()
+                v = LocalJudge(g, explanation_tokens=spec.params["explanation_tokens"]).verdicts(
+                    prompt, chunk_ids, (0, 1, 2)
+                )
+                seconds[name].append(time.perf_counter() - t)
+                got[name] = [
+                    None if x is None else (x.verdict, x.confidence, x.matching_chunk_id, x.coordinate_fidelity)
+                    for x in v
+                ]
+            agree += sum(a == b for a, b in zip(got["fp32"], got["bf16"], strict=True))
+            same_verdict += sum((a and a[0]) == (b and b[0]) for a, b in zip(got["fp32"], got["bf16"], strict=True))
+            votes += len(got["fp32"])
+            print(json.dumps({"query_id": q, **got, "load1": round(os.getloadavg()[0], 2)}), flush=True)
+        if len(seconds["fp32"]) >= n_citations:
+            break
+    n = len(seconds["fp32"])
+    per = {k: round(sum(v) / max(1, n), 2) for k, v in seconds.items()}
+    print(
+        json.dumps(
+            {
+                "citations": n,
+                "verdicts_agree": f"{same_verdict}/{votes}",
+                "votes_agree (all four fields)": f"{agree}/{votes}",
+                "seconds_per_citation": per,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -67,8 +67,9 @@ some queries — PMCSHAP beyond); five documents, answers of at most 48 new toke
 PRECISIONS: Final = ("auto", "fp32", "bf16")
 """A generator's weights: ``auto`` (``models.generator_dtype``: bf16 on CUDA, fp32 on the CPU), or
 named. ``bf16`` on the CPU is an option, not a default: measured on the 2-core machine (AVX-512
-BF16), the judge panel took 3.0 s per citation against 5.4 s in fp32 with the same 36 of 36 votes,
-but the attribution job's greedy answer changed on one query of three (docs/benchmarks.md)."""
+BF16), the judge panel took 3.0-3.9 s per citation against 5.4-6.3 s in fp32, with 36 and 35 of 36
+verdicts the same in two runs of 12 citations, but the attribution job's greedy answer changed on
+one query of three (docs/benchmarks.md)."""
 
 JUDGE_DEFAULTS: Final[dict[str, Any]] = {
     "seeds": (0, 1, 2),
@@ -79,4 +80,4 @@ JUDGE_DEFAULTS: Final[dict[str, Any]] = {
 """The citation judge panel (seed 002, Pattern 4): three judges (seed 0 greedy, seeds 1 and 2
 sampled), context chunks cut to 400 characters, explanations of at most 16 tokens, a local model's
 weights in the generator's default precision (``auto``: fp32 on the CPU; ``bf16`` is an option,
-measured 1.8x faster on the CPU with the same votes on 12 citations: docs/benchmarks.md)."""
+measured 1.6-1.8x faster on the CPU, 35 of 36 verdicts the same on 12 citations: docs/benchmarks.md)."""
