@@ -55,6 +55,7 @@ from ragaudit_core.logs.qrels import store_reference_labels
 from ragaudit_core.logs.records import FileReader
 from ragaudit_core.logs.report import FileReport, IngestReport, Issue
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
+from ragaudit_core.logs.seen import SeenPairs
 from ragaudit_core.logs.writer import QUARANTINE_SCHEMA, WARNING_SCHEMA, BatchWriter, insert_rows
 
 __all__ = [
@@ -210,8 +211,8 @@ class _Batch:
     ) -> None:
         self.con, self.options, self.progress = con, options, progress
         self.report = IngestReport()
-        self.known = dict.fromkeys(con.execute("SELECT run_id, query_id FROM records").fetchall())
-        self.known_prov = dict.fromkeys(con.execute("SELECT run_id, query_id FROM prov_records").fetchall())
+        self.seen = SeenPairs.from_table(con, "records")  # "first record wins", across ingests
+        self.seen_prov = SeenPairs.from_table(con, "prov_records")
         self.seen_sha = dict(
             con.execute("SELECT sha256, path FROM files WHERE n_loaded > 0 OR n_rejected = 0").fetchall()
         )
@@ -221,8 +222,6 @@ class _Batch:
         )
         self.replaced_file_ids: list[int] = []
         self.next_file_id = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM files").fetchall()[0][0]
-        self.first_seen: dict[tuple[str, str], tuple[str, int]] = {}
-        self.prov_first_seen: dict[tuple[str, str], tuple[str, int]] = {}
         self.run_configs: dict[str, tuple[dict | None, str, int]] = {}
         self.out = BatchWriter(con)
         self.quarantine: list[tuple] = []
@@ -258,24 +257,21 @@ class _Batch:
         reason: str | None,
         rec: Any,
         what: str,
-        known_keys: dict[tuple[str, str], None],
-        seen: dict[tuple[str, str], tuple[str, int]],
+        seen: SeenPairs,
     ) -> Any:
         """The parsed record of a line, or None after rejecting it (bad line, or a (run, query)
         already loaded: only the first record is kept, across files and earlier ingests)."""
-        if reason is None:
-            key = (rec.run_id, rec.query_id)
-            if key in known_keys or key in seen:
-                where = seen.get(key)
-                src = f"{where[0]} line {where[1]}" if where else "an earlier ingest"
-                reason = (
-                    f"duplicate {what} for run {key[0]!r}, query {key[1]!r}: "
-                    f"already loaded from {src}; only the first is kept"
-                )
+        if reason is None and seen.taken(rec.run_id, rec.query_id):
+            where = seen.first_place(rec.run_id, rec.query_id)
+            src = f"{where[0]} line {where[1]}" if where else "an earlier ingest"
+            reason = (
+                f"duplicate {what} for run {rec.run_id!r}, query {rec.query_id!r}: "
+                f"already loaded from {src}; only the first is kept"
+            )
         if reason is not None:
             self.reject(fr, file_id, ln, reason)
             return None
-        seen[key] = (fr.path, ln.line_no)
+        seen.add(rec.run_id, rec.query_id, fr.path, ln.line_no)
         fr.n_loaded += 1
         return rec
 
@@ -395,9 +391,8 @@ class _Batch:
         con.execute("DELETE FROM prov_records WHERE file_id = ?", [file_id])
         n_rej, n_warn, n_q, n_w, self.n_records, self.n_entries, self.n_provenance = mark
         del self.report.rejected[n_rej:], self.report.warnings[n_warn:], self.quarantine[n_q:], self.warn_rows[n_w:]
-        for seen in (self.first_seen, self.prov_first_seen):
-            for key in [k for k, (p, _l) in seen.items() if p == spath]:
-                del seen[key]
+        self.seen.forget_file(spath)
+        self.seen_prov.forget_file(spath)
         for run in [r for r, (_c, p, _l) in self.run_configs.items() if p == spath]:
             del self.run_configs[run]
         if isinstance(e, InputFileError):
@@ -416,11 +411,10 @@ class _Batch:
 
     def taken(self, run_id: str, query_id: str) -> bool:
         """Whether (run, query) is loaded already (by an earlier ingest or this call)."""
-        key = (run_id, query_id)
-        return key in self.known or key in self.first_seen
+        return self.seen.taken(run_id, query_id)
 
     def admit_record(self, fr: FileReport, file_id: int, ln: _AnyLine, rec: EvidenceRecord) -> bool:
-        if self.admit(fr, file_id, ln, None, rec, "record", self.known, self.first_seen) is None:
+        if self.admit(fr, file_id, ln, None, rec, "record", self.seen) is None:
             return False
         self._add_record(fr, file_id, ln, rec)
         return True
@@ -448,7 +442,7 @@ class _Batch:
                     reader.ctx.warn_once(note)
                 fr.n_lines += 1
                 fr.formats[it.label] += 1
-                if self.admit(fr, file_id, ln, None, it, "record", self.known, self.first_seen) is None:
+                if self.admit(fr, file_id, ln, None, it, "record", self.seen) is None:
                     continue
                 admitted.append(i)
                 self._run_config(it, fr.path, file_id, ln.line_no)
@@ -473,10 +467,7 @@ class _Batch:
                 self.progress(fr.path, fr.n_lines)
 
     def provenance(self, fr: FileReport, file_id: int, ln: _AnyLine, reason: str | None, prec: Any) -> None:
-        if (
-            self.admit(fr, file_id, ln, reason, prec, "provenance record", self.known_prov, self.prov_first_seen)
-            is not None
-        ):
+        if self.admit(fr, file_id, ln, reason, prec, "provenance record", self.seen_prov) is not None:
             buffer_provenance(
                 prec,
                 file_id,
@@ -491,7 +482,7 @@ class _Batch:
                 self.out.flush()
 
     def evidence(self, fr: FileReport, file_id: int, ln: _AnyLine, reason: str | None, rec: Any) -> None:
-        if self.admit(fr, file_id, ln, reason, rec, "record", self.known, self.first_seen) is not None:
+        if self.admit(fr, file_id, ln, reason, rec, "record", self.seen) is not None:
             self._add_record(fr, file_id, ln, rec)
 
     def _add_record(self, fr: FileReport, file_id: int, ln: _AnyLine, rec: EvidenceRecord) -> None:

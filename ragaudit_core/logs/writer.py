@@ -103,6 +103,7 @@ class BatchWriter:
         self.con = con
         self.ev_rows: list[tuple] = []
         self.ev_tables: list[pa.Table] = []  # rows built elsewhere (the ingest's worker processes)
+        self._table_rows = 0  # the rows of ev_tables (n_entries is asked once per record)
         self.rec_rows: list[tuple] = []
         self.prov_rec_rows: list[tuple] = []
         self.prov_node_rows: list[tuple] = []
@@ -112,12 +113,13 @@ class BatchWriter:
     @property
     def n_entries(self) -> int:
         """Evidence rows buffered."""
-        return len(self.ev_rows) + sum(t.num_rows for t in self.ev_tables)
+        return len(self.ev_rows) + self._table_rows
 
     def add_table(self, table: pa.Table) -> None:
         """Evidence rows already in Arrow (the evidence schema)."""
         if table.num_rows:
             self.ev_tables.append(table)
+            self._table_rows += table.num_rows
 
     def flush(self) -> None:
         """Hand what is buffered to the writer thread (after the previous batch is written) and
@@ -126,7 +128,7 @@ class BatchWriter:
         if self.rec_rows:
             evidence = pa.concat_tables([rows_table(self.ev_rows, EVIDENCE_SCHEMA), *self.ev_tables])
             tables = (evidence, rows_table(self.rec_rows, RECORD_SCHEMA))
-            self.ev_rows, self.ev_tables, self.rec_rows = [], [], []
+            self.ev_rows, self.ev_tables, self.rec_rows, self._table_rows = [], [], [], 0
         prov = None
         if self.prov_rec_rows:
             prov = (self.prov_rec_rows, self.prov_node_rows)
