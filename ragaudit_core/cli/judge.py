@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -65,7 +65,6 @@ def judge(
     from tqdm import tqdm
 
     from ragaudit_core.fidelity import provenance_runs
-    from ragaudit_core.fidelity.judging import judge_summary, verdict_table
     from ragaudit_core.jobs import plan_judge, run_batch
 
     if judges < 1:
@@ -120,6 +119,19 @@ def judge(
         fail(str(e))
     finally:
         bar.close()
+    _report(con, run, judges, rep, json_out)
+    if rep.failed:
+        raise typer.Exit(1)
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1%}"
+
+
+def _report(con: Any, run: str, judges: int, rep: Any, json_out: str | None) -> None:
+    """The run's verdict summary, the batch's counts and failures, and the JSON."""
+    from ragaudit_core.fidelity.judging import judge_summary, verdict_table
+
     table = verdict_table(con, run)
     s = judge_summary(table)
     a, d = s["agreement"], s["disagreement"]
@@ -144,9 +156,3 @@ def judge(
         },
         json_out,
     )
-    if rep.failed:
-        raise typer.Exit(1)
-
-
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.1%}"

@@ -6,7 +6,9 @@ open classifies it first (:func:`prepare`) and either goes on or says in one sen
 is and what to do (:class:`DatabaseRefused`) — never a Binder Error or a traceback later, and never
 a change to a file that is not RagAudit's:
 
-- **new** (no tables): RagAudit's tables are created (not by a read-only open).
+- **new** (no tables): RagAudit's tables are created (not by a read-only open). ``records`` and
+  ``prov_records`` have no primary key since the ingest of 4M records held 0.6 GB for its index
+  (:mod:`ragaudit_core.logs.seen` says what keeps their pairs unique); a file made with one keeps it.
 - **RagAudit, this version**: missing tables are created and missing *nullable* columns added,
   in one transaction (a file written before the column existed); a missing ``NOT NULL`` column or
   a column of another type refuses the file.
@@ -79,8 +81,7 @@ CREATE TABLE IF NOT EXISTS records (
     line_no    INTEGER NOT NULL,
     query      VARCHAR,
     answer     VARCHAR,
-    n_evidence INTEGER NOT NULL,
-    PRIMARY KEY (run_id, query_id)
+    n_evidence INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS evidence (
     run_id     VARCHAR NOT NULL,
@@ -117,8 +118,7 @@ CREATE TABLE IF NOT EXISTS prov_records (
     ground_truth   VARCHAR,
     documents      VARCHAR,
     dropped        VARCHAR,
-    n_nodes        INTEGER NOT NULL,
-    PRIMARY KEY (run_id, query_id)
+    n_nodes        INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS prov_nodes (
     run_id         VARCHAR NOT NULL,

@@ -33,3 +33,39 @@ def test_pairs_stored_earlier_have_no_place_and_non_ascii_ids_key_alike():
     seen = SeenPairs.from_table(con, "records")
     assert seen.taken("运行", "q1") and seen.taken("r", "问题") and not seen.taken("运", "行q1")
     assert seen.first_place("运行", "q1") is None  # "an earlier ingest"
+
+
+def test_two_sessions_loading_the_same_pairs_at_once_store_each_pair_once(tmp_path):
+    """Two threads ingest, each on its own cursor of one shared connection (two dashboard sessions),
+    two files holding the same (run, query) pairs. The tables have no primary key: the process
+    runs one ingest at a time, so the second finds every pair taken and rejects its records."""
+    import json
+    import threading
+
+    from ragaudit_core.logs import store
+    from ragaudit_core.logs.ingest import ingest_paths
+
+    files = []
+    for name in ("a", "b"):
+        path = tmp_path / f"{name}.jsonl"
+        lines = [json.dumps({"run_id": "r", "query_id": f"q{i}", "evidence": [f"{name}{i}"]}) for i in range(20_000)]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        files.append(path)
+    con = store.connect(tmp_path / "shared.duckdb")
+    reports: list = []
+
+    def load(path):
+        cur = con.cursor()
+        try:
+            reports.append(ingest_paths(cur, [path]))
+        finally:
+            cur.close()
+
+    threads = [threading.Thread(target=load, args=(f,)) for f in files]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r.n_records for r in reports) == [0, 20_000]
+    assert con.execute("SELECT count(*), count(DISTINCT query_id) FROM records").fetchall() == [(20_000, 20_000)]
+    assert con.execute("SELECT count(*) FROM evidence").fetchall() == [(20_000,)]
