@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import ui
+from ragaudit_core.defaults import JUDGE_PRECISIONS
 from ragaudit_core.fidelity import (
     SURVIVAL_LABELS,
     FidelityRules,
@@ -186,7 +187,17 @@ st.caption(
     "above: how often they agree, and how often the judges disagree among themselves (the seed reports "
     "12–18 % for its judges). Runs in the background; results appear as they land."
 )
-verdicts = verdict_table(con, run)
+panels = [p for p in JUDGE_PRECISIONS if not verdict_table(con, run, p).empty]
+shown_panel = panels[0] if panels else "auto"
+if len(panels) > 1:  # a bf16 panel beside the reference's: counted apart, shown one at a time
+    shown_panel = st.radio(
+        "Judge panel",
+        panels,
+        format_func=lambda p: "reference weights" if p == "auto" else "bf16 weights",
+        horizontal=True,
+        key="fid.judge.panel",
+    )
+verdicts = verdict_table(con, run, shown_panel)
 js = judge_summary(verdicts)
 judge_jobs = [j for j in queue.jobs(db_path, run_id=run) if j.spec.kind == "judge"]
 active = [j for j in judge_jobs if j.status in ("queued", "running")]
@@ -269,12 +280,12 @@ elif st.button(f"Judge the citations of {ui.md(run)} (3 judges)…", key="fid.ju
 if not active and st.session_state.get("fid.judge.confirm") == run:
     precision = st.radio(
         "Judge model's weights",
-        ["auto", "bf16"],
-        format_func=lambda p: "reference (fp32 on the CPU)" if p == "auto" else "bf16 (faster)",
+        list(JUDGE_PRECISIONS),
+        format_func=lambda p: "reference (the model's default: fp32 on the CPU)" if p == "auto" else "bf16 (faster)",
         horizontal=True,
         key="fid.judge.precision",
         help="bf16 took 3.0–3.9 s per citation against 5.4–6.3 s in fp32 on 2 CPU cores with AVX-512 BF16; "
-        "35 of 36 verdicts were the same on 12 citations. Its verdicts are stored as a judge of their own.",
+        "35 of 36 verdicts were the same on 12 citations. Its verdicts are a panel of their own, counted apart.",
     )
     plans = [plan_judge(con, run, q, precision=precision) for q in r.queries["query_id"]]
     todo = [(sp, inp) for sp, inp in plans if inp.citations and not is_stored(con, sp)]

@@ -18,6 +18,7 @@ __all__ = [
     "INT32_MAX",
     "INT32_MIN",
     "JUDGE_DEFAULTS",
+    "JUDGE_PRECISIONS",
     "PRECISIONS",
     "SHAPLEY_METHODS",
 ]
@@ -70,6 +71,10 @@ named. ``bf16`` on the CPU is an option, not a default: measured on the 2-core m
 BF16), the judge panel took 3.0-3.9 s per citation against 5.4-6.3 s in fp32, with 36 and 35 of 36
 verdicts the same in two runs of 12 citations, but the attribution job's greedy answer changed on
 one query of three (docs/benchmarks.md)."""
+
+JUDGE_PRECISIONS: Final = ("auto", "bf16")
+"""The judge's choices: its model's default weights, or bf16 (a panel of its own; an explicit
+``fp32`` would only duplicate ``auto`` on the CPU under another key)."""
 
 JUDGE_DEFAULTS: Final[dict[str, Any]] = {
     "seeds": (0, 1, 2),

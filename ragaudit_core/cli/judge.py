@@ -11,7 +11,7 @@ import typer
 
 from ragaudit_core.cli.common import Device, EndpointTimeout, KeyFile, emit_json, fail, open_existing_db
 from ragaudit_core.cli.jobs import endpoint_options, enqueue_and_report
-from ragaudit_core.defaults import JUDGE_DEFAULTS, PRECISIONS
+from ragaudit_core.defaults import JUDGE_DEFAULTS, JUDGE_PRECISIONS
 
 __all__ = ["judge"]
 
@@ -48,9 +48,9 @@ def judge(
         str,
         typer.Option(
             "--precision",
-            help="A local judge model's weights: auto (bf16 on CUDA, fp32 on the CPU, the reference), fp32 or "
-            "bf16 (on a CPU with AVX-512 BF16 about 1.6-1.8x faster, 35 of 36 verdicts the same on the bench; "
-            "verdicts stored as a judge of their own).",
+            help="A local judge model's weights: auto (the model's default: fp32 on the CPU, the reference; bf16 "
+            "on CUDA) or bf16 (on a CPU with AVX-512 BF16 about 1.6-1.8x faster, 35 of 36 verdicts the same on "
+            "the bench; a panel of its own, summed apart).",
         ),
     ] = JUDGE_DEFAULTS["precision"],
     ray: Annotated[str | None, typer.Option("--ray", help="Run as Ray tasks: 'local' or a cluster address.")] = None,
@@ -84,8 +84,8 @@ def judge(
         fail(f"run {run!r} has no provenance record for {', '.join(map(repr, missing))}")
     if endpoint and not judge_model:
         fail("an endpoint needs a model name (--judge-model)")
-    if precision not in PRECISIONS:
-        fail(f"--precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision not in JUDGE_PRECISIONS:
+        fail(f"--precision must be one of {', '.join(JUDGE_PRECISIONS)}, not {precision!r}")
     if endpoint and precision != JUDGE_DEFAULTS["precision"]:
         fail("--precision applies to a local judge model; an endpoint serves its own weights")
     endpoint_options(endpoint, key_file, timeout)
@@ -119,7 +119,7 @@ def judge(
         fail(str(e))
     finally:
         bar.close()
-    _report(con, run, judges, rep, json_out)
+    _report(con, run, judges, rep, json_out, precision)
     if rep.failed:
         raise typer.Exit(1)
 
@@ -128,11 +128,12 @@ def _pct(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.1%}"
 
 
-def _report(con: Any, run: str, judges: int, rep: Any, json_out: str | None) -> None:
-    """The run's verdict summary, the batch's counts and failures, and the JSON."""
+def _report(con: Any, run: str, judges: int, rep: Any, json_out: str | None, precision: str) -> None:
+    """The run's verdict summary (of the panel at this precision), the batch's counts and
+    failures, and the JSON."""
     from ragaudit_core.fidelity.judging import judge_summary, verdict_table
 
-    table = verdict_table(con, run)
+    table = verdict_table(con, run, precision)
     s = judge_summary(table)
     a, d = s["agreement"], s["disagreement"]
     typer.echo(

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import duckdb
 
-from ragaudit_core.defaults import JUDGE_DEFAULTS, PRECISIONS
+from ragaudit_core.defaults import JUDGE_DEFAULTS, JUDGE_PRECISIONS
 from ragaudit_core.fidelity.graph import load_graphs
 from ragaudit_core.fidelity.judging import has_verdicts, judge_citations, judge_inputs, store_verdicts
 from ragaudit_core.jobspec import JobInputs, JobSpec, Partial, Progress
@@ -47,13 +47,14 @@ class JudgeJob:
     ) -> tuple[JobSpec, JobInputs]:
         """The judge job for one provenance record: ``model`` (default the packaged SmolLM2) loaded
         locally, or served by the OpenAI-compatible ``endpoint``. ``precision`` (a local model's
-        weights, :data:`ragaudit_core.defaults.PRECISIONS`) is part of the job's key when it is not
-        the default, so verdicts of a bf16 panel are stored beside, not over, the reference's."""
+        weights, :data:`ragaudit_core.defaults.JUDGE_PRECISIONS`) is part of the job's key when it is not
+        the default, so verdicts of a bf16 panel are stored beside, not over, the reference's, and
+        counted apart (:func:`~ragaudit_core.fidelity.judging.verdict_table`)."""
         from ragaudit_core import models
 
         precision = precision or JUDGE_DEFAULTS["precision"]
-        if precision not in PRECISIONS:
-            raise ValueError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+        if precision not in JUDGE_PRECISIONS:
+            raise ValueError(f"unknown precision {precision!r}; use one of {', '.join(JUDGE_PRECISIONS)}")
         if endpoint and precision != JUDGE_DEFAULTS["precision"]:
             raise ValueError("precision applies to a local judge model; an endpoint serves its own")
 

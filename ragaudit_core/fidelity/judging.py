@@ -120,15 +120,22 @@ def has_verdicts(con: duckdb.DuckDBPyConnection, job_key: str) -> bool:
     return bool(con.execute("SELECT count(*) FROM judge_verdicts WHERE job_key = ?", [job_key]).fetchall()[0][0])
 
 
-def verdict_table(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
+def verdict_table(con: duckdb.DuckDBPyConnection, run_id: str, precision: str = "auto") -> pd.DataFrame:
     """One row per judged citation of a run: Pattern 3's verdict, the judges' votes, the
-    majority and whether the votes were unanimous."""
+    majority and whether the votes were unanimous.
+
+    ``precision``: the panel whose votes are counted — ``auto`` (the default) the judges at their
+    model's default weights, ``bf16`` those run with ``--precision bf16`` (named ``… (bf16)``). The
+    two are never counted together: a bf16 panel beside the reference's would double each
+    citation's votes."""
     con.execute(_SCHEMA)
+    suffix = f" ({precision})"
     df = con.execute(
         "SELECT query_id, citation_index, citation, rule_score, judge, seed, verdict, confidence, "
-        "matching_chunk_id FROM judge_verdicts WHERE run_id = ? ORDER BY query_id, citation_index, "
-        "judge, seed",
-        [run_id],
+        "matching_chunk_id FROM judge_verdicts WHERE run_id = ? AND "
+        + ("NOT ends_with(judge, ' (bf16)')" if precision == "auto" else "ends_with(judge, ?)")
+        + " ORDER BY query_id, citation_index, judge, seed",
+        [run_id] if precision == "auto" else [run_id, suffix],
     ).df()
     cols = ["query_id", "citation", "rule", "votes", "majority", "unanimous", "n_judges", "n_valid"]
     if df.empty:

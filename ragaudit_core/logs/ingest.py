@@ -55,7 +55,7 @@ from ragaudit_core.logs.qrels import store_reference_labels
 from ragaudit_core.logs.records import FileReader
 from ragaudit_core.logs.report import FileReport, IngestReport, Issue
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
-from ragaudit_core.logs.seen import ONE_INGEST_AT_A_TIME, SeenPairs
+from ragaudit_core.logs.seen import SeenPairs, one_ingest_at_a_time
 from ragaudit_core.logs.writer import QUARANTINE_SCHEMA, WARNING_SCHEMA, BatchWriter, insert_rows
 
 __all__ = [
@@ -148,7 +148,7 @@ def ingest_paths(
         raise IngestError("no input files given")
     if options.format not in (None, "auto", *formats.NAMES):
         raise IngestError(f"unknown log format {options.format!r}; formats are: auto, {', '.join(formats.NAMES)}")
-    with ONE_INGEST_AT_A_TIME:
+    with one_ingest_at_a_time(con):
         _check_options(con, options)  # it records the options in meta: inside too
         return _load(con, files, options, progress)
 

@@ -11,23 +11,50 @@ Python objects that way).
 The ``records`` and ``prov_records`` tables of a new database have no primary key: its index held
 about 150 bytes a pair in memory and slowed the insert 2.3x (2M pairs: +312 MB, 3.0 s against
 1.3 s); older files keep theirs, which changes nothing. The pairs are unique because an ingest
-admits a pair only when neither the table nor the call has it, and ingests of one process run one
-at a time (:data:`ONE_INGEST_AT_A_TIME`: two dashboard sessions loading into one shared database
-would otherwise both find a pair free in their own transactions); another process cannot write
-the file at the same time (DuckDB's file lock).
+admits a pair only when neither the table nor the call has it, and ingests into one database run
+one at a time in a process (:func:`one_ingest_at_a_time`; another process cannot write the file
+meanwhile: DuckDB's file lock). Without that, two dashboard sessions loading into one shared
+database at once each checked the pairs in their own transaction, and the second failed on a
+conflict in ``meta`` at its commit; now it waits, then finds the pairs taken and rejects its
+records with the sentence.
 """
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import duckdb
 
-__all__ = ["ONE_INGEST_AT_A_TIME", "SeenPairs", "pair_key"]
+__all__ = ["SeenPairs", "one_ingest_at_a_time", "pair_key"]
 
-ONE_INGEST_AT_A_TIME = threading.RLock()
-"""Held by every ingest call for its whole transaction (module docstring)."""
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+_HELD = threading.local()
+
+
+@contextmanager
+def one_ingest_at_a_time(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Hold the lock of ``con``'s database (its file; every in-memory database shares one) for an
+    ingest's whole transaction. An ingest started from inside another on the same thread (from a
+    progress callback) would wait for itself: it is refused instead."""
+    rows = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+    path = rows[0][0] if rows else None
+    key = os.path.realpath(path) if path else ":memory:"
+    held: set[str] = getattr(_HELD, "keys", set())
+    if key in held:
+        raise RuntimeError(f"an ingest into {key} was started from inside another ingest into it")
+    with _LOCKS_GUARD:
+        lock = _LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        _HELD.keys = held | {key}
+        try:
+            yield
+        finally:
+            _HELD.keys = held
+
 
 _FILE_BITS = 24  # files of one call (the line number above them is unbounded)
 _FILE_MASK = (1 << _FILE_BITS) - 1
@@ -51,8 +78,11 @@ class SeenPairs:
     def from_table(cls, con: duckdb.DuckDBPyConnection, table: str) -> SeenPairs:
         """The pairs of ``table`` (``records`` or ``prov_records``), keyed in SQL (DuckDB's
         ``length`` counts characters, as Python's ``len`` does)."""
-        rows = con.execute(f"SELECT length(run_id)::VARCHAR || ':' || run_id || query_id FROM {table}").fetchall()
-        return cls(k for (k,) in rows)
+        cur = con.execute(f"SELECT length(run_id)::VARCHAR || ':' || run_id || query_id FROM {table}")
+        seen = cls()
+        while rows := cur.fetchmany(100_000):  # not a list of every key beside the set
+            seen._stored.update(k for (k,) in rows)
+        return seen
 
     def taken(self, run_id: str, query_id: str) -> bool:
         key = pair_key(run_id, query_id)

@@ -73,7 +73,60 @@ def test_a_bf16_judge_job_on_the_packaged_model(con):
     assert rep.done == ["q1"]
     model = _CACHE[("generator", spec.generator, "cpu", "bf16")].model
     assert next(model.parameters()).dtype is torch.bfloat16
-    table = verdict_table(con, "base")
+    assert verdict_table(con, "base").empty  # the reference panel has not judged
+    table = verdict_table(con, "base", "bf16")
     (name,) = table["judges"].iloc[0]
     assert name.startswith("local:SmolLM2") and name.endswith(" (bf16)")
     assert table["n_valid"].iloc[0] == 3
+
+
+def test_a_bf16_job_never_uses_the_callers_model(con, monkeypatch):
+    """The worker hands its (default-weights) model to every job; a bf16 job loads its own."""
+    from ragaudit_core import models
+    from ragaudit_core.fidelity.judge_job import JUDGE_JOB
+    from ragaudit_core.jobs import plan_judge
+
+    loaded = []
+
+    def fake_cached(kind, name, device, precision="auto"):
+        loaded.append((kind, precision))
+        return SimpleNamespace(model=None, tokenizer=None, device="cpu", name="bf16 copy")
+
+    monkeypatch.setattr(models, "cached_model", fake_cached)
+    callers = SimpleNamespace(model=None, tokenizer=None, device="cpu", name="callers")
+    half, _ = plan_judge(con, "base", "q1", precision="bf16")
+    judge = JUDGE_JOB._backend(half, callers)
+    assert judge.gen.name == "bf16 copy" and loaded == [("generator", "bf16")]
+    assert judge.name.endswith(" (bf16)")
+    ref, _ = plan_judge(con, "base", "q1")
+    assert JUDGE_JOB._backend(ref, callers).gen is callers and len(loaded) == 1
+
+
+def test_the_panels_are_counted_apart(con):
+    """A citation judged by the reference panel (3 × ACCURATE) and by a bf16 panel (3 ×
+    HALLUCINATED): each table holds its own three votes, never six."""
+    from ragaudit_core.fidelity.judging import store_verdicts, verdict_table
+
+    def rows(judge, verdict):
+        return [
+            {
+                "citation_index": 0,
+                "citation": "[Source: D1, p. 2]",
+                "rule_score": 1.0,
+                "judge": judge,
+                "seed": seed,
+                "verdict": verdict,
+                "confidence": 1.0,
+                "matching_chunk_id": None,
+                "explanation": "",
+                "coordinate_fidelity": 1.0,
+            }
+            for seed in (0, 1, 2)
+        ]
+
+    store_verdicts(con, "judge-ref", "base", "q1", rows("local:m", "ACCURATE"))
+    store_verdicts(con, "judge-half", "base", "q1", rows("local:m (bf16)", "HALLUCINATED"))
+    ref, half = verdict_table(con, "base"), verdict_table(con, "base", "bf16")
+    assert ref["n_judges"].tolist() == [3] and ref["majority"].tolist() == ["ACCURATE"]
+    assert half["n_judges"].tolist() == [3] and half["majority"].tolist() == ["HALLUCINATED"]
+    assert bool(ref["unanimous"].iloc[0]) and bool(half["unanimous"].iloc[0])

@@ -167,7 +167,7 @@ def test_judge_precision_on_the_command_line(tmp_path):
     db = _prov_db(tmp_path)
     judge = ["judge", "--db", str(db), "--run", "base"]
     bad = _cli(*judge, "--precision", "fp8")
-    assert bad.returncode == 2 and "--precision must be one of auto, fp32, bf16, not 'fp8'" in bad.stderr
+    assert bad.returncode == 2 and "--precision must be one of auto, bf16, not 'fp8'" in bad.stderr
     remote = _cli(*judge, "--precision", "bf16", "--endpoint", "http://127.0.0.1:9/v1", "--judge-model", "m")
     assert remote.returncode == 2 and "--precision applies to a local judge model" in remote.stderr
     q = _cli(*judge, "--precision", "bf16", "--queue")

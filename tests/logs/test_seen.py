@@ -69,3 +69,34 @@ def test_two_sessions_loading_the_same_pairs_at_once_store_each_pair_once(tmp_pa
     assert sorted(r.n_records for r in reports) == [0, 20_000]
     assert con.execute("SELECT count(*), count(DISTINCT query_id) FROM records").fetchall() == [(20_000, 20_000)]
     assert con.execute("SELECT count(*) FROM evidence").fetchall() == [(20_000,)]
+
+
+def test_ids_of_several_code_points_key_alike_in_sql_and_python():
+    """DuckDB's ``length`` and Python's ``len`` both count code points: a combining accent, a flag
+    (two regional indicators), a ZWJ family emoji."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE records (run_id VARCHAR, query_id VARCHAR)")
+    runs = ["e\u0301", "🇫🇷", "👨\u200d👩\u200d👧", "run"]
+    con.executemany("INSERT INTO records VALUES (?, ?)", [(r, f"q-{r}") for r in runs])
+    seen = SeenPairs.from_table(con, "records")
+    assert all(seen.taken(r, f"q-{r}") for r in runs)
+    assert len(seen) == 4
+
+
+def test_an_ingest_started_inside_another_into_the_same_database_is_refused(tmp_path):
+    import json
+
+    from ragaudit_core.logs import store
+    from ragaudit_core.logs.ingest import ingest_paths
+
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps({"run_id": "r", "query_id": "q", "evidence": ["d"]}) + "\n", encoding="utf-8")
+    con = store.connect(tmp_path / "db.duckdb")
+
+    def nested(_path, _lines):
+        ingest_paths(con.cursor(), [path])
+
+    outer = ingest_paths(con.cursor(), [path], progress=nested)  # the file's own error: the file gives back
+    assert outer.n_records == 0
+    assert any("started from inside another ingest into it" in r.message for r in outer.rejected)
+    assert ingest_paths(con.cursor(), [path]).n_records == 1  # the lock was given back
