@@ -197,3 +197,46 @@ def test_queued_judge_jobs_show_progress_and_cancel(app_env, tmp_path):
     assert not any("Queue 2 judge jobs" in plain(w.value) for w in at.warning)
     with store.connect(path) as con:
         assert sorted(j.status for j in queue.jobs(con)) == ["cancelled", "cancelled"]  # nothing queued
+
+
+def test_a_bf16_panel_is_shown_apart_from_the_reference(app_env, tmp_path):
+    """q1 judged by the reference panel (3 × ACCURATE) and by a bf16 panel (3 × HALLUCINATED): the
+    page offers the panel to show and counts each alone — agreement with the rules (ACCURATE)
+    100 % for the reference, 0 % for bf16; never six votes for one citation."""
+    from ragaudit_core.fidelity.judging import store_verdicts
+
+    def rows(judge, verdict):
+        return [
+            {
+                "citation_index": 0,
+                "citation": "[Source: D1, p. 2]",
+                "rule_score": 1.0,
+                "judge": judge,
+                "seed": seed,
+                "verdict": verdict,
+                "confidence": 1.0,
+                "matching_chunk_id": None,
+                "explanation": "",
+                "coordinate_fidelity": 1.0,
+            }
+            for seed in (0, 1, 2)
+        ]
+
+    path = app_env()
+    with store.connect(path) as con:
+        ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]")])])
+        store_verdicts(con, "judge-ref", "base", "q1", rows("local:m", "ACCURATE"))
+        store_verdicts(con, "judge-half", "base", "q1", rows("local:m (bf16)", "HALLUCINATED"))
+    at = app_test(PAGE).run()
+    assert not at.exception
+    panel = at.radio(key="fid.judge.panel")
+    assert panel.options == ["reference weights", "bf16 weights"] and panel.value == "auto"
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["citations judged"] == "1" and shown["agreement with the rules"] == "100.0%"
+    table = next(df.value for df in at.dataframe if "majority" in df.value.columns)
+    assert table["votes"].tolist() == ["ACCURATE · ACCURATE · ACCURATE"]
+    at = panel.set_value("bf16").run()
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["citations judged"] == "1" and shown["agreement with the rules"] == "0.0%"
+    table = next(df.value for df in at.dataframe if "majority" in df.value.columns)
+    assert table["votes"].tolist() == ["HALLUCINATED · HALLUCINATED · HALLUCINATED"]
