@@ -60,6 +60,9 @@ def test_coverage_differences_are_one_grouped_sentence(tmp_path):
     assert gaps == "2 runs ('r2', 'r3') each lack the same 1 query: 'q3'; run 'r4' lacks 2 queries: 'q1', 'q2'"
     assert catalog.coverage_gaps(con, ["r1", "r10"]) is None
     assert catalog.coverage_gaps(con, ["r1", "r2"]) == "run 'r2' lacks 1 query: 'q3'"
+    assert catalog.coverage_gaps(con, ["r4"]) is None  # one run lacks nothing (no join is built)
+    assert catalog.coverage_gaps(con, ["r4", "r4"]) is None
+    assert catalog.coverage_gaps(con, ["r4", "none"]) == "run 'none' lacks 1 query: 'q3'"  # a run without records
     assert sum("coverage differs" in w.message for w in report.warnings) == 1  # one warning at ingest, not one per run
     qs, warnings = evaluation_queries(con, ["r1", "r2", "r3"], allow_missing=True)
     assert qs == ["q1", "q2"]
