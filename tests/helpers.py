@@ -218,3 +218,25 @@ def tiny_llama(**config):
         **config,
     }
     return transformers.LlamaForCausalLM(transformers.LlamaConfig(**cfg)).eval()
+
+
+def verdict_rows(
+    judge: str, verdict: str, *, citation: str = "[Source: D1, p. 2]", rule_score: float = 1.0
+) -> list[dict]:
+    """Three stored votes (seeds 0-2) of one judge on citation 0 of a record, as a judge job
+    stores them (``fidelity.judging.store_verdicts``)."""
+    return [
+        {
+            "citation_index": 0,
+            "citation": citation,
+            "rule_score": rule_score,
+            "judge": judge,
+            "seed": seed,
+            "verdict": verdict,
+            "confidence": 1.0,
+            "matching_chunk_id": None,
+            "explanation": "",
+            "coordinate_fidelity": 1.0,
+        }
+        for seed in (0, 1, 2)
+    ]

@@ -9,7 +9,7 @@ import pytest
 from ragaudit_core.fidelity.score import canary, fidelity_runs
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
-from tests.helpers import app_test, pipeline, plain, write_jsonl
+from tests.helpers import app_test, pipeline, plain, verdict_rows, write_jsonl
 
 pytestmark = pytest.mark.slow
 PAGE = "pages/4_Citation_fidelity.py"
@@ -205,28 +205,11 @@ def test_a_bf16_panel_is_shown_apart_from_the_reference(app_env, tmp_path):
     100 % for the reference, 0 % for bf16; never six votes for one citation."""
     from ragaudit_core.fidelity.judging import store_verdicts
 
-    def rows(judge, verdict):
-        return [
-            {
-                "citation_index": 0,
-                "citation": "[Source: D1, p. 2]",
-                "rule_score": 1.0,
-                "judge": judge,
-                "seed": seed,
-                "verdict": verdict,
-                "confidence": 1.0,
-                "matching_chunk_id": None,
-                "explanation": "",
-                "coordinate_fidelity": 1.0,
-            }
-            for seed in (0, 1, 2)
-        ]
-
     path = app_env()
     with store.connect(path) as con:
         ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]")])])
-        store_verdicts(con, "judge-ref", "base", "q1", rows("local:m", "ACCURATE"))
-        store_verdicts(con, "judge-half", "base", "q1", rows("local:m (bf16)", "HALLUCINATED"))
+        store_verdicts(con, "judge-ref", "base", "q1", verdict_rows("local:m", "ACCURATE"))
+        store_verdicts(con, "judge-half", "base", "q1", verdict_rows("local:m (bf16)", "HALLUCINATED"))
     at = app_test(PAGE).run()
     assert not at.exception
     panel = at.radio(key="fid.judge.panel")

@@ -11,7 +11,7 @@ import pytest
 from ragaudit_core.fidelity.judge import JudgeVerdict
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
-from tests.helpers import pipeline, write_jsonl
+from tests.helpers import pipeline, verdict_rows, write_jsonl
 
 torch = pytest.importorskip("torch")
 
@@ -107,25 +107,8 @@ def test_the_panels_are_counted_apart(con):
     HALLUCINATED): each table holds its own three votes, never six."""
     from ragaudit_core.fidelity.judging import store_verdicts, verdict_table
 
-    def rows(judge, verdict):
-        return [
-            {
-                "citation_index": 0,
-                "citation": "[Source: D1, p. 2]",
-                "rule_score": 1.0,
-                "judge": judge,
-                "seed": seed,
-                "verdict": verdict,
-                "confidence": 1.0,
-                "matching_chunk_id": None,
-                "explanation": "",
-                "coordinate_fidelity": 1.0,
-            }
-            for seed in (0, 1, 2)
-        ]
-
-    store_verdicts(con, "judge-ref", "base", "q1", rows("local:m", "ACCURATE"))
-    store_verdicts(con, "judge-half", "base", "q1", rows("local:m (bf16)", "HALLUCINATED"))
+    store_verdicts(con, "judge-ref", "base", "q1", verdict_rows("local:m", "ACCURATE"))
+    store_verdicts(con, "judge-half", "base", "q1", verdict_rows("local:m (bf16)", "HALLUCINATED"))
     ref, half = verdict_table(con, "base"), verdict_table(con, "base", "bf16")
     assert ref["n_judges"].tolist() == [3] and ref["majority"].tolist() == ["ACCURATE"]
     assert half["n_judges"].tolist() == [3] and half["majority"].tolist() == ["HALLUCINATED"]
