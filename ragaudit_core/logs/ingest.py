@@ -26,15 +26,12 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ragaudit_core.defaults import INT32_MAX, INT32_MIN
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import formats, store
 from ragaudit_core.logs.catalog import collisions, coverage_warnings
 from ragaudit_core.logs.containers import iter_rows
 from ragaudit_core.logs.contracts import EvidenceRecord
-from ragaudit_core.logs.decode import decode_native
 from ragaudit_core.logs.documents import DEFAULT_MAX_DEPTH
 from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.jsonl import (
@@ -47,14 +44,23 @@ from ragaudit_core.logs.jsonl import (
     expand_paths,
     file_sha256,
     iter_lines,
-    plain_lf_file,
 )
 from ragaudit_core.logs.lines import buffer_provenance
-from ragaudit_core.logs.parallel import CHUNK_BYTES, MIN_FILE_BYTES, DecodedLine, FileLine, LinePool, default_workers
+from ragaudit_core.logs.parallel import (
+    POOL_PEEK,
+    DecodedLine,
+    FileLine,
+    LinePool,
+    default_workers,
+    fast_shape,
+    pool_worth,
+    rows_of,
+)
 from ragaudit_core.logs.qrels import store_reference_labels
 from ragaudit_core.logs.records import FileReader
 from ragaudit_core.logs.report import FileReport, IngestReport, Issue
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
+from ragaudit_core.logs.runs import new_run_rows
 from ragaudit_core.logs.seen import SeenPairs, one_ingest_at_a_time
 from ragaudit_core.logs.writer import QUARANTINE_SCHEMA, WARNING_SCHEMA, BatchWriter, insert_rows
 
@@ -111,19 +117,6 @@ def _check_options(con: duckdb.DuckDBPyConnection, opts: IngestOptions) -> None:
         )
     if stored != wanted and not has_data:
         store.set_meta(con, "ingest_options", json.dumps(wanted, sort_keys=True))
-
-
-def _int_or_none(v: object) -> int | None:
-    """A grid setting (top-k, chunk size, overlap) as an INTEGER column value; None when the
-    config holds none, or a value that is not an integer in the column's range (the config
-    itself is kept as logged)."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    elif isinstance(v, str) and v.strip().isdigit():
-        v = int(v.strip())
-    return v if isinstance(v, int) and INT32_MIN <= v <= INT32_MAX else None
 
 
 def ingest_paths(
@@ -241,6 +234,7 @@ class _Batch:
         self.caches = RowCaches()
         self.workers = default_workers()
         self.pool = LinePool(self.row_opts, self.workers, options.max_line_bytes)
+        self.held: list[tuple[pa.Table, list[int], int]] = []  # rows of held spans, admitted (indices), held count
         self.call_bytes = 0  # the bytes of every file of the call (set by the caller)
         self.n_records = self.n_entries = self.n_provenance = 0
         self.log_labels: list[tuple[str, str, str, str]] = []  # (query_id, kind, reference, file)
@@ -342,20 +336,23 @@ class _Batch:
             self.warn(spath, None, code, note.removeprefix(f"{spath}: "), file_id)
         if first is None:
             self.warn(spath, None, "empty-file", "file holds no records (it is empty or blank)", file_id)
-        lines = itertools.chain((first,), gen) if first is not None else iter(())
         reader = FileReader(self, fr, file_id, path, forced=opts.format, run_id=opts.run_id, doc_id_key=opts.doc_id_key)
-        if (
+        pooled = (
             rows is None
             and first is not None
             and reader.native_ok
             and self.workers
-            and self.call_bytes >= MIN_FILE_BYTES
-            and path.stat().st_size >= min(CHUNK_BYTES, MIN_FILE_BYTES)
-            and plain_lf_file(path)
-            and not first.error
-            and _fast_line(first.data, reader)  # a log in a fast shape: worth the workers (not a rule)
+            and pool_worth(path, self.call_bytes)
+        )
+        head: list[Line] = (
+            [] if first is None else [first, *itertools.islice(gen, POOL_PEEK - 1)] if pooled else [first]
+        )
+        lines = itertools.chain(head, gen)  # (gen is exhausted when it gave no first line)
+        if pooled and any(  # a log in a fast shape (a trace may open with other spans): worth the workers
+            not ln.error and fast_shape(ln.data, reader.ctx.run_id, reader.ctx.doc_id_key, reader.forced) for ln in head
         ):
             gen.close()  # type: ignore[attr-defined]  # rows is None: gen is iter_lines's generator
+            self.held = []
             self.native_lines_in_workers(reader, path)
         else:
             for i, ln in enumerate(lines, 1):
@@ -363,6 +360,7 @@ class _Batch:
                     self.progress(spath, i)
                 reader.line(ln)
         reader.finish()
+        self.add_held()
         self.log_labels += [(*lab, spath) for lab in reader.ctx.labels]
         if self.progress is not None:
             self.progress(spath, fr.n_lines)
@@ -431,13 +429,15 @@ class _Batch:
 
     def native_lines_in_workers(self, reader: FileReader, path: Path) -> None:
         """A large native file, read and decoded by the worker pool (:mod:`parallel`) range by
-        range, its records admitted here in file order; a line the workers leave is read by
-        the file's reader. Same stored rows and report as reading every line here (tested)."""
+        range, its records admitted here in file order (a tracing format's retriever spans held
+        by the reader until the file is read, their rows in ``held``); a line the workers leave
+        is read by the file's reader. Same stored rows and report as reading every line here (tested)."""
         fr, file_id = reader.fr, reader.file_id
         base = 0
         mapping = (reader.ctx.run_id, reader.ctx.doc_id_key) if reader.forced is None else None
         for n_lines, items, table in self.pool.decode(path, mapping):
             admitted: list[int] = []
+            held: list[int] = []
             n_decoded = 0
             for i, it in enumerate(items):
                 if not isinstance(it, DecodedLine):
@@ -445,36 +445,65 @@ class _Batch:
                     continue
                 n_decoded += 1
                 ln = FileLine(base + it.line_no, fr.path, it.offset, it.length)
-                if it.mapped and self.taken(it.run_id, it.query_id):  # a repeated question: numbered there
-                    reader.line(Line(ln.line_no, ln.data, offset=it.offset))
+                if it.mapped and not it.held and self.taken(it.run_id, it.query_id):  # a repeated question
+                    reader.line(Line(ln.line_no, ln.data, offset=it.offset))  # numbered there
+                    continue
+                fr.n_lines += 1
+                fr.formats[it.label] += 1
+                if it.held:
+                    reader.hold_decoded(ln, it.label, it, (len(self.held), i))
+                    held.append(i)
                     continue
                 for note in it.notes:
                     reader.ctx.warn_once(note)
-                fr.n_lines += 1
-                fr.formats[it.label] += 1
-                if self.admit(fr, file_id, ln, None, it, "record", self.seen) is None:
-                    continue
-                admitted.append(i)
-                self._run_config(it, fr.path, file_id, ln.line_no)
-                if it.dropped:
-                    self.warn(
-                        fr.path,
-                        ln.line_no,
-                        "duplicate-evidence",
-                        duplicate_message(it.run_id, it.query_id, it.dropped),
-                        file_id,
-                    )
-                self.out.rec_rows.append((it.run_id, it.query_id, file_id, ln.line_no, it.query, it.answer, it.n_kept))
-                self.n_records += 1
-                self.n_entries += it.n_kept
+                if self._admit_decoded_line(fr, file_id, ln, it, it.answer):
+                    admitted.append(i)
             base += n_lines
-            if len(admitted) < n_decoded:
-                table = table.filter(pc.is_in(table["rec_idx"], pa.array(admitted, type=pa.int32())))
-            self.out.add_table(table.drop_columns(["rec_idx"]))
-            if self.out.n_entries >= FLUSH_ENTRIES:
-                self.out.flush()
+            if held:
+                self.held.append((rows_of(table, held) if len(held) < n_decoded else table, [], len(held)))
+            self._add_rows(table, admitted, n_decoded)
             if self.progress is not None:
                 self.progress(fr.path, fr.n_lines)
+
+    def _add_rows(self, table: pa.Table, kept: list[int], n_lines: int) -> None:
+        """The rows of ``n_lines`` decoded lines whose line index (``rec_idx``) is in ``kept``."""
+        if kept:
+            self.out.add_table((rows_of(table, kept) if len(kept) < n_lines else table).drop_columns(["rec_idx"]))
+        if self.out.n_entries >= FLUSH_ENTRIES:
+            self.out.flush()
+
+    def _admit_decoded_line(
+        self, fr: FileReport, file_id: int, ln: FileLine, it: DecodedLine, answer: str | None
+    ) -> bool:
+        """Admit a record the workers decoded (its rows are the caller's): False when rejected."""
+        if self.admit(fr, file_id, ln, None, it, "record", self.seen) is None:
+            return False
+        self._run_config(it, fr.path, file_id, ln.line_no)
+        if it.dropped:
+            self.warn(
+                fr.path,
+                ln.line_no,
+                "duplicate-evidence",
+                duplicate_message(it.run_id, it.query_id, it.dropped),
+                file_id,
+            )
+        self.out.rec_rows.append((it.run_id, it.query_id, file_id, ln.line_no, it.query, answer, it.n_kept))
+        self.n_records += 1
+        self.n_entries += it.n_kept
+        return True
+
+    def admit_decoded(
+        self, fr: FileReport, file_id: int, ln: FileLine, decoded: DecodedLine, answer: str | None, key: tuple[int, int]
+    ) -> None:
+        """Admit a held retriever span the workers mapped, with its trace's answer (rows added by :meth:`add_held`)."""
+        if self._admit_decoded_line(fr, file_id, ln, decoded, answer):
+            self.held[key[0]][1].append(key[1])
+
+    def add_held(self) -> None:
+        """The rows of the held spans admitted when their file was read."""
+        for table, kept, n_lines in self.held:
+            self._add_rows(table, kept, n_lines)
+        self.held = []
 
     def provenance(self, fr: FileReport, file_id: int, ln: _AnyLine, reason: str | None, prec: Any) -> None:
         if self.admit(fr, file_id, ln, reason, prec, "provenance record", self.seen_prov) is not None:
@@ -548,7 +577,7 @@ class _Batch:
                 "ingested_at, options) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(*row, now, opts_json) for row in self.file_rows],
             )
-        new_runs = _new_runs(con, self.run_configs)
+        new_runs = new_run_rows(con, self.run_configs)
         if new_runs:
             con.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)", new_runs)
         if self.quarantine:
@@ -566,34 +595,3 @@ class _Batch:
         if self.file_rows:
             store.bump_data_version(con)
         report.runs = sorted(self.run_configs)
-
-
-def _fast_line(data: bytes, reader: FileReader) -> bool:
-    """Whether a line is in a shape the workers decode (native, or a record format's fast path)."""
-    if decode_native(data) is not None:
-        return True
-    if reader.forced is not None:
-        return False
-    scratch = formats.MapContext(reader.ctx.run_id, reader.ctx.doc_id_key)
-    return any(f.decode_fast is not None and f.decode_fast(data, scratch) is not None for f in formats.FAST_FORMATS)
-
-
-def _new_runs(con: duckdb.DuckDBPyConnection, run_configs: dict[str, tuple[dict | None, str, int]]) -> list[tuple]:
-    """Rows for the runs table: runs not yet stored, with the grid settings their config names."""
-    existing = {r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()}
-    rows = []
-    for run_id, (cfg, _p, _l) in run_configs.items():
-        if run_id in existing:
-            continue
-        c = cfg or {}
-        rows.append(
-            (
-                run_id,
-                None if cfg is None else json.dumps(cfg, ensure_ascii=False, sort_keys=True),
-                _int_or_none(c.get("top_k")),
-                _int_or_none(c.get("chunk_size")),
-                _int_or_none(c.get("chunk_overlap")),
-                None if c.get("embedder") is None else str(c.get("embedder")),
-            )
-        )
-    return rows

@@ -8,9 +8,11 @@ in the ingesting process: which record of a (run, query) is first, warnings, qua
 transaction. Lines of a record format's common shape (Ragas rows: ``LogFormat.decode_fast``) are
 mapped in the workers too, with the file's run id and as if no question had been asked before;
 the ingesting process re-reads a line whose (run, query) is already taken (a repeated question,
-numbered there by occurrence) and replays the mapping's warnings in file order. OpenInference
-spans stay in the ingesting process (measured: reading them in the workers was slower, their
-texts crossing back to be joined, mapped and hashed here). A line the fast decoder does not take
+numbered there by occurrence) and replays the mapping's warnings in file order. A tracing
+format's common retriever span (OpenInference: ``LogFormat.read_span_fast``) is read, mapped and
+hashed in the workers as well, without its answer: only its record (ids, query, trace id) and its
+rows cross back, and the ingesting process holds them until the file is read, to join the trace's
+answer and admit the spans in file order (:meth:`records.FileReader.finish`). A line the fast decoder does not take
 comes back as it is and the ingest reads it on its general path, so a file gives the same stored
 rows and the same report either way (tested).
 
@@ -33,22 +35,34 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ragaudit_core.logs.decode import decode_native
-from ragaudit_core.logs.formats import FAST_FORMATS, MapContext
-from ragaudit_core.logs.jsonl import read_lines
+from ragaudit_core.logs.decode import decode_native, fast_record
+from ragaudit_core.logs.formats import (
+    FAST_FORMATS,
+    FAST_TRACE_FORMATS,
+    FormatError,
+    LogFormat,
+    MapContext,
+    build_record,
+)
+from ragaudit_core.logs.jsonl import plain_lf_file, read_lines
 from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
 from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, rows_table
 
 __all__ = [
     "CHUNK_BYTES",
     "MIN_FILE_BYTES",
+    "POOL_PEEK",
     "WINDOW",
     "DecodedLine",
     "FileLine",
     "LinePool",
     "byte_ranges",
     "default_workers",
+    "fast_shape",
+    "pool_worth",
+    "rows_of",
 ]
 
 CHUNK_BYTES = 4 << 20
@@ -61,6 +75,20 @@ MIN_FILE_BYTES = 32 << 20
 A call reading more sends each of its files of at least :data:`CHUNK_BYTES` to the workers (the
 pool is started once per call: twelve 33 MB RagCiteCheck files, 1M entries, took 18.3 s read in
 the process, 11.0 s in the pool)."""
+
+
+POOL_PEEK = 16
+"""Lines read at the start of a large file to decide whether its lines go to the pool: worth it
+when one of them is in a shape the workers decode (a trace may open with other spans)."""
+
+
+def pool_worth(path: Path, call_bytes: int) -> bool:
+    """Whether a file of a call reading ``call_bytes`` in all may be read by the pool: the call
+    is large enough to pay for starting workers, the file holds at least one range, and its
+    bytes are plain LF-ended lines (not compressed: a range must start at a line)."""
+    return (
+        call_bytes >= MIN_FILE_BYTES and path.stat().st_size >= min(CHUNK_BYTES, MIN_FILE_BYTES) and plain_lf_file(path)
+    )
 
 
 def default_workers() -> int:
@@ -91,6 +119,8 @@ class DecodedLine(NamedTuple):
     mapped: bool = False  # by a record format's fast path (its query id a hash, unnumbered)
     notes: tuple[str, ...] = ()  # the mapping's warnings this line raised first in its range
     label: str = "native"  # the format it was read as (the file ledger's count)
+    held: bool = False  # a tracing format's retriever span: admitted when its file is read, with its trace's answer
+    trace_id: str | None = None  # (held) the span's trace
 
 
 @dataclass(frozen=True)
@@ -140,15 +170,44 @@ def _init_worker(opts: RowOptions, max_line_bytes: int) -> None:
     gc.set_threshold(100_000, 50, 1000)
 
 
-def _mapped(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...], str] | None:
-    """The one record a record format's fast path maps ``data`` to, the new warnings, the format's label."""
+def _mapped(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...], str, str | None, bool] | None:
+    """The one record a record format's fast path (or a tracing format's fast retriever span,
+    without its answer) maps ``data`` to, the new warnings, the format's label, the span's trace
+    id and whether it is a held span."""
     before = len(ctx.warnings)
     for fmt in FAST_FORMATS:
         assert fmt.decode_fast is not None
         recs = fmt.decode_fast(data, ctx)
         if recs is not None:
-            return (recs[0], tuple(ctx.warnings[before:]), fmt.label) if len(recs) == 1 else None
+            return (recs[0], tuple(ctx.warnings[before:]), fmt.label, None, False) if len(recs) == 1 else None
+    for fmt in FAST_TRACE_FORMATS:
+        assert fmt.read_span_fast is not None
+        span = fmt.read_span_fast(data)
+        if span is None or span.kind != "retriever" or span.notes:
+            continue  # (a span with notes: the ingesting process words them in file order)
+        try:
+            built = build_record(fmt.label, ctx, span.query or "", None, span.texts, span.ids, span.metadata)
+        except FormatError:
+            return None  # the general path words it
+        rec = fast_record(built)
+        return None if rec is None else (rec, tuple(ctx.warnings[before:]), fmt.label, span.trace_id, True)
     return None
+
+
+def _decoded(
+    data: bytes, ctx: MapContext | None, mapped_first: bool
+) -> tuple[Any, tuple[str, ...], str, str | None, bool] | None:
+    """A line as :func:`_mapped` gives it (a native record: label ``native``), else None. The
+    fast decoders accept disjoint shapes (a native record has a run id, which the others decline),
+    so the order they are tried in changes only the time: the last line's format first."""
+    if ctx is not None and mapped_first:
+        got = _mapped(data, ctx)
+        if got is not None:
+            return got
+    rec = decode_native(data)
+    if rec is not None:
+        return rec, (), "native", None, False
+    return _mapped(data, ctx) if ctx is not None and not mapped_first else None
 
 
 def _decode_range(
@@ -164,19 +223,16 @@ def _decode_range(
     rec_idx: list[int] = []
     counted = [0]
     ctx = None if mapping is None else MapContext(mapping[0], mapping[1])
+    mapped_first = False  # the last line was another format's: try those first
     with open(path, "rb") as f:
         f.seek(start)
         for ln in read_lines(f, max_line_bytes=_WORKER["max_line_bytes"], end=length, offset=start, counted=counted):
-            rec = decode_native(ln.data) if ln.error is None and ln.note is None else None
-            notes: tuple[str, ...] = ()
-            mapped, label = False, "native"
-            if rec is None and ctx is not None and ln.error is None and ln.note is None:
-                got = _mapped(ln.data, ctx)
-                if got is not None:
-                    (rec, notes, label), mapped = got, True
-            if rec is None:
+            got = _decoded(ln.data, ctx, mapped_first) if ln.error is None and ln.note is None else None
+            if got is None:
                 items.append(ln)
                 continue
+            rec, notes, label, trace, held = got
+            mapped = mapped_first = label != "native"
             n_kept, dropped = evidence_rows(rec, opts, caches, rows.append)
             rec_idx.extend([len(items)] * n_kept)
             items.append(
@@ -194,6 +250,8 @@ def _decode_range(
                     mapped,
                     notes,
                     label,
+                    held,
+                    trace,
                 )
             )
     table = rows_table(rows, EVIDENCE_SCHEMA).append_column("rec_idx", pa.array(rec_idx, type=pa.int32()))
@@ -245,3 +303,21 @@ class LinePool:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+
+
+def rows_of(table: pa.Table, lines: list[int]) -> pa.Table:
+    """The rows of a worker's range that belong to the lines (indices, ``rec_idx``) given."""
+    return table.filter(pc.is_in(table["rec_idx"], pa.array(lines, type=pa.int32())))
+
+
+def fast_shape(data: bytes, run_id: str, doc_id_key: str | None, forced: LogFormat | None) -> bool:
+    """Whether a line is in a shape the workers decode (native, a record format's fast path, or a
+    tracing format's fast retriever span)."""
+    if decode_native(data) is not None:
+        return True
+    if forced is not None:
+        return False
+    scratch = MapContext(run_id, doc_id_key)
+    if any(f.decode_fast is not None and f.decode_fast(data, scratch) is not None for f in FAST_FORMATS):
+        return True
+    return any(f.read_span_fast is not None and f.read_span_fast(data) is not None for f in FAST_TRACE_FORMATS)

@@ -15,7 +15,10 @@ For every line (or row, or value of a JSON document) :class:`FileReader`:
    :class:`~ragaudit_core.logs.traces.TraceJoiner` until the file is read.
 
 At the end of the file (:meth:`FileReader.finish`) the held retriever spans are joined with their
-trace's answer, and a file that held records but no retrieval at all (only LLM/chain spans, a
+trace's answer — a retriever span the worker pool already mapped (:class:`DecodedSpan`) is
+admitted as it is, unless its (run, query) is taken by then (a repeated question, numbered here)
+or its trace has a reranker (whose provenance needs the span's documents): then its line is read
+again here — and a file that held records but no retrieval at all (only LLM/chain spans, a
 Ragas test set) is refused with one sentence saying what it found.
 """
 
@@ -38,7 +41,7 @@ from ragaudit_core.logs.lines import decode_json, parse_evidence_object, parse_p
 from ragaudit_core.logs.report import FileReport
 from ragaudit_core.logs.traces import TraceJoiner, provenance_record
 
-__all__ = ["FileReader", "RecordSink"]
+__all__ = ["DecodedSpan", "FileReader", "RecordSink"]
 
 _MAX_UNWRAP = 3  # containers inside containers (an array of trace exports) read this deep
 
@@ -57,6 +60,20 @@ class RecordSink(Protocol):
     def admit_record(self, fr: FileReport, file_id: int, ln: Any, rec: EvidenceRecord) -> bool: ...
 
     def taken(self, run_id: str, query_id: str) -> bool: ...
+
+    def admit_decoded(
+        self, fr: FileReport, file_id: int, ln: Any, decoded: Any, answer: str | None, key: Any
+    ) -> None: ...
+
+
+@dataclasses.dataclass
+class DecodedSpan(formats.Span):
+    """A retriever span the worker pool read and mapped (``decoded``: its
+    :class:`~ragaudit_core.logs.parallel.DecodedLine`; ``key``: where its rows wait), held like
+    any other span until the file is read."""
+
+    decoded: Any = None
+    key: Any = None
 
 
 class FileReader:
@@ -92,6 +109,7 @@ class FileReader:
         )
         self.ctx = formats.MapContext(formats.run_id_for(path, run_id), doc_id_key, taken=sink.taken)
         self.joiner = TraceJoiner()
+        self.trace_labels: dict[str, formats.LogFormat] = {}  # (spans the workers read) label -> format
         self.ignored: Counter[str] = Counter()  # other formats' keys on native records
         self.non_finite: Counter[str] = Counter()  # fields that held NaN/Infinity
         self.non_finite_first: int | None = None
@@ -248,7 +266,10 @@ class FileReader:
     def finish(self) -> None:
         """Join the held spans, word the file's warnings, refuse a file with nothing to audit."""
         fr, sink, fid = self.fr, self.sink, self.file_id
-        for ln, fmt, span, answer in self.joiner.records():
+        for ln, fmt, held, answer in self.joiner.records():
+            span = self.decoded_span(ln, fmt, held, answer) if isinstance(held, DecodedSpan) else held
+            if span is None:
+                continue
             for note in span.notes:
                 sink.warn(fr.path, ln.line_no, f"{fmt.name}-mapping", note, fid)
             rec = self.trace_record(ln, fmt, span, answer)
@@ -289,6 +310,28 @@ class FileReader:
             )
         if fr.n_loaded == 0 and fr.n_rejected == 0 and self.without:
             raise FileRefused(f"{fr.path}: {self.nothing_to_audit()}")
+
+    def hold_decoded(self, ln: Any, label: str, decoded: Any, key: Any) -> None:
+        """Hold a retriever span the workers mapped (its line counted by the caller)."""
+        fmt = self.trace_labels.get(label) or next(f for f in formats.FAST_TRACE_FORMATS if f.label == label)
+        self.trace_labels[label] = fmt
+        self.joiner.add(ln, fmt, DecodedSpan(decoded.trace_id, "retriever", decoded=decoded, key=key))
+
+    def decoded_span(
+        self, ln: Any, fmt: formats.LogFormat, held: DecodedSpan, answer: str | None
+    ) -> formats.Span | None:
+        """Admit a span the workers mapped (None), or its span read again from its line when it
+        must be numbered as a repeated question or joined with a reranker (the general path)."""
+        d = held.decoded
+        if self.sink.taken(d.run_id, d.query_id) or self.joiner.has_reranker(fmt, held):
+            assert fmt.read_span_fast is not None
+            span = fmt.read_span_fast(ln.data)
+            assert span is not None  # the workers read the same bytes
+            return span
+        for note in d.notes:
+            self.ctx.warn_once(note)
+        self.sink.admit_decoded(self.fr, self.file_id, ln, d, answer, held.key)
+        return None
 
     def nothing_to_audit(self) -> str:
         """One sentence saying what a file without retrieval holds."""

@@ -50,6 +50,10 @@ class TraceJoiner:
             key = (fmt.name, span.trace_id) if span.trace_id is not None else None
             yield line, fmt, span, self.answers.get(key, (False, None))[1] if key is not None else None
 
+    def has_reranker(self, fmt: LogFormat, span: Span) -> bool:
+        """Whether a reranker span of the retriever span's trace is held."""
+        return span.trace_id is not None and (fmt.name, span.trace_id) in self.rerankers
+
     def take_reranker(self, fmt: LogFormat, span: Span) -> tuple[Any, Span] | None:
         """The reranker span (with its line) of a retriever span's trace, once."""
         return self.rerankers.pop((fmt.name, span.trace_id), None) if span.trace_id is not None else None

@@ -125,7 +125,7 @@ class BatchWriter:
         """Hand what is buffered to the writer thread (after the previous batch is written) and
         empty the buffers."""
         tables = None
-        if self.rec_rows:
+        if self.rec_rows or self.ev_rows or self.ev_tables:  # (rows may come after their records)
             evidence = pa.concat_tables([rows_table(self.ev_rows, EVIDENCE_SCHEMA), *self.ev_tables])
             tables = (evidence, rows_table(self.rec_rows, RECORD_SCHEMA))
             self.ev_rows, self.ev_tables, self.rec_rows, self._table_rows = [], [], [], 0

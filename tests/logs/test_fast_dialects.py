@@ -195,7 +195,7 @@ def test_ragas_rows_mapped_by_worker_processes_store_what_the_process_stores(tmp
     serial = store.connect(":memory:")
     expected = _everything(serial, ingest_paths(serial, [path], IngestOptions()))
     monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "2")
-    monkeypatch.setattr(ing, "MIN_FILE_BYTES", 0)
+    monkeypatch.setattr(parallel, "MIN_FILE_BYTES", 0)
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 300)
     monkeypatch.setattr(ing, "FLUSH_ENTRIES", 5)
     mapped = []
@@ -213,3 +213,75 @@ def test_ragas_rows_mapped_by_worker_processes_store_what_the_process_stores(tmp
     assert got == expected
     assert any(code == "repeated-question" for _, code, _ in expected[2])
     assert any("no document ids" in m for _, _, m in expected[2])
+
+
+def _oi_file(path) -> None:
+    """Retriever spans (a question asked again, inside and across ranges; no document ids in some),
+    their traces' LLM answers before or after them, a reranker, and spans the workers leave."""
+    lines: list = []
+    for i in range(36):
+        docs = [(f"d{i % 5}" if i % 4 else "", TEXTS[i % 4]), (f"d{(i + 1) % 5}", TEXTS[(i + 1) % 4])]
+        answer = _oi(f"t{i}", "", [], **{"openinference.span.kind": "LLM", "output.value": f"answer {i}"})
+        if i % 3 == 0:
+            lines.append(answer)  # the answer before its retriever span
+        lines.append(_oi(f"t{i}", f"question {i % 11}", docs))
+        if i % 3 == 1:
+            lines.append(answer)  # … or after it
+        if i % 10 == 0:
+            lines.append(OI_LINES[7 + i % 3 if i % 3 < 2 else 3])  # events, NaN, a gap: the general path
+    lines.insert(
+        9,
+        {
+            "name": "rerank",
+            "context": {"trace_id": "t4", "span_id": "r"},
+            "attributes": {
+                "openinference.span.kind": "RERANKER",
+                "reranker.query": "question 4",
+                "reranker.output_documents.0.document.id": "d0",
+            },
+        },
+    )
+    _write(path, lines)
+
+
+def test_openinference_spans_mapped_by_worker_processes_store_what_the_process_stores(tmp_path, monkeypatch):
+    """OpenInference retriever spans go to the workers (ranges of ~600 bytes, 2 workers), are held
+    until the file is read and joined with their trace's answer there: repeated questions numbered,
+    a reranker's trace read again for its provenance, spans the workers leave read here — the same
+    database and report as reading every span in the process."""
+    from ragaudit_core.logs import ingest as ing
+    from ragaudit_core.logs import parallel
+    from tests.logs.test_streaming import _everything
+
+    path = tmp_path / "spans.jsonl"
+    _oi_file(path)
+
+    def ingest() -> tuple:
+        con = store.connect(":memory:")
+        got = _everything(con, ingest_paths(con, [path], IngestOptions()))
+        prov = con.execute("SELECT run_id, query_id, generated_text FROM prov_records ORDER BY ALL").fetchall()
+        answers = con.execute("SELECT count(answer) FROM records").fetchall()[0][0]
+        return got, prov, answers
+
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    expected = ingest()
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "2")
+    monkeypatch.setattr(parallel, "MIN_FILE_BYTES", 0)
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 600)
+    monkeypatch.setattr(ing, "FLUSH_ENTRIES", 5)
+    held = []
+    decode = parallel.LinePool.decode
+
+    def counted(self, path, mapping=None):
+        for n_lines, items, table in decode(self, path, mapping):
+            held.append(sum(isinstance(it, parallel.DecodedLine) and it.held for it in items))
+            yield n_lines, items, table
+
+    monkeypatch.setattr(parallel.LinePool, "decode", counted)
+    got = ingest()
+    assert len(held) > 5 and sum(held) >= 30
+    assert got == expected
+    warnings = expected[0][2]
+    assert any(code == "repeated-question" for _, code, _ in warnings)
+    assert any("no document ids" in m for _, _, m in warnings)
+    assert expected[1] and expected[2] == 24  # the reranker's trace; the answers joined (i % 3 < 2)

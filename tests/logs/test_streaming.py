@@ -106,7 +106,7 @@ def test_worker_processes_store_and_report_what_the_process_does(tmp_path, monke
     opts = ing.IngestOptions(max_line_bytes=500)
     expected = _everything(serial, ing.ingest_paths(serial, [path], opts))
     monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "2")
-    monkeypatch.setattr(ing, "MIN_FILE_BYTES", 0)
+    monkeypatch.setattr(parallel, "MIN_FILE_BYTES", 0)
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 300)
     monkeypatch.setattr(ing, "FLUSH_ENTRIES", 5)
     chunks = []
@@ -140,8 +140,8 @@ def test_many_medium_files_go_to_the_pool_together(tmp_path, monkeypatch):
         paths.append(path)
     size = paths[0].stat().st_size
     monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "2")
-    monkeypatch.setattr(ing, "MIN_FILE_BYTES", 2 * size)  # no file alone is large enough; all three are
-    monkeypatch.setattr(ing, "CHUNK_BYTES", size // 2)
+    monkeypatch.setattr(parallel, "MIN_FILE_BYTES", 2 * size)  # no file alone is large enough; all three are
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", size // 2)
     seen: list[str] = []
     decode = parallel.LinePool.decode
 
