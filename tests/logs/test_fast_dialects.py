@@ -167,6 +167,55 @@ def test_any_ragas_rows_store_the_same_rows_either_way(tmp_path, monkeypatch, ro
     assert fast == _stored(path, monkeypatch, fast=False)
 
 
+_FIELDS = ["document.id", "document.content", "document.metadata", "document.score", "id", "content"]
+_doc_key = st.tuples(
+    st.sampled_from(["0", "1", "2", "00", "3"]),
+    st.sampled_from([*_FIELDS, "document.metadata.source", "document.id.x"]),
+)
+_value = st.one_of(
+    st.sampled_from([*TEXTS, "", '{"source": "s"}', "[1]", "d1"]), st.integers(0, 3), st.none(), st.just(0.5)
+)
+_doc = st.fixed_dictionaries(
+    {"document.content": st.one_of(st.sampled_from(TEXTS), st.sampled_from(TEXTS), _value)},
+    optional={
+        "document.id": st.one_of(st.sampled_from(["d1", "7", ""]), st.integers(0, 3), _value),
+        "document.metadata": st.one_of(st.just('{"source": "s"}'), _value),
+        "document.score": _value,
+    },
+)
+_span_attrs = st.one_of(
+    st.lists(_doc, max_size=4).map(
+        lambda docs: {f"retrieval.documents.{i}.{f}": v for i, d in enumerate(docs) for f, v in d.items()}
+    ),
+    st.lists(st.tuples(_doc_key, _value), max_size=10).map(
+        lambda kv: {f"retrieval.documents.{i}.{f}": v for (i, f), v in kv}
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_span_attrs, st.sampled_from(["Why?", "Why?", " ", None]), st.booleans())
+def test_the_layout_of_a_spans_keys_reads_what_the_dotted_keys_read(attrs, query, extra):
+    """read_span_fast looks a span's values up by a layout of its keys, compiled once per key
+    sequence: the same span (or None) as reading its dotted keys one by one."""
+    a: dict = {"openinference.span.kind": "RETRIEVER", **attrs}
+    if query is not None:
+        a["input.value"] = query
+    if extra:
+        a["context.trace_id.x"] = "y"
+    line = json.dumps({"context": {"trace_id": "t"}, "attributes": a}).encode()
+    got = openinference.read_span_fast(line)
+    openinference._LAYOUTS.clear()
+    layout = openinference._layout
+    try:
+        openinference._layout = lambda _keys: None
+        expected = openinference.read_span_fast(line)
+    finally:
+        openinference._layout = layout
+        openinference._LAYOUTS.clear()
+    assert got == expected
+
+
 def _ragas_file(path) -> None:
     lines: list = []
     for i in range(40):

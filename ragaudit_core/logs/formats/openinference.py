@@ -16,14 +16,17 @@ Fast path (:func:`read_span_fast`): a RETRIEVER span as OpenTelemetry exporters 
 ``context.trace_id`` a string, ``attributes`` a flat object of scalar values, and only the
 exporter's other top-level keys (``name``, ``parent_id``, ``kind``, times, ``status``, empty
 ``events``/``links``, ``resource``) — is decoded by msgspec in one pass into the dotted keys
-:func:`flatten` would give and read by the same code (:func:`_read_flat`). Anything else (a
+:func:`flatten` would give and read by the same code (:func:`_read_flat`) — or, when its keys
+need nothing but looking up (no gaps, no index written twice, no metadata sub-keys), by a layout
+of its keys compiled once per key sequence (:func:`_layout`: every span of a log repeats the same
+keys; 13 µs a span instead of 32). Anything else (a
 nested or Phoenix-flattened span, another key, ``NaN``) takes the general path; tests check both
 store the same rows.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import msgspec
 
@@ -182,6 +185,14 @@ def read_span_fast(data: bytes) -> Span | None:
         return None
     if s.resource is not None and any(".document.id." in k for k in flatten(s.resource, "resource.")):
         return None
+    keys = tuple(s.attributes)
+    if keys not in _LAYOUTS:
+        if len(_LAYOUTS) > 1000:
+            _LAYOUTS.clear()
+        _LAYOUTS[keys] = _layout(keys)
+    layout = _LAYOUTS[keys]
+    if layout is not None:
+        return _read_laid_out(layout, list(s.attributes.values()), s.context.trace_id)
     flat: dict[str, Any] = {"context.trace_id": s.context.trace_id}
     for k, v in s.attributes.items():
         if not k or k.endswith("."):  # flatten() would strip the dots: keys could collide
@@ -191,6 +202,63 @@ def read_span_fast(data: bytes) -> Span | None:
         return _read_flat(flat, {})
     except FormatError:  # the general path words it
         return None
+
+
+class _Layout(NamedTuple):
+    """Where a span's values are, by position in its ``attributes`` (every span of a log has the
+    same keys in the same order): the query, and each document's content, id and metadata."""
+
+    query: int | None
+    content: tuple[int | None, ...]
+    ids: tuple[int | None, ...]
+    metadata: tuple[int | None, ...]
+
+
+_LAYOUTS: dict[tuple[str, ...], _Layout | None] = {}
+"""Layouts by the attributes' keys; None: keys the layout does not cover (read by ``_read_flat``)."""
+_DOCS = "retrieval.documents."
+
+
+def _layout(keys: tuple[str, ...]) -> _Layout | None:
+    """The layout ``_read_flat`` reads these keys by; None when it would do more than look values
+    up (a key it rejects or words a note about, document metadata spread over sub-keys)."""
+    docs: dict[int, dict[str, int]] = {}
+    spelled: dict[int, str] = {}
+    for pos, k in enumerate(keys):
+        if not k or k.endswith(".") or k.startswith("context.trace_id.") or ".document.id." in k:
+            return None
+        parsed = _parse_key(k, _DOCS) if k.startswith(_DOCS) else None
+        if parsed is None:
+            continue
+        i, spelling, field = parsed
+        if spelled.setdefault(i, spelling) != spelling or field.startswith("metadata."):
+            return None
+        docs.setdefault(i, {})[field] = pos
+    if sorted(docs) != list(range(len(docs))):
+        return None  # gaps: a note
+    fields = [docs[i] for i in range(len(docs))]
+    return _Layout(
+        keys.index("input.value") if "input.value" in keys else None,
+        tuple(d.get("content") for d in fields),
+        tuple(d.get("id") for d in fields),
+        tuple(d.get("metadata") for d in fields),
+    )
+
+
+def _read_laid_out(layout: _Layout, values: list[Any], trace: str) -> Span | None:
+    """What ``_read_flat`` reads from a RETRIEVER span of this layout (None where it raises)."""
+    query = None if layout.query is None else values[layout.query]
+    if not isinstance(query, str) or not query.strip():
+        return None
+    texts: list[str] = [values[c] for c in layout.content if c is not None and isinstance(values[c], str)]
+    if len(texts) < len(layout.content):
+        return None
+    md = [None if m is None else json_maybe(values[m]) for m in layout.metadata]
+    try:
+        ids = [None if j is None else check_id(values[j], "") for j in layout.ids]
+    except FormatError:
+        return None
+    return Span(trace, "retriever", query, texts, ids, [m if isinstance(m, dict) else None for m in md])
 
 
 FORMAT = LogFormat(
