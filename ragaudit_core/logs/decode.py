@@ -209,15 +209,10 @@ def decode_native(data: bytes) -> FastRecord | None:
 def fast_record(rec: dict) -> FastRecord | None:
     """A mapped native record (``formats.build_record``'s dict: string ids, entries with ``doc_id``,
     ``text``, ``rank`` and maybe ``metadata``) as a :class:`FastRecord` without the pydantic
-    contract; ``None`` when an id is empty or padded (the contract trims or rejects it)."""
+    contract (``msgspec.convert``: typed in C, 5.6 us for 8 entries instead of 12 through the
+    constructors); ``None`` when an id is empty or padded (the contract trims or rejects it), or
+    anything else is not of the contract's types (the general path words it)."""
     try:
-        return FastRecord(
-            rec["run_id"],
-            rec["query_id"],
-            [FastEntry(e["doc_id"], e["text"], rank=e["rank"], metadata=e.get("metadata")) for e in rec["evidence"]],
-            None,
-            rec["query"],
-            rec["answer"],
-        )
-    except ValueError:
+        return msgspec.convert(rec, FastRecord)
+    except msgspec.ValidationError:
         return None
