@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from ragaudit_core.errors import RagAuditError
 
@@ -33,6 +33,7 @@ __all__ = [
     "iter_lines",
     "open_limited",
     "plain_lf_file",
+    "range_lines",
     "read_lines",
 ]
 
@@ -339,3 +340,34 @@ class _CrLines:
     def readline(self, size: int = -1) -> bytes:
         line = self._text.readline(size).encode("latin-1")
         return line[:-1] + b"\n" if line.endswith(b"\r") else line
+
+
+def range_lines(
+    f: BinaryIO, length: int, offset: int, *, max_line_bytes: int, counted: list[int] | None = None
+) -> Iterator[Line]:
+    """:func:`read_lines` of the ``length`` bytes from ``offset`` (the current position of an
+    uncompressed file; the range ends after a LF). A range no longer than the line limit holds no
+    line too long, so it is read in one call and split here (a third of the time of a
+    ``readline`` per line), giving the same lines, numbers and offsets."""
+    if length > max_line_bytes:
+        yield from read_lines(f, max_line_bytes=max_line_bytes, end=length, offset=offset, counted=counted)
+        return
+    line_no = 0
+    try:
+        buf = f.read(length)
+        n, pos = len(buf), 0
+        while pos < n:
+            nl = buf.find(b"\n", pos)
+            stop = n if nl < 0 else nl + 1
+            line_no += 1
+            data = buf[pos : stop - 1 if nl >= 0 else stop].rstrip(b"\r")
+            at, pos = pos, stop
+            note = None
+            if data.startswith(_UTF8_BOM):
+                data = data[len(_UTF8_BOM) :]
+                note = "a UTF-8 byte-order mark at the start of the line was ignored"
+            if data and not data.isspace():
+                yield Line(line_no, data, note=note, offset=offset + at)
+    finally:
+        if counted is not None:
+            counted[:] = [line_no]

@@ -46,7 +46,7 @@ from ragaudit_core.logs.formats import (
     MapContext,
     build_record,
 )
-from ragaudit_core.logs.jsonl import plain_lf_file, read_lines
+from ragaudit_core.logs.jsonl import plain_lf_file, range_lines
 from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
 from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, rows_table
 
@@ -226,7 +226,7 @@ def _decode_range(
     mapped_first = False  # the last line was another format's: try those first
     with open(path, "rb") as f:
         f.seek(start)
-        for ln in read_lines(f, max_line_bytes=_WORKER["max_line_bytes"], end=length, offset=start, counted=counted):
+        for ln in range_lines(f, length, start, max_line_bytes=_WORKER["max_line_bytes"], counted=counted):
             got = _decoded(ln.data, ctx, mapped_first) if ln.error is None and ln.note is None else None
             if got is None:
                 items.append(ln)

@@ -9,7 +9,7 @@ import re
 import unicodedata
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ragaudit_core.logs.ingest as ing
@@ -156,3 +156,29 @@ def test_many_medium_files_go_to_the_pool_together(tmp_path, monkeypatch):
     seen.clear()
     ing.ingest_paths(store.connect(":memory:"), paths[:1])  # one file, below the call threshold: in the process
     assert seen == []
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.sampled_from([b"{}", b"", b"  ", b"\r", b"x\r", b"\xef\xbb\xbf{}", b"\xef\xbb\xbf", b"\t\n"]), max_size=12
+    ),
+    st.booleans(),
+    st.integers(1, 40),
+)
+def test_a_range_read_in_one_call_gives_the_lines_a_readline_per_line_gives(tmp_path, parts, lf_end, chunk):
+    """range_lines (the workers' reader: the whole range at once) and read_lines (a readline per
+    line) give the same lines, numbers, notes and offsets over every range byte_ranges cuts."""
+    from ragaudit_core.logs.jsonl import range_lines, read_lines
+    from ragaudit_core.logs.parallel import byte_ranges
+
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"\n".join(parts) + (b"\n" if lf_end else b""))
+    for start, length in byte_ranges(path, chunk):
+        got, want = [0], [0]
+        with open(path, "rb") as f:
+            f.seek(start)
+            fast = list(range_lines(f, length, start, max_line_bytes=1 << 20, counted=got))
+            f.seek(start)
+            slow = list(read_lines(f, max_line_bytes=1 << 20, end=length, offset=start, counted=want))
+        assert fast == slow and got == want
