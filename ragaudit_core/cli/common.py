@@ -169,16 +169,35 @@ def fail_on_rejected_files(report: IngestReport) -> None:
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def progress() -> Callable[[str, int], None]:
-    """``progress(path, lines_read)`` for ingestion: every line on a terminal, else every 100k."""
-    last: dict[str, str | None] = {"path": None}
+class LineProgress:
+    """``progress(path, lines_read)`` for ingestion: on a terminal every call; otherwise (a CI log)
+    a file's first call, every 100,000 lines, and its last count — printed when the next file
+    starts, or by :meth:`finish` after the ingest — so the log ends on each file's real total."""
 
-    def cb(path: str, n: int) -> None:
-        if sys.stderr.isatty() or n % 100000 == 0 or last["path"] != path:
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.path: str | None = None
+        self.last: tuple[int, bool] = (0, True)  # the current file's latest count, and whether it was printed
+
+    def __call__(self, path: str, n: int) -> None:
+        if path != self.path:
+            self.finish()
+            self.path = path
+        shown = self.tty or n // 100000 > self.last[0] // 100000 or self.last == (0, True)
+        if shown:
             typer.echo(f"ingest: {path}: {n:,} lines read", err=True)
-        last["path"] = path
+        self.last = (n, shown)
 
-    return cb
+    def finish(self) -> None:
+        """Print the current file's last count, when it was not."""
+        if self.path is not None and not self.last[1]:
+            typer.echo(f"ingest: {self.path}: {self.last[0]:,} lines read", err=True)
+        self.last = (0, True)
+
+
+def progress() -> LineProgress:
+    """A :class:`LineProgress` for one ingest (call its ``finish`` when the ingest returns)."""
+    return LineProgress()
 
 
 KeyFile = Annotated[Path | None, typer.Option("--key-file", help="A file whose first line is the endpoint's API key.")]

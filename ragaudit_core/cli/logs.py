@@ -90,6 +90,7 @@ def ingest(
     options = dataclasses.replace(
         options, max_file_bytes=max_file_bytes, max_expansion=max_expansion, max_depth=max_depth
     )
+    lines = progress()
     try:
         con = connect_db(db, init=init)
         report = workspace.load_paths(
@@ -97,12 +98,13 @@ def ingest(
             paths,
             options,
             precompute_overview=not no_precompute,
-            progress=progress(),
+            progress=lines,
             qrels=qrels or [],
             ids_are_texts=ids_are_texts,
         )
     except RagAuditError as e:
         fail(str(e))
+    lines.finish()
     print_ingest(report)
     typer.echo(f"database: {db}", err=True)
     fail_on_rejected_files(report)

@@ -325,6 +325,7 @@ class _Batch:
 
     def _read_file(self, path: Path, fr: FileReport, file_id: int) -> None:
         spath, opts = str(path), self.options
+        self.held = []  # (a refused file's held rows are dropped with it)
         notes: list[str] = []
         rows = iter_rows(path, opts.limits, notes)
         gen: Iterator[Line] = rows or iter_lines(
@@ -352,7 +353,6 @@ class _Batch:
             not ln.error and fast_shape(ln.data, reader.ctx.run_id, reader.ctx.doc_id_key, reader.forced) for ln in head
         ):
             gen.close()  # type: ignore[attr-defined]  # rows is None: gen is iter_lines's generator
-            self.held = []
             self.native_lines_in_workers(reader, path)
         else:
             for i, ln in enumerate(lines, 1):

@@ -324,9 +324,9 @@ class FileReader:
         must be numbered as a repeated question or joined with a reranker (the general path)."""
         d = held.decoded
         if self.sink.taken(d.run_id, d.query_id) or self.joiner.has_reranker(fmt, held):
-            assert fmt.read_span_fast is not None
-            span = fmt.read_span_fast(ln.data)
-            assert span is not None  # the workers read the same bytes
+            span = fmt.read_span_fast(ln.data) if fmt.read_span_fast is not None else None
+            if span is None:  # the workers read these bytes: only a file changed meanwhile differs
+                self.sink.reject(self.fr, self.file_id, ln, "the line changed while the file was read; load it again")
             return span
         for note in d.notes:
             self.ctx.warn_once(note)

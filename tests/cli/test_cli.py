@@ -357,3 +357,17 @@ def test_quality_from_qrels_files_end_to_end(tmp_path):
     q.write_text("q1 0 r1\n")
     p = run("quality", "--db", db, "--qrels", q)
     assert p.returncode == 2 and "no line is a relevance judgement" in p.stderr and "is not an integer" in p.stderr
+
+
+def test_ingest_progress_in_a_log_shows_each_files_total(capsys):
+    """Not on a terminal (a CI log): a file's first count, each 100,000 crossed, and its total."""
+    from ragaudit_core.cli.common import progress
+
+    lines = progress()
+    for path, n in [("a", 10_000), ("a", 20_000), ("a", 25_000), ("b", 5), ("b", 100_000), ("b", 150_000)]:
+        lines(path, n)
+    lines.finish()
+    assert capsys.readouterr().err.splitlines() == [
+        f"ingest: {p}: {n} lines read"
+        for p, n in [("a", "10,000"), ("a", "25,000"), ("b", "5"), ("b", "100,000"), ("b", "150,000")]
+    ]
