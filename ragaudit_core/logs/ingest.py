@@ -53,6 +53,7 @@ from ragaudit_core.logs.parallel import (
     LinePool,
     default_workers,
     fast_shape,
+    pool_bytes,
     pool_worth,
     rows_of,
 )
@@ -153,7 +154,7 @@ def _load(
     progress: Callable[[str, int], None] | None,
 ) -> IngestReport:
     batch = _Batch(con, options, progress)
-    batch.call_bytes = sum(_size(p) for p in files)
+    batch.call_bytes = sum(pool_bytes(p) for p in files)
     con.execute("BEGIN TRANSACTION")
     try:
         for path in files:
@@ -174,13 +175,6 @@ def _load(
 
 
 _NO_SPACE = "No space left on device"
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0  # reported when the file is read
 
 
 def _no_space_message(e: BaseException) -> str:

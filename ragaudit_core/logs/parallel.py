@@ -61,6 +61,7 @@ __all__ = [
     "byte_ranges",
     "default_workers",
     "fast_shape",
+    "pool_bytes",
     "pool_worth",
     "rows_of",
 ]
@@ -80,6 +81,16 @@ the process, 11.0 s in the pool)."""
 POOL_PEEK = 16
 """Lines read at the start of a large file to decide whether its lines go to the pool: worth it
 when one of them is in a shape the workers decode (a trace may open with other spans)."""
+
+
+def pool_bytes(path: Path) -> int:
+    """What a file adds to its call's bytes for :data:`MIN_FILE_BYTES`: its size, or 0 when the
+    pool cannot read it (gzip-compressed: read in the process) or it cannot be read at all."""
+    try:
+        with open(path, "rb") as f:
+            return 0 if f.read(2) == b"\x1f\x8b" else path.stat().st_size
+    except OSError:
+        return 0  # reported when the file is read
 
 
 def pool_worth(path: Path, call_bytes: int) -> bool:

@@ -3,6 +3,7 @@ span-hash fast path gives the documented identity (NFKC, whitespace collapse, SH
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
@@ -155,6 +156,11 @@ def test_many_medium_files_go_to_the_pool_together(tmp_path, monkeypatch):
     assert seen == ["A.jsonl", "B.jsonl", "C.jsonl"] and report.n_records == 60 and report.n_entries == 120
     seen.clear()
     ing.ingest_paths(store.connect(":memory:"), paths[:1])  # one file, below the call threshold: in the process
+    assert seen == []
+    gz = tmp_path / "D.jsonl.gz"  # as large, but gzip: read in the process, so it does not count
+    gz.write_bytes(gzip.compress(paths[1].read_bytes().replace(b'"B"', b'"D"'), compresslevel=0))
+    assert gz.stat().st_size > size
+    ing.ingest_paths(store.connect(":memory:"), [paths[0], gz])
     assert seen == []
 
 
