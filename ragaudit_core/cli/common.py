@@ -183,6 +183,8 @@ class LineProgress:
         if path != self.path:
             self.finish()
             self.path = path
+        elif n == self.last[0] and self.last != (0, True):
+            return  # the file's closing call repeats its last count
         shown = self.tty or n // 100000 > self.last[0] // 100000 or self.last == (0, True)
         if shown:
             typer.echo(f"ingest: {path}: {n:,} lines read", err=True)

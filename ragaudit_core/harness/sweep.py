@@ -79,7 +79,7 @@ def parse_run_alias(alias: str, grid: Sequence[RunConfig]) -> RunConfig:
         if a.startswith("k") and "-" in a:
             parts = {p[0]: int(p[1:]) for p in a.split("-")}
             k, c, o = parts["k"], parts["c"], parts["o"]
-        elif a[:1] in "kco" and a[1:].isdigit():
+        elif a[:1] in "kco" and a[1:].isdecimal():
             v = int(a[1:])
             k, c, o = (v, c, o) if a[0] == "k" else (k, v, o) if a[0] == "c" else (k, c, v)
         else:

@@ -106,7 +106,7 @@ def default_workers() -> int:
     """Worker processes for a large file: the cores this process may use, at most 4; 0 (read in
     the process) on one core. ``RAGAUDIT_INGEST_WORKERS`` overrides (0 turns the pool off)."""
     env = os.environ.get("RAGAUDIT_INGEST_WORKERS")
-    if env is not None and env.strip().isdigit():
+    if env is not None and env.strip().isdecimal():
         return int(env)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return 0 if cores < 2 else min(cores, 4)

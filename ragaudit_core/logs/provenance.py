@@ -146,7 +146,7 @@ class ProvNode(_Strict):
         st = out.get("stage")
         if isinstance(st, str):
             key = st.strip().lower()
-            if key.isdigit():
+            if key.isdecimal():  # ("²".isdigit(), but int() refuses it)
                 st = int(key)
             elif key in _STAGE_BY_NAME:
                 st = _STAGE_BY_NAME[key]

@@ -21,7 +21,7 @@ def grid_setting(v: object) -> int | None:
         return None
     if isinstance(v, float) and v.is_integer():
         v = int(v)
-    elif isinstance(v, str) and v.strip().isdigit():
+    elif isinstance(v, str) and v.strip().isdecimal():
         v = int(v.strip())
     return v if isinstance(v, int) and INT32_MIN <= v <= INT32_MAX else None
 

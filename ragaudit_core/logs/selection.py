@@ -32,7 +32,7 @@ _DIGITS = re.compile(r"(\d+)")
 
 def natural_key(s: str) -> tuple:
     """Sort key reading digit runs as numbers: ``k5-c128 < k10-c128 < k20-c128``."""
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.casefold()) for p in _DIGITS.split(str(s)) if p)
+    return tuple((0, int(p), "") if p.isdecimal() else (1, 0, p.casefold()) for p in _DIGITS.split(str(s)) if p)
 
 
 def natural_sorted(items: Iterable[str]) -> list[str]:

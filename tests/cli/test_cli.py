@@ -364,10 +364,11 @@ def test_ingest_progress_in_a_log_shows_each_files_total(capsys):
     from ragaudit_core.cli.common import progress
 
     lines = progress()
-    for path, n in [("a", 10_000), ("a", 20_000), ("a", 25_000), ("b", 5), ("b", 100_000), ("b", 150_000)]:
+    calls = [("a", 10_000), ("a", 20_000), ("a", 25_000), ("a", 25_000), ("b", 5), ("b", 100_000), ("b", 100_000)]
+    for path, n in [*calls, ("b", 150_000), ("c", 7), ("c", 7)]:
         lines(path, n)
     lines.finish()
     assert capsys.readouterr().err.splitlines() == [
         f"ingest: {p}: {n} lines read"
-        for p, n in [("a", "10,000"), ("a", "25,000"), ("b", "5"), ("b", "100,000"), ("b", "150,000")]
+        for p, n in [("a", "10,000"), ("a", "25,000"), ("b", "5"), ("b", "100,000"), ("b", "150,000"), ("c", "7")]
     ]

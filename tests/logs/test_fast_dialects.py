@@ -334,3 +334,13 @@ def test_openinference_spans_mapped_by_worker_processes_store_what_the_process_s
     assert any(code == "repeated-question" for _, code, _ in warnings)
     assert any("no document ids" in m for _, _, m in warnings)
     assert expected[1] and expected[2] == 24  # the reranker's trace; the answers joined (i % 3 < 2)
+
+
+def test_a_document_index_that_is_a_digit_but_not_a_number_is_no_index(tmp_path, monkeypatch):
+    """``"²".isdigit()`` is true but ``int("²")`` fails: such a key is not a document's (it crashed
+    the whole file before); the span's real documents load, on either path."""
+    path = tmp_path / "sup.jsonl"
+    _write(path, [_oi("t1", "Why?", [("a", TEXTS[0])], **{"retrieval.documents.².document.content": "x"})])
+    for fast in (True, False):
+        got = _stored(path, monkeypatch, fast=fast)
+        assert got["report"] == (1, 1) and not got["quarantine"]

@@ -70,3 +70,13 @@ def test_coverage_differences_are_one_grouped_sentence(tmp_path):
         "query coverage differs; evaluating the queries every run has: "
         "2 runs ('r2', 'r3') each lack the same 1 query: 'q3'"
     ]
+
+
+def test_digits_that_are_not_numbers_sort_as_text():
+    """``"²".isdigit()`` is true but ``int("²")`` fails: a run id or a grid setting holding one
+    sorts or is stored as text, never crashes; other scripts' decimal digits are numbers."""
+    from ragaudit_core.logs.runs import grid_setting
+    from ragaudit_core.logs.selection import natural_sorted
+
+    assert natural_sorted(["5²", "k10", "k5", "٣"]) == ["٣", "5²", "k5", "k10"]
+    assert grid_setting("²") is None and grid_setting(" 12 ") == 12 and grid_setting("١٢") == 12

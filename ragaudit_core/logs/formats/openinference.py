@@ -105,7 +105,7 @@ def _parse_key(k: str, prefix: str) -> tuple[int, str, str] | None:
     if not rest.startswith(prefix):
         return None
     parts = rest[len(prefix) :].split(".", 1)
-    if not (parts[0].isdigit() and len(parts) == 2):
+    if not (parts[0].isascii() and parts[0].isdigit() and len(parts) == 2):  # ("²".isdigit(), but no int)
         return None
     return int(parts[0]), parts[0], parts[1].removeprefix("document.")
 
