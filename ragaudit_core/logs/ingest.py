@@ -33,6 +33,7 @@ from ragaudit_core.logs.catalog import collisions, coverage_warnings
 from ragaudit_core.logs.containers import iter_rows
 from ragaudit_core.logs.contracts import EvidenceRecord
 from ragaudit_core.logs.documents import DEFAULT_MAX_DEPTH
+from ragaudit_core.logs.held import HeldRows
 from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.jsonl import (
     DEFAULT_MAX_EXPANSION,
@@ -157,12 +158,14 @@ def _load(
     batch.call_bytes = sum(pool_bytes(p) for p in files)
     con.execute("BEGIN TRANSACTION")
     try:
-        for path in files:
+        for i, path in enumerate(files):
+            batch.last_file = i == len(files) - 1
             batch.add_file(path)
         batch.finish()
         con.execute("COMMIT")
     except BaseException as e:
         batch.pool.close()
+        batch.held.close()
         batch.out.abandon()
         try:
             con.execute("ROLLBACK")
@@ -228,8 +231,9 @@ class _Batch:
         self.caches = RowCaches()
         self.workers = default_workers()
         self.pool = LinePool(self.row_opts, self.workers, options.max_line_bytes)
-        self.held: list[tuple[pa.Table, list[int], int]] = []  # rows of held spans, admitted (indices), held count
+        self.held = HeldRows()  # rows of the spans held until their file is read
         self.call_bytes = 0  # the bytes of every file of the call (set by the caller)
+        self.last_file = False  # the file being read is the call's last (set by the caller)
         self.n_records = self.n_entries = self.n_provenance = 0
         self.log_labels: list[tuple[str, str, str, str]] = []  # (query_id, kind, reference, file)
 
@@ -319,7 +323,7 @@ class _Batch:
 
     def _read_file(self, path: Path, fr: FileReport, file_id: int) -> None:
         spath, opts = str(path), self.options
-        self.held = []  # (a refused file's held rows are dropped with it)
+        self.held.close()  # (a refused file's held rows are dropped with it)
         notes: list[str] = []
         rows = iter_rows(path, opts.limits, notes)
         gen: Iterator[Line] = rows or iter_lines(
@@ -376,6 +380,7 @@ class _Batch:
         """A file refused as a whole: what it loaded is deleted (inside the call's transaction),
         its rejections and warnings are replaced by one sentence, the other files stay."""
         spath = str(path)
+        self.held.close()
         self.out.flush()
         self.out.drain()
         con = self.con
@@ -445,7 +450,7 @@ class _Batch:
                 fr.n_lines += 1
                 fr.formats[it.label] += 1
                 if it.held:
-                    reader.hold_decoded(ln, it.label, it, (len(self.held), i))
+                    reader.hold_decoded(ln, it.label, it, (self.held.next_slot, i))
                     held.append(i)
                     continue
                 for note in it.notes:
@@ -454,10 +459,12 @@ class _Batch:
                     admitted.append(i)
             base += n_lines
             if held:
-                self.held.append((rows_of(table, held) if len(held) < n_decoded else table, [], len(held)))
+                self.held.add(rows_of(table, held) if len(held) < n_decoded else table, len(held))
             self._add_rows(table, admitted, n_decoded)
             if self.progress is not None:
                 self.progress(fr.path, fr.n_lines)
+        if self.last_file:  # the workers' memory is given back before the held spans are joined and written
+            self.pool.close()
 
     def _add_rows(self, table: pa.Table, kept: list[int], n_lines: int) -> None:
         """The rows of ``n_lines`` decoded lines whose line index (``rec_idx``) is in ``kept``."""
@@ -491,13 +498,12 @@ class _Batch:
     ) -> None:
         """Admit a held retriever span the workers mapped, with its trace's answer (rows added by :meth:`add_held`)."""
         if self._admit_decoded_line(fr, file_id, ln, decoded, answer):
-            self.held[key[0]][1].append(key[1])
+            self.held.keep(*key)
 
     def add_held(self) -> None:
         """The rows of the held spans admitted when their file was read."""
-        for table, kept, n_lines in self.held:
+        for table, kept, n_lines in self.held.rows():
             self._add_rows(table, kept, n_lines)
-        self.held = []
 
     def provenance(self, fr: FileReport, file_id: int, ln: _AnyLine, reason: str | None, prec: Any) -> None:
         if self.admit(fr, file_id, ln, reason, prec, "provenance record", self.seen_prov) is not None:

@@ -5,6 +5,7 @@ contract) stores: the same evidence, records, warnings and quarantine, line for 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -330,6 +331,19 @@ def test_openinference_spans_mapped_by_worker_processes_store_what_the_process_s
     got = ingest()
     assert len(held) > 5 and sum(held) >= 30
     assert got == expected
+    from ragaudit_core.logs import held as held_rows
+
+    monkeypatch.setattr(held_rows, "SPILL_BYTES", 1000)  # the held rows go to a temporary file
+    spilled = []
+    rows = held_rows.HeldRows.rows
+
+    def spied(self):
+        spilled.append(self.path)
+        yield from rows(self)
+
+    monkeypatch.setattr(held_rows.HeldRows, "rows", spied)
+    assert ingest() == expected
+    assert spilled[0] is not None and not Path(spilled[0]).exists()
     warnings = expected[0][2]
     assert any(code == "repeated-question" for _, code, _ in warnings)
     assert any("no document ids" in m for _, _, m in warnings)

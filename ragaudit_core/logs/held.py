@@ -1,0 +1,107 @@
+"""The evidence rows of spans held until their file is read, in bounded memory.
+
+A tracing format's retriever spans are mapped by the worker pool, but admitted only when their
+file is read (their answers come from other spans, anywhere in the file: :mod:`records`). Their
+rows — texts included — wait meanwhile: in memory up to :data:`SPILL_BYTES`, then in a temporary
+Arrow IPC stream (under ``TMPDIR``, deleted when the file is done or refused), read back one
+worker range at a time. So a single 640 MB OpenInference export no longer holds its 1M entries'
+texts in memory until its last line (measured in ``docs/benchmarks.md``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+__all__ = ["SPILL_BYTES", "HeldRows"]
+
+SPILL_BYTES = 64 << 20
+"""Bytes of held rows kept in memory before they go to the temporary file."""
+
+
+@dataclass
+class _Slot:
+    table: pa.Table | None  # None: in the temporary file, as ``batches`` record batches
+    n_lines: int  # the held lines whose rows the slot has
+    kept: list[int] = field(default_factory=list)  # the lines (``rec_idx``) admitted
+    batches: int = 0
+
+
+class HeldRows:
+    """The held rows of one file, one slot per worker range (its rows carry ``rec_idx``)."""
+
+    def __init__(self, spill_bytes: int | None = None) -> None:
+        self.spill_bytes = SPILL_BYTES if spill_bytes is None else spill_bytes
+        self.slots: list[_Slot] = []
+        self.in_memory = 0
+        self.path: str | None = None
+        self._writer: pa.ipc.RecordBatchStreamWriter | None = None
+        self._sink: pa.NativeFile | None = None
+
+    @property
+    def next_slot(self) -> int:
+        """The slot the next :meth:`add` fills."""
+        return len(self.slots)
+
+    def add(self, table: pa.Table, n_lines: int) -> int:
+        """Hold the rows of ``n_lines`` lines; returns their slot."""
+        self.slots.append(_Slot(table, n_lines))
+        self.in_memory += table.nbytes
+        if self.in_memory > self.spill_bytes:
+            self._spill(table.schema)
+        return len(self.slots) - 1
+
+    def keep(self, slot: int, line: int) -> None:
+        """Mark a held line of a slot as admitted (its rows are written)."""
+        self.slots[slot].kept.append(line)
+
+    def _spill(self, schema: pa.Schema) -> None:
+        if self._writer is None:
+            fd, self.path = tempfile.mkstemp(prefix="ragaudit-held-", suffix=".arrows")
+            os.close(fd)
+            self._sink = pa.OSFile(self.path, "wb")
+            self._writer = pa.ipc.new_stream(self._sink, schema)
+        for s in self.slots:
+            if s.table is not None:
+                batches = s.table.to_batches()
+                for b in batches:
+                    self._writer.write_batch(b)
+                s.table, s.batches = None, len(batches)
+        self.in_memory = 0
+
+    def rows(self) -> Iterator[tuple[pa.Table, list[int], int]]:
+        """Each slot's (rows, admitted lines, held lines), in order; spilled slots read back."""
+        reader = None
+        if self._writer is not None:
+            self._writer.close()
+            assert self._sink is not None and self.path is not None
+            self._sink.close()
+            self._writer = None
+            reader = pa.ipc.open_stream(pa.OSFile(self.path, "rb"))
+        for s in self.slots:
+            table = s.table
+            if table is None:
+                assert reader is not None
+                table = pa.Table.from_batches([reader.read_next_batch() for _ in range(s.batches)], reader.schema)
+            yield table, s.kept, s.n_lines
+        self.close()
+
+    def close(self) -> None:
+        """Drop everything held and delete the temporary file."""
+        self.slots, self.in_memory = [], 0
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
+        if self.path is not None:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+            self.path = None
