@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from ragaudit_core.logs.parallel import with_query_ids
+
 __all__ = ["SPILL_BYTES", "HeldRows"]
 
 SPILL_BYTES = 64 << 20
@@ -28,6 +30,7 @@ class _Slot:
     table: pa.Table | None  # None: in the temporary file, as ``batches`` record batches
     n_lines: int  # the held lines whose rows the slot has
     kept: list[int] = field(default_factory=list)  # the lines (``rec_idx``) admitted
+    renamed: dict[int, str] = field(default_factory=dict)  # lines admitted under another query id
     batches: int = 0
 
 
@@ -55,9 +58,12 @@ class HeldRows:
             self._spill(table.schema)
         return len(self.slots) - 1
 
-    def keep(self, slot: int, line: int) -> None:
-        """Mark a held line of a slot as admitted (its rows are written)."""
+    def keep(self, slot: int, line: int, query_id: str | None = None) -> None:
+        """Mark a held line of a slot as admitted (its rows are written), under ``query_id`` when
+        given (a repeated question, numbered when admitted)."""
         self.slots[slot].kept.append(line)
+        if query_id is not None:
+            self.slots[slot].renamed[line] = query_id
 
     def _spill(self, schema: pa.Schema) -> None:
         if self._writer is None:
@@ -74,7 +80,8 @@ class HeldRows:
         self.in_memory = 0
 
     def rows(self) -> Iterator[tuple[pa.Table, list[int], int]]:
-        """Each slot's (rows, admitted lines, held lines), in order; spilled slots read back."""
+        """Each slot's (rows, admitted lines, held lines), in order; spilled slots read back; the
+        rows of a line admitted under another query id carry that id."""
         reader = None
         if self._writer is not None:
             self._writer.close()
@@ -87,7 +94,7 @@ class HeldRows:
             if table is None:
                 assert reader is not None
                 table = pa.Table.from_batches([reader.read_next_batch() for _ in range(s.batches)], reader.schema)
-            yield table, s.kept, s.n_lines
+            yield with_query_ids(table, s.renamed), s.kept, s.n_lines
         self.close()
 
     def close(self) -> None:

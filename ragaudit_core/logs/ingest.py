@@ -19,7 +19,6 @@ import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,26 +26,20 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import formats, store
 from ragaudit_core.logs.catalog import collisions, coverage_warnings
 from ragaudit_core.logs.containers import iter_rows
 from ragaudit_core.logs.contracts import EvidenceRecord
-from ragaudit_core.logs.documents import DEFAULT_MAX_DEPTH
 from ragaudit_core.logs.held import HeldRows
-from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.jsonl import (
-    DEFAULT_MAX_EXPANSION,
-    DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_LINE_BYTES,
     InputFileError,
-    Limits,
     Line,
     expand_paths,
     file_sha256,
     iter_lines,
 )
 from ragaudit_core.logs.lines import buffer_provenance
+from ragaudit_core.logs.options import IngestError, IngestOptions, check_options
 from ragaudit_core.logs.parallel import (
     POOL_PEEK,
     DecodedLine,
@@ -57,6 +50,7 @@ from ragaudit_core.logs.parallel import (
     pool_bytes,
     pool_worth,
     rows_of,
+    with_query_ids,
 )
 from ragaudit_core.logs.qrels import store_reference_labels
 from ragaudit_core.logs.records import FileReader
@@ -74,51 +68,6 @@ __all__ = [
     "Issue",
     "ingest_paths",
 ]
-
-
-class IngestError(RagAuditError, ValueError):
-    """Ingestion could not start (bad paths, incompatible options). Nothing was written."""
-
-
-@dataclass(frozen=True)
-class IngestOptions:
-    canon: CanonOptions = CanonOptions()
-    casefold_spans: bool = False
-    recompute_span_hash: bool = False
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
-    format: str | None = None  # force a format (a name of formats.NAMES); None: recognise each record
-    run_id: str | None = None  # run id for foreign records that carry none (default: the file name)
-    doc_id_key: str | None = None  # metadata key holding document ids in foreign records
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # decompressed bytes of one file
-    max_expansion: int = DEFAULT_MAX_EXPANSION  # times its size a compressed file may expand
-    max_depth: int = DEFAULT_MAX_DEPTH  # nesting depth of a JSON value in a document
-
-    @property
-    def limits(self) -> Limits:
-        return Limits(self.max_line_bytes, self.max_file_bytes, self.max_expansion, self.max_depth)
-
-    def fingerprint(self) -> dict[str, object]:
-        """The options that change stored identities; they must not change within one database."""
-        return {
-            **self.canon.describe(),
-            "casefold_spans": self.casefold_spans,
-            "recompute_span_hash": self.recompute_span_hash,
-        }
-
-
-def _check_options(con: duckdb.DuckDBPyConnection, opts: IngestOptions) -> None:
-    stored = store.get_json_meta(con, "ingest_options")
-    wanted = opts.fingerprint()
-    has_data = con.execute("SELECT count(*) FROM records").fetchall()[0][0] > 0
-    if isinstance(stored, dict) and has_data and stored != wanted:
-        diff = ", ".join(f"{k}={stored.get(k)!r} (asked {wanted[k]!r})" for k in wanted if stored.get(k) != wanted[k])
-        raise IngestError(
-            "this database holds logs ingested with other identity options: "
-            + diff
-            + "; use the same options, or ingest into a new database (--db)"
-        )
-    if stored != wanted and not has_data:
-        store.set_meta(con, "ingest_options", json.dumps(wanted, sort_keys=True))
 
 
 def ingest_paths(
@@ -144,7 +93,7 @@ def ingest_paths(
     if options.format not in (None, "auto", *formats.NAMES):
         raise IngestError(f"unknown log format {options.format!r}; formats are: auto, {', '.join(formats.NAMES)}")
     with one_ingest_at_a_time(con):
-        _check_options(con, options)  # it records the options in meta: inside too
+        check_options(con, options)  # it records the options in meta: inside too
         return _load(con, files, options, progress)
 
 
@@ -437,6 +386,7 @@ class _Batch:
         for n_lines, items, table in self.pool.decode(path, mapping):
             admitted: list[int] = []
             held: list[int] = []
+            renamed: dict[int, str] = {}  # repeated questions' lines, numbered here
             n_decoded = 0
             for i, it in enumerate(items):
                 if not isinstance(it, DecodedLine):
@@ -444,9 +394,6 @@ class _Batch:
                     continue
                 n_decoded += 1
                 ln = FileLine(base + it.line_no, fr.path, it.offset, it.length)
-                if it.mapped and not it.held and self.taken(it.run_id, it.query_id):  # a repeated question
-                    reader.line(Line(ln.line_no, ln.data, offset=it.offset))  # numbered there
-                    continue
                 fr.n_lines += 1
                 fr.formats[it.label] += 1
                 if it.held:
@@ -455,16 +402,30 @@ class _Batch:
                     continue
                 for note in it.notes:
                     reader.ctx.warn_once(note)
-                if self._admit_decoded_line(fr, file_id, ln, it, it.answer):
+                repeats = self._numbered(reader, it, i, renamed) if it.mapped else []
+                if self._admit_decoded_line(
+                    fr, file_id, ln, it._replace(query_id=renamed.get(i, it.query_id)), it.answer
+                ):
                     admitted.append(i)
+                for msg in repeats:
+                    self.warn(fr.path, ln.line_no, "repeated-question", msg, file_id)
             base += n_lines
             if held:
                 self.held.add(rows_of(table, held) if len(held) < n_decoded else table, len(held))
-            self._add_rows(table, admitted, n_decoded)
+            self._add_rows(with_query_ids(table, renamed), admitted, n_decoded)
             if self.progress is not None:
                 self.progress(fr.path, fr.n_lines)
         if self.last_file:  # the workers' memory is given back before the held spans are joined and written
             self.pool.close()
+
+    def _numbered(self, reader: FileReader, it: DecodedLine, i: int, renamed: dict[int, str]) -> list[str]:
+        """A mapped line's query id numbered by occurrence when the workers' one is taken (a
+        repeated question: its line index ``i`` → the new id in ``renamed``); its warnings."""
+        if not self.taken(it.run_id, it.query_id):
+            return []
+        reader.ctx.repeats.clear()
+        renamed[i] = reader.ctx.occurrence_id(it.run_id, it.query_id)
+        return list(reader.ctx.repeats)
 
     def _add_rows(self, table: pa.Table, kept: list[int], n_lines: int) -> None:
         """The rows of ``n_lines`` decoded lines whose line index (``rec_idx``) is in ``kept``."""
@@ -494,11 +455,19 @@ class _Batch:
         return True
 
     def admit_decoded(
-        self, fr: FileReport, file_id: int, ln: FileLine, decoded: DecodedLine, answer: str | None, key: tuple[int, int]
+        self,
+        fr: FileReport,
+        file_id: int,
+        ln: FileLine,
+        decoded: DecodedLine,
+        answer: str | None,
+        key: tuple[int, int],
+        renamed: str | None,
     ) -> None:
-        """Admit a held retriever span the workers mapped, with its trace's answer (rows added by :meth:`add_held`)."""
+        """Admit a held retriever span the workers mapped, with its trace's answer (rows added by
+        :meth:`add_held`, under the ``renamed`` query id when it was numbered as a repeat)."""
         if self._admit_decoded_line(fr, file_id, ln, decoded, answer):
-            self.held.keep(*key)
+            self.held.keep(*key, renamed)
 
     def add_held(self) -> None:
         """The rows of the held spans admitted when their file was read."""

@@ -64,6 +64,7 @@ __all__ = [
     "pool_bytes",
     "pool_worth",
     "rows_of",
+    "with_query_ids",
 ]
 
 CHUNK_BYTES = 4 << 20
@@ -314,6 +315,16 @@ class LinePool:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+
+
+def with_query_ids(table: pa.Table, renamed: dict[int, str]) -> pa.Table:
+    """The rows with the query id of each line in ``renamed`` (its index, ``rec_idx``) replaced: a
+    repeated question's rows, numbered by the ingesting process, are otherwise the rows the
+    workers made (the query id is in no other column)."""
+    if not renamed:
+        return table
+    ids = [renamed.get(i, q) for i, q in zip(table["rec_idx"].to_pylist(), table["query_id"].to_pylist(), strict=True)]
+    return table.set_column(table.schema.get_field_index("query_id"), "query_id", pa.array(ids, pa.string()))
 
 
 def rows_of(table: pa.Table, lines: list[int]) -> pa.Table:

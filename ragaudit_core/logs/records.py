@@ -62,7 +62,7 @@ class RecordSink(Protocol):
     def taken(self, run_id: str, query_id: str) -> bool: ...
 
     def admit_decoded(
-        self, fr: FileReport, file_id: int, ln: Any, decoded: Any, answer: str | None, key: Any
+        self, fr: FileReport, file_id: int, ln: Any, decoded: Any, answer: str | None, key: Any, renamed: str | None
     ) -> None: ...
 
 
@@ -320,17 +320,23 @@ class FileReader:
     def decoded_span(
         self, ln: Any, fmt: formats.LogFormat, held: DecodedSpan, answer: str | None
     ) -> formats.Span | None:
-        """Admit a span the workers mapped (None), or its span read again from its line when it
-        must be numbered as a repeated question or joined with a reranker (the general path)."""
+        """Admit a span the workers mapped (None), or its span read again from its line when its
+        trace has a reranker (whose provenance needs the documents: the general path). A repeated
+        question is numbered here, its warning where :meth:`trace_record` words it."""
         d = held.decoded
-        if self.sink.taken(d.run_id, d.query_id) or self.joiner.has_reranker(fmt, held):
+        if self.joiner.has_reranker(fmt, held):
             span = fmt.read_span_fast(ln.data) if fmt.read_span_fast is not None else None
             if span is None:  # the workers read these bytes: only a file changed meanwhile differs
                 self.sink.reject(self.fr, self.file_id, ln, "the line changed while the file was read; load it again")
             return span
         for note in d.notes:
             self.ctx.warn_once(note)
-        self.sink.admit_decoded(self.fr, self.file_id, ln, d, answer, held.key)
+        self.ctx.repeats.clear()
+        query_id = self.ctx.occurrence_id(d.run_id, d.query_id)
+        for msg in self.ctx.repeats:
+            self.sink.warn(self.fr.path, ln.line_no, "repeated-question", msg, self.file_id)
+        renamed = None if query_id == d.query_id else query_id
+        self.sink.admit_decoded(self.fr, self.file_id, ln, d._replace(query_id=query_id), answer, held.key, renamed)
         return None
 
     def nothing_to_audit(self) -> str:
