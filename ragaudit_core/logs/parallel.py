@@ -7,14 +7,15 @@ processes (one per core, started with ``spawn``), each reading a byte range of t
 in the ingesting process: which record of a (run, query) is first, warnings, quarantine, the
 transaction. Lines of a record format's common shape (Ragas rows: ``LogFormat.decode_fast``) are
 mapped in the workers too, with the file's run id and as if no question had been asked before;
-the ingesting process re-reads a line whose (run, query) is already taken (a repeated question,
-numbered there by occurrence) and replays the mapping's warnings in file order. A tracing
-format's common retriever span (OpenInference: ``LogFormat.read_span_fast``) is read, mapped and
-hashed in the workers as well, without its answer: only its record (ids, query, trace id) and its
-rows cross back, and the ingesting process holds them until the file is read, to join the trace's
-answer and admit the spans in file order (:meth:`records.FileReader.finish`). A line the fast decoder does not take
-comes back as it is and the ingest reads it on its general path, so a file gives the same stored
-rows and the same report either way (tested).
+when the ingesting process finds such a line's (run, query) already taken (a repeated question)
+it numbers the query id by occurrence and writes it into the line's rows (:func:`with_query_ids`),
+and it replays the mapping's warnings in file order. A tracing format's common retriever span
+(OpenInference: ``LogFormat.read_span_fast``) is read, mapped and hashed in the workers as well,
+without its answer: only its record (ids, query, trace id) and its rows cross back, and the
+ingesting process holds them (:mod:`held`) until the file is read, to join the trace's answer and
+admit the spans in file order (:meth:`records.FileReader.finish`). A line the fast decoders do
+not take comes back as it is and the ingest reads it on its general path, so a file gives the
+same stored rows and the same report either way (tested).
 
 At most ``WINDOW`` chunks are in flight, so memory does not grow with the input.
 """
