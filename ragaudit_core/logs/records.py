@@ -16,9 +16,8 @@ For every line (or row, or value of a JSON document) :class:`FileReader`:
 
 At the end of the file (:meth:`FileReader.finish`) the held retriever spans are joined with their
 trace's answer — a retriever span the worker pool already mapped (:class:`DecodedSpan`) is
-admitted as it is, unless its (run, query) is taken by then (a repeated question, numbered here)
-or its trace has a reranker (whose provenance needs the span's documents): then its line is read
-again here — and a file that held records but no retrieval at all (only LLM/chain spans, a
+admitted as it is (a repeated question numbered here), unless its trace has a reranker (whose
+provenance needs the span's documents): then its line is read again here — and a file that held records but no retrieval at all (only LLM/chain spans, a
 Ragas test set) is refused with one sentence saying what it found.
 """
 
