@@ -136,7 +136,7 @@ class DecodedLine(NamedTuple):
     trace_id: str | None = None  # (held) the span's trace
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileLine:
     """A decoded line as the ingest sees it: its number, and its bytes read back from the file
     only when they are needed (to quarantine a rejected duplicate)."""

@@ -15,10 +15,11 @@ For every line (or row, or value of a JSON document) :class:`FileReader`:
    :class:`~ragaudit_core.logs.traces.TraceJoiner` until the file is read.
 
 At the end of the file (:meth:`FileReader.finish`) the held retriever spans are joined with their
-trace's answer — a retriever span the worker pool already mapped (:class:`DecodedSpan`) is
-admitted as it is (a repeated question numbered here), unless its trace has a reranker (whose
-provenance needs the span's documents): then its line is read again here — and a file that held records but no retrieval at all (only LLM/chain spans, a
-Ragas test set) is refused with one sentence saying what it found.
+trace's answer — a retriever span the worker pool already mapped
+(:class:`~ragaudit_core.logs.traces.DecodedSpan`) is admitted as it is (a repeated question
+numbered here), unless its trace has a reranker (whose provenance needs the span's documents):
+then its line is read again here — and a file that held records but no retrieval at all (only
+LLM/chain spans, a Ragas test set) is refused with one sentence saying what it found.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ from ragaudit_core.logs.formats import native
 from ragaudit_core.logs.jsonl import FileRefused, Line
 from ragaudit_core.logs.lines import decode_json, parse_evidence_object, parse_provenance_object
 from ragaudit_core.logs.report import FileReport
-from ragaudit_core.logs.traces import TraceJoiner, provenance_record
+from ragaudit_core.logs.traces import DecodedSpan, TraceJoiner, provenance_record
 
-__all__ = ["DecodedSpan", "FileReader", "RecordSink"]
+__all__ = ["FileReader", "RecordSink"]
 
 _MAX_UNWRAP = 3  # containers inside containers (an array of trace exports) read this deep
 
@@ -63,16 +64,6 @@ class RecordSink(Protocol):
     def admit_decoded(
         self, fr: FileReport, file_id: int, ln: Any, decoded: Any, answer: str | None, key: Any, renamed: str | None
     ) -> None: ...
-
-
-@dataclasses.dataclass
-class DecodedSpan(formats.Span):
-    """A retriever span the worker pool read and mapped (``decoded``: its
-    :class:`~ragaudit_core.logs.parallel.DecodedLine`; ``key``: where its rows wait), held like
-    any other span until the file is read."""
-
-    decoded: Any = None
-    key: Any = None
 
 
 class FileReader:
@@ -266,7 +257,7 @@ class FileReader:
         """Join the held spans, word the file's warnings, refuse a file with nothing to audit."""
         fr, sink, fid = self.fr, self.sink, self.file_id
         for ln, fmt, held, answer in self.joiner.records():
-            span = self.decoded_span(ln, fmt, held, answer) if isinstance(held, DecodedSpan) else held
+            span = held if isinstance(held, formats.Span) else self.decoded_span(ln, fmt, held, answer)
             if span is None:
                 continue
             for note in span.notes:
@@ -314,7 +305,7 @@ class FileReader:
         """Hold a retriever span the workers mapped (its line counted by the caller)."""
         fmt = self.trace_labels.get(label) or next(f for f in formats.FAST_TRACE_FORMATS if f.label == label)
         self.trace_labels[label] = fmt
-        self.joiner.add(ln, fmt, DecodedSpan(decoded.trace_id, "retriever", decoded=decoded, key=key))
+        self.joiner.hold(ln, fmt, DecodedSpan(decoded.trace_id, decoded, key))
 
     def decoded_span(
         self, ln: Any, fmt: formats.LogFormat, held: DecodedSpan, answer: str | None

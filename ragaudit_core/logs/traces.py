@@ -18,7 +18,20 @@ from typing import Any
 
 from ragaudit_core.logs.formats import LogFormat, Span
 
-__all__ = ["Span", "TraceJoiner", "provenance_record"]
+__all__ = ["DecodedSpan", "Span", "TraceJoiner", "provenance_record"]
+
+
+class DecodedSpan:
+    """A retriever span the worker pool read and mapped (``decoded``: its
+    :class:`~ragaudit_core.logs.parallel.DecodedLine`; ``key``: where its rows wait), held like
+    any other span until the file is read — with only what the joiner asks of a span (a slotted
+    object: a 640 MB export holds 125,000 of them)."""
+
+    __slots__ = ("decoded", "key", "trace_id")
+    kind = "retriever"
+
+    def __init__(self, trace_id: str | None, decoded: Any, key: Any) -> None:
+        self.trace_id, self.decoded, self.key = trace_id, decoded, key
 
 
 @dataclass
@@ -26,7 +39,7 @@ class TraceJoiner:
     """The tracing spans of one file: retriever spans held with their line, the first reranker
     span per trace, and the answer per trace (a root run's answer wins over an LLM call's)."""
 
-    pending: list[tuple[Any, LogFormat, Span]] = field(default_factory=list)
+    pending: list[tuple[Any, LogFormat, Span | DecodedSpan]] = field(default_factory=list)
     rerankers: dict[tuple[str, str], tuple[Any, Span]] = field(default_factory=dict)
     answers: dict[tuple[str, str], tuple[bool, str]] = field(default_factory=dict)
 
@@ -44,13 +57,17 @@ class TraceJoiner:
             self.answers[key] = (span.root, span.answer)
         return True
 
-    def records(self) -> Iterator[tuple[Any, LogFormat, Span, str | None]]:
+    def hold(self, line: Any, fmt: LogFormat, span: DecodedSpan) -> None:
+        """Hold a retriever span mapped elsewhere (the ingest's worker pool)."""
+        self.pending.append((line, fmt, span))
+
+    def records(self) -> Iterator[tuple[Any, LogFormat, Span | DecodedSpan, str | None]]:
         """Each held retriever span with its trace's answer, in file order."""
         for line, fmt, span in self.pending:
             key = (fmt.name, span.trace_id) if span.trace_id is not None else None
             yield line, fmt, span, self.answers.get(key, (False, None))[1] if key is not None else None
 
-    def has_reranker(self, fmt: LogFormat, span: Span) -> bool:
+    def has_reranker(self, fmt: LogFormat, span: Span | DecodedSpan) -> bool:
         """Whether a reranker span of the retriever span's trace is held."""
         return span.trace_id is not None and (fmt.name, span.trace_id) in self.rerankers
 
