@@ -27,7 +27,9 @@ import duckdb
 import pyarrow as pa
 
 from ragaudit_core.logs import formats, store
+from ragaudit_core.logs import held as held_module
 from ragaudit_core.logs.catalog import collisions, coverage_warnings
+from ragaudit_core.logs.collect import fewer_collections
 from ragaudit_core.logs.containers import iter_rows
 from ragaudit_core.logs.contracts import EvidenceRecord
 from ragaudit_core.logs.held import HeldRows
@@ -47,6 +49,7 @@ from ragaudit_core.logs.parallel import (
     LinePool,
     default_workers,
     fast_shape,
+    map_span,
     pool_bytes,
     pool_worth,
     rows_of,
@@ -92,7 +95,7 @@ def ingest_paths(
         raise IngestError("no input files given")
     if options.format not in (None, "auto", *formats.NAMES):
         raise IngestError(f"unknown log format {options.format!r}; formats are: auto, {', '.join(formats.NAMES)}")
-    with one_ingest_at_a_time(con):
+    with one_ingest_at_a_time(con), fewer_collections():
         check_options(con, options)  # it records the options in meta: inside too
         return _load(con, files, options, progress)
 
@@ -181,6 +184,7 @@ class _Batch:
         self.workers = default_workers()
         self.pool = LinePool(self.row_opts, self.workers, options.max_line_bytes)
         self.held = HeldRows()  # rows of the spans held until their file is read
+        self.held_span_bytes = 0
         self.call_bytes = 0  # the bytes of every file of the call (set by the caller)
         self.last_file = False  # the file being read is the call's last (set by the caller)
         self.n_records = self.n_entries = self.n_provenance = 0
@@ -273,6 +277,7 @@ class _Batch:
     def _read_file(self, path: Path, fr: FileReport, file_id: int) -> None:
         spath, opts = str(path), self.options
         self.held.close()  # (a refused file's held rows are dropped with it)
+        self.held_span_bytes = 0  # bytes of the span lines this file holds in the process
         notes: list[str] = []
         rows = iter_rows(path, opts.limits, notes)
         gen: Iterator[Line] = rows or iter_lines(
@@ -403,9 +408,9 @@ class _Batch:
                 for note in it.notes:
                     reader.ctx.warn_once(note)
                 repeats = self._numbered(reader, it, i, renamed) if it.mapped else []
-                if self._admit_decoded_line(
-                    fr, file_id, ln, it._replace(query_id=renamed.get(i, it.query_id)), it.answer
-                ):
+                if i in renamed:
+                    it = it._replace(query_id=renamed[i])
+                if self._admit_decoded_line(fr, file_id, ln, it, it.answer):
                     admitted.append(i)
                 for msg in repeats:
                     self.warn(fr.path, ln.line_no, "repeated-question", msg, file_id)
@@ -468,6 +473,27 @@ class _Batch:
         :meth:`add_held`, under the ``renamed`` query id when it was numbered as a repeat)."""
         if self._admit_decoded_line(fr, file_id, ln, decoded, answer):
             self.held.keep(*key, renamed)
+
+    def premap(self, ln: Line, label: str, span: formats.Span, ctx: formats.MapContext) -> tuple | None:
+        """A retriever span read in this process, mapped now (as the workers map theirs) and held
+        by its rows and bytes (:meth:`HeldRows.hold_line`): (its line, record, key), or None when
+        the general path must read it when the file ends (as every span is until the file's held
+        lines pass :data:`~ragaudit_core.logs.held.PREMAP_BYTES`: small files pay nothing)."""
+        self.held_span_bytes += len(ln.data)
+        if self.held_span_bytes <= held_module.PREMAP_BYTES:
+            return None
+        got = map_span(span, label, ctx)
+        if got is None:
+            return None
+        rec, notes = got
+        rows: list[tuple] = []
+        n_kept, dropped = evidence_rows(rec, self.row_opts, self.caches, rows.append)
+        key, path, offset = self.held.hold_line(rows, ln.data)
+        d = DecodedLine(
+            *(ln.line_no, offset, len(ln.data), rec.run_id, rec.query_id, None, rec.query, None, n_kept, dropped),
+            *(True, notes, label, True, span.trace_id),  # mapped, its warnings, label, held, trace
+        )
+        return FileLine(ln.line_no, path, offset, len(ln.data)), d, key
 
     def add_held(self) -> None:
         """The rows of the held spans admitted when their file was read."""

@@ -45,6 +45,7 @@ from ragaudit_core.logs.formats import (
     FormatError,
     LogFormat,
     MapContext,
+    Span,
     build_record,
 )
 from ragaudit_core.logs.jsonl import plain_lf_file, range_lines
@@ -62,6 +63,7 @@ __all__ = [
     "byte_ranges",
     "default_workers",
     "fast_shape",
+    "map_span",
     "pool_bytes",
     "pool_worth",
     "rows_of",
@@ -196,15 +198,25 @@ def _mapped(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...], str, st
     for fmt in FAST_TRACE_FORMATS:
         assert fmt.read_span_fast is not None
         span = fmt.read_span_fast(data)
-        if span is None or span.kind != "retriever" or span.notes:
-            continue  # (a span with notes: the ingesting process words them in file order)
-        try:
-            built = build_record(fmt.label, ctx, span.query or "", None, span.texts, span.ids, span.metadata)
-        except FormatError:
-            return None  # the general path words it
-        rec = fast_record(built)
-        return None if rec is None else (rec, tuple(ctx.warnings[before:]), fmt.label, span.trace_id, True)
+        if span is not None:
+            got = map_span(span, fmt.label, ctx)
+            return None if got is None else (got[0], got[1], fmt.label, span.trace_id, True)
     return None
+
+
+def map_span(span: Span, label: str, ctx: MapContext) -> tuple[Any, tuple[str, ...]] | None:
+    """A retriever span's record, mapped without its answer as if no question had been asked
+    before, and the mapping's new warnings; None where the general path must word something (a
+    span with notes, a mapping error, an id the contract trims)."""
+    if span.kind != "retriever" or span.notes:
+        return None
+    before = len(ctx.warnings)
+    try:
+        built = build_record(label, ctx, span.query or "", None, span.texts, span.ids, span.metadata)
+    except FormatError:
+        return None
+    rec = fast_record(built)
+    return None if rec is None else (rec, tuple(ctx.warnings[before:]))
 
 
 def _decoded(

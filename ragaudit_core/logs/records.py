@@ -61,6 +61,8 @@ class RecordSink(Protocol):
 
     def taken(self, run_id: str, query_id: str) -> bool: ...
 
+    def premap(self, ln: Line, label: str, span: formats.Span, ctx: formats.MapContext) -> tuple | None: ...
+
     def admit_decoded(
         self, fr: FileReport, file_id: int, ln: Any, decoded: Any, answer: str | None, key: Any, renamed: str | None
     ) -> None: ...
@@ -99,6 +101,7 @@ class FileReader:
         )
         self.ctx = formats.MapContext(formats.run_id_for(path, run_id), doc_id_key, taken=sink.taken)
         self.joiner = TraceJoiner()
+        self.scratch = formats.MapContext(self.ctx.run_id, doc_id_key)  # spans mapped as they are read
         self.trace_labels: dict[str, formats.LogFormat] = {}  # (spans the workers read) label -> format
         self.ignored: Counter[str] = Counter()  # other formats' keys on native records
         self.non_finite: Counter[str] = Counter()  # fields that held NaN/Infinity
@@ -138,7 +141,11 @@ class FileReader:
             span = fmt.read_span_fast(ln.data)
             if span is not None:
                 fr.formats[fmt.label] += 1
-                self.hold(ln, fmt, span, None)
+                held = self.sink.premap(ln, fmt.label, span, self.scratch)  # mapped now, held by its rows
+                if held is not None:
+                    self.joiner.hold(held[0], fmt, DecodedSpan(span.trace_id, held[1], held[2]))
+                else:
+                    self.hold(ln, fmt, span, None)
                 return
         reason, obj, non_finite = decode_json(ln.data)
         if reason is not None:
@@ -326,7 +333,9 @@ class FileReader:
         for msg in self.ctx.repeats:
             self.sink.warn(self.fr.path, ln.line_no, "repeated-question", msg, self.file_id)
         renamed = None if query_id == d.query_id else query_id
-        self.sink.admit_decoded(self.fr, self.file_id, ln, d._replace(query_id=query_id), answer, held.key, renamed)
+        if renamed is not None:
+            d = d._replace(query_id=renamed)
+        self.sink.admit_decoded(self.fr, self.file_id, ln, d, answer, held.key, renamed)
         return None
 
     def nothing_to_audit(self) -> str:

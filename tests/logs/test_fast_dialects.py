@@ -358,3 +358,38 @@ def test_a_document_index_that_is_a_digit_but_not_a_number_is_no_index(tmp_path,
     for fast in (True, False):
         got = _stored(path, monkeypatch, fast=fast)
         assert got["report"] == (1, 1) and not got["quarantine"]
+
+
+def test_spans_mapped_as_they_are_read_in_the_process_store_what_the_file_end_stores(tmp_path, monkeypatch):
+    """Past PREMAP_BYTES of held span lines (here: at once) a file's spans read in the process are
+    mapped as they are read and held by their rows (spilled too) and bytes: the same database and
+    report as holding every span until the file ends — repeats numbered, a reranker's trace read
+    again from the kept bytes — and no temporary file left."""
+    from ragaudit_core.logs import held as held_rows
+    from tests.logs.test_streaming import _everything
+
+    path = tmp_path / "spans.jsonl"
+    _oi_file(path)
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+
+    def ingest() -> tuple:
+        con = store.connect(":memory:")
+        got = _everything(con, ingest_paths(con, [path], IngestOptions()))
+        return got, con.execute("SELECT run_id, query_id, generated_text FROM prov_records ORDER BY ALL").fetchall()
+
+    expected = ingest()
+    monkeypatch.setattr(held_rows, "PREMAP_BYTES", 0)
+    monkeypatch.setattr(held_rows, "BUFFER_ROWS", 7)
+    monkeypatch.setattr(held_rows, "SPILL_BYTES", 1000)
+    kept: list = []
+    hold_line = held_rows.HeldRows.hold_line
+
+    def spied(self, rows, data):
+        got = hold_line(self, rows, data)
+        kept.append(got[1])
+        return got
+
+    monkeypatch.setattr(held_rows.HeldRows, "hold_line", spied)
+    assert ingest() == expected
+    assert len(kept) >= 30 and expected[1]
+    assert not Path(kept[0]).exists()
