@@ -20,15 +20,17 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
 import pyarrow as pa
 
+from ragaudit_core.logs.jsonl import InputFileError
 from ragaudit_core.logs.parallel import with_query_ids
 from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, rows_table
 
-__all__ = ["BUFFER_ROWS", "PREMAP_BYTES", "SPILL_BYTES", "HeldRows"]
+__all__ = ["BUFFER_ROWS", "PREMAP_BYTES", "SPILL_BYTES", "HeldRows", "TemporaryFileError"]
 
 SPILL_BYTES = 64 << 20
 """Bytes of held rows kept in memory before they go to the temporary file."""
@@ -37,6 +39,31 @@ PREMAP_BYTES = 16 << 20
 they are read (below it, a file's spans are read when it ends, as they always were)."""
 BUFFER_ROWS = 16_384
 """Rows of lines read in the process gathered into one slot."""
+
+
+class TemporaryFileError(InputFileError):
+    """The held rows or lines could not be written to or read from their temporary file (a full
+    or unwritable ``TMPDIR``): the file being read is refused with this sentence, the call's other
+    files stay."""
+
+
+@contextmanager
+def _temporary_files() -> Iterator[None]:
+    try:
+        yield
+    except OSError as e:  # (pyarrow's IO errors are OSErrors too)
+        raise TemporaryFileError(
+            f"its spans could not wait in a temporary file under {tempfile.gettempdir()} ({e}); nothing of it "
+            "was loaded: free space there, or set TMPDIR to a folder on a disk with room, and load it again"
+        ) from e
+
+
+def _remove(path: str | None) -> None:
+    if path is not None:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 @dataclass
@@ -81,11 +108,12 @@ class HeldRows:
         self._buffer += rows
         self._buffer_idx += [key[1]] * len(rows)
         self._buffered_lines += 1
-        if self._lines is None:
-            fd, self.lines_path = tempfile.mkstemp(prefix="ragaudit-held-lines-", suffix=".jsonl")
-            self._lines = os.fdopen(fd, "w+b", buffering=0)  # read back by path: written through
-        offset = self._lines.seek(0, os.SEEK_END)
-        self._lines.write(data)
+        with _temporary_files():
+            if self._lines is None:
+                fd, self.lines_path = tempfile.mkstemp(prefix="ragaudit-held-lines-", suffix=".jsonl")
+                self._lines = os.fdopen(fd, "w+b", buffering=0)  # read back by path: written through
+            offset = self._lines.seek(0, os.SEEK_END)
+            self._lines.write(data)
         if len(self._buffer) >= BUFFER_ROWS:
             self._flush_buffer()
         assert self.lines_path is not None
@@ -115,6 +143,10 @@ class HeldRows:
             self.slots[slot].renamed[line] = query_id
 
     def _spill(self, schema: pa.Schema) -> None:
+        with _temporary_files():
+            self._write_slots(schema)
+
+    def _write_slots(self, schema: pa.Schema) -> None:
         if self._writer is None:
             fd, self.path = tempfile.mkstemp(prefix="ragaudit-held-", suffix=".arrows")
             os.close(fd)
@@ -133,17 +165,19 @@ class HeldRows:
         rows of a line admitted under another query id carry that id."""
         self._flush_buffer()
         reader = None
-        if self._writer is not None:
-            self._writer.close()
-            assert self._sink is not None and self.path is not None
-            self._sink.close()
-            self._writer = None
-            reader = pa.ipc.open_stream(pa.OSFile(self.path, "rb"))
+        with _temporary_files():
+            if self._writer is not None:
+                self._writer.close()
+                assert self._sink is not None and self.path is not None
+                self._sink.close()
+                self._writer = None
+                reader = pa.ipc.open_stream(pa.OSFile(self.path, "rb"))
         for s in self.slots:
             table = s.table
             if table is None:
                 assert reader is not None
-                table = pa.Table.from_batches([reader.read_next_batch() for _ in range(s.batches)], reader.schema)
+                with _temporary_files():
+                    table = pa.Table.from_batches([reader.read_next_batch() for _ in range(s.batches)], reader.schema)
             yield with_query_ids(table, s.renamed), s.kept, s.n_lines
         self.close()
 
@@ -154,21 +188,13 @@ class HeldRows:
         if self._lines is not None:
             self._lines.close()
             self._lines = None
-        if self.lines_path is not None:
-            try:
-                os.unlink(self.lines_path)
-            except OSError:
-                pass
-            self.lines_path = None
+        _remove(self.lines_path)
+        self.lines_path = None
         if self._writer is not None:
             self._writer.close()
             self._writer = None
         if self._sink is not None:
             self._sink.close()
             self._sink = None
-        if self.path is not None:
-            try:
-                os.unlink(self.path)
-            except OSError:
-                pass
-            self.path = None
+        _remove(self.path)
+        self.path = None

@@ -88,11 +88,11 @@ when one of them is in a shape the workers decode (a trace may open with other s
 
 
 def pool_bytes(path: Path) -> int:
-    """What a file adds to its call's bytes for :data:`MIN_FILE_BYTES`: its size, or 0 when the
-    pool cannot read it (gzip-compressed: read in the process) or it cannot be read at all."""
+    """What a file adds to its call's bytes for :data:`MIN_FILE_BYTES`: its size when the pool can
+    read it (:func:`~ragaudit_core.logs.jsonl.plain_lf_file`: not gzip, not UTF-16, LF line ends),
+    else 0 — it is read in the process — as when it cannot be read at all."""
     try:
-        with open(path, "rb") as f:
-            return 0 if f.read(2) == b"\x1f\x8b" else path.stat().st_size
+        return path.stat().st_size if plain_lf_file(path) else 0
     except OSError:
         return 0  # reported when the file is read
 

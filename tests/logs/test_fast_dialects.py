@@ -235,28 +235,14 @@ def test_ragas_rows_mapped_by_worker_processes_store_what_the_process_stores(tmp
     repeated questions (inside and across ranges: numbered by the ingesting process), rows without
     ids (one warning, first where the process raises it), lines the workers leave (NaN, padded ids,
     v0.1 rows)."""
-    from ragaudit_core.logs import ingest as ing
-    from ragaudit_core.logs import parallel
-    from tests.logs.test_streaming import _everything
+    from tests.logs.test_streaming import _everything, force_pool
 
     path = tmp_path / "log.jsonl"
     _ragas_file(path)
     monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
     serial = store.connect(":memory:")
     expected = _everything(serial, ingest_paths(serial, [path], IngestOptions()))
-    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "2")
-    monkeypatch.setattr(parallel, "MIN_FILE_BYTES", 0)
-    monkeypatch.setattr(parallel, "CHUNK_BYTES", 300)
-    monkeypatch.setattr(ing, "FLUSH_ENTRIES", 5)
-    mapped = []
-    decode = parallel.LinePool.decode
-
-    def counted(self, path, mapping=None):
-        for n_lines, items, table in decode(self, path, mapping):
-            mapped.append(sum(isinstance(it, parallel.DecodedLine) and it.mapped for it in items))
-            yield n_lines, items, table
-
-    monkeypatch.setattr(parallel.LinePool, "decode", counted)
+    mapped = force_pool(monkeypatch, 300, lambda it: it.mapped)
     pooled = store.connect(":memory:")
     got = _everything(pooled, ingest_paths(pooled, [path], IngestOptions()))
     assert len(mapped) > 5 and sum(mapped) >= 30
@@ -299,9 +285,7 @@ def test_openinference_spans_mapped_by_worker_processes_store_what_the_process_s
     until the file is read and joined with their trace's answer there: repeated questions numbered,
     a reranker's trace read again for its provenance, spans the workers leave read here — the same
     database and report as reading every span in the process."""
-    from ragaudit_core.logs import ingest as ing
-    from ragaudit_core.logs import parallel
-    from tests.logs.test_streaming import _everything
+    from tests.logs.test_streaming import _everything, force_pool
 
     path = tmp_path / "spans.jsonl"
     _oi_file(path)
@@ -315,19 +299,7 @@ def test_openinference_spans_mapped_by_worker_processes_store_what_the_process_s
 
     monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
     expected = ingest()
-    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "2")
-    monkeypatch.setattr(parallel, "MIN_FILE_BYTES", 0)
-    monkeypatch.setattr(parallel, "CHUNK_BYTES", 600)
-    monkeypatch.setattr(ing, "FLUSH_ENTRIES", 5)
-    held = []
-    decode = parallel.LinePool.decode
-
-    def counted(self, path, mapping=None):
-        for n_lines, items, table in decode(self, path, mapping):
-            held.append(sum(isinstance(it, parallel.DecodedLine) and it.held for it in items))
-            yield n_lines, items, table
-
-    monkeypatch.setattr(parallel.LinePool, "decode", counted)
+    held = force_pool(monkeypatch, 600, lambda it: it.held)
     got = ingest()
     assert len(held) > 5 and sum(held) >= 30
     assert got == expected

@@ -40,3 +40,30 @@ def test_dropping_held_rows_deletes_the_file():
     held.close()
     assert not Path(path).exists() and held.slots == []
     held.close()  # twice: nothing left to do
+
+
+def test_a_full_temporary_folder_refuses_that_file_in_one_sentence_and_keeps_the_others(tmp_path, monkeypatch):
+    """Spans that must wait in a temporary file when TMPDIR is full: that file is refused with a
+    sentence naming the folder and what to do; the call's other file loads."""
+    import errno
+
+    from ragaudit_core.logs import held, store
+    from ragaudit_core.logs.ingest import ingest_paths
+    from tests.helpers import write_jsonl
+    from tests.logs.test_fast_dialects import _oi_file
+
+    spans = tmp_path / "spans.jsonl"
+    _oi_file(spans)
+    native = write_jsonl(tmp_path / "native.jsonl", [{"run_id": "r", "query_id": "q", "cited": ["d"]}])
+
+    def full(*_a, **_k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    monkeypatch.setattr(held, "PREMAP_BYTES", 0)
+    monkeypatch.setattr(held.tempfile, "mkstemp", full)
+    con = store.connect(":memory:")
+    report = ingest_paths(con, [spans, native])
+    refused = [i for i in report.rejected if i.path == str(spans)]
+    assert len(refused) == 1 and "temporary file under" in refused[0].message and "TMPDIR" in refused[0].message
+    assert con.execute("SELECT run_id FROM records").fetchall() == [("r",)]

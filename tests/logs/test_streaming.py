@@ -78,6 +78,26 @@ def _everything(con, report):
     )
 
 
+def force_pool(monkeypatch, chunk_bytes: int, counts=lambda _it: True) -> list[int]:
+    """Send every file to two worker processes in ranges of ``chunk_bytes`` (batches of 5
+    entries); returns a list filled, as the ingest runs, with how many decoded lines of each range
+    ``counts`` accepts (every decoded line by default)."""
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "2")
+    monkeypatch.setattr(parallel, "MIN_FILE_BYTES", 0)
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(ing, "FLUSH_ENTRIES", 5)
+    seen: list[int] = []
+    decode = parallel.LinePool.decode
+
+    def counted(self, path, mapping=None):
+        for n_lines, items, table in decode(self, path, mapping):
+            seen.append(sum(isinstance(it, parallel.DecodedLine) and counts(it) for it in items))
+            yield n_lines, items, table
+
+    monkeypatch.setattr(parallel.LinePool, "decode", counted)
+    return seen
+
+
 def test_worker_processes_store_and_report_what_the_process_does(tmp_path, monkeypatch):
     """A large file's lines go to worker processes (here: every file, ranges of ~300 bytes, 2
     workers); fast lines, lines the workers leave (aliases, bad lines, a BOM), duplicates of a
@@ -106,19 +126,7 @@ def test_worker_processes_store_and_report_what_the_process_does(tmp_path, monke
     monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
     opts = ing.IngestOptions(max_line_bytes=500)
     expected = _everything(serial, ing.ingest_paths(serial, [path], opts))
-    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "2")
-    monkeypatch.setattr(parallel, "MIN_FILE_BYTES", 0)
-    monkeypatch.setattr(parallel, "CHUNK_BYTES", 300)
-    monkeypatch.setattr(ing, "FLUSH_ENTRIES", 5)
-    chunks = []
-    decode = parallel.LinePool.decode
-
-    def counted(self, path, mapping=None):
-        for n_lines, items, table in decode(self, path, mapping):
-            chunks.append(sum(isinstance(it, parallel.DecodedLine) for it in items))
-            yield n_lines, items, table
-
-    monkeypatch.setattr(parallel.LinePool, "decode", counted)
+    chunks = force_pool(monkeypatch, 300)
     pooled = store.connect(":memory:")
     got = _everything(pooled, ing.ingest_paths(pooled, [path], opts))
     assert len(chunks) > 5 and sum(chunks) == 30  # every A line decoded by a worker, in several ranges
