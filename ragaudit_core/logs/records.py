@@ -12,7 +12,9 @@ For every line (or row, or value of a JSON document) :class:`FileReader`:
    and a cut first line, a scalar first element or a NaN changes nothing for the others;
 5. reads it: a native record by the contract (keys of other formats on it are ignored and named
    in one warning), a record format by its mapper, a tracing span held by a
-   :class:`~ragaudit_core.logs.traces.TraceJoiner` until the file is read.
+   :class:`~ragaudit_core.logs.traces.TraceJoiner` until the file is read — past the premap
+   threshold (:data:`~ragaudit_core.logs.held.PREMAP_BYTES`) a retriever span of any tracing
+   format is mapped as it is read and held by its rows and its own bytes instead of its texts.
 
 At the end of the file (:meth:`FileReader.finish`) the held retriever spans are joined with their
 trace's answer — a retriever span the worker pool already mapped
@@ -25,10 +27,12 @@ LLM/chain spans, a Ragas test set) is refused with one sentence saying what it f
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
 from pydantic import ValidationError
 
 from ragaudit_core.logs import formats
@@ -66,6 +70,29 @@ class RecordSink(Protocol):
     def admit_decoded(
         self, fr: FileReport, file_id: int, ln: Any, decoded: Any, answer: str | None, key: Any, renamed: str | None
     ) -> None: ...
+
+
+def json_bytes(obj: Any) -> bytes:
+    """A decoded record's JSON again (a container's record, held by its own bytes)."""
+    try:
+        return orjson.dumps(obj)
+    except TypeError:  # an integer beyond 64 bits, which orjson does not write
+        return json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+
+def read_span_again(fmt: formats.LogFormat, data: bytes) -> formats.Span | None:
+    """A held span read again from its bytes (its trace has a reranker): the fast reader when it
+    accepts them, else decoded and read as any span; None when they no longer read as one."""
+    span = fmt.read_span_fast(data) if fmt.read_span_fast is not None else None
+    if span is not None or fmt.read_span is None:
+        return span
+    reason, obj, _ = decode_json(data)
+    if reason is not None or not isinstance(obj, dict):
+        return None
+    try:
+        return fmt.read_span(obj)
+    except formats.FormatError:
+        return None
 
 
 class FileReader:
@@ -168,7 +195,7 @@ class FileReader:
             return
         box = unwrap(obj) if level < _MAX_UNWRAP else None
         if box is None:
-            self.record(ln, obj)
+            self.record(ln, obj, own=level == 0)
             return
         what, items = box
         # a container that is the file's first value on its first line (a whole-file document):
@@ -184,7 +211,8 @@ class FileReader:
         for i, item in enumerate(items, 1):
             self.value(dataclasses.replace(ln, line_no=i) if by_position else ln, item, level + 1)
 
-    def record(self, ln: Line, obj: Any) -> None:
+    def record(self, ln: Line, obj: Any, *, own: bool = True) -> None:
+        """One decoded record; ``own``: ``ln``'s bytes are this record's (not a container's)."""
         fr, sink = self.fr, self.sink
         if not isinstance(obj, dict):
             sink.reject(fr, self.file_id, ln, f"expected a JSON object per line, got {json_type(obj)}")
@@ -201,7 +229,7 @@ class FileReader:
         elif fmt.kind == "record":
             self.mapped(ln, fmt, obj)
         else:
-            self.span(ln, fmt, obj)
+            self.span(ln, fmt, obj, own)
 
     def native_record(self, ln: Line, obj: dict) -> None:
         """A record of our contract; keys of other formats on it are noted (one warning per file)."""
@@ -240,14 +268,23 @@ class FileReader:
         for msg in self.ctx.repeats:
             sink.warn(fr.path, ln.line_no, "repeated-question", msg, self.file_id)
 
-    def span(self, ln: Line, fmt: formats.LogFormat, obj: dict) -> None:
-        """A span of a tracing format: held until the file is read (retriever, reranker) or counted."""
+    def span(self, ln: Line, fmt: formats.LogFormat, obj: dict, own: bool = True) -> None:
+        """A span of a tracing format: held until the file is read (retriever, reranker) or counted.
+        A retriever span is mapped now once the file's span bytes pass the premap threshold (as
+        the fast path's are), held by its rows and its own bytes (a container's record: its JSON
+        written again), not by the span with its texts."""
         assert fmt.read_span is not None
         try:
             span = fmt.read_span(obj)
         except formats.FormatError as e:
             self.sink.reject(self.fr, self.file_id, ln, f"not a {fmt.name} span: {e}")
             return
+        if span.kind == "retriever" and not span.notes:
+            src = ln if own else dataclasses.replace(ln, data=json_bytes(obj))
+            held = self.sink.premap(src, fmt.label, span, self.scratch)
+            if held is not None:
+                self.joiner.hold(held[0], fmt, DecodedSpan(span.trace_id, held[1], held[2]))
+                return
         self.hold(ln, fmt, span, obj)
 
     def hold(self, ln: Any, fmt: formats.LogFormat, span: formats.Span, obj: dict | None = None) -> None:
@@ -322,8 +359,8 @@ class FileReader:
         question is numbered here, its warning where :meth:`trace_record` words it."""
         d = held.decoded
         if self.joiner.has_reranker(fmt, held):
-            span = fmt.read_span_fast(ln.data) if fmt.read_span_fast is not None else None
-            if span is None:  # the workers read these bytes: only a file changed meanwhile differs
+            span = read_span_again(fmt, ln.data)
+            if span is None:  # these bytes were read once: only a file changed meanwhile differs
                 self.sink.reject(self.fr, self.file_id, ln, "the line changed while the file was read; load it again")
             return span
         for note in d.notes:

@@ -1,0 +1,111 @@
+"""Issue #22 item 5: the retriever spans of LangSmith and Langfuse exports, and of OpenInference
+spans the fast reader leaves, wait in bounded memory too. Past ``PREMAP_BYTES`` of a file's span
+bytes each is mapped as it is read and held by its rows and its own bytes (a container's record —
+an observation of a Langfuse trace export, a run in a JSON array — by its JSON written again), not
+as a span with its texts; the database and the report are those of holding every span until the
+file ends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ragaudit_core.logs import held as held_rows
+from ragaudit_core.logs import store
+from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
+from ragaudit_core.logs.records import json_bytes, read_span_again
+from tests.logs.test_fast_dialects import TEXTS, _oi
+from tests.logs.test_streaming import _everything
+
+BIG = 12345678901234567890123  # beyond 64 bits: orjson does not write it, json does
+
+
+def _docs(i: int) -> list[dict]:
+    return [{"page_content": TEXTS[(i + j) % 4], "metadata": {"id": f"d{(i + j) % 5}"}} for j in range(2)]
+
+
+def _run(trace: str, i: int, **extra) -> dict:
+    return {
+        "id": f"r{i}",
+        "trace_id": trace,
+        "parent_run_id": "c",
+        "run_type": "retriever",
+        "inputs": {"query": f"question {i % 7}"},
+        "outputs": {"documents": _docs(i)},
+        **extra,
+    }
+
+
+def _lines() -> list:
+    lines: list = []
+    for i in range(30):
+        t = f"t{i}"
+        if i % 3 == 0:  # the root run's answer before its retriever run
+            root = {"id": "c", "trace_id": t, "parent_run_id": None, "run_type": "chain"}
+            lines.append({**root, "outputs": {"output": f"a{i}"}})
+        lines.append(_run(t, i, big=BIG) if i == 4 else _run(t, i))
+    lines.append([_run("a1", 40), _run("a2", 41)])  # a JSON array of runs on one line
+    observations = [
+        {"type": "RETRIEVER", "input": {"query": "question 3"}, "output": {"documents": _docs(50)}},
+        {"type": "GENERATION", "output": {"content": "from the generation"}},
+    ]
+    lines.append({"trace": {"id": "lf1"}, "observations": observations})  # a Langfuse trace export
+    lines.append({**_oi("o1", "question 5", [("d1", TEXTS[0]), ("d2", TEXTS[1])]), "events": [{"name": "e"}]})
+    lines.append(
+        {
+            "name": "rerank",
+            "context": {"trace_id": "o1", "span_id": "r"},
+            "attributes": {"openinference.span.kind": "RERANKER", "reranker.output_documents.0.document.id": "d2"},
+        }
+    )
+    return lines
+
+
+def test_trace_exports_mapped_as_they_are_read_store_what_the_file_end_stores(tmp_path, monkeypatch):
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in _lines()), encoding="utf-8")
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+
+    def ingest() -> tuple:
+        con = store.connect(":memory:")
+        got = _everything(con, ingest_paths(con, [path], IngestOptions(doc_id_key="id")))
+        prov = con.execute("SELECT run_id, query_id, generated_text FROM prov_records ORDER BY ALL").fetchall()
+        answers = con.execute("SELECT answer FROM records WHERE answer IS NOT NULL ORDER BY line_no").fetchall()
+        return got, prov, [a for (a,) in answers]
+
+    expected = ingest()
+    monkeypatch.setattr(held_rows, "PREMAP_BYTES", 0)
+    monkeypatch.setattr(held_rows, "SPILL_BYTES", 1000)
+    kept: list = []
+    hold_line = held_rows.HeldRows.hold_line
+
+    def spied(self, rows, data):
+        got = hold_line(self, rows, data)
+        kept.append((got[1], data))
+        return got
+
+    monkeypatch.setattr(held_rows.HeldRows, "hold_line", spied)
+    assert ingest() == expected
+    # every retriever span was held by its bytes: 30 runs, 2 in the array, 1 observation, 1 span
+    assert len(kept) == 34 and not Path(kept[0][0]).exists()
+    own = [json.loads(d) for _, d in kept]
+    observation = {"type": "RETRIEVER", "input": {"query": "question 3"}, "output": {"documents": _docs(50)}}
+    assert {**observation, "traceId": "lf1"} in own  # the trace export's id given to its observation
+    assert any(o.get("big") == BIG for o in own)
+    # the reranker's trace: its general-shape span read again (question 5, its sixth time)
+    assert expected[1] == [("runs", "q:98d16e5990c208e1#6", None)]
+    # the root runs' answers (before their retriever run) and the trace export's generation
+    assert expected[2] == [f"a{i}" for i in range(0, 30, 3)] + ["from the generation"]
+    assert expected[0][5:] == (34, 68) and not expected[0][1]  # every span loaded, none rejected
+
+
+def test_a_span_is_read_again_by_the_general_reader_where_the_fast_one_declines():
+    from ragaudit_core.logs.formats import get
+
+    oi = get("openinference")
+    general = {**_oi("o1", "question 5", [("d1", TEXTS[0])]), "events": [{"name": "e"}]}
+    span = read_span_again(oi, json_bytes(general))
+    assert span is not None and span.kind == "retriever" and span.ids == ["d1"] and span.texts == [TEXTS[0]]
+    assert read_span_again(get("langsmith"), json_bytes(_run("t", 1))).query == "question 1"
+    assert read_span_again(get("langsmith"), b"{not json") is None
+    assert json.loads(json_bytes({"n": BIG})) == {"n": BIG}
