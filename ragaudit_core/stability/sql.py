@@ -10,7 +10,9 @@ work grows linearly with the queries instead of spilling.
 
 ``CELLS_SQL`` (or ``KEYED_CELLS_SQL``) builds ``_cells``: one row per (level, pair, query) with the
 two sets' sizes, their intersection and ``J`` (both empty → 1.0); the other statements aggregate it per pair, per query
-and per run. Kept apart so the metric definitions read as one page.
+and per run. Kept apart so the metric definitions read as one page. Inside a chunk the level is
+the integer ``lv`` (0 doc, 1 span): the items' self-join and the cells' joins compare one byte
+instead of a string (1.10 → 0.95 s for the cells of 1M entries in 12 runs).
 """
 
 __all__ = ["CELLS_SQL", "KEYED_CELLS_SQL", "PAIRS_SQL", "QUERIES_SQL", "RUNS_SQL"]
@@ -27,48 +29,51 @@ WHERE e.position < ?;
 
 _ITEMS_KEYED_SQL = """
 CREATE OR REPLACE TEMP TABLE _items AS
-SELECT DISTINCT 'doc' AS level, ri, qi, doc_id AS k1, 0::UBIGINT AS k2 FROM _ev
+SELECT DISTINCT 0::UTINYINT AS lv, ri, qi, doc_id AS k1, 0::UBIGINT AS k2 FROM _ev
 UNION ALL
-SELECT DISTINCT 'span' AS level, e.ri, e.qi, e.doc_id AS k1, e.span_hash AS k2
+SELECT DISTINCT 1::UTINYINT AS lv, e.ri, e.qi, e.doc_id AS k1, e.span_hash AS k2
 FROM _ev e JOIN _span_runs s ON s.ri = e.ri;
 """
 
 _ITEMS_RANKED_SQL = """
 CREATE OR REPLACE TEMP TABLE _items AS
 WITH keyed AS (
-  SELECT DISTINCT 'doc' AS level, ri, qi, doc_id, '' AS span FROM _ev
+  SELECT DISTINCT 0::UTINYINT AS lv, ri, qi, doc_id, '' AS span FROM _ev
   UNION ALL
-  SELECT DISTINCT 'span' AS level, e.ri, e.qi, e.doc_id, e.span_hash AS span
+  SELECT DISTINCT 1::UTINYINT AS lv, e.ri, e.qi, e.doc_id, e.span_hash AS span
   FROM _ev e JOIN _span_runs s ON s.ri = e.ri)
-SELECT level, ri, qi, dense_rank() OVER (PARTITION BY level, qi ORDER BY doc_id, span) AS k1, 0 AS k2 FROM keyed;
+SELECT lv, ri, qi, dense_rank() OVER (PARTITION BY lv, qi ORDER BY doc_id, span) AS k1, 0 AS k2 FROM keyed;
 """
 
 _CELLS_TAIL_SQL = """
 CREATE OR REPLACE TEMP TABLE _sizes AS
-SELECT level, ri, qi, count(*) AS n FROM _items GROUP BY level, ri, qi;
+SELECT lv, CASE lv WHEN 0 THEN 'doc' ELSE 'span' END AS level, ri, qi, n
+FROM (SELECT lv, ri, qi, count(*) AS n FROM _items GROUP BY lv, ri, qi);
 
 CREATE OR REPLACE TEMP TABLE _inter AS
-WITH pl AS (SELECT level, ra, rb, least(ra, rb) AS r1, greatest(ra, rb) AS r2 FROM _pair_levels),
+WITH pl AS (SELECT (level = 'span')::UTINYINT AS lv, ra, rb, least(ra, rb) AS r1, greatest(ra, rb) AS r2
+            FROM _pair_levels),
 x AS (  -- each unordered pair once (the intersection is symmetric): half the join of both orders
-  SELECT a.level, a.ri AS r1, b.ri AS r2, a.qi, count(*) AS n
+  SELECT a.lv, a.ri AS r1, b.ri AS r2, a.qi, count(*) AS n
   FROM _items a
-  JOIN _items b ON b.level = a.level AND b.qi = a.qi AND b.k1 = a.k1 AND b.k2 = a.k2 AND b.ri > a.ri
-  WHERE EXISTS (SELECT 1 FROM pl WHERE pl.level = a.level AND pl.r1 = a.ri AND pl.r2 = b.ri)
-  GROUP BY a.level, a.ri, b.ri, a.qi)
-SELECT pl.level, pl.ra, pl.rb, x.qi, x.n AS n_inter
-FROM x JOIN pl ON pl.level = x.level AND pl.r1 = x.r1 AND pl.r2 = x.r2;
+  JOIN _items b ON b.lv = a.lv AND b.qi = a.qi AND b.k1 = a.k1 AND b.k2 = a.k2 AND b.ri > a.ri
+  WHERE EXISTS (SELECT 1 FROM pl WHERE pl.lv = a.lv AND pl.r1 = a.ri AND pl.r2 = b.ri)
+  GROUP BY a.lv, a.ri, b.ri, a.qi)
+SELECT pl.lv, pl.ra, pl.rb, x.qi, x.n AS n_inter
+FROM x JOIN pl ON pl.lv = x.lv AND pl.r1 = x.r1 AND pl.r2 = x.r2;
 
 CREATE OR REPLACE TEMP TABLE _cells_part AS
+WITH p AS (SELECT level, (level = 'span')::UTINYINT AS lv, ra, rb FROM _pair_levels)
 SELECT p.level, p.ra, p.rb, q.qi,
        coalesce(sa.n, 0) AS n_a, coalesce(sb.n, 0) AS n_b, coalesce(i.n_inter, 0) AS n_inter,
        CASE WHEN coalesce(sa.n, 0) + coalesce(sb.n, 0) = 0 THEN 1.0
             ELSE coalesce(i.n_inter, 0) * 1.0 / (coalesce(sa.n, 0) + coalesce(sb.n, 0) - coalesce(i.n_inter, 0))
        END AS j
-FROM _pair_levels p
+FROM p
 CROSS JOIN _chunk_q q
-LEFT JOIN _sizes sa ON sa.level = p.level AND sa.ri = p.ra AND sa.qi = q.qi
-LEFT JOIN _sizes sb ON sb.level = p.level AND sb.ri = p.rb AND sb.qi = q.qi
-LEFT JOIN _inter i ON i.level = p.level AND i.ra = p.ra AND i.rb = p.rb AND i.qi = q.qi;
+LEFT JOIN _sizes sa ON sa.lv = p.lv AND sa.ri = p.ra AND sa.qi = q.qi
+LEFT JOIN _sizes sb ON sb.lv = p.lv AND sb.ri = p.rb AND sb.qi = q.qi
+LEFT JOIN _inter i ON i.lv = p.lv AND i.ra = p.ra AND i.rb = p.rb AND i.qi = q.qi;
 """
 
 CELLS_SQL = (
