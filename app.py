@@ -14,7 +14,7 @@ import streamlit as st
 from pages import ui
 from ragaudit_core import __version__, workspace
 from ragaudit_core.logs import catalog, sanity, store
-from ragaudit_core.logs.ingest import IngestError
+from ragaudit_core.logs.ingest import IngestError, IngestOptions
 from ragaudit_core.logs.qrels import QrelsError
 from ragaudit_core.logs.selection import natural_sorted
 
@@ -80,6 +80,10 @@ def _database():
     return con, db_path
 
 
+def _capital(sentence: str) -> str:
+    return sentence[:1].upper() + sentence[1:]
+
+
 def _after_load(report=None, error: str | None = None) -> None:
     if error is not None:
         st.session_state[KEYS.last_ingest] = {"error": error}
@@ -90,8 +94,8 @@ def _after_load(report=None, error: str | None = None) -> None:
             "rejected": [(i.path, i.line_no, i.message) for i in report.rejected],
             "warnings": [str(w) for w in report.warnings if w.code != "identity"],  # shown under Identity checks
             "failed": [
-                f"No record of {ui.md(Path(f.path).name)} could be loaded: all {f.n_rejected:,} of its lines were "
-                "rejected (reasons below, under Rejected lines)."
+                ui.md(_capital(report.failure(f)))
+                + ("." if f.status == "unreadable" else " (reasons below, under Rejected lines).")
                 for f in report.failed_files
             ],
         }
@@ -112,11 +116,22 @@ def _upload(con, db_path: str) -> None:
         "then apply) with a 'text:' document id.",
         key="home.ids_are_texts",
     )
+    id_key = st.text_input(
+        "Document id key",
+        help="For Ragas, LangSmith, Langfuse and OpenInference logs whose passages carry their document id in "
+        "their metadata (e.g. 'id' or 'source'): that metadata key. Left empty, a passage without an id gets "
+        "the hash of its text as its document id.",
+        key="home.doc_id_key",
+    ).strip()
     if files and st.button("Load the uploaded files", type="primary"):
         with st.spinner("Validating and loading…"):
             try:
                 report = workspace.load_uploads(
-                    con, [(f.name, f.getvalue()) for f in files], catalog.uploads_dir(db_path), ids_are_texts=as_texts
+                    con,
+                    [(f.name, f.getvalue()) for f in files],
+                    catalog.uploads_dir(db_path),
+                    IngestOptions(doc_id_key=id_key or None),
+                    ids_are_texts=as_texts,
                 )
             except IngestError as e:
                 _after_load(error=str(e))

@@ -277,7 +277,7 @@ only = st.toggle("Only queries that flipped, collapsed or lost evidence", value=
 q = cmp.queries
 if only:
     q = q[q["flipped"] | q["collapsed"] | (q["null_change"] != "")]
-st.caption(f"{len(q):,} queries, worst first. Select a row to open it in the drill-down.")
+st.caption(f"{len(q):,} quer{'y' if len(q) == 1 else 'ies'}, worst first. Select a row to open it in the drill-down.")
 q = ui.first_rows(q)
 pick = ui.table(
     q,

@@ -161,8 +161,7 @@ def fail_on_rejected_files(report: IngestReport) -> None:
     bad = report.failed_files
     for f in bad:
         typer.echo(
-            f"error: no record of {Path(f.path).name} could be loaded ({f.n_rejected:,} line(s) rejected; "
-            "see the reasons above)",
+            f"error: {report.failure(f)}" + ("" if f.status == "unreadable" else " (see the reasons above)"),
             err=True,
         )
     if bad:

@@ -280,7 +280,8 @@ def files_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
 
 
 def quarantine_table(con: duckdb.DuckDBPyConnection, limit: int | None = None) -> pd.DataFrame:
-    """Every rejected line: file, line number, reason, and the line verbatim (as text).
+    """Every rejected line: file, line number, reason, and the line verbatim (as text); a file
+    refused as a whole has a row without line number or line.
 
     Lines that were not valid UTF-8 are kept as bytes; they are shown decoded with
     replacement characters.
@@ -291,11 +292,18 @@ def quarantine_table(con: duckdb.DuckDBPyConnection, limit: int | None = None) -
         + (f" LIMIT {int(limit)}" if limit else ""),
     )
     if len(df):
-        df["raw"] = [
-            r if isinstance(r, str) else (bytes(b).decode("utf-8", "replace") if b is not None else None)
-            for r, b in zip(df["raw"], df["raw_bytes"])
-        ]
+        df["raw"] = [_raw_text(r, b) for r, b in zip(df["raw"], df["raw_bytes"])]
     return df.drop(columns=["raw_bytes"])
+
+
+def _raw_text(raw: object, raw_bytes: object) -> str | None:
+    """A rejected line as text: as kept, or its bytes decoded with replacement characters; None
+    for a whole file refused (no line: both are missing, which pandas reads as ``NA``)."""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw_bytes, (bytes, bytearray, memoryview)):
+        return bytes(raw_bytes).decode("utf-8", "replace")
+    return None
 
 
 def warnings_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ragaudit_core.logs.qrels import QrelsReport
 
@@ -67,6 +68,15 @@ class IngestReport:
         """Files of which nothing could be loaded: every line rejected, or unreadable."""
         return [f for f in self.files if f.status in ("rejected", "unreadable")]
 
+    def failure(self, f: FileReport) -> str:
+        """One sentence on a file of which nothing could be loaded (one of :attr:`failed_files`):
+        the reason it was refused as a whole, or how many of its lines were rejected."""
+        name = Path(f.path).name
+        if f.status == "unreadable":
+            why = next((i.message for i in self.rejected if i.path == f.path and i.code == "unreadable"), None)
+            return f"{name} was not loaded: {why}" if why else f"{name} could not be read"
+        return f"no record of {name} could be loaded: all {f.n_rejected:,} of its lines were rejected"
+
     def with_paths(self, names: dict[str, str]) -> IngestReport:
         """The same report with file paths renamed (e.g. kept uploads → the names the user uploaded)."""
 
@@ -83,10 +93,13 @@ class IngestReport:
     def summary(self) -> str:
         loaded = sum(1 for f in self.files if f.status == "loaded")
         skipped = sum(1 for f in self.files if f.status == "already-loaded")
+        refused = sum(1 for i in self.rejected if i.code == "unreadable")
         s = (
             f"loaded {self.n_records:,} records ({self.n_entries:,} evidence entries) from {loaded} file(s)"
-            f" into {len(self.runs)} run(s); rejected {self.n_rejected:,} line(s)"
+            f" into {len(self.runs)} run(s); rejected {self.n_rejected - refused:,} line(s)"
         )
+        if refused:
+            s += f"; refused {refused} file(s) as a whole"
         if self.n_provenance:
             s += f"; {self.n_provenance:,} provenance record(s)"
         if skipped:

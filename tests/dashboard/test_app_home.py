@@ -103,9 +103,63 @@ def test_an_upload_whose_every_line_is_rejected_is_an_error_naming_the_uploaded_
     at.run()
     next(b for b in at.button if b.label == "Load the uploaded files").click().run()
     assert not at.exception
-    errors = [e.value for e in at.error]
-    assert any("No record of all\\_bad\\.jsonl could be loaded: all 2 of its lines were rejected" in e for e in errors)
+    errors = [plain(e.value) for e in at.error]
+    assert any("No record of all_bad.jsonl could be loaded: all 2 of its lines were rejected" in e for e in errors)
     assert not any(".uploads" in e for e in errors)
+
+
+def test_a_file_refused_as_a_whole_says_why_and_the_page_still_lists_the_rejected_lines(app_env, tmp_path):
+    """A Ragas test set (nothing retrieved) is refused as a whole beside a file with a bad line:
+    the error names the file and the reason (not "all 1 of its lines"), the summary counts the
+    refusal apart from the rejected line, and the rejected lines' table — where the refusal has
+    no line and no text — is drawn (it raised on pandas' missing value before)."""
+    app_env()
+    testset = [{"user_input": f"q{i}", "reference_contexts": ["a"], "reference": "r"} for i in range(3)]
+    bodies = {
+        "testset.jsonl": write_jsonl(tmp_path / "t.jsonl", testset).read_bytes(),
+        "mixed.jsonl": write_jsonl(
+            tmp_path / "m.jsonl", [{"run_id": "r1", "query_id": "q1", "evidence": ["d1"]}, "{bad json"]
+        ).read_bytes(),
+    }
+    at = app_test("app.py").run()
+    at.file_uploader[0].set_value([(name, body, "application/jsonl") for name, body in bodies.items()])
+    at.run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    assert not at.exception
+    errors = [plain(e.value) for e in at.error]
+    assert errors == [
+        "Testset.jsonl was not loaded: 3 Ragas rows (no retrieved contexts 3), nothing retrieved (a test set?): "
+        "nothing to audit."
+    ]
+    assert any("rejected 1 line(s); refused 1 file(s) as a whole" in plain(w.value) for w in at.warning)
+    q = next(df.value for df in at.dataframe if "reason" in df.value.columns)
+    assert len(q) == 2 and q["raw"].isna().sum() == 1 and "{bad json" in list(q["raw"])
+    at.run()  # the next visit reads the same table from the database
+    assert not at.exception
+
+
+def test_the_document_id_key_field_reads_ids_from_the_passages_metadata(app_env, tmp_path):
+    path = app_env()
+    runs = [
+        {
+            "id": f"r{i}",
+            "trace_id": f"t{i}",
+            "parent_run_id": "c",
+            "run_type": "retriever",
+            "inputs": {"query": f"question {i}"},
+            "outputs": {"documents": [{"page_content": f"passage {i}", "metadata": {"source": f"doc{i}"}}]},
+        }
+        for i in range(2)
+    ]
+    body = write_jsonl(tmp_path / "ls.jsonl", runs).read_bytes()
+    at = app_test("app.py").run()
+    at.file_uploader[0].set_value(("langsmith.jsonl", body, "application/jsonl"))
+    at.text_input(key="home.doc_id_key").set_value(" source ")
+    at.run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    assert not at.exception and not at.error
+    ids = store.connect(path).execute("SELECT doc_id FROM evidence ORDER BY doc_id").fetchall()
+    assert ids == [("doc0",), ("doc1",)]
 
 
 def test_uploading_a_ragas_csv_loads_a_run_named_after_the_file(app_env, tmp_path):

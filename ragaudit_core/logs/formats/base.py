@@ -170,7 +170,8 @@ def evidence_entries(
                 f"{label} records carry no document ids"
                 + (f" (and no metadata key {ctx.doc_id_key!r})" if ctx.doc_id_key else "")
                 + ": each passage's document id is the hash of its text, so document-level metrics equal "
-                "span-level ones; name a metadata key with --doc-id-key to use real ids"
+                "span-level ones; to use real ids, name the metadata key that holds them (--doc-id-key, or "
+                "'Document id key' when uploading)"
             )
         entry = {"doc_id": str(doc) if not isinstance(doc, str) else doc, "text": text, "rank": i}
         if md is not None:
