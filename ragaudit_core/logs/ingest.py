@@ -470,9 +470,12 @@ class _Batch:
         renamed: str | None,
     ) -> None:
         """Admit a held retriever span the workers mapped, with its trace's answer (rows added by
-        :meth:`add_held`, under the ``renamed`` query id when it was numbered as a repeat)."""
+        :meth:`add_held`, under the ``renamed`` query id when it was numbered as a repeat; the
+        records go to the writer as they gather, not all at the file's end)."""
         if self._admit_decoded_line(fr, file_id, ln, decoded, answer):
             self.held.keep(*key, renamed)
+            if len(self.out.rec_rows) >= FLUSH_ENTRIES:
+                self.out.flush()
 
     def premap(self, ln: Line, label: str, span: formats.Span, ctx: formats.MapContext) -> tuple | None:
         """A retriever span read in this process, mapped now (as the workers map theirs) and held

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragaudit_core.logs.formats import LogFormat, Span
+from ragaudit_core.logs.formats import get as get_format
+from ragaudit_core.logs.held import SpillQueue
 
 __all__ = ["DecodedSpan", "Span", "TraceJoiner", "provenance_record"]
 
@@ -34,12 +36,24 @@ class DecodedSpan:
         self.trace_id, self.decoded, self.key = trace_id, decoded, key
 
 
+def _pack(item: tuple[Any, LogFormat, DecodedSpan]) -> tuple:
+    line, fmt, span = item
+    return line, fmt.name, span.trace_id, span.decoded, span.key
+
+
+def _unpack(packed: tuple) -> tuple[Any, LogFormat, DecodedSpan]:
+    line, name, trace_id, decoded, key = packed
+    return line, get_format(name), DecodedSpan(trace_id, decoded, key)
+
+
 @dataclass
 class TraceJoiner:
-    """The tracing spans of one file: retriever spans held with their line, the first reranker
-    span per trace, and the answer per trace (a root run's answer wins over an LLM call's)."""
+    """The tracing spans of one file: retriever spans held with their line (those mapped
+    elsewhere, past :data:`~ragaudit_core.logs.held.HELD_SPANS`, in a temporary file), the first
+    reranker span per trace, and the answer per trace (a root run's answer wins over an LLM
+    call's)."""
 
-    pending: list[tuple[Any, LogFormat, Span | DecodedSpan]] = field(default_factory=list)
+    pending: SpillQueue = field(default_factory=lambda: SpillQueue(_pack, _unpack))
     rerankers: dict[tuple[str, str], tuple[Any, Span]] = field(default_factory=dict)
     answers: dict[tuple[str, str], tuple[bool, str]] = field(default_factory=dict)
 
@@ -58,8 +72,9 @@ class TraceJoiner:
         return True
 
     def hold(self, line: Any, fmt: LogFormat, span: DecodedSpan) -> None:
-        """Hold a retriever span mapped elsewhere (the ingest's worker pool)."""
-        self.pending.append((line, fmt, span))
+        """Hold a retriever span mapped elsewhere (the worker pool, or as it was read): past
+        :data:`~ragaudit_core.logs.held.HELD_SPANS` of them it waits in a temporary file."""
+        self.pending.append((line, fmt, span), spillable=True)
 
     def records(self) -> Iterator[tuple[Any, LogFormat, Span | DecodedSpan, str | None]]:
         """Each held retriever span with its trace's answer, in file order."""

@@ -67,3 +67,43 @@ def test_a_full_temporary_folder_refuses_that_file_in_one_sentence_and_keeps_the
     refused = [i for i in report.rejected if i.path == str(spans)]
     assert len(refused) == 1 and "temporary file under" in refused[0].message and "TMPDIR" in refused[0].message
     assert con.execute("SELECT run_id FROM records").fetchall() == [("r",)]
+
+
+def test_a_spill_queue_gives_its_items_back_in_order_and_its_file_goes():
+    """Past ``limit`` spillable items the spillable ones wait packed in a temporary file, the others
+    stay as objects; iterating gives every item back unpacked, in insertion order, once."""
+    from ragaudit_core.logs.held import SpillQueue
+
+    packed: list = []
+    q = SpillQueue(lambda it: packed.append(it) or ("p", it), lambda p: ("u", p[1]), limit=2)
+    items = [("s", 0), ("o", 1), ("s", 2), ("s", 3), ("s", 4), ("o", 5), ("s", 6)]
+    for it in items:
+        q.append(it, spillable=it[0] == "s")
+    assert len(q) == 7 and q.spilled == 3 and packed == [("s", 3), ("s", 4), ("s", 6)]
+    f = q._file
+    assert f is not None
+    got = list(q)
+    assert got == [("s", 0), ("o", 1), ("s", 2), ("u", ("s", 3)), ("u", ("s", 4)), ("o", 5), ("u", ("s", 6))]
+    assert f.closed and q._file is None
+
+
+def test_a_full_temporary_folder_while_spans_wait_refuses_that_file(tmp_path, monkeypatch):
+    """The waiting spans' file cannot be made (TMPDIR full): that file is refused in one sentence."""
+    import errno
+
+    from ragaudit_core.logs import held, store
+    from ragaudit_core.logs.ingest import ingest_paths
+    from tests.logs.test_fast_dialects import _oi_file
+
+    spans = tmp_path / "spans.jsonl"
+    _oi_file(spans)
+
+    def full(*_a, **_k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    monkeypatch.setattr(held, "PREMAP_BYTES", 0)
+    monkeypatch.setattr(held, "HELD_SPANS", 1)
+    monkeypatch.setattr(held.tempfile, "TemporaryFile", full)
+    report = ingest_paths(store.connect(":memory:"), [spans])
+    assert [i.code for i in report.rejected] == ["unreadable"] and "TMPDIR" in report.rejected[0].message

@@ -86,8 +86,19 @@ def test_trace_exports_mapped_as_they_are_read_store_what_the_file_end_stores(tm
 
     monkeypatch.setattr(held_rows.HeldRows, "hold_line", spied)
     assert ingest() == expected
+    monkeypatch.setattr(held_rows, "HELD_SPANS", 3)  # the mapped spans past 3 wait in a temporary file
+    spilled: list = []
+    iterate = held_rows.SpillQueue.__iter__
+
+    def counted(self):
+        spilled.append(self.spilled)
+        yield from iterate(self)
+
+    monkeypatch.setattr(held_rows.SpillQueue, "__iter__", counted)
+    assert ingest() == expected
+    assert spilled == [31]
     # every retriever span was held by its bytes: 30 runs, 2 in the array, 1 observation, 1 span
-    assert len(kept) == 34 and not Path(kept[0][0]).exists()
+    assert len(kept) == 68 and not Path(kept[0][0]).exists()  # 34 spans, held twice
     own = [json.loads(d) for _, d in kept]
     observation = {"type": "RETRIEVER", "input": {"query": "question 3"}, "output": {"documents": _docs(50)}}
     assert {**observation, "traceId": "lf1"} in own  # the trace export's id given to its observation
