@@ -142,7 +142,7 @@ def print_ingest(report: IngestReport, max_lines: int = 50) -> None:
         if f.formats:
             typer.echo(f"read {Path(f.path).name} as {f.formats_read()}", err=True)
     for issue in report.rejected[:max_lines]:
-        typer.echo(f"rejected: {issue}", err=True)
+        typer.echo(f"{'refused' if issue.code == 'unreadable' else 'rejected'}: {issue}", err=True)
     if len(report.rejected) > max_lines:
         typer.echo(f"rejected: … and {len(report.rejected) - max_lines} more (see the quarantine table)", err=True)
     for w in report.warnings[:max_lines]:

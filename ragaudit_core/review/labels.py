@@ -11,6 +11,7 @@ __all__ = ["COLUMN_LABELS", "SHARE_KEYS", "column_label", "is_share"]
 
 COLUMN_LABELS: dict[str, str] = {
     "run_id": "run",
+    "citation_rate": "citation rate (queries with evidence)",  # the seed's term (000, null diagnostics)
     "run_a": "run A",
     "run_b": "run B",
     "query_id": "query id",

@@ -34,7 +34,7 @@ with the label a page or report draws for each."""
 
 RUN_METRIC_LABELS = {
     "null_rate": "null rate",
-    "citation_rate": "citation rate",
+    "citation_rate": "citation rate (queries with evidence)",
     "mean_evidence": "mean evidence entries",
     "median_evidence": "median evidence entries",
     "mean_docs": "mean distinct documents",
