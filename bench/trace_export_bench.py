@@ -1,0 +1,72 @@
+"""One trace export as one file: its ingest's time and the peak memory of the process tree.
+
+A LangSmith export as LangSmith writes runs, one JSON object per line: for each question a
+``retriever`` run with 8 passages of ~470 characters (``outputs.documents[].page_content``, a
+``metadata.id``) and its trace's root ``chain`` run holding the answer. Every retriever span
+waits until the file is read (its answer may come after it), so this is the case where what
+waits decides the memory. ``--passages`` 1,000,000 is a 582 MB file; 4,000,000 is 4× the input.
+Shapes like this are read by the ingesting process itself (they do not go to the worker pool).
+
+    .venv/bin/python bench/trace_export_bench.py --passages 1000000 4000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ingest_bench import OUT, _measure, _passage  # the bench's texts and its meter
+
+PER_RUN = 8
+
+
+def write_export(passages: int) -> Path:
+    """The LangSmith export of ``passages`` passages (written once, then reused)."""
+    path = OUT / f"langsmith-{passages}.jsonl"
+    if path.exists():
+        return path
+    rng = random.Random(0)
+    pool = [_passage(rng) for _ in range(3000)]
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for q in range(passages // PER_RUN):
+            trace = f"00000000-0000-0000-0000-{q:012d}"
+            docs = [
+                {"page_content": pool[(q * 7 + j * 13) % len(pool)], "metadata": {"id": f"doc{q}-{j}"}}
+                for j in range(PER_RUN)
+            ]
+            retriever = {"id": f"r{q}", "trace_id": trace, "parent_run_id": f"c{q}", "run_type": "retriever"}
+            f.write(json.dumps({**retriever, "inputs": {"query": f"question {q}"}, "outputs": {"documents": docs}}))
+            root = {"id": f"c{q}", "trace_id": trace, "parent_run_id": None, "run_type": "chain"}
+            f.write("\n" + json.dumps({**root, "outputs": {"output": f"answer {q}"}}) + "\n")
+    tmp.rename(path)
+    return path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--passages", type=int, nargs="+", default=[1_000_000])
+    args = ap.parse_args()
+    exe = str(Path(sys.executable).parent / "ragaudit")
+    for n in args.passages:
+        path = write_export(n)
+        db = OUT / f"trace-bench-{n}.duckdb"
+        for p in (db, Path(str(db) + ".wal")):
+            p.unlink(missing_ok=True)
+        load = os.getloadavg()[0]
+        wall, tree, largest = _measure([exe, "ingest", str(path), "--db", str(db), "--no-precompute"])
+        db.unlink(missing_ok=True)
+        print(
+            f"langsmith {n:>11,} passages ({path.stat().st_size / 1e9:.2f} GB): {wall:.1f} s, {tree:.2f} GB peak of "
+            f"the process tree ({largest:.2f} GB largest process); load {load:.1f} → {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
