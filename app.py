@@ -81,6 +81,7 @@ def _database():
 
 
 def _capital(sentence: str) -> str:
+    """The first letter in capitals (for a sentence that does not start with a file's name)."""
     return sentence[:1].upper() + sentence[1:]
 
 
@@ -94,8 +95,9 @@ def _after_load(report=None, error: str | None = None) -> None:
             "rejected": [(i.path, i.line_no, i.message) for i in report.rejected],
             "warnings": [str(w) for w in report.warnings if w.code != "identity"],  # shown under Identity checks
             "failed": [
-                ui.md(_capital(report.failure(f)))
-                + ("." if f.status == "unreadable" else " (reasons below, under Rejected lines).")
+                ui.md(report.failure(f) + ".")  # "<file name> was not loaded: <why>", the name as uploaded
+                if f.status == "unreadable"
+                else ui.md(_capital(report.failure(f))) + " (reasons below, under Rejected lines)."
                 for f in report.failed_files
             ],
         }

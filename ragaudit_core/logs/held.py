@@ -32,8 +32,10 @@ from typing import Any, BinaryIO
 
 import pyarrow as pa
 
+from ragaudit_core.logs.formats import MapContext, Span
 from ragaudit_core.logs.jsonl import InputFileError
-from ragaudit_core.logs.parallel import with_query_ids
+from ragaudit_core.logs.parallel import DecodedLine, FileLine, map_span, with_query_ids
+from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
 from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, rows_table
 
 __all__ = ["BUFFER_ROWS", "HELD_SPANS", "PREMAP_BYTES", "SPILL_BYTES", "HeldRows", "SpillQueue", "TemporaryFileError"]
@@ -127,6 +129,33 @@ class HeldRows:
             self._flush_buffer()
         assert self.lines_path is not None
         return key, self.lines_path, offset
+
+    def hold_span(
+        self,
+        line_no: int,
+        data: bytes,
+        label: str,
+        span: Span,
+        ctx: MapContext,
+        row_opts: RowOptions,
+        caches: RowCaches,
+    ) -> tuple[FileLine, DecodedLine, tuple[int, int]] | None:
+        """A retriever span read in the ingesting process, mapped now as the workers map theirs
+        and held by its rows and its bytes ``data`` (:meth:`hold_line`): its line (read back from
+        the temporary file), its :class:`DecodedLine` and key; None where the general path must
+        map it when the file ends (:func:`~ragaudit_core.logs.parallel.map_span` declines)."""
+        got = map_span(span, label, ctx)
+        if got is None:
+            return None
+        rec, notes = got
+        rows: list[tuple] = []
+        n_kept, dropped = evidence_rows(rec, row_opts, caches, rows.append)
+        key, path, offset = self.hold_line(rows, data)
+        d = DecodedLine(
+            *(line_no, offset, len(data), rec.run_id, rec.query_id, None, rec.query, None, n_kept, dropped),
+            *(True, notes, label, True, span.trace_id),  # mapped, its warnings, label, held, trace
+        )
+        return FileLine(line_no, path, offset, len(data)), d, key
 
     def _flush_buffer(self) -> None:
         if self._buffered_lines:

@@ -49,7 +49,6 @@ from ragaudit_core.logs.parallel import (
     LinePool,
     default_workers,
     fast_shape,
-    map_span,
     pool_bytes,
     pool_worth,
     rows_of,
@@ -390,20 +389,17 @@ class _Batch:
         mapping = (reader.ctx.run_id, reader.ctx.doc_id_key) if reader.forced is None else None
         for n_lines, items, table in self.pool.decode(path, mapping):
             admitted: list[int] = []
-            held: list[int] = []
             renamed: dict[int, str] = {}  # repeated questions' lines, numbered here
-            n_decoded = 0
+            slot = self._hold_range(items, table)
             for i, it in enumerate(items):
                 if not isinstance(it, DecodedLine):
                     reader.line(dataclasses.replace(it, line_no=base + it.line_no))
                     continue
-                n_decoded += 1
                 ln = FileLine(base + it.line_no, fr.path, it.offset, it.length)
                 fr.n_lines += 1
                 fr.formats[it.label] += 1
                 if it.held:
-                    reader.hold_decoded(ln, it.label, it, (self.held.next_slot, i))
-                    held.append(i)
+                    reader.hold_decoded(ln, it.label, it, (slot, i))
                     continue
                 for note in it.notes:
                     reader.ctx.warn_once(note)
@@ -415,13 +411,21 @@ class _Batch:
                 for msg in repeats:
                     self.warn(fr.path, ln.line_no, "repeated-question", msg, file_id)
             base += n_lines
-            if held:
-                self.held.add(rows_of(table, held) if len(held) < n_decoded else table, len(held))
-            self._add_rows(with_query_ids(table, renamed), admitted, n_decoded)
+            self._add_rows(with_query_ids(table, renamed), admitted, sum(isinstance(it, DecodedLine) for it in items))
             if self.progress is not None:
                 self.progress(fr.path, fr.n_lines)
         if self.last_file:  # the workers' memory is given back before the held spans are joined and written
             self.pool.close()
+
+    def _hold_range(self, items: list, table: pa.Table) -> int | None:
+        """The rows of a range's held spans, in their slot before any line of the range is read
+        here: a line the workers left may be mapped as it is read (:meth:`premap`) and wait in the
+        slot after it, so the keys of both stay apart. Returns the slot (None: nothing held)."""
+        decoded = [i for i, it in enumerate(items) if isinstance(it, DecodedLine)]
+        held = [i for i in decoded if items[i].held]
+        if not held:
+            return None
+        return self.held.add(rows_of(table, held) if len(held) < len(decoded) else table, len(held))
 
     def _numbered(self, reader: FileReader, it: DecodedLine, i: int, renamed: dict[int, str]) -> list[str]:
         """A mapped line's query id numbered by occurrence when the workers' one is taken (a
@@ -477,26 +481,24 @@ class _Batch:
             if len(self.out.rec_rows) >= FLUSH_ENTRIES:
                 self.out.flush()
 
-    def premap(self, ln: Line, label: str, span: formats.Span, ctx: formats.MapContext) -> tuple | None:
-        """A retriever span read in this process, mapped now (as the workers map theirs) and held
-        by its rows and bytes (:meth:`HeldRows.hold_line`): (its line, record, key), or None when
-        the general path must read it when the file ends (as every span is until the file's held
-        lines pass :data:`~ragaudit_core.logs.held.PREMAP_BYTES`: small files pay nothing)."""
-        self.held_span_bytes += len(ln.data)
+    def premap(
+        self,
+        ln: Line,
+        label: str,
+        span: formats.Span,
+        ctx: formats.MapContext,
+        own_bytes: Callable[[], bytes | None] | None = None,
+    ) -> tuple | None:
+        """A retriever span read in this process, mapped now and held by its rows and bytes
+        (:meth:`HeldRows.hold_span`), or None when the general path must read it when the file
+        ends (every span until the file's held lines pass ``held.PREMAP_BYTES``: small files pay
+        nothing). ``own_bytes``: a container's record's own JSON, made only past that point."""
+        self.held_span_bytes += len(ln.data) if own_bytes is None else sum(map(len, span.texts))
         if self.held_span_bytes <= held_module.PREMAP_BYTES:
             return None
-        got = map_span(span, label, ctx)
-        if got is None:
+        if (data := ln.data if own_bytes is None else own_bytes()) is None:
             return None
-        rec, notes = got
-        rows: list[tuple] = []
-        n_kept, dropped = evidence_rows(rec, self.row_opts, self.caches, rows.append)
-        key, path, offset = self.held.hold_line(rows, ln.data)
-        d = DecodedLine(
-            *(ln.line_no, offset, len(ln.data), rec.run_id, rec.query_id, None, rec.query, None, n_kept, dropped),
-            *(True, notes, label, True, span.trace_id),  # mapped, its warnings, label, held, trace
-        )
-        return FileLine(ln.line_no, path, offset, len(ln.data)), d, key
+        return self.held.hold_span(ln.line_no, data, label, span, ctx, self.row_opts, self.caches)
 
     def add_held(self) -> None:
         """The rows of the held spans admitted when their file was read."""

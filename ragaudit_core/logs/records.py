@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -65,19 +66,32 @@ class RecordSink(Protocol):
 
     def taken(self, run_id: str, query_id: str) -> bool: ...
 
-    def premap(self, ln: Line, label: str, span: formats.Span, ctx: formats.MapContext) -> tuple | None: ...
+    def premap(
+        self,
+        ln: Line,
+        label: str,
+        span: formats.Span,
+        ctx: formats.MapContext,
+        own_bytes: Callable[[], bytes | None] | None = None,
+    ) -> tuple | None: ...
 
     def admit_decoded(
         self, fr: FileReport, file_id: int, ln: Any, decoded: Any, answer: str | None, key: Any, renamed: str | None
     ) -> None: ...
 
 
-def json_bytes(obj: Any) -> bytes:
-    """A decoded record's JSON again (a container's record, held by its own bytes)."""
+def json_bytes(obj: Any) -> bytes | None:
+    """A decoded record's JSON again (a container's record, held by its own bytes); None when it
+    cannot be written (nested deeper than Python recurses, a lone surrogate): it is then held as
+    it is, as before."""
     try:
         return orjson.dumps(obj)
-    except TypeError:  # an integer beyond 64 bits, which orjson does not write
+    except TypeError:  # an integer beyond 64 bits, or nested past orjson's 255 levels
+        pass
+    try:
         return json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except (RecursionError, ValueError, TypeError):
+        return None
 
 
 def read_span_again(fmt: formats.LogFormat, data: bytes) -> formats.Span | None:
@@ -280,8 +294,7 @@ class FileReader:
             self.sink.reject(self.fr, self.file_id, ln, f"not a {fmt.name} span: {e}")
             return
         if span.kind == "retriever" and not span.notes:
-            src = ln if own else dataclasses.replace(ln, data=json_bytes(obj))
-            held = self.sink.premap(src, fmt.label, span, self.scratch)
+            held = self.sink.premap(ln, fmt.label, span, self.scratch, None if own else lambda: json_bytes(obj))
             if held is not None:
                 self.joiner.hold(held[0], fmt, DecodedSpan(span.trace_id, held[1], held[2]))
                 return

@@ -128,7 +128,7 @@ def test_a_file_refused_as_a_whole_says_why_and_the_page_still_lists_the_rejecte
     assert not at.exception
     errors = [plain(e.value) for e in at.error]
     assert errors == [
-        "Testset.jsonl was not loaded: 3 Ragas rows (no retrieved contexts 3), nothing retrieved (a test set?): "
+        "testset.jsonl was not loaded: 3 Ragas rows (no retrieved contexts 3), nothing retrieved (a test set?): "
         "nothing to audit."
     ]
     assert any("rejected 1 line(s); refused 1 file(s) as a whole" in plain(w.value) for w in at.warning)

@@ -120,3 +120,64 @@ def test_a_span_is_read_again_by_the_general_reader_where_the_fast_one_declines(
     assert read_span_again(get("langsmith"), json_bytes(_run("t", 1))).query == "question 1"
     assert read_span_again(get("langsmith"), b"{not json") is None
     assert json.loads(json_bytes({"n": BIG})) == {"n": BIG}
+
+
+def test_spans_mapped_here_and_by_the_workers_in_one_range_keep_their_own_rows(tmp_path, monkeypatch):
+    """A range the workers decode holds their spans (fast OpenInference) and leaves others (with
+    ``events``: the general path) that are mapped here as they are read: each span's rows are its
+    own — they were another span's, or lost, when both took the same slot of the held rows."""
+    from tests.logs.test_streaming import force_pool
+
+    def general(trace: str, query: str, doc: str) -> dict:
+        return {**_oi(trace, query, [(doc, f"text of {doc}")]), "events": [{"name": "e"}]}
+
+    path = tmp_path / "mixed.jsonl"
+    lines = [
+        _oi("t0", "question A", [("FA", "text of FA")]),
+        general("u0", "question B", "SB"),
+        _oi("t1", "question A", [("FA2", "text of FA2")]),  # asked again: numbered #2
+        general("u1", "question C", "SC"),
+        general("u2", "question D", "SD"),
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    monkeypatch.setattr(held_rows, "PREMAP_BYTES", 0)
+
+    def stored() -> list:
+        con = store.connect(":memory:")
+        ingest_paths(con, [path], IngestOptions())
+        return con.execute(
+            """SELECT r.query, r.query_id LIKE '%#2', list(e.doc_id_raw ORDER BY e.position)
+               FROM records r LEFT JOIN evidence e USING (run_id, query_id) GROUP BY ALL ORDER BY ALL"""
+        ).fetchall()
+
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    expected = [
+        ("question A", False, ["FA"]),
+        ("question A", True, ["FA2"]),
+        ("question B", False, ["SB"]),
+        ("question C", False, ["SC"]),
+        ("question D", False, ["SD"]),
+    ]
+    assert stored() == expected
+    held = force_pool(monkeypatch, 1 << 20, lambda it: it.held)  # one range: all five lines
+    assert stored() == expected
+    assert held == [2]
+
+
+def test_a_record_too_deep_to_write_again_waits_as_it_was_and_loads(tmp_path, monkeypatch):
+    """A Langfuse trace export whose retriever observation carries a field nested 1,000 deep:
+    its JSON cannot be written again to be held by its bytes, so it waits as a span — the file
+    loads (it was refused with a RecursionError when its bytes were made for every record)."""
+    observation = {"type": "RETRIEVER", "input": {"query": "q?"}, "output": {"documents": _docs(1)}, "extra": "X"}
+    text = json.dumps({"trace": {"id": "lf"}, "observations": [observation]})
+    path = tmp_path / "deep.jsonl"  # (json.dumps itself cannot write that depth)
+    path.write_text(text.replace('"X"', "[" * 1000 + '"x"' + "]" * 1000) + "\n", encoding="utf-8")
+    deep: object = "x"
+    for _ in range(1000):
+        deep = [deep]
+    assert json_bytes({**observation, "extra": deep}) is None
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    for premap_bytes in (held_rows.PREMAP_BYTES, 0):
+        monkeypatch.setattr(held_rows, "PREMAP_BYTES", premap_bytes)
+        report = ingest_paths(store.connect(":memory:"), [path], IngestOptions(max_depth=2000))
+        assert (report.n_records, report.n_entries, report.rejected) == (1, 2, [])
