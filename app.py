@@ -203,6 +203,7 @@ def _last_ingest() -> None:
 
 
 def _loaded(con, info: dict) -> None:
+    info = {**info, "rejected_lines": info["rejected"] - info["refused"]}
     c = st.columns(7)
     for col, (label, key) in zip(
         c,
@@ -213,7 +214,7 @@ def _loaded(con, info: dict) -> None:
             ("Answers", "answers"),
             ("Provenance records", "provenance"),
             ("Files", "files"),
-            ("Rejected lines", "rejected"),
+            ("Rejected lines", "rejected_lines"),
         ],
     ):
         col.metric(label, f"{info[key]:,}")
@@ -233,9 +234,13 @@ def _loaded(con, info: dict) -> None:
         nav[1].page_link(PAGES.drilldown, label="Query drill-down →", icon=":material/search:")
         nav[2].page_link(PAGES.compare, label="Compare two runs →", icon=":material/compare_arrows:")
         nav[3].page_link(PAGES.fidelity, label="Citation fidelity →", icon=":material/link:")
-    st.subheader(f"Rejected lines ({info['rejected']:,})")
+    refused = f" and refused files ({info['refused']:,})" if info["refused"] else ""
+    st.subheader(f"Rejected lines ({info['rejected_lines']:,}){refused}")
     if info["rejected"]:
-        st.caption("Every line that could not be loaded: which file, which line, why. The line is kept verbatim.")
+        st.caption(
+            "Every line that could not be loaded: which file, which line, why. The line is kept verbatim."
+            + (" A file refused as a whole has a row without line." if refused else "")
+        )
         ui.table(
             catalog.quarantine_table(con).assign(path=lambda d: d["path"].map(lambda p: Path(p).name)),
             hide_index=True,

@@ -109,7 +109,10 @@ if cmp.intervals is not None and not cmp.intervals.pairs.empty:
         for lvl, m in (("doc", "j_avg"), ("span", "j_avg"), ("span", "collapse_rate"))
         if (e := iv.pair(baseline, candidate, lvl, m)) is not None
     ]
-    st.caption(f"95 % bootstrap intervals over the {iv.n_queries:,} shared queries: " + " · ".join(bits))
+    st.caption(
+        f"95 % bootstrap intervals over the {iv.n_queries:,} shared quer{'y' if iv.n_queries == 1 else 'ies'}: "
+        + " · ".join(bits)
+    )
 
 # --- ranking quality --------------------------------------------------------------------------
 q_pair, cost = pair_quality(db_path, version, baseline, candidate, tau)

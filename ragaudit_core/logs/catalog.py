@@ -74,7 +74,8 @@ def sample_logs_dir() -> Path | None:
 
 
 def overview(con: duckdb.DuckDBPyConnection) -> dict:
-    """Counts of what is loaded (all zero on an empty database)."""
+    """Counts of what is loaded (all zero on an empty database); ``rejected`` counts the
+    quarantine's rows, ``refused`` those of them that are whole files (no line)."""
     row = _q(
         con,
         """
@@ -86,6 +87,7 @@ def overview(con: duckdb.DuckDBPyConnection) -> dict:
                (SELECT count(*) FROM prov_records) AS provenance,
                (SELECT count(*) FROM files) AS files,
                (SELECT count(*) FROM quarantine) AS rejected,
+               (SELECT count(*) FROM quarantine WHERE line_no IS NULL) AS refused,
                (SELECT count(*) FROM ingest_warnings) AS warnings""",
     ).iloc[0]
     return {k: int(v) for k, v in row.items()}

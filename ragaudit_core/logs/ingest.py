@@ -364,7 +364,9 @@ class _Batch:
         fr.status, fr.n_loaded, fr.n_rejected, fr.n_skipped = "unreadable", 0, 1, 0
         self.report.rejected.append(Issue(spath, None, reason, "unreadable"))
         self.quarantine.append((file_id, spath, None, reason, None, None))
-        self.file_rows.append((file_id, spath, sha, "evidence", path.stat().st_size, fr.n_lines, 0, 1, None))
+        self.file_rows.append(
+            (file_id, spath, sha, "evidence", path.stat().st_size, fr.n_lines, 0, 1, fr.formats_read() or None)
+        )
         self.seen_sha.pop(sha, None)
 
     # ------------------------------------------------------------------ what a FileReader hands over

@@ -136,6 +136,8 @@ def test_a_file_refused_as_a_whole_says_why_and_the_page_still_lists_the_rejecte
     assert len(q) == 2 and q["raw"].isna().sum() == 1 and "{bad json" in list(q["raw"])
     at.run()  # the next visit reads the same table from the database
     assert not at.exception
+    assert {m.label: m.value for m in at.metric}["Rejected lines"] == "1"  # the refusal is not a line
+    assert any(h.value == "Rejected lines (1) and refused files (1)" for h in at.subheader)
 
 
 def test_the_document_id_key_field_reads_ids_from_the_passages_metadata(app_env, tmp_path):

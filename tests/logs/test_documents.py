@@ -80,10 +80,11 @@ def test_a_file_without_retrieval_is_refused_in_one_sentence(tmp_path):
         for i in range(5)
     ]
     testset.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    _con, rep = _load(testset)
+    con, rep = _load(testset)
     assert [i.message for i in rep.rejected] == [
         "5 Ragas rows (no retrieved contexts 5), nothing retrieved (a test set?): nothing to audit"
     ]
+    assert con.execute("SELECT formats FROM files").fetchall() == [("Ragas",)]  # what it was read as
     out = subprocess.run(
         [sys.executable, "-m", "ragaudit_core.cli", "ingest", str(testset), "--db", str(tmp_path / "x.duckdb")],
         capture_output=True,

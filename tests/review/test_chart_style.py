@@ -111,6 +111,14 @@ def test_one_colour_blind_safe_palette_set_on_every_trace(figures):
     assert all(t.line.color for t in figures["warg_curves"].data)
 
 
+def test_a_two_run_heatmap_has_room_for_its_rows():
+    """Its height minus its margins is the plot: two runs once left 4 pixels for both rows."""
+    matrix = pd.DataFrame([[1.0, 0.5], [0.5, 1.0]], index=["a", "b"], columns=["a", "b"])
+    for m in (matrix, pd.DataFrame(1.0, index=list("abcdefghijkl"), columns=list("abcdefghijkl"))):
+        lay = charts.matrix_heatmap(m, title="t").layout
+        assert lay.height - lay.margin.t - lay.margin.b >= max(200, 34 * len(m))
+
+
 def test_runs_in_natural_order(figures):
     assert list(figures["matrix_heatmap"].data[0].x) == ["k5", "k10", "k20"]
     assert list(figures["matrix_heatmap"].data[0].y) == ["k5", "k10", "k20"]
