@@ -80,6 +80,14 @@ else:
 
 # --- two runs side by side --------------------------------------------------------------------
 runs = natural_sorted(logged["run_id"])
+if len(runs) == 1:  # nothing to compare: the one run's evidence and answer as they were logged
+    only, _same = lists(db_path, version, qid, runs[0], runs[0])
+    st.markdown("**Its evidence**")
+    st.text(runs[0])
+    shown = ["rank", "doc_id", "chunk_id", "score", "char_start", "char_end", "text"]
+    ui.table(only[[c for c in shown if c in only.columns]], hide_index=True, key="drill.list_one")
+    answer = logged["answer"].iloc[0]
+    st.text(f"Answer: {answer}" if isinstance(answer, str) else "No answer logged.")
 if len(runs) < 2:
     st.stop()
 answered = natural_sorted(logged.loc[logged["answer"].notna(), "run_id"])  # open on a pair with answers

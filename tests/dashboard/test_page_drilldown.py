@@ -7,7 +7,7 @@ import pytest
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
-from tests.helpers import XSS, app_test, plain, records_db, xss_logs
+from tests.helpers import XSS, app_test, plain, records_db, write_jsonl, xss_logs
 
 pytestmark = pytest.mark.slow
 PAGE = "pages/2_Query_drilldown.py"
@@ -114,3 +114,22 @@ def test_the_querys_quality_change_and_its_labels(app_env, sample_db):
     q = per_query_quality(con, [run_a], queries=[qid])
     con.close()
     assert len(q) == 1 and f"{run_a}: nDCG@10 {q['ndcg@10'].iloc[0]:.3f}" in text.replace("*", "")
+
+
+def test_a_query_one_run_logged_shows_that_runs_evidence_and_answer(app_env, tmp_path):
+    path = app_env()
+    record = {
+        "run_id": "solo",
+        "query_id": "q1",
+        "query": "Why?",
+        "answer": "Because <b>so</b>.",
+        "evidence": [{"doc_id": "d1", "text": "first passage"}, {"doc_id": "d2", "text": "second passage"}],
+    }
+    ingest_paths(store.connect(path), [write_jsonl(tmp_path / "solo.jsonl", [record])])
+    at = app_test(PAGE).run()
+    assert not at.exception
+    assert any("Only one run logged this query" in i.value for i in at.info)
+    shown = next(df.value for df in at.dataframe if "doc_id" in df.value.columns)
+    assert list(shown["doc_id"]) == ["d1", "d2"] and list(shown["rank"]) == [1, 2]
+    assert list(shown["text"]) == ["first passage", "second passage"]
+    assert any(t.value == "Answer: Because <b>so</b>." for t in at.text)  # as text, never HTML
