@@ -229,20 +229,13 @@ def matrix_heatmap(matrix: pd.DataFrame, *, title: str) -> go.Figure:
             hovertemplate="%{y} vs %{x}<br>J = %{z:.3f}<extra></extra>",
         )
     )
-    top, bottom = 60, 120  # the title; the run names below, turned when long
-    fig.update_layout(
+    fig.update_layout(  # 60 px of title, 120 for the run names below; a plot of 34 px a run, 200 at least
         title=wrap_title(html.escape(title)),
-        height=top + bottom + max(HEATMAP_MIN_PLOT, HEATMAP_ROW * len(names)),
+        height=60 + 120 + max(200, 34 * len(names)),
         yaxis=dict(autorange="reversed"),
-        margin=dict(l=120, r=20, t=top, b=bottom),
+        margin=dict(l=120, r=20, t=60, b=120),
     )
     return fig
-
-
-HEATMAP_ROW = 34
-"""Pixels per run of :func:`matrix_heatmap`'s plot area."""
-HEATMAP_MIN_PLOT = 200
-"""Its plot area at least (two runs drew a 4-pixel strip when the margins took the whole height)."""
 
 
 def probe_scatter(
