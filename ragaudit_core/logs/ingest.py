@@ -283,12 +283,14 @@ class _Batch:
             path, max_line_bytes=opts.max_line_bytes, warn=notes, limits=opts.limits
         )
         first = next(gen, None)
+        second = next(gen, None) if first is not None else None  # none: the first value is the whole file
         for note in notes:
             code = "not-gzip" if "gzip" in note else "document"
             self.warn(spath, None, code, note.removeprefix(f"{spath}: "), file_id)
         if first is None:
             self.warn(spath, None, "empty-file", "file holds no records (it is empty or blank)", file_id)
         reader = FileReader(self, fr, file_id, path, forced=opts.format, run_id=opts.run_id, doc_id_key=opts.doc_id_key)
+        reader.whole_first = second is None
         pooled = (
             rows is None
             and first is not None
@@ -296,9 +298,8 @@ class _Batch:
             and self.workers
             and pool_worth(path, self.call_bytes)
         )
-        head: list[Line] = (
-            [] if first is None else [first, *itertools.islice(gen, POOL_PEEK - 1)] if pooled else [first]
-        )
+        head: list[Line] = [ln for ln in (first, second) if ln is not None]
+        head += itertools.islice(gen, POOL_PEEK - len(head)) if pooled and second is not None else []
         lines = itertools.chain(head, gen)  # (gen is exhausted when it gave no first line)
         if pooled and any(  # a log in a fast shape (a trace may open with other spans): worth the workers
             not ln.error and fast_shape(ln.data, reader.ctx.run_id, reader.ctx.doc_id_key, reader.forced) for ln in head

@@ -151,6 +151,7 @@ class FileReader:
         self.containers: Counter[str] = Counter()
         self.spans_without = 0  # tracing spans among the records without retrieval
         self.array_hint: int | None = None
+        self.whole_first = True  # the file's first value is its only one (the ingest peeks)
 
     # ------------------------------------------------------------------ per line
 
@@ -212,9 +213,10 @@ class FileReader:
             self.record(ln, obj, own=level == 0)
             return
         what, items = box
-        # a container that is the file's first value on its first line (a whole-file document):
-        # its records are numbered by position (RAGChecker's results[i] is row i + 1)
-        by_position = level == 0 and ln.line_no == 1 and self.fr.n_lines == 1
+        # a container that is the whole file (its only value, on its first line): its records are
+        # numbered by position (RAGChecker's results[i] is row i + 1); a container followed by
+        # other lines or values keeps its line's number, which theirs would otherwise repeat
+        by_position = self.whole_first and level == 0 and ln.line_no == 1 and self.fr.n_lines == 1
         self.containers[what] += 1
         if isinstance(obj, list) and level == 0 and self.array_hint is None:
             self.array_hint = ln.line_no

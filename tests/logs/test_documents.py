@@ -208,3 +208,23 @@ def test_the_streamed_values_are_the_documents_values(values, indent, block):
     with mock.patch.object(documents, "_BLOCK", block):
         lines = list(documents.iter_values(io.BytesIO(text), max_value_bytes=1 << 20, max_depth=64))
     assert [json.loads(ln.data) for ln in lines] == objects
+
+
+def test_a_container_is_numbered_by_position_only_when_it_is_the_whole_file(tmp_path):
+    """RAGChecker's ``results[i]`` is row i + 1 when the container is the file; a container on the
+    first line of JSON Lines that go on keeps its line's number (its records were numbered 1, 2 …
+    before, and the next line's record repeated "line 2")."""
+    results = {"results": [{"run_id": "r", "query_id": q, "evidence": [f"d{q}"]} for q in ("a", "b")]}
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text(json.dumps(results) + "\n", encoding="utf-8")
+    con, _rep = _load(whole)
+    assert con.execute("SELECT query_id, line_no FROM records ORDER BY ALL").fetchall() == [("a", 1), ("b", 2)]
+    lines = tmp_path / "lines.jsonl"
+    more = {"run_id": "r", "query_id": "c", "evidence": ["dc"]}
+    lines.write_text(json.dumps(results) + "\n" + json.dumps(more) + "\n", encoding="utf-8")
+    con, _rep = _load(lines)
+    assert con.execute("SELECT query_id, line_no FROM records ORDER BY ALL").fetchall() == [
+        ("a", 1),
+        ("b", 1),
+        ("c", 2),
+    ]
