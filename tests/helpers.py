@@ -180,6 +180,20 @@ def pipeline(
     }
 
 
+def spy(monkeypatch, owner, name: str, note) -> None:
+    """Wrap the method ``owner.name`` for the test: each call runs as before, then
+    ``note(self, args, result)`` sees it (a generator method's result is its generator, not yet
+    run: ``note`` reads ``self`` as it is at the call)."""
+    real = getattr(owner, name)
+
+    def wrapper(self, *args):
+        out = real(self, *args)
+        note(self, args, out)
+        return out
+
+    monkeypatch.setattr(owner, name, wrapper)
+
+
 def plain(markdown: str) -> str:
     """A Streamlit element's Markdown source as the reader sees it: ``ui.md``'s backslash escapes
     and invisible word joiners removed (AppTest returns the source)."""

@@ -183,10 +183,7 @@ class FileReader:
             span = fmt.read_span_fast(ln.data)
             if span is not None:
                 fr.formats[fmt.label] += 1
-                held = self.sink.premap(ln, fmt.label, span, self.scratch)  # mapped now, held by its rows
-                if held is not None:
-                    self.joiner.hold(held[0], fmt, DecodedSpan(span.trace_id, held[1], held[2]))
-                else:
+                if not self.premapped(ln, fmt, span):
                     self.hold(ln, fmt, span, None)
                 return
         reason, obj, non_finite = decode_json(ln.data)
@@ -295,12 +292,19 @@ class FileReader:
         except formats.FormatError as e:
             self.sink.reject(self.fr, self.file_id, ln, f"not a {fmt.name} span: {e}")
             return
-        if span.kind == "retriever" and not span.notes:
-            held = self.sink.premap(ln, fmt.label, span, self.scratch, None if own else lambda: json_bytes(obj))
-            if held is not None:
-                self.joiner.hold(held[0], fmt, DecodedSpan(span.trace_id, held[1], held[2]))
-                return
-        self.hold(ln, fmt, span, obj)
+        retriever = span.kind == "retriever" and not span.notes
+        if not (retriever and self.premapped(ln, fmt, span, None if own else lambda: json_bytes(obj))):
+            self.hold(ln, fmt, span, obj)
+
+    def premapped(
+        self, ln: Line, fmt: formats.LogFormat, span: formats.Span, own_bytes: Callable[[], bytes | None] | None = None
+    ) -> bool:
+        """Whether the sink mapped the span now (past the premap threshold) — it is then held by
+        its rows and bytes (:class:`~ragaudit_core.logs.traces.DecodedSpan`), not by its texts."""
+        held = self.sink.premap(ln, fmt.label, span, self.scratch, own_bytes)
+        if held is not None:
+            self.joiner.hold(held[0], fmt, DecodedSpan(span.trace_id, held[1], held[2]))
+        return held is not None
 
     def hold(self, ln: Any, fmt: formats.LogFormat, span: formats.Span, obj: dict | None = None) -> None:
         """Hold a span until the file is read, or count it as carrying no retrieval."""

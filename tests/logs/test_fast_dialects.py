@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from ragaudit_core.logs import formats, records, store
 from ragaudit_core.logs.formats import openinference, ragas
 from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
+from tests.helpers import spy
 
 _TABLES = {
     "evidence": "SELECT * EXCLUDE (file_id) FROM evidence ORDER BY ALL",
@@ -306,14 +307,8 @@ def test_openinference_spans_mapped_by_worker_processes_store_what_the_process_s
     from ragaudit_core.logs import held as held_rows
 
     monkeypatch.setattr(held_rows, "SPILL_BYTES", 1000)  # the held rows go to a temporary file
-    spilled = []
-    rows = held_rows.HeldRows.rows
-
-    def spied(self):
-        spilled.append(self.path)
-        yield from rows(self)
-
-    monkeypatch.setattr(held_rows.HeldRows, "rows", spied)
+    spilled: list = []
+    spy(monkeypatch, held_rows.HeldRows, "rows", lambda self, _a, _r: spilled.append(self.path))
     assert ingest() == expected
     assert spilled[0] is not None and not Path(spilled[0]).exists()
     warnings = expected[0][2]
@@ -354,14 +349,7 @@ def test_spans_mapped_as_they_are_read_in_the_process_store_what_the_file_end_st
     monkeypatch.setattr(held_rows, "BUFFER_ROWS", 7)
     monkeypatch.setattr(held_rows, "SPILL_BYTES", 1000)
     kept: list = []
-    hold_line = held_rows.HeldRows.hold_line
-
-    def spied(self, rows, data):
-        got = hold_line(self, rows, data)
-        kept.append(got[1])
-        return got
-
-    monkeypatch.setattr(held_rows.HeldRows, "hold_line", spied)
+    spy(monkeypatch, held_rows.HeldRows, "hold_line", lambda _s, _a, got: kept.append(got[1]))
     assert ingest() == expected
     assert len(kept) >= 30 and expected[1]
     assert not Path(kept[0]).exists()

@@ -14,6 +14,7 @@ from ragaudit_core.logs import held as held_rows
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
 from ragaudit_core.logs.records import json_bytes, read_span_again
+from tests.helpers import spy
 from tests.logs.test_fast_dialects import TEXTS, _oi
 from tests.logs.test_streaming import _everything
 
@@ -76,25 +77,12 @@ def test_trace_exports_mapped_as_they_are_read_store_what_the_file_end_stores(tm
     expected = ingest()
     monkeypatch.setattr(held_rows, "PREMAP_BYTES", 0)
     monkeypatch.setattr(held_rows, "SPILL_BYTES", 1000)
-    kept: list = []
-    hold_line = held_rows.HeldRows.hold_line
-
-    def spied(self, rows, data):
-        got = hold_line(self, rows, data)
-        kept.append((got[1], data))
-        return got
-
-    monkeypatch.setattr(held_rows.HeldRows, "hold_line", spied)
+    kept: list = []  # (temporary file, the bytes a span is held by)
+    spy(monkeypatch, held_rows.HeldRows, "hold_line", lambda _s, args, got: kept.append((got[1], args[1])))
     assert ingest() == expected
     monkeypatch.setattr(held_rows, "HELD_SPANS", 3)  # the mapped spans past 3 wait in a temporary file
     spilled: list = []
-    iterate = held_rows.SpillQueue.__iter__
-
-    def counted(self):
-        spilled.append(self.spilled)
-        yield from iterate(self)
-
-    monkeypatch.setattr(held_rows.SpillQueue, "__iter__", counted)
+    spy(monkeypatch, held_rows.SpillQueue, "__iter__", lambda self, _a, _r: spilled.append(self.spilled))
     assert ingest() == expected
     assert spilled == [31]
     # every retriever span was held by its bytes: 30 runs, 2 in the array, 1 observation, 1 span
