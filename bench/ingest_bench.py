@@ -14,7 +14,9 @@ pool of 30 passages so runs share documents and spans the way a sweep does. 10,0
 * ``openinference``: one OpenInference RETRIEVER span per record, as OpenTelemetry exporters write
   it (``context.trace_id``, flattened ``attributes`` with ``retrieval.documents.{i}.document.*``).
 
-Measured, each in its own process (wall time and peak RSS of that process):
+Measured, each in its own process, twice: the wall time from a run nothing watches, the peak
+memory of the process tree from a second run sampled every 50 ms (sampling ``smaps`` on 2 cores
+takes CPU from the command and added about 1 s to a 12 s ingest when both came from one run):
 
 * ``scan``: DuckDB ``SELECT count(*) FROM read_json(files, format='newline_delimited')`` —
   the floor of reading the same bytes;
@@ -36,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -145,11 +148,24 @@ def write_logs(entries: int, dialect: str = "canonical") -> Path:
     return d
 
 
-def _measure(cmd: list[str]) -> tuple[float, float, float]:
-    """Wall seconds, peak memory of the whole process tree (GB: the proportional set size of the
-    command and its worker processes, summed, sampled every 50 ms; PSS counts a shared library's
-    pages once across the processes that map it, where summed RSS would count them per process)
-    and peak RSS of its largest single process (GB, from the kernel)."""
+def _timed(cmd: list[str]) -> float:
+    """Wall seconds of ``cmd`` with nothing else running: the memory sampler below reads every
+    process's ``smaps`` 20 times a second, which on 2 cores takes CPU from the command measured
+    (it added about 1 s to a 12 s ingest), so the time comes from a run of its own."""
+    t = time.perf_counter()
+    rc = subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode
+    wall = time.perf_counter() - t
+    if rc != 0:
+        raise RuntimeError(f"{cmd[:3]} exited {rc}")
+    return wall
+
+
+def _peaks(cmd: list[str]) -> tuple[float, float, float]:
+    """Wall seconds of an observed run (the sampling's CPU included), peak memory of the whole
+    process tree (GB: the proportional set size of the command and
+    its worker processes, summed, sampled every 50 ms; PSS counts a shared library's pages once
+    across the processes that map it, where summed RSS would count them per process) and peak
+    RSS of its largest single process (GB, from the kernel)."""
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
     ps = psutil.Process(proc.pid)
@@ -164,10 +180,22 @@ def _measure(cmd: list[str]) -> tuple[float, float, float]:
             pass
         time.sleep(0.05)
     wall = time.perf_counter() - t
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{cmd[:3]} exited {proc.returncode}")
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{cmd[:3]} exited {os.waitstatus_to_exitcode(status)}")
     return wall, tree_peak / 1024**3, usage.ru_maxrss / 1024**2
+
+
+def _nothing() -> None:
+    pass
+
+
+def _measure(cmd: list[str], fresh: Callable[[], None] = _nothing) -> tuple[float, float, float]:
+    """(wall seconds, tree peak GB, largest process GB): the time from an unobserved run, the
+    memory from an observed one (:func:`_peaks`); ``fresh()`` before each (a new database)."""
+    fresh()
+    wall = _timed(cmd)
+    fresh()
+    return (wall, *_peaks(cmd)[1:])
 
 
 def run(entries: int, repeat: int, dialect: str = "canonical", command: str = "ingest") -> dict:
@@ -193,11 +221,14 @@ def run(entries: int, repeat: int, dialect: str = "canonical", command: str = "i
     for _ in range(repeat):
         rows["scan"].append(_measure(scan))
         db = OUT / f"bench-{entries}.duckdb"
-        for p in (db, Path(str(db) + ".wal")):
-            p.unlink(missing_ok=True)
+
+        def fresh(db: Path = db) -> None:
+            for p in (db, Path(str(db) + ".wal")):
+                p.unlink(missing_ok=True)
+
         extra = ["--json", str(OUT / "out.json")] if command == "stability" else []
-        rows["ragaudit"].append(_measure([exe, command, *files, "--db", str(db), *extra]))
-        db.unlink(missing_ok=True)
+        rows["ragaudit"].append(_measure([exe, command, *files, "--db", str(db), *extra], fresh))
+        fresh()
     return rows
 
 

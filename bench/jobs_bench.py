@@ -9,7 +9,7 @@ once per Ray worker) and, for Ray, starting the local cluster. Then it checks th
 modes stored the same generator rankings.
 
 ``--memory N1,N2`` instead measures peak memory at each batch size (e.g. 20,80: 1× and 4×), each
-mode in a fresh process whose whole tree is sampled (``ingest_bench._measure``: summed PSS of
+mode in a fresh process whose whole tree is sampled (``ingest_bench._peaks``: summed PSS of
 the driver, the Ray cluster and its workers). ``--small`` uses small jobs (2 documents, 4 IG
 points, 6 answer tokens) so 4× the batch stays short: the memory of a batch is the models and
 the jobs in flight, not the number of queries, which is what this checks.
@@ -94,7 +94,7 @@ def main() -> None:
 
 def memory(args) -> None:
     """Peak memory of the whole process tree per (mode, batch size), each a fresh process."""
-    from ingest_bench import _measure
+    from ingest_bench import _peaks  # memory is the point here: one observed run
 
     out = []
     for n in (int(x) for x in args.memory.split(",")):
@@ -111,7 +111,7 @@ def memory(args) -> None:
                 "--db",
                 args.db,
             ] + (["--small"] if args.small else [])
-            wall, tree_gb, largest_gb = _measure(cmd)
+            wall, tree_gb, largest_gb = _peaks(cmd)
             row = {
                 "mode": mode,
                 "queries": n,

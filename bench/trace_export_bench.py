@@ -56,11 +56,14 @@ def main() -> None:
     for n in args.passages:
         path = write_export(n)
         db = OUT / f"trace-bench-{n}.duckdb"
-        for p in (db, Path(str(db) + ".wal")):
-            p.unlink(missing_ok=True)
+
+        def fresh(db: Path = db) -> None:
+            for p in (db, Path(str(db) + ".wal")):
+                p.unlink(missing_ok=True)
+
         load = os.getloadavg()[0]
-        wall, tree, largest = _measure([exe, "ingest", str(path), "--db", str(db), "--no-precompute"])
-        db.unlink(missing_ok=True)
+        wall, tree, largest = _measure([exe, "ingest", str(path), "--db", str(db), "--no-precompute"], fresh)
+        fresh()
         print(
             f"langsmith {n:>11,} passages ({path.stat().st_size / 1e9:.2f} GB): {wall:.1f} s, {tree:.2f} GB peak of "
             f"the process tree ({largest:.2f} GB largest process); load {load:.1f} → {os.getloadavg()[0]:.1f}",
