@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +48,7 @@ from ragaudit_core.logs.parallel import (
     LinePool,
     default_workers,
     fast_shape,
+    following,
     pool_bytes,
     pool_worth,
     rows_of,
@@ -60,7 +60,14 @@ from ragaudit_core.logs.report import FileReport, IngestReport, Issue
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
 from ragaudit_core.logs.runs import new_run_rows
 from ragaudit_core.logs.seen import SeenPairs, one_ingest_at_a_time
-from ragaudit_core.logs.writer import QUARANTINE_SCHEMA, WARNING_SCHEMA, BatchWriter, insert_rows
+from ragaudit_core.logs.writer import (
+    NO_SPACE,
+    QUARANTINE_SCHEMA,
+    WARNING_SCHEMA,
+    BatchWriter,
+    insert_rows,
+    no_space_message,
+)
 
 __all__ = [
     "FileReport",
@@ -110,7 +117,7 @@ def _load(
     con.execute("BEGIN TRANSACTION")
     try:
         for i, path in enumerate(files):
-            batch.last_file = i == len(files) - 1
+            batch.next_file = files[i + 1] if i + 1 < len(files) else None
             batch.add_file(path)
         batch.finish()
         con.execute("COMMIT")
@@ -122,22 +129,10 @@ def _load(
             con.execute("ROLLBACK")
         except duckdb.TransactionException:
             pass  # a failed COMMIT has already rolled the transaction back
-        if isinstance(e, (duckdb.Error, OSError)) and _NO_SPACE in str(e):
-            raise IngestError(_no_space_message(e)) from None
+        if isinstance(e, (duckdb.Error, OSError)) and NO_SPACE in str(e):
+            raise IngestError(no_space_message(e)) from None
         raise
     return batch.report
-
-
-_NO_SPACE = "No space left on device"
-
-
-def _no_space_message(e: BaseException) -> str:
-    m = re.search(r'"([^"]+)": No space left on device', str(e))
-    where = f"the disk holding {m.group(1)}" if m else "the database's disk"
-    return (
-        f"no space left on {where}: nothing was loaded and the database is as it was; free some space, or "
-        "load into a database on another disk (--db)"
-    )
 
 
 _AnyLine = Line | FileLine
@@ -185,7 +180,7 @@ class _Batch:
         self.held = HeldRows()  # rows of the spans held until their file is read
         self.held_span_bytes = 0
         self.call_bytes = 0  # the bytes of every file of the call (set by the caller)
-        self.last_file = False  # the file being read is the call's last (set by the caller)
+        self.next_file: Path | None = None  # the call's file after the one read (set by the caller)
         self.n_records = self.n_entries = self.n_provenance = 0
         self.log_labels: list[tuple[str, str, str, str]] = []  # (query_id, kind, reference, file)
 
@@ -261,7 +256,7 @@ class _Batch:
         try:
             self._read_file(path, fr, file_id)
         except Exception as e:
-            if isinstance(e, duckdb.Error) or (isinstance(e, OSError) and _NO_SPACE in str(e)):
+            if isinstance(e, duckdb.Error) or (isinstance(e, OSError) and NO_SPACE in str(e)):
                 raise  # the database failed: the whole call is rolled back
             self._refuse(path, fr, file_id, sha, mark, e)
             return
@@ -307,6 +302,7 @@ class _Batch:
             gen.close()  # type: ignore[attr-defined]  # rows is None: gen is iter_lines's generator
             self.native_lines_in_workers(reader, path)
         else:
+            self.pool.drop_ahead()  # what the workers read ahead of this file is not needed
             for i, ln in enumerate(lines, 1):
                 if self.progress is not None and i % 10000 == 0:
                     self.progress(spath, i)
@@ -390,7 +386,8 @@ class _Batch:
         fr, file_id = reader.fr, reader.file_id
         base = 0
         mapping = (reader.ctx.run_id, reader.ctx.doc_id_key) if reader.forced is None else None
-        for n_lines, items, table in self.pool.decode(path, mapping):
+        then = following(self.next_file, self.call_bytes, mapping is None, self.options.run_id, reader.ctx.doc_id_key)
+        for n_lines, items, table in self.pool.decode(path, mapping, then):
             admitted: list[int] = []
             renamed: dict[int, str] = {}  # repeated questions' lines, numbered here
             slot = self._hold_range(items, table)
@@ -417,7 +414,7 @@ class _Batch:
             self._add_rows(with_query_ids(table, renamed), admitted, sum(isinstance(it, DecodedLine) for it in items))
             if self.progress is not None:
                 self.progress(fr.path, fr.n_lines)
-        if self.last_file:  # the workers' memory is given back before the held spans are joined and written
+        if self.next_file is None:  # the workers' memory is given back before the held spans are joined and written
             self.pool.close()
 
     def _hold_range(self, items: list, table: pa.Table) -> int | None:

@@ -17,7 +17,10 @@ admit the spans in file order (:meth:`records.FileReader.finish`). A line the fa
 not take comes back as it is and the ingest reads it on its general path, so a file gives the
 same stored rows and the same report either way (tested).
 
-At most ``WINDOW`` chunks are in flight, so memory does not grow with the input.
+At most ``WINDOW`` chunks are in flight, so memory does not grow with the input. As a file's last
+ranges are taken, the call's next file's first ones are submitted in their place (:class:`_Ahead`),
+so the workers decode it while the ingesting process ends the file before (joins and writes its
+held spans, hashes and peeks the next): 13.6 → 12.8 s for 1M OpenInference entries in 12 files.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from ragaudit_core.logs.formats import (
     MapContext,
     Span,
     build_record,
+    run_id_for,
 )
 from ragaudit_core.logs.jsonl import plain_lf_file, range_lines
 from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
@@ -63,6 +67,7 @@ __all__ = [
     "byte_ranges",
     "default_workers",
     "fast_shape",
+    "following",
     "map_span",
     "pool_bytes",
     "pool_worth",
@@ -297,17 +302,36 @@ def _bare_main() -> Iterator[None]:
             sys.modules["__main__"] = main
 
 
+Mapping = tuple[str, str | None] | None
+"""What the workers map a file's record-format lines with: (run id, document-id metadata key), or None."""
+
+
+class _Ahead:
+    """The next file's first ranges, submitted while the current file's last ones drain: the
+    workers decode them while the ingesting process finishes that file (its held spans joined
+    and written, the next file hashed and peeked) instead of waiting for it."""
+
+    def __init__(self, path: Path, mapping: Mapping) -> None:
+        self.key = (str(path), mapping)
+        self.ranges = byte_ranges(path, CHUNK_BYTES)
+        self.pending: deque[Future] = deque()
+
+    def cancel(self) -> None:
+        for fut in self.pending:
+            fut.cancel()
+        self.pending.clear()
+        self.ranges.close()  # type: ignore[attr-defined]  # byte_ranges is a generator
+
+
 class LinePool:
     """The worker pool of one ingest call (started on first use, stopped by :meth:`close`)."""
 
     def __init__(self, opts: RowOptions, workers: int, max_line_bytes: int) -> None:
         self.opts, self.workers, self.max_line_bytes = opts, workers, max_line_bytes
         self._pool: ProcessPoolExecutor | None = None
+        self._ahead: _Ahead | None = None
 
-    def decode(self, path: Path, mapping: tuple[str, str | None] | None = None) -> Iterator[tuple[int, list, pa.Table]]:
-        """For each range of ``path`` in file order: its physical line count, its lines (decoded
-        or not, line numbers from the start of the range) and its rows; ``mapping`` as for
-        :func:`_decode_range`."""
+    def _submit(self, pending: deque[Future], path: Path, start: int, length: int, mapping: Mapping) -> None:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 self.workers,
@@ -315,19 +339,78 @@ class LinePool:
                 initializer=_init_worker,
                 initargs=(self.opts, self.max_line_bytes),
             )
-        pending: deque[Future] = deque()
-        for start, length in byte_ranges(path, CHUNK_BYTES):
-            with _bare_main():
-                pending.append(self._pool.submit(_decode_range, str(path), start, length, mapping))
+        with _bare_main():
+            pending.append(self._pool.submit(_decode_range, str(path), start, length, mapping))
+
+    def decode(
+        self, path: Path, mapping: Mapping = None, then: tuple[Path, Mapping] | None = None
+    ) -> Iterator[tuple[int, list, pa.Table]]:
+        """For each range of ``path`` in file order: its physical line count, its lines (decoded
+        or not, line numbers from the start of the range) and its rows; ``mapping`` as for
+        :func:`_decode_range`. ``then``: the file (and mapping) the caller reads next, if the
+        pool may read it: its first ranges are submitted as this file's last ones are taken (so
+        no more than :data:`WINDOW` are in flight), and a ``decode`` of it starts from them; a
+        ``decode`` of anything else cancels them."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead.key == (str(path), mapping):
+            pending, ranges = ahead.pending, ahead.ranges
+        else:
+            if ahead is not None:
+                ahead.cancel()
+            pending, ranges = deque(), byte_ranges(path, CHUNK_BYTES)
+        for start, length in ranges:
+            self._submit(pending, path, start, length, mapping)
             if len(pending) >= WINDOW:
                 yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+        nxt = None if then is None else _Ahead(*then)
+        try:
+            while pending:
+                if nxt is not None and not self._read_ahead(nxt):
+                    nxt = None
+                yield pending.popleft().result()
+        except BaseException:
+            if nxt is not None:
+                nxt.cancel()
+            raise
+        self._ahead = nxt
+
+    def _read_ahead(self, nxt: _Ahead) -> bool:
+        """Submit the next file's next range, if any; False (and nothing kept) where that file
+        cannot be read: its own decode says so."""
+        try:
+            rng = next(nxt.ranges, None)
+        except OSError:
+            nxt.cancel()
+            return False
+        if rng is not None:
+            self._submit(nxt.pending, Path(nxt.key[0]), *rng, nxt.key[1])
+        return True
+
+    def drop_ahead(self) -> None:
+        """Cancel what was read ahead (the file it was for is read otherwise)."""
+        if self._ahead is not None:
+            self._ahead.cancel()
+            self._ahead = None
 
     def close(self) -> None:
+        self.drop_ahead()
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+
+
+def following(
+    path: Path | None, call_bytes: int, forced: bool, run_id: str | None, doc_id_key: str | None
+) -> tuple[Path, Mapping] | None:
+    """The call's next file and the mapping its decode would ask for (:meth:`LinePool.decode`'s
+    ``then``), where the pool may read it (:func:`pool_worth`); None otherwise. ``forced``: the
+    call names a format (the workers then map nothing: mapping None)."""
+    try:
+        if path is None or not pool_worth(path, call_bytes):
+            return None
+    except OSError:
+        return None
+    return path, None if forced else (run_id_for(path, run_id), doc_id_key)
 
 
 def with_query_ids(table: pa.Table, renamed: dict[int, str]) -> pa.Table:

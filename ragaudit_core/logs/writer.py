@@ -13,6 +13,7 @@ between :meth:`flush` and :meth:`drain`; the caller touches it only after :meth:
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -23,14 +24,31 @@ if TYPE_CHECKING:  # the ingest's worker processes import this module; they need
 
 __all__ = [
     "EVIDENCE_SCHEMA",
+    "NO_SPACE",
     "QUARANTINE_SCHEMA",
     "RECORD_COLUMNS",
     "RECORD_SCHEMA",
     "WARNING_SCHEMA",
     "BatchWriter",
     "insert_rows",
+    "no_space_message",
     "rows_table",
 ]
+
+NO_SPACE = "No space left on device"
+"""What a full disk's error says (DuckDB's and the OS's): the whole call is rolled back."""
+
+
+def no_space_message(e: BaseException) -> str:
+    """The one sentence for a full disk: which disk (when the error names the file), nothing
+    loaded, what to do."""
+    m = re.search(r'"([^"]+)": No space left on device', str(e))
+    where = f"the disk holding {m.group(1)}" if m else "the database's disk"
+    return (
+        f"no space left on {where}: nothing was loaded and the database is as it was; free some space, or "
+        "load into a database on another disk (--db)"
+    )
+
 
 EVIDENCE_SCHEMA = pa.schema(
     [

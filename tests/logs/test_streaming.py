@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import ragaudit_core.logs.ingest as ing
 from ragaudit_core.logs import parallel, rows, store
 from ragaudit_core.logs.identity import normalise_span_text, span_hash
+from ragaudit_core.logs.rows import RowOptions
 from tests.helpers import write_jsonl
 
 
@@ -89,8 +90,8 @@ def force_pool(monkeypatch, chunk_bytes: int, counts=lambda _it: True) -> list[i
     seen: list[int] = []
     decode = parallel.LinePool.decode
 
-    def counted(self, path, mapping=None):
-        for n_lines, items, table in decode(self, path, mapping):
+    def counted(self, path, mapping=None, then=None):
+        for n_lines, items, table in decode(self, path, mapping, then):
             seen.append(sum(isinstance(it, parallel.DecodedLine) and counts(it) for it in items))
             yield n_lines, items, table
 
@@ -154,9 +155,9 @@ def test_many_medium_files_go_to_the_pool_together(tmp_path, monkeypatch):
     seen: list[str] = []
     decode = parallel.LinePool.decode
 
-    def spied(self, path, mapping=None):
+    def spied(self, path, mapping=None, then=None):
         seen.append(Path(path).name)
-        yield from decode(self, path, mapping)
+        yield from decode(self, path, mapping, then)
 
     monkeypatch.setattr(parallel.LinePool, "decode", spied)
     con = store.connect(":memory:")
@@ -170,6 +171,90 @@ def test_many_medium_files_go_to_the_pool_together(tmp_path, monkeypatch):
     assert gz.stat().st_size > size
     ing.ingest_paths(store.connect(":memory:"), [paths[0], gz])
     assert seen == []
+
+
+def _sweep(tmp_path, runs=("A", "B", "C"), n=24):
+    paths = []
+    for run in runs:
+        lines = [
+            json.dumps({"run_id": run, "query_id": f"q{i % 20}", "evidence": [{"doc_id": f"d{i}", "text": f"t {i}"}]})
+            for i in range(n)
+        ]
+        (path := tmp_path / f"{run}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _read_ahead_spy(monkeypatch) -> list[tuple[str, str, int]]:
+    """Record, for each range a decode yields, (file, where its future came from: "ahead" when
+    it was submitted while the file before was read, else "own"), and every cancelled read-ahead."""
+    events: list[tuple[str, str, int]] = []
+    decode, cancel = parallel.LinePool.decode, parallel._Ahead.cancel
+
+    def spied(self, path, mapping=None, then=None):
+        ahead = self._ahead
+        from_ahead = len(ahead.pending) if ahead is not None and ahead.key == (str(path), mapping) else 0
+        for i, got in enumerate(decode(self, path, mapping, then)):
+            events.append((Path(path).name, "ahead" if i < from_ahead else "own", i))
+            yield got
+
+    def cancelled(self):
+        events.append((Path(self.key[0]).name, "cancelled", len(self.pending)))
+        cancel(self)
+
+    monkeypatch.setattr(parallel.LinePool, "decode", spied)
+    monkeypatch.setattr(parallel._Ahead, "cancel", cancelled)
+    return events
+
+
+def test_the_next_file_is_read_ahead_while_one_ends_and_stores_what_the_process_does(tmp_path, monkeypatch):
+    """While a file's last ranges are merged (and its held spans joined), the workers already
+    decode the call's next file: its first ranges come from that read-ahead, at most the window
+    in flight, and the database and report are those of one process. A duplicate of a loaded
+    file is skipped, and its read-ahead cancelled (the file after it reads its own ranges)."""
+    paths = _sweep(tmp_path)
+    (dup := tmp_path / "B again.jsonl").write_bytes(paths[1].read_bytes())
+    files = [paths[0], paths[1], dup, paths[2]]
+    serial = store.connect(":memory:")
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    expected = _everything(serial, ing.ingest_paths(serial, files))
+    force_pool(monkeypatch, 200)
+    events = _read_ahead_spy(monkeypatch)
+    pooled = store.connect(":memory:")
+    got = _everything(pooled, ing.ingest_paths(pooled, files))
+    assert got == expected and expected[5] == 60
+    per_file = {name: [how for f, how, _ in events if f == name] for name in ("A.jsonl", "B.jsonl", "C.jsonl")}
+    assert set(per_file["A.jsonl"]) == {"own"}  # the first file: nothing before it
+    hows = per_file["B.jsonl"]  # B starts from what was read ahead while A ended, then goes on
+    assert hows[0] == "ahead" and "own" in hows and hows.index("own") < parallel.WINDOW
+    assert hows == sorted(hows)  # the read-ahead's ranges first, in order
+    assert ("B again.jsonl", "cancelled") in [(f, h) for f, h, _ in events]  # skipped: never decoded
+    assert set(per_file["C.jsonl"]) == {"own"}  # what was read ahead was for the skipped file
+
+
+def test_a_read_ahead_of_a_file_read_otherwise_is_cancelled(tmp_path, monkeypatch):
+    """The next file turns out to be read in the process (not in a shape the workers decode):
+    what was read ahead is dropped and the file is read as without it. A next file that cannot
+    be opened leaves nothing read ahead, and the file before is decoded whole."""
+    a, b = _sweep(tmp_path, ("A", "B"))
+    doc = tmp_path / "doc.jsonl"  # a JSON document of records, pretty-printed: the process reads it
+    doc.write_text(json.dumps([json.loads(x) for x in b.read_text().splitlines()], indent=1), encoding="utf-8")
+    serial = store.connect(":memory:")
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    expected = _everything(serial, ing.ingest_paths(serial, [a, doc]))
+    force_pool(monkeypatch, 200)
+    events = _read_ahead_spy(monkeypatch)
+    pooled = store.connect(":memory:")
+    assert _everything(pooled, ing.ingest_paths(pooled, [a, doc])) == expected
+    assert [f for f, how, _ in events if how != "cancelled"] == ["A.jsonl"] * sum(f == "A.jsonl" for f, *_ in events)
+    assert ("doc.jsonl", "cancelled") in [(f, how) for f, how, _ in events]  # read ahead, then dropped
+
+    pool = parallel.LinePool(RowOptions(), 2, 1 << 20)  # a next file that cannot be read: nothing kept
+    try:
+        ranges = list(pool.decode(a, ("A", None), then=(tmp_path / "gone.jsonl", ("gone", None))))
+    finally:
+        pool.close()
+    assert sum(n for n, _items, _table in ranges) == 24 and pool._ahead is None
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
