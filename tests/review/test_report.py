@@ -265,10 +265,16 @@ def test_the_report_opens_with_the_cover_then_a_one_page_executive_summary(sampl
     decided = [r for r in v.sorted_results() if r.status != "not applicable"][:4]
     for r in decided:
         assert r.rule.name in first
-    s = data.stability.summary
+    s, iv = data.stability.summary, data.stability.intervals.summary
+    doc, span = iv["mean_j_doc"], iv["mean_j_span"]  # each all-runs figure with its 95 % interval over queries
+    assert doc.lo <= s.mean_j_doc <= doc.hi and doc.lo < doc.hi
     assert (
-        f"mean J_doc / mean J_span, all 12 compared runs (66 pairs) {s.mean_j_doc:.3f} / {s.mean_j_span:.3f}" in first
+        f"mean J_doc / mean J_span, all 12 compared runs (66 pairs) {s.mean_j_doc:.3f} [{doc.lo:.3f}, {doc.hi:.3f}] "
+        f"/ {s.mean_j_span:.3f} [{span.lo:.3f}, {span.hi:.3f}]" in first
     )
+    c = iv["collapse_rate"]
+    assert f"{s.collapse_rate:.1%} [{c.lo:.1%}, {c.hi:.1%}]" in first
+    assert "In brackets: the 95 % bootstrap interval over the 300 queries (1,000 resamples, seed 0)." in first
     assert f"{s.gap_ratio:.3f}" in first
     # the pair's own figures, labelled as the pair's (J_span 0.006 for the pair, 0.146 over all runs)
     pair = compare_runs(con, BASE, CAND).pair.set_index("metric")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 import time
@@ -107,7 +108,7 @@ def test_pairs_without_shared_queries_are_skipped_with_a_sentence(tmp_path):
     pages = [_flat(p) for p in _pages(render(data, chart_images={}))]
     assert "share no query" in pages[0]  # the cover
     assert "No verdict: k5 and k10 share no query" in pages[1]  # the summary's conclusion
-    assert "No recommendation until the two runs are evaluated on the same queries." in pages[1]
+    assert "Recommendation: none until the two runs are evaluated on the same queries." in pages[1]
 
 
 def test_chart_export_failure_draws_each_charts_table_and_the_cli_exits(tmp_path, monkeypatch):
@@ -226,3 +227,28 @@ def test_a_short_table_near_the_page_end_moves_whole_to_the_next_page():
     pdf.set_y(pdf.page_break_trigger - 8)
     pdf.data_table(["a", "b"], [[str(i), "x"] for i in range(200)])  # long: starts where it is
     assert pdf.page > 3
+
+
+def test_a_long_table_never_leaves_its_last_row_or_two_alone_on_a_page():
+    """Wherever a table of 20 or 90 rows starts, its last page holds at least three of its rows
+    (carried over from the page before when fewer would be left: 20 rows started 156 mm down the
+    page, or 90 rows 36 mm down, left one row alone before), every row drawn once and in order."""
+    from ragaudit_core.review.fonts import plan_fonts
+    from ragaudit_core.review.report.layout import ReportPDF
+
+    carried = 0
+    for n in (20, 90):
+        for start in range(0, 240, 12):  # mm below the top margin
+            pdf = ReportPDF(plan_fonts("abcrow0123456789"), "footer", {}, None)
+            pdf.add_page()
+            pdf.set_y(pdf.t_margin + start)
+            first = pdf.page
+            pdf.data_table(["row", "b"], [[f"row{i:03d}", "x"] for i in range(n)])
+            pages = [p.extract_text() for p in PdfReader(io.BytesIO(bytes(pdf.output()))).pages]
+            per_page = [re.findall(r"row(\d{3})", p) for p in pages[first - 1 :]]
+            drawn = [int(x) for rows in per_page for x in rows]
+            assert drawn == list(range(n)), (n, start)
+            used = [len(rows) for rows in per_page if rows]
+            assert used[-1] >= 3, (n, start, used)
+            carried += len(used) > 1 and used[-1] == 3
+    assert carried > 0  # some starts would have left one or two rows alone

@@ -94,13 +94,12 @@ def conclusion(
     if v is None and no_verdict:
         return (
             f"No verdict: {no_verdict}.",
-            "No recommendation until the two runs are evaluated on the same queries.",
+            "none until the two runs are evaluated on the same queries.",
         )
     if v is None:
         return (
             f"No pair was reviewed, so there is no verdict; the figures above describe all {n_runs} runs.",
-            "No recommendation: name the run in production (baseline) and the one that would replace it "
-            "(candidate) to get one.",
+            "none yet: name the run in production (baseline) and the one that would replace it (candidate) to get one.",
         )
     cand, base = isolate(v.candidate), isolate(v.baseline)
     n, app = len(v.results), len(v.applicable)

@@ -96,6 +96,16 @@ def pct(v: Any) -> str:
     return "n/a" if v is None or (isinstance(v, float) and v != v) else f"{v:.1%}"
 
 
+def ci(est: Any, percent: bool = False) -> str:
+    """An estimate's interval as the report writes it after the value (`` [lo, hi]``, as
+    :func:`pct` or :func:`fmt` writes numbers); empty when there is none (no estimate, or an
+    interval without bounds: no query had a value)."""
+    if est is None or est.lo != est.lo or est.hi != est.hi:
+        return ""
+    f = pct if percent else fmt
+    return f" [{f(est.lo)}, {f(est.hi)}]"
+
+
 class ReportPDF(FPDF):
     """An A4 page with the report's fonts, footer and drawing primitives."""
 
@@ -193,7 +203,10 @@ class ReportPDF(FPDF):
         """A table of plain-text cells (values through :func:`fmt`), headings repeated on each page.
 
         Column widths are widened where a heading word or an unbreakable cell (a hash, an id) would
-        otherwise be broken mid-token, taking the room from columns with slack (:meth:`_fit_widths`)."""
+        otherwise be broken mid-token, taking the room from columns with slack (:meth:`_fit_widths`).
+        A table of at most :attr:`_KEEP_ROWS` rows that fits on a page starts on a new one rather
+        than break; a longer one whose last page would hold fewer than :attr:`_MIN_ROWS` rows
+        carries that many over to it, so no page holds a table's last row or two alone."""
         headings = [self.safe(h, CELL_LIMIT) for h in headings] if headings is not None else None
         cells = [[self.safe(v if isinstance(v, str) else fmt(v), CELL_LIMIT) for v in r] for r in rows]
         widths = self._fit_widths(headings, cells, widths, size)
@@ -202,6 +215,24 @@ class ReportPDF(FPDF):
             need = self._height(headings, cells, widths or [self.epw / max(1, len(cells[0]) if cells else 1)], size)
             if need > self.page_break_trigger - self.get_y() and need < 0.3 * self.eph:
                 self.add_page()  # a short table is kept on one page, never one row left behind
+        tail = self._rows_on_last_page(headings, cells, widths, size)
+        if tail < min(len(cells), self._MIN_ROWS) and len(cells) > 2 * self._MIN_ROWS:
+            cut = len(cells) - self._MIN_ROWS  # a few rows alone on the last page: take some along
+            self._table(headings, cells[:cut], widths, size, styles[:cut] if styles else None, wrap_char)
+            self.add_page()
+            cells, styles = cells[cut:], styles[cut:] if styles else None
+        self._table(headings, cells, widths, size, styles, wrap_char)
+        self.gap(2)
+
+    def _table(
+        self,
+        headings: list[str] | None,
+        cells: list[list[str]],
+        widths: list[float] | None,
+        size: float,
+        styles: list[list[Any]] | None,
+        wrap_char: bool,
+    ) -> None:
         with super().table(
             col_widths=tuple(widths) if widths else None,
             text_align="LEFT",
@@ -220,10 +251,25 @@ class ReportPDF(FPDF):
                 row = tb.row()
                 for j, v in enumerate(r):
                     row.cell(v, style=styles[i][j] if styles else None)
-        self.gap(2)
+
+    def _rows_on_last_page(
+        self, headings: list[str] | None, cells: list[list[str]], widths: list[float] | None, size: float
+    ) -> int:
+        """How many rows of the table would stand on its last page (estimated with :meth:`_height`,
+        the headings repeated on each page): all of them when it ends on the page it starts on."""
+        widths = widths or [self.epw / max(1, len(cells[0]) if cells else 1)]
+        head = self._height(headings, [], widths, size) if headings is not None else 0.0
+        room, used, n = self.page_break_trigger - self.get_y(), head, 0
+        for r in cells:
+            h = self._height(None, [r], widths, size)
+            if used + h > room and n:
+                room, used, n = self.page_break_trigger - self.t_margin, head, 0
+            used, n = used + h, n + 1
+        return n
 
     _PAD = 0.8 * 2 + 0.6  # cell padding on both sides and a little air, mm
     _KEEP_ROWS = 15  # tables up to this many rows are kept on one page
+    _MIN_ROWS = 3  # a longer table never leaves fewer rows than this alone on its last page
 
     def _height(self, headings: list[str] | None, cells: list[list[str]], widths: list[float], size: float) -> float:
         """An estimate (mm) of a table's height: per row, the most wrapped lines of its cells at

@@ -24,6 +24,7 @@ from ragaudit_core.review.report.layout import (
     STATUS_TEXT,
     WARN,
     ReportPDF,
+    ci,
     fmt,
     font_names,
     json_or_empty,
@@ -32,6 +33,7 @@ from ragaudit_core.review.report.layout import (
 from ragaudit_core.review.report.methods import METHODS, SOURCES
 from ragaudit_core.review.report.quality_section import quality_section
 from ragaudit_core.review.report.summary import executive_summary
+from ragaudit_core.stability.uncertainty import StabilityIntervals
 
 __all__ = ["SECTIONS", "Section"]
 
@@ -198,6 +200,25 @@ def verdict(pdf: ReportPDF, data: ReportData) -> None:
     pdf.data_table(["status", "rule", "value", "why"], rows, widths=[13, 42, 14, W - 69], styles=styles, size=7.5)
 
 
+def _interval_row(iv: StabilityIntervals | None) -> list[list[str]]:
+    """The headline figures' 95 % intervals, under their values (none without intervals)."""
+    if iv is None:
+        return []
+    e = iv.summary.get
+    flips = f"{ci(e('flip_rate_doc'), percent=True).strip()} / {ci(e('flip_rate_span'), percent=True).strip()}"
+    return [
+        [
+            ci(e("mean_j_doc")).strip(),
+            ci(e("mean_j_span")).strip(),
+            "",
+            ci(e("collapse_rate"), percent=True).strip(),
+            flips if flips.strip(" /") else "",
+            "",
+            "",
+        ]
+    ]
+
+
 def stability(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
     res = data.stability
@@ -206,8 +227,8 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
         f"All {len(s.runs)} compared runs: {s.n_queries:,} queries × {s.n_pairs:,} run pairs, flip threshold "
         f"τ = {data.tau:g}. "
         "Jaccard of each query's "
-        "evidence set between two runs, at document level (doc_id) and at span level (doc_id, span_hash); "
-        "seed 000. " + data.stability_scope,
+        "evidence set between two runs, at document level (doc_id) and at span level (doc_id, span_hash) "
+        "(Seed 000, §3; see Sources). " + data.stability_scope,
         size=8.5,
     )
     pdf.gap(1)
@@ -230,10 +251,18 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
                 f"{pct(s.flip_rate['doc'])} / {pct(s.flip_rate['span'])}",
                 f"{s.null_transitions:,}",
                 fmt(s.span.median_j_min),
-            ]
+            ],
+            *_interval_row(res.intervals),
         ],
         size=8,
     )
+    if res.intervals is not None:
+        pdf.para(
+            f"Second row: the 95 % bootstrap interval over the {res.intervals.n_queries:,} queries "
+            f"({res.intervals.resamples:,} resamples, seed {res.intervals.seed}).",
+            size=8,
+            style="I",
+        )
     for w in s.warnings:
         pdf.para(f"Warning: {w}", size=8, style="I", colour=(150, 80, 0))
     if s.gap_ratio_note:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ragaudit_core.review.logtext import isolate
 from ragaudit_core.review.report.conclusion import conclusion
 from ragaudit_core.review.report.gather import ReportData
-from ragaudit_core.review.report.layout import BAD, OK, STATUS_TEXT, WARN, ReportPDF, fmt, pct
+from ragaudit_core.review.report.layout import BAD, OK, STATUS_TEXT, WARN, ReportPDF, ci, fmt, pct
 
 __all__ = ["CONFIG_COLUMNS", "executive_summary", "what_changed"]
 
@@ -62,6 +62,13 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
         )
     pdf.para("Headline figures", size=10.5, style="B")
     pdf.data_table(["question", "figure (over what)", "value"], _figures(data), widths=[40, 82, W - 122], size=8.5)
+    if data.stability is not None and (iv := data.stability.intervals) is not None:
+        pdf.para(
+            f"In brackets: the 95 % bootstrap interval over the {iv.n_queries:,} queries "
+            f"({iv.resamples:,} resamples, seed {iv.seed}).",
+            size=8,
+            style="I",
+        )
     pdf.para("Where to look", size=10.5, style="B")
     for line in _pointers(data):
         pdf.para(f"• {line}", size=9.5)
@@ -102,15 +109,20 @@ def _figures(data: ReportData) -> list[list[str]]:
         rows.append([q if not rows else "", figure, value])
     if data.stability is not None:
         st = data.stability.summary
+        iv = data.stability.intervals.summary if data.stability.intervals is not None else {}
         every = f"all {len(st.runs)} compared runs ({st.n_pairs} pairs)"
         rows += [
             [
                 q if not rows else "",
                 f"mean J_doc / mean J_span, {every}",
-                f"{fmt(st.mean_j_doc)} / {fmt(st.mean_j_span)}",
+                f"{fmt(st.mean_j_doc)}{ci(iv.get('mean_j_doc'))} / {fmt(st.mean_j_span)}{ci(iv.get('mean_j_span'))}",
             ],
             ["", f"gap ratio (J_doc ÷ J_span), {every}", fmt(st.gap_ratio)],
-            ["", f"collapse rate (some pair at J_span = 0), {every}", pct(st.collapse_rate)],
+            [
+                "",
+                f"collapse rate (some pair at J_span = 0), {every}",
+                pct(st.collapse_rate) + ci(iv.get("collapse_rate"), percent=True),
+            ],
         ]
     fid = data.fidelity
     if data.verdict is not None and all(r in fid for r in (data.verdict.baseline, data.verdict.candidate)):
