@@ -306,6 +306,15 @@ Mapping = tuple[str, str | None] | None
 """What the workers map a file's record-format lines with: (run id, document-id metadata key), or None."""
 
 
+def _stamp(path: Path) -> tuple[int, int, int, int] | None:
+    """The identity and state of a file (device, inode, size, modification time), or None."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
 class _Ahead:
     """The next file's first ranges, submitted while the current file's last ones drain: the
     workers decode them while the ingesting process finishes that file (its held spans joined
@@ -313,8 +322,15 @@ class _Ahead:
 
     def __init__(self, path: Path, mapping: Mapping) -> None:
         self.key = (str(path), mapping)
+        self.stamp = _stamp(path)  # the file as its ranges were cut (None: it cannot be read)
         self.ranges = byte_ranges(path, CHUNK_BYTES)
         self.pending: deque[Future] = deque()
+
+    def serves(self, path: Path, mapping: Mapping) -> bool:
+        """Whether these ranges are ``path``'s as it is now: the same file and mapping, and the
+        file unchanged since they were cut (a log still being written may grow, or be replaced,
+        between the read-ahead and its own turn: its ranges are then cut again)."""
+        return self.key == (str(path), mapping) and self.stamp is not None and self.stamp == _stamp(path)
 
     def cancel(self) -> None:
         for fut in self.pending:
@@ -352,7 +368,7 @@ class LinePool:
         no more than :data:`WINDOW` are in flight), and a ``decode`` of it starts from them; a
         ``decode`` of anything else cancels them."""
         ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead.key == (str(path), mapping):
+        if ahead is not None and ahead.serves(path, mapping):
             pending, ranges = ahead.pending, ahead.ranges
         else:
             if ahead is not None:

@@ -193,7 +193,7 @@ def _read_ahead_spy(monkeypatch) -> list[tuple[str, str, int]]:
 
     def spied(self, path, mapping=None, then=None):
         ahead = self._ahead
-        from_ahead = len(ahead.pending) if ahead is not None and ahead.key == (str(path), mapping) else 0
+        from_ahead = len(ahead.pending) if ahead is not None and ahead.serves(path, mapping) else 0
         for i, got in enumerate(decode(self, path, mapping, then)):
             events.append((Path(path).name, "ahead" if i < from_ahead else "own", i))
             yield got
@@ -255,6 +255,47 @@ def test_a_read_ahead_of_a_file_read_otherwise_is_cancelled(tmp_path, monkeypatc
     finally:
         pool.close()
     assert sum(n for n, _items, _table in ranges) == 24 and pool._ahead is None
+
+
+def test_a_file_that_changes_after_it_was_read_ahead_is_read_again(tmp_path, monkeypatch):
+    """A log still being written can grow, be replaced or be cut between the read-ahead (while
+    the file before it ended) and its own turn: the ranges read ahead are then dropped and the
+    file is read as it is when hashed, so its rows match its SHA-256 (stored as without the
+    read-ahead, where the file was appended to 10 lines were lost and a later ingest skipped it)."""
+    a, b = _sweep(tmp_path, ("A", "B"))
+    extra = "".join(
+        json.dumps({"run_id": "B", "query_id": f"late{i}", "evidence": [{"doc_id": "d", "text": "t"}]}) + "\n"
+        for i in range(10)
+    )
+    original = b.read_bytes()
+    changes = {
+        "appended": lambda: b.write_bytes(original + extra.encode()),
+        "replaced": lambda: b.write_bytes(original.replace(b'"B"', b'"C"')),
+        "truncated": lambda: b.write_bytes(original[: len(original) // 3].rsplit(b"\n", 1)[0] + b"\n"),
+    }
+    hash_file = ing.file_sha256
+    for name, change in changes.items():
+        b.write_bytes(original)
+
+        def changing(path, change=change):  # the change lands after the read-ahead, before the hash
+            if Path(path) == b and not getattr(changing, "done", False):
+                changing.done = True
+                change()
+            return hash_file(path)
+
+        monkeypatch.setattr(ing, "file_sha256", changing)
+        monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+        serial = store.connect(":memory:")
+        expected = _everything(serial, ing.ingest_paths(serial, [a, b]))
+        b.write_bytes(original)
+        changing.done = False
+        force_pool(monkeypatch, 200)
+        events = _read_ahead_spy(monkeypatch)
+        pooled = store.connect(":memory:")
+        assert _everything(pooled, ing.ingest_paths(pooled, [a, b])) == expected, name
+        assert ("B.jsonl", "cancelled") in [(f, how) for f, how, _ in events], name  # read ahead, then dropped
+        assert "ahead" not in [how for f, how, _ in events if f == "B.jsonl"], name  # its ranges cut again
+        monkeypatch.undo()
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
