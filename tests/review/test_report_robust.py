@@ -252,3 +252,46 @@ def test_a_long_table_never_leaves_its_last_row_or_two_alone_on_a_page():
             assert used[-1] >= 3, (n, start, used)
             carried += len(used) > 1 and used[-1] == 3
     assert carried > 0  # some starts would have left one or two rows alone
+
+
+def test_the_stability_intervals_row_says_only_what_was_estimated():
+    """No intervals, or intervals whose bounds are all missing: no second row (and no line about
+    it); one flip rate's interval alone: the other side reads n/a, not an empty slot."""
+    from ragaudit_core.intervals import Estimate
+    from ragaudit_core.review.report.sections import _interval_row
+    from ragaudit_core.stability.uncertainty import StabilityIntervals
+
+    nan = float("nan")
+    assert _interval_row(None) == []
+    assert _interval_row(StabilityIntervals(summary={"mean_j_doc": Estimate(nan, nan, nan, 0)})) == []
+    row = _interval_row(StabilityIntervals(summary={"flip_rate_span": Estimate(0.15, 0.1, 0.2, 40)}))
+    assert row == [["", "", "", "", "n/a / [10.0%, 20.0%]", "", ""]]
+    full = {"mean_j_doc": Estimate(0.5, 0.25, 0.75, 8), "collapse_rate": Estimate(0.5, 0.125, 0.875, 8)}
+    assert _interval_row(StabilityIntervals(summary=full)) == [["[0.250, 0.750]", "", "", "[12.5%, 87.5%]", "", "", ""]]
+
+
+def test_wrapped_rows_are_measured_as_drawn_so_no_page_holds_a_lone_row():
+    """Rows of one to forty words wrap to different heights; the rows each page holds are
+    worked out with the layout's own line breaking, so carrying rows over never leaves a lone
+    row on the page before (a line-count estimate once did: pages of 23, 31, 32, 1, 3 rows)."""
+    import random
+
+    from ragaudit_core.review.fonts import plan_fonts
+    from ragaudit_core.review.report.layout import ReportPDF
+
+    rng = random.Random(7)
+    words = ["alpha", "beta", "gamma", "x", "longerword"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 40))) for _ in range(90)]
+    fonts = plan_fonts("abcdefghijklmnopqrstuvwxyz0123456789 ")
+    for headings in (None, ["row", "text"]):
+        for start in range(0, 240, 12):
+            pdf = ReportPDF(fonts, "footer", {}, None)
+            pdf.add_page()
+            pdf.set_y(pdf.t_margin + start)
+            pdf.data_table(headings, [[f"row{i:03d}", t] for i, t in enumerate(texts)], widths=[20, pdf.epw - 20])
+            pages = [
+                re.findall(r"row(\d{3})", p.extract_text()) for p in PdfReader(io.BytesIO(bytes(pdf.output()))).pages
+            ]
+            used = [len(rows) for rows in pages if rows]
+            assert [int(x) for rows in pages for x in rows] == list(range(90)), (headings, start)
+            assert min(used[1:]) >= 3, (headings, start, used)  # after the first page, never one or two rows

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from fpdf import FPDF, FontFace
-from fpdf.enums import WrapMode, XPos, YPos
+from fpdf.enums import MethodReturnValue, WrapMode, XPos, YPos
 from fpdf.fonts import TextStyle
+from fpdf.util import Padding
 
 from ragaudit_core.review.fonts import FontPlan
 from ragaudit_core.review.logtext import excerpt, neutralise, strip_isolates
@@ -78,6 +79,9 @@ def json_or_empty(v: Any) -> dict:
     except ValueError:
         return {}
     return out if isinstance(out, dict) else {}
+
+
+_CELL_PADDING = Padding.new(0.8)  # mm around a table cell's text (the tables' ``padding``)
 
 
 def fmt(v: Any, nd: int = 3) -> str:
@@ -212,11 +216,13 @@ class ReportPDF(FPDF):
         widths = self._fit_widths(headings, cells, widths, size)
         self.set_font("Sans", "", size)
         if len(cells) <= self._KEEP_ROWS and self.get_y() > self.t_margin + 1:
-            need = self._height(headings, cells, widths or [self.epw / max(1, len(cells[0]) if cells else 1)], size)
+            need = self._height(
+                headings, cells, widths or [self.epw / max(1, len(cells[0]) if cells else 1)], size, wrap_char
+            )
             if need > self.page_break_trigger - self.get_y() and need < 0.3 * self.eph:
                 self.add_page()  # a short table is kept on one page, never one row left behind
-        tail = self._rows_on_last_page(headings, cells, widths, size)
-        if tail < min(len(cells), self._MIN_ROWS) and len(cells) > 2 * self._MIN_ROWS:
+        tail, before = self._rows_on_last_page(headings, cells, widths, size, wrap_char)
+        if tail < self._MIN_ROWS < len(cells) and before - (self._MIN_ROWS - tail) >= self._MIN_ROWS:
             cut = len(cells) - self._MIN_ROWS  # a few rows alone on the last page: take some along
             self._table(headings, cells[:cut], widths, size, styles[:cut] if styles else None, wrap_char)
             self.add_page()
@@ -253,40 +259,64 @@ class ReportPDF(FPDF):
                     row.cell(v, style=styles[i][j] if styles else None)
 
     def _rows_on_last_page(
-        self, headings: list[str] | None, cells: list[list[str]], widths: list[float] | None, size: float
-    ) -> int:
-        """How many rows of the table would stand on its last page (estimated with :meth:`_height`,
-        the headings repeated on each page): all of them when it ends on the page it starts on."""
+        self,
+        headings: list[str] | None,
+        cells: list[list[str]],
+        widths: list[float] | None,
+        size: float,
+        wrap_char: bool = False,
+    ) -> tuple[int, int]:
+        """How many rows of the table would stand on its last page and on the page before it
+        (:meth:`_height` per row, the headings repeated on each page, a row never split, the
+        headings and the first row moved on together when they do not fit where the table starts);
+        (all rows, 0) when it ends on the page it starts on."""
         widths = widths or [self.epw / max(1, len(cells[0]) if cells else 1)]
-        head = self._height(headings, [], widths, size) if headings is not None else 0.0
-        room, used, n = self.page_break_trigger - self.get_y(), head, 0
+        head = self._height(headings, [], widths, size, wrap_char) if headings is not None else 0.0
+        room, used, n, before = self.page_break_trigger - self.get_y(), head, 0, 0
         for r in cells:
-            h = self._height(None, [r], widths, size)
-            if used + h > room and n:
-                room, used, n = self.page_break_trigger - self.t_margin, head, 0
+            h = self._height(None, [r], widths, size, wrap_char)
+            if used + h > room:
+                room, used, n, before = self.page_break_trigger - self.t_margin, head, 0, (n or before)
             used, n = used + h, n + 1
-        return n
+        return n, before
 
     _PAD = 0.8 * 2 + 0.6  # cell padding on both sides and a little air, mm
     _KEEP_ROWS = 15  # tables up to this many rows are kept on one page
     _MIN_ROWS = 3  # a longer table never leaves fewer rows than this alone on its last page
 
-    def _height(self, headings: list[str] | None, cells: list[list[str]], widths: list[float], size: float) -> float:
-        """An estimate (mm) of a table's height: per row, the most wrapped lines of its cells at
-        ``widths`` (word wrap read as ceil(text width / cell width) per text line), times the line
-        height, plus the padding."""
+    def _height(
+        self,
+        headings: list[str] | None,
+        cells: list[list[str]],
+        widths: list[float],
+        size: float,
+        wrap_char: bool = False,
+    ) -> float:
+        """A table's height (mm) as fpdf2 lays it out: per row, its tallest cell as fpdf2's own
+        line breaking makes it (a dry run of the cell at its width, padding and line height)."""
         line = size * 0.5
+        mode = WrapMode.CHAR if wrap_char else WrapMode.WORD
         total = 0.0
         for k, r in enumerate(([headings] if headings is not None else []) + cells):
             self.set_font("Sans", "B" if k == 0 and headings is not None else "", size)
-            most = 1
-            for v, w in zip(r, widths):
-                room = max(1.0, w - 2 * 0.8)
-                n = sum(max(1, -(-int(self.get_string_width(part)) // int(room))) for part in str(v).split("\n"))
-                most = max(most, n)
-            total += most * line + 2 * 0.8
+            total += max((self._cell_height(str(v), w, line, mode) for v, w in zip(r, widths)), default=line + 1.6)
         self.set_font("Sans", "", size)
         return total
+
+    def _cell_height(self, text: str, width: float, line: float, mode: WrapMode) -> float:
+        """A table cell's height (mm) in the current font: a dry run of what fpdf2's table draws."""
+        h = self.multi_cell(
+            width,
+            line,
+            text,
+            dry_run=True,
+            output=MethodReturnValue.HEIGHT,
+            padding=_CELL_PADDING,
+            max_line_height=line,
+            wrapmode=mode,
+        )
+        assert isinstance(h, float)
+        return h
 
     def _fit_widths(
         self, headings: list[str] | None, cells: list[list[str]], widths: list[float] | None, size: float

@@ -201,22 +201,21 @@ def verdict(pdf: ReportPDF, data: ReportData) -> None:
 
 
 def _interval_row(iv: StabilityIntervals | None) -> list[list[str]]:
-    """The headline figures' 95 % intervals, under their values (none without intervals)."""
+    """The headline figures' 95 % intervals, under their values; none when no figure has one."""
     if iv is None:
         return []
     e = iv.summary.get
-    flips = f"{ci(e('flip_rate_doc'), percent=True).strip()} / {ci(e('flip_rate_span'), percent=True).strip()}"
-    return [
-        [
-            ci(e("mean_j_doc")).strip(),
-            ci(e("mean_j_span")).strip(),
-            "",
-            ci(e("collapse_rate"), percent=True).strip(),
-            flips if flips.strip(" /") else "",
-            "",
-            "",
-        ]
+    doc_flip, span_flip = (ci(e(f"flip_rate_{lv}"), percent=True).strip() for lv in ("doc", "span"))
+    row = [
+        ci(e("mean_j_doc")).strip(),
+        ci(e("mean_j_span")).strip(),
+        "",
+        ci(e("collapse_rate"), percent=True).strip(),
+        f"{doc_flip or 'n/a'} / {span_flip or 'n/a'}" if doc_flip or span_flip else "",
+        "",
+        "",
     ]
+    return [row] if any(row) else []
 
 
 def stability(pdf: ReportPDF, data: ReportData) -> None:
@@ -232,6 +231,7 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
         size=8.5,
     )
     pdf.gap(1)
+    iv_row = _interval_row(res.intervals)
     pdf.data_table(
         [
             "mean J_doc",
@@ -252,11 +252,11 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
                 f"{s.null_transitions:,}",
                 fmt(s.span.median_j_min),
             ],
-            *_interval_row(res.intervals),
+            *iv_row,
         ],
         size=8,
     )
-    if res.intervals is not None:
+    if iv_row and res.intervals is not None:
         pdf.para(
             f"Second row: the 95 % bootstrap interval over the {res.intervals.n_queries:,} queries "
             f"({res.intervals.resamples:,} resamples, seed {res.intervals.seed}).",

@@ -62,7 +62,11 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
         )
     pdf.para("Headline figures", size=10.5, style="B")
     pdf.data_table(["question", "figure (over what)", "value"], _figures(data), widths=[40, 82, W - 122], size=8.5)
-    if data.stability is not None and (iv := data.stability.intervals) is not None:
+    if (
+        data.stability is not None
+        and (iv := data.stability.intervals) is not None
+        and any(ci(iv.summary.get(k)) for k in ("mean_j_doc", "mean_j_span", "collapse_rate"))
+    ):
         pdf.para(
             f"In brackets: the 95 % bootstrap interval over the {iv.n_queries:,} queries "
             f"({iv.resamples:,} resamples, seed {iv.seed}).",
