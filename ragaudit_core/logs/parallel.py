@@ -21,6 +21,7 @@ At most ``WINDOW`` chunks are in flight, so memory does not grow with the input.
 ranges are taken, the call's next file's first ones are submitted in their place (:class:`_Ahead`),
 so the workers decode it while the ingesting process ends the file before (joins and writes its
 held spans, hashes and peeks the next): 13.6 → 12.8 s for 1M OpenInference entries in 12 files.
+They serve only that file unchanged (same inode, size and mtime as when they were cut).
 """
 
 from __future__ import annotations
