@@ -20,7 +20,8 @@ same stored rows and the same report either way (tested).
 At most ``WINDOW`` chunks are in flight, so memory does not grow with the input. As a file's last
 ranges are taken, the call's next file's first ones are submitted in their place (:class:`_Ahead`),
 so the workers decode it while the ingesting process ends the file before (joins and writes its
-held spans, hashes and peeks the next): 13.6 → 12.8 s for 1M OpenInference entries in 12 files.
+held spans, hashes and peeks the next): 0.1–0.8 s of 10–15 s for 1M entries in 12 files
+(docs/benchmarks.md, measured in alternating rounds).
 They serve only that file unchanged (same inode, size and mtime as when they were cut).
 """
 

@@ -25,12 +25,15 @@ from ragaudit_core.review.logtext import excerpt, neutralise, strip_isolates
 __all__ = [
     "BAD",
     "CELL_LIMIT",
+    "CELL_PAD",
     "NA",
     "OK",
     "PARA_LIMIT",
     "STATUS_TEXT",
     "WARN",
     "ReportPDF",
+    "ci",
+    "ci_note",
     "clean",
     "fmt",
     "font_names",
@@ -81,7 +84,18 @@ def json_or_empty(v: Any) -> dict:
     return out if isinstance(out, dict) else {}
 
 
-_CELL_PADDING = Padding.new(0.8)  # mm around a table cell's text (the tables' ``padding``)
+CELL_PAD = 0.8
+"""mm between a table cell's border and its text, on every side: what the tables draw with
+and what :meth:`ReportPDF._height` measures with."""
+
+
+def ci_note(lead: str, iv: Any) -> str:
+    """The line under figures printed with intervals: ``lead`` ("In brackets", "Second row")
+    and what the intervals are over (``iv``: its ``n_queries``, ``resamples``, ``seed``)."""
+    return (
+        f"{lead}: the 95 % bootstrap interval over the {iv.n_queries:,} queries "
+        f"({iv.resamples:,} resamples, seed {iv.seed})."
+    )
 
 
 def fmt(v: Any, nd: int = 3) -> str:
@@ -108,6 +122,10 @@ def ci(est: Any, percent: bool = False) -> str:
         return ""
     f = pct if percent else fmt
     return f" [{f(est.lo)}, {f(est.hi)}]"
+
+
+def _wrap(wrap_char: bool) -> WrapMode:
+    return WrapMode.CHAR if wrap_char else WrapMode.WORD
 
 
 class ReportPDF(FPDF):
@@ -216,9 +234,7 @@ class ReportPDF(FPDF):
         widths = self._fit_widths(headings, cells, widths, size)
         self.set_font("Sans", "", size)
         if len(cells) <= self._KEEP_ROWS and self.get_y() > self.t_margin + 1:
-            need = self._height(
-                headings, cells, widths or [self.epw / max(1, len(cells[0]) if cells else 1)], size, wrap_char
-            )
+            need = self._height(headings, cells, self._even(cells, widths), size, wrap_char)
             if need > self.page_break_trigger - self.get_y() and need < 0.3 * self.eph:
                 self.add_page()  # a short table is kept on one page, never one row left behind
         tail, before = self._rows_on_last_page(headings, cells, widths, size, wrap_char)
@@ -245,9 +261,9 @@ class ReportPDF(FPDF):
             line_height=size * 0.5,
             first_row_as_headings=headings is not None,
             repeat_headings=1,
-            padding=0.8,
+            padding=CELL_PAD,
             headings_style=FontFace(emphasis="BOLD", fill_color=(226, 232, 240)),
-            wrapmode=WrapMode.CHAR if wrap_char else WrapMode.WORD,
+            wrapmode=_wrap(wrap_char),
         ) as tb:
             if headings is not None:
                 row = tb.row()
@@ -270,7 +286,7 @@ class ReportPDF(FPDF):
         (:meth:`_height` per row, the headings repeated on each page, a row never split, the
         headings and the first row moved on together when they do not fit where the table starts);
         (all rows, 0) when it ends on the page it starts on."""
-        widths = widths or [self.epw / max(1, len(cells[0]) if cells else 1)]
+        widths = self._even(cells, widths)
         head = self._height(headings, [], widths, size, wrap_char) if headings is not None else 0.0
         room, used, n, before = self.page_break_trigger - self.get_y(), head, 0, 0
         for r in cells:
@@ -280,7 +296,7 @@ class ReportPDF(FPDF):
             used, n = used + h, n + 1
         return n, before
 
-    _PAD = 0.8 * 2 + 0.6  # cell padding on both sides and a little air, mm
+    _PAD = CELL_PAD * 2 + 0.6  # cell padding on both sides and a little air, mm
     _KEEP_ROWS = 15  # tables up to this many rows are kept on one page
     _MIN_ROWS = 3  # a longer table never leaves fewer rows than this alone on its last page
 
@@ -295,13 +311,19 @@ class ReportPDF(FPDF):
         """A table's height (mm) as fpdf2 lays it out: per row, its tallest cell as fpdf2's own
         line breaking makes it (a dry run of the cell at its width, padding and line height)."""
         line = size * 0.5
-        mode = WrapMode.CHAR if wrap_char else WrapMode.WORD
+        mode = _wrap(wrap_char)
         total = 0.0
         for k, r in enumerate(([headings] if headings is not None else []) + cells):
             self.set_font("Sans", "B" if k == 0 and headings is not None else "", size)
-            total += max((self._cell_height(str(v), w, line, mode) for v, w in zip(r, widths)), default=line + 1.6)
+            total += max(
+                (self._cell_height(str(v), w, line, mode) for v, w in zip(r, widths)), default=line + 2 * CELL_PAD
+            )
         self.set_font("Sans", "", size)
         return total
+
+    def _even(self, cells: list[list[str]], widths: list[float] | None) -> list[float]:
+        """The given column widths, or the page's width shared evenly (fpdf2's default)."""
+        return widths or [self.epw / max(1, len(cells[0]) if cells else 1)]
 
     def _cell_height(self, text: str, width: float, line: float, mode: WrapMode) -> float:
         """A table cell's height (mm) in the current font: a dry run of what fpdf2's table draws."""
@@ -311,7 +333,7 @@ class ReportPDF(FPDF):
             text,
             dry_run=True,
             output=MethodReturnValue.HEIGHT,
-            padding=_CELL_PADDING,
+            padding=Padding.new(CELL_PAD),
             max_line_height=line,
             wrapmode=mode,
         )

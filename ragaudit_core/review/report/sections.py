@@ -25,6 +25,7 @@ from ragaudit_core.review.report.layout import (
     WARN,
     ReportPDF,
     ci,
+    ci_note,
     fmt,
     font_names,
     json_or_empty,
@@ -257,12 +258,7 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
         size=8,
     )
     if iv_row and res.intervals is not None:
-        pdf.para(
-            f"Second row: the 95 % bootstrap interval over the {res.intervals.n_queries:,} queries "
-            f"({res.intervals.resamples:,} resamples, seed {res.intervals.seed}).",
-            size=8,
-            style="I",
-        )
+        pdf.para(ci_note("Second row", res.intervals), size=8, style="I")
     for w in s.warnings:
         pdf.para(f"Warning: {w}", size=8, style="I", colour=(150, 80, 0))
     if s.gap_ratio_note:

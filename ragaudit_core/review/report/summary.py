@@ -13,7 +13,7 @@ from __future__ import annotations
 from ragaudit_core.review.logtext import isolate
 from ragaudit_core.review.report.conclusion import conclusion
 from ragaudit_core.review.report.gather import ReportData
-from ragaudit_core.review.report.layout import BAD, OK, STATUS_TEXT, WARN, ReportPDF, ci, fmt, pct
+from ragaudit_core.review.report.layout import BAD, OK, STATUS_TEXT, WARN, ReportPDF, ci, ci_note, fmt, pct
 
 __all__ = ["CONFIG_COLUMNS", "executive_summary", "what_changed"]
 
@@ -67,12 +67,7 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
         and (iv := data.stability.intervals) is not None
         and any(ci(iv.summary.get(k)) for k in ("mean_j_doc", "mean_j_span", "collapse_rate"))
     ):
-        pdf.para(
-            f"In brackets: the 95 % bootstrap interval over the {iv.n_queries:,} queries "
-            f"({iv.resamples:,} resamples, seed {iv.seed}).",
-            size=8,
-            style="I",
-        )
+        pdf.para(ci_note("In brackets", iv), size=8, style="I")
     pdf.para("Where to look", size=10.5, style="B")
     for line in _pointers(data):
         pdf.para(f"• {line}", size=9.5)
