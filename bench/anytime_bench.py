@@ -17,11 +17,14 @@ def prefill_rate(gen: Any, ids: list[int], repeats: int = 3) -> float:
     import torch
 
     x = torch.tensor([ids], device=gen.device)
+    cuda = x.device.type == "cuda"
     times = []
     with torch.no_grad():
         for _ in range(repeats):
             t = time.perf_counter()
             gen.model(x, logits_to_keep=1)
+            if cuda:  # the pass is queued, not done, until the device is synchronised
+                torch.cuda.synchronize()
             times.append(time.perf_counter() - t)
     return len(ids) / float(np.median(times))
 
@@ -93,7 +96,9 @@ def run_anytime(args: Any) -> None:
         q for (q,) in con.execute("SELECT query_id FROM records WHERE run_id = ? ORDER BY query_id", [run]).fetchall()
     ]
     emb = models.load_embedder(device=args.device)
-    gen = models.load_generator(device=args.device)
+    # fp32 is the reference on every device (on CUDA the job's ``auto`` would load bf16);
+    # ``--dtype bf16`` casts it below
+    gen = models.load_generator(device=args.device, precision="fp32")
     ref_model = None
     if args.dtype != "fp32":
         import copy
@@ -148,6 +153,7 @@ def run_anytime(args: Any) -> None:
             "completeness_dev_first": round(first.completeness_max_dev(), 5),
             "spearman_first_vs_exact": agree["spearman"],
             "top_doc_agrees": agree["top_agrees"],
+            "answer": exact.answer,
             "first_importance": first.importance,
             "exact_importance": exact.importance,
         }

@@ -40,6 +40,14 @@ def main() -> None:
     ap.add_argument("--db", default=str(ROOT / "bench" / "out" / "sample.duckdb"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--small", action="store_true")
+    ap.add_argument("--device", default="cpu", help="cpu, cuda or auto (the jobs' models load there)")
+    ap.add_argument(
+        "--precision",
+        default=None,
+        choices=["auto", "fp32", "bf16"],
+        help="load the process's models first, the generator in this precision (a bench option: a job "
+        "always asks for auto), and report their loading apart from the batch's wall time",
+    )
     ap.add_argument("--memory", default=None, help="batch sizes to measure peak memory at, e.g. 20,80")
     args = ap.parse_args()
     if args.memory:
@@ -52,6 +60,8 @@ def main() -> None:
     src = sample_db(args.db)
     run = "k10-c256-o32"
     results, rankings = {}, {}
+    if args.precision:
+        results["load_s"] = preload(args.device, args.precision)
     for mode in args.modes.split(","):
         tmp = Path(tempfile.mkdtemp()) / "bench.duckdb"
         shutil.copy(src, tmp)
@@ -62,7 +72,7 @@ def main() -> None:
             for (q,) in con.execute("SELECT query_id FROM records WHERE run_id = ? ORDER BY query_id", [run]).fetchall()
         ][: args.queries]
         small = dict(max_docs=2, ig_steps=4, max_new_tokens=6) if args.small else {}
-        jobs = (plan(con, run, q, device="cpu", **small) for q in qids)  # planned lazily
+        jobs = (plan(con, run, q, device=args.device, **small) for q in qids)  # planned lazily
         t = time.perf_counter()
         rep = run_batch(con, jobs, ray="local" if mode == "ray" else None, workers=args.workers)
         wall = time.perf_counter() - t
@@ -70,13 +80,19 @@ def main() -> None:
             q: next(
                 iter(
                     stored_payloads(
-                        con, list(result_keys(plan(con, run, q, device="cpu", **small)[0]).values())
+                        con, list(result_keys(plan(con, run, q, device=args.device, **small)[0]).values())
                     ).values()
                 )
             )["generator_ranking"]
             for q in qids
         }
+        from ragaudit_core import models
+
+        dtypes = sorted(  # the weights the process's jobs ran with (Ray's workers load their own)
+            {str(m.model.dtype) for (kind, *_), m in models._CACHE.items() if kind == "generator"}
+        )
         results[mode] = {
+            "generator_dtype": dtypes or None,
             "wall_s": round(wall, 1),
             "per_query_s": round(wall / len(qids), 2),
             "done": len(rep.done),
@@ -90,6 +106,18 @@ def main() -> None:
     print(json.dumps(results))
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=1))
+
+
+def preload(device: str, precision: str) -> float:
+    """Load the default models into the process's cache under the keys the jobs ask for (the
+    generator in ``precision`` under ``auto``); the seconds it took."""
+    from ragaudit_core import models
+
+    t = time.perf_counter()
+    models.cached_model("embedder", models.DEFAULT_EMBEDDER, device)
+    key = ("generator", models.DEFAULT_GENERATOR_NAME, device, "auto")
+    models._CACHE[key] = models.load_generator(device=device, precision=precision)
+    return round(time.perf_counter() - t, 1)
 
 
 def memory(args) -> None:

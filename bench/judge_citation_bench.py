@@ -50,11 +50,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--mode", default="both", choices=["both", "batched", "sequential", "precision"])
     ap.add_argument("--citations", type=int, default=12)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda: where the judge's model runs")
     args = ap.parse_args()
     con = store.connect(sample_db(args.db))
-    gen = models.load_generator(device="cpu")
+    # fp32 is the reference on every device (``auto`` would load bf16 on CUDA)
+    gen = models.load_generator(device=args.device, precision="fp32")
     if args.mode == "precision":
-        precision_agreement(con, gen, args.citations)
+        precision_agreement(con, gen, args.citations, args.device)
         return
     run = provenance_runs(con)[0]
     qids = [
@@ -64,7 +66,7 @@ def main() -> None:
         ).fetchall()
     ]
     for q in qids:
-        spec, inp = plan_judge(con, run, q, seeds=(0, 1, 2), device="cpu")
+        spec, inp = plan_judge(con, run, q, seeds=(0, 1, 2), device=args.device)
         if inp.citations:
             break
     c = inp.citations[0]
@@ -118,14 +120,18 @@ def main() -> None:
     )
     if isinstance(ids, dict) or hasattr(ids, "input_ids"):
         ids = ids["input_ids"]
-    t = time.perf_counter()
+    x = torch.tensor([list(ids)], device=gen.device)
     with torch.no_grad():
-        forward(torch.tensor([list(ids)]), logits_to_keep=1)
+        forward(x, logits_to_keep=1)  # a warm-up (on CUDA the first pass loads kernels)
+        t = time.perf_counter()
+        forward(x, logits_to_keep=1)
+        if x.device.type == "cuda":
+            torch.cuda.synchronize()
     print("prefill of the prompt", len(ids), "tokens", round(time.perf_counter() - t, 2), "s; load", os.getloadavg())
 
 
-def precision_agreement(con, gen, n_citations: int) -> None:
-    half = models.load_generator(device="cpu", precision="bf16")
+def precision_agreement(con, gen, n_citations: int, device: str = "cpu") -> None:
+    half = models.load_generator(device=device, precision="bf16")
     run = provenance_runs(con)[0]
     qids = [
         q
@@ -136,7 +142,7 @@ def precision_agreement(con, gen, n_citations: int) -> None:
     seconds = {"fp32": [], "bf16": []}
     agree = votes = same_verdict = 0
     for q in qids:
-        spec, inp = plan_judge(con, run, q, seeds=(0, 1, 2), device="cpu")
+        spec, inp = plan_judge(con, run, q, seeds=(0, 1, 2), device=device)
         for c in inp.citations[: n_citations - len(seconds["fp32"])]:
             prompt = judge_prompt(c["citation"], inp.context, inp.query)
             chunk_ids = [x["chunk_id"] for x in inp.context]
