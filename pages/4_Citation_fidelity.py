@@ -281,11 +281,12 @@ if not active and st.session_state.get("fid.judge.confirm") == run:
     precision = st.radio(
         "Judge model's weights",
         list(JUDGE_PRECISIONS),
-        format_func=lambda p: "reference (the model's default: fp32 on the CPU)" if p == "auto" else "bf16 (faster)",
+        format_func=lambda p: "reference (fp32 up to 1B parameters)" if p == "auto" else "bf16 (faster on a CPU)",
         horizontal=True,
         key="fid.judge.precision",
         help="bf16 took 3.0–3.9 s per citation against 5.4–6.3 s in fp32 on 2 CPU cores with AVX-512 BF16; "
-        "35 of 36 verdicts were the same on 12 citations. Its verdicts are a panel of their own, counted apart.",
+        "35 of 36 verdicts were the same on 12 citations. On a GPU it is slower for the packaged model (an H200: "
+        "1.24 against 0.64 s per citation). Its verdicts are a panel of their own, counted apart.",
     )
     plans = [plan_judge(con, run, q, precision=precision) for q in r.queries["query_id"]]
     todo = [(sp, inp) for sp, inp in plans if inp.citations and not is_stored(con, sp)]

@@ -13,6 +13,7 @@ __all__ = [
     "ATTRIBUTION_DEFAULTS",
     "EXACT_SHAPLEY_MAX_DOCS",
     "FLIP_THRESHOLD",
+    "FP32_CUDA_MAX_PARAMS",
     "IG_BASELINES",
     "IG_METHODS",
     "INT32_MAX",
@@ -66,11 +67,22 @@ coalitions cost little more than PMCSHAP's 12, and PMCSHAP (N = 20, M = 200) was
 some queries — PMCSHAP beyond); five documents, answers of at most 48 new tokens."""
 
 PRECISIONS: Final = ("auto", "fp32", "bf16")
-"""A generator's weights: ``auto`` (``models.generator_dtype``: bf16 on CUDA, fp32 on the CPU), or
-named. ``bf16`` on the CPU is an option, not a default: measured on the 2-core machine (AVX-512
-BF16), the judge panel took 3.0-3.9 s per citation against 5.4-6.3 s in fp32, with 36 and 35 of 36
-verdicts the same in two runs of 12 citations, but the attribution job's greedy answer changed on
-one query of three (docs/benchmarks.md)."""
+"""A generator's weights: ``auto`` (``models.generator_dtype``: fp32 on the CPU, and on CUDA for a
+model of at most :data:`FP32_CUDA_MAX_PARAMS` parameters; bf16 on CUDA beyond), or named. ``bf16``
+on the CPU is an option, not a default: measured on the 2-core machine (AVX-512 BF16), the judge
+panel took 3.0-3.9 s per citation against 5.4-6.3 s in fp32, with 36 and 35 of 36 verdicts the
+same in two runs of 12 citations, but the attribution job's greedy answer changed on one query of
+three (docs/benchmarks.md)."""
+
+FP32_CUDA_MAX_PARAMS: Final = 1_000_000_000
+"""Up to this many parameters ``auto`` keeps a generator in fp32 on CUDA too (if its fp32 weights take
+at most a quarter of the card's memory). Measured on an H200 with the packaged SmolLM2-135M
+(docs/benchmarks.md, "CUDA"): a 20-query attribution batch took 2.33 s a query in fp32 and 5.38 s in
+bf16; fp32 equalled the CPU's document importances to 9e-7, while bf16 changed the greedy answer on
+two queries of three and moved importances by up to 0.076. Such a small model is bound by launching
+kernels (a decoding step: 21 ms of wall time for 2.6 ms of kernels), so bf16's faster arithmetic
+gains nothing. Past 1e9 parameters the coalition walk's matrix work grows to dominate, where bf16
+runs on the tensor cores at many times fp32's rate and halves the weights' memory."""
 
 JUDGE_PRECISIONS: Final = ("auto", "bf16")
 """The judge's choices: its model's default weights, or bf16 (a panel of its own; an explicit

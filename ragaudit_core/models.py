@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragaudit_core.defaults import PRECISIONS
+from ragaudit_core.defaults import FP32_CUDA_MAX_PARAMS, PRECISIONS
 from ragaudit_core.errors import RagAuditError
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "load_generator",
     "packaged_embedder_path",
     "packaged_generator_gguf",
+    "parameter_count",
     "resolve_device",
 ]
 
@@ -139,20 +140,54 @@ def _gguf_cache_folder(gguf: Path) -> Path:
     return cache_dir() / "models" / f"{gguf.stem}-{h.hexdigest()[:12]}"
 
 
-def generator_dtype(device: str, precision: str = "auto") -> Any:
-    """The generator's weights' dtype: ``precision`` when it names one (:data:`PRECISIONS`);
-    ``auto``: bf16 on a CUDA device that supports it, else fp16 on CUDA, fp32 on the CPU (the
-    reference; bf16 there is an option). Log-probabilities are always taken in fp32
-    (``log_softmax(logits.float())``)."""
+def generator_dtype(
+    device: str,
+    precision: str = "auto",
+    n_params: int | None = None,
+    *,
+    device_memory: int | None = None,
+    bf16: bool | None = None,
+) -> Any:
+    """The generator's weights' dtype: ``precision`` when it names one (:data:`PRECISIONS`).
+
+    ``auto``: fp32 on the CPU (the reference; bf16 there is an option). On CUDA, fp32 for a model of
+    ``n_params`` ≤ :data:`~ragaudit_core.defaults.FP32_CUDA_MAX_PARAMS` whose fp32 weights
+    (4 · ``n_params`` bytes) take at most a quarter of ``device_memory`` (the card's total); else bf16,
+    or fp16 where the card has no bf16 (``bf16``). A model of unknown size gets bf16. The card's
+    memory and bf16 support are read from torch unless given (tests give them). Log-probabilities
+    are always taken in fp32 (``log_softmax(logits.float())``)."""
     import torch
 
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
     if precision != "auto":
         return torch.bfloat16 if precision == "bf16" else torch.float32
-    if device.startswith("cuda"):
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    return torch.float32
+    if not device.startswith("cuda"):
+        return torch.float32
+    if n_params is not None and n_params <= FP32_CUDA_MAX_PARAMS:
+        if device_memory is None:
+            device_memory = torch.cuda.get_device_properties(device).total_memory
+        if 4 * n_params <= device_memory / 4:
+            return torch.float32
+    if bf16 is None:
+        bf16 = torch.cuda.is_bf16_supported()
+    return torch.bfloat16 if bf16 else torch.float16
+
+
+def parameter_count(target: str) -> int | None:
+    """The parameters of the causal LM at ``target`` (a folder or id), from its configuration alone:
+    the model is built on torch's meta device, so no weight is read or allocated. Tied weights count
+    once. ``None`` when the configuration cannot be read."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    try:
+        config = AutoConfig.from_pretrained(target)
+        with torch.device("meta"):
+            skeleton = AutoModelForCausalLM.from_config(config)
+    except Exception:  # noqa: BLE001 - an unknown size falls back to the size-blind choice
+        return None
+    return sum(p.numel() for p in skeleton.parameters())
 
 
 def load_generator(name: str | None = None, *, device: str = "auto", precision: str = "auto") -> Generator:
@@ -182,7 +217,9 @@ def load_generator(name: str | None = None, *, device: str = "auto", precision: 
         else:
             target = str(name)  # not None: no name means the packaged GGUF
         tok = AutoTokenizer.from_pretrained(target)
-        model = AutoModelForCausalLM.from_pretrained(target, dtype=generator_dtype(dev, precision))
+        sized = precision == "auto" and dev.startswith("cuda")  # only there does the size decide
+        dtype = generator_dtype(dev, precision, parameter_count(target) if sized else None)
+        model = AutoModelForCausalLM.from_pretrained(target, dtype=dtype)
     except Exception as e:  # noqa: BLE001
         raise ModelLoadError(f"cannot load generator {name or gguf}: {e}") from None
     if tok.pad_token_id is None:

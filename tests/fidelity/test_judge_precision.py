@@ -48,6 +48,44 @@ def test_the_generator_dtype_follows_the_precision():
         generator_dtype("cpu", "half")
 
 
+def test_auto_keeps_a_small_generator_in_fp32_on_cuda():
+    """``auto`` on CUDA by size (no card needed: its memory and bf16 support are given): the packaged
+    SmolLM2's 134,515,008 parameters stay fp32 on an 80 GB card; past 1e9 parameters, of unknown
+    size, or when 4 bytes a parameter pass a quarter of the card (540 MB > 2 GB / 4), bf16, or fp16
+    on a card without bf16."""
+    from ragaudit_core.models import generator_dtype
+
+    gb = 1_000_000_000
+    smol = 134_515_008
+    assert generator_dtype("cuda", n_params=smol, device_memory=80 * gb, bf16=True) is torch.float32
+    assert generator_dtype("cuda:1", n_params=10**9, device_memory=80 * gb, bf16=True) is torch.float32
+    assert generator_dtype("cuda", n_params=10**9 + 1, device_memory=80 * gb, bf16=True) is torch.bfloat16
+    assert generator_dtype("cuda", n_params=None, device_memory=80 * gb, bf16=True) is torch.bfloat16
+    assert generator_dtype("cuda", n_params=smol, device_memory=2 * gb, bf16=True) is torch.bfloat16
+    assert generator_dtype("cuda", n_params=smol, device_memory=4 * smol * 4, bf16=True) is torch.float32
+    assert generator_dtype("cuda", n_params=7 * gb, device_memory=80 * gb, bf16=False) is torch.float16
+    assert generator_dtype("cuda", "bf16", n_params=smol) is torch.bfloat16  # a named precision wins
+    assert generator_dtype("cpu", n_params=7 * gb) is torch.float32  # the CPU ignores the size
+
+
+def test_parameter_count_reads_the_configuration_only(tmp_path):
+    """A tiny Llama saved with its weights: 256·32 embeddings + 2 layers × (q 32·32 + k, v 32·16 each +
+    o 32·32 + MLP 3·32·64 + 2 norms of 32) + the final norm 32 + an untied head 256·32 = 34,976; the
+    count equals the real model's and needs no weights (a folder holding only the configuration);
+    an unreadable target gives None."""
+    from ragaudit_core.models import parameter_count
+    from tests.helpers import tiny_llama
+
+    model = tiny_llama()
+    model.save_pretrained(tmp_path / "full")
+    model.config.save_pretrained(tmp_path / "config-only")
+    expected = 256 * 32 + 2 * (32 * 32 + 2 * 32 * 16 + 32 * 32 + 3 * 32 * 64 + 2 * 32) + 32 + 256 * 32
+    assert expected == 34_976 == sum(p.numel() for p in model.parameters())
+    assert parameter_count(str(tmp_path / "full")) == expected
+    assert parameter_count(str(tmp_path / "config-only")) == expected
+    assert parameter_count(str(tmp_path / "missing")) is None
+
+
 def test_the_batched_panel_decodes_valid_verdicts_on_bf16_weights():
     from ragaudit_core.fidelity.judges import LocalJudge
     from tests.fidelity.test_judge_batched import CHUNKS, PROMPT, CharTokenizer
