@@ -180,7 +180,14 @@ def test_gate_exit_codes_and_json(three_runs, tmp_path):
     assert p.stdout.startswith("gate: A against baseline A: PASS")
 
     out = tmp_path / "v.json"
-    p = run("gate", "--db", db, "--baseline", "A", "--candidate", "B", "--json", out)
+    p = run("gate", "--db", db, "--baseline", "A", "--candidate", "B")
+    assert p.returncode == 3, p.stderr  # three shared queries: below the default preset's floor of 30
+    assert "it rests on 3 queries; the rule asks for at least 30" in p.stdout
+    from ragaudit_core.review.gate import DEFAULT_RULES, dump_rules
+
+    no_floor = tmp_path / "no-floor.toml"  # the default rules' arithmetic on three queries
+    no_floor.write_text(dump_rules([r.model_copy(update={"min_queries": None}) for r in DEFAULT_RULES]))
+    p = run("gate", "--db", db, "--baseline", "A", "--candidate", "B", "--rules", no_floor, "--json", out)
     assert p.returncode == 1, p.stderr
     # A → B: q3 loses its only evidence, so null loss = 1/3 > 0.01, listed first
     lines = p.stdout.splitlines()
@@ -232,7 +239,8 @@ def test_report_writes_a_pdf_and_refuses_bad_input(three_runs, tmp_path):
     out = tmp_path / "audit.pdf"
     p = run("report", three_runs, "--baseline", "A", "--candidate", "B", "--out", out)
     assert p.returncode == 0, p.stderr
-    assert out.read_bytes().startswith(b"%PDF-") and "verdict FAIL" in p.stdout  # A → B loses q3's evidence
+    # A → B loses q3's evidence, but three shared queries are below the default preset's floor of 30
+    assert out.read_bytes().startswith(b"%PDF-") and "verdict INCONCLUSIVE" in p.stdout
     p = run("report", three_runs, "--baseline", "A", "--candidate", "Z", "--out", out)
     assert p.returncode == 2 and "run 'Z' not found" in p.stderr
     p = run("report", three_runs, "--out", tmp_path / "no" / "such" / "dir" / "a.pdf")
@@ -298,8 +306,10 @@ def test_stability_leaves_out_a_run_sharing_no_query_and_says_so(tmp_path):
 
 def test_gate_on_noise_is_inconclusive_and_exits_3(tmp_path):
     """Two labelled queries: the candidate finds q2's relevant document and loses q1's, so the
-    nDCG@10 change is 0 with a bootstrap interval of [-1, 1] — the default preset's significant
-    quality rule cannot decide: exit 3, the headline says why, the JSON carries it."""
+    nDCG@10 change is 0 with a bootstrap interval of [-1, 1]. Two queries are too few for the
+    default preset's stability and quality rules (at least 30 each): every applicable rule is
+    inconclusive, exit 3, the headline says why, the JSON carries it; with the floor lowered the
+    significant quality rule still cannot decide (its interval straddles the threshold)."""
     d = tmp_path / "logs"
     write_jsonl(
         d / "a.jsonl",
@@ -320,11 +330,24 @@ def test_gate_on_noise_is_inconclusive_and_exits_3(tmp_path):
     out = tmp_path / "v.json"
     p = run("gate", d, "--baseline", "a", "--candidate", "b", "--json", out)
     assert p.returncode == 3, p.stdout + p.stderr
-    assert p.stdout.startswith("gate: b against baseline a: INCONCLUSIVE on 4 of 10 rules; 3 passed; 1 inconclusive")
+    assert p.stdout.startswith(
+        "gate: b against baseline a: INCONCLUSIVE on 4 of 10 rules; 4 inconclusive (interval across the "
+        "threshold, or too few queries)"
+    )
     v = json.loads(out.read_text())
     (r,) = [r for r in v["results"] if r["rule"]["metric"] == "ndcg@10"]
     assert r["status"] == "inconclusive" and r["value"] == 0 and r["ci"] == [-1.0, 1.0] and r["n_queries"] == 2
+    assert r["message"].endswith("it rests on 2 queries; the rule asks for at least 30")
     assert v["status"] == "inconclusive" and v["headline"].startswith("INCONCLUSIVE on 4 of 10 rules")
+    rules = tmp_path / "rules.toml"
+    rules.write_text(
+        'preset = "none"\n[[rule]]\nmetric = "ndcg@10"\nop = ">="\nthreshold = -0.02\nrelative = true\n'
+        "significant = true\nmin_queries = 2\n"
+    )
+    p = run("gate", d, "--baseline", "a", "--candidate", "b", "--rules", rules, "--json", out)
+    assert p.returncode == 3, p.stdout + p.stderr
+    (r,) = json.loads(out.read_text())["results"]
+    assert r["status"] == "inconclusive" and r["message"].endswith("straddles -0.02: the data cannot tell")
 
 
 def test_quality_from_qrels_files_end_to_end(tmp_path):

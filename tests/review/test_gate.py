@@ -129,6 +129,11 @@ def _evidence_and_provenance(d):
     return d
 
 
+def _no_floor(rules: list[Rule]) -> list[Rule]:
+    """The rules without their ``min_queries``: their arithmetic on a two-query fixture."""
+    return [r.model_copy(update={"min_queries": None}) for r in rules]
+
+
 def test_collect_pair_and_run_metrics_by_hand(con, tmp_path):
     from ragaudit_core.logs.ingest import ingest_paths
     from ragaudit_core.review.gate import collect
@@ -156,7 +161,11 @@ def test_collect_pair_and_run_metrics_by_hand(con, tmp_path):
     e = inputs.pair_ci[("j_avg", "doc")]
     assert e.lo <= pair[("j_avg", "doc")] <= e.hi and e.n == 2
 
-    v = review(con, DEFAULT_RULES, "base", "cand")
+    # two queries are too few for the default preset's stability rules (MIN_QUERIES): inconclusive
+    floor = {r.rule.name: r for r in review(con, DEFAULT_RULES, "base", "cand").results}
+    assert floor["j_avg,doc >= 0.5"].status == "inconclusive"
+    assert floor["j_avg,doc >= 0.5"].message.endswith("it rests on 2 queries; the rule asks for at least 30")
+    v = review(con, _no_floor(DEFAULT_RULES), "base", "cand")  # the rules' arithmetic on two queries
     status = {r.rule.name: r for r in v.results}
     assert status["Δ cfs_p95_tail >= -0.15"].status == "fail"
     # the default rule reads the tail: cand's 0.015 against base's 1
@@ -191,7 +200,7 @@ def test_doc_only_logs_get_a_real_verdict(con, tmp_path):
         [{"run_id": "b", "query_id": "q1", "cited": ["x"]}, {"run_id": "b", "query_id": "q2", "cited": []}],
     )
     ingest_paths(con, [tmp_path])
-    v = review(con, DEFAULT_RULES, "a", "b")
+    v = review(con, _no_floor(DEFAULT_RULES), "a", "b")  # two queries: below the default floor of 30
     by = {r.rule.name: r for r in v.results}
     assert by["j_avg,doc >= 0.5"].value == pytest.approx((1 / 2 + 0) / 2) and by["j_avg,doc >= 0.5"].status == "fail"
     assert by["null_loss,doc <= 0.01"].value == pytest.approx(1 / 2)  # q2 lost all evidence

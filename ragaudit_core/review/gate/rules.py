@@ -53,6 +53,7 @@ from ragaudit_core.stability.compare import PAIR_METRIC_LABELS
 __all__ = [
     "AREAS",
     "DEFAULT_RULES",
+    "MIN_QUERIES",
     "PAIR_METRICS",
     "PRESETS",
     "QUALITY_METRIC",
@@ -156,22 +157,31 @@ class GatePolicy(BaseModel):
     require: list[Area] = []
 
 
+MIN_QUERIES = 30
+"""The default presets' stability and ranking-quality rules decide on at least this many queries
+behind the figure (the queries both runs logged; the labelled queries for quality); on fewer they
+are *inconclusive* and say so. Without it the default preset passed two runs sharing one to three
+queries as readily as two sharing 300, and a percentile bootstrap interval of a mean over a handful
+of queries is too narrow to be read as 95 % (our reading; a ``[[rule]]`` with its own
+``min_queries``, or ``preset = "none"``, sets another floor)."""
+
 # The default preset: document-level rules work on any log (RagCiteCheck format too); span,
 # fidelity, attribution and quality rules apply when their data is present. Fidelity, alignment
 # and quality rules are relative, so a run compared with itself passes whatever its absolute
 # quality; the seed's absolute alert thresholds are the STRICT preset. The quality rule asks for
-# significance: a drop of nDCG@10 fails only when its whole interval lies below −0.02.
+# significance: a drop of nDCG@10 fails only when its whole interval lies below −0.02. Stability
+# and quality rules need MIN_QUERIES queries behind their figure.
 DEFAULT_RULES: list[Rule] = [
-    Rule(metric="j_avg", level="doc", op=">=", threshold=0.5),
-    Rule(metric="flip_rate", level="doc", op="<=", threshold=0.5),
-    Rule(metric="null_loss", level="doc", op="<=", threshold=0.01),
-    Rule(metric="j_avg", level="span", op=">=", threshold=0.5),
-    Rule(metric="collapse_rate", level="span", op="<=", threshold=0.2),
+    Rule(metric="j_avg", level="doc", op=">=", threshold=0.5, min_queries=MIN_QUERIES),
+    Rule(metric="flip_rate", level="doc", op="<=", threshold=0.5, min_queries=MIN_QUERIES),
+    Rule(metric="null_loss", level="doc", op="<=", threshold=0.01, min_queries=MIN_QUERIES),
+    Rule(metric="j_avg", level="span", op=">=", threshold=0.5, min_queries=MIN_QUERIES),
+    Rule(metric="collapse_rate", level="span", op="<=", threshold=0.2, min_queries=MIN_QUERIES),
     Rule(metric="cfs_p95_tail", op=">=", threshold=-0.15, relative=True),
     Rule(metric="stage_survival", level="every", op=">=", threshold=-0.05, relative=True),
     Rule(metric="parse_failure_rate", op="<=", threshold=0.005, relative=True),
     Rule(metric="warg", p=0.9, op="<=", threshold=0.05, relative=True),
-    Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True, significant=True),
+    Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True, significant=True, min_queries=MIN_QUERIES),
 ]
 STRICT_RULES: list[Rule] = [
     *DEFAULT_RULES[:5],
@@ -179,7 +189,7 @@ STRICT_RULES: list[Rule] = [
     Rule(metric="stage_survival", level="every", op=">=", threshold=0.9),
     Rule(metric="parse_failure_rate", op="<=", threshold=0.005),
     Rule(metric="warg", p=0.9, op="<=", threshold=0.05, relative=True),
-    Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True, significant=True),
+    DEFAULT_RULES[-1],
 ]
 
 PRESETS: dict[str, GatePolicy] = {
