@@ -135,20 +135,20 @@ if q_pair is not None and q_pair.labelled:
                 "queries": ch.n,
             }
         )
+    ui.table(  # the page's width: beside the chart, p (Holm) and queries were scrolled out of view
+        qrows,
+        hide_index=True,
+        column_config={
+            **{c: st.column_config.NumberColumn(format="%.3f") for c in ("baseline", "candidate", "p (Holm)")},
+            "change": st.column_config.NumberColumn(format="%+.3f"),
+        },
+    )
+    st.caption(
+        f"Over the labelled queries both runs have; paired {q_pair.test}-test, Holm-corrected over these "
+        "metrics. A gate rule can ask for significance (the rule editor's 'significant')."
+    )
     ql, qr = st.columns([2, 3])
     with ql:
-        ui.table(
-            qrows,
-            hide_index=True,
-            column_config={
-                **{c: st.column_config.NumberColumn(format="%.3f") for c in ("baseline", "candidate", "p (Holm)")},
-                "change": st.column_config.NumberColumn(format="%+.3f"),
-            },
-        )
-        st.caption(
-            f"Over the labelled queries both runs have; paired {q_pair.test}-test, Holm-corrected over these "
-            "metrics. A gate rule can ask for significance (the rule editor's 'significant')."
-        )
         if cost is not None and cost.level == "span":
             split = cost.collapsed
             n_coll = sum(split.values())
@@ -168,25 +168,30 @@ rules, toml_text = ui.gate_rule_editor(db_path)
 verdict = gate.evaluate(rules, gate_inputs(db_path, version, baseline, candidate, tau))
 headline = ui.md(verdict.headline())
 if verdict.status == "pass":
-    st.success(f"{ui.md(candidate)} may replace {ui.md(baseline)}: {headline}.", icon=":material/check_circle:")
+    st.success(f"{ui.md(candidate)} may replace {ui.md(baseline)} — {headline}.", icon=":material/check_circle:")
 elif verdict.status == "inconclusive":
     st.warning(
-        f"{ui.md(candidate)} vs {ui.md(baseline)}: {headline}. Gather more queries, or loosen the rule.",
+        f"{ui.md(candidate)} cannot yet be judged against {ui.md(baseline)} — {headline}. "
+        "Gather more queries, or loosen the rule.",
         icon=":material/help:",  # Streamlit's bundled icon font: "❔" drew as a missing-glyph box (no emoji font)
     )
 else:
-    st.error(f"{ui.md(candidate)} should not replace {ui.md(baseline)}: {headline}.", icon=":material/block:")
+    st.error(f"{ui.md(candidate)} should not replace {ui.md(baseline)} — {headline}.", icon=":material/block:")
 ui.table(
     gate.verdict_rows(verdict),
     key="compare.verdict",
+    column_order=["status", "rule", "why", "value", "interval", "baseline", "candidate"],  # the reason in view
     column_config={
-        "why": st.column_config.TextColumn(width="large"),
+        "status": st.column_config.TextColumn(width=110),  # "not applicable" whole
+        "rule": st.column_config.TextColumn(width=210),
+        "why": st.column_config.TextColumn(width=680),  # a rule's sentence whole, with its reason at the end
         **{c: st.column_config.NumberColumn(format="%.3f") for c in ("value", "baseline", "candidate")},
     },
 )
 st.caption(
     "Failed rules first, then inconclusive ones (a rule asking for significance whose 95 % interval "
-    "straddles its threshold). A rule whose data is absent (no spans, no provenance logs, no stored "
+    "straddles its threshold, or one resting on fewer queries than it asks for: 30 in the default rules). "
+    "A rule whose data is absent (no spans, no provenance logs, no stored "
     "attributions, no relevance labels) is not applicable and does not fail the gate — unless the rules "
     "ask for more applicable rules or require that question. The same verdict from the command line:"
 )

@@ -281,10 +281,11 @@ if not active and st.session_state.get("fid.judge.confirm") == run:
     precision = st.radio(
         "Judge model's weights",
         list(JUDGE_PRECISIONS),
-        format_func=lambda p: "reference (fp32 up to 1B parameters)" if p == "auto" else "bf16 (faster on a CPU)",
+        format_func=lambda p: "reference weights" if p == "auto" else "bf16 weights (faster on a CPU)",
         horizontal=True,
         key="fid.judge.precision",
-        help="bf16 took 3.0–3.9 s per citation against 5.4–6.3 s in fp32 on 2 CPU cores with AVX-512 BF16; "
+        help="Reference weights: full precision (fp32) for a judge model of up to 1B parameters, bf16 beyond on "
+        "a GPU. bf16 took 3.0–3.9 s per citation against 5.4–6.3 s in fp32 on 2 CPU cores with AVX-512 BF16; "
         "35 of 36 verdicts were the same on 12 citations. On a GPU it is slower for the packaged model (an H200: "
         "1.24 against 0.64 s per citation). Its verdicts are a panel of their own, counted apart.",
     )

@@ -198,7 +198,7 @@ def test_gate_exit_codes_and_json(three_runs, tmp_path):
     by = {r["rule"]["name"]: r for r in data["results"]}
     assert by["j_avg,doc >= 0.5"]["value"] == pytest.approx(2 / 3) and by["j_avg,doc >= 0.5"]["status"] == "pass"
     assert by["Δ cfs_p95_tail >= -0.15"]["status"] == "not applicable"
-    assert data["headline"].startswith("FAIL on ")
+    assert data["headline"].startswith("FAIL: of 10 rules, ")
 
     rules = tmp_path / "r.toml"
     rules.write_text('preset = "none"\n[[rule]]\nmetric = "j_avg"\nlevel = "doc"\nop = ">="\nthreshold = 0.6\n')
@@ -331,14 +331,14 @@ def test_gate_on_noise_is_inconclusive_and_exits_3(tmp_path):
     p = run("gate", d, "--baseline", "a", "--candidate", "b", "--json", out)
     assert p.returncode == 3, p.stdout + p.stderr
     assert p.stdout.startswith(
-        "gate: b against baseline a: INCONCLUSIVE on 4 of 10 rules; 4 inconclusive (interval across the "
+        "gate: b against baseline a: INCONCLUSIVE: of 10 rules, 4 inconclusive (interval across the "
         "threshold, or too few queries)"
     )
     v = json.loads(out.read_text())
     (r,) = [r for r in v["results"] if r["rule"]["metric"] == "ndcg@10"]
     assert r["status"] == "inconclusive" and r["value"] == 0 and r["ci"] == [-1.0, 1.0] and r["n_queries"] == 2
     assert r["message"].endswith("it rests on 2 queries; the rule asks for at least 30")
-    assert v["status"] == "inconclusive" and v["headline"].startswith("INCONCLUSIVE on 4 of 10 rules")
+    assert v["status"] == "inconclusive" and v["headline"].startswith("INCONCLUSIVE: of 10 rules, 4 inconclusive")
     rules = tmp_path / "rules.toml"
     rules.write_text(
         'preset = "none"\n[[rule]]\nmetric = "ndcg@10"\nop = ">="\nthreshold = -0.02\nrelative = true\n'

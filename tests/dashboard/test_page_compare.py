@@ -66,12 +66,12 @@ def test_gate_verdict_failed_rules_first_and_rules_saved(app_env, sample_db, tmp
     assert not at.exception
     v = review(store.connect(sample_db), DEFAULT_RULES, "k10-c256-o32", "k10-c128-o32")
     assert v.status == "fail"
-    assert any(plain(e.value) == f"k10-c128-o32 should not replace k10-c256-o32: {v.headline()}." for e in at.error)
+    assert any(plain(e.value) == f"k10-c128-o32 should not replace k10-c256-o32 — {v.headline()}." for e in at.error)
     passed = sum(r.status == "pass" for r in v.results)
-    assert v.headline().startswith(
-        f"FAIL on 9 of 10 rules; {passed} passed; {len(v.failed)} failed; 1 not applicable"
+    assert v.headline().startswith(  # every rule counted by outcome: "FAIL" never reads as a count
+        f"FAIL: of 10 rules, {passed} passed, {len(v.failed)} failed, 1 not applicable"
         if passed
-        else f"FAIL on 9 of 10 rules; {len(v.failed)} failed; 1 not applicable"
+        else f"FAIL: of 10 rules, {len(v.failed)} failed, 1 not applicable"
     )
     shown = next(df.value for df in at.dataframe if "why" in df.value.columns)
     assert list(shown["status"]) == [r.status for r in v.sorted_results()]
@@ -99,7 +99,9 @@ def test_a_pair_that_passes_shows_pass(app_env, sample_db):
     assert not at.exception
     v = review_pair(sample_db, "k10-c256-o32", "k20-c256-o32")
     assert v.status == "pass"
-    assert any(plain(s.value).startswith("k20-c256-o32 may replace k10-c256-o32: PASS on ") for s in at.success)
+    assert any(
+        plain(s.value).startswith("k20-c256-o32 may replace k10-c256-o32 — PASS: of 10 rules, ") for s in at.success
+    )
 
 
 def review_pair(db, a, b):

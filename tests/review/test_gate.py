@@ -55,7 +55,7 @@ def test_not_applicable_when_data_is_absent():
     assert status["Δ cfs_p95_tail >= -0.15"] == "not applicable"
     assert v.status == "pass"  # a doc-only log still gets a verdict
     assert v.headline() == (
-        "PASS on 3 of 10 rules; 7 not applicable (no span information, no provenance logs, "
+        "PASS: of 10 rules, 3 passed, 7 not applicable (no span information, no provenance logs, "
         "no stored attributions, no relevance labels)"
     )
 
@@ -333,7 +333,7 @@ def test_a_thin_verdict_fails_under_min_applicable_and_require():
     assert evaluate(DEFAULT_RULES, inputs).status == "pass"
     thin = evaluate(GatePolicy(rules=DEFAULT_RULES, min_applicable=5), inputs)
     assert thin.status == "fail" and thin.thin == ["it rests on 3 applicable rules; the policy asks for at least 5"]
-    assert thin.headline().startswith("FAIL on 3 of 10 rules; 3 passed; 7 not applicable")
+    assert thin.headline().startswith("FAIL: of 10 rules, 3 passed, 7 not applicable")
     req = evaluate(GatePolicy(rules=DEFAULT_RULES, require=["stability", "fidelity"]), inputs)
     assert req.status == "fail"
     assert req.thin == ["no applicable fidelity rule, and the policy requires fidelity (no provenance logs)"]

@@ -8,8 +8,8 @@ labels), with the value, its 95 % interval where one exists, and one sentence sa
 The verdict **fails** when any rule fails, or when it is thin — fewer applicable rules than the
 policy's ``min_applicable``, or a ``require``d question without an applicable rule; otherwise it
 is **inconclusive** when some rule is, and **passes** when every applicable rule passed. Its
-headline says what it rests on: "PASS on 3 of 9 rules; 6 not applicable (no provenance logs, no
-attributions)".
+headline says what it rests on: "PASS: of 9 rules, 3 passed, 6 not applicable (no provenance logs,
+no attributions)".
 """
 
 from __future__ import annotations
@@ -28,6 +28,12 @@ __all__ = ["GateInputs", "RuleResult", "RunMetricKey", "Verdict", "evaluate", "v
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 _WORDS = {">=": "at least", "<=": "at most", ">": "above", "<": "below"}
 Status = Literal["pass", "fail", "inconclusive", "not applicable"]
+_COUNTED: list[tuple[Status, str]] = [
+    ("pass", "passed"),
+    ("fail", "failed"),
+    ("inconclusive", "inconclusive"),
+    ("not applicable", "not applicable"),
+]
 
 RunMetricKey = str | tuple[str, str] | tuple[str, float]
 """A run metric: ``metric``, ``("stage_survival", stage)`` or ``("warg", p)``."""
@@ -99,21 +105,22 @@ class Verdict(BaseModel):
         return [_MISSING[a] for a in AREAS if a in areas]
 
     def headline(self) -> str:
-        """One sentence: the status, how many rules it rests on and why the others do not count."""
-        n, app = len(self.results), len(self.applicable)
-        s = f"{self.status.upper()} on {app} of {n} rule{'s' if n != 1 else ''}"
+        """One sentence: the status, then every rule counted by outcome (so "FAIL" is never read as
+        the number of failures) and why the not-applicable ones do not count:
+        "FAIL: of 10 rules, 6 passed, 3 failed, 1 not applicable (no stored attributions)"."""
+        n = len(self.results)
         parts = []
-        passed = sum(r.status == "pass" for r in self.results)
-        if self.status != "pass" and passed:  # "INCONCLUSIVE on 6 of 10 rules" alone reads as six inconclusive
-            parts.append(f"{passed} passed")
-        if self.failed:
-            parts.append(f"{len(self.failed)} failed")
-        inconclusive = sum(r.status == "inconclusive" for r in self.results)
-        if inconclusive:
-            parts.append(f"{inconclusive} inconclusive (interval across the threshold, or too few queries)")
-        if n - app:
-            parts.append(f"{n - app} not applicable ({', '.join(self.missing())})")
-        s += "; " + "; ".join(parts) if parts else ""
+        for status, word in _COUNTED:
+            k = sum(r.status == status for r in self.results)
+            if not k:
+                continue
+            why = {
+                "inconclusive": " (interval across the threshold, or too few queries)",
+                "not applicable": f" ({', '.join(self.missing())})",
+            }.get(status, "")
+            parts.append(f"{k} {word}{why}")
+        counted = f"of {n} rule{'s' if n != 1 else ''}, " + ", ".join(parts) if n else "no rules"
+        s = f"{self.status.upper()}: {counted}"
         if self.thin:
             s += "; " + "; ".join(self.thin)
         return s

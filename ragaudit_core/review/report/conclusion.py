@@ -74,6 +74,41 @@ def plain_reason(r: RuleResult, baseline: str) -> str:
     return f"{m} is {_num(v)}"
 
 
+def _too_few(r: RuleResult) -> bool:
+    """Inconclusive because fewer queries stand behind the figure than the rule asks for."""
+    return r.rule.min_queries is not None and r.n_queries is not None and r.n_queries < r.rule.min_queries
+
+
+def _unsure(unsure: list[RuleResult]) -> tuple[str, str]:
+    """Why the inconclusive rules could not decide, and what would let them: too few queries (the
+    number they rest on and the floor asked), or a 95 % interval across the threshold (each named
+    with its interval, at most three)."""
+    few = [r for r in unsure if _too_few(r)]
+    wide = [r for r in unsure if not _too_few(r)]
+    why, todo = [], []
+    if few:
+        n = min(r.n_queries or 0 for r in few)
+        need = max(r.rule.min_queries or 0 for r in few)
+        why.append(
+            f"{len(few)} rule{'s' if len(few) != 1 else ''} rest{'' if len(few) != 1 else 's'} on {n} "
+            f"quer{'y' if n == 1 else 'ies'}, where {'they ask' if len(few) != 1 else 'it asks'} for at least {need}"
+        )
+        todo.append(f"evaluate both runs on at least {need} shared queries")
+    if wide:
+        named = "; ".join(
+            f"{r.rule.metric}{f' ({r.rule.level})' if r.rule.level else ''} {_num(r.value)}, interval "
+            f"[{_num(r.ci[0])}, {_num(r.ci[1])}] across {r.rule.threshold:{'+g' if r.rule.relative else 'g'}}"
+            if r.ci is not None
+            else plain_reason(r, "")
+            for r in wide[:3]
+        )
+        why.append(
+            f"{len(wide)} rule{'s' if len(wide) != 1 else ''} with a 95 % interval across the threshold ({named})"
+        )
+        todo.append("add queries until the intervals clear the thresholds")
+    return "; ".join(why), " and ".join(todo)
+
+
 def _refs(results: list[RuleResult], numbers: dict[str, int]) -> str:
     sections = []
     for r in results:
@@ -119,11 +154,10 @@ def conclusion(
     if v.status == "inconclusive":
         unsure = [r for r in v.results if r.status == "inconclusive"]
         refs = _refs(unsure, numbers)
+        why, todo = _unsure(unsure)
         return (
-            f"The data cannot yet tell whether {cand} may replace {base}: {len(unsure)} rule(s) are inconclusive "
-            f"({'; '.join(plain_reason(r, v.baseline) for r in unsure[:3])}).{unchecked}",
-            f"Do not decide yet on {cand}: evaluate it on more queries until the intervals clear the thresholds"
-            + (f", see {refs}." if refs else "."),
+            f"The data cannot yet tell whether {cand} may replace {base}: {why}.{unchecked}",
+            f"Do not decide yet on {cand}: {todo}" + (f", see {refs}." if refs else "."),
         )
     refs = _refs(v.applicable, numbers)
     return (

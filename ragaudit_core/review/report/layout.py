@@ -14,6 +14,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from fpdf import FPDF, FontFace
 from fpdf.enums import MethodReturnValue, WrapMode, XPos, YPos
 from fpdf.fonts import TextStyle
@@ -99,8 +100,9 @@ def ci_note(lead: str, iv: Any) -> str:
 
 
 def fmt(v: Any, nd: int = 3) -> str:
-    """A value as the report writes it: ``n/a`` for missing, ``yes``/``no``, ``nd`` decimals."""
-    if v is None or (isinstance(v, float) and v != v):
+    """A value as the report writes it: ``n/a`` for missing (None, NaN, pandas' NA of a nullable
+    column), ``yes``/``no``, ``nd`` decimals."""
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
         return "n/a"
     if isinstance(v, bool):
         return "yes" if v else "no"
@@ -203,11 +205,16 @@ class ReportPDF(FPDF):
         style: str = "",
         h: float | None = None,
         colour: tuple[int, int, int] | None = None,
+        align: str = "J",
     ) -> None:
+        """A paragraph, justified unless ``align`` says otherwise (``L`` for headlines: a few long
+        bold words justified leave wide gaps)."""
         self.set_font("Sans", style, size)
         if colour:
             self.set_text_color(*colour)
-        self.multi_cell(self.epw, h or size * 0.48, self.safe(text, PARA_LIMIT), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+        self.multi_cell(
+            self.epw, h or size * 0.48, self.safe(text, PARA_LIMIT), align=align, new_x=XPos.LMARGIN, new_y=YPos.NEXT
+        )
         self.set_text_color(0)
 
     def gap(self, mm: float = 2.5) -> None:

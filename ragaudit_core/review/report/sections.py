@@ -184,6 +184,7 @@ def verdict(pdf: ReportPDF, data: ReportData) -> None:
         size=13,
         style="B",
         colour=colour,
+        align="L",
     )
     pdf.para(v.headline() + ".", size=9.5)
     pdf.para(

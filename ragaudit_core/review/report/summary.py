@@ -46,14 +46,30 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
             size=13,
             style="B",
             colour=STATUS_TEXT[v.status],
+            align="L",
         )
         pdf.para(f"What changed: {what_changed(data, v.baseline, v.candidate)}.", size=10)
         pdf.para("What decided it" + (" (failed rules first)" if v.failed else "") + ":", size=10.5, style="B")
-        top = [r for r in v.sorted_results() if r.status != "not applicable"][:4]
+        applicable = [r for r in v.sorted_results() if r.status != "not applicable"]
+        top = applicable[:4]
         rows, styles = pdf.status_rows(
             [(r.status, r.rule.name, r.value, r.message) for r in top], {"fail": BAD, "pass": OK, "inconclusive": WARN}
         )
         pdf.data_table(["status", "rule", "value", "why"], rows, widths=[13, 42, 14, W - 69], styles=styles, size=8)
+        if len(applicable) > len(top):
+            rest = applicable[len(top) :]
+            counts = ", ".join(
+                f"{sum(r.status == s for r in rest)} {s}"
+                for s in ("fail", "inconclusive", "pass")
+                if any(r.status == s for r in rest)
+            )
+            where = pdf.numbers.get("Verdict")
+            pdf.para(
+                f"And {len(rest)} more applicable rule{'s' if len(rest) != 1 else ''} ({counts})"
+                + (f": every rule in §{where}." if where is not None else "."),
+                size=8,
+                style="I",
+            )
     else:
         pdf.para(
             "No pair was reviewed: this report describes the loaded logs without a verdict "

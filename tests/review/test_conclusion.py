@@ -1,0 +1,65 @@
+"""The report's conclusion and headline for verdicts that cannot decide yet: too few queries, or
+an interval across the threshold — each said with its numbers, and what would decide it."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ragaudit_core.intervals import Estimate
+from ragaudit_core.review.gate import DEFAULT_RULES, GateInputs, Rule, evaluate
+from ragaudit_core.review.logtext import strip_isolates
+from ragaudit_core.review.report.conclusion import conclusion as _conclusion
+from ragaudit_core.review.report.layout import fmt
+
+
+def conclusion(*args) -> tuple[str, str]:
+    """The conclusion's two sentences without the bidi isolates around run names."""
+    return tuple(strip_isolates(s) for s in _conclusion(*args))  # type: ignore[return-value]
+
+
+PAIR = {("j_avg", "doc"): 0.5, ("flip_rate", "doc"): 1 / 3, ("null_loss", "doc"): 0.0}
+
+
+def test_too_few_queries_is_said_with_the_count_and_the_floor():
+    """Three shared queries behind each doc-level figure, the default floor of 30: three rules
+    inconclusive; the conclusion names both numbers and never calls J = 0.5 'barely overlapping'."""
+    ci = {k: Estimate(v, 0.0, 1.0, 3) for k, v in PAIR.items()}
+    v = evaluate(DEFAULT_RULES, GateInputs("a", "b", PAIR, {}, pair_ci=ci))
+    assert v.status == "inconclusive"
+    assert v.headline().startswith("INCONCLUSIVE: of 10 rules, 3 inconclusive (interval across the threshold, or too")
+    found, recommend = conclusion(v, {}, 2)
+    assert found.startswith("The data cannot yet tell whether b may replace a: 3 rules rest on 3 queries, where they ")
+    assert "ask for at least 30." in found and "barely" not in found
+    assert recommend == "Do not decide yet on b: evaluate both runs on at least 30 shared queries."
+
+
+def test_an_interval_across_the_threshold_is_named_with_its_bounds():
+    """Enough queries, but nDCG@10's change of -0.010 has the interval [-0.050, +0.030] across -0.02."""
+    rule = Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True, significant=True, min_queries=30)
+    inputs = GateInputs(
+        "a",
+        "b",
+        {},
+        {"a": {"ndcg@10": 0.6}, "b": {"ndcg@10": 0.59}},
+        delta_ci={"ndcg@10": Estimate(-0.01, -0.05, 0.03, 300)},
+    )
+    v = evaluate([rule], inputs)
+    assert v.status == "inconclusive" and v.headline().startswith("INCONCLUSIVE: of 1 rule, 1 inconclusive")
+    found, recommend = conclusion(v, {}, 2)
+    assert (
+        "1 rule with a 95 % interval across the threshold (ndcg@10 -0.010, interval [-0.050, 0.030] across -0.02)"
+        in found
+    )
+    assert recommend == "Do not decide yet on b: add queries until the intervals clear the thresholds."
+
+
+def test_every_rule_is_counted_in_the_headline():
+    """FAIL with 6 passed, 3 failed and 1 not applicable reads as counts of each, not as '9 failed'."""
+    pair = {("j_avg", "doc"): 0.2, ("flip_rate", "doc"): 0.9, ("null_loss", "doc"): 0.0}
+    v = evaluate(DEFAULT_RULES[:3], GateInputs("a", "b", pair, {}))
+    assert v.headline() == "FAIL: of 3 rules, 1 passed, 2 failed"
+
+
+def test_missing_values_of_nullable_columns_read_n_a():
+    assert [fmt(x) for x in pd.array([1, None], dtype="Int64")] == ["1", "n/a"]
+    assert fmt(None) == fmt(float("nan")) == "n/a"
