@@ -47,7 +47,8 @@ import pandas as pd
 from ragaudit_core.defaults import FLIP_THRESHOLD, INT32_MAX
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog
-from ragaudit_core.stability.sql import CELLS_SQL, KEYED_CELLS_SQL, PAIRS_SQL, QUERIES_SQL, RUNS_SQL
+from ragaudit_core.stability.cells import build_cells
+from ragaudit_core.stability.sql import PAIRS_SQL, QUERIES_SQL, RUNS_SQL
 from ragaudit_core.stability.summary import LevelStats, StabilitySummary
 from ragaudit_core.stability.uncertainty import StabilityIntervals, intervals_from_batches
 
@@ -324,7 +325,7 @@ def _compute(
     _register_inputs(cur, opts, pair_runs, queries, span_runs, pair_levels)
     topk = opts.topk if opts.topk is not None else INT32_MAX
     keyed = not opts.docid_map and catalog.hash_keys_unique(cur)
-    _build_cells(cur, KEYED_CELLS_SQL if keyed else CELLS_SQL, topk, queries, pair_runs)
+    build_cells(cur, keyed, topk, queries, pair_runs)
 
     tau = opts.flip_threshold
     pairs_df = cur.execute(PAIRS_SQL, [tau]).df()
@@ -392,54 +393,6 @@ def _compute(
         density=density,
         intervals=intervals,
     )
-
-
-CHUNK_ENTRIES = 2_000_000
-"""Evidence entries per chunk of queries the cells are built from (:mod:`.sql`): about what
-DuckDB's default 512 MB holds without spilling."""
-
-
-def _build_cells(cur: duckdb.DuckDBPyConnection, sql: str, topk: int, queries: list[str], pair_runs: list[str]) -> None:
-    """``_cells``, ``_sizes_all`` and ``_evn`` from the evidence, chunk of queries by chunk."""
-    entries = cur.execute(
-        "SELECT count(*) FROM evidence WHERE list_contains(?::VARCHAR[], run_id)", [pair_runs]
-    ).fetchall()[0][0]
-    n_chunks = max(1, math.ceil(entries / CHUNK_ENTRIES))
-    size = math.ceil(len(queries) / n_chunks)
-    statements = [stmt for stmt in sql.split(";") if stmt.strip()]
-    # a chunk's cross product of pairs and queries is estimated smaller than the sizes it joins,
-    # so DuckDB would build its hash tables on it and run out of its 512 MB (measured at 10M);
-    # the joins' written order (the large side built) holds within 512 MB
-    cur.execute("SET disabled_optimizers = 'build_side_probe_side'")
-    try:
-        _chunks(cur, statements, topk, queries, size)
-    finally:
-        cur.execute("RESET disabled_optimizers")
-    for table in ("_ev", "_items", "_inter", "_cells_part"):
-        cur.execute(f"DROP TABLE IF EXISTS {table}")
-
-
-def _chunks(cur: duckdb.DuckDBPyConnection, statements: list[str], topk: int, queries: list[str], size: int) -> None:
-    """Run the cell statements per chunk of ``size`` queries, appending each chunk's results."""
-    for i, lo in enumerate(range(0, len(queries), size)):
-        chunk = pd.DataFrame(
-            {
-                "query_id": pd.Series(queries[lo : lo + size], dtype="string"),
-                "qi": pd.Series(range(lo, min(lo + size, len(queries))), dtype="int32"),
-            }
-        )
-        cur.register("_chunk_q", chunk)
-        for stmt in statements:
-            cur.execute(stmt, [topk] if "e.position < ?" in stmt else [])
-        for table, select in (
-            ("_cells", "SELECT * FROM _cells_part"),
-            ("_sizes_all", "SELECT * FROM _sizes"),
-            ("_evn", "SELECT ri, qi, count(*) AS n FROM _ev GROUP BY ri, qi"),
-        ):
-            cur.execute(
-                f"CREATE OR REPLACE TEMP TABLE {table} AS {select}" if i == 0 else f"INSERT INTO {table} {select}"
-            )
-        cur.unregister("_chunk_q")
 
 
 def _collisions(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, pair_runs: list[str]) -> list:

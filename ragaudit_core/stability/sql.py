@@ -3,19 +3,30 @@ registers: ``_sel_runs`` (run → ri), ``_eval_q`` (query → qi), ``_chunk_q`` 
 chunk), ``_span_runs``, ``_pair_levels`` (level, run_a, run_b, ra, rb) and ``_map`` (raw →
 canonical document id).
 
-The cells are built one chunk of queries at a time (every metric is per query, so a chunk is
-independent): ``_cells_part`` of each chunk is appended to ``_cells``, the per-(run, query) sizes
-to ``_sizes_all`` and the entry counts to ``_evn``. A chunk stays within DuckDB's memory, so the
-work grows linearly with the queries instead of spilling.
+The cells are built one chunk of queries at a time by :mod:`.cells` (every metric is per query,
+so a chunk is independent): ``_cells_part`` of each chunk is appended to ``_cells``, the
+per-(run, query) sizes to ``_sizes_all`` and the entry counts to ``_evn``. A chunk stays within
+DuckDB's memory, so the work grows linearly with the queries instead of spilling.
 
-``CELLS_SQL`` (or ``KEYED_CELLS_SQL``) builds ``_cells``: one row per (level, pair, query) with the
-two sets' sizes, their intersection and ``J`` (both empty → 1.0); the other statements aggregate it per pair, per query
-and per run. Kept apart so the metric definitions read as one page. Inside a chunk the level is
-the integer ``lv`` (0 doc, 1 span): the items' self-join and the cells' joins compare one byte
-instead of a string (1.10 → 0.95 s for the cells of 1M entries in 12 runs).
+``MASKS_SQL`` gives :mod:`.cells` each item's runs as a bitmask (up to 64 runs); beyond,
+``CELLS_SQL`` (or ``KEYED_CELLS_SQL``) builds ``_cells`` by the items' self-join: one row per
+(level, pair, query) with the two sets' sizes, their intersection and ``J`` (both empty → 1.0).
+The other statements aggregate the cells per pair, per query and per run. Kept apart so the
+metric definitions read as one page. Inside a chunk the level is the integer ``lv`` (0 doc,
+1 span): the items' self-join and the cells' joins compare one byte instead of a string (1.10 →
+0.95 s for the cells of 1M entries in 12 runs).
 """
 
-__all__ = ["CELLS_SQL", "KEYED_CELLS_SQL", "PAIRS_SQL", "QUERIES_SQL", "RUNS_SQL"]
+__all__ = [
+    "CELLS_SQL",
+    "EV_KEYED_SQL",
+    "EV_MAPPED_SQL",
+    "KEYED_CELLS_SQL",
+    "MASKS_SQL",
+    "PAIRS_SQL",
+    "QUERIES_SQL",
+    "RUNS_SQL",
+]
 
 _EV_SQL = """
 CREATE OR REPLACE TEMP TABLE _ev AS
@@ -75,6 +86,25 @@ LEFT JOIN _sizes sa ON sa.lv = p.lv AND sa.ri = p.ra AND sa.qi = q.qi
 LEFT JOIN _sizes sb ON sb.lv = p.lv AND sb.ri = p.rb AND sb.qi = q.qi
 LEFT JOIN _inter i ON i.lv = p.lv AND i.ra = p.ra AND i.rb = p.rb AND i.qi = q.qi;
 """
+
+EV_MAPPED_SQL = _EV_SQL.format(
+    doc="coalesce(m.canonical, e.doc_id)", span="e.span_hash", map_join="LEFT JOIN _map m ON m.raw = e.doc_id"
+)
+"""A chunk's entries with (canonical) ids: ``_ev`` (ri, qi, doc_id, span_hash)."""
+EV_KEYED_SQL = _EV_SQL.format(doc="hash(e.doc_id)", span="hash(e.span_hash)", map_join="")
+"""A chunk's entries with ids keyed by DuckDB's 64-bit ``hash`` (see :data:`KEYED_CELLS_SQL`)."""
+
+MASKS_SQL = """
+CREATE OR REPLACE TEMP TABLE _mcount AS
+WITH m AS (
+  SELECT 0::UTINYINT AS lv, qi, bit_or(1::UBIGINT << ri::UBIGINT) AS mask FROM _ev GROUP BY qi, doc_id
+  UNION ALL
+  SELECT 1::UTINYINT AS lv, e.qi, bit_or(1::UBIGINT << e.ri::UBIGINT) AS mask
+  FROM _ev e JOIN _span_runs s ON s.ri = e.ri GROUP BY e.qi, e.doc_id, e.span_hash)
+SELECT lv, qi, mask, count(*) AS n FROM m GROUP BY ALL;
+"""
+"""Each item's runs as a bitmask (bit ``ri``), and ``_mcount``: the items of each (level, query,
+mask) — the input of :mod:`.cells`' run-mask cells (up to 64 runs)."""
 
 CELLS_SQL = (
     _EV_SQL.format(

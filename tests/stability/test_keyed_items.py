@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from ragaudit_core.logs import catalog
-from ragaudit_core.stability import metrics
+from ragaudit_core.stability import cells, metrics
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
 
@@ -42,7 +42,7 @@ def test_a_document_id_map_takes_the_ranked_path(sample_con, monkeypatch):
 def test_cells_built_in_chunks_of_queries_equal_one_pass(sample_con, monkeypatch):
     opts = StabilityOptions(allow_missing=True, resamples=100)
     whole = compute_stability(sample_con, opts, keep_cells=True, density_bins=10)
-    monkeypatch.setattr(metrics, "CHUNK_ENTRIES", 5_000)  # 42,000 entries: 9 chunks of about 34 queries
+    monkeypatch.setattr(cells, "CHUNK_ENTRIES", 5_000)  # 42,000 entries: 9 chunks of about 34 queries
     chunked = compute_stability(sample_con, opts, keep_cells=True, density_bins=10)
     for name in ("pairs", "queries", "runs", "density", "cells"):
         pd.testing.assert_frame_equal(getattr(whole, name), getattr(chunked, name), rtol=1e-12)

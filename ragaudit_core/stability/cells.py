@@ -1,0 +1,167 @@
+"""The cells every stability metric is an aggregate of (seed 000, §3): for each (level, pair of
+runs, query), the sizes of the two evidence sets, their intersection and the Jaccard index
+
+    J(A, B) = |A ∩ B| / |A ∪ B| = n_inter / (n_a + n_b − n_inter),   J = 1 when both are empty,
+
+built chunk of queries by chunk (every metric is per query, so a chunk is independent) into the
+temporary tables ``_cells`` (level, ra, rb, qi, n_a, n_b, n_inter, j), ``_sizes_all`` (the
+distinct documents of each run and query) and ``_evn`` (its entries), over the views
+:func:`.metrics._compute` registers (``_sel_runs``, ``_eval_q``, ``_span_runs``, ``_pair_levels``,
+``_map``).
+
+Two ways to the same numbers (``tests/stability/test_cells.py`` compares them table by table):
+
+* **Run masks** (up to :data:`MASK_MAX_RUNS` compared runs). One ``GROUP BY`` of a chunk's entries
+  per (query, item) gives each item's set of runs as the bits of a ``UBIGINT``; ``_mcount`` counts
+  the items of each (level, query, mask). A run's set size is the sum of the counts whose mask
+  holds its bit, a pair's intersection the sum of those holding both — a few ``bincount`` calls per
+  run and per pair over ``_mcount``, which holds one row per distinct mask of a query, not one per
+  (item, run). The cells then go back to DuckDB as one Arrow table per chunk.
+* **The items' self-join** (:data:`.sql.CELLS_SQL`, :data:`.sql.KEYED_CELLS_SQL`), for more runs
+  than a mask has bits.
+
+An item is a document id at the document level and a (document id, span hash) at the span level,
+keyed by DuckDB's 64-bit ``hash`` where :func:`ragaudit_core.logs.catalog.hash_keys_unique` has
+verified the stored ids collision-free, else by the (canonical) ids themselves. A duplicate within
+one run's list counts once; entries past the top-k cut (``position < topk``) are left out.
+"""
+
+from __future__ import annotations
+
+import math
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ragaudit_core.stability.sql import CELLS_SQL, EV_KEYED_SQL, EV_MAPPED_SQL, KEYED_CELLS_SQL, MASKS_SQL
+
+__all__ = ["CHUNK_ENTRIES", "MASK_MAX_RUNS", "build_cells"]
+
+CHUNK_ENTRIES = 2_000_000
+"""Evidence entries per chunk of queries the cells are built from: about what DuckDB's default
+512 MB holds without spilling."""
+
+MASK_MAX_RUNS = 64
+"""Run masks hold one bit per compared run in a ``UBIGINT``: up to 64 runs."""
+
+_CELL_TYPES = {
+    "level": np.int8,  # 0 doc, 1 span; a string column in the table
+    "ra": np.int32,
+    "rb": np.int32,
+    "qi": np.int32,
+    "n_a": np.int64,
+    "n_b": np.int64,
+    "n_inter": np.int64,
+    "j": np.float64,
+}
+
+
+def build_cells(
+    cur: duckdb.DuckDBPyConnection, keyed: bool, topk: int, queries: list[str], pair_runs: list[str]
+) -> None:
+    """``_cells``, ``_sizes_all`` and ``_evn`` for ``queries`` (indexed as in ``_eval_q``) over the
+    entries of ``pair_runs`` at positions below ``topk``; by run masks up to :data:`MASK_MAX_RUNS`
+    runs, by the items' self-join beyond."""
+    entries = cur.execute(
+        "SELECT count(*) FROM evidence WHERE list_contains(?::VARCHAR[], run_id)", [pair_runs]
+    ).fetchall()[0][0]
+    n_chunks = max(1, math.ceil(entries / CHUNK_ENTRIES))
+    size = max(1, math.ceil(len(queries) / n_chunks))
+    masked = len(pair_runs) <= MASK_MAX_RUNS
+    if masked:
+        sql = (EV_KEYED_SQL if keyed else EV_MAPPED_SQL) + MASKS_SQL
+    else:
+        sql = KEYED_CELLS_SQL if keyed else CELLS_SQL
+    statements = [stmt for stmt in sql.split(";") if stmt.strip()]
+    pairs = cur.execute("SELECT (level = 'span')::INTEGER AS lv, ra, rb FROM _pair_levels").fetchnumpy()
+    # a chunk's cross product of pairs and queries is estimated smaller than the sizes it joins,
+    # so DuckDB would build its hash tables on it and run out of its 512 MB (measured at 10M);
+    # the joins' written order (the large side built) holds within 512 MB
+    cur.execute("SET disabled_optimizers = 'build_side_probe_side'")
+    try:
+        for i, lo in enumerate(range(0, len(queries), size)):
+            hi = min(lo + size, len(queries))
+            chunk = pd.DataFrame(
+                {"query_id": pd.Series(queries[lo:hi], dtype="string"), "qi": pd.Series(range(lo, hi), dtype="int32")}
+            )
+            cur.register("_chunk_q", chunk)
+            for stmt in statements:
+                cur.execute(stmt, [topk] if "e.position < ?" in stmt else [])
+            if masked:
+                cells, sizes = _mask_cells(cur, lo, hi - lo, pairs)
+                cur.register("_cells_part", cells)
+                cur.register("_sizes", sizes)
+            _append(cur, i == 0)
+            if masked:
+                cur.unregister("_cells_part")
+                cur.unregister("_sizes")
+            cur.unregister("_chunk_q")
+    finally:
+        cur.execute("RESET disabled_optimizers")
+    for table in ("_ev", "_items", "_mcount", "_inter", "_cells_part", "_sizes"):
+        cur.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def _append(cur: duckdb.DuckDBPyConnection, first: bool) -> None:
+    """Append a chunk's cells, document sizes and entry counts to the whole call's tables."""
+    for table, select in (
+        ("_cells", "SELECT level, ra, rb, qi, n_a, n_b, n_inter, j FROM _cells_part"),
+        ("_sizes_all", "SELECT lv, level, ri, qi, n FROM _sizes"),
+        ("_evn", "SELECT ri, qi, count(*) AS n FROM _ev GROUP BY ri, qi"),
+    ):
+        cur.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {select}" if first else f"INSERT INTO {table} {select}")
+
+
+def _mask_cells(cur: duckdb.DuckDBPyConnection, lo: int, n_q: int, pairs: dict) -> tuple[pa.Table, pa.Table]:
+    """A chunk's cells and document sizes from ``_mcount`` (level, query, run mask → items):
+    ``n(r, q)`` sums the items whose mask holds r's bit, ``n_inter(a, b, q)`` those holding both
+    (queries ``lo`` … ``lo + n_q − 1``, local index ``qi − lo``)."""
+    m = cur.execute("SELECT lv::INTEGER AS lv, (qi - ?)::INTEGER AS q, mask, n FROM _mcount", [lo]).fetchnumpy()
+    lv_all, q_all = np.asarray(m["lv"]), np.asarray(m["q"])
+    mask_all, n_all = np.asarray(m["mask"], dtype=np.uint64), np.asarray(m["n"], dtype=np.float64)
+    p_lv, p_ra, p_rb = (np.asarray(pairs[k]) for k in ("lv", "ra", "rb"))
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in _CELL_TYPES}
+    doc_sizes: dict[int, np.ndarray] = {}
+    qi = np.arange(lo, lo + n_q, dtype=np.int32)
+    for lv in (0, 1):
+        at = lv_all == lv
+        q, mask, n = q_all[at], mask_all[at], n_all[at]
+        here = p_lv == lv
+        ra, rb = p_ra[here], p_rb[here]
+        # each run's items as weights: the mask rows holding its bit, weighted by their item counts
+        held = {int(r): ((mask >> np.uint64(r)) & np.uint64(1)).astype(np.float64) * n for r in np.union1d(ra, rb)}
+        sizes = {r: np.bincount(q, weights=w, minlength=n_q).astype(np.int64) for r, w in held.items()}
+        if lv == 0:
+            doc_sizes = sizes
+        for a, b in zip(ra.tolist(), rb.tolist(), strict=True):
+            both = held[a] * (held[b] > 0)  # the rows holding both bits, with their counts
+            inter = np.bincount(q, weights=both, minlength=n_q).astype(np.int64)
+            union = sizes[a] + sizes[b] - inter
+            j = np.ones(n_q)
+            np.divide(inter, union, out=j, where=union > 0)  # as the SQL: n_inter * 1.0 / union
+            cols["level"].append(np.full(n_q, lv, np.int8))
+            cols["ra"].append(np.full(n_q, a, np.int32))
+            cols["rb"].append(np.full(n_q, b, np.int32))
+            cols["qi"].append(qi)
+            cols["n_a"].append(sizes[a])
+            cols["n_b"].append(sizes[b])
+            cols["n_inter"].append(inter)
+            cols["j"].append(j)
+    arrays = {k: np.concatenate(v) if v else np.array([], dtype=_CELL_TYPES[k]) for k, v in cols.items()}
+    level = pa.DictionaryArray.from_arrays(arrays.pop("level"), pa.array(["doc", "span"]))
+    cells = pa.table({"level": level.cast(pa.string()), **arrays})
+    ri = np.array(sorted(doc_sizes), dtype=np.int32)
+    counts = np.stack([doc_sizes[r] for r in ri.tolist()]) if len(ri) else np.zeros((0, n_q), np.int64)
+    r_idx, q_idx = np.nonzero(counts)
+    sizes_t = pa.table(
+        {
+            "lv": np.zeros(len(r_idx), np.uint8),
+            "level": pa.array(["doc"] * len(r_idx), pa.string()),
+            "ri": ri[r_idx],
+            "qi": qi[q_idx],
+            "n": counts[r_idx, q_idx],
+        }
+    )
+    return cells, sizes_t
