@@ -354,3 +354,33 @@ def test_the_review_preset_requires_the_three_questions(tmp_path):
         load_policy(f)
     with pytest.raises(ValidationError, match="unknown metric 'ndcg@0'"):
         Rule(metric="ndcg@0", op=">=", threshold=0.5)
+
+
+def test_min_queries_holds_for_run_metrics_without_an_interval():
+    """A relative CFS rule asks for 30 queries: the baseline's figure rests on 40 records with
+    citations, the candidate's on 12, so the change rests on 12 (the thinner side): inconclusive,
+    said with the count. Without a known count the rule decides on its value."""
+    rule = Rule(metric="cfs_p95_tail", op=">=", threshold=-0.15, relative=True, min_queries=30)
+    runs = {"b": {"cfs_p95_tail": 0.9}, "c": {"cfs_p95_tail": 0.95}}
+    counted = GateInputs("b", "c", {}, runs, run_n={"b": {"cfs_p95_tail": 40}, "c": {"cfs_p95_tail": 12}})
+    (r,) = evaluate([rule], counted).results
+    assert r.status == "inconclusive" and r.n_queries == 12
+    assert r.message.endswith("it rests on 12 queries; the rule asks for at least 30")
+    enough = GateInputs("b", "c", {}, runs, run_n={"b": {"cfs_p95_tail": 40}, "c": {"cfs_p95_tail": 30}})
+    assert evaluate([rule], enough).results[0].status == "pass"
+    assert evaluate([rule], GateInputs("b", "c", {}, runs)).results[0].status == "pass"  # count unknown
+
+
+def test_collect_counts_the_queries_behind_fidelity_figures(con, tmp_path):
+    """The fixture's two provenance records per run: q1 and q2 both cite (2 with citations), both
+    have a ground-truth source; a stage-survival rule asking for 30 is inconclusive on 2."""
+    from ragaudit_core.logs.ingest import ingest_paths
+    from ragaudit_core.review.gate import collect
+
+    ingest_paths(con, [_evidence_and_provenance(tmp_path)])
+    inputs = collect(con, "base", "cand")
+    assert inputs.run_n["cand"]["cfs_p95_tail"] == 2 and inputs.run_n["cand"]["parse_failure_rate"] == 2
+    assert inputs.run_n["base"][("stage_survival", "reranking")] == 2
+    rule = Rule(metric="stage_survival", level="every", op=">=", threshold=-0.05, relative=True, min_queries=30)
+    (r,) = evaluate([rule], inputs).results
+    assert r.status == "inconclusive" and r.message.endswith("it rests on 2 queries; the rule asks for at least 30")

@@ -80,6 +80,8 @@ def collect(
     _fidelity(con, inputs, [r for r in (baseline, candidate) if r in have_prov])
     for run, vals in _attribution_means(con, baseline, candidate).items():
         inputs.runs[run].update(vals)
+        n = int(vals["n_explained"])  # the explained queries behind every attribution figure
+        inputs.run_n.setdefault(run, {}).update({k: n for k in vals if k != "n_explained"})
     _quality(con, inputs, [r for r in (baseline, candidate) if r in evidence_runs])
     return inputs
 
@@ -108,6 +110,10 @@ def _fidelity(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str
         m["parse_failure_rate"] = s["parse_failure_rate"]
         for stage, v in s["stage_survival"].items():
             m[("stage_survival", stage)] = v
+        counts = inputs.run_n.setdefault(run, {})  # the queries behind each figure, for min_queries
+        counts.update(dict.fromkeys(("cfs_p95", "cfs_p95_tail", "cfs_median", "cfs_mean"), int(s["n_with_citations"])))
+        counts["parse_failure_rate"] = int(s["n_queries"])
+        counts.update({("stage_survival", stage): int(s["n_with_ground_truth"]) for stage in s["stage_survival"]})
 
 
 def _quality(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str]) -> None:

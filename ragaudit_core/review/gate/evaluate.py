@@ -54,7 +54,10 @@ class GateInputs:
     applicable). ``runs[run][key]``: each run's own metrics (absent or None: not applicable).
     ``pair_note``: why pair metrics are absent, when they are. Intervals (95 %, with the number of
     queries behind them) where they exist: ``pair_ci[(metric, level)]``, ``run_ci[run][key]``, and
-    ``delta_ci[key]`` for the change candidate − baseline over the queries both runs have."""
+    ``delta_ci[key]`` for the change candidate − baseline over the queries both runs have.
+    ``run_n[run][key]``: the queries behind a run metric that has no interval (records with
+    citations behind a CFS figure, with a ground-truth source behind stage survival, explained
+    queries behind WARG), so that ``min_queries`` holds for every rule whose count is known."""
 
     baseline: str
     candidate: str
@@ -64,6 +67,7 @@ class GateInputs:
     pair_ci: dict[tuple[str, str], Estimate] = field(default_factory=dict)
     run_ci: dict[str, dict[RunMetricKey, Estimate]] = field(default_factory=dict)
     delta_ci: dict[RunMetricKey, Estimate] = field(default_factory=dict)
+    run_n: dict[str, dict[RunMetricKey, int]] = field(default_factory=dict)
 
 
 class RuleResult(BaseModel):
@@ -126,14 +130,17 @@ class Verdict(BaseModel):
         return s
 
 
-def _decide(rule: Rule, v: float, ci: Estimate | None) -> tuple[Status, str]:
-    """The status of an applicable value, and the clause that explains it."""
+def _decide(rule: Rule, v: float, ci: Estimate | None, n: int | None = None) -> tuple[Status, str]:
+    """The status of an applicable value, and the clause that explains it. The queries behind the
+    value are the interval's, else ``n``; a count that is not known leaves ``min_queries`` unchecked
+    (a run compared with itself: every figure exact)."""
     cmp, word = _OPS[rule.op], _WORDS[rule.op]
     t = f"{rule.threshold:+g}" if rule.relative else f"{rule.threshold:g}"
-    if rule.min_queries is not None and ci is not None and ci.n < rule.min_queries:
+    count = ci.n if ci is not None else n
+    if rule.min_queries is not None and count is not None and count < rule.min_queries:
         return (
             "inconclusive",
-            f"it rests on {ci.n} quer{'y' if ci.n == 1 else 'ies'}; the rule asks for at least {rule.min_queries}",
+            f"it rests on {count} quer{'y' if count == 1 else 'ies'}; the rule asks for at least {rule.min_queries}",
         )
     if not rule.significant:
         ok = cmp(v, rule.threshold)
@@ -153,8 +160,10 @@ def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 
-def _result(rule: Rule, v: float, ci: Estimate | None, what: str, **values: float | None) -> RuleResult:
-    status, why = _decide(rule, v, ci)
+def _result(
+    rule: Rule, v: float, ci: Estimate | None, what: str, n: int | None = None, **values: float | None
+) -> RuleResult:
+    status, why = _decide(rule, v, ci, n)
     interval = None if ci is None or ci.lo != ci.lo else (ci.lo, ci.hi)
     ci_text = f" [{ci.lo:.3f}, {ci.hi:.3f}]" if interval and ci is not None and not rule.significant else ""
     return RuleResult(
@@ -162,7 +171,7 @@ def _result(rule: Rule, v: float, ci: Estimate | None, what: str, **values: floa
         status=status,
         value=v,
         ci=interval,
-        n_queries=ci.n if ci is not None else None,
+        n_queries=ci.n if ci is not None else n,
         message=f"{what}{ci_text}, {why}",
         **values,
     )
@@ -201,15 +210,19 @@ def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
         if c is None or (rule.relative and b is None):
             continue
         label = f"{key[0]} ({key[1]})" if isinstance(key, tuple) else key
+        n_c = inputs.run_n.get(c_run, {}).get(key)
         if rule.relative and b is not None:
             v = c - b
             what = f"{label} goes from {_fmt(b)} ({b_run}) to {_fmt(c)} ({c_run}), a change of {v:+.3f}"
             ci = inputs.delta_ci.get(key)
+            n_b = inputs.run_n.get(b_run, {}).get(key)
+            n = None if n_b is None or n_c is None else min(n_b, n_c)  # the thinner side
         else:
             v = c
             what = f"{label} of {c_run} is {_fmt(c)}"
             ci = inputs.run_ci.get(c_run, {}).get(key)
-        res = _result(rule, v, ci, what, baseline_value=b, candidate_value=c)
+            n = n_c
+        res = _result(rule, v, ci, what, n, baseline_value=b, candidate_value=c)
         lower_is_worse = rule.op in (">=", ">")
         if (
             worst is None
