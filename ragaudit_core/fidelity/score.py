@@ -239,10 +239,11 @@ def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: Fidelity
     n_fail = int(sum(len(r.parse_failures) for r in results))
     parse_rate = n_fail / (n_cit + n_fail) if n_cit + n_fail else None
     with_gt = [r for r in results if r.cfs_product is not None]
-    survival = {}
+    survival, reached = {}, {}
     for s, name in FIDELITY_STAGES.items():
         evaluated = [r for r in with_gt if r.survival.get(s) is not None]
         survival[name] = (sum(bool(r.survival[s]) for r in evaluated) / len(evaluated)) if evaluated else None
+        reached[name] = len(evaluated)  # the queries a conditional survival rate rests on
     conv = rules.percentile
     cumulative, share = {}, 1.0
     for name, rate in survival.items():
@@ -256,6 +257,7 @@ def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: Fidelity
         "n_citations": n_cit,
         "n_parse_failures": n_fail,
         "parse_failure_rate": parse_rate,
+        "n_with_citation_strings": sum(1 for r in results if r.citations or r.parse_failures),
         "cfs_mean": float(cfs.mean()) if len(cfs) else None,
         "cfs_p50": _pct(cfs, 50, conv),
         "cfs_p95": _pct(cfs, 95, conv),
@@ -265,6 +267,7 @@ def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: Fidelity
         "n_with_ground_truth": len(with_gt),
         "cfs_product_mean": float(np.mean([r.cfs_product for r in with_gt])) if with_gt else None,
         "stage_survival": survival,
+        "stage_reached": reached,
         "stage_share": cumulative,
         "outcomes": {k: int(v) for k, v in cits["diagnostic"].value_counts().items()},
         "failure_modes": {k: int(v) for k, v in finds["check"].value_counts().items()},

@@ -373,7 +373,9 @@ def test_min_queries_holds_for_run_metrics_without_an_interval():
 
 def test_collect_counts_the_queries_behind_fidelity_figures(con, tmp_path):
     """The fixture's two provenance records per run: q1 and q2 both cite (2 with citations), both
-    have a ground-truth source; a stage-survival rule asking for 30 is inconclusive on 2."""
+    have a ground-truth source. Survival is conditional: base loses q2's source at reranking, so
+    its compression and generation rates rest on q1 alone, and the "every" rule reports the stage
+    it decides on (generation, 1 query behind base's side)."""
     from ragaudit_core.logs.ingest import ingest_paths
     from ragaudit_core.review.gate import collect
 
@@ -381,6 +383,26 @@ def test_collect_counts_the_queries_behind_fidelity_figures(con, tmp_path):
     inputs = collect(con, "base", "cand")
     assert inputs.run_n["cand"]["cfs_p95_tail"] == 2 and inputs.run_n["cand"]["parse_failure_rate"] == 2
     assert inputs.run_n["base"][("stage_survival", "reranking")] == 2
+    assert inputs.run_n["base"][("stage_survival", "generation")] == 1  # q2 never reached it
+    assert inputs.run_n["cand"][("stage_survival", "generation")] == 2
     rule = Rule(metric="stage_survival", level="every", op=">=", threshold=-0.05, relative=True, min_queries=30)
     (r,) = evaluate([rule], inputs).results
-    assert r.status == "inconclusive" and r.message.endswith("it rests on 2 queries; the rule asks for at least 30")
+    assert r.status == "inconclusive" and r.n_queries == 1
+    assert r.message.endswith("it rests on 1 query; the rule asks for at least 30")
+
+
+def test_a_run_against_itself_passes_relative_rules_whatever_their_floor(con, tmp_path):
+    """Relative rules on a run against itself see a change of exactly 0: decided on the value,
+    with neither a query floor nor significance (which has no interval to read)."""
+    from ragaudit_core.logs.ingest import ingest_paths
+    from ragaudit_core.review.gate import collect
+
+    ingest_paths(con, [_evidence_and_provenance(tmp_path)])
+    rules = [
+        Rule(metric="cfs_p95_tail", op=">=", threshold=-0.15, relative=True, min_queries=30),
+        Rule(metric="stage_survival", level="every", op=">=", threshold=-0.05, relative=True, min_queries=30),
+        Rule(metric="cfs_mean", op=">=", threshold=-0.1, relative=True, significant=True),
+    ]
+    v = evaluate(rules, collect(con, "base", "base"))
+    assert [r.status for r in v.results] == ["pass", "pass", "pass"] and v.status == "pass"
+    assert v.results[0].message.endswith("at least -0.15 (a run against itself: exact)")

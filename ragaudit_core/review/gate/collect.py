@@ -3,6 +3,8 @@ citation fidelity, attribution means and ranking quality of the baseline and the
 
 from __future__ import annotations
 
+from typing import Any
+
 import duckdb
 
 from ragaudit_core.defaults import FLIP_THRESHOLD
@@ -79,9 +81,9 @@ def collect(
         )
     _fidelity(con, inputs, [r for r in (baseline, candidate) if r in have_prov])
     for run, vals in _attribution_means(con, baseline, candidate).items():
+        counts = vals.pop("n_counts")  # the explained queries behind each attribution figure
         inputs.runs[run].update(vals)
-        n = int(vals["n_explained"])  # the explained queries behind every attribution figure
-        inputs.run_n.setdefault(run, {}).update({k: n for k in vals if k != "n_explained"})
+        inputs.run_n.setdefault(run, {}).update(counts)
     _quality(con, inputs, [r for r in (baseline, candidate) if r in evidence_runs])
     return inputs
 
@@ -112,8 +114,9 @@ def _fidelity(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str
             m[("stage_survival", stage)] = v
         counts = inputs.run_n.setdefault(run, {})  # the queries behind each figure, for min_queries
         counts.update(dict.fromkeys(("cfs_p95", "cfs_p95_tail", "cfs_median", "cfs_mean"), int(s["n_with_citations"])))
-        counts["parse_failure_rate"] = int(s["n_queries"])
-        counts.update({("stage_survival", stage): int(s["n_with_ground_truth"]) for stage in s["stage_survival"]})
+        counts["parse_failure_rate"] = int(s["n_with_citation_strings"])  # records with citation-like strings
+        # survival is conditional: a stage's rate rests on the queries that reached it with a source
+        counts.update({("stage_survival", stage): int(n) for stage, n in s["stage_reached"].items()})
 
 
 def _quality(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str]) -> None:
@@ -164,14 +167,17 @@ def _attribution_means(con: duckdb.DuckDBPyConnection, baseline: str, candidate:
     out = {}
     for run, d in by_run.items():
         vals = list(d.values())
-        m: dict[str | tuple[str, float], float] = {
+        m: dict[str | tuple[str, float], Any] = {
             "wasted_retrieval": sum(bool(v[0]) for v in vals) / len(vals),
             "noise_distraction": sum(bool(v[1]) for v in vals) / len(vals),
             "n_explained": len(vals),
         }
+        counts: dict[str | tuple[str, float], int] = {"wasted_retrieval": len(vals), "noise_distraction": len(vals)}
         for p in {p for v in vals for p in v[2]}:
             ws = [v[2][p] for v in vals if p in v[2]]
             m[("warg", float(p))] = sum(ws) / len(ws)
+            counts[("warg", float(p))] = len(ws)  # the payloads that carry WARG at this p
+        m["n_counts"] = counts
         out[run] = m
     return out
 

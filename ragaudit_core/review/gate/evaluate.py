@@ -130,12 +130,16 @@ class Verdict(BaseModel):
         return s
 
 
-def _decide(rule: Rule, v: float, ci: Estimate | None, n: int | None = None) -> tuple[Status, str]:
+def _decide(rule: Rule, v: float, ci: Estimate | None, n: int | None = None, exact: bool = False) -> tuple[Status, str]:
     """The status of an applicable value, and the clause that explains it. The queries behind the
-    value are the interval's, else ``n``; a count that is not known leaves ``min_queries`` unchecked
-    (a run compared with itself: every figure exact)."""
+    value are the interval's, else ``n``; a count that is not known leaves ``min_queries`` unchecked.
+    An ``exact`` value (a relative rule on a run against itself: no change at all) is decided on the
+    value alone, with neither significance nor a query floor."""
     cmp, word = _OPS[rule.op], _WORDS[rule.op]
     t = f"{rule.threshold:+g}" if rule.relative else f"{rule.threshold:g}"
+    if exact:
+        ok = cmp(v, rule.threshold)
+        return ("pass" if ok else "fail"), f"{'' if ok else 'not '}{word} {t} (a run against itself: exact)"
     count = ci.n if ci is not None else n
     if rule.min_queries is not None and count is not None and count < rule.min_queries:
         return (
@@ -161,9 +165,16 @@ def _fmt(v: float | None) -> str:
 
 
 def _result(
-    rule: Rule, v: float, ci: Estimate | None, what: str, n: int | None = None, **values: float | None
+    rule: Rule,
+    v: float,
+    ci: Estimate | None,
+    what: str,
+    n: int | None = None,
+    *,
+    exact: bool = False,
+    **values: float | None,
 ) -> RuleResult:
-    status, why = _decide(rule, v, ci, n)
+    status, why = _decide(rule, v, ci, n, exact)
     interval = None if ci is None or ci.lo != ci.lo else (ci.lo, ci.hi)
     ci_text = f" [{ci.lo:.3f}, {ci.hi:.3f}]" if interval and ci is not None and not rule.significant else ""
     return RuleResult(
@@ -211,18 +222,20 @@ def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
             continue
         label = f"{key[0]} ({key[1]})" if isinstance(key, tuple) else key
         n_c = inputs.run_n.get(c_run, {}).get(key)
+        exact = False
         if rule.relative and b is not None:
             v = c - b
             what = f"{label} goes from {_fmt(b)} ({b_run}) to {_fmt(c)} ({c_run}), a change of {v:+.3f}"
             ci = inputs.delta_ci.get(key)
             n_b = inputs.run_n.get(b_run, {}).get(key)
             n = None if n_b is None or n_c is None else min(n_b, n_c)  # the thinner side
+            exact = b_run == c_run  # a run against itself: the change is exactly 0
         else:
             v = c
             what = f"{label} of {c_run} is {_fmt(c)}"
             ci = inputs.run_ci.get(c_run, {}).get(key)
             n = n_c
-        res = _result(rule, v, ci, what, n, baseline_value=b, candidate_value=c)
+        res = _result(rule, v, ci, what, n, exact=exact, baseline_value=b, candidate_value=c)
         lower_is_worse = rule.op in (">=", ">")
         if (
             worst is None
