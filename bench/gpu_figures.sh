@@ -5,7 +5,7 @@
 #
 # 1. one query at a time, the anytime job (first estimate, then exact) in fp32 (the reference)
 #    and with the generator in bf16, each against a job without the first stage (--compare);
-# 2. a 20-query batch in the process, the jobs' own precision (``auto``: bf16 on CUDA);
+# 2. a 20-query batch in the process, the jobs' own precision (``auto``: fp32 for this model), then bf16;
 # 3. the local judge panel (three judges) per citation, and fp32 against bf16 on citations;
 # 4. the generator's prefill, decoding step and kernels per step in fp32 and in bf16
 #    (bench/precision_probe.py).

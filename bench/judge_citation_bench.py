@@ -123,6 +123,8 @@ def main() -> None:
     x = torch.tensor([list(ids)], device=gen.device)
     with torch.no_grad():
         forward(x, logits_to_keep=1)  # a warm-up (on CUDA the first pass loads kernels)
+        if x.device.type == "cuda":
+            torch.cuda.synchronize()  # the warm-up done before the clock starts
         t = time.perf_counter()
         forward(x, logits_to_keep=1)
         if x.device.type == "cuda":

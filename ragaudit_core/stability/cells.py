@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from ragaudit_core.stability.sql import CELLS_SQL, EV_KEYED_SQL, EV_MAPPED_SQL, KEYED_CELLS_SQL, MASKS_SQL
 
-__all__ = ["CHUNK_ENTRIES", "MASK_MAX_RUNS", "build_cells"]
+__all__ = ["CHUNK_CELLS", "CHUNK_ENTRIES", "MASK_MAX_RUNS", "build_cells"]
 
 CHUNK_ENTRIES = 2_000_000
 """Evidence entries per chunk of queries the cells are built from: about what DuckDB's default
@@ -45,6 +45,12 @@ CHUNK_ENTRIES = 2_000_000
 
 MASK_MAX_RUNS = 64
 """Run masks hold one bit per compared run in a ``UBIGINT``: up to 64 runs."""
+
+CHUNK_CELLS = 4_000_000
+"""Cells (pairs × levels × queries) per chunk of the run-mask path, whose cells are numpy arrays
+before they go to DuckDB: 12 runs (132 pair-levels) keep chunks by entries alone up to 30,000
+queries; 64 runs (4,032 pair-levels) take about 1,000 queries a chunk (a review measured 1.0 GB
+against the self-join's 0.78 GB for 6M cells in one chunk)."""
 
 _CELL_TYPES = {
     "level": np.int8,  # 0 doc, 1 span; a string column in the table
@@ -76,6 +82,8 @@ def build_cells(
         sql = KEYED_CELLS_SQL if keyed else CELLS_SQL
     statements = [stmt for stmt in sql.split(";") if stmt.strip()]
     pairs = cur.execute("SELECT (level = 'span')::INTEGER AS lv, ra, rb FROM _pair_levels").fetchnumpy()
+    if masked:  # bounded in cells too: many runs make many cells per query
+        size = min(size, max(1, CHUNK_CELLS // max(1, len(pairs["lv"]))))
     # a chunk's cross product of pairs and queries is estimated smaller than the sizes it joins,
     # so DuckDB would build its hash tables on it and run out of its 512 MB (measured at 10M);
     # the joins' written order (the large side built) holds within 512 MB

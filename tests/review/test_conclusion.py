@@ -63,3 +63,21 @@ def test_every_rule_is_counted_in_the_headline():
 def test_missing_values_of_nullable_columns_read_n_a():
     assert [fmt(x) for x in pd.array([1, None], dtype="Int64")] == ["1", "n/a"]
     assert fmt(None) == fmt(float("nan")) == "n/a"
+
+
+def test_counts_that_differ_are_given_as_a_range_and_blind_significance_is_named():
+    """The doc-level figures rest on 3 queries, the quality change on 12; a significant rule on a
+    figure without an interval is named as such, not as an interval across its threshold."""
+    ci = {k: Estimate(v, 0.0, 1.0, 3) for k, v in PAIR.items()}
+    quality = Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True, significant=True, min_queries=30)
+    blind = Rule(metric="cfs_mean", op=">=", threshold=-0.1, relative=True, significant=True)
+    runs = {"a": {"ndcg@10": 0.6, "cfs_mean": 0.5}, "b": {"ndcg@10": 0.6, "cfs_mean": 0.5}}
+    inputs = GateInputs("a", "b", PAIR, runs, pair_ci=ci, delta_ci={"ndcg@10": Estimate(0.0, -0.1, 0.1, 12)})
+    v = evaluate([*DEFAULT_RULES[:3], quality, blind], inputs)
+    found, recommend = conclusion(v, {}, 2)
+    assert "4 rules rest on 3–12 queries, where they ask for at least 30" in found
+    assert "1 rule asking for significance of a figure without an interval (Δ cfs_mean >= -0.1 (significant))" in found
+    assert recommend == (
+        "Do not decide yet on b: evaluate both runs on at least 30 shared queries and drop significance from "
+        "those rules or give their figures intervals."
+    )

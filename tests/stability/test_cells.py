@@ -77,12 +77,14 @@ def test_past_64_runs_the_self_join_gives_the_cells(con, tmp_path, monkeypatch):
     assert res.pairs["j_avg"].tolist() == pytest.approx([1 / 3] * 4290)
 
 
-@pytest.mark.parametrize("chunk_entries", [5_000, 40])
-def test_mask_cells_in_chunks_equal_one_pass(sample_con, monkeypatch, chunk_entries):
-    """The sample's 42,000 entries in chunks of about 34 queries, or of one query each."""
+@pytest.mark.parametrize(("chunk_entries", "chunk_cells"), [(5_000, 4_000_000), (40, 4_000_000), (10**9, 5_000)])
+def test_mask_cells_in_chunks_equal_one_pass(sample_con, monkeypatch, chunk_entries, chunk_cells):
+    """The sample's 42,000 entries in chunks of about 34 queries, or of one query each; or chunks
+    bounded by cells (132 pair-levels × 37 queries ≤ 5,000)."""
     opts = StabilityOptions(allow_missing=True, resamples=50, topk=7)
     whole = compute_stability(sample_con, opts, keep_cells=True, density_bins=10)
     monkeypatch.setattr(cells, "CHUNK_ENTRIES", chunk_entries)
+    monkeypatch.setattr(cells, "CHUNK_CELLS", chunk_cells)
     chunked = compute_stability(sample_con, opts, keep_cells=True, density_bins=10)
     for name in ("pairs", "queries", "runs", "density", "cells"):
         pd.testing.assert_frame_equal(getattr(whole, name), getattr(chunked, name), rtol=1e-12)

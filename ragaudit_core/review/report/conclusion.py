@@ -81,31 +81,37 @@ def _too_few(r: RuleResult) -> bool:
 
 def _unsure(unsure: list[RuleResult]) -> tuple[str, str]:
     """Why the inconclusive rules could not decide, and what would let them: too few queries (the
-    number they rest on and the floor asked), or a 95 % interval across the threshold (each named
-    with its interval, at most three)."""
+    numbers they rest on and the floor asked), a 95 % interval across the threshold (each named
+    with its interval, at most three), or significance asked of a figure without an interval."""
     few = [r for r in unsure if _too_few(r)]
-    wide = [r for r in unsure if not _too_few(r)]
+    wide = [r for r in unsure if not _too_few(r) and r.ci is not None]
+    blind = [r for r in unsure if not _too_few(r) and r.ci is None]
     why, todo = [], []
     if few:
-        n = min(r.n_queries or 0 for r in few)
+        lo, hi = min(r.n_queries or 0 for r in few), max(r.n_queries or 0 for r in few)
         need = max(r.rule.min_queries or 0 for r in few)
+        on = f"{lo}" if lo == hi else f"{lo}–{hi}"
         why.append(
-            f"{len(few)} rule{'s' if len(few) != 1 else ''} rest{'' if len(few) != 1 else 's'} on {n} "
-            f"quer{'y' if n == 1 else 'ies'}, where {'they ask' if len(few) != 1 else 'it asks'} for at least {need}"
+            f"{len(few)} rule{'s' if len(few) != 1 else ''} rest{'' if len(few) != 1 else 's'} on {on} "
+            f"quer{'y' if hi == 1 else 'ies'}, where {'they ask' if len(few) != 1 else 'it asks'} for at least {need}"
         )
         todo.append(f"evaluate both runs on at least {need} shared queries")
     if wide:
         named = "; ".join(
             f"{r.rule.metric}{f' ({r.rule.level})' if r.rule.level else ''} {_num(r.value)}, interval "
             f"[{_num(r.ci[0])}, {_num(r.ci[1])}] across {r.rule.threshold:{'+g' if r.rule.relative else 'g'}}"
-            if r.ci is not None
-            else plain_reason(r, "")
             for r in wide[:3]
+            if r.ci is not None
         )
         why.append(
             f"{len(wide)} rule{'s' if len(wide) != 1 else ''} with a 95 % interval across the threshold ({named})"
         )
         todo.append("add queries until the intervals clear the thresholds")
+    if blind:
+        names = ", ".join(r.rule.name for r in blind[:3])
+        why.append(f"{len(blind)} rule{'s' if len(blind) != 1 else ''} asking for significance of a figure "
+                   f"without an interval ({names})")  # fmt: skip
+        todo.append("drop significance from those rules or give their figures intervals")
     return "; ".join(why), " and ".join(todo)
 
 

@@ -112,8 +112,8 @@ def fmt(v: Any, nd: int = 3) -> str:
 
 
 def pct(v: Any) -> str:
-    """A share as a percentage with one decimal; ``n/a`` for missing."""
-    return "n/a" if v is None or (isinstance(v, float) and v != v) else f"{v:.1%}"
+    """A share as a percentage with one decimal; ``n/a`` for missing (as :func:`fmt`)."""
+    return "n/a" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else f"{v:.1%}"
 
 
 def ci(est: Any, percent: bool = False) -> str:

@@ -59,8 +59,8 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
         if len(applicable) > len(top):
             rest = applicable[len(top) :]
             counts = ", ".join(
-                f"{sum(r.status == s for r in rest)} {s}"
-                for s in ("fail", "inconclusive", "pass")
+                f"{sum(r.status == s for r in rest)} {word}"
+                for s, word in (("fail", "failed"), ("inconclusive", "inconclusive"), ("pass", "passed"))
                 if any(r.status == s for r in rest)
             )
             where = pdf.numbers.get("Verdict")
