@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -177,7 +178,8 @@ def generator_dtype(
 def parameter_count(target: str) -> int | None:
     """The parameters of the causal LM at ``target`` (a folder or id), from its configuration alone:
     the model is built on torch's meta device, so no weight is read or allocated. Tied weights count
-    once. ``None`` when the configuration cannot be read."""
+    once. ``None`` when the configuration cannot be read (logged: the caller then chooses without
+    the size)."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -185,7 +187,13 @@ def parameter_count(target: str) -> int | None:
         config = AutoConfig.from_pretrained(target)
         with torch.device("meta"):
             skeleton = AutoModelForCausalLM.from_config(config)
-    except Exception:  # noqa: BLE001 - an unknown size falls back to the size-blind choice
+    except Exception as e:  # noqa: BLE001 - an unknown size falls back to the size-blind choice
+        logging.getLogger(__name__).warning(
+            "cannot size the model %s from its configuration (%s: %s); its precision is chosen without its size",
+            target,
+            type(e).__name__,
+            e,
+        )
         return None
     return sum(p.numel() for p in skeleton.parameters())
 

@@ -68,7 +68,7 @@ def test_auto_keeps_a_small_generator_in_fp32_on_cuda():
     assert generator_dtype("cpu", n_params=7 * gb) is torch.float32  # the CPU ignores the size
 
 
-def test_parameter_count_reads_the_configuration_only(tmp_path):
+def test_parameter_count_reads_the_configuration_only(tmp_path, caplog):
     """A tiny Llama saved with its weights: 256·32 embeddings + 2 layers × (q 32·32 + k, v 32·16 each +
     o 32·32 + MLP 3·32·64 + 2 norms of 32) + the final norm 32 + an untied head 256·32 = 34,976; the
     count equals the real model's and needs no weights (a folder holding only the configuration);
@@ -84,6 +84,7 @@ def test_parameter_count_reads_the_configuration_only(tmp_path):
     assert parameter_count(str(tmp_path / "full")) == expected
     assert parameter_count(str(tmp_path / "config-only")) == expected
     assert parameter_count(str(tmp_path / "missing")) is None
+    assert "cannot size the model" in caplog.text and "missing" in caplog.text  # said, not silent
 
 
 def test_the_batched_panel_decodes_valid_verdicts_on_bf16_weights():
