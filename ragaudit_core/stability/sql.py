@@ -106,19 +106,11 @@ SELECT lv, qi, mask, count(*) AS n FROM m GROUP BY ALL;
 """Each item's runs as a bitmask (bit ``ri``), and ``_mcount``: the items of each (level, query,
 mask) — the input of :mod:`.cells`' run-mask cells (up to 64 runs)."""
 
-CELLS_SQL = (
-    _EV_SQL.format(
-        doc="coalesce(m.canonical, e.doc_id)", span="e.span_hash", map_join="LEFT JOIN _map m ON m.raw = e.doc_id"
-    )
-    + _ITEMS_RANKED_SQL
-    + _CELLS_TAIL_SQL
-)
+CELLS_SQL = EV_MAPPED_SQL + _ITEMS_RANKED_SQL + _CELLS_TAIL_SQL
 """The cells with items numbered per query by ``dense_rank`` over the (canonical) document ids and
 span hashes: exact whatever the ids, and what a document-id map needs."""
 
-KEYED_CELLS_SQL = (
-    _EV_SQL.format(doc="hash(e.doc_id)", span="hash(e.span_hash)", map_join="") + _ITEMS_KEYED_SQL + _CELLS_TAIL_SQL
-)
+KEYED_CELLS_SQL = EV_KEYED_SQL + _ITEMS_KEYED_SQL + _CELLS_TAIL_SQL
 """The same cells with items keyed by DuckDB's 64-bit ``hash`` of the document id and of the span
 hash instead of ranked (no sort of the ids within each query: 24.7 s → 3.5 s for the items at 10M
 entries). Used only where :func:`ragaudit_core.logs.catalog.hash_keys_unique` has verified, for
