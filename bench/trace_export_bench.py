@@ -5,7 +5,8 @@ A LangSmith export as LangSmith writes runs, one JSON object per line: for each 
 ``metadata.id``) and its trace's root ``chain`` run holding the answer. Every retriever span
 waits until the file is read (its answer may come after it), so this is the case where what
 waits decides the memory. ``--passages`` 1,000,000 is a 582 MB file; 4,000,000 is 4× the input.
-Shapes like this are read by the ingesting process itself (they do not go to the worker pool).
+Its retriever runs are read by the worker pool (the format's own reader, in each worker); the
+root runs' answers, and the join of each trace at the file's end, in the ingesting process.
 
     .venv/bin/python bench/trace_export_bench.py --passages 1000000 4000000
 """

@@ -9,13 +9,15 @@ transaction. Lines of a record format's common shape (Ragas rows: ``LogFormat.de
 mapped in the workers too, with the file's run id and as if no question had been asked before;
 when the ingesting process finds such a line's (run, query) already taken (a repeated question)
 it numbers the query id by occurrence and writes it into the line's rows (:func:`with_query_ids`),
-and it replays the mapping's warnings in file order. A tracing format's common retriever span
-(OpenInference: ``LogFormat.read_span_fast``) is read, mapped and hashed in the workers as well,
-without its answer: only its record (ids, query, trace id) and its rows cross back, and the
-ingesting process holds them (:mod:`held`) until the file is read, to join the trace's answer and
-admit the spans in file order (:meth:`records.FileReader.finish`). A line the fast decoders do
-not take comes back as it is and the ingest reads it on its general path, so a file gives the
-same stored rows and the same report either way (tested).
+and it replays the mapping's warnings in file order. A tracing format's retriever span
+(OpenInference's common shape by ``LogFormat.read_span_fast``; any other span its format's own
+reader takes, LangSmith runs and Langfuse observations among them: :func:`_general_span`) is
+read, mapped and hashed in the workers as well, without its answer: only its record (ids, query,
+trace id) and its rows cross back, and the ingesting process holds them (:mod:`held`) until the file
+is read, to join the trace's answer and admit the spans in file order
+(:meth:`records.FileReader.finish`). A line the workers do not take comes back as it is and the
+ingest reads it on its general path, so a file gives the same stored rows and the same report either
+way (tested).
 
 At most ``WINDOW`` chunks are in flight, so memory does not grow with the input. As a file's last
 ranges are taken, the call's next file's first ones are submitted in their place (:class:`_Ahead`),
@@ -44,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragaudit_core.logs.decode import decode_native, fast_record
+from ragaudit_core.logs.documents import unwrap
 from ragaudit_core.logs.formats import (
     FAST_FORMATS,
     FAST_TRACE_FORMATS,
@@ -52,9 +55,12 @@ from ragaudit_core.logs.formats import (
     MapContext,
     Span,
     build_record,
+    detect,
+    native,
     run_id_for,
 )
 from ragaudit_core.logs.jsonl import plain_lf_file, range_lines
+from ragaudit_core.logs.lines import decode_json
 from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
 from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, rows_table
 
@@ -211,6 +217,33 @@ def _mapped(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...], str, st
     return None
 
 
+def _general_span(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...], str, str | None, bool] | None:
+    """A tracing format's retriever span in any shape its own reader takes (a LangSmith run, a
+    Langfuse observation, an OpenInference span the fast reader leaves): the line decoded, seen as
+    the ingest's reader sees it (:meth:`~ragaudit_core.logs.records.FileReader.value`, ``record``:
+    not a native record, a container or a provenance record; detected as a tracing format), read
+    by the format's ``read_span`` and mapped as :func:`map_span` maps it. None for anything else
+    — a line that is not JSON, that holds NaN or Infinity (warned about by name), another span
+    (an answer waits in the ingesting process), a span the reader words a note about: the ingest
+    reads those lines itself, as before."""
+    reason, obj, non_finite = decode_json(data)
+    if reason is not None or non_finite or type(obj) is not dict:
+        return None
+    if "nodes" not in obj and "schema" not in obj and native.detect(obj):
+        return None  # a native record (the reader's first test)
+    if unwrap(obj) is not None or native.is_provenance(obj):
+        return None
+    fmt = detect(obj)
+    if fmt.kind != "trace" or fmt.read_span is None:
+        return None
+    try:
+        span = fmt.read_span(obj)
+    except FormatError:
+        return None  # rejected by the reader, with its reason
+    got = map_span(span, fmt.label, ctx)
+    return None if got is None else (got[0], got[1], fmt.label, span.trace_id, True)
+
+
 def map_span(span: Span, label: str, ctx: MapContext) -> tuple[Any, tuple[str, ...]] | None:
     """A retriever span's record, mapped without its answer as if no question had been asked
     before, and the mapping's new warnings; None where the general path must word something (a
@@ -229,9 +262,11 @@ def map_span(span: Span, label: str, ctx: MapContext) -> tuple[Any, tuple[str, .
 def _decoded(
     data: bytes, ctx: MapContext | None, mapped_first: bool
 ) -> tuple[Any, tuple[str, ...], str, str | None, bool] | None:
-    """A line as :func:`_mapped` gives it (a native record: label ``native``), else None. The
-    fast decoders accept disjoint shapes (a native record has a run id, which the others decline),
-    so the order they are tried in changes only the time: the last line's format first."""
+    """A line as :func:`_mapped` gives it (a native record: label ``native``), else as
+    :func:`_general_span` does, else None. The fast decoders accept disjoint shapes (a native
+    record has a run id, which the others decline), so the order they are tried in changes only
+    the time: the last line's format first; the general span reader, which decodes the whole
+    line, last."""
     if ctx is not None and mapped_first:
         got = _mapped(data, ctx)
         if got is not None:
@@ -239,7 +274,9 @@ def _decoded(
     rec = decode_native(data)
     if rec is not None:
         return rec, (), "native", None, False
-    return _mapped(data, ctx) if ctx is not None and not mapped_first else None
+    if ctx is None:
+        return None
+    return (None if mapped_first else _mapped(data, ctx)) or _general_span(data, ctx)
 
 
 def _decode_range(
@@ -456,4 +493,6 @@ def fast_shape(data: bytes, run_id: str, doc_id_key: str | None, forced: LogForm
     scratch = MapContext(run_id, doc_id_key)
     if any(f.decode_fast is not None and f.decode_fast(data, scratch) is not None for f in FAST_FORMATS):
         return True
-    return any(f.read_span_fast is not None and f.read_span_fast(data) is not None for f in FAST_TRACE_FORMATS)
+    if any(f.read_span_fast is not None and f.read_span_fast(data) is not None for f in FAST_TRACE_FORMATS):
+        return True
+    return _general_span(data, scratch) is not None

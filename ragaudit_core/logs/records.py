@@ -366,7 +366,7 @@ class FileReader:
 
     def hold_decoded(self, ln: Any, label: str, decoded: Any, key: Any) -> None:
         """Hold a retriever span the workers mapped (its line counted by the caller)."""
-        fmt = self.trace_labels.get(label) or next(f for f in formats.FAST_TRACE_FORMATS if f.label == label)
+        fmt = self.trace_labels.get(label) or next(f for f in formats.FORMATS if f.label == label)
         self.trace_labels[label] = fmt
         self.joiner.hold(ln, fmt, DecodedSpan(decoded.trace_id, decoded, key))
 

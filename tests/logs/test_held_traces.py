@@ -111,13 +111,14 @@ def test_a_span_is_read_again_by_the_general_reader_where_the_fast_one_declines(
 
 
 def test_spans_mapped_here_and_by_the_workers_in_one_range_keep_their_own_rows(tmp_path, monkeypatch):
-    """A range the workers decode holds their spans (fast OpenInference) and leaves others (with
-    ``events``: the general path) that are mapped here as they are read: each span's rows are its
-    own — they were another span's, or lost, when both took the same slot of the held rows."""
+    """A range the workers decode holds their spans (OpenInference, fast or not) and leaves others
+    (a NaN in a field: the general path, which warns naming it) that are mapped here as they are
+    read: each span's rows are its own — they were another span's, or lost, when both took the
+    same slot of the held rows."""
     from tests.logs.test_streaming import force_pool
 
     def general(trace: str, query: str, doc: str) -> dict:
-        return {**_oi(trace, query, [(doc, f"text of {doc}")]), "events": [{"name": "e"}]}
+        return {**_oi(trace, query, [(doc, f"text of {doc}")]), "events": [{"name": "e"}], "score": float("nan")}
 
     path = tmp_path / "mixed.jsonl"
     lines = [
@@ -169,3 +170,47 @@ def test_a_record_too_deep_to_write_again_waits_as_it_was_and_loads(tmp_path, mo
         monkeypatch.setattr(held_rows, "PREMAP_BYTES", premap_bytes)
         report = ingest_paths(store.connect(":memory:"), [path], IngestOptions(max_depth=2000))
         assert (report.n_records, report.n_entries, report.rejected) == (1, 2, [])
+
+
+def _observation(trace: str, i: int, kind: str = "RETRIEVER") -> dict:
+    return {"id": f"o{i}", "traceId": trace, "type": kind, "input": {"query": f"question {i % 5}"}, "output": _docs(i)}
+
+
+def test_langsmith_runs_and_langfuse_observations_mapped_by_the_workers_store_what_the_process_stores(
+    tmp_path, monkeypatch
+):
+    """A JSON Lines export of LangSmith runs or Langfuse observations goes to the worker pool:
+    their retriever spans are read there by the format's own reader (no fast layout), mapped and
+    held; answers, other spans, containers (a JSON array of runs, a Langfuse trace export), a span
+    with NaN, a run the reader rejects and a native record come back and are read here. The same
+    database and report as reading every line in the process (where they were all read before)."""
+    from tests.logs.test_streaming import force_pool
+
+    lines = _lines()
+    for i in range(12):  # Langfuse observations, one per line; a generation answers every other trace
+        lines.append(_observation(f"lf{i}", i, "SPAN" if i % 4 == 3 else "RETRIEVER"))
+        if i % 2 == 0:
+            lines.append({"id": f"g{i}", "traceId": f"lf{i}", "type": "GENERATION", "output": {"content": f"g{i}"}})
+    nan_line = json.dumps(_run("nan2", 61)).replace('"retriever"', '"retriever", "s": NaN')
+    lines.append({**_run("bad", 62), "outputs": {"documents": [{"metadata": {}}]}})  # no page content: rejected
+    lines.append({"run_id": "r1", "query_id": "q1", "query": "Native?", "evidence": [{"doc_id": "n1"}]})
+    path = tmp_path / "runs.jsonl"
+    text = "".join(json.dumps(x) + "\n" for x in lines)
+    path.write_text(text + nan_line + "\n", encoding="utf-8")
+
+    def ingest() -> tuple:
+        con = store.connect(":memory:")
+        got = _everything(con, ingest_paths(con, [path], IngestOptions(doc_id_key="id")))
+        prov = con.execute("SELECT run_id, query_id, generated_text FROM prov_records ORDER BY ALL").fetchall()
+        answers = con.execute("SELECT query_id, answer FROM records ORDER BY ALL").fetchall()
+        formats = con.execute("SELECT formats FROM files").fetchall()
+        return got, prov, answers, formats
+
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    expected = ingest()
+    labels: list = []
+    held = force_pool(monkeypatch, 700, lambda it: it.held and not labels.append(it.label))
+    assert ingest() == expected
+    assert {"LangSmith", "Langfuse", "OpenInference"} <= set(labels) and sum(held) >= 40
+    assert expected[0][1]  # the rejected run, on either path
+    assert ("lf1", "g0") not in expected[2] and any(a == "g0" for _, a in expected[2])
