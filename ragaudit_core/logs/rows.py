@@ -26,6 +26,12 @@ HASH_CACHE_CHARS = 16_000_000
 is on size, not count, so long passages cannot make it large."""
 
 
+_metadata_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""An entry's metadata as stored: what ``json.dumps(md, ensure_ascii=False, separators=(",", ":"))``
+writes, with the encoder made once (``json.dumps`` makes one per call when given options: 4.4 us
+of an entry's ~17 us in a LangSmith export)."""
+
+
 @dataclass(frozen=True)
 class RowOptions:
     """The ingest options that decide stored identities."""
@@ -96,7 +102,7 @@ def evidence_rows(
                 e.char_start,
                 e.char_end,
                 e.page,
-                None if md is None else json.dumps(md, ensure_ascii=False, separators=(",", ":")),
+                None if md is None else _metadata_json(md),
             )
         )
     return len(seen_ids), dropped
