@@ -8,6 +8,8 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragaudit_core.logs import store
 from ragaudit_core.logs.formats import query_id_for
@@ -163,3 +165,33 @@ def test_a_reranker_span_makes_the_trace_a_provenance_graph(tmp_path):
     assert [d["node_id"] for d in dropped] == ["r0"]  # the reranker left the Moon passage out
     fid = fidelity_runs(con)["phoenix"]
     assert fid.queries["cfs"].tolist() == [1.0]  # "[Document 1]" is the reranked context element
+
+
+_KIND_KEYS = ["kind", "span.kind", "openinference.span.kind", "openinference", "openinference.span", "span", "kind."]
+_KEYS = st.sampled_from([*_KIND_KEYS, "", ".", "a", "attributes", "context", "span_kind"])
+_JSONISH = st.recursive(
+    st.none() | st.integers() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS | st.text(max_size=4), inner, max_size=3),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(_KEYS | st.text(max_size=4), _JSONISH, max_size=4))
+def test_telling_spans_apart_without_flattening_decides_as_flattening_does(obj):
+    """The detector's shortcut (no key ending in ``kind`` on the paths ``flatten`` walks: not a
+    span) never changes its answer; nesting past flatten's depth included."""
+    from ragaudit_core.logs.formats import openinference
+    from ragaudit_core.logs.formats.spans import flatten
+
+    def by_flattening(o: dict) -> bool:
+        flat = flatten(o)
+        return any(k.endswith("openinference.span.kind") for k in flat) or (
+            "span_kind" in o and any(k.startswith(("attributes.", "context.")) for k in flat)
+        )
+
+    deep: object = {"openinference.span.kind": "RETRIEVER"}
+    for _ in range(14):
+        deep = {"x": deep}
+    for o in (obj, {"a": {"openinference.span.kind": 1}}, {"openinference.span": {"kind.": 1}}, deep):
+        assert openinference.detect(o) == by_flattening(o)

@@ -37,10 +37,40 @@ __all__ = ["FORMAT"]
 
 
 def detect(obj: dict) -> bool:
+    """An OpenInference span: a dotted key (:func:`~.spans.flatten`) ending in
+    ``openinference.span.kind``, or ``span_kind`` beside ``attributes.*``/``context.*`` keys.
+    Other formats' records are told apart without flattening them (:func:`_names_a_kind`)."""
+    if "span_kind" not in obj and not _names_a_kind(obj, 0):
+        return False
     flat = flatten(obj)
     return any(k.endswith("openinference.span.kind") for k in flat) or (
         "span_kind" in obj and any(k.startswith(("attributes.", "context.")) for k in flat)
     )
+
+
+def _names_a_kind(v: Any, depth: int) -> bool:
+    """Whether a key :func:`~.spans.flatten` reaches ends in ``kind`` once its trailing dots are
+    stripped — true of any record whose dotted keys include one ending in ``openinference.span.kind``
+    (a dotted key ends with the last key on its path that is not only dots). It walks what
+    ``flatten`` walks, to the same depth, without building the dotted keys: a LangSmith run with
+    8 documents took 29 us to flatten."""
+    if depth > 12:
+        return False
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if k.endswith("kind") or (k.endswith(".") and k.rstrip(".").endswith("kind")):
+                return True
+            if isinstance(x, (dict, list)) and _names_a_kind(x, depth + 1):
+                return True
+        return False
+    if isinstance(v, list) and v:
+        for x in v:
+            if not isinstance(x, (dict, list)):
+                return False
+        for x in v:
+            if _names_a_kind(x, depth + 1):
+                return True
+    return False
 
 
 def _get(flat: dict, key: str) -> Any:
