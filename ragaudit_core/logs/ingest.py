@@ -46,6 +46,7 @@ from ragaudit_core.logs.parallel import (
     DecodedLine,
     FileLine,
     LinePool,
+    SpanLine,
     default_workers,
     fast_shape,
     following,
@@ -379,10 +380,10 @@ class _Batch:
         return True
 
     def native_lines_in_workers(self, reader: FileReader, path: Path) -> None:
-        """A large native file, read and decoded by the worker pool (:mod:`parallel`) range by
-        range, its records admitted here in file order (a tracing format's retriever spans held
-        by the reader until the file is read, their rows in ``held``); a line the workers leave
-        is read by the file's reader. Same stored rows and report as reading every line here (tested)."""
+        """A large file read and decoded by the worker pool (:mod:`parallel`) range by range, its
+        records admitted here in file order (tracing spans held by the reader until the file is
+        read, retriever spans' rows in ``held``); a line the workers leave is read by the file's
+        reader. Same stored rows and report as reading every line here (tested)."""
         fr, file_id = reader.fr, reader.file_id
         base = 0
         mapping = (reader.ctx.run_id, reader.ctx.doc_id_key) if reader.forced is None else None
@@ -392,14 +393,14 @@ class _Batch:
             renamed: dict[int, str] = {}  # repeated questions' lines, numbered here
             slot = self._hold_range(items, table)
             for i, it in enumerate(items):
-                if not isinstance(it, DecodedLine):
+                if not isinstance(it, (DecodedLine, SpanLine)):
                     reader.line(dataclasses.replace(it, line_no=base + it.line_no))
                     continue
                 ln = FileLine(base + it.line_no, fr.path, it.offset, it.length)
                 fr.n_lines += 1
                 fr.formats[it.label] += 1
-                if it.held:
-                    reader.hold_decoded(ln, it.label, it, (slot, i))
+                if isinstance(it, SpanLine) or it.held:
+                    reader.held_span(ln, it, (slot, i))
                     continue
                 for note in it.notes:
                     reader.ctx.warn_once(note)

@@ -72,6 +72,7 @@ __all__ = [
     "DecodedLine",
     "FileLine",
     "LinePool",
+    "SpanLine",
     "byte_ranges",
     "default_workers",
     "fast_shape",
@@ -170,6 +171,29 @@ class FileLine:
             return f.read(self.length)
 
 
+class SpanLine(NamedTuple):
+    """A tracing format's span without evidence that a worker read (an answer, or another kind:
+    ``kind_of`` words it as the format does): the ingesting process holds its answer for its
+    trace, or counts it, as it does a span it reads itself (:meth:`records.FileReader.other_span`)."""
+
+    line_no: int
+    offset: int
+    length: int
+    label: str
+    trace_id: str | None
+    kind: str  # "answer" or "other"
+    answer: str | None
+    root: bool
+    kind_of: str
+    held: bool = False  # (not a retriever span's DecodedLine)
+
+
+class _OtherSpan(NamedTuple):
+    label: str
+    span: Span
+    kind_of: str
+
+
 def byte_ranges(path: Path, chunk_bytes: int) -> Iterator[tuple[int, int]]:
     """(start, length) ranges covering ``path``, each ending after a LF (or at the end)."""
     size = path.stat().st_size
@@ -217,15 +241,17 @@ def _mapped(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...], str, st
     return None
 
 
-def _general_span(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...], str, str | None, bool] | None:
+def _general_span(
+    data: bytes, ctx: MapContext
+) -> tuple[Any, tuple[str, ...], str, str | None, bool] | _OtherSpan | None:
     """A tracing format's retriever span in any shape its own reader takes (a LangSmith run, a
     Langfuse observation, an OpenInference span the fast reader leaves): the line decoded, seen as
     the ingest's reader sees it (:meth:`~ragaudit_core.logs.records.FileReader.value`, ``record``:
     not a native record, a container or a provenance record; detected as a tracing format), read
-    by the format's ``read_span`` and mapped as :func:`map_span` maps it. None for anything else
-    — a line that is not JSON, that holds NaN or Infinity (warned about by name), another span
-    (an answer waits in the ingesting process), a span the reader words a note about: the ingest
-    reads those lines itself, as before."""
+    by the format's ``read_span`` and mapped as :func:`map_span` maps it; an answer or a span of
+    another kind as :class:`_OtherSpan`. None for anything else — a line that is not JSON, that
+    holds NaN or Infinity (warned about by name), a reranker (its documents wait for the trace's
+    provenance), a span the reader words a note about: the ingest reads those lines itself."""
     reason, obj, non_finite = decode_json(data)
     if reason is not None or non_finite or type(obj) is not dict:
         return None
@@ -240,6 +266,8 @@ def _general_span(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...], s
         span = fmt.read_span(obj)
     except FormatError:
         return None  # rejected by the reader, with its reason
+    if span.kind in ("answer", "other") and not span.notes:
+        return _OtherSpan(fmt.label, span, fmt.kind_of(obj) if fmt.kind_of is not None else span.kind)
     got = map_span(span, fmt.label, ctx)
     return None if got is None else (got[0], got[1], fmt.label, span.trace_id, True)
 
@@ -261,7 +289,7 @@ def map_span(span: Span, label: str, ctx: MapContext) -> tuple[Any, tuple[str, .
 
 def _decoded(
     data: bytes, ctx: MapContext | None, mapped_first: bool
-) -> tuple[Any, tuple[str, ...], str, str | None, bool] | None:
+) -> tuple[Any, tuple[str, ...], str, str | None, bool] | _OtherSpan | None:
     """A line as :func:`_mapped` gives it (a native record: label ``native``), else as
     :func:`_general_span` does, else None. The fast decoders accept disjoint shapes (a native
     record has a run id, which the others decline), so the order they are tried in changes only
@@ -299,6 +327,15 @@ def _decode_range(
             got = _decoded(ln.data, ctx, mapped_first) if ln.error is None and ln.note is None else None
             if got is None:
                 items.append(ln)
+                continue
+            if isinstance(got, _OtherSpan):
+                sp = got.span
+                items.append(
+                    SpanLine(
+                        *(ln.line_no, ln.offset or 0, len(ln.data), got.label, sp.trace_id, sp.kind, sp.answer),
+                        *(sp.root, got.kind_of),
+                    )
+                )
                 continue
             rec, notes, label, trace, held = got
             mapped = mapped_first = label != "native"

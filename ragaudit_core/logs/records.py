@@ -306,11 +306,14 @@ class FileReader:
             self.joiner.hold(held[0], fmt, DecodedSpan(span.trace_id, held[1], held[2]))
         return held is not None
 
-    def hold(self, ln: Any, fmt: formats.LogFormat, span: formats.Span, obj: dict | None = None) -> None:
-        """Hold a span until the file is read, or count it as carrying no retrieval."""
+    def hold(
+        self, ln: Any, fmt: formats.LogFormat, span: formats.Span, obj: dict | None = None, kind_of: str | None = None
+    ) -> None:
+        """Hold a span until the file is read, or count it as carrying no retrieval (as its
+        format words its kind: ``kind_of``, or from its record ``obj``)."""
         if self.joiner.add(ln, fmt, span):
             self.fr.n_skipped += 1
-            kind = fmt.kind_of(obj) if fmt.kind_of is not None and obj is not None else span.kind
+            kind = kind_of or (fmt.kind_of(obj) if fmt.kind_of is not None and obj is not None else span.kind)
             self.without[(fmt.label, fmt.unit, kind)] += 1
             self.spans_without += 1
 
@@ -364,11 +367,21 @@ class FileReader:
         if fr.n_loaded == 0 and fr.n_rejected == 0 and self.without:
             raise FileRefused(f"{fr.path}: {self.nothing_to_audit()}")
 
-    def hold_decoded(self, ln: Any, label: str, decoded: Any, key: Any) -> None:
-        """Hold a retriever span the workers mapped (its line counted by the caller)."""
+    def held_span(self, ln: Any, it: Any, key: Any) -> None:
+        """A span the workers read (its line counted by the caller): a retriever span they mapped
+        (a held :class:`~ragaudit_core.logs.parallel.DecodedLine`, its rows at ``key``) is held;
+        a span without evidence (a :class:`~ragaudit_core.logs.parallel.SpanLine`) is taken as
+        :meth:`span` takes one read here: an answer held for its trace, or counted."""
+        fmt = self._labelled(it.label)
+        if it.held:
+            self.joiner.hold(ln, fmt, DecodedSpan(it.trace_id, it, key))
+        else:
+            self.hold(ln, fmt, formats.Span(it.trace_id, it.kind, answer=it.answer, root=it.root), kind_of=it.kind_of)
+
+    def _labelled(self, label: str) -> formats.LogFormat:
         fmt = self.trace_labels.get(label) or next(f for f in formats.FORMATS if f.label == label)
         self.trace_labels[label] = fmt
-        self.joiner.hold(ln, fmt, DecodedSpan(decoded.trace_id, decoded, key))
+        return fmt
 
     def decoded_span(
         self, ln: Any, fmt: formats.LogFormat, held: DecodedSpan, answer: str | None

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from ragaudit_core.logs import held as held_rows
-from ragaudit_core.logs import store
+from ragaudit_core.logs import parallel, store
 from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
 from ragaudit_core.logs.records import json_bytes, read_span_again
 from tests.helpers import spy
@@ -193,6 +193,8 @@ def test_langsmith_runs_and_langfuse_observations_mapped_by_the_workers_store_wh
             lines.append({"id": f"g{i}", "traceId": f"lf{i}", "type": "GENERATION", "output": {"content": f"g{i}"}})
     nan_line = json.dumps(_run("nan2", 61)).replace('"retriever"', '"retriever", "s": NaN')
     lines.append({**_run("bad", 62), "outputs": {"documents": [{"metadata": {}}]}})  # no page content: rejected
+    tool_run = {"id": "x", "trace_id": "t1", "parent_run_id": "c", "run_type": "tool", "inputs": {"x": 1}}
+    lines.append(tool_run)
     lines.append({"run_id": "r1", "query_id": "q1", "query": "Native?", "evidence": [{"doc_id": "n1"}]})
     path = tmp_path / "runs.jsonl"
     text = "".join(json.dumps(x) + "\n" for x in lines)
@@ -210,7 +212,21 @@ def test_langsmith_runs_and_langfuse_observations_mapped_by_the_workers_store_wh
     expected = ingest()
     labels: list = []
     held = force_pool(monkeypatch, 700, lambda it: it.held and not labels.append(it.label))
+    others: list = []  # the answers and other spans the workers read
+    decode = parallel.LinePool.decode
+
+    def counted(self, path, mapping=None, then=None):
+        for got in decode(self, path, mapping, then):
+            others.extend((it.label, it.kind) for it in got[1] if isinstance(it, parallel.SpanLine))
+            yield got
+
+    monkeypatch.setattr(parallel.LinePool, "decode", counted)
     assert ingest() == expected
     assert {"LangSmith", "Langfuse", "OpenInference"} <= set(labels) and sum(held) >= 40
+    assert {("LangSmith", "answer"), ("LangSmith", "other"), ("Langfuse", "answer")} <= set(others)
+    from ragaudit_core.logs.formats import MapContext
+
+    tool = parallel._general_span(json.dumps(tool_run).encode(), MapContext("runs", None))
+    assert isinstance(tool, parallel._OtherSpan) and tool.kind_of == "tool"  # as the format words it
     assert expected[0][1]  # the rejected run, on either path
     assert ("lf1", "g0") not in expected[2] and any(a == "g0" for _, a in expected[2])
