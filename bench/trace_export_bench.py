@@ -5,10 +5,12 @@ A LangSmith export as LangSmith writes runs, one JSON object per line: for each 
 ``metadata.id``) and its trace's root ``chain`` run holding the answer. Every retriever span
 waits until the file is read (its answer may come after it), so this is the case where what
 waits decides the memory. ``--passages`` 1,000,000 is a 582 MB file; 4,000,000 is 4× the input.
-Its retriever runs are read by the worker pool (the format's own reader, in each worker); the
-root runs' answers, and the join of each trace at the file's end, in the ingesting process.
+``--llm-runs`` adds each trace's LLM run, its prompt holding the passages (1.1 GB at 1M).
+Its runs are read by the worker pool (each format's own reader, in each worker); the join of
+each trace at the file's end, in the ingesting process.
 
     .venv/bin/python bench/trace_export_bench.py --passages 1000000 4000000
+    .venv/bin/python bench/trace_export_bench.py --passages 1000000 --llm-runs
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from ingest_bench import OUT, _measure, _passage  # the bench's texts and its me
 PER_RUN = 8
 
 
-def write_export(passages: int) -> Path:
-    """The LangSmith export of ``passages`` passages (written once, then reused)."""
-    path = OUT / f"langsmith-{passages}.jsonl"
+def write_export(passages: int, llm: bool = False) -> Path:
+    """The LangSmith export of ``passages`` passages (written once, then reused). ``llm``: each
+    trace also has the LLM run a RAG chain makes, its prompt holding the passages (as real
+    exports do: such runs are as large as the retriever's) and its generation the answer."""
+    path = OUT / f"langsmith{'-llm' if llm else ''}-{passages}.jsonl"
     if path.exists():
         return path
     rng = random.Random(0)
@@ -43,6 +47,12 @@ def write_export(passages: int) -> Path:
             ]
             retriever = {"id": f"r{q}", "trace_id": trace, "parent_run_id": f"c{q}", "run_type": "retriever"}
             f.write(json.dumps({**retriever, "inputs": {"query": f"question {q}"}, "outputs": {"documents": docs}}))
+            if llm:
+                prompt = "Answer from the context.\n\n" + "\n\n".join(d["page_content"] for d in docs)
+                run = {"id": f"l{q}", "trace_id": trace, "parent_run_id": f"c{q}", "run_type": "llm"}
+                messages = [{"role": "system", "content": prompt}, {"role": "user", "content": f"question {q}"}]
+                outputs = {"generations": [[{"text": f"generated {q}"}]]}
+                f.write("\n" + json.dumps({**run, "inputs": {"messages": messages}, "outputs": outputs}))
             root = {"id": f"c{q}", "trace_id": trace, "parent_run_id": None, "run_type": "chain"}
             f.write("\n" + json.dumps({**root, "outputs": {"output": f"answer {q}"}}) + "\n")
     tmp.rename(path)
@@ -52,10 +62,13 @@ def write_export(passages: int) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--passages", type=int, nargs="+", default=[1_000_000])
+    ap.add_argument(
+        "--llm-runs", action="store_true", help="each trace has an LLM run, its prompt holding the passages"
+    )
     args = ap.parse_args()
     exe = str(Path(sys.executable).parent / "ragaudit")
     for n in args.passages:
-        path = write_export(n)
+        path = write_export(n, args.llm_runs)
         db = OUT / f"trace-bench-{n}.duckdb"
 
         def fresh(db: Path = db) -> None:
@@ -65,8 +78,9 @@ def main() -> None:
         load = os.getloadavg()[0]
         wall, tree, largest = _measure([exe, "ingest", str(path), "--db", str(db), "--no-precompute"], fresh)
         fresh()
+        shape = "langsmith +llm" if args.llm_runs else "langsmith"
         print(
-            f"langsmith {n:>11,} passages ({path.stat().st_size / 1e9:.2f} GB): {wall:.1f} s, {tree:.2f} GB peak of "
+            f"{shape} {n:>11,} passages ({path.stat().st_size / 1e9:.2f} GB): {wall:.1f} s, {tree:.2f} GB peak of "
             f"the process tree ({largest:.2f} GB largest process); load {load:.1f} → {os.getloadavg()[0]:.1f}",
             flush=True,
         )
