@@ -49,6 +49,11 @@ class RunSelection:
     disagreeing: list[str] = field(default_factory=list)  # left out: same query ids, other questions
 
     @property
+    def partial(self) -> bool:
+        """Some run is left out (for any of the reasons): compare ``runs``, not every run."""
+        return bool(self.left_out or self.disagreeing)
+
+    @property
     def note(self) -> str | None:
         parts = []
         if self.disagreeing:

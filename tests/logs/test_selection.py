@@ -80,3 +80,22 @@ def test_digits_that_are_not_numbers_sort_as_text():
 
     assert natural_sorted(["5²", "k10", "k5", "٣"]) == ["٣", "5²", "k5", "k10"]
     assert grid_setting("²") is None and grid_setting(" 12 ") == 12 and grid_setting("١٢") == 12
+
+
+def test_the_default_comparison_leaves_out_what_the_note_says_it_leaves_out(tmp_path):
+    """Every run shares queries, but 'other' asks other questions under the same ids: the default
+    stability options name the kept runs — not None (every run), which compared the very run the note
+    said was left out, whenever no run shared nothing with the others."""
+    from ragaudit_core.stability.cache import default_options
+
+    recs = [
+        {"run_id": r, "query_id": f"q{i}", "query": f"question {i}", "evidence": ["d"]}
+        for r in ("k5", "k10", "k20")
+        for i in range(10)
+    ]
+    recs += [{"run_id": "other", "query_id": f"q{i}", "query": f"another {i}", "evidence": ["d"]} for i in range(10)]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
+    sel = comparable_runs(con)
+    assert sel.disagreeing == ["other"] and sel.left_out == []
+    assert default_options(con).runs == ["k5", "k10", "k20"]

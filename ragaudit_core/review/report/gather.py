@@ -255,7 +255,7 @@ def _stability(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOpt
         sopts = default_options(con, opts.tau)
         data.stability_scope = (
             f"Runs compared: all {len(sel.runs)} with evidence logs."
-            if not sel.left_out
+            if not sel.partial
             else (sel.note or "").replace(
                 "; pick runs to compare them instead", "; name runs to compare them instead (--runs)"
             )
