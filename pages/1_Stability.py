@@ -57,7 +57,8 @@ picked = st.sidebar.multiselect(
     "Runs compared",
     all_runs,
     key="stability.runs",
-    help="Default: the largest set of runs that share queries. The PDF report built "
+    help="Default: the runs that share the most queries between the most runs (runs sharing no query, or "
+    "asking other questions under the same ids, or only a few of the queries, are left out). The PDF report built "
     "on the compare page compares the same runs.",
 )
 st.session_state[KEYS.runs] = None if set(picked) == set(selection.runs) else natural_sorted(picked)
