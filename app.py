@@ -42,7 +42,7 @@ def home() -> None:
             f"shell with `ragaudit ingest PATH... --db {db_path}`."
         )
         st.stop()
-    _loaded(con, info)
+    _loaded(con, info, db_path)
 
 
 def _database():
@@ -202,7 +202,7 @@ def _last_ingest() -> None:
         st.warning(ui.md(w))
 
 
-def _loaded(con, info: dict) -> None:
+def _loaded(con, info: dict, db_path: str) -> None:
     info = {**info, "rejected_lines": info["rejected"] - info["refused"]}
     c = st.columns(7)
     for col, (label, key) in zip(
@@ -229,6 +229,14 @@ def _loaded(con, info: dict) -> None:
                 "config": st.column_config.TextColumn("config (as logged)", width="large"),
             },
         )
+        sel, _ = ui.default_selection(db_path, store.data_version(con))
+        if sel.note:  # which runs the pages compare when nobody picks, and why the others are left out
+            st.caption(
+                ui.md(
+                    f"The stability and compare pages compare by default {len(sel.runs)} runs over their "
+                    f"{sel.n_shared:,} shared queries. {sel.note}"
+                )
+            )
         nav = st.columns(4)
         nav[0].page_link(PAGES.stability, label="Evidence stability →", icon=":material/scatter_plot:")
         nav[1].page_link(PAGES.drilldown, label="Query drill-down →", icon=":material/search:")

@@ -17,7 +17,7 @@ from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.review import charts, quality_charts
 from ragaudit_core.stability.cache import DEFAULT_DENSITY_BINS as BINS
 from ragaudit_core.stability.cache import compare_cached, default_options, stability_cached
-from ragaudit_core.stability.metrics import StabilityError, StabilityOptions, effects_by_change
+from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError, StabilityOptions, effects_by_change
 
 st.set_page_config(page_title="Stability · RagAudit", page_icon="📈", layout="wide")
 db = ui.open_store("Evidence stability", lambda con: catalog.missing_data_message(con, min_runs=2))
@@ -57,7 +57,8 @@ picked = st.sidebar.multiselect(
     "Runs compared",
     all_runs,
     key="stability.runs",
-    help="Default: the largest set of runs that share queries. The PDF report built "
+    help="Default: the runs that share the most queries between the most runs (runs sharing no query, or "
+    "asking other questions under the same ids, or only a few of the queries, are left out). The PDF report built "
     "on the compare page compares the same runs.",
 )
 st.session_state[KEYS.runs] = None if set(picked) == set(selection.runs) else natural_sorted(picked)
@@ -70,6 +71,16 @@ try:
     res = stability(
         db_path, version, tau, None if set(picked) == set(selection.runs) else tuple(natural_sorted(picked))
     )
+except NoSharedQueries:  # a choice of runs, not a failure: say what to pick instead (as the compare page does)
+    default = ", ".join(selection.runs[:8]) + (" …" if len(selection.runs) > 8 else "")
+    st.info(
+        ui.md(
+            f"These {len(picked)} runs have no query in common, so there is nothing to compare. Take out the runs "
+            f"that share no query under “Runs compared”, or compare the default selection: {len(selection.runs)} "
+            f"runs sharing {selection.n_shared:,} queries ({default})."
+        )
+    )
+    st.stop()
 except StabilityError as e:
     st.error(ui.md(str(e)))
     st.stop()

@@ -128,7 +128,11 @@ def styled(df):
     wanted = ["rank", "doc_id", "relevance", "chunk_id", "status", "same_doc_other_span", "score", "char_start",
               "char_end", "text"]  # fmt: skip
     show = df[[c for c in wanted if c in df.columns]]
-    return show.style.map(lambda v: f"background-color: {STATUS_COLOURS.get(v, '')}", subset=["status"])
+    # the Styler's text is what the table shows (its default: "1.000000", "nan"): labels are integers
+    numbers = {c: f for c, f in (("relevance", "{:.0f}"), ("score", "{:.4f}")) if c in show.columns}
+    return show.style.map(lambda v: f"background-color: {STATUS_COLOURS.get(v, '')}", subset=["status"]).format(
+        numbers, na_rep=""
+    )
 
 
 cols = {

@@ -9,6 +9,7 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core.logs import catalog
+from ragaudit_core.logs.sanity import same_questions_other_ids
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.quality.jitter import jitter_cost
@@ -56,9 +57,15 @@ if baseline == candidate:
 try:
     cmp = comparison(db_path, version, baseline, candidate, tau)
 except NoSharedQueries:
+    same = same_questions_other_ids(con, baseline, candidate)
     st.info(
         ui.md(
-            f"{baseline} and {candidate} share no query, so there is nothing to compare. Pick two of "
+            f"{baseline} and {candidate} share no query id, but ask {same.n:,} of the same questions under other ids "
+            f"(e.g. {same.id_a} in {baseline} is {same.id_b} in {candidate}): a log without query ids gets one from "
+            "its question's hash (q:…). To compare them, give both logs the same ids (a query_id field) and load "
+            "them again (remove the old files on the home page first)."
+            if same
+            else f"{baseline} and {candidate} share no query, so there is nothing to compare. Pick two of "
             f"the runs that share queries: {', '.join(compared[:8])}" + (" …" if len(compared) > 8 else "") + "."
         )
     )

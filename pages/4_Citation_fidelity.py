@@ -81,6 +81,14 @@ for col, run in zip(cols, runs):
         col.warning(ui.md(comment))
 left, right = st.columns(2)
 left.plotly_chart(charts.survival_funnel({r: res[r].summary for r in runs}), key="fid.funnel")
+if no_truth := [r for r in runs if not res[r].summary.get("n_with_ground_truth")]:
+    left.caption(
+        ui.md(
+            f"Not in the funnel: {', '.join(no_truth)} — no query of {'its' if len(no_truth) == 1 else 'their'} "
+            "provenance logs names a ground-truth source, so no source can be seen to survive or be lost (CFS "
+            "still applies)."
+        )
+    )
 right.plotly_chart(
     charts.cfs_histogram(
         {r: res[r].queries["cfs"].dropna() for r in runs},

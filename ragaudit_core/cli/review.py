@@ -95,7 +95,7 @@ def report(
         typer.Option(
             "--runs",
             help="Comma-separated runs the stability section compares "
-            "(default: the largest set of runs that share queries).",
+            "(default: the runs that share the most queries between the most runs).",
         ),
     ] = None,
     no_probe: Annotated[

@@ -103,8 +103,8 @@ def stability(
             )
         chosen = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
         if chosen is None and baseline is None:
-            selection = comparable_runs(con)  # runs sharing no query with the others are left out, named
-            if selection.left_out:
+            selection = comparable_runs(con)  # runs left out (no query shared, other questions, few queries) named
+            if selection.partial:
                 chosen = selection.runs
                 typer.echo(f"warning: {(selection.note or '').replace('; pick runs', '; use --runs')}", err=True)
         opts = StabilityOptions(

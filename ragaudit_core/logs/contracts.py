@@ -189,6 +189,13 @@ class EvidenceRecord(BaseModel):
             raise ValueError(
                 "the only id key is 'id', which could be the run or the query; name them 'run_id' and 'query_id'"
             )
+        if run_key is None and query_key is None and not has_id and not any(k in v for k in EVIDENCE_KEYS):
+            keys = sorted(v)  # nothing of a log at all (a CSV of something else): not "missing run id"
+            raise ValueError(
+                "not an evidence record: it has no run id, no query id and no evidence list (keys found: "
+                + (", ".join(keys[:12]) + (f" and {len(keys) - 12} more" if len(keys) > 12 else "") or "none")
+                + ")"
+            )
         if run_key is None:
             run_key = "id" if has_id else None
         elif query_key is None and has_id:

@@ -36,12 +36,14 @@ __all__ = [
     "PASSAGE_MIN_SHARE",
     "PASSAGE_MIN_SPACES",
     "PassageIds",
+    "SameQuestions",
     "TextConflict",
     "conflict_messages",
     "identity_warnings",
     "passage_id_runs",
     "query_text_conflicts",
     "read_ids_as_texts",
+    "same_questions_other_ids",
 ]
 
 PASSAGE_MIN_CHARS = 60
@@ -211,3 +213,27 @@ def read_ids_as_texts(con: duckdb.DuckDBPyConnection, runs: list[str]) -> int:
         raise
     finally:
         cur.close()
+
+
+@dataclass(frozen=True)
+class SameQuestions:
+    """Two runs asking ``n`` of the same questions (normalised texts) under other query ids; one example."""
+
+    n: int
+    id_a: str
+    id_b: str
+
+
+def same_questions_other_ids(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> SameQuestions | None:
+    """The questions both runs ask under different query ids — a tool that logs no query id gets one
+    from its text's hash (``q:…``), so its run shares no id with a run that numbers the same
+    questions; None when there are none (for runs that share no query: say why, not just that)."""
+    row = con.execute(
+        f"""
+        WITH a AS (SELECT DISTINCT query_id, {_NORM} AS t FROM records WHERE run_id = ? AND query IS NOT NULL),
+        b AS (SELECT DISTINCT query_id, {_NORM} AS t FROM records WHERE run_id = ? AND query IS NOT NULL),
+        j AS (SELECT a.t, a.query_id AS qa, b.query_id AS qb FROM a JOIN b ON a.t = b.t AND a.query_id <> b.query_id)
+        SELECT count(DISTINCT t), arg_min(qa, (qa, qb)), arg_min(qb, (qa, qb)) FROM j""",
+        [run_a, run_b],
+    ).fetchone()
+    return SameQuestions(int(row[0]), row[1], row[2]) if row and row[0] else None

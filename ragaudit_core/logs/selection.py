@@ -1,12 +1,15 @@
-"""Which runs to compare when the user has not said: the largest set of runs that share queries.
+"""Which runs to compare when the user has not said: the most runs over the most shared queries.
 
 A stability comparison is over the queries every compared run logged. One small upload that
 shares no query with the loaded runs would make that intersection empty ("nothing to compare"),
-so the default selection is the largest group of runs that share queries: from each seed run
-(the largest first) the others are added, the most overlapping first, while the shared queries
-stay non-empty; the group with the most runs wins (ties: the most shared queries). A run left
-out is named in one sentence. (Greedy: the largest group is NP-hard in general; on real logs,
-where runs differ by settings over one query set, the greedy group is the whole set.) Runs are
+so the default selection is the group of runs that gives the most (query, run pair) cells to
+compare — shared queries × pairs: from each seed run (the largest first) the others are tried, the
+most overlapping first, and each is added when it does not lower that count; the group with the
+most cells wins (ties: the most runs, then the most shared queries). So a run sharing no query is
+left out, and so is a small run that would narrow twelve runs over 300 queries to fourteen over 9
+(a stray upload of a few of the same questions); each kind is named in one sentence. (Greedy: the
+best group is NP-hard in general; on real logs, where runs differ by settings over one query set,
+the greedy group is the whole set.) Runs are
 listed in natural order (``k5 < k10 < k20``). Runs whose query ids name other questions than
 the kept runs' (:mod:`.sanity`: the same id, a different text) are left out first, named apart.
 """
@@ -47,6 +50,12 @@ class RunSelection:
     left_out: list[str] = field(default_factory=list)
     n_shared: int = 0  # queries every selected run logged
     disagreeing: list[str] = field(default_factory=list)  # left out: same query ids, other questions
+    narrowing: list[str] = field(default_factory=list)  # left out: would cut the shared queries to a few
+
+    @property
+    def partial(self) -> bool:
+        """Some run is left out (for any of the reasons): compare ``runs``, not every run."""
+        return bool(self.left_out or self.disagreeing or self.narrowing)
 
     @property
     def note(self) -> str | None:
@@ -56,6 +65,13 @@ class RunSelection:
             parts.append(
                 f"Left out {len(self.disagreeing)} run(s) whose query ids name other questions than the compared "
                 f"runs' (the same id, a different text): {names}; pick them to compare anyway."
+            )
+        if self.narrowing:
+            names = ", ".join(repr(r) for r in self.narrowing[:5]) + (" …" if len(self.narrowing) > 5 else "")
+            parts.append(
+                f"Left out {len(self.narrowing)} run(s) that would narrow the comparison from the "
+                f"{self.n_shared:,} queries the {len(self.runs)} compared share to fewer: {names}; pick them to "
+                "compare the queries they share."
             )
         if self.left_out:
             names = ", ".join(repr(r) for r in self.left_out[:5]) + (" …" if len(self.left_out) > 5 else "")
@@ -76,7 +92,7 @@ def _selection_of(blob: bytes) -> RunSelection:
     return RunSelection(**json.loads(blob))
 
 
-@derived.memoized("selection.comparable/1", derived.Codec(lambda s: json.dumps(asdict(s)).encode(), _selection_of))
+@derived.memoized("selection.comparable/2", derived.Codec(lambda s: json.dumps(asdict(s)).encode(), _selection_of))
 def _comparable_runs(con: duckdb.DuckDBPyConnection, candidates: list[str] | None) -> RunSelection:
     sets = _query_sets(con, candidates)
     disagreeing = _disagreeing(con, {r: int(m.sum()) for r, m in sets.items()})
@@ -86,10 +102,14 @@ def _comparable_runs(con: duckdb.DuckDBPyConnection, candidates: list[str] | Non
         n = int(next(iter(sets.values())).sum()) if sets else 0
         return RunSelection(natural_sorted(sets), [], n, natural_sorted(disagreeing))
     seeds = sorted(sets, key=lambda r: (-int(sets[r].sum()), natural_key(r)))[:MAX_SEEDS]
-    best = max((_grow(sets, seed) for seed in seeds), key=lambda g: (len(g[0]), g[1]))
+    best = max((_grow(sets, seed) for seed in seeds), key=lambda g: (_cells(len(g[0]), g[1]), len(g[0]), g[1]))
     chosen, n_common = best
-    left = [r for r in sets if r not in chosen]
-    return RunSelection(natural_sorted(chosen), natural_sorted(left), n_common, natural_sorted(disagreeing))
+    common = np.logical_and.reduce([sets[r] for r in chosen])
+    left = [r for r in sets if r not in chosen and not (sets[r] & common).any()]
+    narrowing = [r for r in sets if r not in chosen and r not in left]
+    return RunSelection(
+        natural_sorted(chosen), natural_sorted(left), n_common, natural_sorted(disagreeing), natural_sorted(narrowing)
+    )
 
 
 @derived.at_ingest("selection.comparable")
@@ -132,17 +152,23 @@ def _disagreeing(con: duckdb.DuckDBPyConnection, sizes: dict[str, int]) -> list[
 
 
 MAX_SEEDS = 50
-"""Runs tried as the seed of a group (the largest first): the group with the most runs wins."""
+"""Runs tried as the seed of a group (the largest first): the group with the most cells wins."""
+
+
+def _cells(n_runs: int, n_shared: int) -> int:
+    """The (query, run pair) cells a group of runs compares."""
+    return n_shared * n_runs * (n_runs - 1) // 2
 
 
 def _grow(sets: dict[str, np.ndarray], first: str) -> tuple[list[str], int]:
-    """Greedy group from ``first``: add runs, the most overlapping first, while queries stay
-    shared; the group and how many queries it shares."""
+    """Greedy group from ``first``: try runs, the most overlapping first, adding each that keeps
+    queries shared without lowering the cells compared; the group and how many queries it shares."""
     chosen, common = [first], sets[first].copy()
     overlap = {r: int(np.count_nonzero(sets[r] & sets[first])) for r in sets if r != first}
     for r in sorted(overlap, key=lambda r: (-overlap[r], natural_key(r))):
         shared = common & sets[r]
-        if shared.any():
+        n = int(np.count_nonzero(shared))
+        if n and _cells(len(chosen) + 1, n) >= _cells(len(chosen), int(np.count_nonzero(common))):
             chosen.append(r)
             common = shared
     return chosen, int(np.count_nonzero(common))

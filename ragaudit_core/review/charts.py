@@ -349,20 +349,18 @@ def cfs_histogram(
 ) -> go.Figure:
     """Per-query CFS distributions, with each run's p50/p95/p99 and the alert threshold drawn.
 
-    Percentiles of one run that fall on the same value share one line and one label
+    Counted here, as ``jmin_histogram``: Plotly's bins are closed on the left, so a CFS of 1 fell past
+    the axis. Percentiles of one run that fall on the same value share one line and one label
     (``p95 = p99 1.00``); every label has its own row at the top of the plot, so none overlap."""
-    fig = go.Figure()
-    row = 0
+    fig, row, edges = go.Figure(), 0, np.linspace(0.0, 1.0, 21)  # bins of 0.05, CFS = 1 in the last (0.95–1)
     for i, run in enumerate(natural_order(cfs_by_run)):
-        values, c = cfs_by_run[run], colour(i)
+        values, c = np.asarray(list(cfs_by_run[run]), dtype=float), colour(i)
+        counts, _ = np.histogram(np.clip(values[np.isfinite(values)], 0.0, 1.0), bins=edges)
+        hover = "CFS %{customdata[0]:.2f}–%{customdata[1]:.2f}<br>%{y} queries<extra>" + html.escape(run) + "</extra>"
         fig.add_trace(
-            go.Histogram(
-                x=list(values),
-                name=html.escape(run),
-                xbins=dict(start=0, end=1.0001, size=0.05),
-                marker_color=c,
-            )
-        )
+            go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, name=html.escape(run), marker_color=c,
+                   customdata=np.column_stack([edges[:-1], edges[1:]]), hovertemplate=hover)
+        )  # fmt: skip
         s = (summaries or {}).get(run) or {}
         at: dict[float, list[str]] = {}
         for key in _PCT_DASH:

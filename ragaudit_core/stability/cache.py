@@ -127,11 +127,12 @@ def compare_cached(
 
 
 def default_options(con: duckdb.DuckDBPyConnection, tau: float = FLIP_THRESHOLD) -> StabilityOptions:
-    """What the dashboard and the CLI compare when the user picks no runs: every run, or, when
-    some share no query with the others, the default selection (:func:`logs.selection.comparable_runs`)."""
+    """What the dashboard and the CLI compare when the user picks no runs: every run, or, when the
+    default selection (:func:`logs.selection.comparable_runs`) leaves some out — sharing no query,
+    asking other questions under the same ids, or narrowing the shared queries — the runs it keeps."""
     sel = comparable_runs(con)
     return StabilityOptions(
-        runs=sel.runs if sel.left_out else None, flip_threshold=tau, allow_missing=True, resamples=DEFAULT_RESAMPLES
+        runs=sel.runs if sel.partial else None, flip_threshold=tau, allow_missing=True, resamples=DEFAULT_RESAMPLES
     )
 
 

@@ -278,3 +278,18 @@ def test_passage_like_ids_are_flagged_and_read_as_texts_in_one_click(app_env, tm
     c = store.connect(path)
     assert c.execute("SELECT text FROM evidence").fetchall() == [(passage,)]
     c.close()
+
+
+def test_the_runs_left_out_of_the_default_comparison_are_named_beside_the_runs(app_env, tmp_path):
+    """The home page lists every run; which of them the pages compare by default, and why the others
+    are left out, was said only on the stability page (the walk: a Ragas export, a colliding run)."""
+    from tests.helpers import records_db
+
+    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": ["d"]} for r in ("k5", "k10") for i in range(3)]
+    recs += [{"run_id": "upload", "query_id": "elsewhere", "evidence": ["x"]}]
+    app_env(records_db(tmp_path, recs))
+    at = app_test("app.py").run()
+    assert not at.exception
+    (note,) = [plain(c.value) for c in at.caption if "compare by default" in plain(c.value)]
+    assert note.startswith("The stability and compare pages compare by default 2 runs over their 3 shared queries.")
+    assert "Left out 1 run(s) that share no query with the 2 compared" in note and "'upload'" in note

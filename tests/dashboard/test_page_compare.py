@@ -188,6 +188,35 @@ def test_the_pair_defaults_to_runs_that_share_queries(app_env, tmp_path):
     assert any("the runs picked on the stability page: k5, k10" in plain(c.value) for c in at.caption)
 
 
+def test_runs_asking_the_same_questions_under_other_ids_are_told_why_they_share_nothing(app_env, tmp_path):
+    """A Ragas export of the native run's questions (ids: hashes of the texts) shares no query id
+    with it: the page says they ask the same questions, with an example pair, and what to do
+    (the walk: 'share no query' for a Langfuse export of the sample's own questions)."""
+    from ragaudit_core.logs.formats import query_id_for
+    from ragaudit_core.logs.ingest import ingest_paths
+    from tests.helpers import write_jsonl
+
+    qs = ["What causes tides?", "Why is the sky blue?", "Who wrote Hamlet?"]
+    native = [{"run_id": r, "query_id": str(i), "query": q, "evidence": ["d"]} for r in ("k5", "k10") for i, q in
+              enumerate(qs)]  # fmt: skip
+    ragas = [{"user_input": q, "retrieved_contexts": ["p"], "response": "a"} for q in qs]
+    path = app_env()
+    ingest_paths(
+        store.connect(path), [write_jsonl(tmp_path / "n.jsonl", native), write_jsonl(tmp_path / "rag.jsonl", ragas)]
+    )
+    at = app_test(PAGE).run()
+    next(s for s in at.selectbox if s.label == "Baseline run").select("rag").run()
+    next(s for s in at.selectbox if s.label == "Candidate run").select("k5").run()
+    assert not at.exception and not at.error
+    (note,) = [plain(i.value) for i in at.info if "share no query" in plain(i.value)]
+    first = min((query_id_for(q), str(i)) for i, q in enumerate(qs))
+    assert (
+        "rag and k5 share no query id, but ask 3 of the same questions under other ids "
+        f"(e.g. {first[0]} in rag is {first[1]} in k5)" in note
+    )
+    assert "query_id" in note
+
+
 def test_does_jitter_cost_quality(app_env, sample_db):
     """Chunk size 256 → 128: the quality changes with their intervals, and the collapsed queries
     split by what happened to their relevant documents, as the core computes them."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import pandas as pd
 import pytest
 
 from ragaudit_core.logs import store
@@ -133,3 +136,23 @@ def test_a_query_one_run_logged_shows_that_runs_evidence_and_answer(app_env, tmp
     assert list(shown["doc_id"]) == ["d1", "d2"] and list(shown["rank"]) == [1, 2]
     assert list(shown["text"]) == ["first passage", "second passage"]
     assert any(t.value == "Answer: Because <b>so</b>." for t in at.text)  # as text, never HTML
+
+
+def _display_values(element) -> pd.DataFrame:
+    """The cells as the browser shows them: a Styler's display values, sent beside the data."""
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(element.proto.arrow_data.styler.display_values).read_all().to_pandas()
+
+
+def test_relevance_labels_and_scores_read_as_written(app_env, sample_db):
+    """A relevance label is an integer: shown "1", not "1.000000" (the Styler's default precision, seen
+    in the walk), an unjudged document blank, not "nan"; a retrieval score with 4 decimals."""
+    app_env(sample_db)
+    at = app_test(PAGE).run()
+    assert not at.exception
+    shown = [_display_values(df) for df in at.dataframe if "relevance" in df.value.columns]
+    assert len(shown) == 2
+    labels = set(pd.concat(shown)["relevance"])
+    assert "1" in labels and labels <= {"", "1"}  # the sample's labels are all 1
+    assert all(re.fullmatch(r"0\.\d{4}", s) for s in pd.concat(shown)["score"])

@@ -223,3 +223,17 @@ def test_a_bf16_panel_is_shown_apart_from_the_reference(app_env, tmp_path):
     assert shown["citations judged"] == "1" and shown["agreement with the rules"] == "0.0%"
     table = next(df.value for df in at.dataframe if "majority" in df.value.columns)
     assert table["votes"].tolist() == ["HALLUCINATED · HALLUCINATED · HALLUCINATED"]
+
+
+def test_a_run_without_ground_truth_is_named_beside_the_funnel(app_env, tmp_path):
+    """A provenance run naming no ground-truth source (Phoenix reranker traces) has no stage survival:
+    the funnel leaves it out, and the page says so (the walk: a run's bars simply missing)."""
+    path = app_env()
+    logs = tmp_path / "prov"
+    write_jsonl(logs / "base.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]")])
+    write_jsonl(logs / "traced.jsonl", [pipeline("traced", "q1", text="[Source: D1, p. 2]", gt=())])
+    ingest_paths(store.connect(path), [logs])
+    at = app_test(PAGE).run()
+    assert not at.exception and not at.error
+    (note,) = [c.value for c in at.caption if "Not in the funnel" in c.value]
+    assert "traced" in note and "base" not in note

@@ -40,6 +40,11 @@ CASES = [
         "missing run id: none of run_id, runId, config_id, run, id is present",
     ),
     ("query-id-missing", b'{"run_id": "r", "cited": []}', "missing query id: none of query_id, qid, id is present"),
+    (  # a CSV of something else (the walk's inventory.csv): not "missing run id", as if one key would do
+        "not-a-log",
+        b'{"sku": "A1", "name": "widget", "price": "3.50"}',
+        "not an evidence record: it has no run id, no query id and no evidence list (keys found: name, price, sku)",
+    ),
     (
         "only-id",
         b'{"id": "x", "cited": []}',

@@ -81,3 +81,28 @@ def test_a_corrected_typo_is_not_a_disagreement(tmp_path):
     (c,) = sanity.query_text_conflicts(con)
     assert (c.n_differ, c.n_smaller, c.disagree) == (1, 40, False)  # 1 of 40 = 2.5 % ≤ 5 %
     assert comparable_runs(con).runs == ["a", "b"]
+
+
+def test_the_same_questions_under_other_ids_are_counted(tmp_path):
+    """A Ragas export (no query ids: 'q:' + hash of the text) of two of the native run's questions:
+    no id is shared, but two questions are, one example pair named; unrelated runs give None."""
+    from ragaudit_core.logs.formats import query_id_for
+    from ragaudit_core.logs.ingest import ingest_paths
+    from ragaudit_core.logs.sanity import same_questions_other_ids
+
+    native = [
+        {"run_id": "native", "query_id": str(i), "query": q, "evidence": ["d"]}
+        for i, q in enumerate(["What causes tides?", "Why is the sky blue?", "Who wrote Hamlet?"])
+    ]
+    ragas = [
+        {"user_input": q, "retrieved_contexts": ["p"], "response": "a"}
+        for q in ["what causes  tides?", "Why is the sky blue?"]
+    ]
+    other = [{"run_id": "other", "query_id": "x", "query": "Something else", "evidence": ["d"]}]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "n.jsonl", native + other), write_jsonl(tmp_path / "rag.jsonl", ragas)])
+    same = same_questions_other_ids(con, "rag", "native")
+    assert same is not None and same.n == 2
+    pairs = [(query_id_for("What causes tides?"), "0"), (query_id_for("Why is the sky blue?"), "1")]
+    assert (same.id_a, same.id_b) == min(pairs)  # the first by id in run a
+    assert same_questions_other_ids(con, "native", "other") is None

@@ -80,3 +80,41 @@ def test_digits_that_are_not_numbers_sort_as_text():
 
     assert natural_sorted(["5²", "k10", "k5", "٣"]) == ["٣", "5²", "k5", "k10"]
     assert grid_setting("²") is None and grid_setting(" 12 ") == 12 and grid_setting("١٢") == 12
+
+
+def test_a_small_run_does_not_narrow_the_default_to_its_few_queries(tmp_path):
+    """Three runs log q0..q9; 'tiny' logs q0 only (a stray upload of the same questions). Adding it
+    would compare 4 runs over 1 query (6 pairs × 1 = 6 cells) instead of 3 runs over 10 (3 × 10 = 30):
+    the default leaves it out and says why (the walk: 14 runs over 9 queries instead of 12 over 300).
+    A run whose few queries still give more (query, pair) cells is kept (test above: k20)."""
+    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": ["d"]} for r in ("k5", "k10", "k20") for i in range(10)]
+    recs += [{"run_id": "tiny", "query_id": "q0", "evidence": ["d"]}]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
+    sel = comparable_runs(con)
+    assert sel.runs == ["k5", "k10", "k20"] and sel.n_shared == 10
+    assert sel.narrowing == ["tiny"] and sel.left_out == []
+    assert sel.note == (
+        "Left out 1 run(s) that would narrow the comparison from the 10 queries the 3 compared share to fewer: "
+        "'tiny'; pick them to compare the queries they share."
+    )
+    assert comparable_runs(con, ["k5", "tiny"]).runs == ["k5", "tiny"]  # two runs: their one query is all there is
+
+
+def test_the_default_comparison_leaves_out_what_the_note_says_it_leaves_out(tmp_path):
+    """Every run shares queries, but 'other' asks other questions under the same ids: the default
+    stability options name the kept runs — not None (every run), which compared the very run the note
+    said was left out, whenever no run shared nothing with the others."""
+    from ragaudit_core.stability.cache import default_options
+
+    recs = [
+        {"run_id": r, "query_id": f"q{i}", "query": f"question {i}", "evidence": ["d"]}
+        for r in ("k5", "k10", "k20")
+        for i in range(10)
+    ]
+    recs += [{"run_id": "other", "query_id": f"q{i}", "query": f"another {i}", "evidence": ["d"]} for i in range(10)]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
+    sel = comparable_runs(con)
+    assert sel.disagreeing == ["other"] and sel.left_out == []
+    assert default_options(con).runs == ["k5", "k10", "k20"]

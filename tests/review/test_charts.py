@@ -23,7 +23,7 @@ def test_cfs_histogram_merges_equal_percentiles_and_gives_each_label_its_own_row
     fig = charts.cfs_histogram(
         {"a": [0.0, 0.0, 1.0], "b<i>": [0.5, 0.9]}, summaries={"a": s, "b<i>": t}, threshold=0.85
     )
-    assert [tr.type for tr in fig.data] == ["histogram", "histogram"]
+    assert [tr.type for tr in fig.data] == ["bar", "bar"]
     labels = [(a.text, a.y) for a in fig.layout.annotations]
     assert labels[:2] == [("p50 0.00 (a)", 1.0), ("p95 = p99 1.00 (a)", 0.925)]
     assert [t for t, _ in labels[2:5]] == ["p50 0.50 (b&lt;i&gt;)", "p95 0.90 (b&lt;i&gt;)", "p99 0.99 (b&lt;i&gt;)"]
@@ -52,3 +52,15 @@ def test_survival_funnel_shows_the_cumulative_share_outside_the_bars():
     assert list(f.x) == [100.0, 50.0, 40.0] and list(f.customdata) == [100.0, 50.0, 80.0]
     assert f.textposition == "outside"
     assert "share of all queries with ground truth" in fig.layout.title.text
+
+
+def test_cfs_histogram_draws_perfect_scores_inside_the_axis():
+    """CFS = 1 (every citation verified) sits in the last bin, 0.95–1, inside the 0–1 axis: Plotly's own
+    bins are closed on the left, so 1.0 fell in a bin 1.00–1.05 drawn past the axis, and a run whose
+    queries all score 1 showed no bar at all (seen on a workspace with Phoenix reranker traces)."""
+    fig = charts.cfs_histogram({"perfect": [1.0, 1.0, 1.0], "mixed": [0.0, 0.5, 1.0, float("nan")]})
+    perfect, mixed = (next(t for t in fig.data if t.name == n) for n in ("perfect", "mixed"))
+    assert sum(perfect.y) == 3 and sum(mixed.y) == 3  # a query without a score is not counted
+    x_max = max(x for tr in fig.data for x, y in zip(tr.x, tr.y) if y)
+    assert x_max < fig.layout.xaxis.range[1]
+    assert list(perfect.y).index(3) == len(perfect.y) - 1  # the last bin, 0.95–1

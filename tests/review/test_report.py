@@ -215,6 +215,21 @@ def test_sections_without_data_are_named_and_bad_pairs_refused(tmp_path):
         build_report(con, None, ReportOptions(baseline="a"))
 
 
+def test_the_cover_counts_rejected_lines_and_refused_files_apart(tmp_path):
+    """One bad line and one file refused as a whole (a Ragas test set): the home page says "Rejected
+    lines 1" and "refused files (1)"; the cover said "rejected lines 2" (the walk: 4 against 3 + 1)."""
+    logs = tmp_path / "logs"
+    write_jsonl(logs / "a.jsonl", [{"run_id": "a", "query_id": "q1", "cited": ["x"]}, {"run_id": "a"}])
+    write_jsonl(logs / "b.jsonl", [{"run_id": "b", "query_id": "q1", "cited": ["x"]}])
+    write_jsonl(logs / "testset.jsonl", [{"user_input": "q?", "reference_contexts": ["c"], "reference": "r"}])
+    con = store.connect(":memory:")
+    ingest_paths(con, [logs])
+    _blob, data = build_report(con, tmp_path / "d.pdf", ReportOptions(probe=False))
+    assert (data.n_rejected, data.n_refused) == (1, 1)
+    text = _flat("\n".join(_text(tmp_path / "d.pdf")))
+    assert "rejected lines 1" in text and "refused files 1" in text
+
+
 def test_provenance_only_logs_get_a_report_with_the_fidelity_section(tmp_path):
     from tests.helpers import pipeline
 

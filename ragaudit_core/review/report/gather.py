@@ -102,7 +102,8 @@ class ReportData:
     prov_runs: pd.DataFrame
     files: pd.DataFrame
     n_queries: int
-    n_rejected: int
+    n_rejected: int  # lines (the home page's "Rejected lines")
+    n_refused: int = 0  # files refused as a whole (a quarantine row without line), counted apart as there
     tau: float = FLIP_THRESHOLD
     omitted: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # parts that raised: "what (Error: message)"
@@ -208,7 +209,8 @@ def _catalog(con: duckdb.DuckDBPyConnection, opts: ReportOptions, timings: dict[
         prov_runs=prov_table,
         files=catalog.files_table(con),
         n_queries=catalog.distinct_query_count(con),
-        n_rejected=catalog.overview(con)["rejected"],
+        n_rejected=(info := catalog.overview(con))["rejected"] - info["refused"],
+        n_refused=info["refused"],
         tau=opts.tau,
         timings=timings,
     )
@@ -255,7 +257,7 @@ def _stability(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOpt
         sopts = default_options(con, opts.tau)
         data.stability_scope = (
             f"Runs compared: all {len(sel.runs)} with evidence logs."
-            if not sel.left_out
+            if not sel.partial
             else (sel.note or "").replace(
                 "; pick runs to compare them instead", "; name runs to compare them instead (--runs)"
             )

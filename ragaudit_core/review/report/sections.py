@@ -58,6 +58,7 @@ def cover(pdf: ReportPDF, data: ReportData) -> None:
         ["queries (distinct ids)", f"{data.n_queries:,}"],
         ["input files", str(len(data.files))],
         ["rejected lines", f"{data.n_rejected:,}"],
+        *([["refused files", f"{data.n_refused:,}"]] if data.n_refused else []),
     ]
     if data.verdict is not None:
         v = data.verdict
