@@ -43,6 +43,7 @@ __all__ = [
     "runs_table",
     "runs_with_texts",
     "sample_logs_dir",
+    "text_id_runs",
     "upload_name",
     "uploads_dir",
     "warnings_table",
@@ -457,6 +458,17 @@ def span_capable_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
         """SELECT r.run_id FROM runs r
            LEFT JOIN (SELECT run_id, count(*) - count(span_hash) AS n FROM evidence GROUP BY run_id) e USING (run_id)
            WHERE coalesce(e.n, 0) = 0 ORDER BY r.run_id"""
+    ).fetchall()
+    return [r for (r,) in rows]
+
+
+@derived.memoized("catalog.text_id_runs/1", derived.JSON)
+def text_id_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Runs whose logs named no document: every stored document id is ``text:`` and the hash of
+    its passage (:func:`~ragaudit_core.logs.formats.base.evidence_entries`: a Ragas row or a trace
+    without ids), in id order. Their documents are no other run's documents by id."""
+    rows = con.execute(
+        "SELECT run_id FROM evidence GROUP BY run_id HAVING bool_and(starts_with(doc_id, 'text:')) ORDER BY run_id"
     ).fetchall()
     return [r for (r,) in rows]
 

@@ -320,6 +320,8 @@ def _compute(
             + ", ".join(map(repr, no_span))
         )
 
+    warnings += _text_id_warning(cur, pair_runs)
+
     pair_levels = [("doc", a, b) for a, b in pairs]
     pair_levels += [("span", a, b) for a, b in pairs if a in span_runs and b in span_runs]
     _register_inputs(cur, opts, pair_runs, queries, span_runs, pair_levels)
@@ -393,6 +395,23 @@ def _compute(
         density=density,
         intervals=intervals,
     )
+
+
+def _text_id_warning(cur: duckdb.DuckDBPyConnection, pair_runs: list[str]) -> list[str]:
+    """One sentence when some compared runs logged no document ids (:func:`catalog.text_id_runs`:
+    theirs are passage hashes) and others did: between the two kinds every document differs by
+    id, and so every span (a span is a document's passage), so J is 0 at both levels for reasons
+    of logging, not of retrieval."""
+    text_ids = [r for r in pair_runs if r in set(catalog.text_id_runs(cur))]
+    if not text_ids or len(text_ids) == len(pair_runs):
+        return []
+    names = ", ".join(repr(r) for r in text_ids[:5]) + (" …" if len(text_ids) > 5 else "")
+    return [
+        f"run(s) {names} logged no document ids: their document ids are their passages' text hashes (text:…), "
+        "so they share no document and no span with the runs that logged ids (J 0 between them at both levels, "
+        "from how they were logged, not what they retrieved). To compare them, load those logs again naming the "
+        "metadata key that holds their ids (--doc-id-key, or 'Document id key' when uploading)."
+    ]
 
 
 def _collisions(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, pair_runs: list[str]) -> list:

@@ -159,6 +159,29 @@ def test_doc_only_runs_have_no_span_metrics_not_zero(con, tmp_path):
     assert all(p["level"] == "doc" for p in js["pairs"])
 
 
+def test_runs_that_logged_no_document_ids_are_named_beside_runs_that_did(con, tmp_path):
+    """A Ragas row names no document: its ids are its passages' hashes (text:…). Beside a run with
+    real ids over the same passages J is 0 at both levels (logging, not retrieval: a span is a
+    document's passage); the warning says why. Two runs that both logged none compare as they are,
+    without it."""
+    from ragaudit_core.logs.formats import query_id_for
+
+    texts = ["Alpha passage text.", "Beta passage text."]
+    entries = [ev(f"d{i}", text=t) for i, t in enumerate(texts)]
+    write_jsonl(tmp_path / "ids.jsonl", [{"run_id": "ids", "query_id": query_id_for("Q?"), "evidence": entries}])
+    write_jsonl(tmp_path / "ragas.jsonl", [{"user_input": "Q?", "retrieved_contexts": texts}])
+    ingest_paths(con, [tmp_path / "ids.jsonl", tmp_path / "ragas.jsonl"])
+    res = compute_stability(con)
+    assert _pair(res, "ids", "ragas", "doc").j_avg == 0.0 and _pair(res, "ids", "ragas", "span").j_avg == 0.0
+    [warning] = [w for w in res.summary.warnings if "logged no document ids" in w]
+    assert warning.startswith("run(s) 'ragas' logged no document ids") and "--doc-id-key" in warning
+    write_jsonl(tmp_path / "ragas2.jsonl", [{"user_input": "Q?", "retrieved_contexts": texts[::-1]}])
+    ingest_paths(con, [tmp_path / "ragas2.jsonl"])
+    res = compute_stability(con, StabilityOptions(runs=["ragas", "ragas2"]))
+    assert not [w for w in res.summary.warnings if "logged no document ids" in w]
+    assert _pair(res, "ragas", "ragas2", "doc").j_avg == 1.0
+
+
 def test_span_identity_from_text_is_normalised(con, tmp_path):
     write_jsonl(
         tmp_path / "a.jsonl",
