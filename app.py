@@ -90,8 +90,7 @@ def _after_load(report=None, error: str | None = None) -> None:
         st.session_state[KEYS.last_ingest] = {"error": error}
     else:
         st.session_state[KEYS.last_ingest] = {
-            "summary": report.summary()
-            + "".join(f"; {Path(f.path).name} read as {f.formats_read()}" for f in report.files[:20] if f.formats),
+            "summary": report.summary() + "".join(f"; {f.read_as()}" for f in report.files[:20] if f.formats),
             "rejected": [(i.path, i.line_no, i.message) for i in report.rejected],
             "warnings": [str(w) for w in report.warnings if w.code != "identity"],  # shown under Identity checks
             "failed": [

@@ -140,7 +140,7 @@ def print_ingest(report: IngestReport, max_lines: int = 50) -> None:
     typer.echo(report.summary(), err=True)
     for f in report.files[:max_lines]:
         if f.formats:
-            typer.echo(f"read {Path(f.path).name} as {f.formats_read()}", err=True)
+            typer.echo(f.read_as(), err=True)
     for issue in report.rejected[:max_lines]:
         typer.echo(f"{'refused' if issue.code == 'unreadable' else 'rejected'}: {issue}", err=True)
     if len(report.rejected) > max_lines:

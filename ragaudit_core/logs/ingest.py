@@ -266,6 +266,7 @@ class _Batch:
             del self.seen_sha[sha]
         has_ev, has_prov = self.n_records > n_ev, self.n_provenance > n_prov
         kind = "mixed" if has_ev and has_prov else "provenance" if has_prov else "evidence"
+        kind = kind if has_ev or has_prov else "nothing loaded"
         row = (file_id, spath, sha, kind, path.stat().st_size, fr.n_lines, fr.n_loaded, fr.n_rejected)
         self.file_rows.append((*row, fr.formats_read() or None))
 

@@ -47,6 +47,12 @@ class FileReport:
             return next(iter(self.formats), "")
         return ", ".join(f"{label} {n:,}" for label, n in self.formats.most_common())
 
+    def read_as(self) -> str:
+        """``name read as FORMATS`` for the load's summary, saying when nothing of it loaded (every
+        line rejected), so a file that failed does not read as one that was read normally."""
+        tail = ": nothing loaded (every line rejected)" if self.status == "rejected" else ""
+        return f"{Path(self.path).name} read as {self.formats_read()}{tail}"
+
 
 @dataclass
 class IngestReport:

@@ -127,6 +127,22 @@ def test_ingest_strict_exits_2_on_rejected_lines(tmp_path):
     assert f"rejected: {f} line 2: invalid JSON" in p.stderr
 
 
+def test_a_file_that_loaded_nothing_does_not_read_as_one_read_normally(tmp_path):
+    """A file whose every line is rejected beside one that loads: the summary says nothing of it
+    loaded, and the file ledger's kind says so (it was 'evidence', as for a file that loaded)."""
+    import duckdb
+
+    good = write_jsonl(tmp_path / "good.jsonl", [{"run_id": "a", "query_id": "q", "cited": ["x"]}])
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"run_id": "b", "query_id": "q", "evidence": 5}])
+    db = tmp_path / "x.duckdb"
+    p = run("ingest", good, bad, "--db", db)
+    assert "good.jsonl read as native\n" in p.stderr
+    assert "bad.jsonl read as native: nothing loaded (every line rejected)" in p.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        kinds = con.execute("SELECT regexp_extract(path, '[a-z]+[.]jsonl'), kind FROM files ORDER BY 1").fetchall()
+    assert kinds == [("bad.jsonl", "nothing loaded"), ("good.jsonl", "evidence")]
+
+
 @pytest.mark.slow
 def test_fidelity_cli_summaries_alerts_canary_and_exit_codes(tmp_path):
     from tests.helpers import pipeline
