@@ -297,3 +297,11 @@ def test_wrapped_rows_are_measured_as_drawn_so_no_page_holds_a_lone_row():
             used = [len(rows) for rows in pages if rows]
             assert [int(x) for rows in pages for x in rows] == list(range(90)), (headings, start)
             assert min(used[1:]) >= 3, (headings, start, used)  # after the first page, never one or two rows
+
+
+def test_pairs_left_out_of_the_probe_are_listed_up_to_four():
+    from ragaudit_core.review.report.gather import _first_of
+
+    pairs = [f"a vs u{i}" for i in range(6)]
+    assert _first_of(pairs) == "a vs u0, a vs u1, a vs u2, a vs u3 and 2 more pair(s)"
+    assert _first_of(pairs[:4]) == "a vs u0, a vs u1, a vs u2, a vs u3"

@@ -385,15 +385,22 @@ def _probes(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOption
         except NoSharedQueries:
             unshared.append(f"{a} vs {b}")
     if skipped:
-        data.omitted.append("answer probe for " + ", ".join(skipped) + " (similarities not computed yet)")
+        data.omitted.append("answer probe for " + _first_of(skipped) + " (similarities not computed yet)")
     if unshared:
-        data.omitted.append("answer probe for " + ", ".join(unshared) + " (the runs share no query)")
+        data.omitted.append("answer probe for " + _first_of(unshared) + " (the runs share no query)")
     if data.probes:
         p0 = data.probes[0]
         whose = "the reviewed pair" if opts.pair == (p0.run_a, p0.run_b) else "the first answered pair"
         data.figures["probe_scatter"] = charts.probe_scatter(
             p0.rows, tau=opts.tau, title=f"Answer similarity vs J_span, {whose}: {p0.run_a} vs {p0.run_b}"
         )
+
+
+def _first_of(pairs: list[str], shown: int = 4) -> str:
+    """``a vs b, c vs d`` — at most ``shown`` pairs, then how many more (a workspace of other
+    tools' uploads leaves out a pair per upload)."""
+    more = f" and {len(pairs) - shown} more pair(s)" if len(pairs) > shown else ""
+    return ", ".join(pairs[:shown]) + more
 
 
 def _fidelity(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOptions) -> None:
