@@ -106,7 +106,8 @@ def stability(
             selection = comparable_runs(con)  # runs left out (no query shared, other questions, few queries) named
             if selection.partial:
                 chosen = selection.runs
-                typer.echo(f"warning: {(selection.note or '').replace('; pick runs', '; use --runs')}", err=True)
+                note = (selection.note or "").replace("; pick runs", "; use --runs")
+                typer.echo(f"warning: {note.replace('; pick them', '; name them with --runs')}", err=True)
         opts = StabilityOptions(
             runs=chosen,
             baseline=baseline,

@@ -320,7 +320,7 @@ def _compute(
             + ", ".join(map(repr, no_span))
         )
 
-    warnings += _text_id_warning(cur, pair_runs)
+    warnings += _text_id_warning(cur, pairs)
 
     pair_levels = [("doc", a, b) for a, b in pairs]
     pair_levels += [("span", a, b) for a, b in pairs if a in span_runs and b in span_runs]
@@ -397,13 +397,16 @@ def _compute(
     )
 
 
-def _text_id_warning(cur: duckdb.DuckDBPyConnection, pair_runs: list[str]) -> list[str]:
-    """One sentence when some compared runs logged no document ids (:func:`catalog.text_id_runs`:
-    theirs are passage hashes) and others did: between the two kinds every document differs by
-    id, and so every span (a span is a document's passage), so J is 0 at both levels for reasons
-    of logging, not of retrieval."""
-    text_ids = [r for r in pair_runs if r in set(catalog.text_id_runs(cur))]
-    if not text_ids or len(text_ids) == len(pair_runs):
+def _text_id_warning(cur: duckdb.DuckDBPyConnection, pairs: list[tuple[str, str]]) -> list[str]:
+    """One sentence when some compared pair sets a run that logged no document ids
+    (:func:`catalog.text_id_runs`: theirs are passage hashes) beside one that did: between the two
+    kinds every document differs by id, and so every span (a span is a document's passage), so J is
+    0 at both levels for reasons of logging, not of retrieval. Only the runs of such pairs are named
+    (a baseline or explicit pairs may compare text-id runs only with each other)."""
+    hashed = set(catalog.text_id_runs(cur))
+    mixed = {r for a, b in pairs if (a in hashed) != (b in hashed) for r in (a, b)}
+    text_ids = sorted(r for r in mixed if r in hashed)
+    if not text_ids:
         return []
     names = ", ".join(repr(r) for r in text_ids[:5]) + (" …" if len(text_ids) > 5 else "")
     return [

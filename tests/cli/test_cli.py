@@ -320,6 +320,18 @@ def test_stability_leaves_out_a_run_sharing_no_query_and_says_so(tmp_path):
     assert json.loads((tmp_path / "m.json").read_text())["summary"]["runs"] == ["k10", "k5"]
 
 
+def test_stability_names_a_narrowing_run_with_the_cli_option(tmp_path):
+    """A run left out for narrowing the shared queries is told apart in the CLI's words (--runs),
+    not the pages' ('pick them')."""
+    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}"]} for r in ("k5", "k10") for i in range(10)]
+    recs += [{"run_id": "few", "query_id": f"q{i}", "evidence": ["x"]} for i in range(3)]
+    logs = tmp_path / "r.jsonl"
+    logs.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    p = run("stability", logs, "--json", tmp_path / "m.json")
+    assert p.returncode == 0, p.stderr
+    assert "'few'; name them with --runs to compare the queries they share" in p.stderr and "pick" not in p.stderr
+
+
 def test_gate_on_noise_is_inconclusive_and_exits_3(tmp_path):
     """Two labelled queries: the candidate finds q2's relevant document and loses q1's, so the
     nDCG@10 change is 0 with a bootstrap interval of [-1, 1]. Two queries are too few for the

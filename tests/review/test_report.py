@@ -337,5 +337,13 @@ def test_the_stability_section_compares_the_selected_runs(tmp_path):
     assert data.stability.summary.mean_j_doc == pytest.approx(0.5)  # {x} vs {x, y} in both queries
     data = gather(con, ReportOptions(probe=False, runs=["k10", "k5"]))
     assert data.stability_scope == "Runs compared (chosen by the reviewer): k5, k10."
+    # 'few' would narrow k5 and k10 from five queries to one: left out, named in the report's words (--runs)
+    recs = [{"run_id": r, "query_id": f"q{i}", "cited": ["x"]} for r in ("k10", "k5") for i in range(5)]
+    con = store.connect(":memory:")
+    ingest_paths(
+        con, [write_jsonl(tmp_path / "few.jsonl", [*recs, {"run_id": "few", "query_id": "q1", "cited": ["x"]}])]
+    )
+    scope = gather(con, ReportOptions(probe=False)).stability_scope
+    assert "'few'; name them with --runs to compare the queries they share." in scope and "pick" not in scope
     with pytest.raises(ReportError, match="'nope' have no evidence logs"):
         gather(con, ReportOptions(probe=False, runs=["k5", "nope"]))

@@ -180,6 +180,12 @@ def test_runs_that_logged_no_document_ids_are_named_beside_runs_that_did(con, tm
     res = compute_stability(con, StabilityOptions(runs=["ragas", "ragas2"]))
     assert not [w for w in res.summary.warnings if "logged no document ids" in w]
     assert _pair(res, "ragas", "ragas2", "doc").j_avg == 1.0
+    # a baseline that logged no ids: 'ragas2' is compared with it only, and is not named
+    res = compute_stability(con, StabilityOptions(baseline="ragas"))
+    [warning] = [w for w in res.summary.warnings if "logged no document ids" in w]
+    assert warning.startswith("run(s) 'ragas' logged no document ids")
+    res = compute_stability(con, StabilityOptions(pairs=[("ragas", "ragas2")], runs=["ids", "ragas", "ragas2"]))
+    assert not [w for w in res.summary.warnings if "logged no document ids" in w]
 
 
 def test_span_identity_from_text_is_normalised(con, tmp_path):

@@ -258,9 +258,9 @@ def _stability(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOpt
         data.stability_scope = (
             f"Runs compared: all {len(sel.runs)} with evidence logs."
             if not sel.partial
-            else (sel.note or "").replace(
-                "; pick runs to compare them instead", "; name runs to compare them instead (--runs)"
-            )
+            else (sel.note or "")
+            .replace("; pick runs to compare them instead", "; name runs to compare them instead (--runs)")
+            .replace("; pick them", "; name them with --runs")  # (runs left out as narrowing, or disagreeing)
         )
     try:
         res = stability_cached(con, sopts)
