@@ -232,8 +232,13 @@ def _loaded(con, info: dict, db_path: str) -> None:
         if sel.note:  # which runs the pages compare when nobody picks, and why the others are left out
             st.caption(
                 ui.md(
-                    f"The stability and compare pages compare by default {len(sel.runs)} runs over their "
-                    f"{sel.n_shared:,} shared queries. {sel.note}"
+                    (
+                        f"The stability and compare pages compare by default {len(sel.runs)} runs over their "
+                        f"{sel.n_shared:,} shared queries. "
+                        if len(sel.runs) > 1
+                        else "No two runs share a query: the stability and compare pages have no default comparison. "
+                    )
+                    + sel.note
                 )
             )
         nav = st.columns(4)

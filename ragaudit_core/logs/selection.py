@@ -76,8 +76,13 @@ class RunSelection:
         if self.left_out:
             names = ", ".join(repr(r) for r in self.left_out[:5]) + (" …" if len(self.left_out) > 5 else "")
             parts.append(
-                f"Left out {len(self.left_out)} run(s) that share no query with the {len(self.runs)} compared "
-                f"(which share {self.n_shared:,}): {names}; pick runs to compare them instead."
+                f"Left out {len(self.left_out)} run(s) that share no query with "
+                + (
+                    f"the {len(self.runs)} compared (which share {self.n_shared:,})"
+                    if len(self.runs) > 1
+                    else f"the one kept ({self.n_shared:,} queries)"
+                )
+                + f": {names}; pick runs to compare them instead."
             )
         return " ".join(parts) or None
 

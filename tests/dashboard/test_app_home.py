@@ -293,3 +293,16 @@ def test_the_runs_left_out_of_the_default_comparison_are_named_beside_the_runs(a
     (note,) = [plain(c.value) for c in at.caption if "compare by default" in plain(c.value)]
     assert note.startswith("The stability and compare pages compare by default 2 runs over their 3 shared queries.")
     assert "Left out 1 run(s) that share no query with the 2 compared" in note and "'upload'" in note
+
+
+def test_runs_sharing_no_query_are_not_called_a_default_comparison_of_one_run(app_env, tmp_path):
+    from tests.helpers import records_db
+
+    recs = [{"run_id": "k5", "query_id": f"q{i}", "evidence": ["d"]} for i in range(3)]
+    recs += [{"run_id": "upload", "query_id": "elsewhere", "evidence": ["x"]}]
+    app_env(records_db(tmp_path, recs))
+    at = app_test("app.py").run()
+    assert not at.exception
+    (note,) = [plain(c.value) for c in at.caption if "no default comparison" in plain(c.value)]
+    assert note.startswith("No two runs share a query: the stability and compare pages have no default comparison.")
+    assert "with the one kept (3 queries): 'upload'" in note

@@ -35,6 +35,10 @@ def test_a_small_upload_sharing_no_query_is_left_out_and_named(tmp_path):
     )
     assert comparable_runs(con, ["k5", "upload"]).runs == ["k5"]
     assert comparable_runs(con, ["k5", "k20"]).note is None
+    assert comparable_runs(con, ["k20", "upload"]).note == (  # one run kept: not "the 1 compared"
+        "Left out 1 run(s) that share no query with the one kept (2 queries): 'upload'; "
+        "pick runs to compare them instead."
+    )
 
 
 def test_the_runs_table_lists_runs_in_natural_order(tmp_path):
