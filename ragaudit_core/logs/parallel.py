@@ -174,7 +174,7 @@ class FileLine:
 class SpanLine(NamedTuple):
     """A tracing format's span without evidence that a worker read (an answer, or another kind:
     ``kind_of`` words it as the format does): the ingesting process holds its answer for its
-    trace, or counts it, as it does a span it reads itself (:meth:`records.FileReader.other_span`)."""
+    trace, or counts it, as it does a span it reads itself (:meth:`records.FileReader.held_span`)."""
 
     line_no: int
     offset: int
