@@ -280,29 +280,32 @@ def test_passage_like_ids_are_flagged_and_read_as_texts_in_one_click(app_env, tm
     c.close()
 
 
-def test_the_runs_left_out_of_the_default_comparison_are_named_beside_the_runs(app_env, tmp_path):
+@pytest.mark.parametrize(
+    ("runs", "opening", "left_out"),
+    [
+        (
+            ("k5", "k10"),
+            "The stability and compare pages compare by default 2 runs over their 3 shared queries.",
+            "Left out 1 run(s) that share no query with the 2 compared (which share 3): 'upload'",
+        ),
+        (  # every run alone: not "a default comparison of 1 runs"
+            ("k5",),
+            "No two runs share a query: the stability and compare pages have no default comparison.",
+            "Left out 1 run(s) that share no query with the one kept (3 queries): 'upload'",
+        ),
+    ],
+)
+def test_the_runs_left_out_of_the_default_comparison_are_named_beside_the_runs(
+    app_env, tmp_path, runs, opening, left_out
+):
     """The home page lists every run; which of them the pages compare by default, and why the others
     are left out, was said only on the stability page (the walk: a Ragas export, a colliding run)."""
     from tests.helpers import records_db
 
-    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": ["d"]} for r in ("k5", "k10") for i in range(3)]
+    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": ["d"]} for r in runs for i in range(3)]
     recs += [{"run_id": "upload", "query_id": "elsewhere", "evidence": ["x"]}]
     app_env(records_db(tmp_path, recs))
     at = app_test("app.py").run()
     assert not at.exception
-    (note,) = [plain(c.value) for c in at.caption if "compare by default" in plain(c.value)]
-    assert note.startswith("The stability and compare pages compare by default 2 runs over their 3 shared queries.")
-    assert "Left out 1 run(s) that share no query with the 2 compared" in note and "'upload'" in note
-
-
-def test_runs_sharing_no_query_are_not_called_a_default_comparison_of_one_run(app_env, tmp_path):
-    from tests.helpers import records_db
-
-    recs = [{"run_id": "k5", "query_id": f"q{i}", "evidence": ["d"]} for i in range(3)]
-    recs += [{"run_id": "upload", "query_id": "elsewhere", "evidence": ["x"]}]
-    app_env(records_db(tmp_path, recs))
-    at = app_test("app.py").run()
-    assert not at.exception
-    (note,) = [plain(c.value) for c in at.caption if "no default comparison" in plain(c.value)]
-    assert note.startswith("No two runs share a query: the stability and compare pages have no default comparison.")
-    assert "with the one kept (3 queries): 'upload'" in note
+    (note,) = [plain(c.value) for c in at.caption if "Left out" in plain(c.value)]
+    assert note.startswith(opening) and left_out in note
