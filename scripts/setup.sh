@@ -79,3 +79,9 @@ PYEOF
   rm -f "$VENV"/.ragaudit-setup-*
   touch "$stamp"
 fi
+# The project's own modules, compiled as an installed wheel's are (uv compiles what it installs;
+# an editable project is read from this checkout, and these machines set
+# PYTHONDONTWRITEBYTECODE=1, so every process would compile it again: 0.4 s of every `ragaudit`
+# command and of each ingest worker; docs/benchmarks.md). Only changed files are compiled; a
+# file edited later is compiled in memory until the next run, as before.
+"$VENV/bin/python" -m compileall -q -j 0 ragaudit_core pages app.py >/dev/null
