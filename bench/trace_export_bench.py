@@ -6,6 +6,9 @@ A LangSmith export as LangSmith writes runs, one JSON object per line: for each 
 waits until the file is read (its answer may come after it), so this is the case where what
 waits decides the memory. ``--passages`` 1,000,000 is a 582 MB file; 4,000,000 is 4× the input.
 ``--llm-runs`` adds each trace's LLM run, its prompt holding the passages (1.1 GB at 1M).
+``--rerankers`` writes an OpenInference export instead, each trace a RETRIEVER span (8 passages),
+a RERANKER span keeping 4 of them (ids and texts) and an LLM span with the answer (0.97 GB at 1M):
+every trace becomes an evidence record and a provenance graph of 17 nodes.
 Its runs are read by the worker pool (each format's own reader, in each worker); the join of
 each trace at the file's end, in the ingesting process.
 
@@ -59,16 +62,49 @@ def write_export(passages: int, llm: bool = False) -> Path:
     return path
 
 
+def write_reranked_export(passages: int) -> Path:
+    """The OpenInference export with a reranker per trace (see the module; written once)."""
+    path = OUT / f"openinference-rerank-{passages}.jsonl"
+    if path.exists():
+        return path
+    rng = random.Random(0)
+    pool = [_passage(rng) for _ in range(3000)]
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for q in range(passages // PER_RUN):
+            trace = f"{q:032x}"
+            docs = [(f"doc{q}-{j}", pool[(q * 7 + j * 13) % len(pool)]) for j in range(PER_RUN)]
+            spans = []
+            attrs: dict = {"openinference.span.kind": "RETRIEVER", "input.value": f"question {q}"}
+            for i, (d, t) in enumerate(docs):
+                attrs[f"retrieval.documents.{i}.document.id"] = d
+                attrs[f"retrieval.documents.{i}.document.content"] = t
+            spans.append(("retrieve", f"r{q}", attrs))
+            attrs = {"openinference.span.kind": "RERANKER", "reranker.query": f"question {q}"}
+            for i, (d, t) in enumerate(docs[: PER_RUN // 2]):
+                attrs[f"reranker.output_documents.{i}.document.id"] = d
+                attrs[f"reranker.output_documents.{i}.document.content"] = t
+            spans.append(("rerank", f"k{q}", attrs))
+            llm = {"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": f"answer {q}"}
+            spans.append(("llm", f"l{q}", llm))
+            for name, span_id, attrs in spans:
+                span = {"name": name, "context": {"trace_id": trace, "span_id": span_id}, "attributes": attrs}
+                f.write(json.dumps(span) + "\n")
+    tmp.rename(path)
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--passages", type=int, nargs="+", default=[1_000_000])
     ap.add_argument(
         "--llm-runs", action="store_true", help="each trace has an LLM run, its prompt holding the passages"
     )
+    ap.add_argument("--rerankers", action="store_true", help="an OpenInference export, each trace with a reranker span")
     args = ap.parse_args()
     exe = str(Path(sys.executable).parent / "ragaudit")
     for n in args.passages:
-        path = write_export(n, args.llm_runs)
+        path = write_reranked_export(n) if args.rerankers else write_export(n, args.llm_runs)
         db = OUT / f"trace-bench-{n}.duckdb"
 
         def fresh(db: Path = db) -> None:
@@ -78,7 +114,7 @@ def main() -> None:
         load = os.getloadavg()[0]
         wall, tree, largest = _measure([exe, "ingest", str(path), "--db", str(db), "--no-precompute"], fresh)
         fresh()
-        shape = "langsmith +llm" if args.llm_runs else "langsmith"
+        shape = "openinference +reranker" if args.rerankers else "langsmith +llm" if args.llm_runs else "langsmith"
         print(
             f"{shape} {n:>11,} passages ({path.stat().st_size / 1e9:.2f} GB): {wall:.1f} s, {tree:.2f} GB peak of "
             f"the process tree ({largest:.2f} GB largest process); load {load:.1f} → {os.getloadavg()[0]:.1f}",

@@ -64,6 +64,7 @@ from ragaudit_core.logs.seen import SeenPairs, one_ingest_at_a_time
 from ragaudit_core.logs.writer import (
     NO_SPACE,
     QUARANTINE_SCHEMA,
+    RUN_SCHEMA,
     WARNING_SCHEMA,
     BatchWriter,
     insert_rows,
@@ -581,7 +582,7 @@ class _Batch:
             )
         new_runs = new_run_rows(con, self.run_configs)
         if new_runs:
-            con.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)", new_runs)
+            insert_rows(con, "runs", new_runs, RUN_SCHEMA)  # a log may hold a run per record
         if self.quarantine:
             insert_rows(con, "quarantine", self.quarantine, QUARANTINE_SCHEMA)
         if report.n_records or report.n_provenance:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
+import pyarrow as pa
 
 from ragaudit_core.logs import derived
 from ragaudit_core.logs.identity import span_hash
@@ -191,8 +192,12 @@ def read_ids_as_texts(con: duckdb.DuckDBPyConnection, runs: list[str]) -> int:
                 [runs],
             ).fetchall()
         ]
-        cur.execute("CREATE OR REPLACE TEMP TABLE _as_text (raw VARCHAR, h VARCHAR)")
-        cur.executemany("INSERT INTO _as_text VALUES (?, ?)", [(t, span_hash(t, casefold=casefold)) for t in texts])
+        hashes = pa.table(  # through Arrow: executemany binds 0.26 ms a row (a run holds 100,000s of ids)
+            {"raw": pa.array(texts, pa.string()), "h": pa.array([span_hash(t, casefold=casefold) for t in texts])}
+        )
+        cur.register("_as_text_rows", hashes)
+        cur.execute("CREATE OR REPLACE TEMP TABLE _as_text AS SELECT raw, h FROM _as_text_rows")
+        cur.unregister("_as_text_rows")
         (n,) = cur.execute(
             """SELECT count(*) FROM evidence WHERE list_contains(?::VARCHAR[], run_id) AND text IS NULL""", [runs]
         ).fetchone() or (0,)

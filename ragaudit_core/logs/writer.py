@@ -25,9 +25,12 @@ if TYPE_CHECKING:  # the ingest's worker processes import this module; they need
 __all__ = [
     "EVIDENCE_SCHEMA",
     "NO_SPACE",
+    "PROV_NODE_SCHEMA",
+    "PROV_RECORD_SCHEMA",
     "QUARANTINE_SCHEMA",
     "RECORD_COLUMNS",
     "RECORD_SCHEMA",
+    "RUN_SCHEMA",
     "WARNING_SCHEMA",
     "BatchWriter",
     "insert_rows",
@@ -80,6 +83,50 @@ RECORD_SCHEMA = pa.schema(
     ]
 )
 RECORD_COLUMNS = tuple(RECORD_SCHEMA.names)
+PROV_RECORD_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("query_id", pa.string()),
+        ("file_id", pa.int32()),
+        ("line_no", pa.int32()),
+        ("query", pa.string()),
+        ("generated_text", pa.string()),
+        ("config", pa.string()),
+        ("ground_truth", pa.string()),
+        ("documents", pa.string()),
+        ("dropped", pa.string()),
+        ("n_nodes", pa.int32()),
+    ]
+)
+PROV_NODE_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("query_id", pa.string()),
+        ("ord", pa.int32()),
+        ("node_id", pa.string()),
+        ("stage", pa.int32()),
+        ("artifact_type", pa.string()),
+        ("doc_id", pa.string()),
+        ("doc_id_raw", pa.string()),
+        ("page", pa.int32()),
+        ("paragraph", pa.int32()),
+        ("char_start", pa.int32()),
+        ("char_end", pa.int32()),
+        ("transformation", pa.string()),
+        ("derived_from", pa.list_(pa.string())),
+        ("metadata", pa.string()),
+    ]
+)
+RUN_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("config", pa.string()),
+        ("top_k", pa.int32()),
+        ("chunk_size", pa.int32()),
+        ("chunk_overlap", pa.int32()),
+        ("embedder", pa.string()),
+    ]
+)
 WARNING_SCHEMA = pa.schema(
     [
         ("file_id", pa.int32()),
@@ -160,9 +207,9 @@ class BatchWriter:
         if tables is not None:
             con.from_arrow(tables[0]).insert_into("evidence")
             con.from_arrow(tables[1]).insert_into("records")
-        if prov is not None:
-            con.executemany("INSERT INTO prov_records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", prov[0])
-            con.executemany("INSERT INTO prov_nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", prov[1])
+        if prov is not None:  # through Arrow: executemany took 0.26 ms a row (11 minutes for 2.6M nodes)
+            insert_rows(con, "prov_records", prov[0], PROV_RECORD_SCHEMA)
+            insert_rows(con, "prov_nodes", prov[1], PROV_NODE_SCHEMA)
 
     def drain(self) -> None:
         """Wait for the batch being written; its error (a full disk, say) is raised here."""

@@ -254,3 +254,44 @@ def test_gzip_and_folders(con, tmp_path):
     (tmp_path / "sub" / "notes.txt").write_text("ignored")
     rep = ingest_paths(con, [tmp_path / "sub"])
     assert rep.n_records == 2 and rep.rejected == []
+
+
+def test_provenance_rows_are_stored_column_for_column(con, tmp_path):
+    """A native provenance record's rows, every column of ``prov_records`` and ``prov_nodes`` as
+    typed (written through Arrow: lists, NULLs, non-ASCII metadata, INTEGER coordinates)."""
+    write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {
+                "schema": "ragaudit.provenance/1",
+                "run_id": "R",
+                "query_id": "q1",
+                "query": "Wer?",
+                "generated_text": "Ein Satz [1].",
+                "config": {"top_k": 2},
+                "nodes": [
+                    {"node_id": "d1", "stage": 0, "artifact_type": "document", "coordinates": {"doc_id": " DocA "}},
+                    {
+                        "node_id": "c1",
+                        "stage": 1,
+                        "artifact_type": "chunk",
+                        "derived_from": ["d1"],
+                        "transformation": "split",
+                        "coordinates": {"doc_id": "DocA", "page": 3, "paragraph": 2, "char_start": 10, "char_end": 42},
+                        "metadata": {"text": "Größe – 大小"},
+                    },
+                    {"node_id": "g1", "stage": 5, "artifact_type": "generation", "derived_from": ["c1", "d1"]},
+                ],
+            }
+        ],
+    )
+    ingest_paths(con, [tmp_path / "p.jsonl"])
+    (rec,) = con.execute("SELECT * EXCLUDE (file_id) FROM prov_records").fetchall()
+    assert rec[:2] == ("R", "q1") and rec[2:5] == (1, "Wer?", "Ein Satz [1].")
+    assert rec[5] == '{"top_k":2}' and rec[-1] == 3
+    nodes = con.execute("SELECT * FROM prov_nodes ORDER BY ord").fetchall()
+    assert nodes == [
+        ("R", "q1", 0, "d1", 0, "document", "doca", "DocA", None, None, None, None, None, [], None),
+        ("R", "q1", 1, "c1", 1, "chunk", "doca", "DocA", 3, 2, 10, 42, "split", ["d1"], '{"text":"Größe – 大小"}'),
+        ("R", "q1", 2, "g1", 5, "generation", None, None, None, None, None, None, None, ["c1", "d1"], None),
+    ]

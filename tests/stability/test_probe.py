@@ -6,7 +6,13 @@ import pytest
 
 from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.models import load_embedder
-from ragaudit_core.stability.probe import answer_similarity, probe_pair, spearman, summarise_probe
+from ragaudit_core.stability.probe import (
+    answer_similarity,
+    probe_pair,
+    spearman,
+    stored_similarities,
+    summarise_probe,
+)
 from tests.helpers import ev, write_jsonl
 
 
@@ -72,3 +78,22 @@ def test_probe_pair_on_hand_made_answers(con, tmp_path, minilm):
     assert rows.loc["q2", "j_span"] == 1.0 and rows.loc["q2", "sim"] < 0.5
     assert res.summary["drift_0.9"] == 1 and res.summary["silent_jitter"] == 1
     assert res.summary["mean_j_span"] == pytest.approx(0.5)
+
+
+def test_similarities_are_stored_once_and_read_back(con, minilm):
+    """Computed similarities go to ``derived_answer_similarity`` (through Arrow) and are read back
+    by the next call, which computes only what is missing (the encoder is not asked for again)."""
+    first = stored_similarities(con, "a", "b", ["q1", "q2"], ["Insulin.", "Sky."], ["Insulin.", "Quarks."], minilm)
+    rows = con.execute("SELECT * FROM derived_answer_similarity ORDER BY query_id").fetchall()
+    assert [r[:3] for r in rows] == [("a", "b", "q1"), ("a", "b", "q2")]
+    assert [r[4] for r in rows] == pytest.approx(list(first)) and first[0] == pytest.approx(1.0, abs=1e-5)
+
+    def no_model():
+        raise AssertionError("every similarity asked for is stored: no model is needed")
+
+    again = stored_similarities(con, "a", "b", ["q2", "q1"], ["Sky.", "Insulin."], ["Quarks.", "Insulin."], no_model)
+    assert list(again) == pytest.approx([first[1], first[0]])
+    third = stored_similarities(con, "a", "b", ["q3", "q1"], ["Tides.", "x"], ["The moon.", "y"], minilm)
+    assert third[1] == pytest.approx(first[0]) and con.execute(
+        "SELECT count(*) FROM derived_answer_similarity"
+    ).fetchall() == [(3,)]
