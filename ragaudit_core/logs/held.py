@@ -38,7 +38,16 @@ from ragaudit_core.logs.parallel import DecodedLine, FileLine, map_span, with_qu
 from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
 from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, rows_table
 
-__all__ = ["BUFFER_ROWS", "HELD_SPANS", "PREMAP_BYTES", "SPILL_BYTES", "HeldRows", "SpillQueue", "TemporaryFileError"]
+__all__ = [
+    "BUFFER_ROWS",
+    "HELD_SPANS",
+    "PREMAP_BYTES",
+    "SPILL_BYTES",
+    "HeldRows",
+    "SpillMap",
+    "SpillQueue",
+    "TemporaryFileError",
+]
 
 SPILL_BYTES = 64 << 20
 """Bytes of held rows kept in memory before they go to the temporary file."""
@@ -304,6 +313,68 @@ class SpillQueue:
         self.close()
 
     def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class SpillMap:
+    """Values by key, the first ``limit`` keys' as objects, later keys' values pickled to an
+    anonymous temporary file (as :class:`SpillQueue`'s: this process's own pickle, under
+    ``TMPDIR``, gone when closed) and read back when asked for. A trace export's first reranker and
+    answer per trace wait here until the file is read (:class:`~ragaudit_core.logs.traces.TraceJoiner`),
+    so what it holds in memory grows with its traces' keys, not with their documents' texts (one
+    0.94 GB OpenInference export of 125,000 traces with rerankers: 1.36 → 0.91 GB at its peak).
+    A value set again replaces the one before (its bytes stay in the file, unread)."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = HELD_SPANS if limit is None else limit
+        self._mem: dict[Any, Any] = {}
+        self._at: dict[Any, tuple[int, int]] = {}  # key → (offset, length) in the file
+        self._file: BinaryIO | None = None
+        self._end = 0
+
+    def __len__(self) -> int:
+        return len(self._mem) + len(self._at)
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._mem or key in self._at
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if key in self._mem or len(self._mem) < self.limit:
+            self._at.pop(key, None)
+            self._mem[key] = value
+            return
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        with _temporary_files():
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="ragaudit-held-traces-")  # noqa: SIM115 — open until closed
+            self._file.seek(self._end)
+            self._file.write(data)
+        self._at[key] = (self._end, len(data))
+        self._end += len(data)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key in self._mem:
+            return self._mem[key]
+        at = self._at.get(key)
+        if at is None:
+            return default
+        assert self._file is not None
+        with _temporary_files():
+            self._file.seek(at[0])
+            data = self._file.read(at[1])
+        return pickle.loads(data)
+
+    def pop(self, key: Any, default: Any = None) -> Any:
+        value = self.get(key, default)
+        self._mem.pop(key, None)
+        self._at.pop(key, None)
+        return value
+
+    def close(self) -> None:
+        self._mem.clear()
+        self._at.clear()
         if self._file is not None:
             self._file.close()
             self._file = None

@@ -333,7 +333,7 @@ class FileReader:
             if rr is not None and rec is not None:
                 prov = provenance_record(rec.run_id, rec.query_id, span, rr[1], answer)
                 sink.provenance(fr, fid, rr[0], *parse_provenance_object(prov))
-        fr.n_skipped += len(self.joiner.rerankers)  # rerankers of traces without a loaded retrieval
+        fr.n_skipped += self.joiner.close()  # rerankers of traces without a loaded retrieval
         for w in self.ctx.warnings:
             sink.warn(fr.path, None, "mapping", w, fid)
         if self.ignored:

@@ -18,7 +18,7 @@ from typing import Any
 
 from ragaudit_core.logs.formats import LogFormat, Span
 from ragaudit_core.logs.formats import get as get_format
-from ragaudit_core.logs.held import SpillQueue
+from ragaudit_core.logs.held import SpillMap, SpillQueue
 
 __all__ = ["DecodedSpan", "Span", "TraceJoiner", "provenance_record"]
 
@@ -51,11 +51,11 @@ class TraceJoiner:
     """The tracing spans of one file: retriever spans held with their line (those mapped
     elsewhere, past :data:`~ragaudit_core.logs.held.HELD_SPANS`, in a temporary file), the first
     reranker span per trace, and the answer per trace (a root run's answer wins over an LLM
-    call's)."""
+    call's) — those two past as many traces in another (:class:`~ragaudit_core.logs.held.SpillMap`)."""
 
     pending: SpillQueue = field(default_factory=lambda: SpillQueue(_pack, _unpack))
-    rerankers: dict[tuple[str, str], tuple[Any, Span]] = field(default_factory=dict)
-    answers: dict[tuple[str, str], tuple[bool, str]] = field(default_factory=dict)
+    rerankers: SpillMap = field(default_factory=SpillMap)  # (format, trace) → (line, reranker span)
+    answers: SpillMap = field(default_factory=SpillMap)  # (format, trace) → (a root run's?, answer)
 
     def add(self, line: Any, fmt: LogFormat, span: Span) -> bool:
         """Hold a span; True when it carries no evidence (counted as skipped by the caller)."""
@@ -89,6 +89,14 @@ class TraceJoiner:
     def take_reranker(self, fmt: LogFormat, span: Span) -> tuple[Any, Span] | None:
         """The reranker span (with its line) of a retriever span's trace, once."""
         return self.rerankers.pop((fmt.name, span.trace_id), None) if span.trace_id is not None else None
+
+    def close(self) -> int:
+        """Let the held rerankers and answers go (their temporary file too); return how many
+        rerankers no retriever span took."""
+        left = len(self.rerankers)
+        self.rerankers.close()
+        self.answers.close()
+        return left
 
 
 def provenance_record(run_id: str, query_id: str, retriever: Span, reranker: Span, answer: str | None) -> dict:

@@ -230,3 +230,65 @@ def test_langsmith_runs_and_langfuse_observations_mapped_by_the_workers_store_wh
     assert isinstance(tool, parallel._OtherSpan) and tool.kind_of == "tool"  # as the format words it
     assert expected[0][1]  # the rejected run, on either path
     assert ("lf1", "g0") not in expected[2] and any(a == "g0" for _, a in expected[2])
+
+
+def _reranker(trace: str, doc_ids: list[str]) -> dict:
+    a: dict = {"openinference.span.kind": "RERANKER", "reranker.query": "q"}
+    for i, d in enumerate(doc_ids):
+        a[f"reranker.output_documents.{i}.document.id"] = d
+    return {"name": "rerank", "context": {"trace_id": trace, "span_id": "k"}, "attributes": a}
+
+
+def _answer(trace: str, text: str) -> dict:
+    return _oi(trace, "", [], **{"openinference.span.kind": "LLM", "output.value": text})
+
+
+def test_rerankers_and_answers_past_the_limit_wait_in_a_temporary_file_and_store_the_same(tmp_path, monkeypatch):
+    """Each trace's first reranker and its answer wait in a :class:`~held.SpillMap`: past its limit
+    in a temporary file, read back when the file ends. Rerankers before and after their retriever,
+    a second reranker of a trace (ignored), one whose trace retrieved nothing (counted, not loaded),
+    answers before and after: the database and the report are those of holding everything."""
+    lines: list = []
+    for i in range(9):
+        t = f"t{i}"
+        retriever = _oi(t, f"question {i}", [(f"d{i}", TEXTS[i % 4]), (f"e{i}", TEXTS[(i + 1) % 4])])
+        trace = [retriever, _answer(t, f"answer {i}")]
+        if i % 3:
+            trace.insert(i % 2 * 2, _reranker(t, [f"e{i}"]))  # before or after its retriever
+        lines += trace[::-1] if i % 4 == 0 else trace
+    lines += [_reranker("t1", ["d1"]), _reranker("orphan", ["d9"])]
+    path = tmp_path / "spans.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+
+    def ingest() -> tuple:
+        con = store.connect(":memory:")
+        got = _everything(con, ingest_paths(con, [path]))
+        prov = con.execute("SELECT * EXCLUDE (file_id) FROM prov_records ORDER BY ALL").fetchall()
+        nodes = con.execute("SELECT * FROM prov_nodes ORDER BY ALL").fetchall()
+        return got, prov, nodes
+
+    expected = ingest()
+    waiting: list = []  # values in the temporary file after each one is set
+    spy(monkeypatch, held_rows.SpillMap, "__setitem__", lambda self, _a, _r: waiting.append(len(self._at)))
+    monkeypatch.setattr(held_rows, "HELD_SPANS", 2)
+    assert ingest() == expected
+    assert max(waiting) >= 4  # rerankers and answers of the later traces waited in the file
+    assert sorted(p[4] for p in expected[1]) == [f"answer {i}" for i in range(9) if i % 3]  # 6 graphs
+    assert expected[0][5] == 9  # every retriever span loaded
+
+
+def test_spill_map_keeps_every_value_across_its_limit():
+    m = held_rows.SpillMap(limit=2)
+    for i in range(6):
+        m[("f", str(i))] = (i, "text " * i)
+    assert len(m) == 6 and ("f", "5") in m and ("f", "6") not in m
+    assert m._file is not None and sorted(m._at) == [("f", "2"), ("f", "3"), ("f", "4"), ("f", "5")]
+    m[("f", "4")] = (40, "again")  # a spilled key set again: the new value
+    m[("f", "0")] = (0, "again")  # a kept key set again stays in memory
+    assert m.get(("f", "4")) == (40, "again") and m.get(("f", "0")) == (0, "again")
+    assert m.get(("f", "9"), "none") == "none" and m.pop(("f", "9")) is None
+    assert m.pop(("f", "3")) == (3, "text " * 3) and ("f", "3") not in m and len(m) == 5
+    assert m.pop(("f", "1")) == (1, "text ") and len(m) == 4
+    m.close()
+    assert len(m) == 0 and m._file is None
