@@ -37,6 +37,11 @@ def parse_provenance_object(obj: dict) -> tuple[str | None, ProvenanceRecord | N
         return (describe_validation_error(e), None)
 
 
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""Provenance fields as stored: ``json.dumps(v, ensure_ascii=False, separators=(",", ":"))``'s text,
+with the encoder made once (``json.dumps`` makes one per call when given options)."""
+
+
 def buffer_provenance(
     rec: ProvenanceRecord,
     file_id: int,
@@ -54,9 +59,6 @@ def buffer_provenance(
             c = cache[raw] = canonical_doc_id(raw, canon)
         return c
 
-    def dumps(v: object) -> str:
-        return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
-
     rec_rows.append(
         (
             rec.run_id,
@@ -65,10 +67,10 @@ def buffer_provenance(
             line_no,
             rec.query,
             rec.generated_text,
-            None if rec.config is None else dumps(rec.config),
-            dumps([{"doc_id": cid(t.doc_id), "page": t.page} for t in rec.ground_truth]),
-            dumps([{"doc_id": cid(d.doc_id), "pages": d.pages} for d in rec.documents]),
-            dumps([d.model_dump() for d in rec.dropped]),
+            None if rec.config is None else _dumps(rec.config),
+            _dumps([{"doc_id": cid(t.doc_id), "page": t.page} for t in rec.ground_truth]),
+            _dumps([{"doc_id": cid(d.doc_id), "pages": d.pages} for d in rec.documents]),
+            _dumps([d.model_dump() for d in rec.dropped]),
             len(rec.nodes),
         )
     )
@@ -90,7 +92,7 @@ def buffer_provenance(
                 c.char_end,
                 n.transformation,
                 list(n.derived_from),
-                dumps(n.metadata) if n.metadata else None,
+                _dumps(n.metadata) if n.metadata else None,
             )
         )
 
