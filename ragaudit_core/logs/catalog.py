@@ -522,44 +522,35 @@ def coverage_gaps(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None,
     n_runs = len(set(runs)) if runs is not None else con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
     if n_runs < 2:
         return None  # one run has every query of the runs compared
-    # First the counts: a run lacks queries only if it has fewer than all of them (a (run, query)
-    # pair is stored once). The anti-join below is built only when one does — on 4M records of one
-    # run it held 0.3 GB to find nothing.
-    ((short,),) = con.execute(
-        f"""
-        WITH sel AS ({sel}),
-             have AS (SELECT sel.run_id, count(rec.query_id) AS n FROM sel LEFT JOIN records rec USING (run_id)
-                      GROUP BY sel.run_id)
-        SELECT count(*) FILTER (WHERE n < (SELECT count(DISTINCT query_id) FROM records JOIN sel USING (run_id)))
-        FROM have
-        """,
-        params,
-    ).fetchall()
-    if not short:
-        return None
+    # Counts, not the missing pairs themselves: a run lacks queries only if it has fewer than all
+    # of them (a (run, query) pair is stored once), and two runs lack the same queries exactly
+    # when they have the same ones — so runs are grouped by a fingerprint of the queries they
+    # have. The missing pairs are runs × queries: a log with one run per record has N² of them
+    # (5,000 records ran DuckDB out of memory that way, and rolled the ingest back). Fingerprints
+    # only for the runs short of queries: equal coverage, the common case, is one count.
     rows = con.execute(
         f"""
         WITH sel AS ({sel}),
-             allq AS (SELECT DISTINCT query_id FROM records JOIN sel USING (run_id)),
-             missing AS (
-                SELECT sel.run_id, allq.query_id FROM sel CROSS JOIN allq
-                WHERE NOT EXISTS (SELECT 1 FROM records rec
-                                  WHERE rec.run_id = sel.run_id AND rec.query_id = allq.query_id))
-        SELECT run_id, count(*) AS n, list(query_id ORDER BY query_id)[1:{int(limit)}] AS sample,
-               md5(string_agg(query_id, chr(31) ORDER BY query_id)) AS fingerprint
-        FROM missing GROUP BY run_id
+             total AS (SELECT count(DISTINCT query_id) AS n FROM records JOIN sel USING (run_id)),
+             have AS (SELECT sel.run_id, count(rec.query_id) AS n FROM sel LEFT JOIN records rec USING (run_id)
+                      GROUP BY sel.run_id),
+             short AS (SELECT have.run_id, total.n - have.n AS missing FROM have, total WHERE have.n < total.n)
+        SELECT short.run_id, any_value(short.missing),
+               md5(coalesce(string_agg(rec.query_id, chr(31) ORDER BY rec.query_id), ''))
+        FROM short LEFT JOIN records rec USING (run_id) GROUP BY short.run_id
         """,
         params,
     ).fetchall()
     if not rows:
         return None
     groups: dict[tuple, list] = {}
-    for run, n, sample, fp in rows:
-        groups.setdefault((n, fp), [sample, []])[1].append(run)
-    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1][1]), -kv[0][0], natural_key(min(kv[1][1]))))
+    for run, n, fp in rows:
+        groups.setdefault((n, fp), []).append(run)
+    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), -kv[0][0], natural_key(min(kv[1]))))
     clauses = []
-    for (n, _fp), (sample, members) in ordered[:limit]:
+    for (n, _fp), members in ordered[:limit]:
         members = natural_sorted(members)
+        sample = _missing_sample(con, sel, params, members[0], limit)
         qs = f"{n} quer{'y' if n == 1 else 'ies'}: " + ", ".join(map(repr, sample)) + (" …" if n > len(sample) else "")
         if len(members) == 1:
             clauses.append(f"run {members[0]!r} lacks {qs}")
@@ -568,10 +559,22 @@ def coverage_gaps(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None,
                 f" and {len(members) - limit} more" if len(members) > limit else ""
             )
             clauses.append(f"{len(members)} runs ({names}) each lack the same {qs}")
-    rest = sum(len(m) for _k, (_s, m) in ordered[limit:])
+    rest = sum(len(m) for _k, m in ordered[limit:])
     if rest:
         clauses.append(f"{rest} more run(s) lack other queries")
     return "; ".join(clauses)
+
+
+def _missing_sample(con: duckdb.DuckDBPyConnection, sel: str, params: list, run: str, limit: int) -> list[str]:
+    """The first ``limit`` queries (in id order) of the compared runs that ``run`` lacks."""
+    rows = con.execute(
+        f"""WITH sel AS ({sel})
+            SELECT DISTINCT query_id FROM records JOIN sel USING (run_id)
+            WHERE query_id NOT IN (SELECT query_id FROM records WHERE run_id = ?)
+            ORDER BY query_id LIMIT {int(limit)}""",
+        [*params, run],
+    ).fetchall()
+    return [q for (q,) in rows]
 
 
 def coverage_warnings(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[str]:
