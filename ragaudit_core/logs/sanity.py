@@ -101,7 +101,10 @@ def passage_id_runs(con: duckdb.DuckDBPyConnection, runs: list[str] | None = Non
     """Runs (all, or ``runs``) at least :data:`PASSAGE_MIN_SHARE` of whose entries have passage-like ids.
     One scan of every entry, once per data version (:func:`_passage_id_runs`, stored at ingest)."""
     flagged = _passage_id_runs(con)
-    return flagged if runs is None else [p for p in flagged if p.run_id in runs]
+    if runs is None:
+        return flagged
+    wanted = set(runs)  # a log naming a run per record loads 100,000s of runs
+    return [p for p in flagged if p.run_id in wanted]
 
 
 @derived.at_ingest("sanity.passage_ids")
@@ -167,13 +170,24 @@ def conflict_messages(conflicts: list[TextConflict], limit: int = 10) -> list[st
 
 
 def identity_warnings(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None) -> list[str]:
-    """One sentence per flagged run (passage-like ids, among ``runs`` or all) and per run whose
-    query ids name other questions (:func:`conflict_messages`, the pairs touching ``runs``)."""
-    out = [p.message() for p in passage_id_runs(con, runs)]
+    """One sentence per flagged run (passage-like ids, among ``runs`` or all; past
+    :data:`PASSAGE_MESSAGES` runs, one more for the rest) and per run whose query ids name other
+    questions (:func:`conflict_messages`, the pairs touching ``runs``)."""
+    flagged = passage_id_runs(con, runs)
+    out = [p.message() for p in flagged[:PASSAGE_MESSAGES]]
+    if len(flagged) > PASSAGE_MESSAGES:
+        more = flagged[PASSAGE_MESSAGES:]
+        names = ", ".join(repr(p.run_id) for p in more[:5]) + (" …" if len(more) > 5 else "")
+        out.append(f"{len(more):,} more runs' document ids look like passage texts too ({names})")
     conflicts = query_text_conflicts(con)
     if runs is not None:
-        conflicts = [c for c in conflicts if c.run_a in runs or c.run_b in runs]
+        wanted = set(runs)
+        conflicts = [c for c in conflicts if c.run_a in wanted or c.run_b in wanted]
     return out + conflict_messages(conflicts)
+
+
+PASSAGE_MESSAGES = 10
+"""Runs with passage-like ids named one sentence each; the rest in one more sentence."""
 
 
 def read_ids_as_texts(con: duckdb.DuckDBPyConnection, runs: list[str]) -> int:
