@@ -141,14 +141,16 @@ def _remove_file(cur: duckdb.DuckDBPyConnection, file_id: int, out: Removed) -> 
     out.rows["prov_nodes"] = _delete(cur, "prov_nodes", _keyed("prov_nodes", "_gone_prov"), [])
     for table in ("records", "prov_records", "quarantine", "ingest_warnings", "files"):
         out.rows[table] = _delete(cur, table, "file_id = ?", [file_id])
-    empty = [
+    # the touched runs left with no record (one anti-join: a log naming a run per record touches
+    # as many runs as it has records, and a query per run scanned what other files left)
+    kept = {
         r
-        for r in touched
-        if not cur.execute(
-            "SELECT 1 FROM records WHERE run_id = ? UNION ALL SELECT 1 FROM prov_records WHERE run_id = ? LIMIT 1",
-            [r, r],
+        for (r,) in cur.execute(
+            """SELECT DISTINCT run_id FROM records WHERE run_id IN (SELECT run_id FROM _gone)
+           UNION SELECT DISTINCT run_id FROM prov_records WHERE run_id IN (SELECT run_id FROM _gone)"""
         ).fetchall()
-    ]
+    }
+    empty = [r for r in touched if r not in kept]
     if empty:
         _remove_runs(cur, empty, out)
     present = _present(cur)
