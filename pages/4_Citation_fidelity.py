@@ -61,8 +61,50 @@ res = results(db_path, version, rules.model_dump_json())
 runs = natural_sorted(res)
 
 # --- overview across runs ---------------------------------------------------------------------
-cols = st.columns(len(runs))
-for col, run in zip(cols, runs):
+OVERVIEW_MAX = 6  # runs drawn side by side (metrics, funnel, histogram); beyond, a table holds every run
+shown = runs
+if len(runs) > OVERVIEW_MAX:
+    shown = (
+        st.multiselect(
+            "Runs in the overview",
+            runs,
+            default=runs[:OVERVIEW_MAX],
+            max_selections=OVERVIEW_MAX,
+            key="fid.overview",
+            help=f"{len(runs):,} runs: the metrics and charts below draw up to {OVERVIEW_MAX} of them; the table "
+            "beneath holds every run's figures.",
+        )
+        or runs[:1]
+    )
+    with st.expander(f"Every run's figures ({len(runs):,} runs)", expanded=False):
+        ui.table(
+            [
+                {
+                    "run_id": run,
+                    "n_queries": res[run].summary["n_queries"],
+                    "n_citations": res[run].summary["n_citations"],
+                    "cfs_mean": res[run].summary["cfs_mean"],
+                    "cfs_p50": res[run].summary["cfs_p50"],
+                    "cfs_p95": res[run].summary["cfs_p95"],
+                    "cfs_product_mean": res[run].summary["cfs_product_mean"],
+                    "n_alerts": res[run].summary["n_alerts"],
+                }
+                for run in runs
+            ],
+            hide_index=True,
+            key="fid.overview.table",
+            column_config={
+                "cfs_mean": st.column_config.NumberColumn("mean CFS", format="%.3f"),
+                "cfs_p50": st.column_config.NumberColumn("median CFS", format="%.3f"),
+                "cfs_p95": st.column_config.NumberColumn(
+                    "p95 CFS" if rules.percentile == "upper" else "tail p95 CFS", format="%.3f"
+                ),
+                "cfs_product_mean": st.column_config.NumberColumn("product-form CFS", format="%.3f"),
+                "n_alerts": st.column_config.NumberColumn("alerts", format="%d"),
+            },
+        )
+cols = st.columns(len(shown))
+for col, run in zip(cols, shown):
     s = res[run].summary
     col.markdown(f"**{ui.md(run)}**")
     col.metric("mean CFS", ui.fmt(s["cfs_mean"]), help="Mean per-query CFS over queries with citations.")
@@ -80,8 +122,8 @@ for col, run in zip(cols, runs):
     if comment := tail_comment(s, rules.p95_cfs_min):
         col.warning(ui.md(comment))
 left, right = st.columns(2)
-left.plotly_chart(charts.survival_funnel({r: res[r].summary for r in runs}), key="fid.funnel")
-if no_truth := [r for r in runs if not res[r].summary.get("n_with_ground_truth")]:
+left.plotly_chart(charts.survival_funnel({r: res[r].summary for r in shown}), key="fid.funnel")
+if no_truth := [r for r in shown if not res[r].summary.get("n_with_ground_truth")]:
     left.caption(
         ui.md(
             f"Not in the funnel: {', '.join(no_truth)} — no query of {'its' if len(no_truth) == 1 else 'their'} "
@@ -91,8 +133,8 @@ if no_truth := [r for r in runs if not res[r].summary.get("n_with_ground_truth")
     )
 right.plotly_chart(
     charts.cfs_histogram(
-        {r: res[r].queries["cfs"].dropna() for r in runs},
-        summaries={r: res[r].summary for r in runs},
+        {r: res[r].queries["cfs"].dropna() for r in shown},
+        summaries={r: res[r].summary for r in shown},
         threshold=rules.p95_cfs_min,
     ),
     key="fid.hist",

