@@ -191,7 +191,8 @@ def _chosen_queries(con: duckdb.DuckDBPyConnection, run: str, queries: str | Non
     if not queries:
         fail("name the queries (--queries q1,q2) or pass --all")
     qids = [q.strip() for q in queries.split(",") if q.strip()]
-    missing = [q for q in qids if q not in set(known)]
+    have = set(known)  # once: a run may hold 100,000s of queries
+    missing = [q for q in qids if q not in have]
     if missing:
         fail(f"run {run!r} has no quer{'y' if len(missing) == 1 else 'ies'} {', '.join(map(repr, missing))}")
     return qids
