@@ -23,6 +23,7 @@ import json
 import os
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -31,11 +32,9 @@ from ingest_bench import OUT, _measure, _passage  # the bench's texts and its me
 PER_RUN = 8
 
 
-def write_export(passages: int, llm: bool = False) -> Path:
-    """The LangSmith export of ``passages`` passages (written once, then reused). ``llm``: each
-    trace also has the LLM run a RAG chain makes, its prompt holding the passages (as real
-    exports do: such runs are as large as the retriever's) and its generation the answer."""
-    path = OUT / f"langsmith{'-llm' if llm else ''}-{passages}.jsonl"
+def _write_once(path: Path, passages: int, trace: Callable[[int, list[str]], list[dict]]) -> Path:
+    """``path`` holding ``trace(q, pool)``'s objects, one a line, for each of the ``passages //
+    PER_RUN`` traces (written once, then reused; the texts from the ingest bench's passages)."""
     if path.exists():
         return path
     rng = random.Random(0)
@@ -43,55 +42,55 @@ def write_export(passages: int, llm: bool = False) -> Path:
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         for q in range(passages // PER_RUN):
-            trace = f"00000000-0000-0000-0000-{q:012d}"
-            docs = [
-                {"page_content": pool[(q * 7 + j * 13) % len(pool)], "metadata": {"id": f"doc{q}-{j}"}}
-                for j in range(PER_RUN)
-            ]
-            retriever = {"id": f"r{q}", "trace_id": trace, "parent_run_id": f"c{q}", "run_type": "retriever"}
-            f.write(json.dumps({**retriever, "inputs": {"query": f"question {q}"}, "outputs": {"documents": docs}}))
-            if llm:
-                prompt = "Answer from the context.\n\n" + "\n\n".join(d["page_content"] for d in docs)
-                run = {"id": f"l{q}", "trace_id": trace, "parent_run_id": f"c{q}", "run_type": "llm"}
-                messages = [{"role": "system", "content": prompt}, {"role": "user", "content": f"question {q}"}]
-                outputs = {"generations": [[{"text": f"generated {q}"}]]}
-                f.write("\n" + json.dumps({**run, "inputs": {"messages": messages}, "outputs": outputs}))
-            root = {"id": f"c{q}", "trace_id": trace, "parent_run_id": None, "run_type": "chain"}
-            f.write("\n" + json.dumps({**root, "outputs": {"output": f"answer {q}"}}) + "\n")
+            f.writelines(json.dumps(obj) + "\n" for obj in trace(q, pool))
     tmp.rename(path)
     return path
+
+
+def write_export(passages: int, llm: bool = False) -> Path:
+    """The LangSmith export of ``passages`` passages. ``llm``: each trace also has the LLM run a
+    RAG chain makes, its prompt holding the passages (as real exports do: such runs are as large
+    as the retriever's) and its generation the answer."""
+
+    def runs(q: int, pool: list[str]) -> list[dict]:
+        trace = f"00000000-0000-0000-0000-{q:012d}"
+        docs = [
+            {"page_content": pool[(q * 7 + j * 13) % len(pool)], "metadata": {"id": f"doc{q}-{j}"}}
+            for j in range(PER_RUN)
+        ]
+        retriever = {"id": f"r{q}", "trace_id": trace, "parent_run_id": f"c{q}", "run_type": "retriever"}
+        out = [{**retriever, "inputs": {"query": f"question {q}"}, "outputs": {"documents": docs}}]
+        if llm:
+            prompt = "Answer from the context.\n\n" + "\n\n".join(d["page_content"] for d in docs)
+            run = {"id": f"l{q}", "trace_id": trace, "parent_run_id": f"c{q}", "run_type": "llm"}
+            messages = [{"role": "system", "content": prompt}, {"role": "user", "content": f"question {q}"}]
+            outputs = {"generations": [[{"text": f"generated {q}"}]]}
+            out.append({**run, "inputs": {"messages": messages}, "outputs": outputs})
+        root = {"id": f"c{q}", "trace_id": trace, "parent_run_id": None, "run_type": "chain"}
+        return [*out, {**root, "outputs": {"output": f"answer {q}"}}]
+
+    return _write_once(OUT / f"langsmith{'-llm' if llm else ''}-{passages}.jsonl", passages, runs)
 
 
 def write_reranked_export(passages: int) -> Path:
-    """The OpenInference export with a reranker per trace (see the module; written once)."""
-    path = OUT / f"openinference-rerank-{passages}.jsonl"
-    if path.exists():
-        return path
-    rng = random.Random(0)
-    pool = [_passage(rng) for _ in range(3000)]
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for q in range(passages // PER_RUN):
-            trace = f"{q:032x}"
-            docs = [(f"doc{q}-{j}", pool[(q * 7 + j * 13) % len(pool)]) for j in range(PER_RUN)]
-            spans = []
-            attrs: dict = {"openinference.span.kind": "RETRIEVER", "input.value": f"question {q}"}
-            for i, (d, t) in enumerate(docs):
-                attrs[f"retrieval.documents.{i}.document.id"] = d
-                attrs[f"retrieval.documents.{i}.document.content"] = t
-            spans.append(("retrieve", f"r{q}", attrs))
-            attrs = {"openinference.span.kind": "RERANKER", "reranker.query": f"question {q}"}
-            for i, (d, t) in enumerate(docs[: PER_RUN // 2]):
-                attrs[f"reranker.output_documents.{i}.document.id"] = d
-                attrs[f"reranker.output_documents.{i}.document.content"] = t
-            spans.append(("rerank", f"k{q}", attrs))
-            llm = {"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": f"answer {q}"}
-            spans.append(("llm", f"l{q}", llm))
-            for name, span_id, attrs in spans:
-                span = {"name": name, "context": {"trace_id": trace, "span_id": span_id}, "attributes": attrs}
-                f.write(json.dumps(span) + "\n")
-    tmp.rename(path)
-    return path
+    """The OpenInference export with a reranker per trace (see the module)."""
+
+    def spans(q: int, pool: list[str]) -> list[dict]:
+        docs = [(f"doc{q}-{j}", pool[(q * 7 + j * 13) % len(pool)]) for j in range(PER_RUN)]
+        retrieved: dict = {"openinference.span.kind": "RETRIEVER", "input.value": f"question {q}"}
+        for i, (d, t) in enumerate(docs):
+            retrieved[f"retrieval.documents.{i}.document.id"] = d
+            retrieved[f"retrieval.documents.{i}.document.content"] = t
+        reranked: dict = {"openinference.span.kind": "RERANKER", "reranker.query": f"question {q}"}
+        for i, (d, t) in enumerate(docs[: PER_RUN // 2]):
+            reranked[f"reranker.output_documents.{i}.document.id"] = d
+            reranked[f"reranker.output_documents.{i}.document.content"] = t
+        llm = {"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": f"answer {q}"}
+        named = (("retrieve", f"r{q}", retrieved), ("rerank", f"k{q}", reranked), ("llm", f"l{q}", llm))
+        context = {"trace_id": f"{q:032x}"}
+        return [{"name": n, "context": {**context, "span_id": s}, "attributes": a} for n, s, a in named]
+
+    return _write_once(OUT / f"openinference-rerank-{passages}.jsonl", passages, spans)
 
 
 def main() -> None:
