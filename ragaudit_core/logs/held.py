@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 
 from ragaudit_core.logs.formats import MapContext, Span
-from ragaudit_core.logs.jsonl import InputFileError
+from ragaudit_core.logs.jsonl import TemporaryFileError
 from ragaudit_core.logs.parallel import DecodedLine, FileLine, map_span, with_query_ids
 from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
 from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, rows_table
@@ -59,12 +59,6 @@ BUFFER_ROWS = 16_384
 HELD_SPANS = 16_384
 """Mapped spans a file holds as objects (about 0.8 KB each) before the next ones wait in a
 temporary file (:class:`SpillQueue`)."""
-
-
-class TemporaryFileError(InputFileError):
-    """The held rows or lines could not be written to or read from their temporary file (a full
-    or unwritable ``TMPDIR``): the file being read is refused with this sentence, the call's other
-    files stay."""
 
 
 @contextmanager

@@ -28,6 +28,7 @@ __all__ = [
     "InputFileError",
     "Limits",
     "Line",
+    "TemporaryFileError",
     "expand_paths",
     "file_sha256",
     "iter_lines",
@@ -57,6 +58,12 @@ class InputFileError(RagAuditError, ValueError):
 
 class FileRefused(InputFileError):
     """A whole file refused past a limit while it was read: what it gave is taken back."""
+
+
+class TemporaryFileError(InputFileError):
+    """Rows or lines could not be written to or read from their temporary file (a full or
+    unwritable ``TMPDIR``): the file being read is refused with this sentence, the call's other
+    files stay."""
 
 
 @dataclass(frozen=True)

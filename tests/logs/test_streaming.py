@@ -10,6 +10,7 @@ import re
 import unicodedata
 from pathlib import Path
 
+import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -322,3 +323,58 @@ def test_a_range_read_in_one_call_gives_the_lines_a_readline_per_line_gives(tmp_
             f.seek(start)
             slow = list(read_lines(f, max_line_bytes=1 << 20, end=length, offset=start, counted=want))
         assert fast == slow and got == want
+
+
+def test_workers_hand_their_rows_over_in_files_that_are_gone_once_taken(tmp_path, monkeypatch):
+    """A range's rows cross as an Arrow file in the call's folder, mapped and removed as each range
+    is taken, the folder removed on close; where the folder cannot be made (a full TMPDIR) they
+    cross the pipe — the same tables either way."""
+    (a,) = _sweep(tmp_path, ("A",), n=40)
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 300)
+
+    def decoded(pool: parallel.LinePool) -> tuple[list[pa.Table], list[Path], list[int]]:
+        tables, folders, left = [], [], []
+        try:
+            for _n, _items, table in pool.decode(a, ("A", None)):
+                tables.append(table)
+                if pool.out_dir is not None:
+                    folders.append(Path(pool.out_dir))
+                    left.append(len(list(folders[-1].iterdir())))
+        finally:
+            pool.close()
+        return tables, folders, left
+
+    via_files, folders, left = decoded(parallel.LinePool(RowOptions(), 2, 1 << 20))
+    assert len(via_files) > 5 and len(folders) == len(via_files)
+    assert max(left) <= parallel.WINDOW and left[-1] == 0  # each range's file removed once taken
+    assert not folders[0].exists()  # and the folder on close
+
+    def full(*_a, **_k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(parallel.tempfile, "mkdtemp", full)
+    via_pipe, folders, _ = decoded(parallel.LinePool(RowOptions(), 2, 1 << 20))
+    assert folders == [] and sum(t.num_rows for t in via_pipe) == 40
+    assert [t.equals(u) for t, u in zip(via_files, via_pipe, strict=True)] == [True] * len(via_pipe)
+
+
+def test_rows_that_cannot_be_read_back_refuse_that_file_in_one_sentence(tmp_path, monkeypatch):
+    """A handed-over file that cannot be read back (removed by a cleaner, say): that file is refused
+    in one sentence naming TMPDIR, and the call's other file loads."""
+    a, b = _sweep(tmp_path, ("A", "B"))
+    force_pool(monkeypatch, 200)
+    real, mapped = parallel.pa.memory_map, []
+
+    def first_gone(path, *args):
+        mapped.append(path)
+        if len(mapped) == 1:  # the first range of the first file
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return real(path, *args)
+
+    monkeypatch.setattr(parallel.pa, "memory_map", first_gone)
+    con = store.connect(":memory:")
+    report = ing.ingest_paths(con, [a, b])
+    refused = [i for i in report.rejected if i.path == str(a)]
+    assert len(refused) == 1 and "TMPDIR" in refused[0].message and "read back" in refused[0].message
+    assert con.execute("SELECT DISTINCT run_id FROM records").fetchall() == [("B",)]
+    assert "ragaudit-rows-" in str(mapped[0])
