@@ -295,3 +295,25 @@ def test_provenance_rows_are_stored_column_for_column(con, tmp_path):
         ("R", "q1", 1, "c1", 1, "chunk", "doca", "DocA", 3, 2, 10, 42, "split", ["d1"], '{"text":"Größe – 大小"}'),
         ("R", "q1", 2, "g1", 5, "generation", None, None, None, None, None, None, None, ["c1", "d1"], None),
     ]
+
+
+def test_collisions_name_each_canonical_id_that_several_raw_ids_map_to(tmp_path):
+    """'D1' and 'd1' are two raw ids of 'd1' (one of them the canonical id itself: still a
+    collision); 'X' alone, logged twice, is one raw id of 'x' (no collision); 'A' and 'a' collide
+    only in run S, so a check over run R names 'd1' alone."""
+    from ragaudit_core.logs import catalog
+
+    records = [
+        {"run_id": "R", "query_id": "q1", "evidence": ["D1", "X"]},
+        {"run_id": "R", "query_id": "q2", "evidence": ["d1", "X"]},
+        {"run_id": "S", "query_id": "q1", "evidence": ["d1", "A"]},
+        {"run_id": "S", "query_id": "q2", "evidence": ["a"]},
+    ]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "ids.jsonl", records)])
+    assert catalog.collisions(con) == [
+        "2 raw ids map to the canonical id 'a': 'A', 'a'",
+        "2 raw ids map to the canonical id 'd1': 'D1', 'd1'",
+    ]
+    assert catalog.raw_id_collisions(con, ["R"]) == [["d1", ["D1", "d1"]]]
+    assert catalog.raw_id_collisions(con, ["R", "S"], limit=1) == [["a", ["A", "a"]]]
