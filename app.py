@@ -294,7 +294,7 @@ def _ledger(con) -> None:
         what = st.radio("Remove", ["a file", "a run"], horizontal=True, key="home.remove.what")
         if what == "a file":
             labels = {
-                int(r.file_id): f"{r.file} ({r.records:,} records, runs: {r.runs or 'none'})"
+                int(r.file_id): f"{r.file} ({ui.counted(r.records, 'record')}, runs: {r.runs or 'none'})"
                 for r in ledger.itertuples()
             }
             pick = st.selectbox("File", list(labels), format_func=labels.__getitem__, key="home.remove.file")

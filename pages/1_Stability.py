@@ -77,7 +77,7 @@ except NoSharedQueries:  # a choice of runs, not a failure: say what to pick ins
         ui.md(
             f"These {len(picked)} runs have no query in common, so there is nothing to compare. Take out the runs "
             f"that share no query under “Runs compared”, or compare the default selection: {len(selection.runs)} "
-            f"runs sharing {selection.n_shared:,} queries ({default})."
+            f"runs sharing {ui.counted(selection.n_shared, 'query')} ({default})."
         )
     )
     st.stop()
@@ -109,7 +109,8 @@ m[5].metric(
     help="(query, pair) cells where one run returned evidence and the other none.",
 )
 st.caption(
-    f"{s.n_queries:,} queries × {s.n_pairs:,} run pairs · flip rate (doc) {fmt(s.flip_rate['doc'], True)}"
+    f"{ui.counted(s.n_queries, 'query')} × {ui.counted(s.n_pairs, 'run pair')}"
+    f" · flip rate (doc) {fmt(s.flip_rate['doc'], True)}"
     f" · median J_min,span {fmt(s.span.median_j_min)}"
     f" · same documents with different spans: "
     f"{s.same_docs_diff_spans if s.same_docs_diff_spans is not None else 'n/a'}"
@@ -123,9 +124,10 @@ if res.intervals is not None:
         return "n/a" if e is None or e.lo != e.lo else f"[{fmt(e.lo, pct)}, {fmt(e.hi, pct)}]"
 
     st.caption(
-        f"95 % bootstrap intervals over the {res.intervals.n_queries:,} queries ({res.intervals.resamples:,} "
-        f"resamples): mean J_doc {ci('mean_j_doc')} · mean J_span {ci('mean_j_span')} · collapse rate "
-        f"{ci('collapse_rate', True)} · flip rate (span) {ci('flip_rate_span', True)}"
+        f"95 % bootstrap intervals over the {ui.counted(res.intervals.n_queries, 'query')} "
+        f"({res.intervals.resamples:,} resamples): mean J_doc {ci('mean_j_doc')} · "
+        f"mean J_span {ci('mean_j_span')} · collapse rate {ci('collapse_rate', True)} · "
+        f"flip rate (span) {ci('flip_rate_span', True)}"
     )
 
 pairs = res.pairs
@@ -224,7 +226,8 @@ if choice != index:  # only a change by the user: the scatter's spec (and its se
 detail = pair_queries(db_path, version, a, b, tau)
 ds = detail.summary
 st.write(
-    f"**{ui.md(a)}** vs **{ui.md(b)}**: {ds.n_queries:,} queries, {ds.n_flipped:,} flipped (J_{ds.level} < τ), "
+    f"**{ui.md(a)}** vs **{ui.md(b)}**: {ui.counted(ds.n_queries, 'query')}, "
+    f"{ds.n_flipped:,} flipped (J_{ds.level} < τ), "
     + (f"{ds.n_collapsed:,} collapsed, " if ds.n_collapsed is not None else "")
     + f"{ds.n_null_changes:,} null transitions."
 )

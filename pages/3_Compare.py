@@ -317,8 +317,13 @@ if not n_answers:
     st.caption("These two runs do not both carry answers; the probe needs answers in both.")
     st.stop()
 known = len(lookup_similarities(con, baseline, candidate))
-if known < n_answers and not st.button(f"Compute answer similarity for {n_answers} queries (loads the SBERT model)"):
-    st.caption(f"{n_answers} queries have answers in both runs; {known} similarities are stored.")
+if known < n_answers and not st.button(
+    f"Compute answer similarity for {ui.counted(n_answers, 'query')} (loads the SBERT model)"
+):
+    st.caption(
+        f"{ui.counted(n_answers, 'query')} {'has' if n_answers == 1 else 'have'} answers in both runs; "
+        f"{ui.counted(known, 'similarity', 'similarities')} {'is' if known == 1 else 'are'} stored."
+    )
     st.stop()
 probe = probe_pair(con, baseline, candidate, ui.embedder, tau=tau)
 ps = probe.summary
@@ -335,7 +340,7 @@ p[5].metric(
 )
 st.caption(
     f"Silent jitter (J_span < τ = {tau} while similarity ≥ 0.9): "
-    f"{ps['silent_jitter'] if ps['silent_jitter'] is not None else 'n/a'} queries."
+    f"{ui.counted(ps['silent_jitter'], 'query') if ps['silent_jitter'] is not None else 'n/a'}."
 )
 ev = st.plotly_chart(
     charts.probe_scatter(probe.rows, tau=tau, title=f"{baseline} vs {candidate}"),

@@ -71,12 +71,12 @@ if len(runs) > OVERVIEW_MAX:
             default=runs[:OVERVIEW_MAX],
             max_selections=OVERVIEW_MAX,
             key="fid.overview",
-            help=f"{len(runs):,} runs: the metrics and charts below draw up to {OVERVIEW_MAX} of them; the table "
-            "beneath holds every run's figures.",
+            help=f"{ui.counted(len(runs), 'run')}: the metrics and charts below draw up to {OVERVIEW_MAX} of "
+            "them; the table beneath holds every run's figures.",
         )
         or runs[:1]
     )
-    with st.expander(f"Every run's figures ({len(runs):,} runs)", expanded=False):
+    with st.expander(f"Every run's figures ({ui.counted(len(runs), 'run')})", expanded=False):
         ui.table(
             [
                 {
@@ -110,8 +110,9 @@ for col, run in zip(cols, shown):
     col.metric("mean CFS", ui.fmt(s["cfs_mean"]), help="Mean per-query CFS over queries with citations.")
     upper_name, other_name = ("p95", "tail p95") if s["percentile_convention"] == "upper" else ("tail p95", "p95")
     col.caption(
-        f"{s['n_queries']:,} queries · {s['n_with_citations']:,} with citations · {s['n_citations']:,} citations"
-        f" · product-form CFS {ui.fmt(s['cfs_product_mean'])} · {s['n_alerts']} alert(s)"
+        f"{ui.counted(s['n_queries'], 'query')} · {s['n_with_citations']:,} with citations · "
+        f"{ui.counted(s['n_citations'], 'citation')} · product-form CFS {ui.fmt(s['cfs_product_mean'])} · "
+        f"{ui.counted(s['n_alerts'], 'alert')}"
     )
     col.caption(
         f"median {ui.fmt(s['cfs_p50'])} · {upper_name} {ui.fmt(s['cfs_p95'])} · "
@@ -354,7 +355,8 @@ if not active and st.session_state.get("fid.judge.confirm") == run:
                 else "not measured here yet (three local judges took about 6 s per citation in fp32 and 3 s in "
                 f"bf16 on 2 CPU cores, so about {n_cit * (3 if precision == 'bf16' else 6) / 60:.0f} min)"
             )
-            st.warning(ui.md(f"Queue {len(todo):,} judge jobs ({n_cit:,} citations) for {run}? Time: {per}."))
+            jobs = f"{ui.counted(len(todo), 'judge job')} ({ui.counted(n_cit, 'citation')})"
+            st.warning(ui.md(f"Queue {jobs} for {run}? Time: {per}."))
         yes, no = st.columns(2)
         if todo and yes.button("Yes, judge them", type="primary", key="fid.judge.yes"):
             st.session_state.pop("fid.judge.confirm", None)

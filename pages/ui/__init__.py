@@ -26,7 +26,7 @@ from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.review import gate, palette
-from ragaudit_core.review.labels import column_label, is_share
+from ragaudit_core.review.labels import column_label, counted, is_share
 from ragaudit_core.review.logtext import RTL_OR_CONTROL, bidi_safe
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "PARAMS",
     "Store",
     "connection",
+    "counted",
     "current_db_path",
     "default_pair",
     "default_selection",

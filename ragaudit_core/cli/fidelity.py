@@ -10,6 +10,7 @@ import typer
 
 from ragaudit_core.cli.common import CaseSensitive, CollapseWs, emit_json, fail, fmt, ingest_options, open_logs
 from ragaudit_core.fidelity import FidelityRules, RunFidelity, canary, fidelity_runs, provenance_runs
+from ragaudit_core.review.labels import counted
 
 __all__ = ["fidelity"]
 
@@ -100,8 +101,9 @@ def _run_payload(r: RunFidelity) -> dict:
 def _run_lines(run: str, r: RunFidelity) -> list[str]:
     s = r.summary
     lines = [
-        f"run {run}: {s['n_queries']} queries, {s['n_with_citations']} with citations, "
-        f"{s['n_citations']} citations, parse failures {s['n_parse_failures']} ({fmt(s['parse_failure_rate'])})",
+        f"run {run}: {counted(s['n_queries'], 'query')}, {s['n_with_citations']:,} with citations, "
+        f"{counted(s['n_citations'], 'citation')}, "
+        f"parse failures {s['n_parse_failures']} ({fmt(s['parse_failure_rate'])})",
         f"  CFS mean {fmt(s['cfs_mean'])}  p50 {fmt(s['cfs_p50'])}  p95 {fmt(s['cfs_p95'])}  "
         f"p99 {fmt(s['cfs_p99'])}   product-form CFS (queries with ground truth) {fmt(s['cfs_product_mean'])}",
         "  stage survival: " + "  ".join(f"{k} {fmt(v)}" for k, v in s["stage_survival"].items()),

@@ -76,6 +76,18 @@ def test_thresholds_are_live(prov_db):
     assert list(finds["check"]) == ["reranker_text_mutation"] and list(finds["node_id"]) == ["k1"]
 
 
+def test_a_run_of_one_query_reads_in_the_singular(app_env, tmp_path):
+    """One query with one citation: "1 query", "1 citation" — not "1 queries"."""
+    path = app_env()
+    write_jsonl(tmp_path / "one.jsonl", [pipeline("one", "q1", text="[Source: D1, p. 2]")])
+    ingest_paths(store.connect(path), [tmp_path / "one.jsonl"])
+    at = app_test(PAGE).run()
+    assert not at.exception
+    (summary,) = [c.value for c in at.caption if "with citations" in c.value]
+    assert summary.startswith("1 query · 1 with citations · 1 citation · product-form CFS ")
+    assert summary.endswith(" · 0 alerts") and "queries" not in summary
+
+
 def test_tail_reading_survival_readings_and_blank_cells(app_env, tmp_path):
     """A run where one query of three cites its source: CFS 1, 0, 0. Upper p95 (linear) sits at
     position 0.95 · 2 = 1.9 → 0 + 0.9 · (1 − 0) = 0.90, the median 0, the tail p95 (position 0.1) 0.00.
