@@ -34,7 +34,7 @@ from pathlib import Path
 import duckdb
 
 from ragaudit_core.errors import RagAuditError
-from ragaudit_core.logs.tables import SETTINGS_TABLES, TABLES
+from ragaudit_core.logs.tables import SCHEMA_SQL, SETTINGS_TABLES, TABLES
 
 __all__ = [
     "MIGRATIONS",
@@ -51,123 +51,6 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 
-SCHEMA_SQL = """
-CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
-CREATE TABLE IF NOT EXISTS files (
-    file_id     INTEGER PRIMARY KEY,
-    path        VARCHAR NOT NULL,
-    sha256      VARCHAR NOT NULL UNIQUE,
-    kind        VARCHAR NOT NULL,
-    bytes       BIGINT,
-    n_lines     INTEGER,
-    n_loaded    INTEGER,
-    n_rejected  INTEGER,
-    ingested_at TIMESTAMP,
-    options     VARCHAR,
-    formats     VARCHAR
-);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id        VARCHAR PRIMARY KEY,
-    config        VARCHAR,
-    top_k         INTEGER,
-    chunk_size    INTEGER,
-    chunk_overlap INTEGER,
-    embedder      VARCHAR
-);
-CREATE TABLE IF NOT EXISTS records (
-    run_id     VARCHAR NOT NULL,
-    query_id   VARCHAR NOT NULL,
-    file_id    INTEGER NOT NULL,
-    line_no    INTEGER NOT NULL,
-    query      VARCHAR,
-    answer     VARCHAR,
-    n_evidence INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS evidence (
-    run_id     VARCHAR NOT NULL,
-    query_id   VARCHAR NOT NULL,
-    position   INTEGER NOT NULL,
-    doc_id     VARCHAR NOT NULL,
-    doc_id_raw VARCHAR NOT NULL,
-    span_hash  VARCHAR,
-    chunk_id   VARCHAR,
-    text       VARCHAR,
-    rank       INTEGER,
-    score      DOUBLE,
-    char_start INTEGER,
-    char_end   INTEGER,
-    page       INTEGER,
-    metadata   VARCHAR
-);
-CREATE TABLE IF NOT EXISTS quarantine (
-    file_id  INTEGER,
-    path     VARCHAR NOT NULL,
-    line_no  INTEGER,
-    reason   VARCHAR NOT NULL,
-    raw      VARCHAR,
-    raw_bytes BLOB
-);
-CREATE TABLE IF NOT EXISTS prov_records (
-    run_id         VARCHAR NOT NULL,
-    query_id       VARCHAR NOT NULL,
-    file_id        INTEGER NOT NULL,
-    line_no        INTEGER NOT NULL,
-    query          VARCHAR,
-    generated_text VARCHAR,
-    config         VARCHAR,
-    ground_truth   VARCHAR,
-    documents      VARCHAR,
-    dropped        VARCHAR,
-    n_nodes        INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS prov_nodes (
-    run_id         VARCHAR NOT NULL,
-    query_id       VARCHAR NOT NULL,
-    ord            INTEGER NOT NULL,
-    node_id        VARCHAR NOT NULL,
-    stage          INTEGER NOT NULL,
-    artifact_type  VARCHAR NOT NULL,
-    doc_id         VARCHAR,
-    doc_id_raw     VARCHAR,
-    page           INTEGER,
-    paragraph      INTEGER,
-    char_start     INTEGER,
-    char_end       INTEGER,
-    transformation VARCHAR,
-    derived_from   VARCHAR[],
-    metadata       VARCHAR
-);
-CREATE TABLE IF NOT EXISTS derived_answer_similarity (
-    run_a    VARCHAR NOT NULL,
-    run_b    VARCHAR NOT NULL,
-    query_id VARCHAR NOT NULL,
-    model    VARCHAR NOT NULL,
-    sim      DOUBLE NOT NULL,
-    PRIMARY KEY (run_a, run_b, query_id, model)
-);
-CREATE TABLE IF NOT EXISTS derived_results (
-    key          VARCHAR PRIMARY KEY,
-    data_version VARCHAR NOT NULL,
-    kind         VARCHAR NOT NULL,
-    payload      BLOB NOT NULL,
-    created_at   TIMESTAMP
-);
-CREATE TABLE IF NOT EXISTS qrels (
-    query_id   VARCHAR NOT NULL,
-    doc_id     VARCHAR NOT NULL,
-    doc_id_raw VARCHAR NOT NULL,
-    relevance  INTEGER NOT NULL,
-    source     VARCHAR NOT NULL,
-    PRIMARY KEY (query_id, doc_id)
-);
-CREATE TABLE IF NOT EXISTS ingest_warnings (
-    file_id INTEGER,
-    path    VARCHAR,
-    line_no INTEGER,
-    code    VARCHAR NOT NULL,
-    message VARCHAR NOT NULL
-);
-"""
 
 _HEADER_BYTES = 3 * 4096
 """DuckDB's file header: one main and two database headers of 4 KiB, before the first block."""

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from ragaudit_core.logs.tables import SCHEMA_SQL
+
 if TYPE_CHECKING:  # the ingest's worker processes import this module; they need no DuckDB
     import duckdb
 
@@ -33,6 +35,7 @@ __all__ = [
     "RUN_SCHEMA",
     "WARNING_SCHEMA",
     "BatchWriter",
+    "arrow_schema",
     "insert_rows",
     "no_space_message",
     "rows_table",
@@ -53,99 +56,39 @@ def no_space_message(e: BaseException) -> str:
     )
 
 
-EVIDENCE_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("query_id", pa.string()),
-        ("position", pa.int32()),
-        ("doc_id", pa.string()),
-        ("doc_id_raw", pa.string()),
-        ("span_hash", pa.string()),
-        ("chunk_id", pa.string()),
-        ("text", pa.string()),
-        ("rank", pa.int32()),
-        ("score", pa.float64()),
-        ("char_start", pa.int32()),
-        ("char_end", pa.int32()),
-        ("page", pa.int32()),
-        ("metadata", pa.string()),
-    ]
-)
-RECORD_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("query_id", pa.string()),
-        ("file_id", pa.int32()),
-        ("line_no", pa.int32()),
-        ("query", pa.string()),
-        ("answer", pa.string()),
-        ("n_evidence", pa.int32()),
-    ]
-)
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    "VARCHAR": pa.string(),
+    "INTEGER": pa.int32(),
+    "BIGINT": pa.int64(),
+    "DOUBLE": pa.float64(),
+    "BLOB": pa.binary(),
+    "TIMESTAMP": pa.timestamp("us"),
+    "VARCHAR[]": pa.list_(pa.string()),
+}
+
+
+def arrow_schema(table: str) -> pa.Schema:
+    """The Arrow schema of ``table`` as :data:`~ragaudit_core.logs.tables.SCHEMA_SQL` declares it
+    (its columns in order, each DuckDB type as the Arrow type that inserts into it unchanged): the
+    one declaration of the tables, read for the rows the ingest builds."""
+    for stmt in SCHEMA_SQL.split(";"):
+        head, _, body = stmt.strip().partition("(")
+        if head.split()[-1:] != [table]:
+            continue
+        parts = re.split(r",(?![^()]*\))", body.rstrip().removesuffix(")"))  # not the commas of a key's list
+        cols = [p.split()[:2] for p in parts if p.strip() and p.split()[0] != "PRIMARY"]
+        return pa.schema([(name, _ARROW_TYPES[dtype]) for name, dtype in cols])
+    raise KeyError(f"no table {table!r} in the schema")
+
+
+EVIDENCE_SCHEMA = arrow_schema("evidence")
+RECORD_SCHEMA = arrow_schema("records")
 RECORD_COLUMNS = tuple(RECORD_SCHEMA.names)
-PROV_RECORD_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("query_id", pa.string()),
-        ("file_id", pa.int32()),
-        ("line_no", pa.int32()),
-        ("query", pa.string()),
-        ("generated_text", pa.string()),
-        ("config", pa.string()),
-        ("ground_truth", pa.string()),
-        ("documents", pa.string()),
-        ("dropped", pa.string()),
-        ("n_nodes", pa.int32()),
-    ]
-)
-PROV_NODE_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("query_id", pa.string()),
-        ("ord", pa.int32()),
-        ("node_id", pa.string()),
-        ("stage", pa.int32()),
-        ("artifact_type", pa.string()),
-        ("doc_id", pa.string()),
-        ("doc_id_raw", pa.string()),
-        ("page", pa.int32()),
-        ("paragraph", pa.int32()),
-        ("char_start", pa.int32()),
-        ("char_end", pa.int32()),
-        ("transformation", pa.string()),
-        ("derived_from", pa.list_(pa.string())),
-        ("metadata", pa.string()),
-    ]
-)
-RUN_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("config", pa.string()),
-        ("top_k", pa.int32()),
-        ("chunk_size", pa.int32()),
-        ("chunk_overlap", pa.int32()),
-        ("embedder", pa.string()),
-    ]
-)
-WARNING_SCHEMA = pa.schema(
-    [
-        ("file_id", pa.int32()),
-        ("path", pa.string()),
-        ("line_no", pa.int32()),
-        ("code", pa.string()),
-        ("message", pa.string()),
-    ]
-)
-QUARANTINE_SCHEMA = pa.schema(
-    [
-        ("file_id", pa.int32()),
-        ("path", pa.string()),
-        ("line_no", pa.int32()),
-        ("reason", pa.string()),
-        ("raw", pa.string()),
-        ("raw_bytes", pa.binary()),
-    ]
-)
+PROV_RECORD_SCHEMA = arrow_schema("prov_records")
+PROV_NODE_SCHEMA = arrow_schema("prov_nodes")
+RUN_SCHEMA = arrow_schema("runs")
+WARNING_SCHEMA = arrow_schema("ingest_warnings")
+QUARANTINE_SCHEMA = arrow_schema("quarantine")
 
 
 def rows_table(rows: list[tuple], schema: pa.Schema) -> pa.Table:

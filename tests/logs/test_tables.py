@@ -91,3 +91,33 @@ def test_every_registered_table_names_its_owner_and_run_columns():
     for t in TABLES.values():
         assert t.owner.startswith("ragaudit_core.") and t.holds
         assert all(c.startswith("run") for c in t.run_columns)
+
+
+def test_the_rows_the_ingest_builds_are_typed_from_the_one_declaration_of_each_table():
+    """Each spine table's Arrow schema (the ingest's rows) has the columns DuckDB creates from
+    SCHEMA_SQL, in order, each type the one that inserts unchanged; an empty batch of it inserts."""
+    import pyarrow as pa
+
+    from ragaudit_core.logs.schema import expected_shape
+    from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, QUARANTINE_SCHEMA, arrow_schema
+
+    as_duckdb = {
+        pa.string(): "VARCHAR",
+        pa.int32(): "INTEGER",
+        pa.int64(): "BIGINT",
+        pa.float64(): "DOUBLE",
+        pa.binary(): "BLOB",
+        pa.timestamp("us"): "TIMESTAMP",
+        pa.list_(pa.string()): "VARCHAR[]",
+    }
+    shape = expected_shape()
+    con = store.connect(":memory:")
+    for table, columns in shape.items():
+        schema = arrow_schema(table)
+        assert [(f.name, as_duckdb[f.type]) for f in schema] == [(c, t) for c, (t, _) in columns.items()], table
+        con.from_arrow(schema.empty_table()).insert_into(table)
+    assert (
+        EVIDENCE_SCHEMA.names[:3] == ["run_id", "query_id", "position"]
+        and EVIDENCE_SCHEMA.field("score").type == pa.float64()
+    )
+    assert QUARANTINE_SCHEMA.field("raw_bytes").type == pa.binary()
