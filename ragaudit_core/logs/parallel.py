@@ -20,7 +20,7 @@ ingest reads it on its general path, so a file gives the same stored rows and th
 way (tested).
 
 A range's rows cross back as an Arrow file in a temporary folder of the call, which the ingesting
-process maps and removes (:func:`_handed_over`): through the pipe they were pickled, copied in
+process maps and removes (:mod:`.handover`): through the pipe they were pickled, copied in
 64 KB pieces and unpickled (1.0–1.4 CPU-s of a 1M-entry ingest with texts; docs/benchmarks.md).
 
 At most ``WINDOW`` chunks are in flight, so memory does not grow with the input. As a file's last
@@ -36,14 +36,13 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-import shutil
 import sys
 import tempfile
 import types
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -65,7 +64,8 @@ from ragaudit_core.logs.formats import (
     native,
     run_id_for,
 )
-from ragaudit_core.logs.jsonl import TemporaryFileError, plain_lf_file, range_lines
+from ragaudit_core.logs.handover import hand_over, new_folder, remove_folder, remove_stale_folders, take
+from ragaudit_core.logs.jsonl import plain_lf_file, range_lines
 from ragaudit_core.logs.lines import decode_json
 from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
 from ragaudit_core.logs.writer import EVIDENCE_SCHEMA, rows_table
@@ -368,49 +368,13 @@ def _decode_range(
                 )
             )
     table = rows_table(rows, EVIDENCE_SCHEMA).append_column("rec_idx", pa.array(rec_idx, type=pa.int32()))
-    return counted[0], items, _handed_over(table)
-
-
-def _handed_over(table: pa.Table) -> pa.Table | str:
-    """A range's rows as they cross to the ingesting process: written as an Arrow file in the
-    call's folder (:data:`LinePool.out_dir`), whose path is returned, or the table itself where
-    there is no such folder or the file cannot be written (a full ``TMPDIR``: the rows go through
-    the pipe as before). Through the pipe, the rows' bytes were pickled, copied through the
-    kernel in 64 KB pieces and unpickled: about 2.6 µs of CPU an entry with texts, a tenth of a
-    1M-entry ingest's CPU; as a file they are written once and mapped by the reader."""
-    out_dir = _WORKER.get("out_dir")
-    if out_dir is None or not table.num_rows:
-        return table
     _WORKER["written"] += 1
-    path = os.path.join(out_dir, f"{os.getpid()}-{_WORKER['written']}.arrow")
-    try:
-        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
-    except OSError:  # (pyarrow's IO errors are OSErrors too)
-        with suppress(OSError):
-            os.unlink(path)
-        return table
-    return path
+    return counted[0], items, hand_over(table, _WORKER.get("out_dir"), f"{os.getpid()}-{_WORKER['written']}")
 
 
 def _taken(result: tuple[int, list, pa.Table | str]) -> tuple[int, list, pa.Table]:
-    """A worker's result with its rows as a table: a handed-over file is mapped (its pages are
-    read where they lie, not copied) and removed at once (the mapping keeps them until the table
-    is dropped)."""
     n_lines, items, rows = result
-    if isinstance(rows, str):
-        try:
-            table = pa.ipc.open_file(pa.memory_map(rows)).read_all()
-        except OSError as e:
-            raise TemporaryFileError(
-                f"the rows its workers decoded could not be read back from {rows} ({e}); nothing of it was "
-                "loaded: keep TMPDIR's temporary files while a load runs, and load it again"
-            ) from e
-        finally:
-            with suppress(OSError):
-                os.unlink(rows)
-        return n_lines, items, table
-    return n_lines, items, rows
+    return n_lines, items, take(rows)
 
 
 @contextmanager
@@ -471,17 +435,15 @@ class LinePool:
         self.opts, self.workers, self.max_line_bytes = opts, workers, max_line_bytes
         self._pool: ProcessPoolExecutor | None = None
         self._ahead: _Ahead | None = None
+        remove_stale_folders(tempfile.gettempdir())  # those of ingests that were killed
         self.out_dir: str | None = None
-        """The folder the workers hand their rows over in (:func:`_handed_over`), made with the
+        """The folder the workers hand their rows over in (:mod:`.handover`), made with the
         pool and removed by :meth:`close`; None where it could not be made (rows then cross the
         pipe)."""
 
     def _submit(self, pending: deque[Future], path: Path, start: int, length: int, mapping: Mapping) -> None:
         if self._pool is None:
-            try:
-                self.out_dir = tempfile.mkdtemp(prefix="ragaudit-rows-")
-            except OSError:
-                self.out_dir = None
+            self.out_dir = new_folder()
             self._pool = ProcessPoolExecutor(
                 self.workers,
                 mp_context=multiprocessing.get_context("spawn"),
@@ -547,7 +509,7 @@ class LinePool:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
         if self.out_dir is not None:  # the files of ranges decoded but not taken (a refused file's)
-            shutil.rmtree(self.out_dir, ignore_errors=True)
+            remove_folder(self.out_dir)
             self.out_dir = None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import re
 import unicodedata
 from pathlib import Path
@@ -15,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ragaudit_core.logs.ingest as ing
-from ragaudit_core.logs import parallel, rows, store
+from ragaudit_core.logs import handover, parallel, rows, store
 from ragaudit_core.logs.identity import normalise_span_text, span_hash
 from ragaudit_core.logs.rows import RowOptions
 from tests.helpers import write_jsonl
@@ -352,7 +353,7 @@ def test_workers_hand_their_rows_over_in_files_that_are_gone_once_taken(tmp_path
     def full(*_a, **_k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(parallel.tempfile, "mkdtemp", full)
+    monkeypatch.setattr(handover.tempfile, "mkdtemp", full)
     via_pipe, folders, _ = decoded(parallel.LinePool(RowOptions(), 2, 1 << 20))
     assert folders == [] and sum(t.num_rows for t in via_pipe) == 40
     assert [t.equals(u) for t, u in zip(via_files, via_pipe, strict=True)] == [True] * len(via_pipe)
@@ -378,3 +379,32 @@ def test_rows_that_cannot_be_read_back_refuse_that_file_in_one_sentence(tmp_path
     assert len(refused) == 1 and "TMPDIR" in refused[0].message and "read back" in refused[0].message
     assert con.execute("SELECT DISTINCT run_id FROM records").fetchall() == [("B",)]
     assert "ragaudit-rows-" in str(mapped[0])
+
+
+def test_a_killed_ingests_folder_of_rows_is_removed_by_the_next_call(tmp_path, monkeypatch):
+    """A folder of handed-over rows whose ingest no longer runs (killed: its files stay) is removed
+    when the next ingest call starts, even one that reads in the process; a running process's
+    folder and other names stay."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(handover.tempfile, "tempdir", None)  # TMPDIR read again
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f"{handover.OUT_PREFIX}{int(dead.stdout)}-abc"
+    stale.mkdir()
+    (stale / "1-1.arrow").write_bytes(b"rows of a killed ingest")
+    alive = tmp_path / f"{handover.OUT_PREFIX}{os.getppid()}-xyz"
+    alive.mkdir()
+    other = tmp_path / "ragaudit-rows-notes"
+    other.mkdir()
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    (tmp_path / "logs").mkdir()
+    ing.ingest_paths(store.connect(":memory:"), _sweep(tmp_path / "logs", ("A",)))
+    assert not stale.exists() and alive.exists() and other.exists()
+    folder = handover.new_folder()
+    assert folder is not None and Path(folder).parent == tmp_path
+    assert Path(folder).name.startswith(f"{handover.OUT_PREFIX}{os.getpid()}-")
+    assert not stale.exists() and alive.exists() and other.exists()
+    handover.remove_folder(folder)
+    assert not Path(folder).exists()
