@@ -408,3 +408,16 @@ def test_a_killed_ingests_folder_of_rows_is_removed_by_the_next_call(tmp_path, m
     assert not stale.exists() and alive.exists() and other.exists()
     handover.remove_folder(folder)
     assert not Path(folder).exists()
+
+
+def test_rows_that_cannot_be_written_to_the_folder_cross_as_they_are(tmp_path):
+    """A worker that cannot write its range's file (the folder gone, TMPDIR full) hands the table
+    itself over and leaves nothing behind; an empty range is never written."""
+    table = pa.table({"run_id": ["A", "B"], "rec_idx": pa.array([0, 1], pa.int32())})
+    gone = tmp_path / "gone"
+    assert handover.hand_over(table, str(gone), "1-1") is table and not gone.exists()
+    assert handover.hand_over(table.slice(0, 0), str(tmp_path), "1-2").num_rows == 0
+    path = handover.hand_over(table, str(tmp_path), "1-3")
+    assert isinstance(path, str) and Path(path).exists()
+    assert handover.take(path).equals(table) and not Path(path).exists()
+    assert list(tmp_path.iterdir()) == []
