@@ -57,13 +57,17 @@ def hand_over(table: pa.Table, folder: str | None, name: str) -> pa.Table | str:
 
 
 def take(rows: pa.Table | str) -> pa.Table:
-    """In the ingesting process: the rows a worker handed over, a file mapped and removed at once.
-    A file that cannot be read back raises :class:`~ragaudit_core.logs.jsonl.TemporaryFileError`
-    (the log file being read is refused in that sentence; the call's other files stay)."""
+    """In the ingesting process: the rows a worker handed over, a file mapped (read, where the file
+    system cannot map it) and removed at once. A file that cannot be read back raises
+    :class:`~ragaudit_core.logs.jsonl.TemporaryFileError` (the log file being read is refused in
+    that sentence; the call's other files stay)."""
     if not isinstance(rows, str):
         return rows
     try:
-        return pa.ipc.open_file(pa.memory_map(rows)).read_all()
+        try:
+            return pa.ipc.open_file(pa.memory_map(rows)).read_all()
+        except OSError:  # a file system that cannot map files: read it into memory
+            return pa.ipc.open_file(pa.OSFile(rows)).read_all()
     except OSError as e:
         raise TemporaryFileError(
             f"the rows its workers decoded could not be read back from {rows} ({e}); nothing of it was "
