@@ -438,8 +438,9 @@ GROUP BY doc_id HAVING count(DISTINCT doc_id_raw) > 1 ORDER BY doc_id LIMIT $n
 """
 """The (canonical) document ids several different raw ids map to, with those raw ids. Only an id
 that some entry logged differently can be one (of two different raw ids at most one is the
-canonical id itself), so the entries are grouped only for those ids: logs whose ids are already
-canonical are not grouped at all (1M entries: 0.07 s → 0.02 s)."""
+canonical id itself), so only the entries of those ids are grouped (every entry of such an id):
+logs whose ids are already canonical are scanned once and not grouped (1M entries: 0.07 s →
+0.02 s); logs whose ids mostly differ from their canonical form gain nothing."""
 
 
 def collisions(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[str]:
@@ -503,8 +504,8 @@ derived.at_ingest("catalog.hash_keys_unique")(hash_keys_unique)
 @derived.memoized("catalog.raw_id_collisions/1", derived.JSON)
 def raw_id_collisions(con: duckdb.DuckDBPyConnection, runs: list[str], limit: int = 20) -> list[list]:
     """Among ``runs``' entries, the stored (canonical) document ids that several different raw ids
-    map to, as ``[canonical, [raw, …]]`` in id order, at most ``limit`` (one scan of the entries,
-    once per data version and run set)."""
+    map to, as ``[canonical, [raw, …]]`` in id order, at most ``limit`` (:data:`_COLLIDING`, once
+    per data version and run set)."""
     rows = con.execute(
         _COLLIDING.format(where="list_contains($runs::VARCHAR[], run_id)"), {"runs": list(runs), "n": int(limit)}
     ).fetchall()

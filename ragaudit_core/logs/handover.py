@@ -10,8 +10,10 @@ files"). Where the folder cannot be made, or a file cannot be written (a full ``
 table itself crosses the pipe as before.
 
 The folder is named after the ingesting process (:data:`OUT_PREFIX` and its id) and removed when
-the call ends (:func:`remove_folder`); one left by a killed ingest is removed when the next ingest
-call starts (:func:`remove_stale_folders`).
+the call ends (:func:`remove_folder`); a range that will not be taken (read ahead for a file read
+otherwise, or in flight when a file is refused) gives its file back as it ends (:func:`discard`);
+a folder left by a killed ingest is removed when a later ingest call starts
+(:func:`remove_stale_folders`).
 """
 
 from __future__ import annotations
@@ -19,13 +21,23 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from contextlib import suppress
 
 import pyarrow as pa
 
 from ragaudit_core.logs.jsonl import TemporaryFileError
 
-__all__ = ["OUT_PREFIX", "hand_over", "new_folder", "remove_folder", "remove_stale_folders", "take"]
+__all__ = [
+    "OUT_PREFIX",
+    "STALE_AFTER_S",
+    "discard",
+    "hand_over",
+    "new_folder",
+    "remove_folder",
+    "remove_stale_folders",
+    "take",
+]
 
 OUT_PREFIX = "ragaudit-rows-"
 """A call's folder of handed-over rows is named this, the ingesting process's id and ``-``."""
@@ -68,7 +80,7 @@ def take(rows: pa.Table | str) -> pa.Table:
             return pa.ipc.open_file(pa.memory_map(rows)).read_all()
         except OSError:  # a file system that cannot map files: read it into memory
             return pa.ipc.open_file(pa.OSFile(rows)).read_all()
-    except OSError as e:
+    except (OSError, pa.ArrowException) as e:  # (a cut or damaged file: ArrowInvalid)
         raise TemporaryFileError(
             f"the rows its workers decoded could not be read back from {rows} ({e}); nothing of it was "
             "loaded: keep TMPDIR's temporary files while a load runs, and load it again"
@@ -83,30 +95,55 @@ def remove_folder(folder: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def remove_stale_folders(parent: str) -> list[str]:
+STALE_AFTER_S = 600.0
+"""A folder whose process is not running is removed only once it has been left alone this long:
+a live ingest creates and removes files in its folder every few seconds while its pool runs, and
+a process of another container sharing ``/tmp`` (another pid namespace) looks gone from here."""
+
+
+def remove_stale_folders(parent: str | None = None, *, now: float | None = None) -> list[str]:
     """Remove the folders of handed-over rows that ingests which no longer run left in ``parent``
-    (a ``kill -9`` or a crash leaves the files of the ranges in flight, up to 6 × 4 MB of lines'
-    rows); return their names. A folder whose process id is running again (reused) stays until a
-    later call finds it free."""
+    (default ``TMPDIR``; a ``kill -9`` or a crash leaves the files of the ranges in flight, up to
+    6 × 4 MB of lines' rows), untouched for :data:`STALE_AFTER_S`; return the names removed. A
+    folder whose process id runs again (reused) stays until a later call finds it free. Never
+    raises: with no usable temporary folder there is nothing to remove."""
     gone: list[str] = []
     try:
+        parent = tempfile.gettempdir() if parent is None else parent
         names = os.listdir(parent)
     except OSError:
         return gone
+    now = time.time() if now is None else now
     for name in names:
         pid = name[len(OUT_PREFIX) :].split("-", 1)[0]
         if not name.startswith(OUT_PREFIX) or not pid.isdigit() or _running(int(pid)):
             continue
-        remove_folder(os.path.join(parent, name))
-        gone.append(name)
+        path = os.path.join(parent, name)
+        try:
+            if now - os.stat(path).st_mtime < STALE_AFTER_S:
+                continue
+        except OSError:
+            continue
+        remove_folder(path)
+        if not os.path.exists(path):  # (another user's folder stays)
+            gone.append(name)
     return gone
 
 
 def _running(pid: int) -> bool:
+    """Whether process ``pid`` may be running (an id this system cannot hold counts as running:
+    such a folder is not ours to judge)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:  # another user's process: it runs
+    except (OSError, OverflowError, ValueError):  # another user's process; an impossible id
         return True
     return True
+
+
+def discard(rows: pa.Table | str) -> None:
+    """Give back the rows of a range that will not be taken (its file, if it was written)."""
+    if isinstance(rows, str):
+        with suppress(OSError):
+            os.unlink(rows)

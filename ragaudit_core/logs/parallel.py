@@ -37,7 +37,6 @@ import gc
 import multiprocessing
 import os
 import sys
-import tempfile
 import types
 from collections import deque
 from collections.abc import Iterator
@@ -64,7 +63,7 @@ from ragaudit_core.logs.formats import (
     native,
     run_id_for,
 )
-from ragaudit_core.logs.handover import hand_over, new_folder, remove_folder, remove_stale_folders, take
+from ragaudit_core.logs.handover import discard, hand_over, new_folder, remove_folder, remove_stale_folders, take
 from ragaudit_core.logs.jsonl import plain_lf_file, range_lines
 from ragaudit_core.logs.lines import decode_json
 from ragaudit_core.logs.rows import RowCaches, RowOptions, evidence_rows
@@ -422,10 +421,22 @@ class _Ahead:
         return self.key == (str(path), mapping) and self.stamp is not None and self.stamp == _stamp(path)
 
     def cancel(self) -> None:
-        for fut in self.pending:
-            fut.cancel()
-        self.pending.clear()
+        _drop(self.pending)
         self.ranges.close()  # type: ignore[attr-defined]  # byte_ranges is a generator
+
+
+def _drop(pending: deque[Future]) -> None:
+    """Cancel ranges that will not be taken; those already running or done give their rows'
+    files back as they end (:func:`.handover.discard`), not when the call ends."""
+    for fut in pending:
+        if not fut.cancel():
+            fut.add_done_callback(_discard_result)
+    pending.clear()
+
+
+def _discard_result(fut: Future) -> None:
+    if not fut.cancelled() and fut.exception() is None:
+        discard(fut.result()[2])
 
 
 class LinePool:
@@ -435,7 +446,7 @@ class LinePool:
         self.opts, self.workers, self.max_line_bytes = opts, workers, max_line_bytes
         self._pool: ProcessPoolExecutor | None = None
         self._ahead: _Ahead | None = None
-        remove_stale_folders(tempfile.gettempdir())  # those of ingests that were killed
+        remove_stale_folders()  # those of ingests that were killed
         self.out_dir: str | None = None
         """The folder the workers hand their rows over in (:mod:`.handover`), made with the
         pool and removed by :meth:`close`; None where it could not be made (rows then cross the
@@ -469,17 +480,19 @@ class LinePool:
             if ahead is not None:
                 ahead.cancel()
             pending, ranges = deque(), byte_ranges(path, CHUNK_BYTES)
-        for start, length in ranges:
-            self._submit(pending, path, start, length, mapping)
-            if len(pending) >= WINDOW:
-                yield _taken(pending.popleft().result())
-        nxt = None if then is None else _Ahead(*then)
+        nxt: _Ahead | None = None
         try:
+            for start, length in ranges:
+                self._submit(pending, path, start, length, mapping)
+                if len(pending) >= WINDOW:
+                    yield _taken(pending.popleft().result())
+            nxt = None if then is None else _Ahead(*then)
             while pending:
                 if nxt is not None and not self._read_ahead(nxt):
                     nxt = None
                 yield _taken(pending.popleft().result())
-        except BaseException:
+        except BaseException:  # a refused file (or a reader that stops): its ranges are not taken
+            _drop(pending)
             if nxt is not None:
                 nxt.cancel()
             raise

@@ -382,32 +382,82 @@ def test_rows_that_cannot_be_read_back_refuse_that_file_in_one_sentence(tmp_path
 
 
 def test_a_killed_ingests_folder_of_rows_is_removed_by_the_next_call(tmp_path, monkeypatch):
-    """A folder of handed-over rows whose ingest no longer runs (killed: its files stay) is removed
-    when the next ingest call starts, even one that reads in the process; a running process's
-    folder and other names stay."""
+    """A folder of handed-over rows whose ingest no longer runs (killed: its files stay), untouched
+    for ten minutes, is removed when the next ingest call starts, even one that reads in the
+    process. Stay: a running process's folder, a dead one's touched just now (another container's
+    live ingest may look dead from here), an id no process can have, and other names."""
     import subprocess
     import sys
+    import time
 
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(handover.tempfile, "tempdir", None)  # TMPDIR read again
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    stale = tmp_path / f"{handover.OUT_PREFIX}{int(dead.stdout)}-abc"
-    stale.mkdir()
-    (stale / "1-1.arrow").write_bytes(b"rows of a killed ingest")
-    alive = tmp_path / f"{handover.OUT_PREFIX}{os.getppid()}-xyz"
-    alive.mkdir()
-    other = tmp_path / "ragaudit-rows-notes"
-    other.mkdir()
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True).stdout)
+    old = time.time() - handover.STALE_AFTER_S - 5
+
+    def folder(name: str, age: float | None = None) -> Path:
+        (path := tmp_path / name).mkdir()
+        (path / "1-1.arrow").write_bytes(b"rows")
+        if age is not None:
+            os.utime(path, (age, age))
+        return path
+
+    stale = folder(f"{handover.OUT_PREFIX}{dead}-abc", old)
+    recent = folder(f"{handover.OUT_PREFIX}{dead}-def")
+    alive = folder(f"{handover.OUT_PREFIX}{os.getppid()}-xyz", old)
+    huge = folder(f"{handover.OUT_PREFIX}99999999999999999999999-x", old)  # os.kill: OverflowError
+    other = folder("ragaudit-rows-notes", old)
     monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
     (tmp_path / "logs").mkdir()
     ing.ingest_paths(store.connect(":memory:"), _sweep(tmp_path / "logs", ("A",)))
-    assert not stale.exists() and alive.exists() and other.exists()
-    folder = handover.new_folder()
-    assert folder is not None and Path(folder).parent == tmp_path
-    assert Path(folder).name.startswith(f"{handover.OUT_PREFIX}{os.getpid()}-")
-    assert not stale.exists() and alive.exists() and other.exists()
-    handover.remove_folder(folder)
-    assert not Path(folder).exists()
+    assert not stale.exists() and all(p.exists() for p in (recent, alive, huge, other))
+    assert handover.remove_stale_folders(now=time.time() + handover.STALE_AFTER_S + 5) == [recent.name]
+    made = handover.new_folder()
+    assert made is not None and Path(made).parent == tmp_path
+    assert Path(made).name.startswith(f"{handover.OUT_PREFIX}{os.getpid()}-")
+    handover.remove_folder(made)
+    assert not Path(made).exists()
+
+
+def test_an_ingest_needs_no_usable_temporary_folder(tmp_path, monkeypatch):
+    """No usable TMPDIR (a read-only container): the ingest loads as before, its rows through the
+    pipe, and no folder is swept or made."""
+
+    def none(*_a, **_k):
+        raise FileNotFoundError(2, "No usable temporary directory found")
+
+    monkeypatch.setattr(handover.tempfile, "gettempdir", none)
+    monkeypatch.setattr(handover.tempfile, "mkdtemp", none)
+    serial = store.connect(":memory:")
+    a, b = _sweep(tmp_path, ("A", "B"))
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    expected = _everything(serial, ing.ingest_paths(serial, [a, b]))
+    force_pool(monkeypatch, 200)
+    pooled = store.connect(":memory:")
+    assert _everything(pooled, ing.ingest_paths(pooled, [a, b])) == expected
+
+
+def test_ranges_read_ahead_for_a_file_not_read_give_their_files_back(tmp_path, monkeypatch):
+    """B is read ahead while A ends, then skipped (loaded before); ranges that were running or done
+    when they were dropped give their files back as they end, not when the call ends: the folder
+    holds none of them when it is removed."""
+    a, b, c = _sweep(tmp_path, ("A", "B", "C"), n=60)
+    con = store.connect(":memory:")
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    ing.ingest_paths(con, [b])
+    force_pool(monkeypatch, 200)
+    events = _read_ahead_spy(monkeypatch)
+    left: list[list[str]] = []
+    remove = handover.remove_folder
+
+    def counted(folder: str) -> None:
+        left.append(sorted(p.name for p in Path(folder).iterdir()))
+        remove(folder)
+
+    monkeypatch.setattr(parallel, "remove_folder", counted)
+    report = ing.ingest_paths(con, [a, b, c])
+    assert ("B.jsonl", "cancelled") in [(f, how) for f, how, _ in events]  # read ahead, then dropped
+    assert report.n_records == 40 and left == [[]]
 
 
 def test_rows_that_cannot_be_written_to_the_folder_cross_as_they_are(tmp_path):
