@@ -21,6 +21,19 @@ def test_reproducible_under_a_seed_and_the_same_for_every_column():
     assert (c[0].lo, c[0].hi) == (c[1].lo, c[1].hi) == (a[0].lo, a[0].hi)
 
 
+def test_each_replicate_is_the_mean_of_one_draw_of_the_queries():
+    """Replicate i is the mean of the rows drawn by the i-th row of ``integers(0, n, (B, n))``
+    under the seed (in blocks: here one), in every column and with a gap (NaN rows left out)."""
+    from ragaudit_core.intervals import bootstrap_replicates
+
+    x = np.array([[0.0, 1.0], [1.0, np.nan], [3.0, 2.0], [7.0, 5.0]])
+    _, counts, reps = bootstrap_replicates(x, resamples=6, seed=11)
+    idx = np.random.default_rng(11).integers(0, 4, size=(6, 4))
+    assert counts.tolist() == [4, 3]
+    assert np.allclose(reps[:, 0], x[idx, 0].mean(axis=1))
+    assert np.allclose(reps[:, 1], [np.nanmean(x[row, 1]) for row in idx], equal_nan=True)
+
+
 def test_missing_values_are_left_out_not_zero():
     x = np.array([[1.0, np.nan], [1.0, 1.0], [1.0, np.nan]])
     e = bootstrap_means(x, resamples=200)
