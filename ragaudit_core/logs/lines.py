@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id
+from ragaudit_core.logs.jsontext import compact_json
 from ragaudit_core.logs.provenance import Coordinates, ProvenanceRecord
 
 __all__ = [
@@ -37,9 +38,9 @@ def parse_provenance_object(obj: dict) -> tuple[str | None, ProvenanceRecord | N
         return (describe_validation_error(e), None)
 
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-"""Provenance fields as stored: ``json.dumps(v, ensure_ascii=False, separators=(",", ":"))``'s text,
-with the encoder made once (``json.dumps`` makes one per call when given options)."""
+_dumps = compact_json
+"""Provenance fields as stored: ``json.dumps(v, ensure_ascii=False, separators=(",", ":"))``'s text
+(:mod:`.jsontext`)."""
 
 
 def buffer_provenance(

@@ -9,12 +9,12 @@ earlier entry of the same record is dropped (the first is kept) and named in the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
+from ragaudit_core.logs.jsontext import compact_json
 
 __all__ = ["HASH_CACHE", "HASH_CACHE_CHARS", "RowCaches", "RowOptions", "duplicate_message", "evidence_rows"]
 
@@ -26,10 +26,10 @@ HASH_CACHE_CHARS = 16_000_000
 is on size, not count, so long passages cannot make it large."""
 
 
-_metadata_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_metadata_json = compact_json
 """An entry's metadata as stored: what ``json.dumps(md, ensure_ascii=False, separators=(",", ":"))``
-writes, with the encoder made once (``json.dumps`` makes one per call when given options: 4.4 us
-of an entry's ~17 us in a LangSmith export)."""
+writes (:mod:`.jsontext`; ``json.dumps`` itself makes an encoder per call when given options: 4.4
+us of an entry's ~17 us in a LangSmith export)."""
 
 
 @dataclass(frozen=True)
