@@ -38,11 +38,6 @@ def parse_provenance_object(obj: dict) -> tuple[str | None, ProvenanceRecord | N
         return (describe_validation_error(e), None)
 
 
-_dumps = compact_json
-"""Provenance fields as stored: ``json.dumps(v, ensure_ascii=False, separators=(",", ":"))``'s text
-(:mod:`.jsontext`)."""
-
-
 def buffer_provenance(
     rec: ProvenanceRecord,
     file_id: int,
@@ -68,10 +63,10 @@ def buffer_provenance(
             line_no,
             rec.query,
             rec.generated_text,
-            None if rec.config is None else _dumps(rec.config),
-            _dumps([{"doc_id": cid(t.doc_id), "page": t.page} for t in rec.ground_truth]),
-            _dumps([{"doc_id": cid(d.doc_id), "pages": d.pages} for d in rec.documents]),
-            _dumps([d.model_dump() for d in rec.dropped]),
+            None if rec.config is None else compact_json(rec.config),
+            compact_json([{"doc_id": cid(t.doc_id), "page": t.page} for t in rec.ground_truth]),
+            compact_json([{"doc_id": cid(d.doc_id), "pages": d.pages} for d in rec.documents]),
+            compact_json([d.model_dump() for d in rec.dropped]),
             len(rec.nodes),
         )
     )
@@ -93,7 +88,7 @@ def buffer_provenance(
                 c.char_end,
                 n.transformation,
                 list(n.derived_from),
-                _dumps(n.metadata) if n.metadata else None,
+                compact_json(n.metadata) if n.metadata else None,
             )
         )
 

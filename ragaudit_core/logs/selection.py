@@ -115,8 +115,13 @@ def _comparable_runs(con: duckdb.DuckDBPyConnection, candidates: list[str] | Non
     left = [r for r in sets if r not in taken and not in_common[sets[r]].any()]
     out = taken.union(left)
     narrowing = [r for r in sets if r not in out]
-    named = (natural_sorted(chosen), natural_sorted(left), natural_sorted(disagreeing), natural_sorted(narrowing))
-    return RunSelection(named[0], named[1], len(common), named[2], named[3])
+    return RunSelection(
+        natural_sorted(chosen),
+        natural_sorted(left),
+        len(common),
+        natural_sorted(disagreeing),
+        natural_sorted(narrowing),
+    )
 
 
 @derived.at_ingest("selection.comparable")
