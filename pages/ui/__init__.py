@@ -26,8 +26,9 @@ from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.review import gate, palette
-from ragaudit_core.review.labels import column_label, counted, is_share
+from ragaudit_core.review.labels import column_label, is_share
 from ragaudit_core.review.logtext import RTL_OR_CONTROL, bidi_safe
+from ragaudit_core.wording import counted
 
 __all__ = [
     "DB_WAIT_S",

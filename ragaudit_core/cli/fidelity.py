@@ -10,7 +10,7 @@ import typer
 
 from ragaudit_core.cli.common import CaseSensitive, CollapseWs, emit_json, fail, fmt, ingest_options, open_logs
 from ragaudit_core.fidelity import FidelityRules, RunFidelity, canary, fidelity_runs, provenance_runs
-from ragaudit_core.review.labels import counted
+from ragaudit_core.wording import counted
 
 __all__ = ["fidelity"]
 

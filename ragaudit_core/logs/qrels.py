@@ -34,6 +34,7 @@ import pandas as pd
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
+from ragaudit_core.wording import counted
 
 __all__ = [
     "QrelsError",
@@ -75,13 +76,13 @@ class QrelsReport:
 
     def summary(self) -> str:
         s = (
-            f"loaded {self.n_labels:,} relevance labels for {self.n_queries:,} queries "
-            f"({self.n_relevant:,} relevant) from {len(self.files)} file(s)"
+            f"loaded {counted(self.n_labels, 'relevance label')} for {counted(self.n_queries, 'query')} "
+            f"({self.n_relevant:,} relevant) from {counted(len(self.files), 'file')}"
         )
         if self.replaced_queries:
-            s += f"; replaced the earlier labels of {self.replaced_queries:,} queries"
+            s += f"; replaced the earlier labels of {counted(self.replaced_queries, 'query')}"
         if self.rejected:
-            s += f"; rejected {len(self.rejected):,} line(s)"
+            s += f"; rejected {counted(len(self.rejected), 'line')}"
         return s
 
 

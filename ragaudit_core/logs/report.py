@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragaudit_core.logs.qrels import QrelsReport
+from ragaudit_core.wording import counted
 
 __all__ = ["FileReport", "IngestReport", "Issue"]
 
@@ -101,15 +102,17 @@ class IngestReport:
         skipped = sum(1 for f in self.files if f.status == "already-loaded")
         refused = sum(1 for i in self.rejected if i.code == "unreadable")
         s = (
-            f"loaded {self.n_records:,} records ({self.n_entries:,} evidence entries) from {loaded} file(s)"
-            f" into {len(self.runs)} run(s); rejected {self.n_rejected - refused:,} line(s)"
+            f"loaded {counted(self.n_records, 'record')} ({counted(self.n_entries, 'evidence entry')}) from "
+            f"{counted(loaded, 'file')} into {counted(len(self.runs), 'run')}; "
+            f"rejected {counted(self.n_rejected - refused, 'line')}"
         )
         if refused:
-            s += f"; refused {refused} file(s) as a whole"
+            s += f"; refused {counted(refused, 'file')} as a whole"
         if self.n_provenance:
-            s += f"; {self.n_provenance:,} provenance record(s)"
+            s += f"; {counted(self.n_provenance, 'provenance record')}"
         if skipped:
-            s += f"; {skipped} file(s) were already in the database and were skipped"
+            were = "was" if skipped == 1 else "were"
+            s += f"; {counted(skipped, 'file')} {were} already in the database and {were} skipped"
         if self.labels is not None and self.labels.files:
             s += "; " + self.labels.summary()
         return s

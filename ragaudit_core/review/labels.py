@@ -7,7 +7,7 @@ key with underscores as spaces, so a new column is readable before it gets an en
 
 from __future__ import annotations
 
-__all__ = ["COLUMN_LABELS", "SHARE_KEYS", "column_label", "counted", "is_share"]
+__all__ = ["COLUMN_LABELS", "SHARE_KEYS", "column_label", "is_share"]
 
 COLUMN_LABELS: dict[str, str] = {
     "run_id": "run",
@@ -98,13 +98,3 @@ def is_share(key: object) -> bool:
     k = str(key)
     base = k.removesuffix("_doc").removesuffix("_span")
     return k in SHARE_KEYS or base in SHARE_KEYS or base.endswith("_rate")
-
-
-_PLURALS = {"query": "queries", "entry": "entries", "run pair": "run pairs", "quantity": "quantities"}
-
-
-def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """``n`` and ``noun`` as a reader writes them: ``1 query``, ``1,204 queries``, ``0 runs``
-    (thousands separated; the plural is ``plural``, else a known irregular one, else ``noun + "s"``)."""
-    many = plural or _PLURALS.get(noun, noun + "s")
-    return f"{n:,} {noun if n == 1 else many}"

@@ -73,7 +73,7 @@ def test_ingest_then_stability_from_db(three_runs, tmp_path):
     db = tmp_path / "a.duckdb"
     p = run("ingest", three_runs, "--db", db)
     assert p.returncode == 0, p.stderr
-    assert "loaded 9 records (9 evidence entries) from 3 file(s) into 3 run(s); rejected 0 line(s)" in p.stderr
+    assert "loaded 9 records (9 evidence entries) from 3 files into 3 runs; rejected 0 lines" in p.stderr
     p = run("stability", "--db", db, "--json", "-")
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["summary"]["n_queries"] == 3
@@ -392,7 +392,7 @@ def test_quality_from_qrels_files_end_to_end(tmp_path):
     db = tmp_path / "q.duckdb"
     p = run("ingest", d, "--qrels", q, "--db", db)
     assert p.returncode == 0, p.stderr
-    assert "loaded 3 relevance labels for 2 queries (2 relevant) from 1 file(s)" in p.stderr
+    assert "loaded 3 relevance labels for 2 queries (2 relevant) from 1 file" in p.stderr
     out = tmp_path / "q.json"
     p = run("quality", "--db", db, "--k", "1,2", "--json", out)
     assert p.returncode == 0, p.stderr

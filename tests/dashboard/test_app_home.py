@@ -55,7 +55,7 @@ def test_upload_with_bad_lines_shows_each_rejected_line(app_env, tmp_path):
     at.run()
     next(b for b in at.button if b.label == "Load the uploaded files").click().run()
     assert not at.exception
-    assert any("rejected 2 line(s)" in plain(w.value) for w in at.warning)
+    assert any("rejected 2 lines" in plain(w.value) for w in at.warning)
     assert {m.label: m.value for m in at.metric}["Rejected lines"] == "2"
     q = next(df.value for df in at.dataframe if "reason" in df.value.columns)
     assert list(q["line_no"]) == [2, 3]
@@ -131,7 +131,7 @@ def test_a_file_refused_as_a_whole_says_why_and_the_page_still_lists_the_rejecte
         "testset.jsonl was not loaded: 3 Ragas rows (no retrieved contexts 3), nothing retrieved (a test set?): "
         "nothing to audit."
     ]
-    assert any("rejected 1 line(s); refused 1 file(s) as a whole" in plain(w.value) for w in at.warning)
+    assert any("rejected 1 line; refused 1 file as a whole" in plain(w.value) for w in at.warning)
     q = next(df.value for df in at.dataframe if "reason" in df.value.columns)
     assert len(q) == 2 and q["raw"].isna().sum() == 1 and "{bad json" in list(q["raw"])
     at.run()  # the next visit reads the same table from the database
