@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -17,7 +18,8 @@ from pydantic import ValidationError
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id
 from ragaudit_core.logs.jsontext import compact_json
-from ragaudit_core.logs.provenance import Coordinates, ProvenanceRecord
+from ragaudit_core.logs.provenance import ProvenanceRecord, ProvNode
+from ragaudit_core.logs.provfast import CoordinatesView, NodeView, RecordView, canonical_record
 
 __all__ = [
     "buffer_provenance",
@@ -29,9 +31,16 @@ __all__ = [
 _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _TWENTY_DIGITS = b"0" * 20  # a run of 20 digits: an integer orjson may have read as a float
 
+_NO_COORDINATES = CoordinatesView()
 
-def parse_provenance_object(obj: dict) -> tuple[str | None, ProvenanceRecord | None]:
-    """(reason, None) for a provenance record that does not validate, else (None, record)."""
+
+def parse_provenance_object(obj: dict) -> tuple[str | None, ProvenanceRecord | RecordView | None]:
+    """(reason, None) for a provenance record that does not validate, else (None, record): read
+    without pydantic when it is already in the contract's form (:func:`.provfast.canonical_record`,
+    the same stored rows), else validated."""
+    fast = canonical_record(obj)
+    if fast is not None:
+        return (None, fast)
     try:
         return (None, ProvenanceRecord.model_validate(obj))
     except ValidationError as e:
@@ -39,7 +48,7 @@ def parse_provenance_object(obj: dict) -> tuple[str | None, ProvenanceRecord | N
 
 
 def buffer_provenance(
-    rec: ProvenanceRecord,
+    rec: ProvenanceRecord | RecordView,
     file_id: int,
     line_no: int,
     canon: CanonOptions,
@@ -66,12 +75,13 @@ def buffer_provenance(
             None if rec.config is None else compact_json(rec.config),
             compact_json([{"doc_id": cid(t.doc_id), "page": t.page} for t in rec.ground_truth]),
             compact_json([{"doc_id": cid(d.doc_id), "pages": d.pages} for d in rec.documents]),
-            compact_json([d.model_dump() for d in rec.dropped]),
+            compact_json([{"node_id": d.node_id, "stage": d.stage, "reason": d.reason} for d in rec.dropped]),
             len(rec.nodes),
         )
     )
-    for i, n in enumerate(rec.nodes):
-        c = n.coordinates or Coordinates()
+    nodes: Sequence[ProvNode | NodeView] = rec.nodes
+    for i, n in enumerate(nodes):
+        c = n.coordinates or _NO_COORDINATES
         node_rows.append(
             (
                 rec.run_id,

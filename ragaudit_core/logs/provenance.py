@@ -37,7 +37,8 @@ document nodes of the record are the catalogue.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -54,6 +55,7 @@ __all__ = [
     "GroundTruth",
     "ProvNode",
     "ProvenanceRecord",
+    "graph_error",
 ]
 
 PROVENANCE_SCHEMA = "ragaudit.provenance/1"
@@ -248,34 +250,60 @@ class ProvenanceRecord(_Strict):
 
     @model_validator(mode="after")
     def _graph(self) -> ProvenanceRecord:
-        by_id: dict[str, ProvNode] = {}
-        for n in self.nodes:
-            if n.node_id in by_id:
-                raise ValueError(f"node id {n.node_id!r} appears twice; node ids must be unique within a record")
-            by_id[n.node_id] = n
-        for n in self.nodes:
-            for p in n.derived_from:
-                parent = by_id.get(p)
-                if parent is None:
-                    raise ValueError(
-                        f"node {n.node_id!r} is derived from {p!r}, which is not a node of this record "
-                        "(dangling derived_from)"
-                    )
-                if parent.stage > n.stage:
-                    raise ValueError(
-                        f"node {n.node_id!r} claims stage {n.stage} ({STAGES[n.stage]}) but its parent "
-                        f"{p!r} is at the later stage {parent.stage} ({STAGES[parent.stage]})"
-                    )
-        cycle = _find_cycle(by_id)
-        if cycle:
-            raise ValueError("the provenance graph has a cycle: " + " → ".join(map(repr, cycle)))
-        for d in self.dropped:
-            if d.node_id not in by_id:
-                raise ValueError(f"dropped node {d.node_id!r} is not a node of this record")
+        err = graph_error(self.nodes, self.dropped)
+        if err is not None:
+            raise ValueError(err)
         return self
 
 
-def _find_cycle(by_id: dict[str, ProvNode]) -> list[str] | None:
+class _GraphNode(Protocol):
+    @property
+    def node_id(self) -> str: ...
+    @property
+    def stage(self) -> int: ...
+    @property
+    def derived_from(self) -> list[str]: ...
+
+
+class _Dropped(Protocol):
+    @property
+    def node_id(self) -> str: ...
+
+
+def graph_error(nodes: Sequence[_GraphNode], dropped: Sequence[_Dropped]) -> str | None:
+    """Why a record's graph is not a DAG that flows forward, or None: a node id that appears
+    twice, a ``derived_from`` naming no node (dangling), a node at an earlier stage than a
+    parent, a cycle, a dropped node that is not a node of the record."""
+    by_id: dict[str, _GraphNode] = {}
+    for n in nodes:
+        if n.node_id in by_id:
+            return f"node id {n.node_id!r} appears twice; node ids must be unique within a record"
+        by_id[n.node_id] = n
+    level = False  # an edge between nodes of one stage (only those can close a cycle)
+    for n in nodes:
+        for p in n.derived_from:
+            parent = by_id.get(p)
+            if parent is None:
+                return (
+                    f"node {n.node_id!r} is derived from {p!r}, which is not a node of this record "
+                    "(dangling derived_from)"
+                )
+            if parent.stage > n.stage:
+                return (
+                    f"node {n.node_id!r} claims stage {n.stage} ({STAGES[n.stage]}) but its parent "
+                    f"{p!r} is at the later stage {parent.stage} ({STAGES[parent.stage]})"
+                )
+            level = level or parent.stage == n.stage
+    cycle = _find_cycle(by_id) if level else None  # stages never fall along an edge: a cycle stays on one
+    if cycle:
+        return "the provenance graph has a cycle: " + " → ".join(map(repr, cycle))
+    for d in dropped:
+        if d.node_id not in by_id:
+            return f"dropped node {d.node_id!r} is not a node of this record"
+    return None
+
+
+def _find_cycle(by_id: Mapping[str, _GraphNode]) -> list[str] | None:
     """A cycle along derived_from edges (as a closed list of node ids), or None."""
     colour: dict[str, int] = {}
     for root in by_id:
