@@ -177,9 +177,10 @@ class FileLine:
 
 
 class SpanLine(NamedTuple):
-    """A tracing format's span without evidence that a worker read (an answer, or another kind:
-    ``kind_of`` words it as the format does): the ingesting process holds its answer for its
-    trace, or counts it, as it does a span it reads itself (:meth:`records.FileReader.held_span`)."""
+    """A tracing format's span without evidence that a worker read (an answer, a reranker, or
+    another kind: ``kind_of`` words it as the format does): the ingesting process holds its
+    answer or its reranked documents for its trace, or counts it, as it does a span it reads
+    itself (:meth:`records.FileReader.held_span`)."""
 
     line_no: int
     offset: int
@@ -191,6 +192,7 @@ class SpanLine(NamedTuple):
     root: bool
     kind_of: str
     held: bool = False  # (not a retriever span's DecodedLine)
+    reranked: list[dict] | None = None  # a reranker's output documents, as its format reads them
 
 
 class _OtherSpan(NamedTuple):
@@ -254,10 +256,10 @@ def _general_span(
     Langfuse observation, an OpenInference span the fast reader leaves): the line decoded, seen as
     the ingest's reader sees it (:meth:`~ragaudit_core.logs.records.FileReader.value`, ``record``:
     not a native record, a container or a provenance record; detected as a tracing format), read
-    by the format's ``read_span`` and mapped as :func:`map_span` maps it; an answer or a span of
-    another kind as :class:`_OtherSpan`. None for anything else — a line that is not JSON, that
-    holds NaN or Infinity (warned about by name), a reranker (its documents wait for the trace's
-    provenance), a span the reader words a note about: the ingest reads those lines itself."""
+    by the format's ``read_span`` and mapped as :func:`map_span` maps it; an answer, a reranker or
+    a span of another kind as :class:`_OtherSpan`. None for anything else — a line that is not
+    JSON, that holds NaN or Infinity (warned about by name), a span the reader words a note
+    about: the ingest reads those lines itself."""
     reason, obj, non_finite = decode_json(data)
     if reason is not None or non_finite or type(obj) is not dict:
         return None
@@ -272,7 +274,7 @@ def _general_span(
         span = fmt.read_span(obj)
     except FormatError:
         return None  # rejected by the reader, with its reason
-    if span.kind in ("answer", "other") and not span.notes:
+    if span.kind in ("answer", "other", "reranker") and not span.notes:
         return _OtherSpan(fmt.label, span, fmt.kind_of(obj) if fmt.kind_of is not None else span.kind)
     got = map_span(span, fmt.label, ctx)
     return None if got is None else (got[0], got[1], fmt.label, span.trace_id, True)
@@ -339,7 +341,7 @@ def _decode_range(
                 items.append(
                     SpanLine(
                         *(ln.line_no, ln.offset or 0, len(ln.data), got.label, sp.trace_id, sp.kind, sp.answer),
-                        *(sp.root, got.kind_of),
+                        *(sp.root, got.kind_of, False, sp.reranked if sp.kind == "reranker" else None),
                     )
                 )
                 continue

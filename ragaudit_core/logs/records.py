@@ -371,12 +371,13 @@ class FileReader:
         """A span the workers read (its line counted by the caller): a retriever span they mapped
         (a held :class:`~ragaudit_core.logs.parallel.DecodedLine`, its rows at ``key``) is held;
         a span without evidence (a :class:`~ragaudit_core.logs.parallel.SpanLine`) is taken as
-        :meth:`span` takes one read here: an answer held for its trace, or counted."""
+        :meth:`span` takes one read here: an answer or a reranker held for its trace, or counted."""
         fmt = self._labelled(it.label)
         if it.held:
             self.joiner.hold(ln, fmt, DecodedSpan(it.trace_id, it, key))
         else:
-            self.hold(ln, fmt, formats.Span(it.trace_id, it.kind, answer=it.answer, root=it.root), kind_of=it.kind_of)
+            span = formats.Span(it.trace_id, it.kind, answer=it.answer, root=it.root, reranked=it.reranked or [])
+            self.hold(ln, fmt, span, kind_of=it.kind_of)
 
     def _labelled(self, label: str) -> formats.LogFormat:
         fmt = self.trace_labels.get(label) or next(f for f in formats.FORMATS if f.label == label)

@@ -232,10 +232,12 @@ def test_langsmith_runs_and_langfuse_observations_mapped_by_the_workers_store_wh
     assert ("lf1", "g0") not in expected[2] and any(a == "g0" for _, a in expected[2])
 
 
-def _reranker(trace: str, doc_ids: list[str]) -> dict:
+def _reranker(trace: str, doc_ids: list[str], texts: tuple[str, ...] = ()) -> dict:
     a: dict = {"openinference.span.kind": "RERANKER", "reranker.query": "q"}
     for i, d in enumerate(doc_ids):
         a[f"reranker.output_documents.{i}.document.id"] = d
+    for i, t in enumerate(texts):
+        a[f"reranker.output_documents.{i}.document.content"] = t
     return {"name": "rerank", "context": {"trace_id": trace, "span_id": "k"}, "attributes": a}
 
 
@@ -243,24 +245,24 @@ def _answer(trace: str, text: str) -> dict:
     return _oi(trace, "", [], **{"openinference.span.kind": "LLM", "output.value": text})
 
 
-def test_rerankers_and_answers_past_the_limit_wait_in_a_temporary_file_and_store_the_same(tmp_path, monkeypatch):
-    """Each trace's first reranker and its answer wait in a :class:`~held.SpillMap`: past its limit
-    in a temporary file, read back when the file ends. Rerankers before and after their retriever,
-    a second reranker of a trace (ignored), one whose trace retrieved nothing (counted, not loaded),
-    answers before and after: the database and the report are those of holding everything."""
+def _reranked_traces(path: Path) -> Path:
+    """Rerankers before and after their retriever, one matching a document by its text (its id
+    unknown), a second reranker of a trace (ignored), one whose trace retrieved nothing."""
     lines: list = []
     for i in range(9):
         t = f"t{i}"
         retriever = _oi(t, f"question {i}", [(f"d{i}", TEXTS[i % 4]), (f"e{i}", TEXTS[(i + 1) % 4])])
         trace = [retriever, _answer(t, f"answer {i}")]
         if i % 3:
-            trace.insert(i % 2 * 2, _reranker(t, [f"e{i}"]))  # before or after its retriever
+            texts = (TEXTS[i % 4],) if i == 5 else ()
+            trace.insert(i % 2 * 2, _reranker(t, ["x" if texts else f"e{i}"], texts))  # before or after
         lines += trace[::-1] if i % 4 == 0 else trace
     lines += [_reranker("t1", ["d1"]), _reranker("orphan", ["d9"])]
-    path = tmp_path / "spans.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    return path
 
+
+def _graphs(path: Path):
     def ingest() -> tuple:
         con = store.connect(":memory:")
         got = _everything(con, ingest_paths(con, [path]))
@@ -268,6 +270,44 @@ def test_rerankers_and_answers_past_the_limit_wait_in_a_temporary_file_and_store
         nodes = con.execute("SELECT * FROM prov_nodes ORDER BY ALL").fetchall()
         return got, prov, nodes
 
+    return ingest
+
+
+def test_rerankers_read_by_the_workers_store_the_graphs_the_process_stores(tmp_path, monkeypatch):
+    """Reranker spans go to the workers (ranges of ~700 bytes, 2 workers), which hand their
+    output documents back for the trace's provenance graph: the same database and report as
+    reading every span in the process."""
+    from tests.logs.test_streaming import force_pool
+
+    path = _reranked_traces(tmp_path / "spans.jsonl")
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    ingest = _graphs(path)
+    expected = ingest()
+    force_pool(monkeypatch, 700)
+    rerankers: list = []
+    decode = parallel.LinePool.decode
+
+    def noted(self, path, mapping=None, then=None):
+        for n_lines, items, table in decode(self, path, mapping, then):
+            rerankers.extend(it for it in items if isinstance(it, parallel.SpanLine) and it.reranked is not None)
+            yield n_lines, items, table
+
+    monkeypatch.setattr(parallel.LinePool, "decode", noted)
+    assert ingest() == expected
+    assert len(rerankers) == 8  # every reranker span was read by a worker
+    reranked = {(n[1], n[3]): n[13] for n in expected[2] if n[3] == "k0"}
+    assert len(expected[1]) == 6 and len(reranked) == 6
+    assert sorted(map(tuple, reranked.values())) == [("r0",)] + [("r1",)] * 5  # t5 matched by its text
+
+
+def test_rerankers_and_answers_past_the_limit_wait_in_a_temporary_file_and_store_the_same(tmp_path, monkeypatch):
+    """Each trace's first reranker and its answer wait in a :class:`~held.SpillMap`: past its limit
+    in a temporary file, read back when the file ends. Rerankers before and after their retriever,
+    a second reranker of a trace (ignored), one whose trace retrieved nothing (counted, not loaded),
+    answers before and after: the database and the report are those of holding everything."""
+    path = _reranked_traces(tmp_path / "spans.jsonl")
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    ingest = _graphs(path)
     expected = ingest()
     waiting: list = []  # values in the temporary file after each one is set
     spy(monkeypatch, held_rows.SpillMap, "__setitem__", lambda self, _a, _r: waiting.append(len(self._at)))
