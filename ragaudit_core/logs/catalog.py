@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -391,19 +392,27 @@ MAX_NAME_BYTES = 150
 name and their extension."""
 
 
+def _is_mark(c: str) -> bool:
+    """A combining mark (Unicode category M: a vowel sign, an accent left uncomposed)."""
+    return unicodedata.category(c)[0] == "M"
+
+
 def upload_name(name: str) -> str:
     """The file name an upload is kept under: its last path component, letters and digits of any
     script kept (``报告.csv`` stays ``报告.csv``), other characters (separators, controls, bidi
     marks) replaced by ``_``, the extension kept whole (``.jsonl.gz``), and a name over
     :data:`MAX_NAME_BYTES` bytes shortened to its start, ``-`` and 10 hex digits of its SHA-1.
-    The extension is what tells the reader the container when the content cannot."""
-    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    The extension is what tells the reader the container when the content cannot. The name is
+    read in Unicode's composed form (NFC: a decomposed ``résumé`` from macOS is ``résumé``), with
+    the combining marks of scripts that write vowels as marks (Devanagari ``रिपोर्ट``) kept, and
+    white space around it dropped (``run.csv `` is ``run.csv``)."""
+    base = unicodedata.normalize("NFC", name.replace("\\", "/").rsplit("/", 1)[-1]).strip()
     lower = base.lower()
     suffix = next((base[-len(x) :] for x in _KNOWN_SUFFIXES if lower.endswith(x) and len(base) > len(x)), "")
     if not suffix and "." in base.strip("."):
         suffix = "." + base.rsplit(".", 1)[1]
     stem = base[: len(base) - len(suffix)] if suffix else base
-    clean = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem).strip("._") or "upload"
+    clean = "".join(c if c.isalnum() or c in "-_." or _is_mark(c) else "_" for c in stem).strip("._") or "upload"
     suffix = "".join(c if c.isascii() and (c.isalnum() or c == ".") else "_" for c in suffix.lower())[:16]
     if len(clean.encode()) + len(suffix) > MAX_NAME_BYTES:
         tag = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]

@@ -39,6 +39,9 @@ def _parquet() -> bytes:
         ("../../etc/passwd", "passwd"),
         ("evil\u202egpj.csv", "evil_gpj.csv"),  # a right-to-left override cannot disguise the extension
         ("", "upload"),
+        ("रिपोर्ट.csv", "रिपोर्ट.csv"),  # vowel signs are combining marks: kept
+        ("re\u0301sume\u0301.csv", "r\u00e9sum\u00e9.csv"),  # a decomposed name (macOS) is composed
+        ("run.csv ", "run.csv"),  # white space around the name does not hide its extension
     ],
 )
 def test_upload_name_keeps_letters_of_any_script_and_the_extension(name, kept):
