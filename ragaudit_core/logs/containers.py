@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ragaudit_core.logs.documents import iter_values, sniff
-from ragaudit_core.logs.jsonl import InputFileError, Limits, Line, open_limited
+from ragaudit_core.logs.jsonl import InputFileError, Limits, Line, open_limited, utf16_evidence
 
 __all__ = ["iter_rows"]
 
@@ -54,12 +54,12 @@ def iter_rows(path: Path, limits: Limits | None = None, notes: list[str] | None 
     try:
         with open(path, "rb") as f:
             magic = f.read(4)
+        if utf16_evidence(magic) is not None:
+            return None  # UTF-16 (as Excel's "Unicode text" is): the line reader refuses it with advice
         if name.endswith(".parquet") or magic == b"PAR1":
             return _parquet_rows(path, limits)
         if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
             return _csv_rows(path, limits)
-        if magic[:2] in (b"\xff\xfe", b"\xfe\xff"):
-            return None  # UTF-16: the line reader refuses it with advice
     except OSError as e:
         raise InputFileError(f"{path}: cannot read the file ({e})") from None
     head = b""

@@ -36,6 +36,7 @@ __all__ = [
     "plain_lf_file",
     "range_lines",
     "read_lines",
+    "utf16_evidence",
 ]
 
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -220,8 +221,9 @@ def iter_lines(
             head = f.read(4)
     except OSError as e:
         raise InputFileError(f"{path}: cannot read ({e.strerror})") from None
-    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        raise InputFileError(f"{path}: file is UTF-16 encoded (byte-order mark {head[:2].hex(' ')}); save it as UTF-8")
+    utf16 = utf16_evidence(head)
+    if utf16 is not None:
+        raise InputFileError(f"{path}: file is UTF-16 encoded ({utf16}); save it as UTF-8")
     is_gzip = head[:2] == _GZIP_MAGIC
     if path.name.lower().endswith(".gz") and not is_gzip and warn is not None:
         warn.append(f"{path}: named .gz but not gzip-compressed (no gzip header); read as plain text")
@@ -232,6 +234,20 @@ def iter_lines(
     cr_only = _cr_only(lambda: gzip.open(path, "rb") if is_gzip else open(path, "rb"))  # noqa: SIM115 — closed by _cr_only
     with opener() as raw:
         yield from read_lines(_CrLines(raw) if cr_only else raw, max_line_bytes=max_line_bytes)
+
+
+def utf16_evidence(head: bytes) -> str | None:
+    """What shows a file's first 4 bytes to be UTF-16 — its byte-order mark, or ASCII text with
+    a NUL byte after (little-endian) or before (big-endian) each character, as a UTF-16 file
+    without a mark starts (``{"`` is ``7b 00 22 00``); None otherwise. No UTF-8 log starts so:
+    JSON and CSV text never holds a NUL."""
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return f"byte-order mark {head[:2].hex(' ')}"
+    if len(head) == 4 and head[1] == head[3] == 0 and head[0] and head[2] and head[0] < 128 and head[2] < 128:
+        return "no byte-order mark; a NUL byte after each character: UTF-16LE"
+    if len(head) == 4 and head[0] == head[2] == 0 and head[1] and head[3] and head[1] < 128 and head[3] < 128:
+        return "no byte-order mark; a NUL byte before each character: UTF-16BE"
+    return None
 
 
 def plain_lf_file(path: Path) -> bool:

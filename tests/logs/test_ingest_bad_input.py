@@ -217,6 +217,28 @@ def test_utf16_file_is_refused_with_advice(con, tmp_path):
     assert [str(i) for i in rep.rejected] == [f"{f}: file is UTF-16 encoded (byte-order mark ff fe); save it as UTF-8"]
 
 
+@pytest.mark.parametrize(
+    ("encoding", "how"),
+    [
+        ("utf-16-le", "a NUL byte after each character: UTF-16LE"),
+        ("utf-16-be", "a NUL byte before each character: UTF-16BE"),
+    ],
+)
+@pytest.mark.parametrize("name", ["u16.jsonl", "u16.json", "u16.csv"])
+def test_utf16_file_without_a_byte_order_mark_is_refused_with_advice(con, tmp_path, encoding, how, name):
+    """Without a mark each line was read twice over (NUL bytes, then "text between values"), and
+    named as JSON Lines holding a document; Excel writes its "Unicode text" this way too."""
+    f = tmp_path / name
+    body = "user_input,retrieved_contexts\n" if name.endswith(".csv") else '{"run_id": "r", "query_id": "x"}\n'
+    f.write_bytes(body.encode(encoding))
+    good = write_jsonl(tmp_path / "ok.jsonl", [GOOD1])
+    rep = ingest_paths(con, [f, good])
+    assert _loaded(con) == ["good1"]
+    assert [str(i) for i in rep.rejected] == [
+        f"{f}: file is UTF-16 encoded (no byte-order mark; {how}); save it as UTF-8"
+    ]
+
+
 def test_missing_path_is_an_error_before_anything_is_written(con, tmp_path):
     with pytest.raises(IngestError, match=r"nope.jsonl: no such file or folder"):
         ingest_paths(con, [tmp_path / "nope.jsonl"])
