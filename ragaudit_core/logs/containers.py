@@ -17,6 +17,7 @@ fields (a comma on a tie); a row is the bytes up to a line end outside double qu
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import re
@@ -37,6 +38,8 @@ _ROW_GROUP_READ = (
 _DELIMITERS = (",", ";", "\t", "|")
 _NONBLANK = re.compile(rb"[^\r\n]")
 _QUOTE_OR_LF = re.compile(rb'["\n]')
+_UTF8_BOM = b"\xef\xbb\xbf"
+_BOM_NOTE = "a UTF-8 byte-order mark at the start of the file was ignored"
 
 
 def _dumps(obj: object) -> bytes:
@@ -185,15 +188,19 @@ def _csv_rows(path: Path, limits: Limits) -> Iterator[Line]:
         ) from None
     delim = _delimiter(head)
     header = next(csv.reader([head], delimiter=delim), [])
-    return _csv_body(f, records, header, delim, limits)
+    return _csv_body(f, records, header, delim, limits, first[1].startswith(_UTF8_BOM))
 
 
 def _csv_body(
-    f: Any, records: Iterator[tuple[int, bytes, bool]], header: list[str], delim: str, limits: Limits
+    f: Any, records: Iterator[tuple[int, bytes, bool]], header: list[str], delim: str, limits: Limits, bom: bool
 ) -> Iterator[Line]:
     with f:
         try:
-            yield from _csv_lines(records, header, delim, limits)
+            lines = _csv_lines(records, header, delim, limits)
+            first = next(lines, None)
+            if first is not None:  # a mark before the header is noted on the first row (one warning)
+                yield dataclasses.replace(first, note=_BOM_NOTE) if bom and first.note is None else first
+            yield from lines
         except (OSError, EOFError, zlib.error) as e:
             yield Line(0, b"", error=_damaged(0, e).replace("after line 0", "part-way"))
 

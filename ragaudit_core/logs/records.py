@@ -160,7 +160,8 @@ class FileReader:
         fr = self.fr
         fr.n_lines += 1
         if ln.note and not ln.error and ln.note.startswith("a UTF-8 byte-order mark"):
-            self.sink.warn(fr.path, ln.line_no, "bom", ln.note, self.file_id)
+            at = 1 if ln.note.endswith("start of the file was ignored") else ln.line_no  # (a CSV's first row)
+            self.sink.warn(fr.path, at, "bom", ln.note, self.file_id)
         if ln.error:
             self.sink.reject(fr, self.file_id, ln, ln.error)
             return

@@ -163,6 +163,16 @@ def test_bom_is_stripped_with_a_warning(con, tmp_path):
     ]
 
 
+def test_a_csv_files_bom_is_stripped_with_a_warning_at_its_first_line(con, tmp_path):
+    f = tmp_path / "bom.csv"
+    f.write_bytes(b'\xef\xbb\xbfuser_input,retrieved_contexts\nWhy?,"[""Tides follow the moon.""]"\n')
+    rep = ingest_paths(con, [f])
+    assert con.execute("SELECT count(*) FROM evidence").fetchone() == (1,)  # the header read as 'user_input'
+    assert [str(w) for w in rep.warnings if w.code == "bom"] == [
+        f"{f} line 1: a UTF-8 byte-order mark at the start of the file was ignored"
+    ]
+
+
 def test_empty_file_is_reported(con, tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"\n  \n")
