@@ -18,15 +18,22 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import gzip
 import io
+import itertools
 import json
+import os
 import re
+import shutil
+import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ragaudit_core.logs import formats
 from ragaudit_core.logs.documents import iter_values, sniff
+from ragaudit_core.logs.formats import native
 from ragaudit_core.logs.jsonl import InputFileError, Limits, Line, open_limited, utf16_evidence
 
 __all__ = ["iter_rows"]
@@ -39,6 +46,7 @@ _DELIMITERS = (",", ";", "\t", "|")
 _NONBLANK = re.compile(rb"[^\r\n]")
 _QUOTE_OR_LF = re.compile(rb'["\n]')
 _UTF8_BOM = b"\xef\xbb\xbf"
+_GZIP_MAGIC = b"\x1f\x8b"
 _BOM_NOTE = "a UTF-8 byte-order mark at the start of the file was ignored"
 
 
@@ -61,6 +69,8 @@ def iter_rows(path: Path, limits: Limits | None = None, notes: list[str] | None 
             return None  # UTF-16 (as Excel's "Unicode text" is): the line reader refuses it with advice
         if name.endswith(".parquet") or magic == b"PAR1":
             return _parquet_rows(path, limits)
+        if magic[:2] == _GZIP_MAGIC and (name.endswith(".parquet.gz") or _gunzipped_magic(path) == b"PAR1"):
+            return _gzipped_parquet(path, limits)
         if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
             return _csv_rows(path, limits)
     except OSError as e:
@@ -76,6 +86,14 @@ def iter_rows(path: Path, limits: Limits | None = None, notes: list[str] | None 
     except (OSError, EOFError, zlib.error):
         if not head:
             return None  # the line reader says what is wrong
+    delim = _csv_table(head)
+    if delim is not None:
+        if notes is not None:
+            notes.append(
+                f"holds a CSV table ({_DELIMITER_NAMES[delim]}-separated, with a header row) though not named .csv: "
+                "read as CSV"
+            )
+        return _csv_rows(path, limits)
     if sniff(head) != "document":
         return None
     if notes is not None and name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")):
@@ -84,6 +102,73 @@ def iter_rows(path: Path, limits: Limits | None = None, notes: list[str] | None 
             "read as a document, its records one by one; JSON Lines has one object per line"
         )
     return _document_rows(path, limits)
+
+
+def _gunzipped_magic(path: Path) -> bytes:
+    try:
+        with gzip.open(path, "rb") as g:
+            return g.read(4)
+    except (OSError, EOFError, zlib.error):
+        return b""
+
+
+def _gzipped_parquet(path: Path, limits: Limits) -> Iterator[Line]:
+    """A gzipped Parquet file (Parquet reads by seeking, which a gzip stream cannot): expanded,
+    within the limits on expanded bytes, into a temporary file, read as Parquet, then removed."""
+    try:
+        tmp = tempfile.NamedTemporaryFile(prefix="ragaudit-", suffix=".parquet", delete=False)  # noqa: SIM115
+    except OSError as e:
+        raise InputFileError(f"{path}: a gzipped Parquet file needs a temporary file to expand into ({e})") from None
+    done = False
+    try:
+        with tmp, open_limited(path, limits) as src:
+            shutil.copyfileobj(src, tmp, 1 << 20)
+        rows = _parquet_rows(Path(tmp.name), limits, shown=path)
+        done = True
+    except (OSError, EOFError, zlib.error) as e:
+        raise InputFileError(
+            f"{path}: the gzip stream is corrupt or truncated ({e}); nothing of it was loaded"
+        ) from None
+    finally:
+        if not done:
+            os.unlink(tmp.name)
+    return _removing(rows, Path(tmp.name))
+
+
+def _removing(rows: Iterator[Line], path: Path) -> Iterator[Line]:
+    try:
+        yield from rows
+    finally:
+        path.unlink(missing_ok=True)
+
+
+_DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "bar"}
+
+
+def _csv_table(head: bytes) -> str | None:
+    """The delimiter of a file whose first bytes read as a CSV table of a format we read, else
+    None: a header row of at least two columns, among them one a format reads (``run_id``,
+    ``user_input``, ``span_kind``, …: :func:`formats.detect`, :func:`formats.foreign_keys`),
+    then rows, the first five (those whole in ``head``) each with as many fields as the header.
+    Never a JSON file (it starts with a brace or a bracket), prose or a TREC run."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text[:1] in (b"{", b"[", b""):
+        return None
+    lines = text.decode("utf-8", "replace").splitlines()
+    delim = _delimiter(lines[0])
+    names = [n.strip() for n in next(csv.reader([lines[0]], delimiter=delim), [])]
+    columns = dict.fromkeys(names, "")
+    if len(names) < 2 or not (
+        native.detect(columns) or formats.detect(columns).kind != "native" or formats.foreign_keys(columns)
+    ):
+        return None
+    try:
+        rows = [r for r in itertools.islice(csv.reader(lines[1:], delimiter=delim), 6) if r]
+    except csv.Error:
+        return None
+    if len(head) >= 1 << 20:
+        rows = rows[:-1]  # the last may be cut
+    return delim if rows and all(len(r) == len(names) for r in rows[:5]) else None
 
 
 def _document_rows(path: Path, limits: Limits) -> Iterator[Line]:
@@ -247,10 +332,13 @@ def _csv_lines(
 # --------------------------------------------------------------------------- Parquet
 
 
-def _parquet_rows(path: Path, limits: Limits) -> Iterator[Line]:
+def _parquet_rows(path: Path, limits: Limits, shown: Path | None = None) -> Iterator[Line]:
+    """A Parquet file's rows; ``shown``: the name its messages give it (``path`` by default)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
+
+    shown = shown or path
 
     try:
         schema = pq.read_schema(path)
@@ -258,12 +346,14 @@ def _parquet_rows(path: Path, limits: Limits) -> Iterator[Line]:
         # text columns stay dictionary-encoded while read: a value repeated in many rows is held once
         pf = pq.ParquetFile(path, read_dictionary=texts)
     except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
-        raise InputFileError(f"{path}: not a readable Parquet file ({e})") from None
+        raise InputFileError(
+            f"{shown}: not a readable Parquet file ({str(e).replace(str(path), str(shown))})"
+        ) from None
     md = pf.metadata
     size = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
     if size > limits.max_file_bytes:
         raise InputFileError(
-            f"{path}: the Parquet file holds {size:,} bytes of data, more than the {limits.max_file_bytes:,}-byte "
+            f"{shown}: the Parquet file holds {size:,} bytes of data, more than the {limits.max_file_bytes:,}-byte "
             "limit; nothing of it was loaded (split it, or raise --max-file-bytes)"
         )
 

@@ -18,9 +18,9 @@ ROWS = [
 ]
 
 
-def _csv() -> bytes:
-    lines = ["user_input,retrieved_contexts,response"]
-    lines += [f'{r["user_input"]},"{r["retrieved_contexts"]!r}",{r["response"]}' for r in ROWS]
+def _csv(sep: str = ",") -> bytes:
+    lines = [sep.join(["user_input", "retrieved_contexts", "response"])]
+    lines += [sep.join([r["user_input"], f'"{r["retrieved_contexts"]!r}"', r["response"]]) for r in ROWS]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -62,3 +62,65 @@ def test_non_ascii_and_long_upload_names_load_every_row(tmp_path, name, body):
     assert con.execute("SELECT count(*) FROM records").fetchone() == (3,)
     assert con.execute("SELECT count(*) FROM evidence").fetchone() == (6,)
     con.close()
+
+
+@pytest.mark.parametrize("name", ["results.txt", "results", "results.json", "results.jsonl"])
+def test_a_csv_table_named_otherwise_is_read_as_csv_with_a_warning(tmp_path, name):
+    """Item 6: the content decides when the extension is missing or wrong (each line was
+    rejected as invalid JSON before)."""
+    con = store.connect(":memory:")
+    f = tmp_path / name
+    f.write_bytes(_csv("\t") if name == "results.txt" else _csv())
+    report = workspace.load_paths(con, [f])
+    assert report.n_rejected == 0
+    assert con.execute("SELECT count(*) FROM evidence").fetchone() == (6,)
+    sep = "tab" if name == "results.txt" else "comma"
+    assert [w.message for w in report.warnings if "CSV table" in w.message] == [
+        f"holds a CSV table ({sep}-separated, with a header row) though not named .csv: read as CSV"
+    ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"Dear auditor, here are the logs, as promised.\nThey follow, one per line, below.\n",  # prose
+        b"q1 Q0 doc1 1 0.9 bm25\nq1 Q0 doc2 2 0.8 bm25\n",  # a TREC run
+        b'run_id,query_id\n{"run_id": "r", "query_id": "q", "evidence": []}\n',  # JSON Lines, a broken first line
+    ],
+)
+def test_text_that_is_not_a_table_is_not_read_as_csv(tmp_path, body):
+    con = store.connect(":memory:")
+    f = tmp_path / "log.txt"
+    f.write_bytes(body)
+    report = workspace.load_paths(con, [f])
+    assert not [w for w in report.warnings if "CSV table" in w.message]
+
+
+@pytest.mark.parametrize("name", ["spans.parquet.gz", "spans.gz"])
+def test_a_gzipped_parquet_file_loads_its_rows_and_leaves_no_temporary_file(tmp_path, monkeypatch, name):
+    import gzip
+    import tempfile
+
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    con = store.connect(":memory:")
+    f = tmp_path / name
+    f.write_bytes(gzip.compress(_parquet()))
+    report = workspace.load_paths(con, [f])
+    assert report.n_rejected == 0 and not report.failed_files
+    assert con.execute("SELECT count(*) FROM evidence").fetchone() == (6,)
+    assert list((tmp_path / "tmp").iterdir()) == []  # the expanded copy is removed
+
+
+def test_a_gzipped_parquet_file_past_the_limit_is_refused_in_one_sentence(tmp_path):
+    import gzip
+
+    from ragaudit_core.logs.options import IngestOptions
+
+    con = store.connect(":memory:")
+    f = tmp_path / "spans.parquet.gz"
+    f.write_bytes(gzip.compress(_parquet()))
+    report = workspace.load_paths(con, [f], IngestOptions(max_file_bytes=500))
+    assert con.execute("SELECT count(*) FROM evidence").fetchone() == (0,)
+    assert len(report.rejected) == 1 and str(report.rejected[0]).startswith(f"{f}: ")
+    assert "more than 500 bytes (decompressed)" in str(report.rejected[0])
