@@ -27,6 +27,7 @@ from typing import Any
 
 from ragaudit_core.logs.documents import iter_values, sniff
 from ragaudit_core.logs.jsonl import InputFileError, Limits, Line, open_limited
+from ragaudit_core.wording import counted
 
 __all__ = ["iter_rows"]
 
@@ -231,7 +232,7 @@ def _csv_lines(
             yield Line(
                 line_no,
                 _dumps(dict(zip(header, row))),
-                error=f"row has {len(row)} fields, the header {len(header)} (delimiter {delim!r})",
+                error=f"row has {counted(len(row), 'field')}, the header {len(header)} (delimiter {delim!r})",
             )
             continue
         yield Line(line_no, _dumps({k: (None if v == "" else v) for k, v in zip(header, row)}))
