@@ -81,3 +81,27 @@ def test_a_removal_counts_what_it_removed():
         "removed 2 records with 1,204 evidence entries, 2 provenance records, "
         "3 stored results (attributions, verdicts, similarities…)"
     )
+
+
+def test_the_report_counts_its_parts_and_rows():
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from ragaudit_core.review.report.chart_table import figure_table
+    from ragaudit_core.review.report.gather import ReportData
+    from ragaudit_core.review.report.summary import _pointers
+
+    def data(**kw):
+        return ReportData("t", "v", "db", "1", pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), 0, 0, **kw)
+
+    assert _pointers(data(omitted=["a"], failed=["b"])) == [
+        "Left out of this report: 1 part, listed on the cover.",
+        "Could not be built: 1 part, named with its reason on the cover.",
+    ]
+    assert _pointers(data(omitted=["a", "b"], failed=["c", "d"])) == [
+        "Left out of this report: 2 parts, listed on the cover.",
+        "Could not be built: 2 parts, named with their reasons on the cover.",
+    ]
+    fig = go.Figure(go.Scatter(x=[1, 2, 3, 4], y=[1, 2, 3, 4], name="s"))
+    assert figure_table(fig, max_rows=3)[1][-1] == ["… and 1 more row", "", ""]
+    assert figure_table(fig, max_rows=2)[1][-1] == ["… and 2 more rows", "", ""]

@@ -47,6 +47,7 @@ from ragaudit_core.stability.metrics import (
     list_runs,
 )
 from ragaudit_core.stability.probe import DEFAULT_SIMILARITY_MODEL, has_answers, lookup_similarities, probe_pair
+from ragaudit_core.wording import counted
 
 __all__ = ["ReportData", "ReportError", "ReportOptions", "gather"]
 
@@ -398,7 +399,7 @@ def _probes(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOption
 def _first_of(pairs: list[str], shown: int = 4) -> str:
     """``a vs b, c vs d`` — at most ``shown`` pairs, then how many more (a workspace of other
     tools' uploads leaves out a pair per upload)."""
-    more = f" and {len(pairs) - shown} more pair(s)" if len(pairs) > shown else ""
+    more = f" and {counted(len(pairs) - shown, 'more pair')}" if len(pairs) > shown else ""
     return ", ".join(pairs[:shown]) + more
 
 
