@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragaudit_core.wording import counted
+from ragaudit_core.wording import counted, listed
 
 
 def test_counts_read_as_a_reader_writes_them():
@@ -13,6 +13,23 @@ def test_counts_read_as_a_reader_writes_them():
     assert counted(1, "run pair") == "1 run pair" and counted(66, "run pair") == "66 run pairs"
     assert counted(3, "similarity", "similarities") == "3 similarities"
     assert counted(1, "similarity", "similarities") == "1 similarity"
+
+
+def test_names_follow_their_noun_in_the_singular_for_one():
+    assert listed("run", ["'a'"]) == "run 'a'"
+    assert listed("unknown run", ["'a'", "'b'"]) == "unknown runs 'a', 'b'"
+    assert listed("query", ["'q1'", "'q2'"]) == "queries 'q1', 'q2'"
+
+
+def test_an_unknown_attribution_option_is_named_in_the_singular_or_plural():
+    import pytest
+
+    from ragaudit_core.attribution.job import AttributionJob
+
+    with pytest.raises(ValueError, match=r"^unknown attribution option: nope$"):
+        AttributionJob().plan(None, "r", "q", nope=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^unknown attribution options: nah, nope$"):
+        AttributionJob().plan(None, "r", "q", nope=1, nah=2)  # type: ignore[arg-type]
 
 
 def test_the_ingest_report_counts_in_words():

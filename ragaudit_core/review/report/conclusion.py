@@ -96,7 +96,7 @@ def _unsure(unsure: list[RuleResult]) -> tuple[str, str]:
             f"{len(few)} rule{'s' if len(few) != 1 else ''} rest{'' if len(few) != 1 else 's'} on {on} "
             f"quer{'y' if hi == 1 else 'ies'}, where {'they ask' if len(few) != 1 else 'it asks'} for at least {need}"
         )
-        todo.append(f"evaluate both runs on at least {counted(need, 'shared query', 'shared queries')}")
+        todo.append(f"evaluate both runs on at least {counted(need, 'shared query')}")
     if wide:
         named = "; ".join(
             f"{r.rule.metric}{f' ({r.rule.level})' if r.rule.level else ''} {_num(r.value)}, interval "

@@ -92,7 +92,7 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
     pdf.para(
         f"Per labelled query, the nDCG@10 change against J_{cost.level}: Spearman's ρ = {rho_text}. "
         + (
-            f"Of the {counted(n_coll, 'collapsed query', 'collapsed queries')} (J_span = 0, both lists non-empty), "
+            f"Of the {counted(n_coll, 'collapsed query')} (J_span = 0, both lists non-empty), "
             f"{split['relevant kept']} kept every relevant document {a} had found, {split['relevant lost']} lost one, "
             f"{split['nothing relevant to lose']} had none to lose and {split['unlabelled']} "
             f"{'is' if split['unlabelled'] == 1 else 'are'} unlabelled."

@@ -320,7 +320,7 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
 def worst_queries(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
     pdf.para(
-        f"The {counted(len(data.worst), 'least stable query', 'least stable queries')} over {data.worst_scope}, "
+        f"The {counted(len(data.worst), 'least stable query')} over {data.worst_scope}, "
         f"with the first {counted(max(len(w.a) for w in data.worst), 'evidence entry')} of each run side by side. "
         "“in both”: the same "
         "span (or document, without spans) is in the other list; “same doc, other span”: the document "
