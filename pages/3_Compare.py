@@ -160,7 +160,7 @@ if q_pair is not None and q_pair.labelled:
             split = cost.collapsed
             n_coll = sum(split.values())
             st.markdown(
-                f"**{n_coll:,} collapsed queries** (J_span = 0, both lists non-empty): "
+                f"**{ui.counted(n_coll, 'collapsed query')}** (J_span = 0, both lists non-empty): "
                 f"relevant documents kept {split['relevant kept']:,} · lost {split['relevant lost']:,} · "
                 f"nothing relevant to lose {split['nothing relevant to lose']:,} · "
                 f"unlabelled {split['unlabelled']:,}."
@@ -220,7 +220,8 @@ with st.container(border=True):
             + (
                 f"the runs picked on the stability page: {', '.join(compared)}."
                 if ui.picked_runs()
-                else f"the default selection ({len(selection.runs)} runs that share queries)."
+                else f"the default selection ({ui.counted(len(selection.runs), 'run')}"
+                + (" that share queries)." if len(selection.runs) > 1 else ").")
                 + (f" {selection.note}" if selection.note else "")
             )
         )
