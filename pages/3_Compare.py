@@ -116,10 +116,7 @@ if cmp.intervals is not None and not cmp.intervals.pairs.empty:
         for lvl, m in (("doc", "j_avg"), ("span", "j_avg"), ("span", "collapse_rate"))
         if (e := iv.pair(baseline, candidate, lvl, m)) is not None
     ]
-    st.caption(
-        f"95 % bootstrap intervals over the {iv.n_queries:,} shared quer{'y' if iv.n_queries == 1 else 'ies'}: "
-        + " · ".join(bits)
-    )
+    st.caption(f"95 % bootstrap intervals over the {ui.counted(iv.n_queries, 'shared query')}: " + " · ".join(bits))
 
 # --- ranking quality --------------------------------------------------------------------------
 q_pair, cost = pair_quality(db_path, version, baseline, candidate, tau)
@@ -293,7 +290,7 @@ only = st.toggle("Only queries that flipped, collapsed or lost evidence", value=
 q = cmp.queries
 if only:
     q = q[q["flipped"] | q["collapsed"] | (q["null_change"] != "")]
-st.caption(f"{len(q):,} quer{'y' if len(q) == 1 else 'ies'}, worst first. Select a row to open it in the drill-down.")
+st.caption(f"{ui.counted(len(q), 'query')}, worst first. Select a row to open it in the drill-down.")
 q = ui.first_rows(q)
 pick = ui.table(
     q,

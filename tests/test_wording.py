@@ -39,6 +39,11 @@ def test_the_ingest_report_counts_in_words():
         files=[FileReport(path="a.jsonl", sha256="0" * 64, status="loaded")], runs=["r"], n_records=1, n_entries=1
     )
     assert one.summary() == "loaded 1 record (1 evidence entry) from 1 file into 1 run; rejected 0 lines"
+    rejected = [FileReport(path=f"d/{n}.jsonl", sha256="0" * 64, status="rejected", n_rejected=n) for n in (1, 2)]
+    assert [one.failure(f) for f in rejected] == [
+        "no record of 1.jsonl could be loaded: its only line was rejected",
+        "no record of 2.jsonl could be loaded: all 2 of its lines were rejected",
+    ]
 
 
 def test_the_default_selection_counts_the_runs_it_leaves_out():
