@@ -234,7 +234,7 @@ def _loaded(con, info: dict, db_path: str) -> None:
                 ui.md(
                     (
                         f"The stability and compare pages compare by default {len(sel.runs)} runs over their "
-                        f"{sel.n_shared:,} shared queries. "
+                        f"{ui.counted(sel.n_shared, 'shared query')}. "
                         if len(sel.runs) > 1
                         else "No two runs share a query: the stability and compare pages have no default comparison. "
                     )
@@ -275,9 +275,10 @@ def _identity(con) -> None:
     st.subheader("Identity checks")
     for p in passages:
         st.warning(ui.md(p.message()))
-    if passages and st.button(f"Read these ids as texts ({len(passages)} run(s))", key="home.as_texts"):
+    if passages and st.button(f"Read these ids as texts ({ui.counted(len(passages), 'run')})", key="home.as_texts"):
         n = sanity.read_ids_as_texts(con, [p.run_id for p in passages])
-        st.session_state[KEYS.last_ingest] = {"notice": f"read {n:,} document ids as passage texts"}
+        texts = "a passage text" if n == 1 else "passage texts"
+        st.session_state[KEYS.last_ingest] = {"notice": f"read {ui.counted(n, 'document id')} as {texts}"}
         st.cache_data.clear()
         st.rerun()
     for msg in conflicts:

@@ -76,8 +76,8 @@ except NoSharedQueries:  # a choice of runs, not a failure: say what to pick ins
     st.info(
         ui.md(
             f"These {len(picked)} runs have no query in common, so there is nothing to compare. Take out the runs "
-            f"that share no query under “Runs compared”, or compare the default selection: {len(selection.runs)} "
-            f"runs sharing {ui.counted(selection.n_shared, 'query')} ({default})."
+            f"that share no query under “Runs compared”, or compare the default selection: "
+            f"{ui.counted(len(selection.runs), 'run')} sharing {ui.counted(selection.n_shared, 'query')} ({default})."
         )
     )
     st.stop()
@@ -125,7 +125,7 @@ if res.intervals is not None:
 
     st.caption(
         f"95 % bootstrap intervals over the {ui.counted(res.intervals.n_queries, 'query')} "
-        f"({res.intervals.resamples:,} resamples): mean J_doc {ci('mean_j_doc')} · "
+        f"({ui.counted(res.intervals.resamples, 'resample')}): mean J_doc {ci('mean_j_doc')} · "
         f"mean J_span {ci('mean_j_span')} · collapse rate {ci('collapse_rate', True)} · "
         f"flip rate (span) {ci('flip_rate_span', True)}"
     )
@@ -229,7 +229,7 @@ st.write(
     f"**{ui.md(a)}** vs **{ui.md(b)}**: {ui.counted(ds.n_queries, 'query')}, "
     f"{ds.n_flipped:,} flipped (J_{ds.level} < τ), "
     + (f"{ds.n_collapsed:,} collapsed, " if ds.n_collapsed is not None else "")
-    + f"{ds.n_null_changes:,} null transitions."
+    + f"{ui.counted(ds.n_null_changes, 'null transition')}."
 )
 shown_queries = ui.first_rows(detail.queries)
 q_pick = ui.table(

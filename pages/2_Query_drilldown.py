@@ -56,7 +56,8 @@ st.text(f"Query {qid}: {query_text}" if query_text else f"Query {qid} (no query 
 groups = drilldown.question_groups(logged)
 if len(groups) > 1:
     said = "; ".join(
-        f"“{text[:80]}” ({len(rs)} run(s): {', '.join(rs[:3])}{' …' if len(rs) > 3 else ''})" for text, rs in groups[:4]
+        f"“{text[:80]}” ({ui.counted(len(rs), 'run')}: {', '.join(rs[:3])}{' …' if len(rs) > 3 else ''})"
+        for text, rs in groups[:4]
     )
     st.warning(
         ui.md(
@@ -184,8 +185,8 @@ else:
         end_b=off(cb.char_end),
     )
     st.caption(
-        f"Compared by {ov.method}: {ov.shared_chars:,} shared characters (blue); characters only in one chunk "
-        "in orange." + (f" {ov.note}." if ov.note else "")
+        f"Compared by {ov.method}: {ui.counted(ov.shared_chars, 'shared character')} (blue); characters only in "
+        "one chunk in orange." + (f" {ov.note}." if ov.note else "")
     )
     x, y = st.columns(2)
     x.html(drilldown.segments_html(ov.a))

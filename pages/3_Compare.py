@@ -116,10 +116,7 @@ if cmp.intervals is not None and not cmp.intervals.pairs.empty:
         for lvl, m in (("doc", "j_avg"), ("span", "j_avg"), ("span", "collapse_rate"))
         if (e := iv.pair(baseline, candidate, lvl, m)) is not None
     ]
-    st.caption(
-        f"95 % bootstrap intervals over the {iv.n_queries:,} shared quer{'y' if iv.n_queries == 1 else 'ies'}: "
-        + " · ".join(bits)
-    )
+    st.caption(f"95 % bootstrap intervals over the {ui.counted(iv.n_queries, 'shared query')}: " + " · ".join(bits))
 
 # --- ranking quality --------------------------------------------------------------------------
 q_pair, cost = pair_quality(db_path, version, baseline, candidate, tau)
@@ -160,7 +157,7 @@ if q_pair is not None and q_pair.labelled:
             split = cost.collapsed
             n_coll = sum(split.values())
             st.markdown(
-                f"**{n_coll:,} collapsed queries** (J_span = 0, both lists non-empty): "
+                f"**{ui.counted(n_coll, 'collapsed query')}** (J_span = 0, both lists non-empty): "
                 f"relevant documents kept {split['relevant kept']:,} · lost {split['relevant lost']:,} · "
                 f"nothing relevant to lose {split['nothing relevant to lose']:,} · "
                 f"unlabelled {split['unlabelled']:,}."
@@ -220,7 +217,8 @@ with st.container(border=True):
             + (
                 f"the runs picked on the stability page: {', '.join(compared)}."
                 if ui.picked_runs()
-                else f"the default selection ({len(selection.runs)} runs that share queries)."
+                else f"the default selection ({ui.counted(len(selection.runs), 'run')}"
+                + (" that share queries)." if len(selection.runs) > 1 else ").")
                 + (f" {selection.note}" if selection.note else "")
             )
         )
@@ -292,7 +290,7 @@ only = st.toggle("Only queries that flipped, collapsed or lost evidence", value=
 q = cmp.queries
 if only:
     q = q[q["flipped"] | q["collapsed"] | (q["null_change"] != "")]
-st.caption(f"{len(q):,} quer{'y' if len(q) == 1 else 'ies'}, worst first. Select a row to open it in the drill-down.")
+st.caption(f"{ui.counted(len(q), 'query')}, worst first. Select a row to open it in the drill-down.")
 q = ui.first_rows(q)
 pick = ui.table(
     q,

@@ -227,7 +227,7 @@ if g.dropped:
         ui.table(g.dropped, hide_index=True)
 finds = r.findings[r.findings["query_id"] == qid]
 if len(finds):
-    st.warning(f"{len(finds)} failure-mode finding(s) in this graph")
+    st.warning(f"{ui.counted(len(finds), 'failure-mode finding')} in this graph")
     ui.table(finds.drop(columns=["query_id"]), hide_index=True)
 
 # --- LLM judge (Pattern 4) --------------------------------------------------------------------
@@ -309,7 +309,7 @@ def judge_progress(n_done: int) -> None:
     st.progress(
         done / max(1, len(jobs)),
         text=ui.md(
-            f"{done} of {len(jobs)} judge jobs done, {len(live)} queued or "
+            f"{done} of {ui.counted(len(jobs), 'judge job')} done, {len(live)} queued or "
             f"running" + (f" · query {running.spec.query_id}: {running.label}" if running else "")
         ),
     )
@@ -319,7 +319,7 @@ def judge_progress(n_done: int) -> None:
 
 failed = [j for j in judge_jobs if j.status == "failed"]
 if failed and not active:
-    st.error(ui.md(f"{len(failed)} judge job(s) failed; the first: {failed[0].error}"))
+    st.error(ui.md(f"{ui.counted(len(failed), 'judge job')} failed; the first: {failed[0].error}"))
     if st.button("Retry failed judge jobs", key="fid.judge.retry"):
         queue.retry(db_path, [j.job_id for j in failed])
         ensure_worker(db_path, idle_s=60)
@@ -349,8 +349,8 @@ if not active and st.session_state.get("fid.judge.confirm") == run:
             st.info("Every citation of this run is judged already.")
         else:
             per = (
-                f"about {len(todo):,} × {est[0]:.0f} s ≈ {len(todo) * est[0] / 60:.0f} min (the median of {est[1]} "
-                "measured judge job(s) here)"
+                f"about {len(todo):,} × {est[0]:.0f} s ≈ {len(todo) * est[0] / 60:.0f} min (the median of "
+                f"{ui.counted(est[1], 'measured judge job')} here)"
                 if est
                 else "not measured here yet (three local judges took about 6 s per citation in fp32 and 3 s in "
                 f"bf16 on 2 CPU cores, so about {n_cit * (3 if precision == 'bf16' else 6) / 60:.0f} min)"

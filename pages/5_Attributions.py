@@ -88,13 +88,15 @@ def _confirm_all(est) -> None:
         est[0] if est else predicted_job_seconds(spec.method, spec.params, len(inputs.documents), len(spec.conditions))
     )
     basis = (
-        f"the median of {est[1]} measured job(s) with these settings" if est else "unit costs measured on 2 CPU cores"
+        f"the median of {ui.counted(est[1], 'measured job')} with these settings"
+        if est
+        else "unit costs measured on 2 CPU cores"
     )
     total = per * len(qids)
     with st.container(border=True):
         st.warning(
             ui.md(
-                f"Queue {len(qids):,} explanations of run {run}? About {len(qids):,} × {per:.0f} s ≈ "
+                f"Queue {ui.counted(len(qids), 'explanation')} of run {run}? About {len(qids):,} × {per:.0f} s ≈ "
                 f"{total / 3600:.1f} h of model work ({basis}; queries already explained are skipped when they run)."
             )
         )
@@ -178,7 +180,8 @@ if len(results) < len(spec.conditions):
     est = queue.estimate_seconds(db_path, spec)
     st.caption(
         (
-            "Takes about " + f"{est[0]:.0f} s (median of {est[1]} job(s) with these settings on this database)"
+            "Takes about "
+            + f"{est[0]:.0f} s (median of {ui.counted(est[1], 'job')} with these settings on this database)"
             if est
             else "Not measured yet with these settings on this database; the progress bar shows the "
             "measured time left once it runs"
@@ -227,7 +230,7 @@ fig = charts.influence_bars(
     res.importance,
     doc_labels,
     [ui.DOC_COLOURS[i % len(ui.DOC_COLOURS)] for i in range(n)],
-    title=f"Document influence ({res.method} Shapley, mean over {len(res.answer_tokens)} tokens)",
+    title=f"Document influence ({res.method} Shapley, mean over {ui.counted(len(res.answer_tokens), 'token')})",
 )
 st.plotly_chart(fig, key="attr.influence")
 
@@ -267,5 +270,6 @@ if tables:
 st.caption("Answer (generated once with all documents, greedy):")
 st.text(res.answer)
 st.caption(
-    f"{res.n_coalitions} coalitions evaluated · IG {res.timings_s['ig']} s · Shapley {res.timings_s['shapley']} s"
+    f"{ui.counted(res.n_coalitions, 'coalition')} evaluated · IG {res.timings_s['ig']} s · "
+    f"Shapley {res.timings_s['shapley']} s"
 )

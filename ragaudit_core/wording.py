@@ -1,11 +1,20 @@
 """Counts in sentences, as a reader writes them: ``1 query``, ``2 queries`` (not ``1 queries`` or
-``query(s)``). Used wherever a count meets a noun: the ingest's report, the CLI, the pages."""
+``query(s)``), and names after their noun (``run 'a'``, ``runs 'a', 'b'``). Used wherever a count
+meets a noun: the ingest's report, the CLI, the pages."""
 
 from __future__ import annotations
 
-__all__ = ["counted"]
+__all__ = ["counted", "listed"]
 
-_PLURALS = {"query": "queries", "entry": "entries", "evidence entry": "evidence entries", "run pair": "run pairs"}
+_PLURALS = {
+    "query": "queries",
+    "shared query": "shared queries",
+    "collapsed query": "collapsed queries",
+    "least stable query": "least stable queries",
+    "entry": "entries",
+    "evidence entry": "evidence entries",
+    "run pair": "run pairs",
+}
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -13,3 +22,10 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     (thousands separated; the plural is ``plural``, else a known irregular one, else ``noun + "s"``)."""
     many = plural or _PLURALS.get(noun, noun + "s")
     return f"{n:,} {noun if n == 1 else many}"
+
+
+def listed(noun: str, names: list[str], plural: str | None = None) -> str:
+    """``noun`` and ``names`` (already quoted as the caller wants) as a reader writes them:
+    ``run 'a'``, ``runs 'a', 'b'`` (the plural as in :func:`counted`)."""
+    many = plural or _PLURALS.get(noun, noun + "s")
+    return f"{noun if len(names) == 1 else many} {', '.join(names)}"

@@ -22,6 +22,7 @@ from ragaudit_core.logs.qrels import QrelsError, QrelsReport, load_qrels, qrels_
 from ragaudit_core.logs.report import Issue
 from ragaudit_core.quality import cache as _quality_cache  # noqa: F401 — registers what ingest stores
 from ragaudit_core.stability import cache as _stability_cache  # noqa: F401 — registers what ingest stores
+from ragaudit_core.wording import counted
 
 __all__ = [
     "clear",
@@ -59,7 +60,9 @@ def load_paths(
         cur.close()
     if ids_are_texts and report.runs:
         n = sanity.read_ids_as_texts(con, report.runs)
-        report.warnings.append(Issue(None, None, f"read {n:,} document ids of this load as passage texts", "identity"))
+        texts = "a passage text" if n == 1 else "passage texts"
+        note = f"read {counted(n, 'document id')} of this load as {texts}"
+        report.warnings.append(Issue(None, None, note, "identity"))
     if report.n_records:
         report.warnings += [Issue(None, None, w, "identity") for w in sanity.identity_warnings(con, report.runs)]
     if label_files:

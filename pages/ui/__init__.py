@@ -406,8 +406,10 @@ def _rule_targets(policy: gate.GatePolicy, toml_text: str, has_errors: bool, db_
         except OSError as e:
             st.error(f"Could not write {target}: {e}")
         else:
+            them = "it" if len(policy.rules) == 1 else "them"
             st.success(
-                f"Saved {len(policy.rules)} rules to {target} — use them in CI with `ragaudit gate --rules {target}`."
+                f"Saved {counted(len(policy.rules), 'rule')} to {target} — use {them} in CI with "
+                f"`ragaudit gate --rules {target}`."
             )
     c2.download_button("Download rules.toml", toml_text, file_name="gate-rules.toml", mime="application/toml")
 

@@ -50,7 +50,9 @@ class AttributionJob:
 
         unknown = set(options) - set(self.defaults)
         if unknown:
-            raise ValueError(f"unknown attribution option(s): {', '.join(sorted(unknown))}")
+            raise ValueError(
+                f"unknown attribution {'option' if len(unknown) == 1 else 'options'}: {', '.join(sorted(unknown))}"
+            )
         o = {**self.defaults, **{k: v for k, v in options.items() if v is not None}}
         query, docs = query_documents(con, run_id, query_id, int(o["max_docs"]))
         method = resolve_method(str(o["method"]), len(docs))

@@ -16,6 +16,7 @@ from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS, IG_BASELINES, IG_METHODS, SHAPLEY_METHODS
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog
+from ragaudit_core.wording import listed
 
 if TYPE_CHECKING:
     from ragaudit_core.jobs import BatchReport, JobSpec
@@ -194,5 +195,5 @@ def _chosen_queries(con: duckdb.DuckDBPyConnection, run: str, queries: str | Non
     have = set(known)  # once: a run may hold 100,000s of queries
     missing = [q for q in qids if q not in have]
     if missing:
-        fail(f"run {run!r} has no quer{'y' if len(missing) == 1 else 'ies'} {', '.join(map(repr, missing))}")
+        fail(f"run {run!r} has no {listed('query', list(map(repr, missing)))}")
     return qids

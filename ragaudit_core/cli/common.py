@@ -18,6 +18,7 @@ from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.ingest import IngestOptions, IngestReport
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
+from ragaudit_core.wording import counted
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -186,13 +187,13 @@ class LineProgress:
             return  # the file's closing call repeats its last count
         shown = self.tty or n // 100000 > self.last[0] // 100000 or self.last == (0, True)
         if shown:
-            typer.echo(f"ingest: {path}: {n:,} lines read", err=True)
+            typer.echo(f"ingest: {path}: {counted(n, 'line')} read", err=True)
         self.last = (n, shown)
 
     def finish(self) -> None:
         """Print the current file's last count, when it was not."""
         if self.path is not None and not self.last[1]:
-            typer.echo(f"ingest: {self.path}: {self.last[0]:,} lines read", err=True)
+            typer.echo(f"ingest: {self.path}: {counted(self.last[0], 'line')} read", err=True)
         self.last = (0, True)
 
 

@@ -10,7 +10,7 @@ import typer
 
 from ragaudit_core.cli.common import CaseSensitive, CollapseWs, emit_json, fail, fmt, ingest_options, open_logs
 from ragaudit_core.fidelity import FidelityRules, RunFidelity, canary, fidelity_runs, provenance_runs
-from ragaudit_core.wording import counted
+from ragaudit_core.wording import counted, listed
 
 __all__ = ["fidelity"]
 
@@ -55,7 +55,9 @@ def fidelity(
     chosen = [r.strip() for r in runs.split(",") if r.strip()] if runs else available
     unknown = [r for r in chosen if r not in available]
     if unknown:
-        fail(f"no provenance for run(s) {', '.join(map(repr, unknown))}; runs are: {', '.join(map(repr, available))}")
+        fail(
+            f"no provenance for {listed('run', list(map(repr, unknown)))}; runs are: {', '.join(map(repr, available))}"
+        )
     results = fidelity_runs(con, chosen, the_rules)
     payload: dict = {"rules": the_rules.model_dump(), "runs": {}}
     lines = []

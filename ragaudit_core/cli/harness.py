@@ -11,6 +11,7 @@ import typer
 from ragaudit_core.cli.common import Device, fail, ints, tqdm_progress
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs.catalog import SAMPLE_BASE_RUN
+from ragaudit_core.wording import counted
 
 __all__ = ["provenance", "sweep"]
 
@@ -58,7 +59,7 @@ def sweep(
         )
     except RagAuditError as e:
         fail(str(e))
-    typer.echo(f"wrote {len(res.files)} run files for {res.n_queries} queries to {out}")
+    typer.echo(f"wrote {counted(len(res.files), 'run file')} for {counted(res.n_queries, 'query')} to {out}")
     typer.echo(json.dumps({"chunks": res.n_chunks, "timings_s": {k: round(v, 1) for k, v in res.timings.items()}}))
 
 

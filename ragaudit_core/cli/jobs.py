@@ -20,6 +20,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from ragaudit_core.cli.common import EndpointTimeout, KeyFile, fail, open_existing_db
+from ragaudit_core.wording import counted
 
 __all__ = ["endpoint_options", "enqueue_and_report", "jobs", "worker"]
 
@@ -55,7 +56,10 @@ def enqueue_and_report(
     for q, jid in ids:
         typer.echo(f"queued: query {q}: job {jid}")
     allow = f" --endpoint {endpoint}" if endpoint else ""
-    typer.echo(f"{len(ids)} job(s) queued on {db}; run them with: ragaudit worker --db {db}{allow}", err=True)
+    them = "it" if len(ids) == 1 else "them"
+    typer.echo(
+        f"{counted(len(ids), 'job')} queued on {db}; run {them} with: ragaudit worker --db {db}{allow}", err=True
+    )
     if endpoint:
         typer.echo(
             "a worker calls the endpoint only if its operator allows it (--endpoint on the worker, or "
@@ -102,7 +106,7 @@ def worker(
     except KeyboardInterrupt:
         typer.echo("stopped: its running job, if any, is queued again", err=True)
         raise typer.Exit(130) from None
-    typer.echo(f"worker for {db}: {ran} job(s) run, none left")
+    typer.echo(f"worker for {db}: {counted(ran, 'job')} run, none left")
 
 
 def _resolve(known: list[str], given: list[str]) -> list[str]:
@@ -160,13 +164,16 @@ def jobs(
         open_ids = [j.job_id for j in everything if j.status in ("queued", "running")]
         targets = open_ids if chosen is None else chosen
         queue.cancel(where, targets)
-        typer.echo(f"cancel asked for {len(targets)} job(s): queued ones at once, running ones at their next step")
+        typer.echo(
+            f"cancel asked for {counted(len(targets), 'job')}: queued ones at once, running ones at their next step"
+        )
     elif action == "retry":
-        typer.echo(f"{len(queue.retry(where, chosen))} job(s) queued again")
+        typer.echo(f"{counted(len(queue.retry(where, chosen)), 'job')} queued again")
     listed = queue.jobs(where)
     waiting = any(j.status in ("queued", "running") for j in listed)
     live = heartbeat.live_workers(db)
-    note = f"{len(live)} live worker(s) (PID {', '.join(str(b['pid']) for b in live)})" if live else "no live worker"
+    pids = ", ".join(str(b["pid"]) for b in live)
+    note = f"{counted(len(live), 'live worker')} (PID {pids})" if live else "no live worker"
     if waiting and not live and start:
         note = f"no live worker: started one in the background (PID {ensure_worker(str(db))})"
     if json_out:
@@ -180,4 +187,4 @@ def jobs(
             )
             if j.error:
                 typer.echo(f"    error: {j.error}")
-    typer.echo(f"{len(listed)} job(s) on {db}; {note}", err=True)
+    typer.echo(f"{counted(len(listed), 'job')} on {db}; {note}", err=True)

@@ -12,6 +12,7 @@ import typer
 from ragaudit_core.cli.common import Device, EndpointTimeout, KeyFile, emit_json, fail, open_existing_db
 from ragaudit_core.cli.jobs import endpoint_options, enqueue_and_report
 from ragaudit_core.defaults import JUDGE_DEFAULTS, JUDGE_PRECISIONS
+from ragaudit_core.wording import counted
 
 __all__ = ["judge"]
 
@@ -138,9 +139,9 @@ def _report(con: Any, run: str, judges: int, rep: Any, json_out: str | None, pre
     s = judge_summary(table)
     a, d = s["agreement"], s["disagreement"]
     typer.echo(
-        f"{run}: {s['n_citations']} citations judged by {judges} judge(s); "
+        f"{run}: {counted(s['n_citations'], 'citation')} judged by {counted(judges, 'judge')}; "
         f"agreement with Pattern 3 {_pct(a['rate'])}; judges disagree on {_pct(d['rate'])} of citations "
-        f"(pairwise {_pct(d['pairwise'])}); {s['n_invalid_votes']} invalid vote(s)"
+        f"(pairwise {_pct(d['pairwise'])}); {counted(s['n_invalid_votes'], 'invalid vote')}"
     )
     for k, v in a["confusion"].items():
         typer.echo(f"  rule → judges: {k}: {v}")

@@ -13,6 +13,7 @@ from ragaudit_core.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.quality import DEFAULT_CUTOFFS
 from ragaudit_core.quality.summary import QualityResult, compute_quality
+from ragaudit_core.wording import counted, listed
 
 __all__ = ["quality"]
 
@@ -54,7 +55,7 @@ def quality(
     chosen = [r.strip() for r in runs.split(",") if r.strip()] if runs else comparable_runs(con).runs
     unknown = [r for r in [*chosen, *([baseline] if baseline else [])] if r not in all_runs]
     if unknown:
-        fail(f"unknown run(s): {', '.join(map(repr, unknown))}; runs are: {', '.join(map(repr, all_runs))}")
+        fail(f"{listed('unknown run', list(map(repr, unknown)))}; runs are: {', '.join(map(repr, all_runs))}")
     if baseline and baseline not in chosen:
         chosen = [baseline, *chosen]
     pairs = [(baseline, r) for r in chosen if r != baseline] if baseline else None
@@ -77,13 +78,15 @@ def quality(
 
 def _print(res: QualityResult) -> None:
     head = [*[m for m in res.metrics if m.startswith(("ndcg@", "recall@"))][:4], "mrr", "map"]
-    typer.echo(f"ranking quality, mean over labelled queries [95 % bootstrap interval, {res.resamples} resamples]")
+    typer.echo(
+        f"ranking quality, mean over labelled queries [95 % bootstrap interval, {counted(res.resamples, 'resample')}]"
+    )
     for r in res.runs:
         cells = "  ".join(
             f"{m} {e.value:.3f} [{e.lo:.3f}, {e.hi:.3f}]" for m, e in r.metrics.items() if m in head and e.n
         )
         left = f" ({r.n_unlabelled} unlabelled left out)" if r.n_unlabelled else ""
-        typer.echo(f"{r.run_id}: {r.n_queries} queries{left}  {cells or 'no labelled query'}")
+        typer.echo(f"{r.run_id}: {counted(r.n_queries, 'query')}{left}  {cells or 'no labelled query'}")
     key = "ndcg@10" if "ndcg@10" in res.metrics else next(m for m in res.metrics if m.startswith("ndcg@"))
     if res.pairs:
         typer.echo(f"\nchange of {key} (b − a) [interval], paired {res.test}-test p (Holm over the pair's metrics)")

@@ -4,6 +4,7 @@ evidence–answer probe (seed 000)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -107,7 +108,8 @@ def stability(
             if selection.partial:
                 chosen = selection.runs
                 note = (selection.note or "").replace("; pick runs", "; use --runs")
-                typer.echo(f"warning: {note.replace('; pick them', '; name them with --runs')}", err=True)
+                note = re.sub(r"; pick (it|them)\b", r"; name \1 with --runs", note)
+                typer.echo(f"warning: {note}", err=True)
         opts = StabilityOptions(
             runs=chosen,
             baseline=baseline,

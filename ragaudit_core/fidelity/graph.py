@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 import duckdb
 import pandas as pd
 
+from ragaudit_core.wording import counted
+
 if TYPE_CHECKING:
     from ragaudit_core.fidelity.score import QueryFidelity
 
@@ -136,7 +138,7 @@ def failure_modes(g: QueryGraph) -> list[dict]:
                 {
                     "node_id": n.node_id,
                     "check": "offset_length_mismatch",
-                    "detail": f"offsets span {n.char_end - n.char_start} characters, text has {len(text)}",
+                    "detail": f"offsets span {counted(n.char_end - n.char_start, 'character')}, text has {len(text)}",
                 }
             )
         if n.stage == 3:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from ragaudit_core.intervals import wilson
+from ragaudit_core.wording import counted
 
 if TYPE_CHECKING:
     from ragaudit_core.fidelity.graph import QueryGraph
@@ -210,7 +211,7 @@ def judge_caveat(n: int, models: Sequence[str]) -> str | None:
     model under :data:`SMALL_JUDGE_PARAMS` parameters (by its name), else None."""
     parts = []
     if 0 < n < MIN_RATE_N:
-        parts.append(f"these rates rest on {n} citation(s) — fewer than {MIN_RATE_N}, so read their intervals")
+        parts.append(f"these rates rest on {counted(n, 'citation')} — fewer than {MIN_RATE_N}, so read their intervals")
     small = [
         f"{m} (about {p / 1e6:,.0f}M parameters)"
         for m in models

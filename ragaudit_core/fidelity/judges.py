@@ -47,6 +47,7 @@ import numpy as np
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.fidelity.judge import JudgeVerdict
 from ragaudit_core.fidelity.judge_panel import SCORE_CHOICES, TokenTree, decode_panel, pick, skeleton
+from ragaudit_core.wording import counted
 
 __all__ = ["SCORE_CHOICES", "EndpointJudge", "JudgeUnreachable", "LocalJudge"]
 
@@ -280,8 +281,8 @@ class EndpointJudge:
                     self.n_invalid += 1
             if not reached:
                 raise JudgeUnreachable(
-                    f"the judge endpoint {self.url} gave no usable reply in {1 + self.retries} "
-                    f"attempt(s) ({last_error}); check the URL, the model name and the API key "
+                    f"the judge endpoint {self.url} gave no usable reply in {counted(1 + self.retries, 'attempt')} "
+                    f"({last_error}); check the URL, the model name and the API key "
                     "(RAGAUDIT_JUDGE_API_KEY or --key-file)"
                 )
             out.append(verdict)

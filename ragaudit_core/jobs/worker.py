@@ -33,6 +33,7 @@ from ragaudit_core.jobs import heartbeat, partial, queue
 from ragaudit_core.jobs.run import execute, store
 from ragaudit_core.jobspec import JobCancelled, JobInputs, JobSpec
 from ragaudit_core.logs import store as logstore
+from ragaudit_core.wording import counted
 
 __all__ = ["STARTUP_GRACE_S", "ensure_worker", "log_file", "revive", "run_one", "work"]
 
@@ -275,7 +276,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     log.info("worker %d started for %s", os.getpid(), args.db)
     ran = work(args.db, idle_s=args.idle, token=args.token)
-    log.info("worker %d exits after %d job(s), idle for %.0f s", os.getpid(), ran, args.idle)
+    log.info("worker %d exits after %s, idle for %.0f s", os.getpid(), counted(ran, "job"), args.idle)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ragaudit_core.logs import derived
 from ragaudit_core.logs.selection import natural_key, natural_sorted
+from ragaudit_core.wording import counted
 
 __all__ = [
     "SAMPLE_BASE_RUN",
@@ -102,8 +103,8 @@ def missing_data_message(con: duckdb.DuckDBPyConnection, *, min_runs: int = 1) -
         return "No logs are loaded yet. Open the home page to upload evidence logs or to open the bundled sample logs."
     if n < min_runs:
         return (
-            f"This view compares runs and needs at least {min_runs}; {n} is loaded. Load the logs of another "
-            "retrieval configuration on the home page."
+            f"This view compares runs and needs at least {min_runs}; {n} {'is' if n == 1 else 'are'} loaded. Load "
+            "the logs of another retrieval configuration on the home page."
         )
     return None
 
@@ -563,7 +564,7 @@ def coverage_gaps(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None,
     for (n, _fp), members in ordered[:limit]:
         members = natural_sorted(members)
         sample = _missing_sample(con, sel, params, members[0], limit)
-        qs = f"{n} quer{'y' if n == 1 else 'ies'}: " + ", ".join(map(repr, sample)) + (" …" if n > len(sample) else "")
+        qs = f"{counted(n, 'query')}: " + ", ".join(map(repr, sample)) + (" …" if n > len(sample) else "")
         if len(members) == 1:
             clauses.append(f"run {members[0]!r} lacks {qs}")
         else:
@@ -573,7 +574,7 @@ def coverage_gaps(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None,
             clauses.append(f"{len(members)} runs ({names}) each lack the same {qs}")
     rest = sum(len(m) for _k, m in ordered[limit:])
     if rest:
-        clauses.append(f"{rest} more run(s) lack other queries")
+        clauses.append(f"{counted(rest, 'more run')} {'lacks' if rest == 1 else 'lack'} other queries")
     return "; ".join(clauses)
 
 

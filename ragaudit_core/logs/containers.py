@@ -35,6 +35,7 @@ from ragaudit_core.logs import formats
 from ragaudit_core.logs.documents import iter_values, sniff
 from ragaudit_core.logs.formats import native
 from ragaudit_core.logs.jsonl import InputFileError, Limits, Line, open_limited, utf16_evidence
+from ragaudit_core.wording import counted
 
 __all__ = ["iter_rows"]
 
@@ -323,7 +324,7 @@ def _csv_lines(
             yield Line(
                 line_no,
                 _dumps(dict(zip(header, row))),
-                error=f"row has {len(row)} fields, the header {len(header)} (delimiter {delim!r})",
+                error=f"row has {counted(len(row), 'field')}, the header {len(header)} (delimiter {delim!r})",
             )
             continue
         yield Line(line_no, _dumps({k: (None if v == "" else v) for k, v in zip(header, row)}))

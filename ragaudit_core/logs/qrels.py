@@ -121,7 +121,7 @@ def parse_qrels(path: str | Path) -> tuple[list[Label], list[str]]:
             width = len(cols)
         if len(cols) != width:
             rejected.append(
-                f"{p.name} line {line_no}: {len(cols)} column(s); a qrels line has "
+                f"{p.name} line {line_no}: {counted(len(cols), 'column')}; a qrels line has "
                 + ("3 (query-id, doc-id, relevance)" if width != 4 else "4 (query-id, iteration, doc-id, relevance)")
             )
             continue

@@ -45,6 +45,7 @@ from ragaudit_core.logs.jsonl import FileRefused, Line
 from ragaudit_core.logs.lines import decode_json, parse_evidence_object, parse_provenance_object
 from ragaudit_core.logs.report import FileReport
 from ragaudit_core.logs.traces import DecodedSpan, TraceJoiner, provenance_record
+from ragaudit_core.wording import counted
 
 __all__ = ["FileReader", "RecordSink"]
 
@@ -349,12 +350,13 @@ class FileReader:
             )
         if self.non_finite:
             fields = ", ".join(sorted(self.non_finite))
+            n = sum(self.non_finite.values())
             sink.warn(
                 fr.path,
                 self.non_finite_first,
                 "non-finite",
-                f"{sum(self.non_finite.values())} value(s) were NaN or Infinity (not JSON; pandas writes them for "
-                f"missing numbers), in {fields}: read as null",
+                f"{counted(n, 'value')} {'was' if n == 1 else 'were'} NaN or Infinity (not JSON; pandas writes them "
+                f"for missing numbers), in {fields}: read as null",
                 fid,
             )
         if self.array_hint is not None and self.fr.path.lower().endswith((".jsonl", ".jsonl.gz", ".ndjson")):

@@ -27,6 +27,7 @@ import duckdb
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs.store import bump_data_version
 from ragaudit_core.logs.tables import run_tables
+from ragaudit_core.wording import counted
 
 __all__ = ["RemovalError", "Removed", "remove_file", "remove_runs"]
 
@@ -46,14 +47,14 @@ class Removed:
         """One sentence in the auditor's words (rows of internal tables counted as results)."""
         r = self.rows
         logs = {"records", "evidence", "prov_records", "prov_nodes", "runs", "files", "quarantine", "ingest_warnings"}
-        parts = [f"{r.get('records', 0):,} records with {r.get('evidence', 0):,} evidence entries"]
+        parts = [f"{counted(r.get('records', 0), 'record')} with {counted(r.get('evidence', 0), 'evidence entry')}"]
         if r.get("prov_records"):
-            parts.append(f"{r['prov_records']:,} provenance records")
+            parts.append(counted(r["prov_records"], "provenance record"))
         if r.get("quarantine"):
-            parts.append(f"{r['quarantine']:,} rejected lines")
+            parts.append(counted(r["quarantine"], "rejected line"))
         derived = sum(n for t, n in r.items() if t not in logs)
         if derived:
-            parts.append(f"{derived:,} stored results (attributions, verdicts, similarities…)")
+            parts.append(f"{counted(derived, 'stored result')} (attributions, verdicts, similarities…)")
         runs = f"; runs removed: {', '.join(self.runs)}" if self.runs else ""
         return "removed " + ", ".join(parts) + runs
 

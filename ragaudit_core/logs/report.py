@@ -82,6 +82,8 @@ class IngestReport:
         if f.status == "unreadable":
             why = next((i.message for i in self.rejected if i.path == f.path and i.code == "unreadable"), None)
             return f"{name} was not loaded: {why}" if why else f"{name} could not be read"
+        if f.n_rejected == 1:
+            return f"no record of {name} could be loaded: its only line was rejected"
         return f"no record of {name} could be loaded: all {f.n_rejected:,} of its lines were rejected"
 
     def with_paths(self, names: dict[str, str]) -> IngestReport:

@@ -30,6 +30,7 @@ import pyarrow as pa
 from ragaudit_core.logs import derived
 from ragaudit_core.logs.identity import span_hash
 from ragaudit_core.logs.store import bump_data_version, get_json_meta
+from ragaudit_core.wording import counted
 
 __all__ = [
     "DISAGREE_SHARE",
@@ -68,7 +69,8 @@ class PassageIds:
         share = self.n_passage_like / self.n_entries if self.n_entries else 0.0
         shown = self.example[:60] + ("…" if len(self.example) > 60 else "")
         return (
-            f"run {self.run_id!r}: {share:.0%} of its {self.n_entries:,} document ids look like passage texts "
+            f"run {self.run_id!r}: {share:.0%} of its {counted(self.n_entries, 'document id')} "
+            f"{'looks like a passage text' if self.n_entries == 1 else 'look like passage texts'} "
             f"(at least {PASSAGE_MIN_CHARS} characters with spaces, e.g. {shown!r}); the log probably holds texts "
             "where ids belong, so span metrics are unavailable and documents are compared as texts — load it with "
             "--ids-are-texts (or “Read these ids as texts” on the home page) to read them as passages"
@@ -91,7 +93,8 @@ class TextConflict:
 
     def message(self) -> str:
         return (
-            f"runs {self.run_a!r} and {self.run_b!r}: {self.n_differ:,} query id(s) carry different question texts "
+            f"runs {self.run_a!r} and {self.run_b!r}: {counted(self.n_differ, 'query id')} "
+            f"{'carries' if self.n_differ == 1 else 'carry'} different question texts "
             f"(e.g. {self.example_id!r}) — the same id names another question, so comparing them pairs unrelated "
             "queries; the default selection leaves out runs that disagree (pick them to compare anyway)"
         )
@@ -162,11 +165,15 @@ def conflict_messages(conflicts: list[TextConflict], limit: int = 10) -> list[st
         shown = ", ".join(repr(o) for o in others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
         n = max(c.n_differ for c in pairs)
         out.append(
-            f"run {run!r}: its query ids name other questions than in {len(others)} run(s) ({shown}; up to {n:,} "
-            f"id(s) differ, e.g. {pairs[0].example_id!r}) — comparing them pairs unrelated queries; the default "
+            f"run {run!r}: its query ids name other questions than in {counted(len(others), 'run')} ({shown}; up to "
+            f"{counted(n, 'id')} {'differs' if n == 1 else 'differ'}, e.g. {pairs[0].example_id!r}) — comparing them "
+            "pairs unrelated queries; the default "
             "selection leaves out runs that disagree (pick them to compare anyway)"
         )
-    return out[:limit] + ([f"{len(out) - limit} more runs disagree on query texts"] if len(out) > limit else [])
+    rest = len(out) - limit
+    return out[:limit] + (
+        [f"{counted(rest, 'more run')} {'disagrees' if rest == 1 else 'disagree'} on query texts"] if rest > 0 else []
+    )
 
 
 def identity_warnings(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None) -> list[str]:
@@ -178,7 +185,8 @@ def identity_warnings(con: duckdb.DuckDBPyConnection, runs: list[str] | None = N
     if len(flagged) > PASSAGE_MESSAGES:
         more = flagged[PASSAGE_MESSAGES:]
         names = ", ".join(repr(p.run_id) for p in more[:5]) + (" …" if len(more) > 5 else "")
-        out.append(f"{len(more):,} more runs' document ids look like passage texts too ({names})")
+        whose = "1 more run's" if len(more) == 1 else f"{len(more):,} more runs'"
+        out.append(f"{whose} document ids look like passage texts too ({names})")
     conflicts = query_text_conflicts(con)
     if runs is not None:
         wanted = set(runs)

@@ -256,8 +256,9 @@ def _changes(state: FileState, name: str) -> list[str]:
         if not _compatible(have, want):
             bad = [c for c, (t, nul) in want.items() if (c in have and have[c][0] != t) or (c not in have and not nul)]
             raise DatabaseRefused(
-                f"{name}: table {table!r} has another shape than this RagAudit writes (column(s) "
-                f"{', '.join(bad)} missing or of another type); load the logs into a new database file"
+                f"{name}: table {table!r} has another shape than this RagAudit writes "
+                f"({'column' if len(bad) == 1 else 'columns'} {', '.join(bad)} missing or of another type); "
+                "load the logs into a new database file"
             )
         work += [f'ALTER TABLE "{table}" ADD COLUMN "{c}" {t}' for c, (t, _) in want.items() if c not in have]
     return work

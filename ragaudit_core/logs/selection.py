@@ -27,6 +27,7 @@ import pandas as pd
 
 from ragaudit_core.logs import derived
 from ragaudit_core.logs.sanity import query_text_conflicts
+from ragaudit_core.wording import counted
 
 __all__ = ["RunSelection", "comparable_runs", "natural_key", "natural_sorted"]
 
@@ -62,27 +63,30 @@ class RunSelection:
         parts = []
         if self.disagreeing:
             names = ", ".join(repr(r) for r in self.disagreeing[:5]) + (" …" if len(self.disagreeing) > 5 else "")
+            it = "it" if len(self.disagreeing) == 1 else "them"
             parts.append(
-                f"Left out {len(self.disagreeing)} run(s) whose query ids name other questions than the compared "
-                f"runs' (the same id, a different text): {names}; pick them to compare anyway."
+                f"Left out {counted(len(self.disagreeing), 'run')} whose query ids name other questions than the "
+                f"compared runs' (the same id, a different text): {names}; pick {it} to compare anyway."
             )
         if self.narrowing:
             names = ", ".join(repr(r) for r in self.narrowing[:5]) + (" …" if len(self.narrowing) > 5 else "")
+            it = "it" if len(self.narrowing) == 1 else "them"
             parts.append(
-                f"Left out {len(self.narrowing)} run(s) that would narrow the comparison from the "
-                f"{self.n_shared:,} queries the {len(self.runs)} compared share to fewer: {names}; pick them to "
-                "compare the queries they share."
+                f"Left out {counted(len(self.narrowing), 'run')} that would narrow the comparison from the "
+                f"{counted(self.n_shared, 'query')} the {len(self.runs)} compared share to fewer: {names}; pick {it} "
+                "to compare the queries they share."
             )
         if self.left_out:
             names = ", ".join(repr(r) for r in self.left_out[:5]) + (" …" if len(self.left_out) > 5 else "")
+            one = len(self.left_out) == 1
             parts.append(
-                f"Left out {len(self.left_out)} run(s) that share no query with "
+                f"Left out {counted(len(self.left_out), 'run')} that {'shares' if one else 'share'} no query with "
                 + (
                     f"the {len(self.runs)} compared (which share {self.n_shared:,})"
                     if len(self.runs) > 1
-                    else f"the one kept ({self.n_shared:,} queries)"
+                    else f"the one kept ({counted(self.n_shared, 'query')})"
                 )
-                + f": {names}; pick runs to compare them instead."
+                + f": {names}; pick runs to compare {'it' if one else 'them'} instead."
             )
         return " ".join(parts) or None
 

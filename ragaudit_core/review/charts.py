@@ -30,6 +30,7 @@ from ragaudit_core.review.palette import (
     SEQUENTIAL,
     SKY_BLUE,
     VERMILLION,
+    bin_hover,
     colour,
     natural_order,
     wrap_title,
@@ -191,10 +192,10 @@ def jmin_histogram(queries: pd.DataFrame) -> go.Figure:
     for level, c in (("doc", ORANGE), ("span", BLUE)):
         if len(q := queries[queries["level"] == level]):
             counts, _ = np.histogram(np.clip(q["j_min"].to_numpy(float), 0.0, 1.0), bins=edges)
-            hover = f"J_min,{level} " + "%{customdata[0]:.2f}–%{customdata[1]:.2f}<br>%{y} queries<extra></extra>"
+            hover = f"J_min,{level} " + "%{customdata[0]:.2f}–%{customdata[1]:.2f}<br>%{customdata[2]}<extra></extra>"
             fig.add_trace(
                 go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, name=f"J_min,{level}", marker_color=c,
-                       customdata=np.column_stack([edges[:-1], edges[1:]]), hovertemplate=hover)
+                       customdata=bin_hover(edges, counts), hovertemplate=hover)
             )  # fmt: skip
     fig.update_layout(
         title=wrap_title("Worst-case stability per query (J_min over every pair of the compared runs)"),
@@ -356,10 +357,11 @@ def cfs_histogram(
     for i, run in enumerate(natural_order(cfs_by_run)):
         values, c = np.asarray(list(cfs_by_run[run]), dtype=float), colour(i)
         counts, _ = np.histogram(np.clip(values[np.isfinite(values)], 0.0, 1.0), bins=edges)
-        hover = "CFS %{customdata[0]:.2f}–%{customdata[1]:.2f}<br>%{y} queries<extra>" + html.escape(run) + "</extra>"
+        hover = "CFS %{customdata[0]:.2f}–%{customdata[1]:.2f}<br>%{customdata[2]}<extra>" + html.escape(run)
+        hover += "</extra>"
         fig.add_trace(
             go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, name=html.escape(run), marker_color=c,
-                   customdata=np.column_stack([edges[:-1], edges[1:]]), hovertemplate=hover)
+                   customdata=bin_hover(edges, counts), hovertemplate=hover)
         )  # fmt: skip
         s = (summaries or {}).get(run) or {}
         at: dict[float, list[str]] = {}

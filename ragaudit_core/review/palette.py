@@ -1,5 +1,6 @@
 """One colour-blind-safe palette for every chart of the dashboard and the report, and the
-helpers every figure shares (wrapped titles, natural run order, one percentage format).
+helpers every figure shares (wrapped titles, natural run order, one percentage format, histogram
+bars' counts in words).
 
 Colours are Okabe & Ito's eight ("Color Universal Design", 2008; distinguishable with
 protanopia, deuteranopia and tritanopia); no figure pairs red with green. Continuous scales
@@ -13,7 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+import numpy as np
+
 from ragaudit_core.logs.selection import natural_key
+from ragaudit_core.wording import counted
 
 __all__ = [
     "BLACK",
@@ -28,6 +32,7 @@ __all__ = [
     "SKY_BLUE",
     "VERMILLION",
     "YELLOW",
+    "bin_hover",
     "colour",
     "natural_key",
     "natural_order",
@@ -48,6 +53,12 @@ OKABE_ITO = (BLUE, ORANGE, BLUISH_GREEN, REDDISH_PURPLE, SKY_BLUE, VERMILLION, Y
 GREY = "#999999"
 LIGHT_GREY = "#CCCCCC"
 SEQUENTIAL = "Cividis"  # Plotly's name of the colour-blind-safe continuous scale
+
+
+def bin_hover(edges: np.ndarray, counts: np.ndarray, noun: str = "query") -> list[list]:
+    """A histogram's hover data, one row per bar: its bounds and its count in words (``1 query``,
+    ``2 queries``; a hover template's ``%{y} queries`` reads ``1 queries``)."""
+    return [[float(lo), float(hi), counted(int(n), noun)] for lo, hi, n in zip(edges[:-1], edges[1:], counts)]
 
 
 def colour(i: int) -> str:

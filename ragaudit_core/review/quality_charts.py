@@ -14,6 +14,7 @@ from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.quality.jitter import OUTCOMES, JitterCost
 from ragaudit_core.quality.summary import QualityResult
 from ragaudit_core.review.palette import BLUE, GREY, LIGHT_GREY, OKABE_ITO, SKY_BLUE, VERMILLION, wrap_title
+from ragaudit_core.wording import counted
 
 __all__ = ["OUTCOME_COLOURS", "jitter_scatter", "quality_intervals"]
 
@@ -45,8 +46,8 @@ def quality_intervals(res: QualityResult, metric: str = "ndcg@10", *, title: str
                 arrayminus=[e.value - e.lo for e in est],
                 color=OKABE_ITO[0],
             ),
-            customdata=[[e.lo, e.hi, e.n] for e in est],
-            hovertemplate="%{y}: %{x:.3f} [%{customdata[0]:.3f}, %{customdata[1]:.3f}], %{customdata[2]} queries"
+            customdata=[[e.lo, e.hi, counted(e.n, "query")] for e in est],
+            hovertemplate="%{y}: %{x:.3f} [%{customdata[0]:.3f}, %{customdata[1]:.3f}], %{customdata[2]}"
             "<extra></extra>",
         )
     )

@@ -51,6 +51,7 @@ from ragaudit_core.stability.cells import build_cells
 from ragaudit_core.stability.sql import PAIRS_SQL, QUERIES_SQL, RUNS_SQL
 from ragaudit_core.stability.summary import LevelStats, StabilitySummary
 from ragaudit_core.stability.uncertainty import StabilityIntervals, intervals_from_batches
+from ragaudit_core.wording import listed
 
 __all__ = [
     "CONFIG_PARAMETERS",
@@ -256,7 +257,7 @@ def _resolve_pairs(runs: list[str], opts: StabilityOptions) -> list[tuple[str, s
         pairs = list(dict.fromkeys((a, b) for a, b in opts.pairs))  # de-duplicated, order kept
         unknown = sorted({r for p in pairs for r in p} - set(runs))
         if unknown:
-            raise StabilityError(f"unknown run(s) in pairs: {', '.join(map(repr, unknown))}")
+            raise StabilityError(f"{listed('unknown run', list(map(repr, unknown)))} in pairs")
         if any(a == b for a, b in pairs):
             raise StabilityError("a pair must name two different runs")
         return pairs
@@ -316,8 +317,8 @@ def _compute(
     no_span = [r for r in pair_runs if r not in span_runs]
     if no_span:
         warnings.append(
-            "span metrics unavailable for run(s) without span information (no text or span_hash): "
-            + ", ".join(map(repr, no_span))
+            f"span metrics unavailable for {'the run' if len(no_span) == 1 else 'runs'} without span information "
+            "(no text or span_hash): " + ", ".join(map(repr, no_span))
         )
 
     warnings += _text_id_warning(cur, pairs)
@@ -409,8 +410,15 @@ def _text_id_warning(cur: duckdb.DuckDBPyConnection, pairs: list[tuple[str, str]
     if not text_ids:
         return []
     names = ", ".join(repr(r) for r in text_ids[:5]) + (" …" if len(text_ids) > 5 else "")
+    if len(text_ids) == 1:
+        return [
+            f"run {names} logged no document ids: its document ids are its passages' text hashes (text:…), "
+            "so it shares no document and no span with the runs that logged ids (J 0 between them at both levels, "
+            "from how it was logged, not what it retrieved). To compare it, load its logs again naming the "
+            "metadata key that holds its ids (--doc-id-key, or 'Document id key' when uploading)."
+        ]
     return [
-        f"run(s) {names} logged no document ids: their document ids are their passages' text hashes (text:…), "
+        f"runs {names} logged no document ids: their document ids are their passages' text hashes (text:…), "
         "so they share no document and no span with the runs that logged ids (J 0 between them at both levels, "
         "from how they were logged, not what they retrieved). To compare them, load those logs again naming the "
         "metadata key that holds their ids (--doc-id-key, or 'Document id key' when uploading)."
@@ -452,7 +460,7 @@ def _selected_runs(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions) -> li
         missing = [r for r in opts.runs if r not in all_runs]
         if missing:
             raise StabilityError(
-                f"unknown run(s): {', '.join(map(repr, missing))}; runs are: {', '.join(map(repr, all_runs))}"
+                f"{listed('unknown run', list(map(repr, missing)))}; runs are: {', '.join(map(repr, all_runs))}"
             )
         runs = sorted(set(opts.runs))
     else:

@@ -316,20 +316,20 @@ def test_stability_leaves_out_a_run_sharing_no_query_and_says_so(tmp_path):
     logs.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     p = run("stability", logs, "--json", tmp_path / "m.json")
     assert p.returncode == 0, p.stderr
-    assert "Left out 1 run(s) that share no query with the 2 compared (which share 3): 'stray'; use --runs" in p.stderr
+    assert "Left out 1 run that shares no query with the 2 compared (which share 3): 'stray'; use --runs" in p.stderr
     assert json.loads((tmp_path / "m.json").read_text())["summary"]["runs"] == ["k10", "k5"]
 
 
 def test_stability_names_a_narrowing_run_with_the_cli_option(tmp_path):
     """A run left out for narrowing the shared queries is told apart in the CLI's words (--runs),
-    not the pages' ('pick them')."""
+    not the pages' ('pick it')."""
     recs = [{"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}"]} for r in ("k5", "k10") for i in range(10)]
     recs += [{"run_id": "few", "query_id": f"q{i}", "evidence": ["x"]} for i in range(3)]
     logs = tmp_path / "r.jsonl"
     logs.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     p = run("stability", logs, "--json", tmp_path / "m.json")
     assert p.returncode == 0, p.stderr
-    assert "'few'; name them with --runs to compare the queries they share" in p.stderr and "pick" not in p.stderr
+    assert "'few'; name it with --runs to compare the queries they share" in p.stderr and "pick" not in p.stderr
 
 
 def test_gate_on_noise_is_inconclusive_and_exits_3(tmp_path):

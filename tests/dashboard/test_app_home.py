@@ -271,10 +271,10 @@ def test_passage_like_ids_are_flagged_and_read_as_texts_in_one_click(app_env, tm
     at = app_test("app.py").run()
     at.file_uploader[0].set_value(("p.jsonl", body, "application/jsonl")).run()
     next(b for b in at.button if b.label == "Load the uploaded files").click().run()
-    assert any("look like passage texts" in plain(w.value) for w in at.warning)
+    assert any("100% of its 1 document id looks like a passage text" in plain(w.value) for w in at.warning)
     at.button(key="home.as_texts").click().run()
     assert not at.exception
-    assert not any("look like passage texts" in plain(w.value) for w in at.warning)
+    assert not any("looks like a passage text" in plain(w.value) for w in at.warning)
     c = store.connect(path)
     assert c.execute("SELECT text FROM evidence").fetchall() == [(passage,)]
     c.close()
@@ -286,12 +286,12 @@ def test_passage_like_ids_are_flagged_and_read_as_texts_in_one_click(app_env, tm
         (
             ("k5", "k10"),
             "The stability and compare pages compare by default 2 runs over their 3 shared queries.",
-            "Left out 1 run(s) that share no query with the 2 compared (which share 3): 'upload'",
+            "Left out 1 run that shares no query with the 2 compared (which share 3): 'upload'",
         ),
         (  # every run alone: not "a default comparison of 1 runs"
             ("k5",),
             "No two runs share a query: the stability and compare pages have no default comparison.",
-            "Left out 1 run(s) that share no query with the one kept (3 queries): 'upload'",
+            "Left out 1 run that shares no query with the one kept (3 queries): 'upload'",
         ),
     ],
 )

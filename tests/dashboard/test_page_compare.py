@@ -8,6 +8,7 @@ from ragaudit_core import models
 from ragaudit_core.logs import store
 from ragaudit_core.stability.compare import compare_runs
 from ragaudit_core.stability.probe import probe_pair
+from ragaudit_core.wording import counted
 from tests.helpers import app_test, plain
 
 pytestmark = pytest.mark.slow
@@ -230,7 +231,7 @@ def test_does_jitter_cost_quality(app_env, sample_db):
     con.close()
     split = cost.collapsed
     text = " ".join(plain(m.value) for m in at.markdown)
-    assert f"{sum(split.values()):,} collapsed queries" in text
+    assert f"**{counted(sum(split.values()), 'collapsed query')}** (J_span = 0" in text
     assert f"relevant documents kept {split['relevant kept']:,} · lost {split['relevant lost']:,}" in text
     table = next(df.value for df in at.dataframe if "change" in df.value.columns)
     assert list(table["metric"])[:2] == ["ndcg@10", "recall@10"] and (table["queries"] == 300).all()

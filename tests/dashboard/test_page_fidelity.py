@@ -187,7 +187,7 @@ def test_judge_verdicts_sit_beside_the_rules(app_env, tmp_path, monkeypatch):
     assert shown["judges disagree"] == "50.0%" and shown["invalid votes"] == "0"
     deltas = {m.label: plain(m.proto.delta) for m in at.metric if m.proto.delta}
     assert deltas["agreement with the rules"].startswith("n = 2, 95 % [")  # Wilson's interval at n = 2
-    assert any("These rates rest on 2 citation(s) — fewer than 20" in plain(w.value) for w in at.warning)
+    assert any("These rates rest on 2 citations — fewer than 20" in plain(w.value) for w in at.warning)
     table = next(df.value for df in at.dataframe if "majority" in df.value.columns)
     assert table["rule"].tolist() == ["ACCURATE", "HALLUCINATED"]
     assert table["majority"].tolist() == ["ACCURATE", "HALLUCINATED"]

@@ -48,7 +48,7 @@ def test_a_failed_job_offers_retry(judged):
         queue.finish(con, jid, "failed", "JudgeUnreachable: the judge endpoint gave no usable reply")
     at = app_test(PAGE).run()
     assert not at.exception
-    assert any("1 judge job(s) failed; the first: JudgeUnreachable" in plain(e.value) for e in at.error)
+    assert any("1 judge job failed; the first: JudgeUnreachable" in plain(e.value) for e in at.error)
     next(b for b in at.button if b.label == "Retry failed judge jobs").click().run()
     with store.connect(path) as con:
         assert [j.status for j in queue.jobs(con)] == ["queued"]

@@ -38,7 +38,7 @@ def test_one_query_id_naming_two_questions_is_said_on_the_drilldown(app_env, tmp
     at = app_test("pages/2_Query_drilldown.py").run()
     assert not at.exception
     (w,) = [plain(x.value) for x in at.warning if "names 2 different questions" in plain(x.value)]
-    assert "“Does aspirin prevent stroke?” (3 run(s): a, b, c)" in w and "(1 run(s): upload)" in w
+    assert "“Does aspirin prevent stroke?” (3 runs: a, b, c)" in w and "(1 run: upload)" in w
 
 
 def test_a_long_per_query_table_sends_its_first_thousand_rows():

@@ -124,7 +124,7 @@ def test_the_endpoint_client_sends_the_seed_prompt_validates_and_retries():
     with pytest.raises(
         JudgeUnreachable,
         match=r"the judge endpoint http://127\.0\.0\.1:1/v1/chat/completions gave "
-        r"no usable reply in 2 attempt\(s\) \(URLError: .*check the URL",
+        r"no usable reply in 2 attempts \(URLError: .*check the URL",
     ):
         EndpointJudge("http://127.0.0.1:1/v1", "m", retries=1).verdicts("P", [], [0])
 
@@ -238,5 +238,6 @@ def test_judge_rates_carry_n_a_wilson_interval_and_a_caveat():
     assert judge_parameters("endpoint:meta-llama-3-8b") == 8e9
     assert judge_parameters("endpoint:gpt-4o") is None
     c = judge_caveat(1, ["local:SmolLM2-135M-Instruct"])
-    assert c.startswith("These rates rest on 1 citation(s) — fewer than 20") and "under 1B parameters" in c
+    assert c.startswith("These rates rest on 1 citation — fewer than 20") and "under 1B parameters" in c
+    assert judge_caveat(2, []) == "These rates rest on 2 citations — fewer than 20, so read their intervals."
     assert judge_caveat(40, ["endpoint:meta-llama-3-8b"]) is None

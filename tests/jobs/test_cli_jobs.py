@@ -75,8 +75,8 @@ def test_judge_over_an_endpoint(tmp_path):
         server.close()
     assert p.returncode == 0, p.stderr
     assert (
-        "base: 1 citations judged by 3 judge(s); agreement with Pattern 3 100.0%; judges disagree on 0.0% "
-        "of citations (pairwise 0.0%); 0 invalid vote(s)"
+        "base: 1 citation judged by 3 judges; agreement with Pattern 3 100.0%; judges disagree on 0.0% "
+        "of citations (pairwise 0.0%); 0 invalid votes"
     ) in p.stdout
     assert json.loads((tmp_path / "j.json").read_text())["citations"][0]["majority"] == "ACCURATE"
     bad = _cli("judge", "--db", str(db), "--run", "nope")

@@ -54,22 +54,22 @@ def test_judge_queue_jobs_and_worker_end_to_end(tmp_path):
         q = _cli(*judge, "--judges", "1", "--queue")
         assert q.returncode == 0, q.stderr
         (jid,) = [line.rsplit(" ", 1)[1] for line in q.stdout.splitlines() if line.startswith("queued: query q1: job ")]
-        assert f"1 job(s) queued on {db}; run them with: ragaudit worker --db {db} --endpoint {server.url}" in q.stderr
+        assert f"1 job queued on {db}; run it with: ragaudit worker --db {db} --endpoint {server.url}" in q.stderr
         assert [(j["job_id"], j["status"], j["kind"]) for j in _listed(db)] == [(jid, "queued", "judge")]
         assert server.requests == []  # queued, not run
         # a worker whose operator allowed no endpoint: the job fails with a sentence, nothing is called
         w = _cli("worker", "--db", str(db), "--idle", "0")
         assert w.returncode == 0, w.stderr
-        assert "1 job(s) run, none left" in w.stdout and server.requests == []
+        assert "1 job run, none left" in w.stdout and server.requests == []
         (j,) = _listed(db)
         assert j["status"] == "failed" and j["error"].startswith("EndpointNotAllowed: the judge endpoint")
         text = _cli("jobs", "--db", str(db), "--no-start")
         assert f"{jid}  judge       base/q1  failed" in text.stdout
         assert "    error: EndpointNotAllowed: the judge endpoint" in text.stdout
-        assert "1 job(s) on" in text.stderr and "no live worker" in text.stderr
+        assert "1 job on" in text.stderr and "no live worker" in text.stderr
         # retried by a prefix of its id, run by a worker allowed to call it
         r = _cli("jobs", "retry", jid[:6], "--db", str(db), "--no-start")
-        assert r.returncode == 0 and "1 job(s) queued again" in r.stdout
+        assert r.returncode == 0 and "1 job queued again" in r.stdout
         key = tmp_path / "judge.key"
         key.write_text("sk-from-a-file\n")
         w = _cli("worker", "--db", str(db), "--idle", "0", "--endpoint", server.url, "--key-file", str(key))
@@ -80,7 +80,7 @@ def test_judge_queue_jobs_and_worker_end_to_end(tmp_path):
         # a queued job cancelled by --all; bad ids and actions are usage errors
         assert _cli(*judge, "--judges", "2", "--queue").returncode == 0
         c = _cli("jobs", "cancel", "--all", "--db", str(db), "--no-start")
-        assert c.returncode == 0 and "cancel asked for 1 job(s)" in c.stdout
+        assert c.returncode == 0 and "cancel asked for 1 job:" in c.stdout
         assert sorted(j["status"] for j in _listed(db)) == ["cancelled", "done"]
         bad = _cli("jobs", "retry", "ffffffff", "--db", str(db))
         assert bad.returncode == 2 and "'ffffffff' names no job" in bad.stderr

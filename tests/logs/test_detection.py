@@ -109,7 +109,7 @@ def test_nan_in_an_unused_field_never_rejects_and_in_a_used_one_is_null_with_a_w
         ("d2", 0.5),
     ]
     [w] = [w for w in rep.warnings if w.code == "non-finite"]
-    assert w.line_no == 1 and "3 value(s) were NaN or Infinity" in w.message
+    assert w.line_no == 1 and "3 values were NaN or Infinity" in w.message
     assert "in latency, score: read as null" in w.message
 
 

@@ -31,11 +31,11 @@ def test_a_log_with_a_run_per_record_loads_and_says_so_in_a_few_sentences(tmp_pa
     (coverage,) = [str(w) for w in report.warnings if "query coverage differs" in str(w)]
     # the sweep's runs lack the same N - 4 queries; 'req-0' … each lack all but their own
     assert (
-        f"3 runs ('sweep-0', 'sweep-1', 'sweep-2') each lack the same {N - 4} queries: 'q10', 'q100', 'q1000'"
+        f"3 runs ('sweep-0', 'sweep-1', 'sweep-2') each lack the same {N - 4:,} queries: 'q10', 'q100', 'q1000'"
         in coverage
     )
-    assert f"run 'req-3' lacks {N - 1} queries: 'q0', 'q1', 'q10', 'q100', 'q1000' …" in coverage
-    assert f"; {N - 4} more run(s) lack other queries" in coverage
+    assert f"run 'req-3' lacks {N - 1:,} queries: 'q0', 'q1', 'q10', 'q100', 'q1000' …" in coverage
+    assert f"; {N - 4:,} more runs lack other queries" in coverage
     sel = comparable_runs(con)
     # the sweep's 4 shared queries × 3 pairs; a request run would narrow them to its one query
     assert sel.runs == ["sweep-0", "sweep-1", "sweep-2"] and sel.n_shared == 4

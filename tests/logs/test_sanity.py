@@ -47,7 +47,7 @@ def test_passages_as_ids_are_flagged_and_can_be_read_as_texts(tmp_path):
 def test_ids_are_texts_at_load(tmp_path):
     con, report = _load(tmp_path, "p.jsonl", [{"run_id": "a", "query_id": "q1", "contexts": [P1]}], ids_are_texts=True)
     assert con.execute("SELECT text FROM evidence").fetchall() == [(P1,)]
-    assert any("read 1 document ids of this load as passage texts" in str(w) for w in report.warnings)
+    assert any("read 1 document id of this load as a passage text" in str(w) for w in report.warnings)
 
 
 def test_colliding_query_ids_are_named_and_left_out_of_the_default_selection(tmp_path):
@@ -67,7 +67,7 @@ def test_colliding_query_ids_are_named_and_left_out_of_the_default_selection(tmp
     assert sel.runs == ["s1", "s2"] and sel.disagreeing == ["upload"]
     assert "whose query ids name other questions" in (sel.note or "")
     (msg,) = [str(w) for w in report.warnings if "name other questions" in str(w)]  # one sentence, both pairs
-    assert "run 'upload': its query ids name other questions than in 2 run(s) ('s1', 's2'; up to 2 id(s)" in msg
+    assert "run 'upload': its query ids name other questions than in 2 runs ('s1', 's2'; up to 2 ids differ" in msg
 
 
 def test_a_corrected_typo_is_not_a_disagreement(tmp_path):

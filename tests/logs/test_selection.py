@@ -30,14 +30,13 @@ def test_a_small_upload_sharing_no_query_is_left_out_and_named(tmp_path):
     sel = comparable_runs(con)
     assert sel.runs == ["k5", "k10", "k20"] and sel.left_out == ["upload"] and sel.n_shared == 2
     assert sel.note == (
-        "Left out 1 run(s) that share no query with the 3 compared (which share 2): 'upload'; "
-        "pick runs to compare them instead."
+        "Left out 1 run that shares no query with the 3 compared (which share 2): 'upload'; "
+        "pick runs to compare it instead."
     )
     assert comparable_runs(con, ["k5", "upload"]).runs == ["k5"]
     assert comparable_runs(con, ["k5", "k20"]).note is None
     assert comparable_runs(con, ["k20", "upload"]).note == (  # one run kept: not "the 1 compared"
-        "Left out 1 run(s) that share no query with the one kept (2 queries): 'upload'; "
-        "pick runs to compare them instead."
+        "Left out 1 run that shares no query with the one kept (2 queries): 'upload'; pick runs to compare it instead."
     )
 
 
@@ -99,8 +98,8 @@ def test_a_small_run_does_not_narrow_the_default_to_its_few_queries(tmp_path):
     assert sel.runs == ["k5", "k10", "k20"] and sel.n_shared == 10
     assert sel.narrowing == ["tiny"] and sel.left_out == []
     assert sel.note == (
-        "Left out 1 run(s) that would narrow the comparison from the 10 queries the 3 compared share to fewer: "
-        "'tiny'; pick them to compare the queries they share."
+        "Left out 1 run that would narrow the comparison from the 10 queries the 3 compared share to fewer: "
+        "'tiny'; pick it to compare the queries they share."
     )
     assert comparable_runs(con, ["k5", "tiny"]).runs == ["k5", "tiny"]  # two runs: their one query is all there is
 

@@ -104,7 +104,7 @@ def test_qrels_formats_and_bad_lines(tmp_path):
     assert [(x.query_id, x.doc_id_raw, x.relevance) for x in labels] == [("q1", "d1", 1), ("q1", "d2", 2)]
     assert rejected == [
         "trec.qrels line 3: relevance 'x' is not an integer",
-        "trec.qrels line 4: 3 column(s); a qrels line has 4 (query-id, iteration, doc-id, relevance)",
+        "trec.qrels line 4: 3 columns; a qrels line has 4 (query-id, iteration, doc-id, relevance)",
     ]
     bare = tmp_path / "bare.tsv"
     bare.write_text("q1\td1\t1\n")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ragaudit_core.review import charts
 
 
@@ -64,3 +66,18 @@ def test_cfs_histogram_draws_perfect_scores_inside_the_axis():
     x_max = max(x for tr in fig.data for x, y in zip(tr.x, tr.y) if y)
     assert x_max < fig.layout.xaxis.range[1]
     assert list(perfect.y).index(3) == len(perfect.y) - 1  # the last bin, 0.95–1
+
+
+def test_histogram_hovers_count_queries_in_words():
+    """A bar of one query hovers '1 query', not '%{y} queries' read as '1 queries'."""
+    import pandas as pd
+
+    fig = charts.cfs_histogram({"mixed": [0.0, 1.0, 1.0]})
+    (bar,) = fig.data
+    assert "%{customdata[2]}" in bar.hovertemplate and "queries" not in bar.hovertemplate
+    assert [c[2] for c in bar.customdata] == ["1 query", *["0 queries"] * 18, "2 queries"]
+    assert bar.customdata[-1][:2] == pytest.approx([0.95, 1.0])
+    queries = pd.DataFrame({"level": ["doc", "doc", "span"], "j_min": [0.5, 0.52, 0.0]})
+    doc, span = charts.jmin_histogram(queries).data
+    assert [c[2] for c in doc.customdata if c[2] != "0 queries"] == ["2 queries"]
+    assert [c[2] for c in span.customdata if c[2] != "0 queries"] == ["1 query"]

@@ -81,3 +81,42 @@ def test_counts_that_differ_are_given_as_a_range_and_blind_significance_is_named
         "Do not decide yet on b: evaluate both runs on at least 30 shared queries and drop significance from "
         "those rules or give their figures intervals."
     )
+
+
+def test_counts_of_rules_read_in_the_singular_for_one():
+    """One rule checked reads 'the only rule', not 'all 1 of the 1 rules'; the summary's pointer
+    and the rules past the third read '1 failed rule' and '2 failed rules'."""
+    import pandas as pd
+
+    from ragaudit_core.review.report.gather import ReportData
+    from ragaudit_core.review.report.summary import _pointers
+
+    def pointers(v):
+        return _pointers(
+            ReportData("t", "v", "db", "1", pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), 0, 0, verdict=v)
+        )
+
+    bad = {("j_avg", "doc"): 0.2, ("flip_rate", "doc"): 0.9, ("null_loss", "doc"): 0.0}
+    one = evaluate(DEFAULT_RULES[:1], GateInputs("a", "b", bad, {}))
+    assert conclusion(one, {}, 2)[0] == "b fails the only rule that could be checked against a."
+    assert pointers(one)[0] == "Verdict: 1 failed rule with its values and reasons."
+    two = evaluate(DEFAULT_RULES[:3], GateInputs("a", "b", bad, {}))
+    assert conclusion(two, {}, 2)[0] == "b fails 2 of the 3 rules that could be checked against a."
+    assert pointers(two)[0] == "Verdict: 2 failed rules with their values and reasons."
+    for k, more in ((4, "; and 1 more failed rule."), (5, "; and 2 more failed rules.")):
+        rules = [Rule(metric="j_avg", level="doc", op=">=", threshold=0.3 + 0.1 * i) for i in range(k)]
+        v = evaluate(rules, GateInputs("a", "b", {("j_avg", "doc"): 0.2}, {}))
+        found, recommend = conclusion(v, {}, 2)
+        assert found == f"b fails all {k} rules that could be checked against a." and recommend.endswith(more)
+    good = {("j_avg", "doc"): 0.9, ("flip_rate", "doc"): 0.0, ("null_loss", "doc"): 0.0}
+    assert conclusion(evaluate(DEFAULT_RULES[:1], GateInputs("a", "b", good, {})), {}, 2)[0] == (
+        "b passes the only rule that could be checked against a."
+    )
+    assert conclusion(evaluate(DEFAULT_RULES[:3], GateInputs("a", "b", good, {})), {}, 2)[0] == (
+        "b passes all 3 rules that could be checked against a."
+    )
+    assert conclusion(evaluate(DEFAULT_RULES, GateInputs("a", "b", good, {})), {}, 2)[0].startswith(
+        "b passes all 3 of the 10 rules that could be checked against a. Not checked:"
+    )
+    assert conclusion(None, {}, 1)[0].endswith("the figures above describe the one run.")
+    assert conclusion(None, {}, 3)[0].endswith("the figures above describe all 3 runs.")

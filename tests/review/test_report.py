@@ -193,7 +193,8 @@ def test_accented_and_cjk_logs_render_without_missing_glyphs(tmp_path, caplog):
     ):
         assert s in text, s
     assert "no glyph in any installed font" not in text
-    assert "fallback font(s)" in text and "NotoSansCJK" in text
+    assert re.search(r"with (1 fallback font|\d+ fallback fonts) for characters it lacks", text)
+    assert "font(s)" not in text and "NotoSansCJK" in text
     assert "\x07" not in text
     assert all(float((im < 200).mean()) > 0.005 for im in _page_pngs(out, tmp_path))
 
@@ -331,8 +332,8 @@ def test_the_stability_section_compares_the_selected_runs(tmp_path):
     data = gather(con, ReportOptions(probe=False))
     assert data.stability.summary.runs == ["k10", "k5"] and data.stability.summary.n_queries == 2
     assert data.stability_scope == (
-        "Left out 1 run(s) that share no query with the 2 compared (which share 2): "
-        "'upload'; name runs to compare them instead (--runs)."
+        "Left out 1 run that shares no query with the 2 compared (which share 2): "
+        "'upload'; name runs to compare it instead (--runs)."
     )
     assert data.stability.summary.mean_j_doc == pytest.approx(0.5)  # {x} vs {x, y} in both queries
     data = gather(con, ReportOptions(probe=False, runs=["k10", "k5"]))
@@ -344,6 +345,8 @@ def test_the_stability_section_compares_the_selected_runs(tmp_path):
         con, [write_jsonl(tmp_path / "few.jsonl", [*recs, {"run_id": "few", "query_id": "q1", "cited": ["x"]}])]
     )
     scope = gather(con, ReportOptions(probe=False)).stability_scope
-    assert "'few'; name them with --runs to compare the queries they share." in scope and "pick" not in scope
-    with pytest.raises(ReportError, match="'nope' have no evidence logs"):
+    assert "'few'; name it with --runs to compare the queries they share." in scope and "pick" not in scope
+    with pytest.raises(ReportError, match=r"^run 'nope' has no evidence logs"):
         gather(con, ReportOptions(probe=False, runs=["k5", "nope"]))
+    with pytest.raises(ReportError, match=r"^runs 'nope', 'nah' have no evidence logs"):
+        gather(con, ReportOptions(probe=False, runs=["k5", "nope", "nah"]))

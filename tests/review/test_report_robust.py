@@ -303,5 +303,6 @@ def test_pairs_left_out_of_the_probe_are_listed_up_to_four():
     from ragaudit_core.review.report.gather import _first_of
 
     pairs = [f"a vs u{i}" for i in range(6)]
-    assert _first_of(pairs) == "a vs u0, a vs u1, a vs u2, a vs u3 and 2 more pair(s)"
+    assert _first_of(pairs) == "a vs u0, a vs u1, a vs u2, a vs u3 and 2 more pairs"
+    assert _first_of(pairs[:5]) == "a vs u0, a vs u1, a vs u2, a vs u3 and 1 more pair"
     assert _first_of(pairs[:4]) == "a vs u0, a vs u1, a vs u2, a vs u3"

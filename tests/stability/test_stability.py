@@ -120,6 +120,16 @@ def test_baseline_mode_compares_only_with_baseline(con, three_runs):
     assert res.summary.mean_j_doc == pytest.approx(((2 / 3) + (1 / 9)) / 2)
     with pytest.raises(StabilityError, match="baseline run 'Z' not found"):
         compute_stability(con, StabilityOptions(baseline="Z"))
+    with pytest.raises(StabilityError, match=r"^unknown run 'Z'; runs are: 'A', 'B', 'C'$"):
+        compute_stability(con, StabilityOptions(runs=["A", "Z"]))
+    with pytest.raises(StabilityError, match=r"^unknown runs 'Y', 'Z'; runs are: 'A', 'B', 'C'$"):
+        compute_stability(con, StabilityOptions(runs=["A", "Y", "Z"]))
+    from ragaudit_core.stability.metrics import _resolve_pairs
+
+    with pytest.raises(StabilityError, match=r"^unknown run 'Z' in pairs$"):
+        _resolve_pairs(["A", "B"], StabilityOptions(pairs=[("A", "Z")]))
+    with pytest.raises(StabilityError, match=r"^unknown runs 'Y', 'Z' in pairs$"):
+        _resolve_pairs(["A", "B"], StabilityOptions(pairs=[("A", "Z"), ("Y", "B")]))
 
 
 def test_topk_truncates_the_logged_list(con, three_runs):
@@ -153,7 +163,7 @@ def test_doc_only_runs_have_no_span_metrics_not_zero(con, tmp_path):
     assert res.summary.mean_j_span is None
     assert res.summary.gap_ratio is None
     assert res.summary.collapse_rate is None
-    assert "span metrics unavailable for run(s) without span information" in res.summary.warnings[0]
+    assert "span metrics unavailable for the run without span information" in res.summary.warnings[0]
     assert "'a'" in res.summary.warnings[0]
     js = res.to_json()
     assert all(p["level"] == "doc" for p in js["pairs"])
@@ -174,7 +184,7 @@ def test_runs_that_logged_no_document_ids_are_named_beside_runs_that_did(con, tm
     res = compute_stability(con)
     assert _pair(res, "ids", "ragas", "doc").j_avg == 0.0 and _pair(res, "ids", "ragas", "span").j_avg == 0.0
     [warning] = [w for w in res.summary.warnings if "logged no document ids" in w]
-    assert warning.startswith("run(s) 'ragas' logged no document ids") and "--doc-id-key" in warning
+    assert warning.startswith("run 'ragas' logged no document ids: its document ids") and "--doc-id-key" in warning
     write_jsonl(tmp_path / "ragas2.jsonl", [{"user_input": "Q?", "retrieved_contexts": texts[::-1]}])
     ingest_paths(con, [tmp_path / "ragas2.jsonl"])
     res = compute_stability(con, StabilityOptions(runs=["ragas", "ragas2"]))
@@ -183,7 +193,10 @@ def test_runs_that_logged_no_document_ids_are_named_beside_runs_that_did(con, tm
     # a baseline that logged no ids: 'ragas2' is compared with it only, and is not named
     res = compute_stability(con, StabilityOptions(baseline="ragas"))
     [warning] = [w for w in res.summary.warnings if "logged no document ids" in w]
-    assert warning.startswith("run(s) 'ragas' logged no document ids")
+    assert warning.startswith("run 'ragas' logged no document ids")
+    res = compute_stability(con, StabilityOptions(baseline="ids"))  # both compared with a run that logged ids
+    [warning] = [w for w in res.summary.warnings if "logged no document ids" in w]
+    assert warning.startswith("runs 'ragas', 'ragas2' logged no document ids: their document ids")
     res = compute_stability(con, StabilityOptions(pairs=[("ragas", "ragas2")], runs=["ids", "ragas", "ragas2"]))
     assert not [w for w in res.summary.warnings if "logged no document ids" in w]
 

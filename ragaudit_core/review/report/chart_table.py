@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from ragaudit_core.wording import counted
+
 __all__ = ["figure_table"]
 
 
@@ -73,5 +75,5 @@ def figure_table(fig: go.Figure, max_rows: int = 30) -> tuple[list[str], list[li
     }[kind]
     if len(rows) > max_rows:
         rest = len(rows) - max_rows
-        rows = [*rows[:max_rows], [f"… and {rest:,} more row(s)", "", ""]]
+        rows = [*rows[:max_rows], [f"… and {counted(rest, 'more row')}", "", ""]]
     return headings, rows

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ragaudit_core.review.gate import RuleResult, Verdict
 from ragaudit_core.review.logtext import isolate
+from ragaudit_core.wording import counted
 
 __all__ = ["AREA_SECTIONS", "conclusion", "plain_reason"]
 
@@ -95,7 +96,7 @@ def _unsure(unsure: list[RuleResult]) -> tuple[str, str]:
             f"{len(few)} rule{'s' if len(few) != 1 else ''} rest{'' if len(few) != 1 else 's'} on {on} "
             f"quer{'y' if hi == 1 else 'ies'}, where {'they ask' if len(few) != 1 else 'it asks'} for at least {need}"
         )
-        todo.append(f"evaluate both runs on at least {need} shared queries")
+        todo.append(f"evaluate both runs on at least {counted(need, 'shared query')}")
     if wide:
         named = "; ".join(
             f"{r.rule.metric}{f' ({r.rule.level})' if r.rule.level else ''} {_num(r.value)}, interval "
@@ -113,6 +114,23 @@ def _unsure(unsure: list[RuleResult]) -> tuple[str, str]:
                    f"without an interval ({names})")  # fmt: skip
         todo.append("drop significance from those rules or give their figures intervals")
     return "; ".join(why), " and ".join(todo)
+
+
+def _failed(k: int, app: int) -> str:
+    """The ``k`` rules failed of the ``app`` checked: ``the only rule``, ``all 4 rules``, ``1 of the 3 rules``."""
+    if app == 1:
+        return "the only rule"
+    return f"all {app} rules" if k == app else f"{k} of the {app} rules"
+
+
+def _passed(app: int, n: int) -> str:
+    """The rules a passing candidate passes: ``the only rule``, ``all 3 rules``, ``the only one of
+    the 5 rules``, ``all 3 of the 5 rules``."""
+    if n == 1:
+        return "the only rule"
+    if app == n:
+        return f"all {n} rules"
+    return f"the only one of the {n} rules" if app == 1 else f"all {app} of the {n} rules"
 
 
 def _refs(results: list[RuleResult], numbers: dict[str, int]) -> str:
@@ -139,7 +157,8 @@ def conclusion(
         )
     if v is None:
         return (
-            f"No pair was reviewed, so there is no verdict; the figures above describe all {n_runs} runs.",
+            "No pair was reviewed, so there is no verdict; the figures above describe "
+            + ("the one run." if n_runs == 1 else f"all {n_runs} runs."),
             "none yet: name the run in production (baseline) and the one that would replace it (candidate) to get one.",
         )
     cand, base = isolate(v.candidate), isolate(v.baseline)
@@ -149,11 +168,11 @@ def conclusion(
     if v.status == "fail":
         failed = sorted(v.failed, key=lambda r: _PRIORITY.get(r.rule.metric, len(_PRIORITY)))
         reasons = "; ".join(plain_reason(r, v.baseline) for r in failed[:3])
-        more = f"; and {len(failed) - 3} more failed rule(s)" if len(failed) > 3 else ""
+        more = f"; and {counted(len(failed) - 3, 'more failed rule')}" if len(failed) > 3 else ""
         thin = ("; " + "; ".join(v.thin)) if v.thin and not failed else ""
         refs = _refs(failed, numbers)
         return (
-            f"{cand} fails {len(failed)} of the {app} rules that could be checked against {base}.{unchecked}",
+            f"{cand} fails {_failed(len(failed), app)} that could be checked against {base}.{unchecked}",
             f"Do not deploy {cand}: {reasons or 'the verdict rests on too little evidence'}{more}{thin}"
             + (f", see {refs}." if refs else "."),
         )
@@ -167,7 +186,7 @@ def conclusion(
         )
     refs = _refs(v.applicable, numbers)
     return (
-        f"{cand} passes all {app} of the {n} rules that could be checked against {base}.{unchecked}",
+        f"{cand} passes {_passed(app, n)} that could be checked against {base}.{unchecked}",
         f"{cand} may replace {base}"
         + (
             f"; before relying on it, add what the unchecked rules need ({', '.join(missing)})"

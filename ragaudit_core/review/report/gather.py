@@ -13,6 +13,7 @@ report. Only the reviewer's own mistakes (a run that does not exist, half a pair
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from ragaudit_core.stability.metrics import (
     list_runs,
 )
 from ragaudit_core.stability.probe import DEFAULT_SIMILARITY_MODEL, has_answers, lookup_similarities, probe_pair
+from ragaudit_core.wording import counted
 
 __all__ = ["ReportData", "ReportError", "ReportOptions", "gather"]
 
@@ -246,22 +248,20 @@ def _stability(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOpt
     if opts.runs is not None:
         unknown = [r for r in opts.runs if r not in evidence_runs]
         if unknown:
+            which = f"run {unknown[0]!r} has" if len(unknown) == 1 else f"runs {', '.join(map(repr, unknown))} have"
             raise ReportError(
-                f"run(s) {', '.join(map(repr, unknown))} have no evidence logs; runs with evidence: "
-                + ", ".join(map(repr, natural_sorted(evidence_runs)))
+                f"{which} no evidence logs; runs with evidence: " + ", ".join(map(repr, natural_sorted(evidence_runs)))
             )
         sopts = StabilityOptions(runs=natural_sorted(opts.runs), flip_threshold=opts.tau, allow_missing=True)
         data.stability_scope = f"Runs compared (chosen by the reviewer): {', '.join(natural_sorted(opts.runs))}."
     else:
         sel = comparable_runs(con)
         sopts = default_options(con, opts.tau)
-        data.stability_scope = (
-            f"Runs compared: all {len(sel.runs)} with evidence logs."
-            if not sel.partial
-            else (sel.note or "")
-            .replace("; pick runs to compare them instead", "; name runs to compare them instead (--runs)")
-            .replace("; pick them", "; name them with --runs")  # (runs left out as narrowing, or disagreeing)
-        )
+        # the note's "pick" in the report's words (runs left out as sharing no query, narrowing, or disagreeing)
+        note = sel.note or ""
+        note = re.sub(r"; pick runs to compare (it|them) instead", r"; name runs to compare \1 instead (--runs)", note)
+        note = re.sub(r"; pick (it|them)\b", r"; name \1 with --runs", note)
+        data.stability_scope = f"Runs compared: all {len(sel.runs)} with evidence logs." if not sel.partial else note
     try:
         res = stability_cached(con, sopts)
     except StabilityError as e:
@@ -399,7 +399,7 @@ def _probes(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOption
 def _first_of(pairs: list[str], shown: int = 4) -> str:
     """``a vs b, c vs d`` — at most ``shown`` pairs, then how many more (a workspace of other
     tools' uploads leaves out a pair per upload)."""
-    more = f" and {len(pairs) - shown} more pair(s)" if len(pairs) > shown else ""
+    more = f" and {counted(len(pairs) - shown, 'more pair')}" if len(pairs) > shown else ""
     return ", ".join(pairs[:shown]) + more
 
 

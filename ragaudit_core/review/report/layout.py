@@ -22,6 +22,7 @@ from fpdf.util import Padding
 
 from ragaudit_core.review.fonts import FontPlan
 from ragaudit_core.review.logtext import excerpt, neutralise, strip_isolates
+from ragaudit_core.wording import counted
 
 __all__ = [
     "BAD",
@@ -94,8 +95,8 @@ def ci_note(lead: str, iv: Any) -> str:
     """The line under figures printed with intervals: ``lead`` ("In brackets", "Second row")
     and what the intervals are over (``iv``: its ``n_queries``, ``resamples``, ``seed``)."""
     return (
-        f"{lead}: the 95 % bootstrap interval over the {iv.n_queries:,} queries "
-        f"({iv.resamples:,} resamples, seed {iv.seed})."
+        f"{lead}: the 95 % bootstrap interval over the {counted(iv.n_queries, 'query')} "
+        f"({counted(iv.resamples, 'resample')}, seed {iv.seed})."
     )
 
 
@@ -448,7 +449,7 @@ def font_names(plan: FontPlan) -> str:
     return (
         "Fonts: DejaVu Sans"
         + (
-            f", with {len(plan.fallbacks)} fallback font(s) for characters it lacks: "
+            f", with {counted(len(plan.fallbacks), 'fallback font')} for characters it lacks: "
             + ", ".join(Path(f.path).stem for f in plan.fallbacks)
             if plan.fallbacks
             else ""

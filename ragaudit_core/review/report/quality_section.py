@@ -13,6 +13,7 @@ from ragaudit_core.quality.jitter import jitter_cost
 from ragaudit_core.review import quality_charts
 from ragaudit_core.review.report.layout import ReportPDF, fmt
 from ragaudit_core.stability.compare import CompareResult
+from ragaudit_core.wording import counted
 
 if TYPE_CHECKING:
     from ragaudit_core.review.report.gather import ReportData
@@ -55,7 +56,7 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
     pdf.para(
         "Ranking quality from relevance labels (trec_eval's definitions; a document counts at its first rank). "
         "Each figure is the mean over the run's labelled queries with its 95 % bootstrap interval over queries "
-        f"({q.resamples:,} resamples); queries without a relevant label are left out, never scored 0.",
+        f"({counted(q.resamples, 'resample')}); queries without a relevant label are left out, never scored 0.",
         size=8.5,
     )
     table = q.run_table(_METRICS)
@@ -91,9 +92,10 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
     pdf.para(
         f"Per labelled query, the nDCG@10 change against J_{cost.level}: Spearman's ρ = {rho_text}. "
         + (
-            f"Of the {n_coll} collapsed queries (J_span = 0, both lists non-empty), {split['relevant kept']} kept "
-            f"every relevant document {a} had found, {split['relevant lost']} lost one, "
-            f"{split['nothing relevant to lose']} had none to lose and {split['unlabelled']} are unlabelled."
+            f"Of the {counted(n_coll, 'collapsed query')} (J_span = 0, both lists non-empty), "
+            f"{split['relevant kept']} kept every relevant document {a} had found, {split['relevant lost']} lost one, "
+            f"{split['nothing relevant to lose']} had none to lose and {split['unlabelled']} "
+            f"{'is' if split['unlabelled'] == 1 else 'are'} unlabelled."
             if cost.level == "span"
             else ""
         ),

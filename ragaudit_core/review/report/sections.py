@@ -35,6 +35,7 @@ from ragaudit_core.review.report.methods import METHODS, SOURCES
 from ragaudit_core.review.report.quality_section import quality_section
 from ragaudit_core.review.report.summary import executive_summary
 from ragaudit_core.stability.uncertainty import StabilityIntervals
+from ragaudit_core.wording import counted
 
 __all__ = ["SECTIONS", "Section"]
 
@@ -123,8 +124,9 @@ def cover(pdf: ReportPDF, data: ReportData) -> None:
         )
     if data.omitted:
         pdf.para("Sections left out (their data is absent): " + "; ".join(data.omitted) + ".", size=8.5, style="I")
+    its, is_ = ("its", "is") if len(data.files) == 1 else ("their", "are")
     pdf.para(
-        f"The {len(data.files)} input file(s), with the SHA-256 of their bytes as loaded, are listed in "
+        f"The {counted(len(data.files), 'input file')}, with the SHA-256 of {its} bytes as loaded, {is_} listed in "
         "“Input files and rendering” near the end.",
         size=8.5,
     )
@@ -151,8 +153,12 @@ def inputs(pdf: ReportPDF, data: ReportData) -> None:
     ]
     if plan.missing:
         notes.append(
-            f"{len(plan.missing)} character(s) in the logs have no glyph in any installed font and show "
-            "as boxes: "
+            f"{counted(len(plan.missing), 'character')} in the logs "
+            + (
+                "has no glyph in any installed font and shows as a box: "
+                if len(plan.missing) == 1
+                else "have no glyph in any installed font and show as boxes: "
+            )
             + " ".join(f"U+{ord(c):04X}" for c in plan.missing[:40])
             + (" …" if len(plan.missing) > 40 else "")
             + "."
@@ -226,7 +232,8 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
     res = data.stability
     s = res.summary
     pdf.para(
-        f"All {len(s.runs)} compared runs: {s.n_queries:,} queries × {s.n_pairs:,} run pairs, flip threshold "
+        f"All {len(s.runs)} compared runs: {counted(s.n_queries, 'query')} × {counted(s.n_pairs, 'run pair')}, "
+        "flip threshold "
         f"τ = {data.tau:g}. "
         "Jaccard of each query's "
         "evidence set between two runs, at document level (doc_id) and at span level (doc_id, span_hash) "
@@ -313,8 +320,9 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
 def worst_queries(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
     pdf.para(
-        f"The {len(data.worst)} least stable queries over {data.worst_scope}, with the first "
-        f"{max(len(w.a) for w in data.worst)} evidence entries of each run side by side. “in both”: the same "
+        f"The {counted(len(data.worst), 'least stable query')} over {data.worst_scope}, "
+        f"with the first {counted(max(len(w.a) for w in data.worst), 'evidence entry')} of each run side by side. "
+        "“in both”: the same "
         "span (or document, without spans) is in the other list; “same doc, other span”: the document "
         "came back but not this span.",
         size=8.5,

@@ -14,6 +14,7 @@ from ragaudit_core.review.logtext import isolate
 from ragaudit_core.review.report.conclusion import conclusion
 from ragaudit_core.review.report.gather import ReportData
 from ragaudit_core.review.report.layout import BAD, OK, STATUS_TEXT, WARN, ReportPDF, ci, ci_note, fmt, pct
+from ragaudit_core.wording import counted
 
 __all__ = ["CONFIG_COLUMNS", "executive_summary", "what_changed"]
 
@@ -125,7 +126,7 @@ def _figures(data: ReportData) -> list[list[str]]:
     if data.stability is not None:
         st = data.stability.summary
         iv = data.stability.intervals.summary if data.stability.intervals is not None else {}
-        every = f"all {len(st.runs)} compared runs ({st.n_pairs} pairs)"
+        every = f"all {len(st.runs)} compared runs ({counted(st.n_pairs, 'pair')})"
         rows += [
             [
                 q if not rows else "",
@@ -167,7 +168,8 @@ def _figures(data: ReportData) -> list[list[str]]:
 def _pointers(data: ReportData) -> list[str]:
     out = []
     if data.verdict is not None and data.verdict.failed:
-        out.append(f"Verdict: {len(data.verdict.failed)} failed rule(s) with their values and reasons.")
+        n = len(data.verdict.failed)
+        out.append(f"Verdict: {counted(n, 'failed rule')} with {'its' if n == 1 else 'their'} values and reasons.")
     if data.worst:
         w = data.worst[0]
         out.append(
@@ -177,7 +179,8 @@ def _pointers(data: ReportData) -> list[str]:
     if data.fidelity:
         out.append("Citation fidelity: per-stage survival and the queries whose ground truth was lost first.")
     if data.omitted:
-        out.append(f"Left out of this report: {len(data.omitted)} part(s), listed on the cover.")
+        out.append(f"Left out of this report: {counted(len(data.omitted), 'part')}, listed on the cover.")
     if data.failed:
-        out.append(f"Could not be built: {len(data.failed)} part(s), named with their reasons on the cover.")
+        whose = "its reason" if len(data.failed) == 1 else "their reasons"
+        out.append(f"Could not be built: {counted(len(data.failed), 'part')}, named with {whose} on the cover.")
     return out or ["Methods: how every figure is computed, with its source."]
