@@ -434,7 +434,7 @@ class FileReader:
         try:
             self.ctx.repeats.clear()
             built = formats.build_record(
-                fmt.label, self.ctx, span.query or "", answer, span.texts, span.ids, span.metadata
+                fmt.label, self.ctx, span.query or "", answer, span.texts, span.ids, span.metadata, span.scores
             )
             rec: Any = fast_record(built) or EvidenceRecord.model_validate(built)  # same record either way
         except formats.FormatError as e:
