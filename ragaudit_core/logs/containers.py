@@ -234,7 +234,7 @@ def _csv_lines(
                 error=f"row has {len(row)} fields, the header {len(header)} (delimiter {delim!r})",
             )
             continue
-        yield Line(line_no, _dumps({k: (None if v == "" else v) for k, v in zip(header, row)}))
+        yield Line(line_no, _dumps({k: (None if v == "" else v) for k, v in zip(header, row)}), cells=True)
 
 
 # --------------------------------------------------------------------------- Parquet
@@ -333,4 +333,4 @@ def _parquet_line(n: int, row: dict, limits: Limits) -> Line:
             error=f"row is longer than the {limits.max_line_bytes:,}-byte limit; raise --max-line-bytes",
             note="truncated",
         )
-    return Line(n, data)
+    return Line(n, data, cells=True)

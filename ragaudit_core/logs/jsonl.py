@@ -158,6 +158,7 @@ class Line:
     error: str | None = None
     note: str | None = None  # a non-fatal remark (e.g. a byte-order mark was stripped)
     offset: int | None = None  # byte offset of the line in an uncompressed file, where known
+    cells: bool = False  # a CSV or Parquet row: a list or an object may be written as text in a cell
 
 
 def expand_paths(paths: list[str | Path]) -> list[Path]:
