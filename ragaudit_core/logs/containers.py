@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ragaudit_core.logs.documents import iter_values, sniff
-from ragaudit_core.logs.jsonl import InputFileError, Limits, Line, open_limited
+from ragaudit_core.logs.jsonl import CellLine, InputFileError, Limits, Line, open_limited
 
 __all__ = ["iter_rows"]
 
@@ -234,7 +234,7 @@ def _csv_lines(
                 error=f"row has {len(row)} fields, the header {len(header)} (delimiter {delim!r})",
             )
             continue
-        yield Line(line_no, _dumps({k: (None if v == "" else v) for k, v in zip(header, row)}), cells=True)
+        yield CellLine(line_no, _dumps({k: (None if v == "" else v) for k, v in zip(header, row)}))
 
 
 # --------------------------------------------------------------------------- Parquet
@@ -333,4 +333,4 @@ def _parquet_line(n: int, row: dict, limits: Limits) -> Line:
             error=f"row is longer than the {limits.max_line_bytes:,}-byte limit; raise --max-line-bytes",
             note="truncated",
         )
-    return Line(n, data, cells=True)
+    return CellLine(n, data)
