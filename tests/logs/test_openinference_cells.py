@@ -10,6 +10,8 @@ import json
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragaudit_core.logs import store
 from ragaudit_core.logs.formats import openinference
@@ -216,3 +218,40 @@ def test_worker_processes_read_documents_strings_as_the_process_does(tmp_path, m
     assert (expected[5], expected[6]) == (31, 30) and len(expected[4]) == 1
     assert serial.execute("SELECT count(*) FROM records WHERE answer LIKE 'answer %'").fetchone()[0] == 30
     assert serial.execute("SELECT sum(score) FROM evidence").fetchone()[0] == sum(i / 8 for i in range(30))
+
+
+def test_a_list_attribute_another_kind_of_span_does_not_use_is_left_as_it_is(tmp_path):
+    chain = _exported("t", {"openinference.span.kind": "CHAIN", "retrieval.documents": "[{'broken'"})
+    docs = [{"document.id": "a", "document.content": "x"}]
+    rep, _ev, recs, _ = _ingest(write_jsonl(tmp_path / "spans.jsonl", [chain, _retriever("t", "Why?", docs)]))
+    assert (rep.n_records, rep.n_rejected, rep.files[0].n_skipped) == (1, 0, 1) and recs == [("Why?", None, 1)]
+
+
+_doc = st.fixed_dictionaries(
+    {"document.content": st.sampled_from(["x", "y 'q'", 'z "dq"'])},
+    optional={
+        "document.id": st.one_of(st.sampled_from(["a", "b", ""]), st.integers(-3, 3)),
+        "document.score": st.one_of(st.none(), st.floats(-2, 2), st.integers(-2, 2), st.just("high")),
+        "document.metadata": st.one_of(st.just({"source": "s"}), st.just('{"source": "s"}')),
+    },
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(_doc, max_size=4), st.sampled_from(["json", "literal", "list", "dotted"]))
+def test_documents_written_any_way_read_the_same_on_either_reader(docs, how):
+    """The same documents as a JSON string, a Python literal, a list or dotted keys: one span,
+    whichever reader (fast, general) reads it."""
+    dotted = {f"retrieval.documents.{i}.{k}": v for i, d in enumerate(docs) for k, v in d.items()}
+    dotted = {k: json.dumps(v) if isinstance(v, dict) else v for k, v in dotted.items()}
+    base = {"openinference.span.kind": "RETRIEVER", "input.value": "Why?"}
+    written = {"json": json.dumps(docs), "literal": str(docs), "list": docs}
+    span = {"context": {"trace_id": "t"}, "attributes": {**base, **dotted}}
+    reference = openinference.read_span(span)
+    if how != "dotted":
+        span = {"context": {"trace_id": "t"}, "attributes": {**base, "retrieval.documents": written[how]}}
+    line = json.dumps(span).encode()
+    general = openinference.read_span(json.loads(line))
+    fast = openinference.read_span_fast(line)
+    assert general == reference and fast in (None, reference)
+    assert fast is not None or how == "list"  # the fast reader takes every span whose attributes are scalars

@@ -87,15 +87,16 @@ def read_span(obj: dict) -> Span:
 
 def _read_flat(flat: dict, obj: dict) -> Span:
     """The span of a record (``obj``) given its dotted keys (``flat``)."""
-    if not _LIST_KEYS.isdisjoint(flat):
-        _read_lists(flat)
+    kind = str(_get(flat, "openinference.span.kind") or obj.get("span_kind") or "").upper()
+    lists = _LISTS_OF.get(kind)
+    if lists is not None and not lists.isdisjoint(flat):
+        _read_lists(flat, lists)
     for k in flat:  # an id given as an object is flattened into sub-keys: name it, never drop it
         if ".document.id." not in k and "context.trace_id." not in k:
             continue  # (a cheap test first: the exact one below implies it)
         rest = k.removeprefix("attributes.")
         if rest.startswith("context.trace_id.") or ".document.id." in rest:
             raise FormatError(f"{k.rsplit('.', 1)[0]} must be a string or an integer, got an object")
-    kind = str(_get(flat, "openinference.span.kind") or obj.get("span_kind") or "").upper()
     trace = trace_id(_get(flat, "context.trace_id") or obj.get("trace_id"))
     notes: list[str] = []
     if kind == "RETRIEVER":
@@ -128,20 +129,22 @@ def _read_flat(flat: dict, obj: dict) -> Span:
     return Span(trace, "other")
 
 
-_LISTS = ("retrieval.documents", "reranker.output_documents", "llm.output_messages")
-"""The list-valued attributes the reader uses (as dotted keys they are flattened to their items)."""
-_LIST_KEYS = frozenset({*_LISTS, *(f"attributes.{k}" for k in _LISTS)})
+_LISTS = {"RETRIEVER": "retrieval.documents", "RERANKER": "reranker.output_documents", "LLM": "llm.output_messages"}
+"""The list-valued attribute the reader uses, by span kind (as dotted keys it is flattened to its
+items); only these are parsed when written as text: another kind's, unused, is left as it is."""
+_LISTS_OF = {kind: frozenset({k, f"attributes.{k}"}) for kind, k in _LISTS.items()}
+_LIST_KEYS = frozenset().union(*_LISTS_OF.values())
 _NO_DOCUMENTS = (
     "RETRIEVER span without documents (retrieval.documents is absent or empty): loaded as a record "
     "that retrieved nothing"
 )
 
 
-def _read_lists(flat: dict) -> None:
-    """The list attributes written as text — a JSON string, or the Python literal pandas'
+def _read_lists(flat: dict, keys: frozenset[str]) -> None:
+    """The list attributes ``keys`` written as text — a JSON string, or the Python literal pandas'
     ``to_csv`` writes for a Phoenix dataframe's list column — parsed as data (bounded:
     :func:`~.lists.data_string`) and flattened in place; a text that is not a list raises."""
-    for k in [k for k in flat if k in _LIST_KEYS and isinstance(flat[k], str)]:
+    for k in [k for k in keys if isinstance(flat.get(k), str)]:
         value = data_string(flat.pop(k), k)
         if value is None or value == []:
             continue  # blank: absent (an empty list too: no items)
