@@ -8,6 +8,13 @@ Kind ``openinference.span.kind`` or ``span_kind``; trace ``context.trace_id``; q
 else its ``output.value``. A RERANKER span (``reranker.output_documents``) makes the trace a
 provenance record too (:func:`ragaudit_core.logs.traces.provenance_record`).
 
+The list attribute a span's kind uses (``retrieval.documents``, ``reranker.output_documents``,
+``llm.output_messages``) may be written as text — a JSON string, or the Python literal pandas'
+``to_csv`` writes for a Phoenix dataframe's list column — and is then parsed as data
+(:func:`_read_lists`, bounded by :func:`~.lists.data_string`); a text that is not a list rejects
+the span. A RETRIEVER span without documents is read with a note (loaded, with a warning), and a
+``document.score`` that is not a number is left out with one.
+
 Flattened document indices: the same index written twice (``documents.0`` and
 ``documents.00``) rejects the span (which one is meant is unknown); indices with gaps (0, 2, 7)
 are read in their order as ranks 0, 1, 2, with a warning.
