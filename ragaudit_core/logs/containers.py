@@ -34,7 +34,7 @@ from typing import Any
 from ragaudit_core.logs import formats
 from ragaudit_core.logs.documents import iter_values, sniff
 from ragaudit_core.logs.formats import native
-from ragaudit_core.logs.jsonl import InputFileError, Limits, Line, open_limited, utf16_evidence
+from ragaudit_core.logs.jsonl import CellLine, InputFileError, Limits, Line, open_limited, utf16_evidence
 from ragaudit_core.wording import counted
 
 __all__ = ["iter_rows"]
@@ -327,7 +327,7 @@ def _csv_lines(
                 error=f"row has {counted(len(row), 'field')}, the header {len(header)} (delimiter {delim!r})",
             )
             continue
-        yield Line(line_no, _dumps({k: (None if v == "" else v) for k, v in zip(header, row)}))
+        yield CellLine(line_no, _dumps({k: (None if v == "" else v) for k, v in zip(header, row)}))
 
 
 # --------------------------------------------------------------------------- Parquet
@@ -431,4 +431,4 @@ def _parquet_line(n: int, row: dict, limits: Limits) -> Line:
             error=f"row is longer than the {limits.max_line_bytes:,}-byte limit; raise --max-line-bytes",
             note="truncated",
         )
-    return Line(n, data)
+    return CellLine(n, data)

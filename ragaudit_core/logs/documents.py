@@ -16,8 +16,10 @@
   ``{"trace": {...}, "observations": [...]}`` (each observation gets the trace's id when it has
   none); a LangSmith batch ``{"post": [...], "patch": [...]}`` (a patch completes the run posted
   with its id) and run trees (``child_runs``, flattened; children get the root's trace id and
-  their parent's id); ``{"data": [...]}``, ``{"results": [...]}``. A record (a native record, a
-  provenance record, a span …) is not a container.
+  their parent's id); an OTLP JSON trace export ``{"resourceSpans": [...]}`` (its spans read as
+  OpenInference spans: :mod:`ragaudit_core.logs.formats.otlp`); ``{"data": [...]}``,
+  ``{"results": [...]}``. A record (a native record, a provenance record, a span …) is not a
+  container.
 
 The scanner looks only at ``"``, ``\\``, brackets and commas (found by a regular expression, so
 Python runs once per structural byte, not per byte) and never validates: each value is then
@@ -32,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from ragaudit_core.logs.formats import native
+from ragaudit_core.logs.formats import native, otlp
 from ragaudit_core.logs.jsonl import Line
 
 __all__ = ["DEFAULT_MAX_DEPTH", "iter_values", "sniff", "unwrap"]
@@ -337,6 +339,8 @@ def unwrap(obj: Any) -> tuple[str, list] | None:
         return ("a LangSmith batch", _flatten_runs(_merge_runs(post, patch)))
     if isinstance(obj.get("child_runs"), list) and ("run_type" in obj or "id" in obj):
         return ("a LangSmith run tree", _flatten_runs([obj]))
+    if otlp.is_export(obj):
+        return ("an OTLP trace export", otlp.spans(obj))
     for key in ("data", "results"):
         if isinstance(obj.get(key), list):
             return (f"a JSON object holding {key!r}", obj[key])

@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, ClassVar, Protocol
 
 from ragaudit_core.errors import RagAuditError
 
@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MAX_LINE_BYTES",
     "LOG_SUFFIXES",
+    "CellLine",
     "FileRefused",
     "InputFileError",
     "Limits",
@@ -159,6 +160,15 @@ class Line:
     error: str | None = None
     note: str | None = None  # a non-fatal remark (e.g. a byte-order mark was stripped)
     offset: int | None = None  # byte offset of the line in an uncompressed file, where known
+    cells: ClassVar[bool] = False  # a row whose cells may hold lists written as text (CellLine)
+
+
+@dataclass(frozen=True)
+class CellLine(Line):
+    """A CSV or Parquet row (:mod:`.containers`): a list or an object may be written as text in a
+    cell. (A class, not a field: a field costs every line of every file its construction.)"""
+
+    cells: ClassVar[bool] = True
 
 
 def expand_paths(paths: list[str | Path]) -> list[Path]:

@@ -288,7 +288,7 @@ def map_span(span: Span, label: str, ctx: MapContext) -> tuple[Any, tuple[str, .
         return None
     before = len(ctx.warnings)
     try:
-        built = build_record(label, ctx, span.query or "", None, span.texts, span.ids, span.metadata)
+        built = build_record(label, ctx, span.query or "", None, span.texts, span.ids, span.metadata, span.scores)
     except FormatError:
         return None
     rec = fast_record(built)

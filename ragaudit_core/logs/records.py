@@ -247,11 +247,18 @@ class FileReader:
             self.span(ln, fmt, obj, own)
 
     def native_record(self, ln: Line, obj: dict) -> None:
-        """A record of our contract; keys of other formats on it are noted (one warning per file)."""
+        """A record of our contract; keys of other formats on it are noted (one warning per file). A CSV
+        or Parquet row's list and object fields written as text are parsed (:func:`native.read_cells`)."""
         self.fr.formats["native"] += 1
         keys = formats.foreign_keys(obj)
         if keys:
             self.ignored.update(keys)
+        if ln.cells:  # a CSV or Parquet row: its lists may be written as text
+            try:
+                obj = native.read_cells(obj)
+            except formats.FormatError as e:
+                self.sink.reject(self.fr, self.file_id, ln, str(e))
+                return
         self.sink.evidence(self.fr, self.file_id, ln, *parse_evidence_object(obj))
 
     def mapped(self, ln: Line, fmt: formats.LogFormat, obj: dict) -> None:
@@ -437,7 +444,7 @@ class FileReader:
         try:
             self.ctx.repeats.clear()
             built = formats.build_record(
-                fmt.label, self.ctx, span.query or "", answer, span.texts, span.ids, span.metadata
+                fmt.label, self.ctx, span.query or "", answer, span.texts, span.ids, span.metadata, span.scores
             )
             rec: Any = fast_record(built) or EvidenceRecord.model_validate(built)  # same record either way
         except formats.FormatError as e:

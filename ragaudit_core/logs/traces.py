@@ -18,6 +18,7 @@ from typing import Any
 
 from ragaudit_core.logs.formats import LogFormat, Span
 from ragaudit_core.logs.formats import get as get_format
+from ragaudit_core.logs.formats.spans import number
 from ragaudit_core.logs.held import SpillMap, SpillQueue
 
 __all__ = ["DecodedSpan", "Span", "TraceJoiner", "provenance_record"]
@@ -106,6 +107,7 @@ def provenance_record(run_id: str, query_id: str, retriever: Span, reranker: Spa
     (stage 5); retrieved documents the reranker left out are ``dropped`` at stage 3."""
     nodes, dropped = [], []
     by_key: dict[object, str] = {}
+    scores = retriever.scores
     for i, (text, doc) in enumerate(zip(retriever.texts, retriever.ids)):
         nid = f"r{i}"
         nodes.append(
@@ -115,7 +117,7 @@ def provenance_record(run_id: str, query_id: str, retriever: Span, reranker: Spa
                 "artifact_type": "rank_result",
                 "derived_from": [],
                 "coordinates": {"doc_id": str(doc) if doc not in (None, "") else f"text:{i}"},
-                "metadata": {"text": text, "rank": i},
+                "metadata": _scored({"text": text, "rank": i}, scores[i] if i < len(scores) else None),
             }
         )
         if isinstance(doc, (str, int)):  # ids are checked when the span is read; never a list or dict here
@@ -131,7 +133,7 @@ def provenance_record(run_id: str, query_id: str, retriever: Span, reranker: Spa
             "stage": 3,
             "artifact_type": "rank_result",
             "derived_from": [parent] if parent else [],
-            "metadata": {"rank": j},
+            "metadata": _scored({"rank": j}, d.get("score")),
         }
         if d.get("id") not in (None, ""):
             node["coordinates"] = {"doc_id": str(d["id"])}
@@ -167,3 +169,10 @@ def provenance_record(run_id: str, query_id: str, retriever: Span, reranker: Spa
         "dropped": dropped,
         "generated_text": answer,
     }
+
+
+def _scored(metadata: dict, score: Any) -> dict:
+    """A rank result's metadata with its score (the retriever's or the reranker's), when it is a number."""
+    if number(score) is not None:
+        metadata["score"] = number(score)
+    return metadata

@@ -99,6 +99,7 @@ class Span:
     root: bool = False  # a root run's answer wins over an LLM call's
     reranked: list[dict] = field(default_factory=list)  # a RERANKER span's output documents (id, content)
     notes: list[str] = field(default_factory=list)  # warnings about this span (documents renumbered, …)
+    scores: list[float | None] = field(default_factory=list)  # the retriever's score per document, where logged
 
 
 @dataclass(frozen=True)
@@ -155,9 +156,15 @@ def check_id(v: Any, what: str) -> str | int | None:
 
 
 def evidence_entries(
-    texts: list[str], ids: list[Any] | None, metadata: list[Any] | None, ctx: MapContext, label: str
+    texts: list[str],
+    ids: list[Any] | None,
+    metadata: list[Any] | None,
+    ctx: MapContext,
+    label: str,
+    scores: list[float | None] | None = None,
 ) -> list[dict]:
-    """Native evidence entries in retrieved order, with the document id chosen as documented."""
+    """Native evidence entries in retrieved order, with the document id chosen as documented (and
+    the retriever's score where ``scores`` has one)."""
     out = []
     for i, text in enumerate(texts):
         md = metadata[i] if metadata and i < len(metadata) and isinstance(metadata[i], dict) else None
@@ -176,6 +183,8 @@ def evidence_entries(
         entry = {"doc_id": str(doc) if not isinstance(doc, str) else doc, "text": text, "rank": i}
         if md is not None:
             entry["metadata"] = md
+        if scores and i < len(scores) and scores[i] is not None:
+            entry["score"] = scores[i]
         out.append(entry)
     return out
 
@@ -204,10 +213,11 @@ def build_record(
     texts: list[str],
     ids: list[Any] | None = None,
     metadata: list[Any] | None = None,
+    scores: list[float | None] | None = None,
 ) -> dict:
-    """A native record from a query, its retrieved texts (with ids and metadata when the
+    """A native record from a query, its retrieved texts (with ids, metadata and scores when the
     format has them) and an answer, with the identities documented above."""
-    return native_record({}, ctx, query, answer, evidence_entries(texts, ids, metadata, ctx, label))
+    return native_record({}, ctx, query, answer, evidence_entries(texts, ids, metadata, ctx, label, scores))
 
 
 def query_text(obj: dict, keys: tuple[str, ...], label: str) -> str:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from ragaudit_core.logs.contracts import EVIDENCE_KEYS, QUERY_ID_KEYS, RUN_ID_KEYS
 from ragaudit_core.logs.formats.base import LogFormat
+from ragaudit_core.logs.formats.lists import data_string
 
-__all__ = ["FORMAT", "KNOWN_KEYS", "is_provenance"]
+__all__ = ["CELL_KEYS", "FORMAT", "KNOWN_KEYS", "is_provenance", "read_cells"]
 
 _STRONG = tuple(k for k in EVIDENCE_KEYS if k != "contexts")
 _IDS = (*RUN_ID_KEYS, *QUERY_ID_KEYS)
@@ -36,3 +37,21 @@ def is_provenance(obj: dict) -> bool:
         return True
     nodes = obj.get("nodes")
     return isinstance(nodes, list) and (bool(nodes) or not detect(obj))
+
+
+CELL_KEYS = (*EVIDENCE_KEYS, "config")
+"""The contract's list and object fields, which a CSV cell (or a Parquet text column) holds as text."""
+
+
+def read_cells(obj: dict) -> dict:
+    """A native record read from a CSV or Parquet row, its list and object fields written as text
+    (JSON, or the Python literal pandas' ``to_csv`` writes) parsed as data — bounded, never executed
+    (:func:`~.lists.data_string`, which raises :class:`~.base.FormatError` naming the field). Only
+    rows: in JSON a string there is the wrong type, and the contract rejects it."""
+    out = obj
+    for k in CELL_KEYS:
+        v = obj.get(k)
+        if isinstance(v, str):
+            out = dict(out) if out is obj else out
+            out[k] = data_string(v, repr(k))
+    return out

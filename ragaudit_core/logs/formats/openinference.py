@@ -8,6 +8,13 @@ Kind ``openinference.span.kind`` or ``span_kind``; trace ``context.trace_id``; q
 else its ``output.value``. A RERANKER span (``reranker.output_documents``) makes the trace a
 provenance record too (:func:`ragaudit_core.logs.traces.provenance_record`).
 
+The list attribute a span's kind uses (``retrieval.documents``, ``reranker.output_documents``,
+``llm.output_messages``) may be written as text — a JSON string, or the Python literal pandas'
+``to_csv`` writes for a Phoenix dataframe's list column — and is then parsed as data
+(:func:`_read_lists`, bounded by :func:`~.lists.data_string`); a text that is not a list rejects
+the span. A RETRIEVER span without documents is read with a note (loaded, with a warning), and a
+``document.score`` that is not a number is left out with one.
+
 Flattened document indices: the same index written twice (``documents.0`` and
 ``documents.00``) rejects the span (which one is meant is unknown); indices with gaps (0, 2, 7)
 are read in their order as ranks 0, 1, 2, with a warning.
@@ -31,7 +38,8 @@ from typing import Annotated, Any, NamedTuple
 import msgspec
 
 from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span, check_id
-from ragaudit_core.logs.formats.spans import flatten, json_maybe, text_of, trace_id
+from ragaudit_core.logs.formats.lists import data_string
+from ragaudit_core.logs.formats.spans import flatten, json_maybe, number, text_of, trace_id
 
 __all__ = ["FORMAT"]
 
@@ -86,17 +94,21 @@ def read_span(obj: dict) -> Span:
 
 def _read_flat(flat: dict, obj: dict) -> Span:
     """The span of a record (``obj``) given its dotted keys (``flat``)."""
+    kind = str(_get(flat, "openinference.span.kind") or obj.get("span_kind") or "").upper()
+    lists = _LISTS_OF.get(kind)
+    if lists is not None and not lists.isdisjoint(flat):
+        _read_lists(flat, lists)
     for k in flat:  # an id given as an object is flattened into sub-keys: name it, never drop it
         if ".document.id." not in k and "context.trace_id." not in k:
             continue  # (a cheap test first: the exact one below implies it)
         rest = k.removeprefix("attributes.")
         if rest.startswith("context.trace_id.") or ".document.id." in rest:
             raise FormatError(f"{k.rsplit('.', 1)[0]} must be a string or an integer, got an object")
-    kind = str(_get(flat, "openinference.span.kind") or obj.get("span_kind") or "").upper()
     trace = trace_id(_get(flat, "context.trace_id") or obj.get("trace_id"))
     notes: list[str] = []
     if kind == "RETRIEVER":
         query = _get(flat, "input.value")
+        _not_documents(flat, "retrieval.documents")
         items = _documents(flat, "retrieval.documents.", notes)
         if not isinstance(query, str) or not query.strip():
             raise FormatError("RETRIEVER span without input.value (the query)")
@@ -104,8 +116,12 @@ def _read_flat(flat: dict, obj: dict) -> Span:
             raise FormatError("a retrieved document has no document.content text")
         md = [_metadata(d) for d in items]
         ids = [check_id(d.get("id"), f"retrieved document {i}'s document.id") for i, d in enumerate(items)]
-        return Span(trace, "retriever", query, [d["content"] for d in items], ids, md, notes=notes)
+        scores = _scores([d.get("score") for d in items], notes)
+        if not items:
+            notes.append(_NO_DOCUMENTS)
+        return Span(trace, "retriever", query, [d["content"] for d in items], ids, md, notes=notes, scores=scores)
     if kind == "RERANKER":
+        _not_documents(flat, "reranker.output_documents")
         outs = _documents(flat, "reranker.output_documents.", notes)
         for i, d in enumerate(outs):
             d["id"] = check_id(d.get("id"), f"reranker output document {i}'s document.id")
@@ -118,6 +134,56 @@ def _read_flat(flat: dict, obj: dict) -> Span:
             answer = text_of(json_maybe(_get(flat, "output.value")))
         return Span(trace, "answer", answer=answer)
     return Span(trace, "other")
+
+
+_LISTS = {"RETRIEVER": "retrieval.documents", "RERANKER": "reranker.output_documents", "LLM": "llm.output_messages"}
+"""The list-valued attribute the reader uses, by span kind (as dotted keys it is flattened to its
+items); only these are parsed when written as text: another kind's, unused, is left as it is."""
+_LISTS_OF = {kind: frozenset({k, f"attributes.{k}"}) for kind, k in _LISTS.items()}
+_LIST_KEYS = frozenset().union(*_LISTS_OF.values())
+_NO_DOCUMENTS = (
+    "RETRIEVER span without documents (retrieval.documents is absent or empty): loaded as a record "
+    "that retrieved nothing"
+)
+
+
+def _read_lists(flat: dict, keys: frozenset[str]) -> None:
+    """The list attributes ``keys`` written as text — a JSON string, or the Python literal pandas'
+    ``to_csv`` writes for a Phoenix dataframe's list column — parsed as data (bounded:
+    :func:`~.lists.data_string`) and flattened in place; a text that is not a list raises."""
+    for k in [k for k in keys if isinstance(flat.get(k), str)]:
+        value = data_string(flat.pop(k), k)
+        if value is None or value == []:
+            continue  # blank: absent (an empty list too: no items)
+        if not isinstance(value, list):
+            got = "an object" if isinstance(value, dict) else "a text" if isinstance(value, str) else "a number"
+            raise FormatError(f"{k} must be a list, got {got} written as text")
+        flatten(value, f"{k}.", flat)
+
+
+def _not_documents(flat: dict, name: str) -> None:
+    """Raise when ``name`` holds something other than documents (a list of texts, a number):
+    read as dotted keys its documents would have left no value under the bare name."""
+    for k in (name, f"attributes.{name}"):
+        v = flat.get(k)
+        if v is not None and v != []:
+            shown = repr(v)[:60]
+            raise FormatError(
+                f"{k} must be a list of documents (objects with document.id and document.content), got {shown}"
+            )
+
+
+def _scores(raw: list[Any], notes: list[str]) -> list[float | None]:
+    """The documents' ``document.score`` as numbers (None where absent); one that is not a number
+    is left out with a note, never rejecting the span."""
+    out = [number(v) for v in raw]
+    bad = [i for i, (v, n) in enumerate(zip(raw, out)) if n is None and v is not None and not isinstance(v, float)]
+    if bad:
+        notes.append(
+            f"document.score of retrieved document{'s' if len(bad) > 1 else ''} {', '.join(map(str, bad[:8]))}"
+            f"{' …' if len(bad) > 8 else ''} is not a number: stored without a score"
+        )
+    return out
 
 
 def _kind_of(obj: dict) -> str:
@@ -242,6 +308,7 @@ class _Layout(NamedTuple):
     content: tuple[int | None, ...]
     ids: tuple[int | None, ...]
     metadata: tuple[int | None, ...]
+    scores: tuple[int | None, ...]
 
 
 _LAYOUTS: dict[tuple[str, ...], _Layout | None] = {}
@@ -251,11 +318,12 @@ _DOCS = "retrieval.documents."
 
 def _layout(keys: tuple[str, ...]) -> _Layout | None:
     """The layout ``_read_flat`` reads these keys by; None when it would do more than look values
-    up (a key it rejects or words a note about, document metadata spread over sub-keys)."""
+    up (a key it rejects or words a note about, document metadata spread over sub-keys, a list
+    attribute written as text, no documents at all)."""
     docs: dict[int, dict[str, int]] = {}
     spelled: dict[int, str] = {}
     for pos, k in enumerate(keys):
-        if not k or k.endswith(".") or k.startswith("context.trace_id.") or ".document.id." in k:
+        if not k or k.endswith(".") or k.startswith("context.trace_id.") or ".document.id." in k or k in _LIST_KEYS:
             return None
         parsed = _parse_key(k, _DOCS) if k.startswith(_DOCS) else None
         if parsed is None:
@@ -264,14 +332,15 @@ def _layout(keys: tuple[str, ...]) -> _Layout | None:
         if spelled.setdefault(i, spelling) != spelling or field.startswith("metadata."):
             return None
         docs.setdefault(i, {})[field] = pos
-    if sorted(docs) != list(range(len(docs))):
-        return None  # gaps: a note
+    if not docs or sorted(docs) != list(range(len(docs))):
+        return None  # no documents, or gaps: a note
     fields = [docs[i] for i in range(len(docs))]
     return _Layout(
         keys.index("input.value") if "input.value" in keys else None,
         tuple(d.get("content") for d in fields),
         tuple(d.get("id") for d in fields),
         tuple(d.get("metadata") for d in fields),
+        tuple(d.get("score") for d in fields),
     )
 
 
@@ -288,7 +357,10 @@ def _read_laid_out(layout: _Layout, values: list[Any], trace: str) -> Span | Non
         ids = [None if j is None else check_id(values[j], "") for j in layout.ids]
     except FormatError:
         return None
-    return Span(trace, "retriever", query, texts, ids, [m if isinstance(m, dict) else None for m in md])
+    notes: list[str] = []
+    scores = _scores([None if j is None else values[j] for j in layout.scores], notes)
+    metadata = [m if isinstance(m, dict) else None for m in md]
+    return Span(trace, "retriever", query, texts, ids, metadata, notes=notes, scores=scores)
 
 
 FORMAT = LogFormat(

@@ -4,11 +4,12 @@ documents, query and answer texts, and checked trace ids."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from ragaudit_core.logs.formats.base import check_id
 
-__all__ = ["doc_fields", "documents", "flatten", "json_maybe", "query_of", "text_of", "trace_id"]
+__all__ = ["doc_fields", "documents", "flatten", "json_maybe", "number", "query_of", "text_of", "trace_id"]
 
 
 def flatten(obj: Any, prefix: str = "", out: dict | None = None, depth: int = 0) -> dict[str, Any]:
@@ -86,3 +87,15 @@ def query_of(v: Any) -> str | None:
             if isinstance(v.get(k), str):
                 return v[k]
     return None
+
+
+def number(v: Any) -> float | None:
+    """A score as a float: None for anything but a finite number (a boolean, a text, NaN, an
+    integer past a float's range)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
