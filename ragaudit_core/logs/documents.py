@@ -1,11 +1,13 @@
 """JSON documents of any shape, recognised by content: what a file holds and the records in it.
 
-* :func:`sniff` — whether a file's first MiB reads as JSON Lines (at least one in ten of its
-  first 200 non-blank lines is a JSON object or array on its own — a pretty-printed document has
-  almost none, and JSON Lines with many broken lines stays JSON Lines, where a broken line costs
-  only itself) or as a JSON document (pretty-printed, one value over
-  many lines, or several such values back to back, as OpenTelemetry's console exporter prints
-  spans).
+* :func:`sniff` — whether a file's first MiB reads as JSON Lines or as a JSON document
+  (pretty-printed, one value over many lines, or several such values back to back, as
+  OpenTelemetry's console exporter prints spans). A document when its first non-blank line is a
+  lone ``[`` or ``{`` (never a JSON Lines record: an array written one element per line starts so),
+  or when the head is the whole file and parses as one JSON value over several lines; else JSON
+  Lines when at least one in ten of its first 200 non-blank lines is a JSON object or array on its
+  own — a pretty-printed document has almost none, and JSON Lines with many broken lines stays
+  JSON Lines, where a broken line costs only itself.
 * :func:`iter_values` — a JSON document streamed value by value in bounded memory: each
   top-level value, and each element of a top-level array, comes out as one
   :class:`~ragaudit_core.logs.jsonl.Line` (``line_no``: the file line it starts on). A value
@@ -40,6 +42,7 @@ __all__ = ["DEFAULT_MAX_DEPTH", "iter_values", "sniff", "unwrap"]
 DEFAULT_MAX_DEPTH = 64
 """Nesting depth of a JSON value beyond which it is rejected unread (``--max-depth``)."""
 _BLOCK = 1 << 16
+_HEAD = 1 << 20  # the bytes of a file sniff reads
 _OUT = re.compile(rb'["{}\[\],]')  # structural bytes outside strings
 _IN = re.compile(rb'["\\]')  # inside a string: its end or an escape
 _LEAD = re.compile(rb"[ \t\r\n]*")
@@ -52,10 +55,19 @@ def sniff(head: bytes) -> str:
     body = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if body[:1] not in (b"{", b"["):
         return "lines"
+    whole_file = len(head) < _HEAD
     lines = [ln.strip() for ln in body.splitlines()]
-    if len(head) >= 1 << 20 and len(lines) > 1:
+    if not whole_file and len(lines) > 1:
         lines = lines[:-1]  # the last line may be cut
     lines = [ln for ln in lines if ln][:200]
+    if not lines or lines[0] in (b"[", b"{"):
+        return "document"  # a lone bracket opens a document: it is never a JSON Lines record
+    if whole_file and len(lines) > 1:
+        try:
+            orjson.loads(body)
+            return "document"  # the whole file is one value spread over several lines
+        except orjson.JSONDecodeError:
+            pass
     whole = 0
     for ln in lines:
         try:

@@ -228,3 +228,47 @@ def test_a_container_is_numbered_by_position_only_when_it_is_the_whole_file(tmp_
         ("b", 1),
         ("c", 2),
     ]
+
+
+def _native(i):
+    return {"run_id": "A", "query_id": f"q{i}", "evidence": [{"doc_id": f"d{i}", "text": "t"}]}
+
+
+def test_an_array_written_one_element_per_line_is_a_document(tmp_path):
+    """A small JSON array written ``[``, one element per line, ``]`` (valid JSON) lost all but its
+    last record: the one element line without a comma made one in ten lines a value on its own, and
+    the file was read as JSON Lines (exit 0). A lone bracket first, or a whole file that is one
+    value over several lines, makes it a document."""
+    elements = ",\n".join(json.dumps(_native(i)) for i in range(5))
+    shapes = {
+        "array.json": "[\n" + elements + "\n]\n",  # a lone "[" first
+        "data.json": '{\n"data": [\n' + elements + "\n]\n}\n",  # a lone "{" first
+        "inline.json": '{"data": [\n' + elements + "\n]}\n",  # the whole file is one value
+    }
+    for name, text in shapes.items():
+        assert documents.sniff(text.encode()) == "document", name
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        con, rep = _load(tmp_path / name)
+        assert (rep.n_records, rep.n_rejected) == (5, 0), name
+        assert con.execute("SELECT query_id FROM records ORDER BY query_id").fetchall() == [
+            (f"q{i}",) for i in range(5)
+        ]
+
+
+def test_json_lines_with_broken_lines_stay_json_lines(tmp_path):
+    """The other direction: JSON Lines with many broken lines (cut by a crash, a stray "[") is read
+    line by line, and only the broken lines are lost."""
+    good = [json.dumps(_native(i)) for i in range(3)]
+    lines = [good[0], '{"run_id": "A", "query_id": "x1", "evid', good[1], "[", '{"run_id": ', good[2], "{"]
+    text = "\n".join(lines) + "\n"
+    assert documents.sniff(text.encode()) == "lines"
+    path = tmp_path / "cut.jsonl"
+    path.write_text(text, encoding="utf-8")
+    con, rep = _load(path)
+    assert rep.n_records == 3 and [i.line_no for i in rep.rejected] == [2, 4, 5, 7]
+    assert all(i.message.startswith("invalid JSON") for i in rep.rejected)
+    assert con.execute("SELECT query_id, line_no FROM records ORDER BY line_no").fetchall() == [
+        ("q0", 1),
+        ("q1", 3),
+        ("q2", 6),
+    ]
