@@ -14,7 +14,7 @@
   longer than ``max_value_bytes`` or nested deeper than ``max_depth`` comes out as an error line
   (its bytes are never held or parsed: no MemoryError, no RecursionError); so does text between
   values that is not JSON, and a value the file ends inside.
-* :func:`unwrap` — the records a decoded container holds: a JSON array; a Langfuse trace export
+* :func:`unwrap` — the records a decoded container holds: a JSON array (an empty one included); a Langfuse trace export
   ``{"trace": {...}, "observations": [...]}`` (each observation gets the trace's id when it has
   none); a LangSmith batch ``{"post": [...], "patch": [...]}`` (a patch completes the run posted
   with its id) and run trees (``child_runs``, flattened; children get the root's trace id and
@@ -37,7 +37,7 @@ import orjson
 from ragaudit_core.logs.formats import native
 from ragaudit_core.logs.jsonl import Line
 
-__all__ = ["DEFAULT_MAX_DEPTH", "iter_values", "sniff", "unwrap"]
+__all__ = ["DEFAULT_MAX_DEPTH", "empty_words", "iter_values", "sniff", "unwrap"]
 
 DEFAULT_MAX_DEPTH = 64
 """Nesting depth of a JSON value beyond which it is rejected unread (``--max-depth``)."""
@@ -283,6 +283,15 @@ def _element_end(buf: bytearray, i: int, max_value: int, max_depth: int) -> int 
     return None
 
 
+def empty_words(what: str) -> str:
+    """``what`` (as :func:`unwrap` words a container) said of one that holds no record."""
+    return {
+        "a JSON array": "an empty JSON array",
+        "a Langfuse trace": "a Langfuse trace with no observations",
+        "a LangSmith batch": "a LangSmith batch with no runs",
+    }.get(what, what.replace(" holding ", " with an empty "))
+
+
 def _merge_runs(post: list, patch: list) -> list[dict]:
     """LangSmith runs: each posted run completed by the patches with its id (fields not None)."""
     runs: dict[Any, dict] = {}
@@ -331,7 +340,7 @@ def _flatten_runs(roots: list) -> list:
 def unwrap(obj: Any) -> tuple[str, list] | None:
     """(what the container is, the records it holds) for a container; None for a record."""
     if isinstance(obj, list):  # an array holding records (one of scalars is no container: rejected whole)
-        holds = any(isinstance(x, dict) for x in obj) or (obj and all(isinstance(x, list) for x in obj))
+        holds = not obj or any(isinstance(x, dict) for x in obj) or all(isinstance(x, list) for x in obj)
         return ("a JSON array", obj) if holds else None
     if not isinstance(obj, dict) or native.detect(obj) or native.is_provenance(obj):
         return None

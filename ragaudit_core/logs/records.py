@@ -39,7 +39,7 @@ from pydantic import ValidationError
 from ragaudit_core.logs import formats
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
 from ragaudit_core.logs.decode import decode_native, fast_record
-from ragaudit_core.logs.documents import unwrap
+from ragaudit_core.logs.documents import empty_words, unwrap
 from ragaudit_core.logs.formats import native
 from ragaudit_core.logs.jsonl import FileRefused, Line
 from ragaudit_core.logs.lines import decode_json, parse_evidence_object, parse_provenance_object
@@ -151,6 +151,7 @@ class FileReader:
         self.containers: Counter[str] = Counter()
         self.spans_without = 0  # tracing spans among the records without retrieval
         self.array_hint: int | None = None
+        self.empty: str | None = None  # the first container with no record in it
         self.whole_first = True  # the file's first value is its only one (the ingest peeks)
 
     # ------------------------------------------------------------------ per line
@@ -195,6 +196,12 @@ class FileReader:
             self.non_finite_first = self.non_finite_first or ln.line_no
         self.value(ln, obj, 0)
 
+    def empty_container(self, what: str) -> None:
+        """A container with no record in it: read, nothing loaded (the line already counted)."""
+        self.containers.setdefault(what, 1)
+        self.fr.n_skipped += 1
+        self.empty = self.empty or what
+
     def value(self, ln: Line, obj: Any, level: int) -> None:
         if (
             type(obj) is dict
@@ -214,13 +221,13 @@ class FileReader:
         # numbered by position (RAGChecker's results[i] is row i + 1); a container followed by
         # other lines or values keeps its line's number, which theirs would otherwise repeat
         by_position = self.whole_first and level == 0 and ln.line_no == 1 and self.fr.n_lines == 1
+        if not items:
+            self.empty_container(what)
+            return
         self.containers[what] += 1
         if isinstance(obj, list) and level == 0 and self.array_hint is None:
             self.array_hint = ln.line_no
         self.fr.n_lines += len(items) - 1  # each record of the container is a row read
-        if not items:
-            self.fr.n_skipped += 1  # an empty container: read, nothing in it
-            self.fr.n_lines += 1
         for i, item in enumerate(items, 1):
             self.value(dataclasses.replace(ln, line_no=i) if by_position else ln, item, level + 1)
 
@@ -366,6 +373,8 @@ class FileReader:
             )
         if fr.n_loaded == 0 and fr.n_rejected == 0 and self.without:
             raise FileRefused(f"{fr.path}: {self.nothing_to_audit()}")
+        if fr.n_loaded == 0 and fr.n_rejected == 0 and self.empty is not None:  # as an empty file is
+            sink.warn(fr.path, None, "empty-file", f"file holds no records ({empty_words(self.empty)})", fid)
 
     def held_span(self, ln: Any, it: Any, key: Any) -> None:
         """A span the workers read (its line counted by the caller): a retriever span they mapped

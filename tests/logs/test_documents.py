@@ -272,3 +272,55 @@ def test_json_lines_with_broken_lines_stay_json_lines(tmp_path):
         ("q1", 3),
         ("q2", 6),
     ]
+
+
+def test_a_file_or_container_holding_no_records_is_warned_as_empty(tmp_path):
+    """An empty file, ``[]`` and ``{"data": []}`` behaved three ways (a warning; exit 2 "expected a
+    JSON object per line, got array"; silence). Each holds no record: nothing is lost and nothing
+    is wrong in it, so each loads nothing with the empty file's warning, saying what it held."""
+    files = {
+        "blank.jsonl": "\n  \n",
+        "empty.json": "[]\n",
+        "page.json": json.dumps({"data": [], "meta": {"page": 3}}, indent=2),
+        "trace.json": json.dumps({"trace": {"id": "t1"}, "observations": []}),
+        "lines.jsonl": "[]\n[]\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps(_native(1)) + "\n[]\n", encoding="utf-8")  # an empty array among records
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [tmp_path / n for n in files] + [good])
+    assert [str(w) for w in rep.warnings] == [
+        f"{tmp_path / 'blank.jsonl'}: file holds no records (it is empty or blank)",
+        f"{tmp_path / 'empty.json'}: file holds no records (an empty JSON array)",
+        f"{tmp_path / 'page.json'}: file holds no records (a JSON object with an empty 'data')",
+        f"{tmp_path / 'trace.json'}: file holds no records (a Langfuse trace with no observations)",
+        f"{tmp_path / 'lines.jsonl'}: file holds no records (an empty JSON array)",
+    ]
+    assert rep.rejected == [] and rep.failed_files == [] and rep.n_records == 1
+    assert [(f.status, f.n_lines, f.n_loaded, f.n_skipped) for f in rep.files] == [
+        ("loaded", 0, 0, 0),
+        ("loaded", 1, 0, 1),
+        ("loaded", 1, 0, 1),
+        ("loaded", 1, 0, 1),
+        ("loaded", 2, 0, 2),
+        ("loaded", 2, 1, 1),
+    ]
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragaudit_core.cli",
+            "ingest",
+            str(tmp_path / "empty.json"),
+            "--db",
+            str(tmp_path / "x.duckdb"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "warning: " + str(tmp_path / "empty.json") + ": file holds no records (an empty JSON array)" in out.stderr
