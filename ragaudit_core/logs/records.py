@@ -5,7 +5,7 @@ For every line (or row, or value of a JSON document) :class:`FileReader`:
 1. takes the fast path for a canonical native line (:mod:`decode`);
 2. else decodes it (``NaN``/``Infinity`` read as null, the fields named in one warning);
 3. unwraps a container (a JSON array, a Langfuse trace export, a LangSmith batch or run tree,
-   ``{"data": [...]}``, ``{"results": [...]}`` — :func:`documents.unwrap`), each record it holds
+   ``{"data": [...]}``, ``{"results": [...]}`` — :func:`shapes.unwrap`), each record it holds
    counted as a row read;
 4. **detects the format of each record** (:func:`formats.detect`; provenance first), unless
    ``--format`` forces one — never from the first record of the file, so a file may mix formats
@@ -39,11 +39,11 @@ from pydantic import ValidationError
 from ragaudit_core.logs import formats
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
 from ragaudit_core.logs.decode import decode_native, fast_record
-from ragaudit_core.logs.documents import empty_words, unwrap
 from ragaudit_core.logs.formats import native
 from ragaudit_core.logs.jsonl import FileRefused, Line
 from ragaudit_core.logs.lines import decode_json, parse_evidence_object, parse_provenance_object
 from ragaudit_core.logs.report import FileReport
+from ragaudit_core.logs.shapes import EMPTY, RECORD_OF, empty_words, unwrap
 from ragaudit_core.logs.traces import DecodedSpan, TraceJoiner, provenance_record
 
 __all__ = ["FileReader", "RecordSink"]
@@ -160,8 +160,8 @@ class FileReader:
         """One line (or row, or document value): loaded, rejected, or held."""
         fr = self.fr
         fr.n_lines += 1
-        if ln.note and not ln.error and ln.note.startswith("a UTF-8 byte-order mark"):
-            self.sink.warn(fr.path, ln.line_no, "bom", ln.note, self.file_id)
+        if ln.note and self.noted(ln):
+            return
         if ln.error:
             self.sink.reject(fr, self.file_id, ln, ln.error)
             return
@@ -195,6 +195,21 @@ class FileReader:
             self.non_finite.update(p.split(".")[-1] if not p.split(".")[-1].isdigit() else p for p in non_finite)
             self.non_finite_first = self.non_finite_first or ln.line_no
         self.value(ln, obj, 0)
+
+    def noted(self, ln: Line) -> bool:
+        """A line's note: a byte-order mark stripped (warned), a record of a container past the limit
+        (read as its container's), or the line standing for such a container with no record in it
+        (read: True, nothing more to do)."""
+        note = ln.note
+        assert note is not None
+        if note.startswith(RECORD_OF):
+            self.containers.setdefault(note[len(RECORD_OF) :], 1)
+        elif note.startswith(EMPTY):
+            self.empty_container(note[len(EMPTY) :])
+            return True
+        elif not ln.error and note.startswith("a UTF-8 byte-order mark"):
+            self.sink.warn(self.fr.path, ln.line_no, "bom", note, self.file_id)
+        return False
 
     def empty_container(self, what: str) -> None:
         """A container with no record in it: read, nothing loaded (the line already counted)."""
