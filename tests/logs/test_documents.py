@@ -324,3 +324,26 @@ def test_a_file_or_container_holding_no_records_is_warned_as_empty(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "warning: " + str(tmp_path / "empty.json") + ": file holds no records (an empty JSON array)" in out.stderr
+
+
+def test_a_document_whose_every_record_is_rejected_says_records_not_lines(tmp_path):
+    """The records of a JSON document are values, not lines: a document of which nothing loaded
+    says how many of its records were rejected (a JSON Lines file still says lines)."""
+    doc = tmp_path / "bad.json"
+    doc.write_text(json.dumps([{"run_id": "r"}, {"run_id": "r", "query_id": "2"}], indent=2), encoding="utf-8")
+    lines = tmp_path / "bad.jsonl"
+    lines.write_text('{"run_id": "r"}\n', encoding="utf-8")
+    _con, rep = _load_all([doc, lines])
+    assert [rep.failure(f) for f in rep.failed_files] == [
+        "no record of bad.json could be loaded: all 2 of its records were rejected",
+        "no record of bad.jsonl could be loaded: all 1 of its lines were rejected",
+    ]
+    assert [f.read_as() for f in rep.files] == [
+        "bad.json read as native: nothing loaded (every record rejected)",
+        "bad.jsonl read as native: nothing loaded (every line rejected)",
+    ]
+
+
+def _load_all(paths):
+    con = store.connect(":memory:")
+    return con, ingest_paths(con, paths)
