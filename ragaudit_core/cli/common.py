@@ -54,7 +54,14 @@ CollapseWs = Annotated[
     bool, typer.Option("--collapse-internal-whitespace", help="Collapse whitespace runs inside doc ids to one space.")
 ]
 CasefoldSpans = Annotated[bool, typer.Option("--casefold-spans", help="Case-fold cited text before span hashing.")]
-MaxLine = Annotated[int, typer.Option("--max-line-bytes", help="Reject lines longer than this many bytes.")]
+MaxLine = Annotated[
+    int,
+    typer.Option(
+        "--max-line-bytes",
+        help="Reject a record longer than this many bytes: a line, a value or a container's record of a JSON "
+        "document, a CSV row, a Parquet row.",
+    ),
+]
 Device = Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")]
 FlipThreshold = Annotated[float, typer.Option("--flip-threshold", help="τ: a query flips between two runs when J < τ.")]
 Qrels = Annotated[

@@ -276,7 +276,7 @@ class _Batch:
         self.held.close()  # (a refused file's held rows are dropped with it)
         self.held_span_bytes = 0  # bytes of the span lines this file holds in the process
         notes: list[str] = []
-        rows = iter_rows(path, opts.limits, notes)
+        fr.unit = "line" if (rows := iter_rows(path, opts.limits, notes)) is None else "record"
         gen: Iterator[Line] = rows or iter_lines(
             path, max_line_bytes=opts.max_line_bytes, warn=notes, limits=opts.limits
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import re
 import zlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ __all__ = [
     "plain_lf_file",
     "range_lines",
     "read_lines",
+    "too_long_advice",
     "utf16_evidence",
 ]
 
@@ -52,6 +54,18 @@ _KEEP_OF_LONG_LINE = 64 * 1024
 LOG_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".json", ".json.gz")
 _GZIP_MAGIC = b"\x1f\x8b"
 _UTF8_BOM = b"\xef\xbb\xbf"
+_HOLDS_RECORDS = re.compile(
+    rb'[ \t\r\n]*(?:\[|\{[ \t\r\n]*"(?:observations|post|patch|data|results|trace|child_runs)"[ \t\r\n]*:)'
+)
+
+
+def too_long_advice(head: bytes) -> str:
+    """What to do about a line or JSON value past ``--max-line-bytes`` that starts with ``head``:
+    split the record — unless it holds records (an array, or an object whose first member is a
+    record array or a trace), which are written one per line instead."""
+    if _HOLDS_RECORDS.match(head):
+        return "it holds records: write them one per line (JSON Lines), or raise --max-line-bytes"
+    return "split the record or raise --max-line-bytes"
 
 
 class InputFileError(RagAuditError, ValueError):
@@ -348,7 +362,7 @@ def _long_line(f: _Readable, line_no: int, chunk: bytes, max_line_bytes: int) ->
         kept,
         error=(
             f"line is longer than the {max_line_bytes:,}-byte limit (at least {total:,} bytes); "
-            "split the record or raise --max-line-bytes"
+            + too_long_advice(kept[:256])
         ),
         note="truncated",
     ), total - first

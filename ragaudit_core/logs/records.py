@@ -5,7 +5,7 @@ For every line (or row, or value of a JSON document) :class:`FileReader`:
 1. takes the fast path for a canonical native line (:mod:`decode`);
 2. else decodes it (``NaN``/``Infinity`` read as null, the fields named in one warning);
 3. unwraps a container (a JSON array, a Langfuse trace export, a LangSmith batch or run tree,
-   ``{"data": [...]}``, ``{"results": [...]}`` — :func:`documents.unwrap`), each record it holds
+   ``{"data": [...]}``, ``{"results": [...]}`` — :func:`shapes.unwrap`), each record it holds
    counted as a row read;
 4. **detects the format of each record** (:func:`formats.detect`; provenance first), unless
    ``--format`` forces one — never from the first record of the file, so a file may mix formats
@@ -39,11 +39,11 @@ from pydantic import ValidationError
 from ragaudit_core.logs import formats
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
 from ragaudit_core.logs.decode import decode_native, fast_record
-from ragaudit_core.logs.documents import unwrap
 from ragaudit_core.logs.formats import native
 from ragaudit_core.logs.jsonl import FileRefused, Line
 from ragaudit_core.logs.lines import decode_json, parse_evidence_object, parse_provenance_object
 from ragaudit_core.logs.report import FileReport
+from ragaudit_core.logs.shapes import EMPTY, RECORD_OF, empty_words, unwrap
 from ragaudit_core.logs.traces import DecodedSpan, TraceJoiner, provenance_record
 from ragaudit_core.wording import counted
 
@@ -152,6 +152,7 @@ class FileReader:
         self.containers: Counter[str] = Counter()
         self.spans_without = 0  # tracing spans among the records without retrieval
         self.array_hint: int | None = None
+        self.empty: str | None = None  # the first container with no record in it
         self.whole_first = True  # the file's first value is its only one (the ingest peeks)
 
     # ------------------------------------------------------------------ per line
@@ -160,9 +161,8 @@ class FileReader:
         """One line (or row, or document value): loaded, rejected, or held."""
         fr = self.fr
         fr.n_lines += 1
-        if ln.note and not ln.error and ln.note.startswith("a UTF-8 byte-order mark"):
-            at = 1 if ln.note.endswith("start of the file was ignored") else ln.line_no  # (a CSV's first row)
-            self.sink.warn(fr.path, at, "bom", ln.note, self.file_id)
+        if ln.note and self.noted(ln):
+            return
         if ln.error:
             self.sink.reject(fr, self.file_id, ln, ln.error)
             return
@@ -197,6 +197,28 @@ class FileReader:
             self.non_finite_first = self.non_finite_first or ln.line_no
         self.value(ln, obj, 0)
 
+    def noted(self, ln: Line) -> bool:
+        """A line's note: a byte-order mark stripped (warned), a record of a container past the limit
+        (read as its container's), or the line standing for such a container with no record in it
+        (read: True, nothing more to do)."""
+        note = ln.note
+        assert note is not None
+        if note.startswith(RECORD_OF):
+            self.containers.setdefault(note[len(RECORD_OF) :], 1)
+        elif note.startswith(EMPTY):
+            self.empty_container(note[len(EMPTY) :])
+            return True
+        elif not ln.error and note.startswith("a UTF-8 byte-order mark"):
+            at = 1 if note.endswith("start of the file was ignored") else ln.line_no  # (a CSV's first row)
+            self.sink.warn(self.fr.path, at, "bom", note, self.file_id)
+        return False
+
+    def empty_container(self, what: str) -> None:
+        """A container with no record in it: read, nothing loaded (the line already counted)."""
+        self.containers.setdefault(what, 1)
+        self.fr.n_skipped += 1
+        self.empty = self.empty or what
+
     def value(self, ln: Line, obj: Any, level: int) -> None:
         if (
             type(obj) is dict
@@ -216,13 +238,13 @@ class FileReader:
         # numbered by position (RAGChecker's results[i] is row i + 1); a container followed by
         # other lines or values keeps its line's number, which theirs would otherwise repeat
         by_position = self.whole_first and level == 0 and ln.line_no == 1 and self.fr.n_lines == 1
+        if not items:
+            self.empty_container(what)
+            return
         self.containers[what] += 1
         if isinstance(obj, list) and level == 0 and self.array_hint is None:
             self.array_hint = ln.line_no
         self.fr.n_lines += len(items) - 1  # each record of the container is a row read
-        if not items:
-            self.fr.n_skipped += 1  # an empty container: read, nothing in it
-            self.fr.n_lines += 1
         for i, item in enumerate(items, 1):
             self.value(dataclasses.replace(ln, line_no=i) if by_position else ln, item, level + 1)
 
@@ -376,6 +398,8 @@ class FileReader:
             )
         if fr.n_loaded == 0 and fr.n_rejected == 0 and self.without:
             raise FileRefused(f"{fr.path}: {self.nothing_to_audit()}")
+        if fr.n_loaded == 0 and fr.n_rejected == 0 and self.empty is not None:  # as an empty file is
+            sink.warn(fr.path, None, "empty-file", f"file holds no records ({empty_words(self.empty)})", fid)
 
     def held_span(self, ln: Any, it: Any, key: Any) -> None:
         """A span the workers read (its line counted by the caller): a retriever span they mapped

@@ -41,6 +41,7 @@ class FileReport:
     n_rejected: int = 0
     n_skipped: int = 0  # tracing spans that carry no evidence (LLM, chain, tool …): read, neither loaded nor rejected
     formats: Counter[str] = field(default_factory=Counter)  # records read as each format (its label)
+    unit: str = "line"  # what it is read in: lines (JSON Lines), or records (a JSON document, CSV, Parquet)
 
     def formats_read(self) -> str:
         """What the file was read as: ``Ragas``, or ``native 3, Ragas 2`` when it mixed formats."""
@@ -51,7 +52,7 @@ class FileReport:
     def read_as(self) -> str:
         """``name read as FORMATS`` for the load's summary, saying when nothing of it loaded (every
         line rejected), so a file that failed does not read as one that was read normally."""
-        tail = ": nothing loaded (every line rejected)" if self.status == "rejected" else ""
+        tail = f": nothing loaded (every {self.unit} rejected)" if self.status == "rejected" else ""
         return f"{Path(self.path).name} read as {self.formats_read()}{tail}"
 
 
@@ -83,8 +84,8 @@ class IngestReport:
             why = next((i.message for i in self.rejected if i.path == f.path and i.code == "unreadable"), None)
             return f"{name} was not loaded: {why}" if why else f"{name} could not be read"
         if f.n_rejected == 1:
-            return f"no record of {name} could be loaded: its only line was rejected"
-        return f"no record of {name} could be loaded: all {f.n_rejected:,} of its lines were rejected"
+            return f"no record of {name} could be loaded: its only {f.unit} was rejected"
+        return f"no record of {name} could be loaded: all {f.n_rejected:,} of its {f.unit}s were rejected"
 
     def with_paths(self, names: dict[str, str]) -> IngestReport:
         """The same report with file paths renamed (e.g. kept uploads → the names the user uploaded)."""

@@ -228,3 +228,122 @@ def test_a_container_is_numbered_by_position_only_when_it_is_the_whole_file(tmp_
         ("b", 1),
         ("c", 2),
     ]
+
+
+def _native(i):
+    return {"run_id": "A", "query_id": f"q{i}", "evidence": [{"doc_id": f"d{i}", "text": "t"}]}
+
+
+def test_an_array_written_one_element_per_line_is_a_document(tmp_path):
+    """A small JSON array written ``[``, one element per line, ``]`` (valid JSON) lost all but its
+    last record: the one element line without a comma made one in ten lines a value on its own, and
+    the file was read as JSON Lines (exit 0). A lone bracket first, or a whole file that is one
+    value over several lines, makes it a document."""
+    elements = ",\n".join(json.dumps(_native(i)) for i in range(5))
+    shapes = {
+        "array.json": "[\n" + elements + "\n]\n",  # a lone "[" first
+        "data.json": '{\n"data": [\n' + elements + "\n]\n}\n",  # a lone "{" first
+        "inline.json": '{"data": [\n' + elements + "\n]}\n",  # the whole file is one value
+    }
+    for name, text in shapes.items():
+        assert documents.sniff(text.encode()) == "document", name
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        con, rep = _load(tmp_path / name)
+        assert (rep.n_records, rep.n_rejected) == (5, 0), name
+        assert con.execute("SELECT query_id FROM records ORDER BY query_id").fetchall() == [
+            (f"q{i}",) for i in range(5)
+        ]
+
+
+def test_json_lines_with_broken_lines_stay_json_lines(tmp_path):
+    """The other direction: JSON Lines with many broken lines (cut by a crash, a stray "[") is read
+    line by line, and only the broken lines are lost."""
+    good = [json.dumps(_native(i)) for i in range(3)]
+    lines = [good[0], '{"run_id": "A", "query_id": "x1", "evid', good[1], "[", '{"run_id": ', good[2], "{"]
+    text = "\n".join(lines) + "\n"
+    assert documents.sniff(text.encode()) == "lines"
+    path = tmp_path / "cut.jsonl"
+    path.write_text(text, encoding="utf-8")
+    con, rep = _load(path)
+    assert rep.n_records == 3 and [i.line_no for i in rep.rejected] == [2, 4, 5, 7]
+    assert all(i.message.startswith("invalid JSON") for i in rep.rejected)
+    assert con.execute("SELECT query_id, line_no FROM records ORDER BY line_no").fetchall() == [
+        ("q0", 1),
+        ("q1", 3),
+        ("q2", 6),
+    ]
+
+
+def test_a_file_or_container_holding_no_records_is_warned_as_empty(tmp_path):
+    """An empty file, ``[]`` and ``{"data": []}`` behaved three ways (a warning; exit 2 "expected a
+    JSON object per line, got array"; silence). Each holds no record: nothing is lost and nothing
+    is wrong in it, so each loads nothing with the empty file's warning, saying what it held."""
+    files = {
+        "blank.jsonl": "\n  \n",
+        "empty.json": "[]\n",
+        "page.json": json.dumps({"data": [], "meta": {"page": 3}}, indent=2),
+        "trace.json": json.dumps({"trace": {"id": "t1"}, "observations": []}),
+        "lines.jsonl": "[]\n[]\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps(_native(1)) + "\n[]\n", encoding="utf-8")  # an empty array among records
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [tmp_path / n for n in files] + [good])
+    assert [str(w) for w in rep.warnings] == [
+        f"{tmp_path / 'blank.jsonl'}: file holds no records (it is empty or blank)",
+        f"{tmp_path / 'empty.json'}: file holds no records (an empty JSON array)",
+        f"{tmp_path / 'page.json'}: file holds no records (a JSON object with an empty 'data')",
+        f"{tmp_path / 'trace.json'}: file holds no records (a Langfuse trace with no observations)",
+        f"{tmp_path / 'lines.jsonl'}: file holds no records (an empty JSON array)",
+    ]
+    assert rep.rejected == [] and rep.failed_files == [] and rep.n_records == 1
+    assert [(f.status, f.n_lines, f.n_loaded, f.n_skipped) for f in rep.files] == [
+        ("loaded", 0, 0, 0),
+        ("loaded", 1, 0, 1),
+        ("loaded", 1, 0, 1),
+        ("loaded", 1, 0, 1),
+        ("loaded", 2, 0, 2),
+        ("loaded", 2, 1, 1),
+    ]
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragaudit_core.cli",
+            "ingest",
+            str(tmp_path / "empty.json"),
+            "--db",
+            str(tmp_path / "x.duckdb"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "warning: " + str(tmp_path / "empty.json") + ": file holds no records (an empty JSON array)" in out.stderr
+
+
+def test_a_document_whose_every_record_is_rejected_says_records_not_lines(tmp_path):
+    """The records of a JSON document are values, not lines: a document of which nothing loaded
+    says how many of its records were rejected (a JSON Lines file still says lines)."""
+    doc = tmp_path / "bad.json"
+    doc.write_text(json.dumps([{"run_id": "r"}, {"run_id": "r", "query_id": "2"}], indent=2), encoding="utf-8")
+    lines = tmp_path / "bad.jsonl"
+    lines.write_text('{"run_id": "r"}\n', encoding="utf-8")
+    _con, rep = _load_all([doc, lines])
+    assert [rep.failure(f) for f in rep.failed_files] == [
+        "no record of bad.json could be loaded: all 2 of its records were rejected",
+        "no record of bad.jsonl could be loaded: all 1 of its lines were rejected",
+    ]
+    assert [f.read_as() for f in rep.files] == [
+        "bad.json read as native: nothing loaded (every record rejected)",
+        "bad.jsonl read as native: nothing loaded (every line rejected)",
+    ]
+
+
+def _load_all(paths):
+    con = store.connect(":memory:")
+    return con, ingest_paths(con, paths)
