@@ -336,7 +336,7 @@ def test_a_document_whose_every_record_is_rejected_says_records_not_lines(tmp_pa
     _con, rep = _load_all([doc, lines])
     assert [rep.failure(f) for f in rep.failed_files] == [
         "no record of bad.json could be loaded: all 2 of its records were rejected",
-        "no record of bad.jsonl could be loaded: all 1 of its lines were rejected",
+        "no record of bad.jsonl could be loaded: its only line was rejected",
     ]
     assert [f.read_as() for f in rep.files] == [
         "bad.json read as native: nothing loaded (every record rejected)",
