@@ -18,6 +18,7 @@ from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.ingest import IngestOptions, IngestReport
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
+from ragaudit_core.wording import counted
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -158,15 +159,23 @@ def print_ingest(report: IngestReport, max_lines: int = 50) -> None:
 
 
 def fail_on_rejected_files(report: IngestReport) -> None:
-    """Exit 2 when every line of some file was rejected (nothing of it could be loaded)."""
+    """Exit 2 when some file was refused or every line of it rejected (nothing of it could be loaded),
+    each named in one sentence; the last line says that the other files of the call did load."""
     bad = report.failed_files
     for f in bad:
         typer.echo(
             f"error: {report.failure(f)}" + ("" if f.status == "unreadable" else " (see the reasons above)"),
             err=True,
         )
-    if bad:
-        raise typer.Exit(EXIT_BAD_INPUT)
+    if not bad:
+        return
+    if ok := len(report.files) - len(bad):
+        typer.echo(
+            f"error: {counted(len(bad), 'file')} of {len(report.files):,} not loaded (above); the "
+            f"{counted(ok, 'other file')} {'is' if ok == 1 else 'are'} in the database",
+            err=True,
+        )
+    raise typer.Exit(EXIT_BAD_INPUT)
 
 
 class LineProgress:

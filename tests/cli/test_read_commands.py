@@ -6,8 +6,6 @@ runner), the database held read-only by a second process where it matters."""
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +18,7 @@ from ragaudit_core.cli import app
 from ragaudit_core.cli import common as cli_common
 from ragaudit_core.logs import store
 from ragaudit_core.workspace import load_paths
-from tests.helpers import ev, pipeline, write_jsonl
+from tests.helpers import ev, pipeline, unprivileged, write_jsonl
 
 READERS = ["stability", "quality", "fidelity", "probe", "gate", "report"]
 
@@ -136,29 +134,13 @@ def test_the_probe_keeps_similarities_when_it_may_write_and_computes_them_when_i
     assert stored() == 3  # the file free and writable: kept for the next probe and the report
 
 
-def _unprivileged() -> list[str] | None:
-    """A command prefix under which file permissions apply to this user (root without the capabilities
-    that override them), or None where they cannot be made to."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        return None
-    prefix = [setpriv, "--bounding-set", "-dac_override,-dac_read_search"]
-    try:
-        ok = subprocess.run([*prefix, sys.executable, "-c", "pass"], capture_output=True, timeout=60).returncode == 0
-    except OSError:
-        return None
-    return prefix if ok else None
-
-
 def _cli(prefix: list[str], *args: object) -> subprocess.CompletedProcess:
     cmd = [*prefix, sys.executable, "-m", "ragaudit_core.cli", *map(str, args)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 
 
 def test_a_read_only_database_file_is_gateable(tmp_path):
-    prefix = _unprivileged()
+    prefix = unprivileged()
     if prefix is None:
         pytest.skip("file permissions cannot be made to apply here")
     db = _audit_db(tmp_path)
