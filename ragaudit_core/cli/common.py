@@ -331,6 +331,11 @@ def open_logs(
             print_ingest(workspace.load_paths(con, paths, opts, precompute_overview=False, qrels=qrels or []))
         elif qrels:
             typer.echo(load_qrels(con, qrels).summary(), err=True)
+    except store.StoreReadOnly:  # a reading command asked to load something into a file it may not write
+        fail(
+            f"cannot load {'the PATHs' if paths else 'the --qrels labels'} into {db}: permission denied (this user "
+            "may not write it); load them into a copy this user may write, or give the logs as PATHs without --db"
+        )
     except RagAuditError as e:
         fail(str(e))
     return con

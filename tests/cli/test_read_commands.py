@@ -153,6 +153,12 @@ def test_a_read_only_database_file_is_gateable(tmp_path):
     ingest = _cli(prefix, "ingest", "--db", db, tmp_path / "logs")
     assert ingest.returncode == 2
     assert ingest.stderr.startswith(f"error: cannot open database {db} for writing: permission denied")
+    labels = _cli(prefix, "quality", "--db", db, "--qrels", tmp_path / "qrels.tsv")
+    assert labels.returncode == 2
+    assert labels.stderr == (
+        f"error: cannot load the --qrels labels into {db}: permission denied (this user may not write it); load "
+        "them into a copy this user may write, or give the logs as PATHs without --db\n"
+    )
     assert _digest(db) == before
     db.chmod(0o000)  # typer names a --db it may not read; the store says it in one sentence too (the dashboard)
     unreadable = _cli(prefix, "gate", "--db", db, "--baseline", "A", "--candidate", "B")
