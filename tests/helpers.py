@@ -254,3 +254,33 @@ def verdict_rows(
         }
         for seed in (0, 1, 2)
     ]
+
+
+def unprivileged() -> list[str] | None:
+    """A command prefix under which file permissions apply to this user (root without the capabilities
+    that override them: ``setpriv``), or None where they cannot be made to (checked on a file of mode 0)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            return None
+        prefix = [setpriv, "--bounding-set", "-dac_override,-dac_read_search"]
+    with tempfile.TemporaryDirectory() as d:
+        locked = Path(d, "locked")
+        locked.write_text("x")
+        locked.chmod(0)
+        try:
+            r = subprocess.run(
+                [*prefix, sys.executable, "-c", "import sys; open(sys.argv[1])", str(locked)],
+                capture_output=True,
+                timeout=60,
+            )
+        except OSError:
+            return None
+    return prefix if b"PermissionError" in r.stderr else None

@@ -16,6 +16,7 @@ import pandas as pd
 
 from ragaudit_core.attribution.result import AttributionResult
 from ragaudit_core.errors import RagAuditError
+from ragaudit_core.logs import store
 
 __all__ = [
     "ATTRIBUTIONS_SCHEMA",
@@ -52,8 +53,9 @@ class AttributionError(RagAuditError, ValueError):
     """The request cannot be served (the message says why)."""
 
 
-def _ensure(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(ATTRIBUTIONS_SCHEMA)
+def _ensure(con: duckdb.DuckDBPyConnection) -> bool:
+    """The table made when missing; False on a read-only database that never stored an attribution."""
+    return store.made_on_first_use(con, ATTRIBUTIONS_SCHEMA, "attributions")
 
 
 def query_documents(
@@ -88,7 +90,8 @@ def _key(parts: dict) -> str:
 
 def stored_attribution(con: duckdb.DuckDBPyConnection, run_id: str, query_id: str, **filters: object) -> list[dict]:
     """Stored results for a query (each: the key columns and the decoded payload)."""
-    _ensure(con)
+    if not _ensure(con):
+        return []
     cur = con.cursor()
     try:
         rows = cur.execute(
@@ -132,7 +135,8 @@ def result_key(
 
 def stored_payloads(con: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> dict[str, dict]:
     """The stored payloads among ``keys`` (key → payload)."""
-    _ensure(con)
+    if not _ensure(con):
+        return {}
     cur = con.cursor()
     try:
         return {
@@ -181,7 +185,8 @@ def stored_results(con: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> dict[
 def batch_tables(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, pd.DataFrame]:
     """The paper's section-5 tables for a run's stored results, per condition:
     failure rates (Table 2), mean WARG by p (Table 3), mean Spearman."""
-    _ensure(con)
+    if not _ensure(con):
+        return {}
     cur = con.cursor()
     try:
         rows = cur.execute(

@@ -38,6 +38,7 @@ __all__ = [
     "open_logs",
     "print_ingest",
     "progress",
+    "read_db",
     "resolve_run",
     "tqdm_progress",
 ]
@@ -165,15 +166,23 @@ def print_ingest(report: IngestReport, max_lines: int = 50) -> None:
 
 
 def fail_on_rejected_files(report: IngestReport) -> None:
-    """Exit 2 when every line of some file was rejected (nothing of it could be loaded)."""
+    """Exit 2 when some file was refused or every line of it rejected (nothing of it could be loaded),
+    each named in one sentence; the last line says that the other files of the call did load."""
     bad = report.failed_files
     for f in bad:
         typer.echo(
             f"error: {report.failure(f)}" + ("" if f.status == "unreadable" else " (see the reasons above)"),
             err=True,
         )
-    if bad:
-        raise typer.Exit(EXIT_BAD_INPUT)
+    if not bad:
+        return
+    if ok := len(report.files) - len(bad):
+        typer.echo(
+            f"error: {counted(len(bad), 'file')} of {len(report.files):,} not loaded (above); the "
+            f"{counted(ok, 'other file')} {'is' if ok == 1 else 'are'} in the database",
+            err=True,
+        )
+    raise typer.Exit(EXIT_BAD_INPUT)
 
 
 class LineProgress:
@@ -243,24 +252,56 @@ def db_wait_s() -> float:
         fail(f"RAGAUDIT_DB_WAIT must be a number of seconds, not {os.environ['RAGAUDIT_DB_WAIT']!r}")
 
 
-def connect_db(db: Path | str, *, init: bool = False) -> Any:
-    """The database ``db``, waiting while another program holds it (said once on stderr); a file
-    that is not a RagAudit database is refused unless ``init`` (``--init``) asks to add the tables."""
-    wait = db_wait_s() if str(db) != ":memory:" else 0.0
+def connect_db(
+    db: Path | str, *, init: bool = False, read_only: bool = False, create: bool = True, wait: bool = True
+) -> Any:
+    """The database ``db``, waiting while another program holds it (said once on stderr; not without
+    ``wait``); a file that is not a RagAudit database is refused unless ``init`` (``--init``) asks to
+    add the tables. ``read_only`` never creates or changes anything; without ``create`` a missing file
+    is refused."""
+    wait_s = db_wait_s() if str(db) != ":memory:" and wait else 0.0
     return store.connect(
-        db, wait_s=wait, on_wait=lambda msg: typer.echo(f"{msg} (waiting up to {wait:.0f} s)", err=True), init=init
+        db,
+        wait_s=wait_s,
+        on_wait=lambda msg: typer.echo(f"{msg} (waiting up to {wait_s:.0f} s)", err=True),
+        init=init,
+        read_only=read_only,
+        create=create,
     )
 
 
+def read_db(db: Path, *, keep: bool = False) -> Any:
+    """An existing database opened for a command that reads it: read-only (nothing is created or
+    changed; what the command computes is not stored), or with ``keep`` read-write when this user may
+    write the file and no other program holds it — what it computes is kept for the next command —
+    and read-only otherwise. A file written by an earlier RagAudit that lacks tables gets them when it
+    may be written (the one change a reading command makes), else is refused with what to do."""
+    if keep:
+        try:
+            return connect_db(db, create=False, wait=False)
+        except (store.StoreReadOnly, store.StoreBusy):
+            pass
+    try:
+        return connect_db(db, read_only=True)
+    except store.TablesOutOfDate as refused:
+        try:
+            connect_db(db, create=False).close()  # the tables added, in one transaction
+        except store.StoreBusy:
+            raise
+        except store.StoreError:  # it may not be written: the refusal says what to do
+            raise refused from None
+    return connect_db(db, read_only=True)
+
+
 def open_existing_db(db: Path, what: str) -> Any:
-    """An existing database for a command that reads ``what`` from it (exit 2 with what to do
-    when it is missing or held elsewhere)."""
+    """An existing database for a command that reads ``what`` from it and writes its results (exit 2
+    with what to do when it is missing, held elsewhere, or not writable); never creates one."""
     from ragaudit_core.logs import store
 
     if not db.exists():
         fail(f"{db}: no such database; load {what} first with `ragaudit ingest PATH... --db {db}`")
     try:
-        return connect_db(db)
+        return connect_db(db, create=False)
     except store.StoreError as e:
         fail(str(e))
 
@@ -271,27 +312,37 @@ def open_logs(
     *,
     what: str = "log files or folders",
     options: IngestOptions | None = None,
-    must_exist: bool = True,
     qrels: list[Path] | None = None,
+    keep: bool = False,
 ) -> Any:
     """A connection to ``db``, or to an in-memory database with ``paths`` ingested first
     (their report on stderr) with the relevance labels of ``qrels`` and of each folder's
-    ``qrels/``. Exits 2 when neither is given, the database file is missing (``must_exist``,
-    without paths) or cannot be opened, or ingestion cannot start."""
+    ``qrels/``. ``db`` alone is opened for reading (:func:`read_db`; ``keep`` as there): never
+    created, never changed; with ``paths`` or ``qrels`` they are loaded into it (a write; ``paths``
+    may create it). Exits 2 when neither is given, the database file is missing (without paths) or
+    cannot be opened, or ingestion cannot start."""
     from ragaudit_core import workspace
     from ragaudit_core.logs.qrels import load_qrels
 
     if not paths and db is None:
         fail(f"give {what}, or --db with an ingested database")
-    if must_exist and db is not None and not paths and not Path(db).exists():
+    if db is not None and not paths and not Path(db).exists():
         fail(f"{db}: no such database file (ingest logs first: ragaudit ingest PATH... --db {db})")
     try:
-        con = connect_db(db if db is not None else ":memory:")
+        if db is None or paths or qrels:
+            con = connect_db(db if db is not None else ":memory:", create=bool(paths))
+        else:
+            con = read_db(db, keep=keep)
         if paths:
             opts = options or IngestOptions()
             print_ingest(workspace.load_paths(con, paths, opts, precompute_overview=False, qrels=qrels or []))
         elif qrels:
             typer.echo(load_qrels(con, qrels).summary(), err=True)
+    except store.StoreReadOnly:  # a reading command asked to load something into a file it may not write
+        fail(
+            f"cannot load {'the PATHs' if paths else 'the --qrels labels'} into {db}: permission denied (this user "
+            "may not write it); load them into a copy this user may write, or give the logs as PATHs without --db"
+        )
     except RagAuditError as e:
         fail(str(e))
     return con

@@ -17,7 +17,7 @@ __all__ = ["fidelity"]
 
 def fidelity(
     paths: Annotated[
-        list[Path] | None, typer.Argument(help="Provenance JSONL files or folders to ingest first.")
+        list[Path] | None, typer.Argument(help="Provenance JSONL files or folders to ingest first.", readable=False)
     ] = None,
     db: Annotated[
         Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")
@@ -44,7 +44,6 @@ def fidelity(
         paths,
         db,
         what="provenance log files or folders",
-        must_exist=False,
         options=ingest_options(case_sensitive, collapse_internal_whitespace),
     )
     available = provenance_runs(con)

@@ -35,7 +35,9 @@ __all__ = ["ingest"]
 
 
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Log files (JSONL, JSON, CSV, Parquet; .gz) or folders.")],
+    paths: Annotated[  # not checked by typer (readable=False): a path that cannot be read is refused alone
+        list[Path], typer.Argument(help="Log files (JSONL, JSON, CSV, Parquet; .gz) or folders.", readable=False)
+    ],
     db: Annotated[Path | None, typer.Option("--db", help="DuckDB file to load into.")] = None,
     case_sensitive: CaseSensitive = False,
     collapse_internal_whitespace: CollapseWs = False,

@@ -19,7 +19,9 @@ __all__ = ["quality"]
 
 
 def quality(
-    paths: Annotated[list[Path] | None, typer.Argument(help="Log files or folders to ingest first.")] = None,
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Log files or folders to ingest first.", readable=False)
+    ] = None,
     db: Annotated[
         Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")
     ] = None,
@@ -45,7 +47,7 @@ def quality(
     if resamples < 0:
         fail("--resamples must be 0 or more")
     cutoffs = ints(k, "--k")
-    con = open_logs(paths, db, must_exist=True, qrels=qrels)
+    con = open_logs(paths, db, qrels=qrels)
     if not con.execute("SELECT count(*) FROM qrels").fetchall()[0][0]:
         fail(
             "no relevance labels are loaded: give --qrels FILE (TREC or BEIR qrels), "

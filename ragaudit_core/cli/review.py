@@ -37,7 +37,9 @@ def _rules_file(rules: Path) -> GatePolicy:
 
 
 def gate(
-    paths: Annotated[list[Path] | None, typer.Argument(help="Log files or folders to ingest first.")] = None,
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Log files or folders to ingest first.", readable=False)
+    ] = None,
     db: Annotated[
         Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")
     ] = None,
@@ -77,7 +79,9 @@ def gate(
 
 
 def report(
-    paths: Annotated[list[Path] | None, typer.Argument(help="Log files or folders to ingest first.")] = None,
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Log files or folders to ingest first.", readable=False)
+    ] = None,
     db: Annotated[
         Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")
     ] = None,

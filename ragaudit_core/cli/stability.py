@@ -49,7 +49,9 @@ __all__ = ["probe", "stability"]
 
 
 def stability(
-    paths: Annotated[list[Path] | None, typer.Argument(help="JSONL files or folders to ingest first.")] = None,
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="JSONL files or folders to ingest first.", readable=False)
+    ] = None,
     db: Annotated[
         Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")
     ] = None,
@@ -90,7 +92,6 @@ def stability(
     con = open_logs(
         paths,
         db,
-        must_exist=False,
         options=ingest_options(
             case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt, run_id, doc_id_key
         ),
@@ -201,7 +202,9 @@ def _print_stability(result: StabilityResult) -> None:
 
 
 def probe(
-    paths: Annotated[list[Path] | None, typer.Argument(help="Run files or folders to ingest first.")] = None,
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Run files or folders to ingest first.", readable=False)
+    ] = None,
     db: Annotated[Path | None, typer.Option("--db", help="DuckDB file.")] = None,
     pair: Annotated[
         list[str] | None, typer.Option("--pair", help="A:B (run ids or aliases base, o0, c128, …); repeatable.")
@@ -218,7 +221,7 @@ def probe(
     """The evidence–answer probe: answer similarity vs J_span (seed 000, Table 1)."""
     from ragaudit_core.stability.probe import DEFAULT_SIMILARITY_MODEL, probe_pair
 
-    con = open_logs(paths, db, must_exist=False)
+    con = open_logs(paths, db, keep=True)  # the similarities it computes are kept when the file may be written
     pairs = _probe_pairs(con, pair)
     models = LazyModels(embedder=embedder, device=device)  # loaded only for similarities not stored yet
     try:

@@ -18,6 +18,7 @@ import pandas as pd
 from ragaudit_core.fidelity.citations import DEFAULT_PATTERNS
 from ragaudit_core.fidelity.graph import QueryGraph
 from ragaudit_core.fidelity.judge import agreement, context_chunks, disagreement, judge_prompt, majority, rule_verdict
+from ragaudit_core.logs import store
 
 __all__ = ["judge_citations", "judge_inputs", "judge_summary", "store_verdicts", "verdict_table"]
 
@@ -115,9 +116,14 @@ def store_verdicts(con: duckdb.DuckDBPyConnection, job_key: str, run_id: str, qu
         )
 
 
+def _ensure(con: duckdb.DuckDBPyConnection) -> bool:
+    """The table made when missing; False on a read-only database that never stored a verdict."""
+    return store.made_on_first_use(con, _SCHEMA, "judge_verdicts")
+
+
 def has_verdicts(con: duckdb.DuckDBPyConnection, job_key: str) -> bool:
-    con.execute(_SCHEMA)
-    return bool(con.execute("SELECT count(*) FROM judge_verdicts WHERE job_key = ?", [job_key]).fetchall()[0][0])
+    sql = "SELECT count(*) FROM judge_verdicts WHERE job_key = ?"
+    return _ensure(con) and bool(con.execute(sql, [job_key]).fetchall()[0][0])
 
 
 def verdict_table(con: duckdb.DuckDBPyConnection, run_id: str, precision: str = "auto") -> pd.DataFrame:
@@ -128,7 +134,9 @@ def verdict_table(con: duckdb.DuckDBPyConnection, run_id: str, precision: str = 
     model's default weights, ``bf16`` those run with ``--precision bf16`` (named ``… (bf16)``). The
     two are never counted together: a bf16 panel beside the reference's would double each
     citation's votes."""
-    con.execute(_SCHEMA)
+    cols = ["query_id", "citation", "rule", "votes", "majority", "unanimous", "n_judges", "n_valid"]
+    if not _ensure(con):
+        return pd.DataFrame(columns=cols)
     suffix = f" ({precision})"
     df = con.execute(
         "SELECT query_id, citation_index, citation, rule_score, judge, seed, verdict, confidence, "
@@ -137,7 +145,6 @@ def verdict_table(con: duckdb.DuckDBPyConnection, run_id: str, precision: str = 
         + " ORDER BY query_id, citation_index, judge, seed",
         [run_id] if precision == "auto" else [run_id, suffix],
     ).df()
-    cols = ["query_id", "citation", "rule", "votes", "majority", "unanimous", "n_judges", "n_valid"]
     if df.empty:
         return pd.DataFrame(columns=cols)
     rows = []

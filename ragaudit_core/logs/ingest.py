@@ -35,11 +35,11 @@ from ragaudit_core.logs.held import HeldRows
 from ragaudit_core.logs.jsonl import (
     InputFileError,
     Line,
-    expand_paths,
     file_sha256,
     iter_lines,
 )
 from ragaudit_core.logs.lines import buffer_provenance
+from ragaudit_core.logs.listing import list_paths, unopened
 from ragaudit_core.logs.options import IngestError, IngestOptions, check_options
 from ragaudit_core.logs.parallel import (
     POOL_PEEK,
@@ -90,22 +90,19 @@ def ingest_paths(
 ) -> IngestReport:
     """Validate and load evidence logs into ``con`` in one transaction.
 
-    ``paths`` are files or folders (see :func:`jsonl.expand_paths`). ``progress`` is called
-    as ``progress(path, lines_read)`` every 10,000 lines and at the end of each file.
-    Raises :class:`IngestError` before writing anything when the paths or options are
-    unusable; bad lines never raise.
-    """
+    ``paths`` are files or folders (see :func:`listing.list_paths`: a path that cannot be used is
+    refused in the report, the others read). ``progress`` is called as ``progress(path, lines_read)``
+    every 10,000 lines and at the end of each file. Raises :class:`IngestError` before writing anything
+    when no path can be used or the options are unusable; bad lines never raise."""
     try:
-        files = expand_paths(list(paths))
+        listing = list_paths(list(paths))
     except InputFileError as e:
         raise IngestError(str(e)) from None
-    if not files:
-        raise IngestError("no input files given")
     if options.format not in (None, "auto", *formats.NAMES):
         raise IngestError(f"unknown log format {options.format!r}; formats are: auto, {', '.join(formats.NAMES)}")
     with one_ingest_at_a_time(con), fewer_collections():
         check_options(con, options)  # it records the options in meta: inside too
-        return _load(con, files, options, progress)
+        return _load(con, listing.files, options, progress).listed(listing.refused, listing.warnings)
 
 
 def _load(
@@ -235,7 +232,10 @@ class _Batch:
         attempt. Each file is its own unit: a file refused while it is read (past a limit, nothing
         to audit, unreadable) gives back what it had loaded, and the other files stay."""
         spath = str(path)
-        sha = file_sha256(path)
+        try:
+            sha = file_sha256(path)
+        except OSError as e:  # unreadable, or gone since the listing: refused, the other files load
+            return self.report.refuse(spath, unopened(e))
         if sha in self.failed_sha:
             self.replaced_file_ids.append(self.failed_sha.pop(sha))
         if sha in self.seen_sha:

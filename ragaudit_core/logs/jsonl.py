@@ -1,4 +1,4 @@
-"""Reading JSONL input: plain or gzip, single files or folders, line by line.
+"""Reading JSONL input: plain or gzip, line by line (which files a call reads: :mod:`.listing`).
 
 The reader never raises for a bad *line*: it yields the line's number with either its
 bytes or a human reason, so that one bad line costs only itself. Problems that make a
@@ -31,7 +31,6 @@ __all__ = [
     "Limits",
     "Line",
     "TemporaryFileError",
-    "expand_paths",
     "file_sha256",
     "iter_lines",
     "open_limited",
@@ -183,33 +182,6 @@ class CellLine(Line):
     cell. (A class, not a field: a field costs every line of every file its construction.)"""
 
     cells: ClassVar[bool] = True
-
-
-def expand_paths(paths: list[str | Path]) -> list[Path]:
-    """Files named directly, plus every log file (``*.jsonl[.gz]``, ``*.ndjson[.gz]``,
-    ``*.json[.gz]``) found recursively under named folders, in sorted order."""
-    out: list[Path] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(LOG_SUFFIXES))
-            if not found:
-                raise InputFileError(f"{p}: folder holds no .jsonl, .jsonl.gz, .ndjson or .json files")
-            out.extend(found)
-        elif p.is_file():
-            out.append(p)
-        elif p.exists():
-            raise InputFileError(f"{p}: not a regular file")
-        else:
-            raise InputFileError(f"{p}: no such file or folder")
-    seen: set[Path] = set()
-    uniq = []
-    for f in out:
-        r = f.resolve()
-        if r not in seen:
-            seen.add(r)
-            uniq.append(f)
-    return uniq
 
 
 def file_sha256(path: Path) -> str:

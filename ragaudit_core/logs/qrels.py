@@ -23,6 +23,7 @@ replaced; labels of other queries stay. ``source`` says where a label came from 
 from __future__ import annotations
 
 import gzip
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -148,12 +149,22 @@ def parse_qrels(path: str | Path) -> tuple[list[Label], list[str]]:
 
 def qrels_files(folder: str | Path) -> list[Path]:
     """The label files of a log folder: the ``.tsv``, ``.txt`` or ``.qrels`` files (optionally
-    ``.gz``) in any ``qrels/`` folder under it (BEIR's layout), sorted by path."""
+    ``.gz``) in any ``qrels/`` folder under it (BEIR's layout), sorted by path. Hidden folders and
+    files (``.git``) are left out and a folder that cannot be read is passed over, as the logs'
+    listing does (:mod:`.listing`, which warns about it)."""
     ok = (".tsv", ".txt", ".qrels", ".tsv.gz", ".txt.gz", ".qrels.gz")
     root = Path(folder)
     dirs = [root] if root.name == "qrels" else []
-    dirs += [d for d in root.rglob("qrels") if d.is_dir()]
-    return sorted({p for d in dirs for p in d.iterdir() if p.is_file() and p.name.lower().endswith(ok)})
+    for parent, subfolders, _files in os.walk(root):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")]
+        dirs += [Path(parent, d) for d in subfolders if d == "qrels"]
+    found = set()
+    for d in dirs:
+        try:
+            found |= {p for p in d.iterdir() if p.is_file() and p.name.lower().endswith(ok) and p.name[0] != "."}
+        except OSError:
+            continue
+    return sorted(found)
 
 
 def _canon(con: duckdb.DuckDBPyConnection) -> CanonOptions:

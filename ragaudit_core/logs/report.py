@@ -87,6 +87,20 @@ class IngestReport:
             return f"no record of {name} could be loaded: its only {f.unit} was rejected"
         return f"no record of {name} could be loaded: all {f.n_rejected:,} of its {f.unit}s were rejected"
 
+    def refuse(self, path: str, reason: str) -> None:
+        """A file or path refused before anything of it was read (it cannot be opened, it is missing),
+        in one sentence; nothing of it is in the database."""
+        self.files.append(FileReport(path, "", "unreadable", n_rejected=1))
+        self.rejected.append(Issue(path, None, reason, "unreadable"))
+
+    def listed(self, refused: list[Issue], warnings: list[Issue]) -> IngestReport:
+        """This report with the paths its listing refused and the listing's warnings
+        (:func:`~ragaudit_core.logs.listing.list_paths`)."""
+        for issue in refused:
+            self.refuse(issue.path or "", issue.message)
+        self.warnings += warnings
+        return self
+
     def with_paths(self, names: dict[str, str]) -> IngestReport:
         """The same report with file paths renamed (e.g. kept uploads → the names the user uploaded)."""
 

@@ -43,6 +43,7 @@ __all__ = [
     "DatabaseRefused",
     "FileState",
     "StoreError",
+    "TablesOutOfDate",
     "check_length",
     "expected_shape",
     "inspect",
@@ -62,6 +63,10 @@ class StoreError(RagAuditError, RuntimeError):
 
 class DatabaseRefused(StoreError):
     """The file is not a RagAudit database this version can use as asked (nothing was changed)."""
+
+
+class TablesOutOfDate(DatabaseRefused):
+    """A read-only open of a file that needs tables or columns added (a writing open would add them)."""
 
 
 MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {}
@@ -136,9 +141,9 @@ def prepare(con: duckdb.DuckDBPyConnection, target: str, *, read_only: bool, ini
             raise DatabaseRefused(
                 f"{name} holds no RagAudit data yet: load logs into it first (ragaudit ingest PATH... --db {target})"
             )
-        raise DatabaseRefused(
+        raise TablesOutOfDate(
             f"{name} was written by an earlier RagAudit and needs its tables brought up to date, which a read-only "
-            f"open cannot do: open it once with a command that writes (ragaudit ingest --db {target})"
+            "open cannot do: make the file writable and run the command again (RagAudit then adds them)"
         )
     if work or state.version is None:
         _apply(con, work, state)

@@ -33,7 +33,14 @@ from pathlib import Path
 
 import duckdb
 
-from ragaudit_core.logs.schema import SCHEMA_VERSION, DatabaseRefused, StoreError, check_length, prepare
+from ragaudit_core.logs.schema import (
+    SCHEMA_VERSION,
+    DatabaseRefused,
+    StoreError,
+    TablesOutOfDate,
+    check_length,
+    prepare,
+)
 from ragaudit_core.logs.tables import run_tables
 
 __all__ = [
@@ -42,6 +49,8 @@ __all__ = [
     "DatabaseRefused",
     "StoreBusy",
     "StoreError",
+    "StoreReadOnly",
+    "TablesOutOfDate",
     "bump_data_version",
     "busy_message",
     "clear_data",
@@ -51,6 +60,7 @@ __all__ = [
     "default_db_path",
     "get_meta",
     "init_schema",
+    "made_on_first_use",
     "set_meta",
     "workspace_root",
 ]
@@ -133,8 +143,11 @@ def connect(
         elif Path(target).is_dir():
             raise DatabaseRefused(f"{target} is a folder, not a database file: name a file inside it (…/audit.duckdb)")
         else:
-            _check_magic(target)
-            check_length(target)
+            try:
+                _check_magic(target)
+                check_length(target)
+            except OSError as e:  # a file this user may not read (its permissions), or one gone meanwhile
+                raise StoreError(f"cannot read database {target}: {e.strerror or e}") from None
     deadline = time.monotonic() + wait_s
     delay, told = 0.05, False
     while True:
@@ -144,7 +157,7 @@ def connect(
         except duckdb.Error as e:
             busy = busy_message(target, str(e))
             if busy is None:
-                raise StoreError(_unreadable(target, str(e))) from None
+                raise _cannot_open(target, str(e), read_only) from None
             if time.monotonic() >= deadline:
                 raise StoreBusy(busy) from None
             if on_wait is not None and not told:
@@ -153,7 +166,7 @@ def connect(
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, 0.5)
     try:
-        _limit_memory(con, target == ":memory:")
+        _limit_memory(con, target == ":memory:" or read_only)
         prepare(con, target, read_only=read_only, init=init)
     except StoreError:
         con.close()
@@ -188,8 +201,33 @@ def _check_magic(target: str) -> None:
     )
 
 
+def _cannot_open(target: str, error: str, read_only: bool) -> StoreError:
+    """The error for a file DuckDB could not open: :class:`StoreReadOnly` when it may not be written
+    (a read-only open would do), else :class:`StoreError` with :func:`_unreadable`'s sentence."""
+    if "Permission denied" in error and not read_only:
+        return StoreReadOnly(
+            f"cannot open database {target} for writing: permission denied (the file or its folder is read-only "
+            "for this user); the commands that only read it (stability, quality, fidelity, gate, report) open it "
+            "read-only, ingest needs a copy this user may write"
+        )
+    if "Permission denied" in error:
+        return StoreError(f"cannot read database {target}: permission denied (its permissions do not let this user)")
+    return StoreError(_unreadable(target, error))
+
+
 def _unreadable(target: str, error: str) -> str:
     """One sentence for a file DuckDB cannot open or read."""
+    if "replaying WAL" in error:
+        why = (
+            "is the write-ahead log of another database file"
+            if "does not match" in error
+            else "could not be replayed (it is damaged or cut short)"
+        )
+        return (
+            f"cannot open database {target}: the file beside it, {Path(target).name}.wal, {why} (DuckDB: "
+            f"{error.splitlines()[0]}); move {Path(target).name}.wal out of the folder (keep it if another database "
+            "may need it) and open again: the database is then as it was at its last checkpoint"
+        )
     if "not a valid DuckDB database file" in error:
         return (
             f"{target} is not a DuckDB database file (RagAudit keeps its data in DuckDB files): choose a RagAudit "
@@ -222,6 +260,10 @@ def busy_message(target: str, error: str) -> str | None:
 
 class StoreBusy(StoreError):
     """The database file is held by another process (or another mode in this one)."""
+
+
+class StoreReadOnly(StoreError):
+    """The database file (or its folder) may not be written by this process; a read-only open may work."""
 
 
 MEMORY_LIMIT = "512MB"
@@ -257,6 +299,18 @@ def init_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create RagAudit's tables in ``con``'s database (an empty or in-memory one) — the checks of
     :func:`connect` apply."""
     prepare(con, ":memory:", read_only=False)
+
+
+def made_on_first_use(con: duckdb.DuckDBPyConnection, ddl: str, name: str) -> bool:
+    """Create the table ``name`` that RagAudit makes when it first stores into it (``ddl``: ``CREATE
+    TABLE IF NOT EXISTS …``) and say whether it is there. A connection that cannot write (a database
+    opened read-only) creates nothing: False when the table was never made — nothing is stored in it."""
+    try:
+        con.execute(ddl)
+        return True
+    except duckdb.Error:
+        sql = "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = ?"
+        return bool(con.execute(sql, [name]).fetchall()[0][0])
 
 
 def get_meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:

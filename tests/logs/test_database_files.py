@@ -196,3 +196,86 @@ def test_cli_exits_2_in_one_sentence_and_leaves_a_foreign_file_alone(tmp_path):
     half.write_bytes(data[: len(data) // 2])
     r = _cli("stability", "--db", str(half))
     assert r.returncode == 2 and "is truncated" in r.stderr and "Traceback" not in r.stderr
+
+
+def _wal_of_another_file(tmp_path: Path) -> bytes:
+    """The write-ahead log a killed program left beside another database file."""
+    other = tmp_path / "other.duckdb"
+    code = (
+        "import duckdb, os, sys\ncon = duckdb.connect(sys.argv[1])\ncon.execute(\"SET wal_autocheckpoint = '1TB'\")\n"
+        "con.execute('CREATE TABLE t AS SELECT 1 AS a')\ncon.execute('INSERT INTO t VALUES (2)')\nos._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(other)], check=True, timeout=120)
+    return Path(f"{other}.wal").read_bytes()
+
+
+def test_a_wal_left_by_another_database_is_named_with_what_to_do(tmp_path):
+    db = _ragaudit_db(tmp_path / "audit.duckdb", tmp_path)
+    Path(f"{db}.wal").write_bytes(_wal_of_another_file(tmp_path))
+    for kw in ({}, {"read_only": True}):
+        msg = refused(db, **kw)
+        assert msg.startswith(
+            f"cannot open database {db}: the file beside it, audit.duckdb.wal, is the write-ahead log of another "
+            "database file (DuckDB: IO Error: Failure while replaying WAL file"
+        )
+        assert msg.endswith(
+            "move audit.duckdb.wal out of the folder (keep it if another database may need it) and open again: the "
+            "database is then as it was at its last checkpoint"
+        )
+    Path(f"{db}.wal").rename(tmp_path / "kept.wal")  # as the sentence says
+    con = store.connect(db, read_only=True)
+    assert con.execute("SELECT run_id, query_id FROM records").fetchall() == [("r1", "q1")]
+    con.close()
+
+
+def test_a_read_only_open_spills_to_a_temporary_folder_not_beside_the_file(tmp_path):
+    db = _ragaudit_db(tmp_path / "audit.duckdb", tmp_path)
+    ro = store.connect(db, read_only=True)  # its folder may be read-only too (an artifact)
+    try:
+        ((spill,),) = ro.execute("SELECT current_setting('temp_directory')").fetchall()
+    finally:
+        ro.close()
+    assert not Path(spill).is_relative_to(tmp_path)
+    rw = store.connect(db)
+    try:
+        assert rw.execute("SELECT current_setting('temp_directory')").fetchall() == [(f"{db}.tmp",)]
+    finally:
+        rw.close()
+
+
+def test_a_reading_command_brings_an_older_file_up_to_date_when_it_may_write_it(tmp_path, monkeypatch):
+    """``read_db`` (every reading command): read-only; a file that lacks a nullable column gets it
+    first when it may be written, else it is refused with what to do and left as it was."""
+    from ragaudit_core.cli import common
+
+    def older(name: str) -> Path:
+        return _duckdb(
+            tmp_path / name,
+            *_meta("1"),
+            "CREATE TABLE quarantine (file_id INTEGER, path VARCHAR NOT NULL, line_no INTEGER, "
+            "reason VARCHAR NOT NULL, raw VARCHAR)",
+            "INSERT INTO quarantine VALUES (1, 'a.jsonl', 3, 'bad', '{')",
+        )
+
+    con = common.read_db(older("q.duckdb"))
+    assert con.execute("SELECT path, line_no, raw_bytes FROM quarantine").fetchall() == [("a.jsonl", 3, None)]
+    with pytest.raises(duckdb.InvalidInputException, match="read-only mode"):
+        con.execute("DELETE FROM quarantine")
+    con.close()
+    locked = older("locked.duckdb")
+    before = _digest(locked)
+    connect = store.connect
+
+    def not_writable(path, **kw):
+        if not kw.get("read_only"):
+            raise store.StoreReadOnly(f"cannot open database {path} for writing: permission denied")
+        return connect(path, **kw)
+
+    monkeypatch.setattr(store, "connect", not_writable)
+    with pytest.raises(store.TablesOutOfDate) as e:
+        common.read_db(locked)
+    assert str(e.value) == (
+        "locked.duckdb was written by an earlier RagAudit and needs its tables brought up to date, which a "
+        "read-only open cannot do: make the file writable and run the command again (RagAudit then adds them)"
+    )
+    assert _digest(locked) == before

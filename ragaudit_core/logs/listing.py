@@ -1,0 +1,103 @@
+"""Which files one ingest call reads: the paths it was given, folders searched.
+
+Each path is its own unit, as each file is once read: a path that cannot be used (missing, not a
+regular file, a folder holding no log, a folder that cannot be read) is refused in one sentence
+and the call reads the others; only a call left with nothing to read fails as a whole
+(:class:`~ragaudit_core.logs.jsonl.InputFileError`).
+
+Folders are searched recursively for JSON and JSON Lines files (:data:`~.jsonl.LOG_SUFFIXES`),
+leaving out hidden files and folders — names starting with ``.`` (``.git``, ``.ipynb_checkpoints``,
+``.DS_Store``): they hold no logs, and a JSON file in them would be refused as one. A path named on
+its own is read whatever its name. Links to files are followed, links to folders are not (a link
+back up the tree would list it again and again). A subfolder that cannot be read is skipped with a
+warning naming it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ragaudit_core.logs.jsonl import LOG_SUFFIXES, InputFileError
+from ragaudit_core.logs.report import Issue
+
+__all__ = ["Listing", "list_paths", "unopened"]
+
+
+@dataclass
+class Listing:
+    """The files to read, in order (each once), the paths refused and the warnings of the search."""
+
+    files: list[Path] = field(default_factory=list)
+    refused: list[Issue] = field(default_factory=list)
+    warnings: list[Issue] = field(default_factory=list)
+
+
+def list_paths(paths: list[str | Path]) -> Listing:
+    """Files named directly, plus every log file found under named folders (in sorted order, hidden
+    names left out); each path that cannot be used refused in one sentence. Raises
+    :class:`InputFileError` when no file is left to read (every path refused, or none given)."""
+    out = Listing()
+    found: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            files, hidden = _search(p, out)
+            if files is not None and not files:
+                why = "folder holds no .jsonl, .jsonl.gz, .ndjson or .json files"
+                note = " (hidden files and folders, named with a leading '.', are not searched)" if hidden else ""
+                out.refused.append(Issue(str(p), None, why + note))
+            found.extend(files or [])
+        elif p.is_file():
+            found.append(p)
+        else:
+            out.refused.append(Issue(str(p), None, "not a regular file" if p.exists() else "no such file or folder"))
+    seen: set[Path] = set()
+    for f in found:
+        r = f.resolve()
+        if r not in seen:
+            seen.add(r)
+            out.files.append(f)
+    if not out.files:
+        raise InputFileError("; ".join(map(str, out.refused)) or "no input files given")
+    return out
+
+
+def _search(root: Path, out: Listing) -> tuple[list[Path] | None, bool]:
+    """The log files under ``root`` (None: the folder refused, ``root`` itself cannot be read), and
+    whether hidden files or folders were left out."""
+    errors: list[OSError] = []
+    found = []
+    hidden = False
+    for folder, subfolders, names in os.walk(root, onerror=errors.append):
+        hidden = hidden or any(n.startswith(".") for n in (*subfolders, *names))
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")]
+        found += [
+            f
+            for name in names
+            if not name.startswith(".") and name.lower().endswith(LOG_SUFFIXES) and (f := Path(folder, name)).is_file()
+        ]
+    for e in errors:
+        why = (e.strerror or type(e).__name__).lower()
+        if Path(e.filename or root) == root:
+            out.refused.append(Issue(str(root), None, f"the folder cannot be read ({why}); nothing in it was loaded"))
+            return None, hidden
+        out.warnings.append(
+            Issue(
+                str(e.filename),
+                None,
+                f"this folder cannot be read ({why}) and was skipped: nothing in it was loaded",
+                "unreadable-folder",
+            )
+        )
+    return sorted(found), hidden
+
+
+def unopened(e: OSError) -> str:
+    """Why a listed file could not be opened, in words (the sentence that refuses it)."""
+    if isinstance(e, FileNotFoundError):
+        return "the file is gone (deleted or moved after the paths were listed); nothing of it was loaded"
+    if isinstance(e, PermissionError):
+        return "permission denied (this user may not read the file); nothing of it was loaded"
+    return f"the file cannot be read ({e.strerror or type(e).__name__}); nothing of it was loaded"
