@@ -61,6 +61,7 @@ from ragaudit_core.logs.report import FileReport, IngestReport, Issue
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
 from ragaudit_core.logs.runs import new_run_rows
 from ragaudit_core.logs.seen import SeenPairs, one_ingest_at_a_time
+from ragaudit_core.logs.seenfiles import SeenFiles
 from ragaudit_core.logs.writer import (
     NO_SPACE,
     QUARANTINE_SCHEMA,
@@ -158,7 +159,7 @@ class _Batch:
         self.report = IngestReport()
         self.seen = SeenPairs.from_table(con, "records")  # "first record wins", across ingests
         self.seen_prov = SeenPairs.from_table(con, "prov_records")
-        self.seen_sha = dict(
+        self.seen_sha = SeenFiles(
             con.execute("SELECT sha256, path FROM files WHERE n_loaded > 0 OR n_rejected = 0").fetchall()
         )
         # files of an earlier ingest whose every line was rejected: read again, and replace that attempt
@@ -238,15 +239,10 @@ class _Batch:
             return self.report.refuse(spath, unopened(e))
         if sha in self.failed_sha:
             self.replaced_file_ids.append(self.failed_sha.pop(sha))
-        if sha in self.seen_sha:
+        same = self.seen_sha.same_content(path, sha)
+        if same is not None:
             self.report.files.append(FileReport(spath, sha, "already-loaded"))
-            self.warn(
-                spath,
-                None,
-                "already-loaded",
-                f"same content as {self.seen_sha[sha]} (SHA-256 {sha[:12]}…), already loaded; skipped",
-                None,
-            )
+            self.warn(spath, None, "already-loaded", f"same content as {same}, already loaded; skipped", None)
             return
         self.seen_sha[sha] = spath
         file_id = self.next_file_id
