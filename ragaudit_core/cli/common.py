@@ -144,16 +144,19 @@ def ingest_options(
     )
 
 
-def print_ingest(report: IngestReport, max_lines: int = 50) -> None:
-    """The ingest summary, rejected lines and warnings on stderr (at most ``max_lines`` of each)."""
+def print_ingest(report: IngestReport, max_lines: int = 50, *, refusals_follow: bool = False) -> None:
+    """The ingest summary, rejected lines and warnings on stderr (at most ``max_lines`` of each);
+    ``refusals_follow``: files refused as a whole are left to :func:`fail_on_rejected_files`,
+    which ends the output with one sentence each (said once, not twice)."""
     typer.echo(report.summary(), err=True)
     for f in report.files[:max_lines]:
         if f.formats:
             typer.echo(f.read_as(), err=True)
-    for issue in report.rejected[:max_lines]:
+    shown = [i for i in report.rejected if not (refusals_follow and i.code == "unreadable")]
+    for issue in shown[:max_lines]:
         typer.echo(f"{'refused' if issue.code == 'unreadable' else 'rejected'}: {issue}", err=True)
-    if len(report.rejected) > max_lines:
-        typer.echo(f"rejected: … and {len(report.rejected) - max_lines} more (see the quarantine table)", err=True)
+    if len(shown) > max_lines:
+        typer.echo(f"rejected: … and {len(shown) - max_lines} more (see the quarantine table)", err=True)
     for w in report.warnings[:max_lines]:
         typer.echo(f"warning: {w}", err=True)
     if report.labels is not None:

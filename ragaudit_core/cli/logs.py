@@ -107,7 +107,7 @@ def ingest(
     except RagAuditError as e:
         fail(str(e))
     lines.finish()
-    print_ingest(report)
+    print_ingest(report, refusals_follow=True)
     typer.echo(f"database: {db}", err=True)
     fail_on_rejected_files(report)
     if strict and report.rejected:
