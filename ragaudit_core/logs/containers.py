@@ -102,7 +102,7 @@ def iter_rows(path: Path, limits: Limits | None = None, notes: list[str] | None 
             "named as JSON Lines but holds a JSON document (a value spread over lines, or an array): "
             "read as a document, its records one by one; JSON Lines has one object per line"
         )
-    return _document_rows(path, limits)
+    return _document_rows(path, limits, head.startswith(_UTF8_BOM))
 
 
 def _gunzipped_magic(path: Path) -> bytes:
@@ -172,11 +172,15 @@ def _csv_table(head: bytes) -> str | None:
     return delim if rows and all(len(r) == len(names) for r in rows[:5]) else None
 
 
-def _document_rows(path: Path, limits: Limits) -> Iterator[Line]:
+def _document_rows(path: Path, limits: Limits, bom: bool = False) -> Iterator[Line]:
+    """A JSON document's values (:func:`documents.iter_values`); ``bom``: a UTF-8 byte-order mark
+    starts it (noted on the first value: one warning, as a JSON Lines line's mark is)."""
     with open_limited(path, limits) as f:
         last = 0
         try:
             for ln in iter_values(f, max_value_bytes=limits.max_line_bytes, max_depth=limits.max_depth):
+                if bom and last == 0 and ln.note is None and ln.error is None:
+                    ln = dataclasses.replace(ln, note=_BOM_NOTE)
                 last = ln.line_no
                 yield ln
         except (OSError, EOFError, zlib.error) as e:

@@ -4,6 +4,7 @@ the good lines around it are loaded, the bad line is kept verbatim in the quaran
 from __future__ import annotations
 
 import gzip
+import json
 
 import pytest
 
@@ -269,3 +270,15 @@ def test_many_bad_kinds_in_one_file(con, tmp_path):
     assert _loaded(con) == good_ids
     assert len(rep.rejected) == len(CASES) - 1
     assert [i.line_no for i in rep.rejected] == list(range(2, 2 * len(good_ids) + 1, 2))
+
+
+def test_a_json_documents_bom_is_stripped_with_a_warning_at_its_first_line(con, tmp_path):
+    f = tmp_path / "bom.json"
+    f.write_bytes(
+        b"\xef\xbb\xbf" + json.dumps([{"run_id": "r", "query_id": "good1", "cited": ["a"]}], indent=2).encode()
+    )
+    rep = ingest_paths(con, [f])
+    assert _loaded(con) == ["good1"]
+    assert [str(w) for w in rep.warnings if w.code == "bom"] == [
+        f"{f} line 1: a UTF-8 byte-order mark at the start of the file was ignored"
+    ]
