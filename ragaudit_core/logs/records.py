@@ -49,6 +49,12 @@ from ragaudit_core.wording import counted
 
 __all__ = ["FileReader", "RecordSink"]
 
+
+def _a(label: str) -> str:
+    """A format's name with its article, as a reason reads it: "a Ragas", "an OpenInference"."""
+    return f"{'an' if label[:1] in 'AEIOU' else 'a'} {label}"
+
+
 _MAX_UNWRAP = 3  # containers inside containers (an array of trace exports) read this deep
 
 
@@ -292,9 +298,9 @@ class FileReader:
         try:
             recs = [EvidenceRecord.model_validate(r) for r in formats.map_record(fmt.name, obj, self.ctx)]
         except formats.FormatError as e:
-            reason = f"not a {fmt.name} record: {e}"
+            reason = f"not {_a(fmt.label)} record: {e}"
         except ValidationError as e:
-            reason = f"{fmt.name} record maps to an invalid record: {describe_validation_error(e)}"
+            reason = f"{fmt.label} record maps to an invalid record: {describe_validation_error(e)}"
         if reason is not None:
             sink.reject(fr, self.file_id, ln, reason)
             return
@@ -321,7 +327,7 @@ class FileReader:
         try:
             span = fmt.read_span(obj)
         except formats.FormatError as e:
-            self.sink.reject(self.fr, self.file_id, ln, f"not a {fmt.name} span: {e}")
+            self.sink.reject(self.fr, self.file_id, ln, f"not {_a(fmt.label)} span: {e}")
             return
         retriever = span.kind == "retriever" and not span.notes
         if not (retriever and self.premapped(ln, fmt, span, None if own else lambda: json_bytes(obj))):
@@ -472,11 +478,11 @@ class FileReader:
             )
             rec: Any = fast_record(built) or EvidenceRecord.model_validate(built)  # same record either way
         except formats.FormatError as e:
-            self.sink.reject(self.fr, self.file_id, ln, f"not a {fmt.name} span: {e}")
+            self.sink.reject(self.fr, self.file_id, ln, f"not {_a(fmt.label)} span: {e}")
             return None
         except ValidationError as e:
             self.sink.reject(
-                self.fr, self.file_id, ln, f"{fmt.name} span maps to an invalid record: {describe_validation_error(e)}"
+                self.fr, self.file_id, ln, f"{fmt.label} span maps to an invalid record: {describe_validation_error(e)}"
             )
             return None
         for msg in self.ctx.repeats:
