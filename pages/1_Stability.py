@@ -132,7 +132,7 @@ if res.intervals is not None:
 
 pairs = res.pairs
 pair_list = [tuple(p) for p in pairs.loc[pairs.level == "doc", ["run_a", "run_b"]].itertuples(index=False)]
-default_pair = ui.default_pair(db_path, version, tuple(all_runs))  # the compare page's: stored at ingest
+default_pair = ui.default_pair(db_path, version)  # the compare page's: stored at ingest
 if default_pair is not None and default_pair[::-1] in pair_list:
     pair_list = [default_pair if p == default_pair[::-1] else p for p in pair_list]
 selected = st.session_state.get(KEYS.pair)

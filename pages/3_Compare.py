@@ -47,9 +47,7 @@ def gate_inputs(db: str, data_version: str, a: str, b: str, tau: float):
 selection, _evidence_runs = ui.default_selection(db_path, version)
 compared = ui.picked_runs() or selection.runs
 all_runs = natural_sorted(catalog.runs_table(con)["run_id"].tolist())
-baseline, candidate = ui.run_pair_picker(
-    all_runs, preferred=compared, default=ui.default_pair(db_path, version, tuple(_evidence_runs))
-)
+baseline, candidate = ui.run_pair_picker(all_runs, preferred=compared, default=ui.default_pair(db_path, version))
 tau = ui.tau_slider()
 if baseline == candidate:
     st.info("Pick two different runs.")

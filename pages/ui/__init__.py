@@ -28,6 +28,7 @@ from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.review import gate, palette
 from ragaudit_core.review.labels import column_label, is_share
 from ragaudit_core.review.logtext import RTL_OR_CONTROL, bidi_safe
+from ragaudit_core.stability.cache import opening_pair
 from ragaudit_core.wording import counted
 
 __all__ = [
@@ -114,9 +115,10 @@ class Store:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def default_pair(db: str, data_version: str, runs: tuple[str, ...]) -> tuple[str, str] | None:
-    """:func:`catalog.default_pair`, cached per data version (it joins every run's queries)."""
-    return catalog.default_pair(connection(db), list(runs))
+def default_pair(db: str, data_version: str) -> tuple[str, str] | None:
+    """The pair the pages open on (:func:`stability.cache.opening_pair`: among the runs the default
+    selection compares), cached per data version (it joins every run's queries)."""
+    return opening_pair(connection(db))
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

@@ -27,7 +27,14 @@ from ragaudit_core.stability.metrics import StabilityOptions, StabilityResult, c
 from ragaudit_core.stability.summary import StabilitySummary
 from ragaudit_core.stability.uncertainty import StabilityIntervals
 
-__all__ = ["DEFAULT_DENSITY_BINS", "compare_cached", "default_options", "precompute", "stability_cached"]
+__all__ = [
+    "DEFAULT_DENSITY_BINS",
+    "compare_cached",
+    "default_options",
+    "opening_pair",
+    "precompute",
+    "stability_cached",
+]
 
 DEFAULT_DENSITY_BINS = 20
 _TABLES = ("runs", "pairs", "queries", "density")
@@ -155,11 +162,23 @@ def precompute(con: duckdb.DuckDBPyConnection) -> StabilityResult | None:
         return None
 
 
+def opening_pair(con: duckdb.DuckDBPyConnection) -> tuple[str, str] | None:
+    """The pair the compare, stability and drill-down pages open on: :func:`catalog.default_pair`
+    among the runs the default selection compares (:func:`logs.selection.comparable_runs`), so that
+    a run it leaves out — asking other questions under the same ids, sharing no query, narrowing
+    the shared queries — is not opened on while the pages say it was left out; among every run
+    with evidence when the selection leaves none out or its runs share no query. None when no two
+    runs share a query."""
+    sel = comparable_runs(con)
+    pair = catalog.default_pair(con, natural_sorted(sel.runs)) if sel.partial else None
+    return pair or catalog.default_pair(con, natural_sorted(catalog.evidence_run_ids(con)))
+
+
 @derived.at_ingest("stability.default_pair")
 def precompute_default_pair(con: duckdb.DuckDBPyConnection) -> CompareResult | None:
-    """Store the comparison the compare and stability pages open on (:func:`catalog.default_pair`
-    among the runs with evidence, in natural order, τ = 0.5); None when no two runs share a query."""
-    pair = catalog.default_pair(con, natural_sorted(catalog.evidence_run_ids(con)))
+    """Store the comparison the compare and stability pages open on (:func:`opening_pair`,
+    τ = 0.5); None when no two runs share a query."""
+    pair = opening_pair(con)
     if pair is None:
         return None
     try:

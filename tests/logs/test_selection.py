@@ -121,3 +121,27 @@ def test_the_default_comparison_leaves_out_what_the_note_says_it_leaves_out(tmp_
     sel = comparable_runs(con)
     assert sel.disagreeing == ["other"] and sel.left_out == []
     assert default_options(con).runs == ["k5", "k10", "k20"]
+
+
+def test_the_pair_the_pages_open_on_is_one_the_default_selection_compares(tmp_path):
+    """'a1' and 'a2' share 3 queries with each other and none with 'z1'..'z3', which share 3 others:
+    the default selection compares the z runs (3 pairs × 3 queries) and the home page says the a
+    runs were left out. The compare page opened on ('a1', 'a2') anyway (every pair shares 3 queries;
+    natural order decided the tie) — under that very note (a browser walk). It opens on a pair of
+    the compared runs; with no run left out, every run's pairs are candidates again."""
+    from ragaudit_core.logs.catalog import default_pair
+    from ragaudit_core.stability.cache import opening_pair
+
+    recs = [
+        {"run_id": r, "query_id": f"{r[0]}{i}", "evidence": ["d"]}
+        for r in ("a1", "a2", "z1", "z2", "z3")
+        for i in range(3)
+    ]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
+    assert comparable_runs(con).left_out == ["a1", "a2"]
+    assert default_pair(con, ["a1", "a2", "z1", "z2", "z3"]) == ("a1", "a2")  # among every run
+    assert opening_pair(con) == ("z1", "z2")
+    con2 = store.connect(":memory:")
+    ingest_paths(con2, [write_jsonl(tmp_path / "a.jsonl", [r for r in recs if r["run_id"][0] == "a"])])
+    assert opening_pair(con2) == ("a1", "a2")
