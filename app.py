@@ -106,8 +106,8 @@ def _after_load(report=None, error: str | None = None) -> None:
 def _upload(con, db_path: str) -> None:
     files = st.file_uploader(
         "Evidence or provenance logs — ours, Ragas, RAGChecker, OpenInference/Phoenix, LangSmith or Langfuse "
-        "(JSONL, JSON, CSV or Parquet; .gz; several files at once)",
-        type=["jsonl", "gz", "json", "ndjson", "csv", "parquet"],
+        "(JSONL, JSON, CSV, TSV or Parquet, or a table saved as .txt; .gz; several files at once)",
+        type=["jsonl", "gz", "json", "ndjson", "csv", "tsv", "txt", "parquet"],
         accept_multiple_files=True,
         key=f"{KEYS.uploader}.{st.session_state.get(KEYS.uploader, 0)}",
     )

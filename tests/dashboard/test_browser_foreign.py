@@ -1,5 +1,6 @@
-"""Logs RagAudit did not write, used as an auditor would in a real browser: a Ragas CSV export of
-two configurations and a Phoenix (OpenInference) span export are uploaded through the file input;
+"""Logs RagAudit did not write, used as an auditor would in a real browser: a Ragas export of two
+configurations (one as CSV, one as tab-separated text named .txt) and a Phoenix (OpenInference)
+span export are uploaded through the file input;
 the home page counts their runs, the stability page compares them, the drill-down shows a query,
 and the attributions page explains one of their queries in the background."""
 
@@ -36,9 +37,10 @@ PASSAGES = [
 ]
 
 
-def _ragas_csv(path: Path, shift: int) -> Path:
+def _ragas_csv(path: Path, shift: int, delimiter: str = ",") -> Path:
     with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=["user_input", "retrieved_contexts", "retrieved_context_ids", "response"])
+        fields = ["user_input", "retrieved_contexts", "retrieved_context_ids", "response"]
+        w = csv.DictWriter(f, fieldnames=fields, delimiter=delimiter)
         w.writeheader()
         for i, q in enumerate(QUESTIONS):
             picks = [(2 * i + shift) % 6, (2 * i + 4) % 6]
@@ -84,7 +86,8 @@ def test_an_auditor_uploads_ragas_and_phoenix_exports(tmp_path):
 
     files = [
         _ragas_csv(tmp_path / "ragas_k5.csv", 0),
-        _ragas_csv(tmp_path / "ragas_k10.csv", 1),
+        # a table saved from a spreadsheet as tab-separated text: the uploader takes it, its content decides
+        _ragas_csv(tmp_path / "ragas_k10.txt", 1, delimiter="\t"),
         _phoenix_spans(tmp_path / "phoenix_spans.jsonl"),
     ]
     with streamlit_server(tmp_path / "foreign.duckdb", tmp_path / "streamlit.log") as url, sync_playwright() as p:
