@@ -262,7 +262,8 @@ def _loaded(con, info: dict, db_path: str) -> None:
         st.caption("None: every line of every file was loaded.")
     if info["warnings"]:
         with st.expander(f"Ingest warnings ({info['warnings']:,})"):
-            ui.table(catalog.warnings_table(con), hide_index=True)
+            warnings = catalog.warnings_table(con)  # a file by its name, as uploaded (not where it is kept)
+            ui.table(warnings.assign(path=warnings["path"].map(lambda p: Path(p).name if p else p)), hide_index=True)
     _ledger(con)
 
 

@@ -187,6 +187,8 @@ def test_uploading_a_ragas_csv_loads_a_run_named_after_the_file(app_env, tmp_pat
     runs = next(df.value for df in at.dataframe if "run_id" in df.value.columns and "mean_entries" in df.value.columns)
     assert list(runs["run_id"]) == ["ragas_eval"]  # the kept file's name, without extensions
     assert {m.label: m.value for m in at.metric}["Evidence entries"] == "2"
+    warned = next(df.value for df in at.dataframe if "code" in df.value.columns and "message" in df.value.columns)
+    assert set(warned["path"]) == {"ragas_eval.csv"}  # the file as uploaded, not the folder it is kept in
 
 
 def test_open_database_stays_in_the_workspace_and_leaves_foreign_files_alone(app_env, tmp_path):
