@@ -22,7 +22,7 @@ from ragaudit_core.logs.qrels import QrelsError, QrelsReport, load_qrels, qrels_
 from ragaudit_core.logs.report import Issue
 from ragaudit_core.quality import cache as _quality_cache  # noqa: F401 — registers what ingest stores
 from ragaudit_core.stability import cache as _stability_cache  # noqa: F401 — registers what ingest stores
-from ragaudit_core.wording import counted
+from ragaudit_core.wording import counted, listed
 
 __all__ = [
     "clear",
@@ -53,11 +53,14 @@ def load_paths(
     the loaded runs' document ids as passage texts first."""
     paths = list(paths)
     label_files = [*(f for p in paths if Path(p).is_dir() for f in qrels_files(p)), *map(Path, qrels)]
+    before = set(catalog.evidence_run_ids(con))
     cur = con.cursor()
     try:
         report = ingest_paths(cur, paths, options, progress=progress)
     finally:
         cur.close()
+    if joined := [r for r in report.runs if r in before]:
+        report.warnings.append(Issue(None, None, _joined_runs(joined), "runs"))
     if ids_are_texts and report.runs:
         n = sanity.read_ids_as_texts(con, report.runs)
         texts = "a passage text" if n == 1 else "passage texts"
@@ -70,6 +73,16 @@ def load_paths(
     if report.n_records and precompute_overview:
         derived.precompute(con)  # what every page opens on (logs.derived's registry)
     return report
+
+
+def _joined_runs(runs: list[str]) -> str:
+    """The sentence for runs an earlier load had made that this load's records joined."""
+    it = "it" if len(runs) == 1 else "them"
+    return (
+        f"{listed('run', [repr(r) for r in runs])} already held records of an earlier load: this load's "
+        f"records were added to {it} (another tool's log is a run named after its file without "
+        "extensions: rename a file to keep its records apart)"
+    )
 
 
 def load_uploads(

@@ -581,7 +581,8 @@ class _Batch:
             insert_rows(con, "runs", new_runs, RUN_SCHEMA)  # a log may hold a run per record
         if self.quarantine:
             insert_rows(con, "quarantine", self.quarantine, QUARANTINE_SCHEMA)
-        if report.n_records or report.n_provenance:
+        if report.n_records or report.n_provenance:  # the database's state now: earlier loads' words are stale
+            con.execute("DELETE FROM ingest_warnings WHERE file_id IS NULL AND code IN ('collision', 'coverage')")
             for msg in collisions(con):
                 self.warn(None, None, "collision", msg, None)
             for msg in coverage_warnings(con):

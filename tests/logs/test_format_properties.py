@@ -112,7 +112,8 @@ def test_openinference_spans_are_loaded_quarantined_or_counted_as_without_eviden
     quarantined = con.execute("SELECT count(*) FROM quarantine").fetchone()[0]
     assert f.n_lines == len(spans)
     if f.status == "unreadable":  # no retriever span, nothing rejected: refused in one sentence
-        assert all(s in spans[:1] or s.get("span_kind") == "LLM" for s in spans)
+        # (an empty array holds no record: read and counted, nothing loaded)
+        assert all(s in spans[:1] or s == [] or (isinstance(s, dict) and s.get("span_kind") == "LLM") for s in spans)
         assert quarantined == 1 and report.n_records == 0
         assert report.rejected[0].message.endswith("and no retriever: nothing to audit")
     else:

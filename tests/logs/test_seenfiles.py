@@ -1,4 +1,5 @@
-"""A log and its gzip-compressed copy are one content: the second is skipped with a warning, not
+"""Loads into a database that already holds logs. A log and its gzip-compressed copy are one content:
+the second is skipped with a warning, not
 loaded again (its Ragas questions doubled as samples ``#2`` before)."""
 
 from __future__ import annotations
@@ -61,3 +62,34 @@ def test_seen_files_forget_a_file_given_back():
     seen = SeenFiles([("a" * 64, "/logs/x.json")])
     assert seen.pop("a" * 64) == "/logs/x.json" and seen.pop("a" * 64) is None
     assert seen._by_name == {}
+
+
+def test_a_load_whose_records_join_a_run_of_an_earlier_load_says_so(tmp_path):
+    """A browser walk: phoenix_spans.parquet.gz uploaded after phoenix_spans.csv joined run
+    'phoenix_spans' with no word but 'kept as sample 2' warnings."""
+    from ragaudit_core import workspace
+
+    plain, packed = _files(tmp_path, other=True)
+    con = store.connect(tmp_path / "db.duckdb")
+    first = workspace.load_paths(con, [plain], precompute_overview=False)
+    assert not [w for w in first.warnings if w.code == "runs"]
+    again = workspace.load_paths(con, [packed], precompute_overview=False)
+    assert [w.message for w in again.warnings if w.code == "runs"] == [
+        "run 'ragas' already held records of an earlier load: this load's records were added to it (another "
+        "tool's log is a run named after its file without extensions: rename a file to keep its records apart)"
+    ]
+
+
+def test_only_the_latest_coverage_warning_stays_stored(tmp_path):
+    """Each load words the whole database's query coverage; an earlier load's sentence describes a
+    state that is gone (a browser walk found three, two of them stale)."""
+    from tests.helpers import write_jsonl
+
+    con = store.connect(tmp_path / "db.duckdb")
+    recs = [
+        {"run_id": r, "query_id": f"q{i}", "evidence": ["d"]} for r in ("a", "b") for i in range(3 if r == "a" else 2)
+    ]
+    ingest_paths(con, [write_jsonl(tmp_path / "ab.jsonl", recs)])
+    ingest_paths(con, [write_jsonl(tmp_path / "c.jsonl", [{"run_id": "c", "query_id": "q0", "evidence": ["d"]}])])
+    stored = con.execute("SELECT message FROM ingest_warnings WHERE code = 'coverage'").fetchall()
+    assert len(stored) == 1 and "'c'" in stored[0][0]
