@@ -262,8 +262,10 @@ def _loaded(con, info: dict, db_path: str) -> None:
         st.caption("None: every line of every file was loaded.")
     if info["warnings"]:
         with st.expander(f"Ingest warnings ({info['warnings']:,})"):
-            warnings = catalog.warnings_table(con)  # a file by its name, as uploaded (not where it is kept)
-            ui.table(warnings.assign(path=warnings["path"].map(lambda p: Path(p).name if p else p)), hide_index=True)
+            warnings = catalog.warnings_table(con)
+            # a file by its name, as uploaded (not where it is kept); no path (NULL): about the database
+            names = warnings["path"].map(lambda p: Path(p).name if isinstance(p, str) else p)
+            ui.table(warnings.assign(path=names), hide_index=True)
     _ledger(con)
 
 

@@ -311,3 +311,25 @@ def test_the_runs_left_out_of_the_default_comparison_are_named_beside_the_runs(
     assert not at.exception
     (note,) = [plain(c.value) for c in at.caption if "Left out" in plain(c.value)]
     assert note.startswith(opening) and left_out in note
+
+
+def test_warnings_about_the_whole_database_show_beside_a_files_own(app_env, tmp_path):
+    """A coverage warning has no file (its path is NULL): the table names files by their name and
+    leaves it empty — naming them broke on it once (an exception box in the browser walk test)."""
+    from ragaudit_core.logs.ingest import ingest_paths
+
+    path = app_env(tmp_path / "w.duckdb")
+    con = store.connect(path)
+    recs = [
+        {"run_id": r, "query_id": f"q{i}", "evidence": ["d"]} for r in ("a", "b") for i in range(3 if r == "a" else 2)
+    ]
+    ingest_paths(con, [write_jsonl(tmp_path / "ab.jsonl", recs)])
+    (tmp_path / "c.csv").write_text("user_input,retrieved_contexts\nWhy?,\"['Tides follow the moon.']\"\n")
+    ingest_paths(con, [tmp_path / "c.csv"])  # a file's own warning (no document ids) beside the coverage one
+    con.close()
+    at = app_test("app.py").run()
+    assert not at.exception
+    warned = next(df.value for df in at.dataframe if "code" in df.value.columns and "message" in df.value.columns)
+    assert set(warned["code"]) >= {"coverage", "mapping"}
+    assert warned.loc[warned["code"] == "coverage", "path"].isna().all()
+    assert set(warned.loc[warned["code"] == "mapping", "path"]) == {"c.csv"}
