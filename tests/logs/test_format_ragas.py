@@ -128,7 +128,7 @@ def test_run_id_option_doc_id_key_and_forced_format(tmp_path):
     ]
     report, _ev, rec = _rows(write_jsonl(tmp_path / "m.jsonl", mixed))
     assert len(rec) == 1 and report.n_rejected == 2
-    assert "retrieved_contexts is neither a list" in report.rejected[0].message
+    assert "retrieved_contexts is text that is neither JSON nor a Python literal" in report.rejected[0].message
     assert "one id per retrieved context" in report.rejected[1].message
 
 

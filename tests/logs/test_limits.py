@@ -58,7 +58,7 @@ def test_a_deep_list_literal_in_a_cell_is_a_reason_not_a_recursion_error(tmp_pat
     _con, rep = _ingest([_csv(tmp_path / "deep.csv", rows)])
     assert rep.n_records == 2 and len(rep.rejected) == 2
     assert "nested more than 32 levels deep" in rep.rejected[0].message
-    assert "too long to read as a Python list literal" in rep.rejected[1].message
+    assert "too long to read as a Python literal" in rep.rejected[1].message
 
 
 def test_the_csv_delimiter_is_sniffed_and_a_latin1_byte_loses_its_row(tmp_path):

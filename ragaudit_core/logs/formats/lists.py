@@ -34,8 +34,10 @@ def text_list(v: Any, what: str) -> list[str]:
     """A list of passage texts (raises :class:`FormatError` naming ``what``)."""
     if v is None:
         return []
-    if isinstance(v, str):
-        v = _parse_list_string(v, what)
+    if isinstance(v, str):  # a CSV cell: JSON or the Python literal pandas writes, read as data
+        v = data_string(v, what)
+        if v is None:
+            return []
     if hasattr(v, "tolist"):  # numpy arrays from Parquet
         v = v.tolist()
     if not isinstance(v, (list, tuple)):
@@ -181,32 +183,3 @@ def _check_size(s: str, what: str, deep: str) -> None:
         raise FormatError(f"{what} is too long to read as a list ({len(s):,} characters, limit {MAX_LIST_STRING:,})")
     if _depth(s) > MAX_LIST_DEPTH:
         raise FormatError(f"{what} is nested more than {MAX_LIST_DEPTH} levels deep{deep}")
-
-
-def _parse_list_string(s: str, what: str) -> list:
-    s = s.strip()
-    if not s:
-        return []
-    _check_size(s, what, ": not a list of texts")
-    try:
-        return json.loads(s)
-    except ValueError:
-        pass
-    except RecursionError:
-        raise FormatError(f"{what} is nested too deep to be a list of texts") from None
-    if len(s) > MAX_LITERAL_STRING:
-        raise FormatError(
-            f"{what} is not a JSON list and too long to read as a Python list literal "
-            f"({len(s):,} characters, limit {MAX_LITERAL_STRING:,}); write it as JSON"
-        )
-    try:
-        node = ast.parse(s, mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        raise FormatError(f"{what} is neither a list nor a JSON list string") from None
-    if not isinstance(node, (ast.List, ast.Tuple)) or not all(
-        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
-    ):
-        raise FormatError(f"{what} must be a list of strings")
-    if _side_by_side(s):
-        raise FormatError(_numpy_printed(what))
-    return [e.value for e in node.elts if isinstance(e, ast.Constant)]
