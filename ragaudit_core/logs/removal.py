@@ -13,7 +13,9 @@ without this module naming it:
   queries go too (an attribution of a query whose record was removed).
 
 Cached results keyed by the data version (``derived_results``) are invalidated by the version bump
-every removal makes. All in one transaction. The uploaded bytes kept on disk stay (the audit trail
+every removal makes; the workspace's own warnings (canonical-id collisions, query coverage),
+which describe the database rather than one file, are worded again for what is left. All in one
+transaction. The uploaded bytes kept on disk stay (the audit trail
 of what was uploaded); a re-upload of the same file loads again.
 """
 
@@ -25,8 +27,10 @@ from dataclasses import dataclass, field
 import duckdb
 
 from ragaudit_core.errors import RagAuditError
+from ragaudit_core.logs.catalog import collisions, coverage_warnings
 from ragaudit_core.logs.store import bump_data_version
 from ragaudit_core.logs.tables import run_tables
+from ragaudit_core.logs.writer import WARNING_SCHEMA, insert_rows
 from ragaudit_core.wording import counted
 
 __all__ = ["RemovalError", "Removed", "remove_file", "remove_runs"]
@@ -96,6 +100,7 @@ def _transaction(con: duckdb.DuckDBPyConnection, work: Callable[[duckdb.DuckDBPy
         out = Removed()
         work(cur, out)
         bump_data_version(cur)
+        _reword_workspace(cur)
         cur.execute("COMMIT")
         return out
     except BaseException:
@@ -103,6 +108,16 @@ def _transaction(con: duckdb.DuckDBPyConnection, work: Callable[[duckdb.DuckDBPy
         raise
     finally:
         cur.close()
+
+
+def _reword_workspace(cur: duckdb.DuckDBPyConnection) -> None:
+    """The warnings about the whole database (no file) as the ingest words them, for what the
+    removal left: a removed file's coverage gap or id collision is no longer warned about."""
+    cur.execute("DELETE FROM ingest_warnings WHERE file_id IS NULL AND code IN ('collision', 'coverage')")
+    rows = [(None, None, None, "collision", m) for m in collisions(cur)]
+    rows += [(None, None, None, "coverage", m) for m in coverage_warnings(cur)]
+    if rows:
+        insert_rows(cur, "ingest_warnings", rows, WARNING_SCHEMA)
 
 
 def remove_runs(con: duckdb.DuckDBPyConnection, runs: list[str]) -> Removed:

@@ -103,3 +103,22 @@ def test_the_ledger_says_what_each_file_was_read_as(tmp_path):
     led = catalog.files_ledger(c).set_index("file")
     assert led.loc["mixed.jsonl", "read_as"] == "Ragas 2, native 1"
     assert led.loc["plain.jsonl", "read_as"] == "native"
+
+
+def test_a_removal_words_the_workspace_warnings_again(tmp_path):
+    # A: runs a and b over q1, q2; B: run c over q1 only, so the load warns that c lacks q2
+    c = store.connect(":memory:")
+    a = write_jsonl(tmp_path / "A.jsonl", [_rec(r, q, "d1") for r in "ab" for q in ("q1", "q2")])
+    b = write_jsonl(tmp_path / "B.jsonl", [_rec("c", "q1", "d1")])
+    ingest_paths(c, [a, b])
+    sql = "SELECT message FROM ingest_warnings WHERE code = 'coverage' AND file_id IS NULL"
+    (before,) = [m for (m,) in c.execute(sql).fetchall()]
+    assert "'c'" in before or "c " in before
+    b_id = int(catalog.files_ledger(c)["file_id"][0])
+    removal.remove_file(c, b_id)
+    assert c.execute(sql).fetchall() == []  # nothing lacks a query any more
+    again = write_jsonl(tmp_path / "C.jsonl", [_rec("d", "q2", "d1")])
+    ingest_paths(c, [again])
+    assert len(c.execute(sql).fetchall()) == 1
+    removal.remove_runs(c, ["d"])
+    assert c.execute(sql).fetchall() == []
