@@ -41,7 +41,7 @@ def load_paths(
     options: IngestOptions = IngestOptions(),
     *,
     precompute_overview: bool = True,
-    progress: Callable[[str, int], None] | None = None,
+    progress: Callable[[str, int, str], None] | None = None,
     qrels: Iterable[str | Path] = (),
     ids_are_texts: bool = False,
 ) -> IngestReport:

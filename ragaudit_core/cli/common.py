@@ -189,30 +189,33 @@ def fail_on_rejected_files(report: IngestReport) -> None:
 
 
 class LineProgress:
-    """``progress(path, lines_read)`` for ingestion: on a terminal every call; otherwise (a CI log)
-    a file's first call, every 100,000 lines, and its last count — printed when the next file
+    """``progress(path, n_read, unit)`` for ingestion (``unit``: ``line`` for JSON Lines, ``record``
+    for a JSON document, CSV or Parquet): on a terminal every call; otherwise (a CI log) a file's
+    first call, every 100,000 read, and its last count — printed when the next file
     starts, or by :meth:`finish` after the ingest — so the log ends on each file's real total."""
 
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
         self.path: str | None = None
         self.last: tuple[int, bool] = (0, True)  # the current file's latest count, and whether it was printed
+        self.unit = "line"
 
-    def __call__(self, path: str, n: int) -> None:
+    def __call__(self, path: str, n: int, unit: str = "line") -> None:
         if path != self.path:
-            self.finish()
+            self.finish()  # the previous file's total, in its own unit
             self.path = path
         elif n == self.last[0] and self.last != (0, True):
             return  # the file's closing call repeats its last count
+        self.unit = unit
         shown = self.tty or n // 100000 > self.last[0] // 100000 or self.last == (0, True)
         if shown:
-            typer.echo(f"ingest: {path}: {counted(n, 'line')} read", err=True)
+            typer.echo(f"ingest: {path}: {counted(n, unit)} read", err=True)
         self.last = (n, shown)
 
     def finish(self) -> None:
         """Print the current file's last count, when it was not."""
         if self.path is not None and not self.last[1]:
-            typer.echo(f"ingest: {self.path}: {counted(self.last[0], 'line')} read", err=True)
+            typer.echo(f"ingest: {self.path}: {counted(self.last[0], self.unit)} read", err=True)
         self.last = (0, True)
 
 

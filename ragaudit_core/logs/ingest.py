@@ -87,12 +87,12 @@ def ingest_paths(
     paths: Iterable[str | Path],
     options: IngestOptions = IngestOptions(),
     *,
-    progress: Callable[[str, int], None] | None = None,
+    progress: Callable[[str, int, str], None] | None = None,
 ) -> IngestReport:
     """Validate and load evidence logs into ``con`` in one transaction.
 
     ``paths`` are files or folders (see :func:`listing.list_paths`: a path that cannot be used is
-    refused in the report, the others read). ``progress`` is called as ``progress(path, lines_read)``
+    refused in the report, the others read). ``progress`` is called as ``progress(path, n_read, unit)``
     every 10,000 lines and at the end of each file. Raises :class:`IngestError` before writing anything
     when no path can be used or the options are unusable; bad lines never raise."""
     try:
@@ -110,7 +110,7 @@ def _load(
     con: duckdb.DuckDBPyConnection,
     files: list[Path],
     options: IngestOptions,
-    progress: Callable[[str, int], None] | None,
+    progress: Callable[[str, int, str], None] | None,
 ) -> IngestReport:
     batch = _Batch(con, options, progress)
     batch.call_bytes = sum(pool_bytes(p) for p in files)
@@ -153,7 +153,7 @@ class _Batch:
     """
 
     def __init__(
-        self, con: duckdb.DuckDBPyConnection, options: IngestOptions, progress: Callable[[str, int], None] | None
+        self, con: duckdb.DuckDBPyConnection, options: IngestOptions, progress: Callable[[str, int, str], None] | None
     ) -> None:
         self.con, self.options, self.progress = con, options, progress
         self.report = IngestReport()
@@ -304,13 +304,13 @@ class _Batch:
             self.pool.drop_ahead()  # what the workers read ahead of this file is not needed
             for i, ln in enumerate(lines, 1):
                 if self.progress is not None and i % 10000 == 0:
-                    self.progress(spath, i)
+                    self.progress(spath, i, fr.unit)
                 reader.line(ln)
         reader.finish()
         self.add_held()
         self.log_labels += [(*lab, spath) for lab in reader.ctx.labels]
         if self.progress is not None:
-            self.progress(spath, fr.n_lines)
+            self.progress(spath, fr.n_lines, fr.unit)
 
     def _mark(self) -> tuple[int, ...]:
         """Where the call's lists and counts stand before a file (to give the file back)."""
@@ -412,7 +412,7 @@ class _Batch:
             base += n_lines
             self._add_rows(with_query_ids(table, renamed), admitted, sum(isinstance(it, DecodedLine) for it in items))
             if self.progress is not None:
-                self.progress(fr.path, fr.n_lines)
+                self.progress(fr.path, fr.n_lines, fr.unit)
         if self.next_file is None:  # the workers' memory is given back before the held spans are joined and written
             self.pool.close()
 

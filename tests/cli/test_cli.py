@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ragaudit_core.logs import store
 from tests.helpers import write_jsonl
 
 EXE = shutil.which("ragaudit") or str(Path(sys.executable).parent / "ragaudit")
@@ -423,3 +424,18 @@ def test_ingest_progress_in_a_log_shows_each_files_total(capsys):
         f"ingest: {p}: {n} lines read"
         for p, n in [("a", "10,000"), ("a", "25,000"), ("b", "5"), ("b", "100,000"), ("b", "150,000"), ("c", "7")]
     ]
+
+
+def test_ingest_progress_counts_a_documents_records_as_records(capsys, tmp_path):
+    """A JSON document's elements are not its lines: its progress says records; a JSONL file's, lines."""
+    from ragaudit_core.cli.common import progress
+    from ragaudit_core.logs.ingest import ingest_paths
+
+    doc = tmp_path / "doc.json"
+    doc.write_text(json.dumps([{"run_id": "r", "query_id": f"q{i}", "evidence": ["d"]} for i in range(3)], indent=1))
+    log = write_jsonl(tmp_path / "b.jsonl", [{"run_id": "r2", "query_id": "q", "evidence": ["d"]}])
+    lines = progress()
+    ingest_paths(store.connect(":memory:"), [doc, log], progress=lines)
+    lines.finish()
+    err = capsys.readouterr().err
+    assert "doc.json: 3 records read" in err and "b.jsonl: 1 line read" in err

@@ -15,7 +15,7 @@ def test_a_load_raises_the_thresholds_and_restores_them(tmp_path):
     before = gc.get_threshold()
     seen = []
     path = write_jsonl(tmp_path / "a.jsonl", [{"run_id": "r", "query_id": "q", "cited": ["d"]}])
-    ingest_paths(store.connect(":memory:"), [path], progress=lambda _p, _n: seen.append(gc.get_threshold()))
+    ingest_paths(store.connect(":memory:"), [path], progress=lambda _p, _n, _u: seen.append(gc.get_threshold()))
     assert seen and all(t == LOAD_THRESHOLDS for t in seen)
     assert gc.get_threshold() == before
 

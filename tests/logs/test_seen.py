@@ -93,7 +93,7 @@ def test_an_ingest_started_inside_another_into_the_same_database_is_refused(tmp_
     path.write_text(json.dumps({"run_id": "r", "query_id": "q", "evidence": ["d"]}) + "\n", encoding="utf-8")
     con = store.connect(tmp_path / "db.duckdb")
 
-    def nested(_path, _lines):
+    def nested(_path, _n, _unit):
         ingest_paths(con.cursor(), [path])
 
     outer = ingest_paths(con.cursor(), [path], progress=nested)  # the file's own error: the file gives back
