@@ -196,7 +196,7 @@ def _last_ingest() -> None:
         return
     for msg in last.get("failed", []):
         st.error(msg)
-    (st.warning if last["rejected"] else st.success)(ui.md(last["summary"]))
+    (st.warning if last["rejected"] else st.success)(ui.md(_capital(last["summary"]) + "."))
     for w in last["warnings"][:20]:
         st.warning(ui.md(w))
 

@@ -361,7 +361,7 @@ class _Batch:
         self.report.rejected.append(Issue(spath, None, reason, "unreadable"))
         self.quarantine.append((file_id, spath, None, reason, None, None))
         self.file_rows.append(
-            (file_id, spath, sha, "evidence", path.stat().st_size, fr.n_lines, 0, 1, fr.formats_read() or None)
+            (file_id, spath, sha, "refused", path.stat().st_size, fr.n_lines, 0, 1, fr.formats_read() or None)
         )
         self.seen_sha.pop(sha, None)
 

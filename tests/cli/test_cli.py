@@ -135,13 +135,15 @@ def test_a_file_that_loaded_nothing_does_not_read_as_one_read_normally(tmp_path)
 
     good = write_jsonl(tmp_path / "good.jsonl", [{"run_id": "a", "query_id": "q", "cited": ["x"]}])
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"run_id": "b", "query_id": "q", "evidence": 5}])
+    wide = tmp_path / "wide.jsonl"  # refused whole: UTF-16
+    wide.write_bytes('{"run_id": "c", "query_id": "q", "evidence": ["d"]}'.encode("utf-16"))
     db = tmp_path / "x.duckdb"
-    p = run("ingest", good, bad, "--db", db)
+    p = run("ingest", good, bad, wide, "--db", db)
     assert "good.jsonl read as native\n" in p.stderr
     assert "bad.jsonl read as native: nothing loaded (every line rejected)" in p.stderr
     with duckdb.connect(str(db), read_only=True) as con:
         kinds = con.execute("SELECT regexp_extract(path, '[a-z]+[.]jsonl'), kind FROM files ORDER BY 1").fetchall()
-    assert kinds == [("bad.jsonl", "nothing loaded"), ("good.jsonl", "evidence")]
+    assert kinds == [("bad.jsonl", "nothing loaded"), ("good.jsonl", "evidence"), ("wide.jsonl", "refused")]
 
 
 @pytest.mark.slow

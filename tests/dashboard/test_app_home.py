@@ -56,6 +56,7 @@ def test_upload_with_bad_lines_shows_each_rejected_line(app_env, tmp_path):
     next(b for b in at.button if b.label == "Load the uploaded files").click().run()
     assert not at.exception
     assert any("rejected 2 lines" in plain(w.value) for w in at.warning)
+    assert any(plain(w.value).startswith("Loaded 2 records") for w in at.warning)  # a sentence, capitalised
     assert {m.label: m.value for m in at.metric}["Rejected lines"] == "2"
     q = next(df.value for df in at.dataframe if "reason" in df.value.columns)
     assert list(q["line_no"]) == [2, 3]

@@ -220,7 +220,7 @@ def _load(page, url: str, files: list[Path], log: Path) -> None:
     no_exception(page, "sample loaded", log)
     upload_logs(page, url, files)
     # upload_logs waits for the runs table, which the sample already drew: wait for the load's own summary
-    body_text(page, "loaded 9 records (18 evidence entries) from 4 files into 3 runs", "2 provenance records")
+    body_text(page, "Loaded 9 records (18 evidence entries) from 4 files into 3 runs", "2 provenance records")
     assert metric(page, "Runs", "15") == "15"  # + the Ragas, Phoenix and colliding runs (provenance is not a run)
     body_text(page, "read as", "OpenInference", "Ragas")  # the ledger says what each file was read as
     no_exception(page, "uploads loaded", log)
