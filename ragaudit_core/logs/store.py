@@ -139,7 +139,16 @@ def connect(
                 raise DatabaseRefused(
                     f"{target}: no such database; load logs into it first (ragaudit ingest PATH... --db {target})"
                 )
-            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(target).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:  # a file where a folder should be, no permission, a read-only disk
+                why = next(
+                    (f"{p} is a file, not a folder" for p in Path(target).parents if p.exists() and not p.is_dir()),
+                    f"its folder cannot be made ({e.strerror or e})",
+                )
+                raise StoreError(
+                    f"cannot create database {target}: {why}; name a database file in a folder you can write"
+                ) from None
         elif Path(target).is_dir():
             raise DatabaseRefused(f"{target} is a folder, not a database file: name a file inside it (…/audit.duckdb)")
         else:

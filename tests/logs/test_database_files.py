@@ -157,6 +157,12 @@ def test_read_only_and_no_create_never_make_a_file(tmp_path):
     assert "is a folder" in refused(tmp_path)
 
 
+def test_a_database_whose_folder_cannot_be_made_is_refused_in_one_sentence(tmp_path):
+    (tmp_path / "notes.txt").write_text("a file, not a folder")
+    msg = refused(tmp_path / "notes.txt" / "audit.duckdb")
+    assert "notes.txt is a file, not a folder" in msg and "name a database file in a folder you can write" in msg
+
+
 def test_the_workspace_folder_bounds_what_the_dashboard_opens(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGAUDIT_WORKSPACE", str(tmp_path))
     assert store.db_path_in_workspace("audit.duckdb") == tmp_path.resolve() / "audit.duckdb"
