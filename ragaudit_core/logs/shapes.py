@@ -7,9 +7,9 @@ streamed (:class:`Streamed`).
   trace's id when it has none); a LangSmith batch ``{"post": [...], "patch": [...]}`` (a patch
   completes the run posted with its id) and run trees (``child_runs``, flattened; children get the
   root's trace id and their parent's id); an OTLP JSON trace export ``{"resourceSpans": [...]}``
-  (its spans read as OpenInference spans: :mod:`ragaudit_core.logs.formats.otlp`; past the per-value
-  limit it stays one value); ``{"data": [...]}``, ``{"results": [...]}``. A record (a native
-  record, a provenance record, a span …) is not a container.
+  (its spans read as OpenInference spans: :mod:`ragaudit_core.logs.formats.otlp`);
+  ``{"data": [...]}``, ``{"results": [...]}``. A record (a native record, a provenance record, a
+  span …) is not a container.
 * :class:`Streamed` — the same records for a top-level object longer than ``--max-line-bytes``
   (:func:`documents.iter_values` reads it member by member): the elements of its record arrays
   come one by one, each under the per-value limit, and what the shape needs of them is done in
@@ -17,9 +17,11 @@ streamed (:class:`Streamed`).
   before the ``trace`` member wait for it, up to the per-value limit in bytes, else the file is
   refused in one sentence); LangSmith runs wait in an anonymous temporary file, only their ids and
   places in memory, so that the patches (read after the posts, as :func:`unwrap` reads them)
-  complete them. The first record array of the object decides what it holds; an object that shows
-  a record's keys first (an evidence key, ``nodes``, a provenance ``schema``) or is a run tree is
-  not a container, and stays one value past the limit.
+  complete them; an OTLP export's ``resourceSpans`` come one resource at a time (each read as an
+  export of its own: a resource past the limit is rejected with the reason). The first record
+  array of the object decides what it holds; an object that shows a record's keys first (an
+  evidence key, ``nodes``, a provenance ``schema``) or is a run tree is not a container, and stays
+  one value past the limit.
 """
 
 from __future__ import annotations
@@ -38,16 +40,23 @@ RECORD_OF = "a record of "
 """``Line.note`` of a record streamed out of a container too long for the limit (+ what it is)."""
 EMPTY = "an empty container: "
 """``Line.note`` of the line standing for such a container that held no record (+ what it is)."""
-RECORD_KEYS = ("observations", "post", "patch", "data", "results")
+RECORD_KEYS = ("observations", "post", "patch", "data", "results", "resourceSpans")
 """Members of a top-level object whose array elements are records."""
 KEPT = ("trace", "schema")
 """Other members a container past the limit is read for (each under the per-value limit)."""
-_KEYS_OF = {"observations": ("observations",), "runs": ("post", "patch"), "data": ("data",), "results": ("results",)}
+_KEYS_OF = {
+    "observations": ("observations",),
+    "runs": ("post", "patch"),
+    "data": ("data",),
+    "results": ("results",),
+    "resourceSpans": ("resourceSpans",),
+}
 _WHAT = {
     "observations": "a Langfuse trace",
     "runs": "a LangSmith batch",
     "data": "a JSON object holding 'data'",
     "results": "a JSON object holding 'results'",
+    "resourceSpans": "an OTLP trace export",
 }
 _MARKS = frozenset({*native._STRONG, *native._IDS, "contexts", "nodes", "schema", "child_runs", "run_type", "id"})
 
@@ -58,6 +67,7 @@ def empty_words(what: str) -> str:
         "a JSON array": "an empty JSON array",
         "a Langfuse trace": "a Langfuse trace with no observations",
         "a LangSmith batch": "a LangSmith batch with no runs",
+        "an OTLP trace export": "an OTLP trace export with no spans",
     }.get(what, what.replace(" holding ", " with an empty "))
 
 
@@ -256,6 +266,8 @@ class Streamed:
             assert self.runs is not None
             self.runs.add(ln, later=key == "patch")
             return
+        if self.kind == "resourceSpans" and ln.error is None:  # one resource's spans: an export of its own
+            ln = Line(ln.line_no, b'{"resourceSpans":[' + ln.data + b"]}", None, ln.note)
         if self.kind != "observations":
             yield self._out(ln)
             return

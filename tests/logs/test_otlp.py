@@ -133,3 +133,42 @@ def test_attribute_values_are_read_as_otlp_writes_them():
     for _ in range(otlp.MAX_DEPTH):
         v = v[0]
     assert isinstance(v, dict) and "arrayValue" in v  # kept as written past the depth
+
+
+def _state(path, **opts):
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [path], IngestOptions(**opts))
+    return (
+        con.execute("SELECT run_id, query_id, query, answer, n_evidence FROM records ORDER BY ALL").fetchall(),
+        con.execute("SELECT query_id, position, doc_id, text, score FROM evidence ORDER BY ALL").fetchall(),
+        [(i.line_no, i.message) for i in rep.rejected],
+        [(f.status, f.n_lines, f.n_loaded, f.n_skipped) for f in rep.files],
+    )
+
+
+def test_an_otlp_document_past_the_limit_is_read_one_resource_at_a_time(tmp_path):
+    """A collector's export of several services past --max-line-bytes (each resource under it)
+    loads what it loads read whole; a resource past the limit costs only itself. It was refused
+    whole ("JSON value is longer than the … limit")."""
+    resources = [_export(i)["resourceSpans"][0] for i in range(10)]
+    path = tmp_path / "otlp.json"
+    path.write_text(json.dumps({"resourceSpans": resources}, indent=2), encoding="utf-8")
+    whole = _state(path)
+    limit = 2 * max(len(json.dumps(r, indent=2)) for r in resources)  # (indented deeper in the document)
+    streamed = _state(path, max_line_bytes=limit)
+    assert path.stat().st_size > 3 * limit
+    assert whole[0] and whole[3] == [("loaded", 30, 10, 20)]
+    assert streamed == whole
+    # one resource made longer than the limit: only its trace is lost, with the reason
+    resources[2]["scopeSpans"][0]["spans"][2]["attributes"].append(_attr("note", "x" * limit))
+    path.write_text(json.dumps({"resourceSpans": resources}, indent=2), encoding="utf-8")
+    records, _ev, rejected, _files = _state(path, max_line_bytes=limit)
+    assert sorted(q for _r, _q, q, _a, _n in records) == sorted(f"question {i}" for i in range(10) if i != 2)
+    assert [m for _ln, m in rejected] == [
+        f"JSON value is longer than the {limit:,}-byte limit; split the record or raise --max-line-bytes"
+    ]
+    # an export with no resource, past the limit, is an empty container (it says so)
+    path.write_text(json.dumps({"resourceSpans": [], "pad": "x" * 3000}, indent=1), encoding="utf-8")
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [path], IngestOptions(max_line_bytes=1000))
+    assert rep.n_records == 0 and any("an OTLP trace export with no spans" in w.message for w in rep.warnings)
