@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ragaudit_core.logs.formats import native, otlp
-from ragaudit_core.logs.jsonl import FileRefused, Line, TemporaryFileError
+from ragaudit_core.logs.jsonl import OTLP_ADVICE, FileRefused, Line, TemporaryFileError
 
 __all__ = ["EMPTY", "KEPT", "RECORD_KEYS", "RECORD_OF", "Streamed", "empty_words", "unwrap"]
 
@@ -49,7 +49,9 @@ _WHAT = {
     "data": "a JSON object holding 'data'",
     "results": "a JSON object holding 'results'",
 }
-_MARKS = frozenset({*native._STRONG, *native._IDS, "contexts", "nodes", "schema", "child_runs", "run_type", "id"})
+_MARKS = frozenset(
+    {*native._STRONG, *native._IDS, "contexts", "nodes", "schema", "child_runs", "run_type", "id", "resourceSpans"}
+)
 
 
 def empty_words(what: str) -> str:
@@ -216,6 +218,8 @@ class Streamed:
                 f"a LangSmith run tree longer than the {self.max_bytes:,}-byte limit is read whole; "
                 "raise --max-line-bytes"
             )
+        if self.marks.get("resourceSpans") == b"[":  # (not split into records: its spans are one export's)
+            return f"an OTLP trace export longer than the {self.max_bytes:,}-byte limit is read whole; {OTLP_ADVICE}"
         return (
             f"JSON value is longer than the {self.max_bytes:,}-byte limit; split the record or raise --max-line-bytes"
         )

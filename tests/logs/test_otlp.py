@@ -133,3 +133,28 @@ def test_attribute_values_are_read_as_otlp_writes_them():
     for _ in range(otlp.MAX_DEPTH):
         v = v[0]
     assert isinstance(v, dict) and "arrayValue" in v  # kept as written past the depth
+
+
+def test_an_otlp_export_past_the_limit_is_named_as_one_read_whole_not_a_record_to_split(tmp_path):
+    doc = tmp_path / "otlp.json"
+    doc.write_text(json.dumps(_export(0), indent=2), encoding="utf-8")
+    line = json.dumps(_export(1))
+    lines = tmp_path / "otlp.jsonl"
+    lines.write_text(line + "\n", encoding="utf-8")
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [doc, lines], IngestOptions(max_line_bytes=1000))
+    assert rep.n_records == 0
+    assert [(i.path.rsplit("/", 1)[1], i.line_no, i.message) for i in rep.rejected] == [
+        (
+            "otlp.json",
+            1,
+            "an OTLP trace export longer than the 1,000-byte limit is read whole; raise --max-line-bytes, or have "
+            "the exporter write fewer spans per export",
+        ),
+        (
+            "otlp.jsonl",
+            1,
+            f"line is longer than the 1,000-byte limit (at least {len(line) + 1:,} bytes); it is an OTLP trace "
+            "export, read whole: raise --max-line-bytes, or have the exporter write fewer spans per export",
+        ),
+    ]
