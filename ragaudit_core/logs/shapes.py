@@ -60,6 +60,7 @@ def empty_words(what: str) -> str:
         "a JSON array": "an empty JSON array",
         "a Langfuse trace": "a Langfuse trace with no observations",
         "a LangSmith batch": "a LangSmith batch with no runs",
+        "an OTLP trace export": "an OTLP trace export with no spans",
     }.get(what, what.replace(" holding ", " with an empty "))
 
 

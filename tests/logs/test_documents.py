@@ -309,6 +309,7 @@ def test_a_file_or_container_holding_no_records_is_warned_as_empty(tmp_path):
         "empty.json": "[]\n",
         "page.json": json.dumps({"data": [], "meta": {"page": 3}}, indent=2),
         "trace.json": json.dumps({"trace": {"id": "t1"}, "observations": []}),
+        "otlp.json": json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": []}]}]}),
         "lines.jsonl": "[]\n[]\n",
     }
     for name, text in files.items():
@@ -322,11 +323,13 @@ def test_a_file_or_container_holding_no_records_is_warned_as_empty(tmp_path):
         f"{tmp_path / 'empty.json'}: file holds no records (an empty JSON array)",
         f"{tmp_path / 'page.json'}: file holds no records (a JSON object with an empty 'data')",
         f"{tmp_path / 'trace.json'}: file holds no records (a Langfuse trace with no observations)",
+        f"{tmp_path / 'otlp.json'}: file holds no records (an OTLP trace export with no spans)",
         f"{tmp_path / 'lines.jsonl'}: file holds no records (an empty JSON array)",
     ]
     assert rep.rejected == [] and rep.failed_files == [] and rep.n_records == 1
     assert [(f.status, f.n_lines, f.n_loaded, f.n_skipped) for f in rep.files] == [
         ("loaded", 0, 0, 0),
+        ("loaded", 1, 0, 1),
         ("loaded", 1, 0, 1),
         ("loaded", 1, 0, 1),
         ("loaded", 1, 0, 1),
