@@ -172,6 +172,7 @@ class Streamed:
         self.n = 0  # records handed over
         self.trace_id: Any = None
         self.trace_seen = False
+        self.trace_long = False  # the 'trace' member was past the limit
         self.waiting: list[Line] = []  # observations waiting for the trace
         self.waiting_bytes = 0
         self.runs: _Runs | None = None
@@ -240,13 +241,8 @@ class Streamed:
         if key != "trace" or self.kind not in (None, "observations") or self.trace_seen:
             return
         self.trace_seen = True
-        if data is None:
-            yield Line(
-                self.line_no,
-                b"",
-                error=f"the Langfuse trace's 'trace' member is longer than the {self.max_bytes:,}-byte limit, so "
-                "its observations without a traceId have none; raise --max-line-bytes",
-            )
+        if data is None:  # (said at the end, when the object turned out to be a Langfuse trace)
+            self.trace_long = True
             return
         trace = _loads(data)
         tid = trace.get("id") if isinstance(trace, dict) else None
@@ -288,6 +284,13 @@ class Streamed:
 
     def end(self) -> Iterator[Line]:
         """The object has ended: what waited, and a line standing for a container with no record."""
+        if self.trace_long and self.kind == "observations":
+            yield Line(
+                self.line_no,
+                b"",
+                error=f"the Langfuse trace's 'trace' member is longer than the {self.max_bytes:,}-byte limit, so "
+                "its observations without a traceId have none; raise --max-line-bytes",
+            )
         for ln in self.waiting:
             yield self._out(ln)
         self.waiting = []
