@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ragaudit_core.logs import formats
 from ragaudit_core.logs.documents import iter_values, sniff
 from ragaudit_core.logs.formats import native
@@ -95,7 +97,7 @@ def iter_rows(path: Path, limits: Limits | None = None, notes: list[str] | None 
                 "read as CSV"
             )
         return _csv_rows(path, limits)
-    if sniff(head) != "document":
+    if sniff(head) != "document" or _long_first_line(path, limits, head):
         return None
     if notes is not None and name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")):
         notes.append(
@@ -103,6 +105,42 @@ def iter_rows(path: Path, limits: Limits | None = None, notes: list[str] | None 
             "read as a document, its records one by one; JSON Lines has one object per line"
         )
     return _document_rows(path, limits, head.startswith(_UTF8_BOM))
+
+
+def _long_first_line(path: Path, limits: Limits, head: bytes) -> bool:
+    """Whether a file whose first MiB (``head``) is cut inside its first line is JSON Lines after
+    all: that line — a record of more than a MiB — ends within ``--max-line-bytes``, parses on its
+    own as a JSON object or array, and another line follows it (:func:`documents.sniff`'s rule, on
+    the whole line). Read as a document, one broken line later on would swallow the records after
+    it. A file of that one line stays a document (it reads the same, its records numbered by place)."""
+    start = len(head) - len(head.lstrip(_UTF8_BOM + b" \t\r\n"))
+    if len(head) < 1 << 20 or b"\n" in head[start:]:
+        return False
+    buf = bytearray()
+    try:
+        with open_limited(path, limits) as f:
+            nl = -1
+            while nl < 0:
+                block = f.read(1 << 20)
+                if not block or len(buf) - start > limits.max_line_bytes:
+                    return False  # one line to the end of the file, or a line past the limit: a document's
+                at = len(buf)
+                buf += block
+                nl = buf.find(b"\n", max(at, start))
+            more = bytes(buf[nl + 1 :])
+            while not more.strip() and len(more) < 1 << 20:
+                block = f.read(1 << 16)
+                if not block:
+                    return False
+                more += block
+    except (OSError, EOFError, zlib.error, InputFileError):
+        return False
+    if nl - start > limits.max_line_bytes:
+        return False
+    try:
+        return isinstance(orjson.loads(bytes(buf[start:nl])), (dict, list)) and bool(more.strip())
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _gunzipped_magic(path: Path) -> bytes:

@@ -7,7 +7,8 @@
   or when the head is the whole file and parses as one JSON value over several lines; else JSON
   Lines when at least one in ten of its first 200 non-blank lines is a JSON object or array on its
   own — a pretty-printed document has almost none, and JSON Lines with many broken lines stays
-  JSON Lines, where a broken line costs only itself.
+  JSON Lines, where a broken line costs only itself. (A first line longer than the MiB is judged
+  whole by :mod:`.containers`, which reads on to its end.)
 * :func:`iter_values` — a JSON document streamed value by value in bounded memory: each
   top-level value, and each element of a top-level array, comes out as one
   :class:`~ragaudit_core.logs.jsonl.Line` (``line_no``: the file line it starts on). A value

@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MAX_LINE_BYTES",
     "LOG_SUFFIXES",
+    "OTLP_ADVICE",
     "CellLine",
     "FileRefused",
     "InputFileError",
@@ -58,10 +59,18 @@ _HOLDS_RECORDS = re.compile(
 )
 
 
+_OTLP_EXPORT = re.compile(rb'[ \t\r\n]*\{[ \t\r\n]*"resourceSpans"[ \t\r\n]*:')
+OTLP_ADVICE = "raise --max-line-bytes, or have the exporter write fewer spans per export"
+"""What to do about an OTLP trace export past ``--max-line-bytes`` (read whole, never split)."""
+
+
 def too_long_advice(head: bytes) -> str:
     """What to do about a line or JSON value past ``--max-line-bytes`` that starts with ``head``:
     split the record — unless it holds records (an array, or an object whose first member is a
-    record array or a trace), which are written one per line instead."""
+    record array or a trace), which are written one per line instead, or is an OTLP trace export
+    (its spans are read from the one export)."""
+    if _OTLP_EXPORT.match(head):
+        return f"it is an OTLP trace export, read whole: {OTLP_ADVICE}"
     if _HOLDS_RECORDS.match(head):
         return "it holds records: write them one per line (JSON Lines), or raise --max-line-bytes"
     return "split the record or raise --max-line-bytes"

@@ -12,11 +12,12 @@ which encoder wrote it.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
 
-__all__ = ["compact_json"]
+__all__ = ["compact_json", "lone_surrogate"]
 
 _STANDARD = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -46,3 +47,27 @@ def _plain(v: Any) -> bool:
     if t is list:
         return all(_plain(x) for x in v)
     return False
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """A lone UTF-16 surrogate in ``value``'s strings (object keys included), as its escape
+    (``\\ud800``), or None. JSON text may write one (``"\\ud83d"``: an emoji cut in two, as a
+    JavaScript tool's truncation leaves it); Python's ``json`` reads it as a character no UTF-8 text
+    holds, and storing it fails. orjson refuses it; a value read by ``json`` or ``ast`` is checked
+    here (iterative: any depth)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            m = _SURROGATE.search(v)
+            if m is not None:
+                return f"\\u{ord(m.group()):04x}"
+        elif isinstance(v, dict):
+            stack += v
+            stack += v.values()
+        elif isinstance(v, list):
+            stack += v
+    return None

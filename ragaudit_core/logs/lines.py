@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id
-from ragaudit_core.logs.jsontext import compact_json
+from ragaudit_core.logs.jsontext import compact_json, lone_surrogate
 from ragaudit_core.logs.provenance import ProvenanceRecord, ProvNode
 from ragaudit_core.logs.provfast import CoordinatesView, NodeView, RecordView, canonical_record
 
@@ -140,6 +140,9 @@ def decode_json(data: bytes) -> tuple[str | None, Any, list[str]]:
             return (f"invalid JSON: {e}", None, [])
         except RecursionError:
             return ("JSON nested too deep to read", None, [])
+        half = lone_surrogate(obj) if b"\\u" in data else None  # (orjson refuses it; json reads it)
+        if half is not None:
+            return (f"invalid JSON: a string holds {half}, half of a UTF-16 surrogate pair, not a character", None, [])
         paths: list[str] = []
         return (None, _nulls(obj, "", paths), paths)
     if _TWENTY_DIGITS in data.translate(_DIGITS_TO_ZERO):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ragaudit_core.logs.jsonl import LOG_SUFFIXES, InputFileError
 from ragaudit_core.logs.report import Issue
+from ragaudit_core.wording import counted
 
 __all__ = ["Listing", "list_paths", "unopened"]
 
@@ -43,11 +44,15 @@ def list_paths(paths: list[str | Path]) -> Listing:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            files, hidden = _search(p, out)
+            files, hidden, tables = _search(p, out)
             if files is not None and not files:
                 why = "folder holds no .jsonl, .jsonl.gz, .ndjson or .json files"
                 note = " (hidden files and folders, named with a leading '.', are not searched)" if hidden else ""
+                if tables:
+                    note += f"; {_unsearched(tables)}"
                 out.refused.append(Issue(str(p), None, why + note))
+            elif tables:
+                out.warnings.append(Issue(str(p), None, _unsearched(tables), "unsearched-tables"))
             found.extend(files or [])
         elif p.is_file():
             found.append(p)
@@ -64,11 +69,25 @@ def list_paths(paths: list[str | Path]) -> Listing:
     return out
 
 
-def _search(root: Path, out: Listing) -> tuple[list[Path] | None, bool]:
-    """The log files under ``root`` (None: the folder refused, ``root`` itself cannot be read), and
-    whether hidden files or folders were left out."""
+_TABLE_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".parquet", ".parquet.gz")
+
+
+def _unsearched(tables: list[Path]) -> str:
+    """The sentence for CSV and Parquet files a folder search left unread (they are read when named)."""
+    n = len(tables)
+    return (
+        f"{counted(n, 'CSV or Parquet file')} in it {'was' if n == 1 else 'were'} not read (folders are searched "
+        f"for JSON and JSON Lines only): name {'it' if n == 1 else 'them'} on {'its' if n == 1 else 'their'} own, "
+        f"as {tables[0]}"
+    )
+
+
+def _search(root: Path, out: Listing) -> tuple[list[Path] | None, bool, list[Path]]:
+    """The log files under ``root`` (None: the folder refused, ``root`` itself cannot be read),
+    whether hidden files or folders were left out, and the CSV and Parquet files left unread."""
     errors: list[OSError] = []
     found = []
+    tables: list[Path] = []
     hidden = False
     for folder, subfolders, names in os.walk(root, onerror=errors.append):
         hidden = hidden or any(n.startswith(".") for n in (*subfolders, *names))
@@ -78,11 +97,12 @@ def _search(root: Path, out: Listing) -> tuple[list[Path] | None, bool]:
             for name in names
             if not name.startswith(".") and name.lower().endswith(LOG_SUFFIXES) and (f := Path(folder, name)).is_file()
         ]
+        tables += [Path(folder, n) for n in names if not n.startswith(".") and n.lower().endswith(_TABLE_SUFFIXES)]
     for e in errors:
         why = (e.strerror or type(e).__name__).lower()
         if Path(e.filename or root) == root:
             out.refused.append(Issue(str(root), None, f"the folder cannot be read ({why}); nothing in it was loaded"))
-            return None, hidden
+            return None, hidden, []
         out.warnings.append(
             Issue(
                 str(e.filename),
@@ -91,7 +111,7 @@ def _search(root: Path, out: Listing) -> tuple[list[Path] | None, bool]:
                 "unreadable-folder",
             )
         )
-    return sorted(found), hidden
+    return sorted(found), hidden, sorted(tables)
 
 
 def unopened(e: OSError) -> str:

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ragaudit_core.logs.formats import native, otlp
-from ragaudit_core.logs.jsonl import FileRefused, Line, TemporaryFileError
+from ragaudit_core.logs.jsonl import OTLP_ADVICE, FileRefused, Line, TemporaryFileError
 
 __all__ = ["EMPTY", "KEPT", "RECORD_KEYS", "RECORD_OF", "Streamed", "empty_words", "unwrap"]
 
@@ -58,7 +58,9 @@ _WHAT = {
     "results": "a JSON object holding 'results'",
     "resourceSpans": "an OTLP trace export",
 }
-_MARKS = frozenset({*native._STRONG, *native._IDS, "contexts", "nodes", "schema", "child_runs", "run_type", "id"})
+_MARKS = frozenset(
+    {*native._STRONG, *native._IDS, "contexts", "nodes", "schema", "child_runs", "run_type", "id", "resourceSpans"}
+)
 
 
 def empty_words(what: str) -> str:
@@ -179,6 +181,7 @@ class Streamed:
         self.n = 0  # records handed over
         self.trace_id: Any = None
         self.trace_seen = False
+        self.trace_long = False  # the 'trace' member was past the limit
         self.waiting: list[Line] = []  # observations waiting for the trace
         self.waiting_bytes = 0
         self.runs: _Runs | None = None
@@ -226,6 +229,8 @@ class Streamed:
                 f"a LangSmith run tree longer than the {self.max_bytes:,}-byte limit is read whole; "
                 "raise --max-line-bytes"
             )
+        if self.marks.get("resourceSpans") == b"[":  # (not split into records: its spans are one export's)
+            return f"an OTLP trace export longer than the {self.max_bytes:,}-byte limit is read whole; {OTLP_ADVICE}"
         return (
             f"JSON value is longer than the {self.max_bytes:,}-byte limit; split the record or raise --max-line-bytes"
         )
@@ -245,13 +250,8 @@ class Streamed:
         if key != "trace" or self.kind not in (None, "observations") or self.trace_seen:
             return
         self.trace_seen = True
-        if data is None:
-            yield Line(
-                self.line_no,
-                b"",
-                error=f"the Langfuse trace's 'trace' member is longer than the {self.max_bytes:,}-byte limit, so "
-                "its observations without a traceId have none; raise --max-line-bytes",
-            )
+        if data is None:  # (said at the end, when the object turned out to be a Langfuse trace)
+            self.trace_long = True
             return
         trace = _loads(data)
         tid = trace.get("id") if isinstance(trace, dict) else None
@@ -266,8 +266,12 @@ class Streamed:
             assert self.runs is not None
             self.runs.add(ln, later=key == "patch")
             return
-        if self.kind == "resourceSpans" and ln.error is None:  # one resource's spans: an export of its own
-            ln = Line(ln.line_no, b'{"resourceSpans":[' + ln.data + b"]}", None, ln.note)
+        if self.kind == "resourceSpans":  # one resource's spans: an export of its own (never split further)
+            if ln.error is None:
+                ln = Line(ln.line_no, b'{"resourceSpans":[' + ln.data + b"]}", None, ln.note)
+            elif ln.error.startswith("JSON value is longer than"):
+                why = f"an OTLP resource (one service's spans) longer than the {self.max_bytes:,}-byte limit"
+                ln = Line(ln.line_no, ln.data, f"{why} is read whole; {OTLP_ADVICE}", ln.note)
         if self.kind != "observations":
             yield self._out(ln)
             return
@@ -295,6 +299,13 @@ class Streamed:
 
     def end(self) -> Iterator[Line]:
         """The object has ended: what waited, and a line standing for a container with no record."""
+        if self.trace_long and self.kind == "observations":
+            yield Line(
+                self.line_no,
+                b"",
+                error=f"the Langfuse trace's 'trace' member is longer than the {self.max_bytes:,}-byte limit, so "
+                "its observations without a traceId have none; raise --max-line-bytes",
+            )
         for ln in self.waiting:
             yield self._out(ln)
         self.waiting = []

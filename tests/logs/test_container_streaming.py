@@ -221,3 +221,27 @@ def test_the_streamed_records_are_the_containers_elements(values, others, indent
     assert [json.loads(ln.data) for ln in lines] == values
     assert [ln.line_no for ln in lines] == list(range(1, len(values) + 1))  # the file's only value: by position
     assert not any(ln.note.startswith(EMPTY) for ln in lines if ln.note)
+
+
+def test_a_trace_member_past_the_limit_is_a_langfuse_error_only_in_a_langfuse_trace(tmp_path):
+    """A 'trace' member past the limit matters to a Langfuse trace (its observations without a
+    traceId get none); in a ``{"data": [...]}`` container it is nothing, but it rejected a record
+    there too, with words about Langfuse observations the file does not have."""
+    big = {"id": "tr1", "name": "rag", "metadata": {"notes": "x" * 3000}}
+    page = {"trace": big, "data": _rows(10)}
+    export = {**_langfuse(), "trace": big}
+    files = {"page.json": page, "langfuse.json": export}
+    for name, value in files.items():
+        (tmp_path / name).write_text(json.dumps(value, indent=1), encoding="utf-8")
+    _con, rep = _load([tmp_path / n for n in files], max_line_bytes=2000)
+    no_trace = "the only id key is 'id', which could be the run or the query; name them 'run_id' and 'query_id'"
+    assert sorted((i.path.rsplit("/", 1)[1], i.line_no, i.message) for i in rep.rejected) == [
+        (
+            "langfuse.json",
+            1,
+            "the Langfuse trace's 'trace' member is longer than the 2,000-byte limit, so its observations without a "
+            "traceId have none; raise --max-line-bytes",
+        ),
+        *(("langfuse.json", n, no_trace) for n in (28, 29, 30)),
+    ]
+    assert (rep.files[0].n_lines, rep.files[0].n_loaded) == (10, 10)

@@ -274,6 +274,32 @@ def test_json_lines_with_broken_lines_stay_json_lines(tmp_path):
     ]
 
 
+def test_json_lines_whose_first_record_is_over_a_mib_stay_json_lines(tmp_path):
+    """sniff sees the first MiB: a first line longer than that (a record with long passages) was
+    cut, did not parse, and the file was read as a document — one broken line then swallowed
+    every record after it (4 of 5 lost, a warning calling it "a JSON document"). The whole first
+    line decides; a file of that one line stays a document (its records numbered by place)."""
+    big = {"run_id": "A", "query_id": "q0", "evidence": [{"doc_id": "d0", "text": "x" * (1 << 20)}]}
+    lines = [json.dumps(big), '{"run_id": "A", "query_id": "q1", "evid', *(json.dumps(_native(i)) for i in (2, 3, 4))]
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    con, rep = _load(path)
+    assert con.execute("SELECT query_id, line_no FROM records ORDER BY line_no").fetchall() == [
+        ("q0", 1),
+        ("q2", 3),
+        ("q3", 4),
+        ("q4", 5),
+    ]
+    assert [(i.line_no, i.message) for i in rep.rejected] == [
+        (2, "invalid JSON: unexpected end of data: line 1 column 40 (char 39)")
+    ]
+    assert rep.warnings == []
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({"data": [big, _native(1)]}) + "\n", encoding="utf-8")
+    con, rep = _load(one)
+    assert con.execute("SELECT query_id, line_no FROM records ORDER BY line_no").fetchall() == [("q0", 1), ("q1", 2)]
+
+
 def test_a_file_or_container_holding_no_records_is_warned_as_empty(tmp_path):
     """An empty file, ``[]`` and ``{"data": []}`` behaved three ways (a warning; exit 2 "expected a
     JSON object per line, got array"; silence). Each holds no record: nothing is lost and nothing
@@ -283,6 +309,7 @@ def test_a_file_or_container_holding_no_records_is_warned_as_empty(tmp_path):
         "empty.json": "[]\n",
         "page.json": json.dumps({"data": [], "meta": {"page": 3}}, indent=2),
         "trace.json": json.dumps({"trace": {"id": "t1"}, "observations": []}),
+        "otlp.json": json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": []}]}]}),
         "lines.jsonl": "[]\n[]\n",
     }
     for name, text in files.items():
@@ -296,11 +323,13 @@ def test_a_file_or_container_holding_no_records_is_warned_as_empty(tmp_path):
         f"{tmp_path / 'empty.json'}: file holds no records (an empty JSON array)",
         f"{tmp_path / 'page.json'}: file holds no records (a JSON object with an empty 'data')",
         f"{tmp_path / 'trace.json'}: file holds no records (a Langfuse trace with no observations)",
+        f"{tmp_path / 'otlp.json'}: file holds no records (an OTLP trace export with no spans)",
         f"{tmp_path / 'lines.jsonl'}: file holds no records (an empty JSON array)",
     ]
     assert rep.rejected == [] and rep.failed_files == [] and rep.n_records == 1
     assert [(f.status, f.n_lines, f.n_loaded, f.n_skipped) for f in rep.files] == [
         ("loaded", 0, 0, 0),
+        ("loaded", 1, 0, 1),
         ("loaded", 1, 0, 1),
         ("loaded", 1, 0, 1),
         ("loaded", 1, 0, 1),

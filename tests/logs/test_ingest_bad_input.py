@@ -118,6 +118,11 @@ CASES = [
         b'{"run_id": "r", "query_id": "x", "cited": ["caf\xe9"]}',
         "line is not valid UTF-8 (byte 0xe9 at byte offset 47); re-encode the file as UTF-8",
     ),
+    (  # json reads the line (orjson refuses NaN) and would keep half of the emoji, which no text can store
+        "lone-surrogate-beside-nan",
+        b'{"run_id": "r", "query_id": "x", "cited": [{"doc_id": "a\\ud83d", "score": NaN}]}',
+        "invalid JSON: a string holds \\ud83d, half of a UTF-16 surrogate pair, not a character",
+    ),
     (
         "duplicate-run-query",
         b'{"run_id": "r", "query_id": "good1", "cited": ["z"]}',

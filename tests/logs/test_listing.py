@@ -230,3 +230,27 @@ def test_unreadable_files_and_folders_for_real(tmp_path):
     finally:
         (logs / "closed").chmod(0o755)
         locked.chmod(0o644)
+
+
+def test_csv_and_parquet_files_a_folder_search_leaves_unread_are_named(con, tmp_path):
+    """Folders are searched for JSON and JSON Lines only: a Ragas CSV beside the JSON Lines of a
+    folder was left out without a word, and a folder of CSV exports was refused as holding "no
+    .jsonl … files". Each now says which were not read and how to read them."""
+    mixed = tmp_path / "mixed"
+    write_jsonl(mixed / "run.jsonl", [_rec("run")])
+    (mixed / "ragas.csv").write_text("user_input,retrieved_contexts,response\nq,\"['a']\",x\n", encoding="utf-8")
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    for name in ("a.csv", "b.parquet.gz", ".c.csv"):
+        (tables / name).write_bytes(b"x")
+    rep = ingest_paths(con, [mixed, tables])
+    assert _runs(con) == ["run"]
+    assert [str(w) for w in rep.warnings if w.code == "unsearched-tables"] == [
+        f"{mixed}: 1 CSV or Parquet file in it was not read (folders are searched for JSON and JSON Lines only): "
+        f"name it on its own, as {mixed / 'ragas.csv'}"
+    ]
+    assert [str(i) for i in rep.rejected] == [
+        f"{tables}: folder holds no .jsonl, .jsonl.gz, .ndjson or .json files (hidden files and folders, named with "
+        "a leading '.', are not searched); 2 CSV or Parquet files in it were not read (folders are searched for JSON "
+        f"and JSON Lines only): name them on their own, as {tables / 'a.csv'}"
+    ]

@@ -115,6 +115,8 @@ BAD = [
     ("['just', 'texts']", "must be a list of documents (objects with document.id and document.content)"),
     ("{'document.id': 'a'}", "must be a list, got an object written as text"),
     ("[" * 40 + "]" * 40, "nested more than 32 levels deep"),
+    ('[{"document.id": "a\\ud83d", "document.content": "x"}]', "holds \\ud83d, half of a character written as a"),
+    ("[{'document.id': 'a', 'document.content': '\\udc00'}]", "holds \\udc00, half of a character written as a"),
 ]
 
 
@@ -255,3 +257,11 @@ def test_documents_written_any_way_read_the_same_on_either_reader(docs, how):
     fast = openinference.read_span_fast(line)
     assert general == reference and fast in (None, reference)
     assert fast is not None or how == "list"  # the fast reader takes every span whose attributes are scalars
+
+
+def test_a_metadata_text_whose_json_writes_half_a_character_loads_its_document_without_it(tmp_path):
+    meta = '{"source": "x\\ud83d"}'  # JSON for a text cut inside an emoji: read as JSON, it cannot be stored
+    docs = [{"document.id": "a", "document.content": "x", "document.metadata": meta}]
+    rep, ev, _recs, _ = _ingest(write_jsonl(tmp_path / "spans.jsonl", [_retriever("t", "Why?", docs)]))
+    assert (rep.n_records, rep.n_entries, rep.n_rejected) == (1, 1, 0)
+    assert ev == [("a", "x", None, None)]  # as a metadata text that is not JSON is

@@ -165,10 +165,36 @@ def test_an_otlp_document_past_the_limit_is_read_one_resource_at_a_time(tmp_path
     records, _ev, rejected, _files = _state(path, max_line_bytes=limit)
     assert sorted(q for _r, _q, q, _a, _n in records) == sorted(f"question {i}" for i in range(10) if i != 2)
     assert [m for _ln, m in rejected] == [
-        f"JSON value is longer than the {limit:,}-byte limit; split the record or raise --max-line-bytes"
+        f"an OTLP resource (one service's spans) longer than the {limit:,}-byte limit is read whole; raise "
+        "--max-line-bytes, or have the exporter write fewer spans per export"
     ]
     # an export with no resource, past the limit, is an empty container (it says so)
     path.write_text(json.dumps({"resourceSpans": [], "pad": "x" * 3000}, indent=1), encoding="utf-8")
     con = store.connect(":memory:")
     rep = ingest_paths(con, [path], IngestOptions(max_line_bytes=1000))
     assert rep.n_records == 0 and any("an OTLP trace export with no spans" in w.message for w in rep.warnings)
+
+
+def test_an_otlp_export_past_the_limit_is_named_as_one_read_whole_not_a_record_to_split(tmp_path):
+    doc = tmp_path / "otlp.json"
+    doc.write_text(json.dumps(_export(0), indent=2), encoding="utf-8")
+    line = json.dumps(_export(1))
+    lines = tmp_path / "otlp.jsonl"
+    lines.write_text(line + "\n", encoding="utf-8")
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [doc, lines], IngestOptions(max_line_bytes=1000))
+    assert rep.n_records == 0
+    assert [(i.path.rsplit("/", 1)[1], i.line_no, i.message) for i in rep.rejected] == [
+        (
+            "otlp.json",
+            1,
+            "an OTLP resource (one service's spans) longer than the 1,000-byte limit is read whole; raise "
+            "--max-line-bytes, or have the exporter write fewer spans per export",
+        ),
+        (
+            "otlp.jsonl",
+            1,
+            f"line is longer than the 1,000-byte limit (at least {len(line) + 1:,} bytes); it is an OTLP trace "
+            "export, read whole: raise --max-line-bytes, or have the exporter write fewer spans per export",
+        ),
+    ]

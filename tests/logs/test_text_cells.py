@@ -124,3 +124,18 @@ def test_text_lists_refuse_numpy_printed_texts_and_keep_a_quote_inside_a_text():
     assert text_list("['it s' , \"a' 'b\"]", "c") == ["it s", "a' 'b"]
     with pytest.raises(FormatError, match="numpy array printed"):
         text_list("['a'\n 'b']", "c")
+
+
+def test_a_cell_whose_text_writes_half_a_character_rejects_its_row_and_the_others_load(tmp_path):
+    path = tmp_path / "native.csv"
+    path.write_text(
+        'run_id,query_id,evidence\nA,q1,"[""d1\\ud83d""]"\nA,q2,"[\'d2\\udc00\']"\nA,q3,"[""d3""]"\n',
+        encoding="utf-8",
+    )
+    rep, ev, _runs = _ingest(path)
+    assert (rep.n_records, rep.n_rejected) == (1, 2) and ev == [("q3", "d3", None)]
+    half = ", half of a character written as a UTF-16 surrogate pair (the text was cut inside the character)"
+    assert [(i.line_no, i.message) for i in rep.rejected] == [
+        (2, "'evidence' holds \\ud83d" + half + ": write the text with its characters whole"),
+        (3, "'evidence' holds \\udc00" + half + ": write the text with its characters whole"),
+    ]

@@ -18,6 +18,7 @@ import tokenize
 from typing import Any
 
 from ragaudit_core.logs.formats.base import FormatError
+from ragaudit_core.logs.jsontext import lone_surrogate
 
 __all__ = ["MAX_LIST_DEPTH", "MAX_LIST_STRING", "MAX_LITERAL_STRING", "data_string", "text_list"]
 
@@ -60,11 +61,13 @@ def data_string(s: str, what: str) -> Any:
         return None
     _check_size(s, what, "")
     try:
-        return json.loads(s, parse_constant=lambda _c: None)
+        parsed = json.loads(s, parse_constant=lambda _c: None)
     except ValueError:
         pass
     except RecursionError:
         raise FormatError(f"{what} is nested too deep to read") from None
+    else:
+        return _whole(parsed, s, what)
     if len(s) > MAX_LITERAL_STRING:
         raise FormatError(
             f"{what} is not JSON and too long to read as a Python literal "
@@ -79,6 +82,18 @@ def data_string(s: str, what: str) -> Any:
             raise FormatError(_numpy_printed(what))
         raise FormatError(
             f"{what} is text that is neither JSON nor a Python literal ({_start(s)}): write it as a JSON list or object"
+        )
+    return _whole(value, s, what)
+
+
+def _whole(value: Any, s: str, what: str) -> Any:
+    """``value`` read from ``s``, unless an escape in ``s`` wrote half of a character (a lone
+    UTF-16 surrogate, which no stored text can hold)."""
+    half = lone_surrogate(value) if "\\u" in s or "\\U" in s else None
+    if half is not None:
+        raise FormatError(
+            f"{what} holds {half}, half of a character written as a UTF-16 surrogate pair (the text was cut "
+            "inside the character): write the text with its characters whole"
         )
     return value
 

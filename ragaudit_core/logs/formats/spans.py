@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from ragaudit_core.logs.formats.base import check_id
+from ragaudit_core.logs.jsontext import lone_surrogate
 
 __all__ = ["doc_fields", "documents", "flatten", "json_maybe", "number", "query_of", "text_of", "trace_id"]
 
@@ -30,12 +31,14 @@ def flatten(obj: Any, prefix: str = "", out: dict | None = None, depth: int = 0)
 
 
 def json_maybe(v: Any) -> Any:
-    """A string holding a JSON object or array, decoded; anything else as it is."""
+    """A string holding a JSON object or array, decoded; anything else as it is (a string whose
+    JSON writes half of a character, a lone surrogate, too: the text is kept as it is written)."""
     if isinstance(v, str) and v[:1] in ("{", "["):
         try:
-            return json.loads(v)
+            out = json.loads(v)
         except (ValueError, RecursionError):
             return v
+        return v if "\\u" in v and lone_surrogate(out) is not None else out
     return v
 
 
