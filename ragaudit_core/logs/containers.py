@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import gzip
 import io
 import itertools
 import json
@@ -36,7 +35,15 @@ import orjson
 from ragaudit_core.logs import formats
 from ragaudit_core.logs.documents import iter_values, sniff
 from ragaudit_core.logs.formats import native
-from ragaudit_core.logs.jsonl import CellLine, InputFileError, Limits, Line, open_limited, utf16_evidence
+from ragaudit_core.logs.jsonl import (
+    CellLine,
+    InputFileError,
+    Limits,
+    Line,
+    gunzipped_head,
+    open_limited,
+    utf16_evidence,
+)
 from ragaudit_core.wording import counted
 
 __all__ = ["iter_rows"]
@@ -68,11 +75,11 @@ def iter_rows(path: Path, limits: Limits | None = None, notes: list[str] | None 
     try:
         with open(path, "rb") as f:
             magic = f.read(4)
-        if utf16_evidence(magic) is not None:
-            return None  # UTF-16 (as Excel's "Unicode text" is): the line reader refuses it with advice
+        if utf16_evidence(magic) is not None or (magic[:2] == _GZIP_MAGIC and utf16_evidence(gunzipped_head(path))):
+            return None  # UTF-16 (as Excel's "Unicode text" is), gzipped or not: the line reader refuses it with advice
         if name.endswith(".parquet") or magic == b"PAR1":
             return _parquet_rows(path, limits)
-        if magic[:2] == _GZIP_MAGIC and (name.endswith(".parquet.gz") or _gunzipped_magic(path) == b"PAR1"):
+        if magic[:2] == _GZIP_MAGIC and (name.endswith(".parquet.gz") or gunzipped_head(path) == b"PAR1"):
             return _gzipped_parquet(path, limits)
         if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
             return _csv_rows(path, limits)
@@ -141,14 +148,6 @@ def _long_first_line(path: Path, limits: Limits, head: bytes) -> bool:
         return isinstance(orjson.loads(bytes(buf[start:nl])), (dict, list)) and bool(more.strip())
     except orjson.JSONDecodeError:
         return False
-
-
-def _gunzipped_magic(path: Path) -> bytes:
-    try:
-        with gzip.open(path, "rb") as g:
-            return g.read(4)
-    except (OSError, EOFError, zlib.error):
-        return b""
 
 
 def _gzipped_parquet(path: Path, limits: Limits) -> Iterator[Line]:

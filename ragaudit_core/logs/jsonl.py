@@ -33,6 +33,7 @@ __all__ = [
     "Line",
     "TemporaryFileError",
     "file_sha256",
+    "gunzipped_head",
     "iter_lines",
     "open_limited",
     "plain_lf_file",
@@ -230,6 +231,8 @@ def iter_lines(
     if utf16 is not None:
         raise InputFileError(f"{path}: file is UTF-16 encoded ({utf16}); save it as UTF-8")
     is_gzip = head[:2] == _GZIP_MAGIC
+    if is_gzip and (utf16 := utf16_evidence(gunzipped_head(path))) is not None:
+        raise InputFileError(f"{path}: the file in this gzip stream is UTF-16 encoded ({utf16}); save it as UTF-8")
     if path.name.lower().endswith(".gz") and not is_gzip and warn is not None:
         warn.append(f"{path}: named .gz but not gzip-compressed (no gzip header); read as plain text")
 
@@ -239,6 +242,16 @@ def iter_lines(
     cr_only = _cr_only(lambda: gzip.open(path, "rb") if is_gzip else open(path, "rb"))  # noqa: SIM115 — closed by _cr_only
     with opener() as raw:
         yield from read_lines(_CrLines(raw) if cr_only else raw, max_line_bytes=max_line_bytes)
+
+
+def gunzipped_head(path: Path, n: int = 4) -> bytes:
+    """The first ``n`` bytes of a gzip file's content (fewer, or none, where it is damaged: the
+    reader then says so)."""
+    try:
+        with gzip.open(path, "rb") as g:
+            return g.read(n)
+    except (OSError, EOFError, zlib.error):
+        return b""
 
 
 def utf16_evidence(head: bytes) -> str | None:

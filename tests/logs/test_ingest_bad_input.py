@@ -255,6 +255,30 @@ def test_utf16_file_without_a_byte_order_mark_is_refused_with_advice(con, tmp_pa
     ]
 
 
+@pytest.mark.parametrize(
+    ("encoding", "how"),
+    [
+        ("utf-16", "byte-order mark ff fe"),
+        ("utf-16-le", "no byte-order mark; a NUL byte after each character: UTF-16LE"),
+    ],
+)
+@pytest.mark.parametrize("name", ["u16.jsonl.gz", "u16.csv.gz"])
+def test_a_gzipped_utf16_file_is_refused_with_advice(con, tmp_path, encoding, how, name):
+    """Its raw bytes are gzip's, so the check of the first bytes missed it: every line was rejected
+    for NUL bytes, or a CSV header read as " e v i d e n c e"."""
+    import gzip
+
+    f = tmp_path / name
+    body = "run_id,query_id,evidence\nr,x,d\n" if ".csv" in name else '{"run_id": "r", "query_id": "x"}\n'
+    f.write_bytes(gzip.compress(body.encode(encoding)))
+    good = write_jsonl(tmp_path / "ok.jsonl", [GOOD1])
+    rep = ingest_paths(con, [f, good])
+    assert _loaded(con) == ["good1"]
+    assert [str(i) for i in rep.rejected] == [
+        f"{f}: the file in this gzip stream is UTF-16 encoded ({how}); save it as UTF-8"
+    ]
+
+
 def test_missing_path_is_an_error_before_anything_is_written(con, tmp_path):
     with pytest.raises(IngestError, match=r"nope.jsonl: no such file or folder"):
         ingest_paths(con, [tmp_path / "nope.jsonl"])
