@@ -51,8 +51,11 @@ def pair_queries(db: str, data_version: str, a: str, b: str, tau: float):
 tau = ui.tau_slider("Flip threshold τ (a pair flips when J < τ)")
 selection, all_runs = ui.default_selection(db_path, version)
 remembered = [r for r in (ui.picked_runs() or []) if r in all_runs]
-current = [r for r in st.session_state.get("stability.runs", []) if r in all_runs]
-st.session_state["stability.runs"] = current or (remembered if len(remembered) >= 2 else selection.runs)
+state = st.session_state.get("stability.runs")  # None on a first draw (or back from another page)
+current = [r for r in state or [] if r in all_runs]
+if state is None or (state and not current):  # emptied by the user ("Clear all"): stays empty
+    current = remembered if len(remembered) >= 2 else selection.runs  # first draw, or every pick was removed
+st.session_state["stability.runs"] = current
 picked = st.sidebar.multiselect(
     "Runs compared",
     all_runs,

@@ -97,6 +97,28 @@ def test_a_run_sharing_no_query_is_left_out_by_default_and_named(app_env, tmp_pa
     assert "3 runs sharing 3 queries \\(k5, k10, k20\\)" in note  # escaped by md()
 
 
+def test_clearing_the_runs_compared_leaves_it_empty(app_env, tmp_path):
+    """Before: "Clear all" (or taking out the last run) filled the box again with the default runs,
+    so picking two other runs meant taking out every default run but one, one by one."""
+    recs = [
+        {"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}", f"d{(i + k) % 4}"]}
+        for k, r in ((1, "k10"), (2, "k5"), (3, "k20"))
+        for i in range(3)
+    ]
+    app_env(records_db(tmp_path, recs))
+    at = app_test(PAGE).run()
+    assert at.sidebar.multiselect[0].value == ["k5", "k10", "k20"]
+    at.sidebar.multiselect[0].set_value([]).run()
+    assert not at.exception
+    assert at.sidebar.multiselect[0].value == []
+    assert [i.value for i in at.info] == ["Pick at least two runs to compare under “Runs compared” in the sidebar."]
+    assert not at.metric
+    at.sidebar.multiselect[0].set_value(["k20", "k10"]).run()  # then two runs of one's own
+    assert not at.exception
+    assert at.sidebar.multiselect[0].value == ["k20", "k10"]
+    assert any(c.value.startswith("3 queries × 1 run pair") for c in at.caption)
+
+
 def test_ranking_quality_beside_stability(app_env, sample_db):
     """The sample opens with SciFact's labels: each run's nDCG@10 with its interval, as the core
     computes it."""
