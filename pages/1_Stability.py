@@ -15,6 +15,7 @@ from ragaudit_core.logs import catalog
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.review import charts, quality_charts
+from ragaudit_core.review.labels import change_label
 from ragaudit_core.stability.cache import DEFAULT_DENSITY_BINS as BINS
 from ragaudit_core.stability.cache import compare_cached, default_options, stability_cached
 from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError, StabilityOptions, effects_by_change
@@ -180,7 +181,7 @@ if q_res is not None and q_res.labelled:
 
 st.subheader("By what changed between the two runs")
 ui.table(
-    effects_by_change(pairs),
+    effects_by_change(pairs).assign(changed=lambda d: d["changed"].map(change_label)),  # words, as in the legend
     hide_index=True,
     column_config={"j_avg": st.column_config.NumberColumn(format="%.3f")},  # the rates: percentages (ui.table)
 )
@@ -195,6 +196,7 @@ wide.columns = [f"{v}_{lvl}" if lvl else v for v, lvl in wide.columns]
 sdds = pairs[pairs.level == "span"].set_index(["run_a", "run_b"])["same_docs_diff_spans"]
 wide["same_docs_diff_spans"] = [sdds.get((a, b)) for a, b in zip(wide.run_a, wide.run_b)]
 wide = wide.sort_values("j_avg_span" if "j_avg_span" in wide else "j_avg_doc", kind="stable")
+wide["changed"] = wide["changed"].map(change_label)
 pair_pick = ui.table(
     wide,
     hide_index=True,
