@@ -15,6 +15,7 @@ from ragaudit_core.logs import catalog
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.review import charts, quality_charts
+from ragaudit_core.review.labels import change_label
 from ragaudit_core.stability.cache import DEFAULT_DENSITY_BINS as BINS
 from ragaudit_core.stability.cache import compare_cached, default_options, stability_cached
 from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError, StabilityOptions, effects_by_change
@@ -51,8 +52,11 @@ def pair_queries(db: str, data_version: str, a: str, b: str, tau: float):
 tau = ui.tau_slider("Flip threshold τ (a pair flips when J < τ)")
 selection, all_runs = ui.default_selection(db_path, version)
 remembered = [r for r in (ui.picked_runs() or []) if r in all_runs]
-current = [r for r in st.session_state.get("stability.runs", []) if r in all_runs]
-st.session_state["stability.runs"] = current or (remembered if len(remembered) >= 2 else selection.runs)
+state = st.session_state.get("stability.runs")  # None on a first draw (or back from another page)
+current = [r for r in state or [] if r in all_runs]
+if state is None or (state and not current):  # emptied by the user ("Clear all"): stays empty
+    current = remembered if len(remembered) >= 2 else selection.runs  # first draw, or every pick was removed
+st.session_state["stability.runs"] = current
 picked = st.sidebar.multiselect(
     "Runs compared",
     all_runs,
@@ -177,7 +181,7 @@ if q_res is not None and q_res.labelled:
 
 st.subheader("By what changed between the two runs")
 ui.table(
-    effects_by_change(pairs),
+    effects_by_change(pairs).assign(changed=lambda d: d["changed"].map(change_label)),  # words, as in the legend
     hide_index=True,
     column_config={"j_avg": st.column_config.NumberColumn(format="%.3f")},  # the rates: percentages (ui.table)
 )
@@ -192,6 +196,7 @@ wide.columns = [f"{v}_{lvl}" if lvl else v for v, lvl in wide.columns]
 sdds = pairs[pairs.level == "span"].set_index(["run_a", "run_b"])["same_docs_diff_spans"]
 wide["same_docs_diff_spans"] = [sdds.get((a, b)) for a, b in zip(wide.run_a, wide.run_b)]
 wide = wide.sort_values("j_avg_span" if "j_avg_span" in wide else "j_avg_doc", kind="stable")
+wide["changed"] = wide["changed"].map(change_label)
 pair_pick = ui.table(
     wide,
     hide_index=True,

@@ -50,10 +50,10 @@ if qid != current:
 st.query_params[PARAMS.query] = qid
 
 logged = drilldown.query_runs(con, qid)
-query_text = next((t for t in logged["query"] if isinstance(t, str)), None)
+groups = drilldown.question_groups(logged)
+query_text = groups[0][0] if groups else None  # the question most runs ask under this id
 st.text(f"Query {qid}: {query_text}" if query_text else f"Query {qid} (no query text logged)")
 
-groups = drilldown.question_groups(logged)
 if len(groups) > 1:
     said = "; ".join(
         f"“{text[:80]}” ({ui.counted(len(rs), 'run')}: {', '.join(rs[:3])}{' …' if len(rs) > 3 else ''})"
@@ -92,6 +92,10 @@ if len(runs) == 1:  # nothing to compare: the one run's evidence and answer as t
 if len(runs) < 2:
     st.stop()
 answered = natural_sorted(logged.loc[logged["answer"].notna(), "run_id"])  # open on a pair with answers
+if len(groups) > 1:  # ... of runs asking the question most runs ask, not a run whose id names another
+    asking = set(groups[0][1])
+    answered = [r for r in answered if r in asking]
+    answered = answered if len(answered) >= 2 else natural_sorted(asking)
 run_a, run_b = ui.run_pair_picker(runs, ("Run A", "Run B"), prefer_sample_run=False, preferred=answered)
 st.query_params[PARAMS.run_a], st.query_params[PARAMS.run_b] = run_a, run_b
 a, b = lists(db_path, version, qid, run_a, run_b)

@@ -199,7 +199,9 @@ st.session_state[f"{KEYS.query}.fidelity"] = qid
 (g,) = load_graphs(con, run, [qid])
 qf = compute_query(g)
 st.markdown(f"**Query {ui.md(qid)}**")
+st.caption("Question")  # two texts from the logs, one above the other: say which is which
 st.text(g.query or "(no query text logged)")
+st.caption("Generated answer")
 st.text(g.generated_text or "(no generated text)")
 cits = r.citations[r.citations["query_id"] == qid].drop(columns=["query_id"])
 if len(cits):

@@ -56,6 +56,7 @@ def _a(label: str) -> str:
 
 
 _MAX_UNWRAP = 3  # containers inside containers (an array of trace exports) read this deep
+NO_CONTEXTS = "without retrieved contexts"  # a record-format row that retrieved nothing (a test set's)
 
 
 class RecordSink(Protocol):
@@ -311,7 +312,7 @@ class FileReader:
         fr, sink = self.fr, self.sink
         if not recs:
             fr.n_skipped += 1
-            self.without[(fmt.label, fmt.unit, "no retrieved contexts")] += 1
+            self.without[(fmt.label, fmt.unit, NO_CONTEXTS)] += 1
             return
         for rec in recs:
             sink.admit_record(fr, self.file_id, ln, rec)
@@ -457,7 +458,10 @@ class FileReader:
         for (label, unit), kinds in groups.items():
             n = sum(kinds.values())
             detail = ", ".join(f"{k} {c}" for k, c in sorted(kinds.items()))
-            parts.append(f"{n} {label} {unit}{'s' if n != 1 else ''} ({detail})")
+            if set(kinds) == {NO_CONTEXTS}:  # "3 Ragas rows without retrieved contexts", not "(… contexts 3)"
+                parts.append(f"{n} {label} {unit}{'s' if n != 1 else ''} {NO_CONTEXTS}")
+            else:
+                parts.append(f"{n} {label} {unit}{'s' if n != 1 else ''} ({detail})")
         what = " and ".join(parts)
         if len(self.containers) == 1 and len(groups) == 1:
             container = next(iter(self.containers))
@@ -466,7 +470,7 @@ class FileReader:
         tracing = bool(self.spans_without)
         if tracing:
             return f"{what} and no retriever: nothing to audit"
-        return f"{what}, nothing retrieved (a test set?): nothing to audit"
+        return f"{what} (a test set?): nothing to audit"
 
     def trace_record(
         self, ln: Line, fmt: formats.LogFormat, span: formats.Span, answer: str | None

@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 
 from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.fidelity.score import FIDELITY_STAGES
+from ragaudit_core.review.labels import change_label
 from ragaudit_core.review.palette import (
     BLACK,
     BLUE,
@@ -61,14 +62,6 @@ CHANGE_COLOURS = {
 UNIT = [0, 1]  # the axis range of a 0–1 metric
 # tick labels kept clear of markers drawn on the axis line (a point at J = 0 sits on it)
 _CLEAR = dict(ticks="outside", ticklen=8, tickcolor="rgba(0,0,0,0)")
-_LABELS = {
-    "top_k": "top-k",
-    "chunk_size": "chunk size",
-    "chunk_overlap": "overlap",
-    "several": "several",
-    "none": "nothing",
-    "unknown": "unknown (no config)",
-}
 
 
 def _esc(values: Iterable[object]) -> list[str]:
@@ -109,12 +102,12 @@ def stability_scatter(
                 x=sub["doc"],
                 y=sub["span"],
                 mode="markers",
-                name=_LABELS[change],
+                name=change_label(change),
                 marker=dict(size=11, color=CHANGE_COLOURS[change], line=dict(width=1, color="white")),
                 cliponaxis=False,
                 customdata=np.column_stack([sub["run_a"], sub["run_b"]]),
                 text=[f"{a} vs {b}" for a, b in zip(_esc(sub["run_a"]), _esc(sub["run_b"]))],
-                hovertemplate="%{text}<br>J_doc %{x:.3f}<br>J_span %{y:.3f}<extra>" + _LABELS[change] + "</extra>",
+                hovertemplate="%{text}<br>J_doc %{x:.3f}<br>J_span %{y:.3f}<extra>" + change_label(change) + "</extra>",
             )
         )
     if highlight is not None:

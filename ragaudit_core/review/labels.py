@@ -7,7 +7,7 @@ key with underscores as spaces, so a new column is readable before it gets an en
 
 from __future__ import annotations
 
-__all__ = ["COLUMN_LABELS", "SHARE_KEYS", "column_label", "is_share"]
+__all__ = ["CHANGE_LABELS", "COLUMN_LABELS", "SHARE_KEYS", "change_label", "column_label", "is_share"]
 
 COLUMN_LABELS: dict[str, str] = {
     "run_id": "run",
@@ -45,6 +45,8 @@ COLUMN_LABELS: dict[str, str] = {
     "n_entries": "entries",
     "n_records": "records",
     "n_answers": "answers",
+    "n_a": "entries, A",
+    "n_b": "entries, B",
     "n_citations": "citations",
     "n_parse_failures": "parse failures",
     "n_findings": "failure-mode findings",
@@ -74,6 +76,23 @@ COLUMN_LABELS: dict[str, str] = {
 def column_label(key: str) -> str:
     """The label a table header shows for ``key``."""
     return COLUMN_LABELS.get(key, str(key).replace("_", " "))
+
+
+CHANGE_LABELS: dict[str, str] = {
+    "top_k": "top-k",
+    "chunk_size": "chunk size",
+    "chunk_overlap": "overlap",
+    "several": "several",
+    "none": "nothing",
+    "unknown": "unknown (no config)",
+}
+"""What changed between two runs (a pair's ``changed`` key) as the scatter's legend, the pages'
+tables and the report write it."""
+
+
+def change_label(key: object) -> str:
+    """The words for a pair's ``changed`` key (``chunk_size`` → ``chunk size``)."""
+    return CHANGE_LABELS.get(str(key), str(key).replace("_", " "))
 
 
 SHARE_KEYS = frozenset(

@@ -156,3 +156,23 @@ def test_relevance_labels_and_scores_read_as_written(app_env, sample_db):
     labels = set(pd.concat(shown)["relevance"])
     assert "1" in labels and labels <= {"", "1"}  # the sample's labels are all 1
     assert all(re.fullmatch(r"0\.\d{4}", s) for s in pd.concat(shown)["score"])
+
+
+def test_opens_on_runs_asking_the_question_most_runs_ask(app_env, tmp_path):
+    """Before: a run whose query id names another question (an upload reusing the sample's ids)
+    sorted first, so the page opened on it: its question as the query's text above the matrix
+    and its evidence as run A, beside a run answering a different question."""
+    stroke, france = "Does aspirin prevent stroke?", "What is the capital of France?"
+    recs = [
+        {"run_id": r, "query_id": "1", "query": stroke, "evidence": ["d1", "d2"], "answer": f"yes ({r})"}
+        for r in ("k5", "k10", "k20")
+    ]
+    recs.append({"run_id": "bm25", "query_id": "1", "query": france, "evidence": ["d9"], "answer": "Paris"})
+    app_env(records_db(tmp_path, recs))
+    at = app_test(PAGE).run()
+    assert not at.exception
+    assert at.text[0].value == f"Query 1: {stroke}"
+    assert [s.value for s in at.selectbox if s.label in ("Run A", "Run B")] == ["k5", "k10"]
+    assert any("names 2 different questions" in plain(w.value) for w in at.warning)  # bm25 is still named
+    next(s for s in at.selectbox if s.label == "Run A").select("bm25").run()  # and can be picked
+    assert not at.exception and [s.value for s in at.selectbox if s.label == "Run A"] == ["bm25"]

@@ -56,6 +56,10 @@ def test_figures_alerts_graph_and_canary(prov_db):
     assert set(alerts.loc[alerts.status == "alert", "rule"]) == {"reranking survival", "parse-failure rate"}
     # the worst query of run base opens by default: q2 lost its ground truth at reranking
     assert any(m.value == "**Query q2**" for m in at.markdown)
+    # the question and the generated answer, each under its name (before: two unlabelled texts)
+    captions = [c.value for c in at.caption]
+    assert captions.index("Question") + 1 == captions.index("Generated answer")
+    assert [t.value for t in at.text][:2] == ["what?", "[Document 2] [Source: D1]"]  # q2 of run base
     assert len(at.get("plotly_chart")) == 3  # funnel, histogram, graph
     c = canary([1.0, 1.0], [0.0, 0.3])
     assert {m.label: m.value for m in at.metric}["Mann–Whitney U"] == f"{c['u']:.1f}" == "4.0"
@@ -70,6 +74,10 @@ def test_thresholds_are_live(prov_db):
     assert not at.exception
     # the open query (q2) stays open across runs; in cand its reranker mutated the chunk text
     assert any(m.value == "**Query q2**" for m in at.markdown)
+    # the question and the generated answer, each under its name (before: two unlabelled texts)
+    captions = [c.value for c in at.caption]
+    assert captions.index("Question") + 1 == captions.index("Generated answer")
+    assert [t.value for t in at.text][:2] == ["what?", "[Document 2] [Source: D1]"]  # q2 of run base
     cits = next(df.value for df in at.dataframe if "diagnostic" in df.value.columns and "citation" in df.value.columns)
     assert list(cits["diagnostic"]) == ["valid_doc_invalid_page_or_unretrieved"] and list(cits["score"]) == [0.3]
     finds = next(df.value for df in at.dataframe if "check" in df.value.columns)

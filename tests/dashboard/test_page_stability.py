@@ -97,6 +97,53 @@ def test_a_run_sharing_no_query_is_left_out_by_default_and_named(app_env, tmp_pa
     assert "3 runs sharing 3 queries \\(k5, k10, k20\\)" in note  # escaped by md()
 
 
+def test_clearing_the_runs_compared_leaves_it_empty(app_env, tmp_path):
+    """Before: "Clear all" (or taking out the last run) filled the box again with the default runs,
+    so picking two other runs meant taking out every default run but one, one by one."""
+    recs = [
+        {"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}", f"d{(i + k) % 4}"]}
+        for k, r in ((1, "k10"), (2, "k5"), (3, "k20"))
+        for i in range(3)
+    ]
+    app_env(records_db(tmp_path, recs))
+    at = app_test(PAGE).run()
+    assert at.sidebar.multiselect[0].value == ["k5", "k10", "k20"]
+    at.sidebar.multiselect[0].set_value([]).run()
+    assert not at.exception
+    assert at.sidebar.multiselect[0].value == []
+    assert [i.value for i in at.info] == ["Pick at least two runs to compare under “Runs compared” in the sidebar."]
+    assert not at.metric
+    at.sidebar.multiselect[0].set_value(["k20", "k10"]).run()  # then two runs of one's own
+    assert not at.exception
+    assert at.sidebar.multiselect[0].value == ["k20", "k10"]
+    assert any(c.value.startswith("3 queries × 1 run pair") for c in at.caption)
+
+
+def test_what_changed_and_list_sizes_read_in_words(app_env, sample_db):
+    """Before: the tables said top_k / chunk_size / chunk_overlap where the scatter's legend says
+    top-k / chunk size / overlap, and the pair's query table headed its list sizes "n a" / "n b"."""
+    import json
+
+    app_env(sample_db)
+    at = app_test(PAGE).run()
+    assert not at.exception
+    effects = next(df.value for df in at.dataframe if "n_pairs" in df.value.columns)
+    assert list(effects["changed"].drop_duplicates()) == ["overlap", "chunk size", "several", "top-k"]
+    assert effects.groupby("changed")["n_pairs"].first().to_dict() == {
+        "overlap": 6,  # 12 runs: 6 pairs differ in overlap only, 6 in chunk size only,
+        "chunk size": 6,
+        "several": 42,  # 42 in two settings or more,
+        "top-k": 12,  # and 12 in top-k only (3 top-k values × 4 grids: 3 pairs each)
+    }
+    pairs = next(df.value for df in at.dataframe if "j_avg_span" in df.value.columns)
+    assert set(pairs["changed"]) == {"overlap", "chunk size", "several", "top-k"}
+    assert (pairs["changed"] == "several").sum() == 42
+    queries = next(df for df in at.dataframe if "collapsed" in df.value.columns)
+    cols = json.loads(queries.proto.columns)
+    assert (cols["n_a"]["label"], cols["n_b"]["label"]) == ("entries, A", "entries, B")
+    assert list(queries.value[["n_a", "n_b"]].iloc[0]) == [10, 10]  # k10 against k10: ten entries each
+
+
 def test_ranking_quality_beside_stability(app_env, sample_db):
     """The sample opens with SciFact's labels: each run's nDCG@10 with its interval, as the core
     computes it."""

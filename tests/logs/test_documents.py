@@ -82,7 +82,7 @@ def test_a_file_without_retrieval_is_refused_in_one_sentence(tmp_path):
     testset.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     con, rep = _load(testset)
     assert [i.message for i in rep.rejected] == [
-        "5 Ragas rows (no retrieved contexts 5), nothing retrieved (a test set?): nothing to audit"
+        "5 Ragas rows without retrieved contexts (a test set?): nothing to audit"
     ]
     assert con.execute("SELECT formats FROM files").fetchall() == [("Ragas",)]  # what it was read as
     out = subprocess.run(
@@ -96,7 +96,7 @@ def test_a_file_without_retrieval_is_refused_in_one_sentence(tmp_path):
     # refused (not "rejected"), counted apart from lines, and the error says why (not "1 line rejected")
     assert "rejected 0 lines; refused 1 file as a whole" in out.stderr
     assert out.stderr.count("5 Ragas rows") == 1  # said once, in the error that ends the output
-    assert "error: testset.jsonl was not loaded: 5 Ragas rows (no retrieved contexts 5)" in out.stderr
+    assert "error: testset.jsonl was not loaded: 5 Ragas rows without retrieved contexts (a test set?)" in out.stderr
 
 
 def test_a_langsmith_batch_and_a_run_tree(tmp_path):

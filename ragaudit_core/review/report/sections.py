@@ -16,6 +16,7 @@ from fpdf.outline import TableOfContents
 from ragaudit_core.fidelity.graph import FIDELITY_STAGES
 from ragaudit_core.fidelity.score import FidelityRules, tail_comment
 from ragaudit_core.logs.selection import natural_key
+from ragaudit_core.review.labels import change_label
 from ragaudit_core.review.logtext import excerpt, isolate
 from ragaudit_core.review.report.gather import ReportData
 from ragaudit_core.review.report.layout import (
@@ -287,7 +288,7 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
             [
                 a,
                 b,
-                ch,
+                change_label(ch),
                 fmt(r.get(("j_avg", "doc"))),
                 fmt(r.get(("j_avg", "span"))),
                 pct(r.get(("flip_rate", "doc"))),
@@ -309,7 +310,14 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
         pdf.data_table(
             ["changed", "level", "pairs", "J_avg", "flip rate", "collapse rate"],
             [
-                [r.changed, r.level, str(int(r.n_pairs)), fmt(r.j_avg), pct(r.flip_rate), pct(r.collapse_rate)]
+                [
+                    change_label(r.changed),
+                    r.level,
+                    str(int(r.n_pairs)),
+                    fmt(r.j_avg),
+                    pct(r.flip_rate),
+                    pct(r.collapse_rate),
+                ]
                 for r in data.effects.itertuples()
             ],
             size=8,
