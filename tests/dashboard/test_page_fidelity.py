@@ -77,7 +77,7 @@ def test_thresholds_are_live(prov_db):
     # the question and the generated answer, each under its name (before: two unlabelled texts)
     captions = [c.value for c in at.caption]
     assert captions.index("Question") + 1 == captions.index("Generated answer")
-    assert [t.value for t in at.text][:2] == ["what?", "[Document 2] [Source: D1]"]  # q2 of run base
+    assert [t.value for t in at.text][:2] == ["what?", "[Source: D1, p. 3]"]  # q2 of run cand
     cits = next(df.value for df in at.dataframe if "diagnostic" in df.value.columns and "citation" in df.value.columns)
     assert list(cits["diagnostic"]) == ["valid_doc_invalid_page_or_unretrieved"] and list(cits["score"]) == [0.3]
     finds = next(df.value for df in at.dataframe if "check" in df.value.columns)
