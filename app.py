@@ -80,11 +80,6 @@ def _database():
     return con, db_path
 
 
-def _capital(sentence: str) -> str:
-    """The first letter in capitals (for a sentence that does not start with a file's name)."""
-    return sentence[:1].upper() + sentence[1:]
-
-
 def _after_load(report=None, error: str | None = None) -> None:
     if error is not None:
         st.session_state[KEYS.last_ingest] = {"error": error}
@@ -96,7 +91,7 @@ def _after_load(report=None, error: str | None = None) -> None:
             "failed": [
                 ui.md(report.failure(f) + ".")  # "<file name> was not loaded: <why>", the name as uploaded
                 if f.status == "unreadable"
-                else ui.md(_capital(report.failure(f))) + " (reasons below, under Rejected lines)."
+                else ui.md(ui.sentence(report.failure(f))) + " (reasons below, under Rejected lines)."
                 for f in report.failed_files
             ],
         }
@@ -196,7 +191,7 @@ def _last_ingest() -> None:
         return
     for msg in last.get("failed", []):
         st.error(msg)
-    (st.warning if last["rejected"] else st.success)(ui.md(_capital(last["summary"]) + "."))
+    (st.warning if last["rejected"] else st.success)(ui.md(ui.sentence(last["summary"]) + "."))
     for w in last["warnings"][:20]:
         st.warning(ui.md(w))
 

@@ -90,7 +90,7 @@ except StabilityError as e:
     st.stop()
 s = res.summary
 for w in s.warnings:
-    st.warning(ui.md(w))
+    st.warning(ui.md(ui.sentence(w)))
 
 
 m = st.columns(6)

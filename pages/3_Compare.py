@@ -73,7 +73,7 @@ except StabilityError as e:
     st.stop()
 s = cmp.summary
 for w in s.warnings:
-    st.warning(ui.md(w))
+    st.warning(ui.md(ui.sentence(w)))
 
 m = st.columns(5)
 m[0].metric("J_avg, doc", ui.fmt(cmp.pair_value("j_avg", "doc")))
@@ -331,7 +331,7 @@ p[3].metric("drift < 0.9", f"{ps['drift_0.9']} ({ps['drift_rate_0.9']:.0%})")
 p[4].metric("drift < 0.8", f"{ps['drift_0.8']} ({ps['drift_rate_0.8']:.0%})")
 p[5].metric(
     "Spearman ρ",
-    "n/a" if ps["spearman_rho"] is None else f"{ps['spearman_rho']:.3f}",
+    ui.fmt(ps["spearman_rho"]),
     help="Rank correlation of per-query J_span and answer similarity.",
 )
 st.caption(

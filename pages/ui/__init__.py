@@ -57,6 +57,7 @@ __all__ = [
     "query_picker",
     "release_connections",
     "run_pair_picker",
+    "sentence",
     "short_connection",
     "table",
     "tau_slider",
@@ -304,10 +305,17 @@ def _bidi_safe_cells(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def sentence(text: str) -> str:
+    """A message from the core as a sentence: its first letter in capitals (the core words its
+    warnings to follow a colon or a file name: "query coverage differs …")."""
+    return text[:1].upper() + text[1:]
+
+
 def fmt(v, pct: bool = False, nd: int = 3) -> str:
     """A number as the dashboard shows it: ``n/a`` when missing, a percentage or ``nd`` decimals."""
     if v is None or (isinstance(v, float) and v != v):
         return "n/a"
+    v = round(float(v), nd + 2 if pct else nd) + 0.0  # (+ 0.0: a value that rounds to zero shows 0, not -0)
     return f"{v:.1%}" if pct else f"{v:.{nd}f}"
 
 

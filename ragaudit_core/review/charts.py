@@ -64,6 +64,12 @@ UNIT = [0, 1]  # the axis range of a 0–1 metric
 _CLEAR = dict(ticks="outside", ticklen=8, tickcolor="rgba(0,0,0,0)")
 
 
+def _count_ticks(top: float) -> dict:
+    """Ticks for an axis (or a colour bar) of counts: whole numbers. Plotly's own steps for a count
+    of 1 or 2 are 0.2 (0.6 … 1.4 on the colour bar of one cell); up to 10, every count is ticked."""
+    return dict(tick0=0, dtick=1) if top <= 10 else dict(tickformat=",d")
+
+
 def _esc(values: Iterable[object]) -> list[str]:
     # Plotly renders a subset of HTML in hover labels; log strings are escaped first.
     return [html.escape(str(v)) for v in values]
@@ -154,8 +160,10 @@ def pair_density(density: pd.DataFrame, bins: int) -> go.Figure:
             x=centres,
             y=centres,
             z=np.where(grid > 0, grid, np.nan),
+            zmin=0,
+            zmax=max(float(grid.max()), 1.0),
             colorscale=SEQUENTIAL,
-            colorbar=dict(title="(query, pair)"),
+            colorbar=dict(title="(query, pair)", **_count_ticks(grid.max())),
             hovertemplate="J_doc ≈ %{x:.2f}<br>J_span ≈ %{y:.2f}<br>%{z:.0f} (query, pair) points<extra></extra>",
         )
     )
@@ -180,11 +188,12 @@ def jmin_histogram(queries: pd.DataFrame) -> go.Figure:
     """Distribution of each query's worst-pair Jaccard ``J_min``, span and document level side by
     side in each bin (orange and blue: overlaid translucent bars blended into colours not in the
     legend)."""
-    fig = go.Figure()
+    fig, top = go.Figure(), 0
     edges = np.linspace(0.0, 1.0, 21)  # bins of 0.05, J = 1 in the last; counted here: 20 bars, not 208k values
     for level, c in (("doc", ORANGE), ("span", BLUE)):
         if len(q := queries[queries["level"] == level]):
             counts, _ = np.histogram(np.clip(q["j_min"].to_numpy(float), 0.0, 1.0), bins=edges)
+            top = max(top, int(counts.max()))
             hover = f"J_min,{level} " + "%{customdata[0]:.2f}–%{customdata[1]:.2f}<br>%{customdata[2]}<extra></extra>"
             fig.add_trace(
                 go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, name=f"J_min,{level}", marker_color=c,
@@ -195,6 +204,7 @@ def jmin_histogram(queries: pd.DataFrame) -> go.Figure:
         xaxis_title="J_min",
         xaxis=dict(range=UNIT),
         yaxis_title="queries",
+        yaxis=_count_ticks(top),
         barmode="group",
         height=360,
         bargap=0.05,
@@ -346,10 +356,11 @@ def cfs_histogram(
     Counted here, as ``jmin_histogram``: Plotly's bins are closed on the left, so a CFS of 1 fell past
     the axis. Percentiles of one run that fall on the same value share one line and one label
     (``p95 = p99 1.00``); every label has its own row at the top of the plot, so none overlap."""
-    fig, row, edges = go.Figure(), 0, np.linspace(0.0, 1.0, 21)  # bins of 0.05, CFS = 1 in the last (0.95–1)
+    fig, row, edges, top = go.Figure(), 0, np.linspace(0.0, 1.0, 21), 0  # bins of 0.05, CFS = 1 in the last (0.95–1)
     for i, run in enumerate(natural_order(cfs_by_run)):
         values, c = np.asarray(list(cfs_by_run[run]), dtype=float), colour(i)
         counts, _ = np.histogram(np.clip(values[np.isfinite(values)], 0.0, 1.0), bins=edges)
+        top = max(top, int(counts.max()))
         hover = "CFS %{customdata[0]:.2f}–%{customdata[1]:.2f}<br>%{customdata[2]}<extra>" + html.escape(run)
         hover += "</extra>"
         fig.add_trace(
@@ -398,6 +409,7 @@ def cfs_histogram(
         title=wrap_title("Citation Fidelity Score per query"),
         xaxis_title="CFS (mean verification score)",
         yaxis_title="queries",
+        yaxis=_count_ticks(top),
         barmode="group",
         height=400,
         xaxis=dict(range=UNIT),

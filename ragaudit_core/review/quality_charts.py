@@ -27,6 +27,11 @@ OUTCOME_COLOURS = {  # no red-green pair: kept is sky blue, lost vermillion
 }
 
 
+def _2(x: float) -> str:
+    """Two decimals; a value that rounds to zero is 0.00, not -0.00."""
+    return f"{round(x, 2) + 0.0:.2f}"
+
+
 def quality_intervals(res: QualityResult, metric: str = "ndcg@10", *, title: str | None = None) -> go.Figure:
     """Each run's ``metric`` (mean over its labelled queries) with its 95 % bootstrap interval."""
     runs = {r.run_id: r for r in res.runs if r.metrics.get(metric) is not None and r.metrics[metric].n}
@@ -94,7 +99,7 @@ def jitter_scatter(cost: JitterCost) -> go.Figure:
     rho_text = (
         "ρ undefined (a constant side)"
         if rho.value != rho.value
-        else f"Spearman ρ = {rho.value:.2f}" + (f" [{rho.lo:.2f}, {rho.hi:.2f}]" if rho.lo == rho.lo else "")
+        else f"Spearman ρ = {_2(rho.value)}" + (f" [{_2(rho.lo)}, {_2(rho.hi)}]" if rho.lo == rho.lo else "")
     )
     fig.update_layout(
         title=dict(

@@ -161,3 +161,15 @@ def test_ranking_quality_beside_stability(app_env, sample_db):
         assert row._4 == pytest.approx(e.value) and row._5 == f"[{e.lo:.3f}, {e.hi:.3f}]"
         assert row._2 == 300 and row._3 == 0  # every sample query has a relevant label
     assert any("95 % bootstrap intervals over the 300 queries" in c.value for c in at.caption)
+
+
+def test_warnings_read_as_sentences(app_env, tmp_path):
+    """The core words a warning to follow a colon ("query coverage differs; …"); the page shows it
+    as a sentence."""
+    recs = [{"run_id": "a", "query_id": f"q{i}", "evidence": [f"d{i}"]} for i in range(3)]
+    recs += [{"run_id": "b", "query_id": f"q{i}", "evidence": [f"d{i}"]} for i in range(2)]
+    app_env(records_db(tmp_path, recs))
+    at = app_test(PAGE).run()
+    assert not at.exception
+    (w,) = [w.value for w in at.warning if "overage differs" in w.value]
+    assert w.startswith("Query coverage differs")

@@ -81,3 +81,39 @@ def test_histogram_hovers_count_queries_in_words():
     doc, span = charts.jmin_histogram(queries).data
     assert [c[2] for c in doc.customdata if c[2] != "0 queries"] == ["2 queries"]
     assert [c[2] for c in span.customdata if c[2] != "0 queries"] == ["1 query"]
+
+
+def test_count_axes_tick_whole_numbers():
+    """One (query, pair) drew the density's colour bar from 0.6 to 1.4 and the histograms' count
+    axes in steps of 0.2; counts tick at whole numbers (every one up to 10)."""
+    import pandas as pd
+
+    one = pd.DataFrame({"doc_bin": [3], "span_bin": [2], "n": [1]})
+    heat = charts.pair_density(one, 10).data[0]
+    assert (heat.zmin, heat.zmax, heat.colorbar.dtick, heat.colorbar.tick0) == (0, 1.0, 1, 0)
+    q = pd.DataFrame({"level": ["doc", "span"], "j_min": [0.5, 0.25]})
+    assert charts.jmin_histogram(q).layout.yaxis.dtick == 1
+    assert charts.cfs_histogram({"r": [0.5, 0.5, 1.0]}).layout.yaxis.dtick == 1
+    many = charts.cfs_histogram({"r": [0.5] * 40})
+    assert many.layout.yaxis.dtick is None and many.layout.yaxis.tickformat == ",d"
+
+
+def test_a_rank_correlation_that_rounds_to_zero_reads_0_00():
+    import pandas as pd
+
+    from ragaudit_core.intervals import Estimate
+    from ragaudit_core.quality.jitter import JitterCost
+    from ragaudit_core.review.quality_charts import jitter_scatter
+
+    qs = pd.DataFrame(
+        {
+            "query_id": ["1", "2"],
+            "j": [0.2, 0.9],
+            "delta": [0.1, -0.1],
+            "outcome": ["kept", "kept"],
+            "collapsed": [0, 0],
+        }
+    )
+    cost = JitterCost("a", "b", 10, "span", qs, Estimate(-0.0004, -0.2, 0.001, 2))
+    title = jitter_scatter(cost).layout.title.text
+    assert "Spearman ρ = 0.00 [-0.20, 0.00]" in title and "-0.00" not in title
