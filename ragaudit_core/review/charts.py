@@ -33,6 +33,7 @@ from ragaudit_core.review.palette import (
     VERMILLION,
     bin_hover,
     colour,
+    count_ticks,
     natural_order,
     wrap_title,
 )
@@ -62,12 +63,6 @@ CHANGE_COLOURS = {
 UNIT = [0, 1]  # the axis range of a 0–1 metric
 # tick labels kept clear of markers drawn on the axis line (a point at J = 0 sits on it)
 _CLEAR = dict(ticks="outside", ticklen=8, tickcolor="rgba(0,0,0,0)")
-
-
-def _count_ticks(top: float) -> dict:
-    """Ticks for an axis (or a colour bar) of counts: whole numbers. Plotly's own steps for a count
-    of 1 or 2 are 0.2 (0.6 … 1.4 on the colour bar of one cell); up to 10, every count is ticked."""
-    return dict(tick0=0, dtick=1) if top <= 10 else dict(tickformat=",d")
 
 
 def _esc(values: Iterable[object]) -> list[str]:
@@ -163,7 +158,7 @@ def pair_density(density: pd.DataFrame, bins: int) -> go.Figure:
             zmin=0,
             zmax=max(float(grid.max()), 1.0),
             colorscale=SEQUENTIAL,
-            colorbar=dict(title="(query, pair)", **_count_ticks(grid.max())),
+            colorbar=dict(title="(query, pair)", **count_ticks(grid.max())),
             hovertemplate="J_doc ≈ %{x:.2f}<br>J_span ≈ %{y:.2f}<br>%{z:.0f} (query, pair) points<extra></extra>",
         )
     )
@@ -204,7 +199,7 @@ def jmin_histogram(queries: pd.DataFrame) -> go.Figure:
         xaxis_title="J_min",
         xaxis=dict(range=UNIT),
         yaxis_title="queries",
-        yaxis=_count_ticks(top),
+        yaxis=count_ticks(top),
         barmode="group",
         height=360,
         bargap=0.05,
@@ -409,7 +404,7 @@ def cfs_histogram(
         title=wrap_title("Citation Fidelity Score per query"),
         xaxis_title="CFS (mean verification score)",
         yaxis_title="queries",
-        yaxis=_count_ticks(top),
+        yaxis=count_ticks(top),
         barmode="group",
         height=400,
         xaxis=dict(range=UNIT),

@@ -34,6 +34,7 @@ __all__ = [
     "YELLOW",
     "bin_hover",
     "colour",
+    "count_ticks",
     "natural_key",
     "natural_order",
     "percent",
@@ -78,6 +79,12 @@ def percent(v: float | None, digits: int = 1) -> str:
 
 
 _TAG = re.compile(r"<[^>]+>")
+
+
+def count_ticks(top: float) -> dict:
+    """Ticks for an axis (or a colour bar) of counts: whole numbers. Plotly's own steps for a count
+    of 1 or 2 are 0.2 (0.6 … 1.4 on the colour bar of one cell); up to 10, every count is ticked."""
+    return dict(tick0=0, dtick=1) if top <= 10 else dict(tickformat=",d")
 
 
 def wrap_title(text: str, width: int = 60) -> str:
