@@ -80,12 +80,25 @@ def _database():
     return con, db_path
 
 
+def _read_as(files) -> str:
+    """What the loaded files were read as, grouped ("; 14 files read as native; ragas.csv read as
+    Ragas"); a file that loaded nothing is said under the summary, with why."""
+    groups: dict[str, list[str]] = {}
+    for f in files:
+        if f.status == "loaded" and f.formats:
+            groups.setdefault(f.formats_read(), []).append(Path(f.path).name)
+    return "".join(
+        f"; {names[0] if len(names) == 1 else ui.counted(len(names), 'file')} read as {fmt}"
+        for fmt, names in groups.items()
+    )
+
+
 def _after_load(report=None, error: str | None = None) -> None:
     if error is not None:
         st.session_state[KEYS.last_ingest] = {"error": error}
     else:
         st.session_state[KEYS.last_ingest] = {
-            "summary": report.summary() + "".join(f"; {f.read_as()}" for f in report.files[:20] if f.formats),
+            "summary": report.summary() + _read_as(report.files),
             "rejected": [(i.path, i.line_no, i.message) for i in report.rejected],
             "warnings": [str(w) for w in report.warnings if w.code != "identity"],  # shown under Identity checks
             "failed": [

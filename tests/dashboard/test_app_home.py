@@ -32,6 +32,8 @@ def test_open_sample_logs_with_one_click(app_env):
     assert metrics["Queries"] == f"{info['queries']:,}"
     assert metrics["Evidence entries"] == f"{info['entries']:,}"
     assert metrics["Answers"] == "180"
+    # what the 12 files were read as, said once (it was "… read as native" twelve times)
+    assert any(plain(s.value).endswith("; 12 files read as native; 2 files read as provenance.") for s in at.success)
     runs = at.dataframe[0].value
     assert list(runs["run_id"]) == natural_sorted(runs["run_id"]) and len(runs) == 12  # k5 < k10 < k20
     assert list(runs["run_id"])[:2] == ["k5-c128-o0", "k5-c128-o32"]
@@ -131,7 +133,8 @@ def test_a_file_refused_as_a_whole_says_why_and_the_page_still_lists_the_rejecte
     assert errors == [
         "testset.jsonl was not loaded: 3 Ragas rows without retrieved contexts (a test set?): nothing to audit."
     ]
-    assert any("rejected 1 line; refused 1 file as a whole" in plain(w.value) for w in at.warning)
+    (summary,) = [plain(w.value) for w in at.warning if "rejected 1 line; refused 1 file as a whole" in plain(w.value)]
+    assert summary.endswith("; mixed.jsonl read as native.") and "testset.jsonl read as" not in summary
     q = next(df.value for df in at.dataframe if "reason" in df.value.columns)
     assert len(q) == 2 and q["raw"].isna().sum() == 1 and "{bad json" in list(q["raw"])
     at.run()  # the next visit reads the same table from the database
