@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ragaudit_core.logs import store
+from ragaudit_core.logs.formats.base import query_id_for
 from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from tests.helpers import write_jsonl
@@ -47,6 +48,31 @@ def test_the_runs_table_lists_runs_in_natural_order(tmp_path):
     con = store.connect(":memory:")
     ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", recs)])
     assert catalog.runs_table(con)["run_id"].tolist() == ["k5", "k10", "k20"]
+
+
+def test_a_query_id_made_from_the_question_is_named_with_its_question(tmp_path):
+    """Ragas rows get ids from their question's text ('q:' and 16 hex digits), which mean nothing
+    to a reader: the coverage sentence names the question beside such an id (shortened past 60
+    characters); a logged id is named alone."""
+    import csv
+
+    from ragaudit_core.logs import catalog
+
+    long_q = "Which of the randomised trials measured the effect of the dose on the outcome of the cohort?"
+    rows = {"full.csv": ["What causes tides?", long_q, "Why is the sky blue?"], "short.csv": ["Why is the sky blue?"]}
+    for name, questions in rows.items():
+        with open(tmp_path / name, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(["user_input", "retrieved_contexts", "response"])
+            w.writerows([q, '["a passage"]', "an answer"] for q in questions)
+    recs = [{"run_id": r, "query_id": q, "evidence": ["d"]} for r, q in (("n1", "q1"), ("n1", "q2"), ("n2", "q1"))]
+    con = store.connect(":memory:")
+    ingest_paths(con, [tmp_path / "full.csv", tmp_path / "short.csv", write_jsonl(tmp_path / "n.jsonl", recs)])
+    gaps = catalog.coverage_gaps(con, ["full", "short"])
+    tides, trials = (f"'{query_id_for(q)}'" for q in ("What causes tides?", long_q))
+    first, second = sorted([(tides, "“What causes tides?”"), (trials, f"“{long_q[:59]}…”")])
+    assert gaps == f"run 'short' lacks 2 queries: {first[0]} ({first[1]}), {second[0]} ({second[1]})"
+    assert catalog.coverage_gaps(con, ["n1", "n2"]) == "run 'n2' lacks 1 query: 'q2'"
 
 
 def test_coverage_differences_are_one_grouped_sentence(tmp_path):
