@@ -103,7 +103,7 @@ def test_no_page_renders_markdown_html_or_latex_from_log_text(tmp_path):
     assert not any("\nDeploy\n" in text for text in seen.values())  # .streamlit/config.toml: toolbarMode viewer
     # shown as typed where Streamlit draws text from these strings (not canvas tables)
     assert (
-        f"span metrics unavailable for the run without span information (no text or span_hash): '{RUN_C}'"
+        f"Span metrics unavailable for the run without span information (no text or span_hash): '{RUN_C}'"
         in seen["Stability"]
     )  # the warning that used to render run C's id as an image
     assert f"{RUN_A} vs {RUN_B}" in seen["Stability"]
