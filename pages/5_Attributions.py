@@ -24,6 +24,13 @@ db = ui.open_store("Attributions", catalog.missing_text_message)
 con, db_path = db.con, db.db_path
 KEYS = ui.KEYS
 
+st.caption(
+    "Does the generator use what the retriever ranked? (seed 001, RAG-E) Integrated Gradients scores how much "
+    "each query token moves the retriever's similarity to a document; Shapley values share the generated answer "
+    "among the retrieved documents (how much each one's presence changes it); WARG = 1 − RBO between the "
+    "retriever's ranking and the generator's ranking by Shapley value: 0 when the generator relies on the "
+    "documents in the retriever's order, near 1 when it does not. Computed on demand, then stored."
+)
 runs = catalog.runs_with_texts(con)
 c1, c2 = st.columns([1, 3])
 run = c1.selectbox("Run", runs, index=runs.index(catalog.preferred_run(runs)))

@@ -72,6 +72,7 @@ def test_a_queued_job_runs_in_the_background_and_its_result_appears(app_env, tmp
         )
     at = _settings(released_app_test(PAGE, monkeypatch).run(), **{"IG points L": 8, "Answer tokens at most": 12})
     assert any("Not measured yet with these settings" in c.value for c in at.caption)
+    assert at.caption[0].value.startswith("Does the generator use what the retriever ranked?")  # what it shows
     next(b for b in at.button if b.label == "Explain this query").click().run()
     assert not at.exception and not at.error
     with store.connect(path) as con:
