@@ -1,8 +1,9 @@
 """Display labels of column keys: applied only where a table is drawn (dashboard, PDF).
 
 Metric and column keys (``j_span``, ``first_failed_stage``) travel between modules unchanged;
-a reader sees ``J span`` and ``ground truth lost at``. :func:`column_label` falls back to the
-key with underscores as spaces, so a new column is readable before it gets an entry here.
+a reader sees ``J_span`` (the notation of the charts and seed 000) and ``ground truth lost at``.
+:func:`column_label` falls back to the key with underscores as spaces, so a new column is
+readable before it gets an entry here.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ COLUMN_LABELS: dict[str, str] = {
     "doc_id_raw": "document (as logged)",
     "span_hash": "span hash",
     "chunk_id": "chunk",
-    "j_doc": "J doc",
-    "j_span": "J span",
-    "j_min": "J min",
-    "j_avg": "J avg",
-    "j_avg_doc": "J avg, doc",
-    "j_avg_span": "J avg, span",
+    "j_doc": "J_doc",
+    "j_span": "J_span",
+    "j_min": "J_min",
+    "j_avg": "J_avg",
+    "j_avg_doc": "J_avg, doc",
+    "j_avg_span": "J_avg, span",
     "flip_rate": "flip rate",
     "flip_rate_doc": "flip rate, doc",
     "flip_rate_span": "flip rate, span",
