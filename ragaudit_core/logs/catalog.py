@@ -49,6 +49,7 @@ __all__ = [
     "upload_name",
     "uploads_dir",
     "warnings_table",
+    "workspace_warnings",
 ]
 
 
@@ -451,6 +452,13 @@ that some entry logged differently can be one (of two different raw ids at most 
 canonical id itself), so only the entries of those ids are grouped (every entry of such an id):
 logs whose ids are already canonical are scanned once and not grouped (1M entries: 0.07 s →
 0.02 s); logs whose ids mostly differ from their canonical form gain nothing."""
+
+
+def workspace_warnings(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """The warnings about the whole database as it stands (stored with no file), as (code, message):
+    canonical-id collisions and query coverage. A load and a removal word them again, after
+    :func:`~ragaudit_core.logs.writer.drop_workspace_warnings`."""
+    return [("collision", m) for m in collisions(con)] + [("coverage", m) for m in coverage_warnings(con)]
 
 
 def collisions(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[str]:

@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from ragaudit_core.logs.jsonl import Line, too_long_advice
+from ragaudit_core.logs.jsonl import Line, too_long_advice, value_too_long
 from ragaudit_core.logs.shapes import KEPT, Streamed, unwrap
 
 __all__ = ["DEFAULT_MAX_DEPTH", "iter_values", "sniff", "unwrap"]
@@ -123,7 +123,7 @@ class _Scanner:
             long_line, self.long_head = line, stripped[:256]
         if long_line is not None:
             advice = too_long_advice(self.long_head)
-            return Line(long_line, b"", error=f"JSON value is longer than the {self.max_value:,}-byte limit; {advice}")
+            return Line(long_line, b"", error=f"{value_too_long(self.max_value)}; {advice}")
         if too_deep:
             return Line(
                 line,

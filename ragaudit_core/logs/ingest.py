@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from ragaudit_core.logs import formats, store
 from ragaudit_core.logs import held as held_module
-from ragaudit_core.logs.catalog import collisions, coverage_warnings
+from ragaudit_core.logs.catalog import workspace_warnings
 from ragaudit_core.logs.collect import fewer_collections
 from ragaudit_core.logs.containers import iter_rows
 from ragaudit_core.logs.contracts import EvidenceRecord
@@ -68,6 +68,7 @@ from ragaudit_core.logs.writer import (
     RUN_SCHEMA,
     WARNING_SCHEMA,
     BatchWriter,
+    drop_workspace_warnings,
     insert_rows,
     no_space_message,
 )
@@ -582,11 +583,9 @@ class _Batch:
         if self.quarantine:
             insert_rows(con, "quarantine", self.quarantine, QUARANTINE_SCHEMA)
         if report.n_records or report.n_provenance:  # the database's state now: earlier loads' words are stale
-            con.execute("DELETE FROM ingest_warnings WHERE file_id IS NULL AND code IN ('collision', 'coverage')")
-            for msg in collisions(con):
-                self.warn(None, None, "collision", msg, None)
-            for msg in coverage_warnings(con):
-                self.warn(None, None, "coverage", msg, None)
+            drop_workspace_warnings(con)
+            for code, msg in workspace_warnings(con):
+                self.warn(None, None, code, msg, None)
         if self.log_labels:
             labels = store_reference_labels(con, self.log_labels, self.options.casefold_spans)
             self.warn(None, None, "labels", "relevance labels from the logs' references: " + labels.summary(), None)

@@ -39,8 +39,10 @@ __all__ = [
     "plain_lf_file",
     "range_lines",
     "read_lines",
+    "stream_sha256",
     "too_long_advice",
     "utf16_evidence",
+    "value_too_long",
 ]
 
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -63,6 +65,12 @@ _HOLDS_RECORDS = re.compile(
 _OTLP_EXPORT = re.compile(rb'[ \t\r\n]*\{[ \t\r\n]*"resourceSpans"[ \t\r\n]*:')
 OTLP_ADVICE = "raise --max-line-bytes, or have the exporter write fewer spans per export"
 """What to do about an OTLP trace export past ``--max-line-bytes`` (read whole, never split)."""
+
+
+def value_too_long(limit: int) -> str:
+    """How the reason a JSON value past ``--max-line-bytes`` is rejected with starts (what to do
+    follows it: :func:`too_long_advice`, or the container's own advice)."""
+    return f"JSON value is longer than the {limit:,}-byte limit"
 
 
 def too_long_advice(head: bytes) -> str:
@@ -195,10 +203,15 @@ class CellLine(Line):
 
 
 def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
+        return stream_sha256(f)
+
+
+def stream_sha256(f: BinaryIO) -> str:
+    """The SHA-256 (hex) of what ``f`` reads to its end, read a MiB at a time."""
+    h = hashlib.sha256()
+    for block in iter(lambda: f.read(1 << 20), b""):
+        h.update(block)
     return h.hexdigest()
 
 

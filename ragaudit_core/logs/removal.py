@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 import duckdb
 
 from ragaudit_core.errors import RagAuditError
-from ragaudit_core.logs.catalog import collisions, coverage_warnings
+from ragaudit_core.logs.catalog import workspace_warnings
 from ragaudit_core.logs.store import bump_data_version
 from ragaudit_core.logs.tables import run_tables
-from ragaudit_core.logs.writer import WARNING_SCHEMA, insert_rows
+from ragaudit_core.logs.writer import WARNING_SCHEMA, drop_workspace_warnings, insert_rows
 from ragaudit_core.wording import counted
 
 __all__ = ["RemovalError", "Removed", "remove_file", "remove_runs"]
@@ -113,9 +113,8 @@ def _transaction(con: duckdb.DuckDBPyConnection, work: Callable[[duckdb.DuckDBPy
 def _reword_workspace(cur: duckdb.DuckDBPyConnection) -> None:
     """The warnings about the whole database (no file) as the ingest words them, for what the
     removal left: a removed file's coverage gap or id collision is no longer warned about."""
-    cur.execute("DELETE FROM ingest_warnings WHERE file_id IS NULL AND code IN ('collision', 'coverage')")
-    rows = [(None, None, None, "collision", m) for m in collisions(cur)]
-    rows += [(None, None, None, "coverage", m) for m in coverage_warnings(cur)]
+    drop_workspace_warnings(cur)
+    rows = [(None, None, None, code, m) for code, m in workspace_warnings(cur)]
     if rows:
         insert_rows(cur, "ingest_warnings", rows, WARNING_SCHEMA)
 

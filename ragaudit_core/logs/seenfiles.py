@@ -12,12 +12,11 @@ bytes); only such a pair of names costs that read.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from ragaudit_core.logs.jsonl import InputFileError, Limits, open_limited
+from ragaudit_core.logs.jsonl import InputFileError, Limits, open_limited, stream_sha256
 
 __all__ = ["SeenFiles"]
 
@@ -25,17 +24,14 @@ __all__ = ["SeenFiles"]
 def _expanded_sha256(path: Path) -> str | None:
     """The SHA-256 of a gzip file's expanded content; None when it is not gzip, cannot be read
     or expands past the default limits."""
-    h = hashlib.sha256()
     try:
         with open(path, "rb") as f:
             if f.read(2) != b"\x1f\x8b":
                 return None
         with open_limited(path, Limits()) as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
+            return stream_sha256(f)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile, InputFileError):
         return None
-    return h.hexdigest()
 
 
 class SeenFiles(dict[str, str]):

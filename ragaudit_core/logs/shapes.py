@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ragaudit_core.logs.formats import native, otlp
-from ragaudit_core.logs.jsonl import OTLP_ADVICE, FileRefused, Line, TemporaryFileError
+from ragaudit_core.logs.jsonl import OTLP_ADVICE, FileRefused, Line, TemporaryFileError, value_too_long
 
 __all__ = ["EMPTY", "KEPT", "RECORD_KEYS", "RECORD_OF", "Streamed", "empty_words", "unwrap"]
 
@@ -231,9 +231,7 @@ class Streamed:
             )
         if self.marks.get("resourceSpans") == b"[":  # (not split into records: its spans are one export's)
             return f"an OTLP trace export longer than the {self.max_bytes:,}-byte limit is read whole; {OTLP_ADVICE}"
-        return (
-            f"JSON value is longer than the {self.max_bytes:,}-byte limit; split the record or raise --max-line-bytes"
-        )
+        return f"{value_too_long(self.max_bytes)}; split the record or raise --max-line-bytes"
 
     # ------------------------------------------------------------------ records
 
@@ -269,7 +267,7 @@ class Streamed:
         if self.kind == "resourceSpans":  # one resource's spans: an export of its own (never split further)
             if ln.error is None:
                 ln = Line(ln.line_no, b'{"resourceSpans":[' + ln.data + b"]}", None, ln.note)
-            elif ln.error.startswith("JSON value is longer than"):
+            elif ln.error.startswith(value_too_long(self.max_bytes)):
                 why = f"an OTLP resource (one service's spans) longer than the {self.max_bytes:,}-byte limit"
                 ln = Line(ln.line_no, ln.data, f"{why} is read whole; {OTLP_ADVICE}", ln.note)
         if self.kind != "observations":

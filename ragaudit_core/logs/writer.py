@@ -36,6 +36,7 @@ __all__ = [
     "WARNING_SCHEMA",
     "BatchWriter",
     "arrow_schema",
+    "drop_workspace_warnings",
     "insert_rows",
     "no_space_message",
     "rows_table",
@@ -95,6 +96,12 @@ def rows_table(rows: list[tuple], schema: pa.Schema) -> pa.Table:
     """Row tuples (in the schema's column order) as an Arrow table."""
     cols = zip(*rows) if rows else ([] for _ in schema)
     return pa.Table.from_arrays([pa.array(col, type=f.type) for col, f in zip(cols, schema)], schema=schema)
+
+
+def drop_workspace_warnings(con: duckdb.DuckDBPyConnection) -> None:
+    """Delete the stored warnings about the whole database (:func:`~.catalog.workspace_warnings`):
+    a load or a removal changed what they say."""
+    con.execute("DELETE FROM ingest_warnings WHERE file_id IS NULL AND code IN ('collision', 'coverage')")
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple], schema: pa.Schema) -> None:

@@ -148,10 +148,10 @@ def test_an_error_inside_the_transaction_leaves_the_database_unchanged(tmp_path,
 
     import ragaudit_core.logs.ingest as ing
 
-    def boom(_con, limit=20):
+    def boom(_con):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(ing, "collisions", boom)
+    monkeypatch.setattr(ing, "workspace_warnings", boom)  # the last step of the transaction
     with pytest.raises(RuntimeError):
         ingest_paths(con, [write_jsonl(tmp_path / "b.jsonl", [{"run_id": "s", "query_id": "q", "cited": ["x"]}])])
     assert con.execute("SELECT count(*) FROM records").fetchall() == before
