@@ -100,7 +100,9 @@ def _after_load(report=None, error: str | None = None) -> None:
         st.session_state[KEYS.last_ingest] = {
             "summary": report.summary() + _read_as(report.files),
             "rejected": [(i.path, i.line_no, i.message) for i in report.rejected],
-            "warnings": [str(w) for w in report.warnings if w.code != "identity"],  # shown under Identity checks
+            "warnings": [  # a file's start with its name (as written); the database's are sentences
+                str(w) if w.path else ui.sentence(str(w)) for w in report.warnings if w.code != "identity"
+            ],  # (identity warnings: shown under Identity checks)
             "failed": [
                 ui.md(report.failure(f) + ".")  # "<file name> was not loaded: <why>", the name as uploaded
                 if f.status == "unreadable"
@@ -285,7 +287,7 @@ def _identity(con) -> None:
         return
     st.subheader("Identity checks")
     for p in passages:
-        st.warning(ui.md(p.message()))
+        st.warning(ui.md(ui.sentence(p.message())))
     if passages and st.button(f"Read these ids as texts ({ui.counted(len(passages), 'run')})", key="home.as_texts"):
         n = sanity.read_ids_as_texts(con, [p.run_id for p in passages])
         texts = "a passage text" if n == 1 else "passage texts"
@@ -293,7 +295,7 @@ def _identity(con) -> None:
         st.cache_data.clear()
         st.rerun()
     for msg in conflicts:
-        st.warning(ui.md(msg))
+        st.warning(ui.md(ui.sentence(msg)))
 
 
 def _ledger(con) -> None:
