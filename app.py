@@ -27,20 +27,25 @@ def home() -> None:
     st.caption(f"Audit retrieval-augmented generation from its logs · version {__version__}")
     con, db_path = _database()
     info = catalog.overview(con)
-    with st.container(border=True):
-        st.subheader("Load logs")
-        left, right = st.columns([2, 1])
-        with left:
-            _upload(con, db_path)
-            _qrels_upload(con, db_path)
-        with right:
-            _sample_and_clear(con, info)
+    writable = not store.is_read_only(con)
+    if writable:
+        with st.container(border=True):
+            st.subheader("Load logs")
+            left, right = st.columns([2, 1])
+            with left:
+                _upload(con, db_path)
+                _qrels_upload(con, db_path)
+            with right:
+                _sample_and_clear(con, info)
+    else:
+        st.info(ui.md(ui.READ_ONLY_NOTE + "."))
     _last_ingest()
     if info["runs"] == 0 and info["rejected"] == 0 and info["provenance"] == 0:
-        st.info(
-            "No logs loaded yet. Upload evidence logs above, open the bundled sample logs, or load files from a "
-            f"shell with `ragaudit ingest PATH... --db {db_path}`."
-        )
+        if writable:
+            st.info(
+                "No logs loaded yet. Upload evidence logs above, open the bundled sample logs, or load files from a "
+                f"shell with `ragaudit ingest PATH... --db {db_path}`."
+            )
         st.stop()
     _loaded(con, info, db_path)
 
@@ -62,7 +67,10 @@ def _database():
         if st.button("Open database") and new_path != db_path:
             try:
                 target = str(store.db_path_in_workspace(new_path))
-                store.connect(target, init=init).close()
+                try:
+                    store.connect(target, init=init).close()
+                except store.StoreReadOnly:  # browsed read-only (ui.connection)
+                    store.connect(target, read_only=True).close()
             except store.StoreError as e:
                 st.error(ui.md(str(e)))
             else:
@@ -76,7 +84,7 @@ def _database():
     except store.StoreError as e:
         st.error(ui.md(f"{e}. Pick another file under “Database” in the sidebar."))
         st.stop()
-    st.sidebar.caption(f"Database: `{db_path}`")
+    st.sidebar.caption(f"Database: `{db_path}`" + (" (read-only)" if store.is_read_only(con) else ""))
     return con, db_path
 
 
@@ -288,7 +296,11 @@ def _identity(con) -> None:
     st.subheader("Identity checks")
     for p in passages:
         st.warning(ui.md(ui.sentence(p.message())))
-    if passages and st.button(f"Read these ids as texts ({ui.counted(len(passages), 'run')})", key="home.as_texts"):
+    if (
+        passages
+        and not store.is_read_only(con)
+        and st.button(f"Read these ids as texts ({ui.counted(len(passages), 'run')})", key="home.as_texts")
+    ):
         n = sanity.read_ids_as_texts(con, [p.run_id for p in passages])
         texts = "a passage text" if n == 1 else "passage texts"
         st.session_state[KEYS.last_ingest] = {"notice": f"read {ui.counted(n, 'document id')} as {texts}"}
@@ -303,6 +315,8 @@ def _ledger(con) -> None:
     ledger = catalog.files_ledger(con)
     st.subheader(f"Files ({len(ledger):,}), newest first")
     ui.table(ledger.drop(columns=["file_id"]), hide_index=True)
+    if store.is_read_only(con):
+        return  # nothing can be removed (the home page says why once)
     runs = natural_sorted(catalog.all_run_ids(con))
     with st.popover("Remove a file or a run…"):
         what = st.radio("Remove", ["a file", "a run"], horizontal=True, key="home.remove.what")

@@ -315,20 +315,22 @@ def judge_progress(n_done: int) -> None:
             f"running" + (f" · query {running.spec.query_id}: {running.label}" if running else "")
         ),
     )
-    if st.button("Cancel judging", key="fid.judge.cancel"):
+    if ui.writable(db, "Cancelling the judging") and st.button("Cancel judging", key="fid.judge.cancel"):
         queue.cancel(db_path, [j.job_id for j in live])
 
 
 failed = [j for j in judge_jobs if j.status == "failed"]
 if failed and not active:
     st.error(ui.md(f"{ui.counted(len(failed), 'judge job')} failed; the first: {failed[0].error}"))
-    if st.button("Retry failed judge jobs", key="fid.judge.retry"):
+    if ui.writable(db, "Retrying them") and st.button("Retry failed judge jobs", key="fid.judge.retry"):
         queue.retry(db_path, [j.job_id for j in failed])
         ensure_worker(db_path, idle_s=60)
         st.rerun()
-if active:
+if active and db.writable:  # (read-only: nothing runs, whatever the queue says)
     judge_progress(sum(j.status == "done" for j in judge_jobs))
-elif st.button(f"Judge the citations of {ui.md(run)} (3 judges)…", key="fid.judge.start"):
+elif ui.writable(db, "Judging citations") and st.button(
+    f"Judge the citations of {ui.md(run)} (3 judges)…", key="fid.judge.start"
+):
     st.session_state["fid.judge.confirm"] = run
 if not active and st.session_state.get("fid.judge.confirm") == run:
     precision = st.radio(

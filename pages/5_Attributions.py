@@ -153,7 +153,7 @@ def job_panel(job_id: str) -> None:
             },
             hide_index=True,
         )
-    if st.button("Cancel", key=f"attr.cancel.{job_id}"):
+    if ui.writable(db, "Cancelling it") and st.button("Cancel", key=f"attr.cancel.{job_id}"):
         queue.cancel(db_path, [job_id])
 
 
@@ -173,12 +173,12 @@ def run_panel() -> None:
 run_panel()
 if len(results) < len(spec.conditions):
     job = next(iter(queue.jobs(db_path, job_ids=[spec.job_id()])), None)
-    if job is not None and job.status in ("queued", "running"):
+    if job is not None and job.status in ("queued", "running") and db.writable:  # (read-only: nothing runs)
         job_panel(job.job_id)
         st.stop()
     if job is not None and job.status == "failed":
         st.error(ui.md(f"The last attempt failed: {job.error}"))
-        if st.button("Retry", key="attr.retry"):
+        if ui.writable(db, "Retrying it") and st.button("Retry", key="attr.retry"):
             queue.retry(db_path, [job.job_id])
             ensure_worker(db_path, idle_s=60)
             st.rerun()
@@ -196,6 +196,8 @@ if len(results) < len(spec.conditions):
         + ". It runs in the background: you can leave this page and "
         "come back; the result is stored."
     )
+    if not ui.writable(db, "Explaining a query"):
+        st.stop()
     b1, b2 = st.columns(2)
     if b1.button("Explain this query", type="primary"):
         _queue([(spec, inputs)])

@@ -37,6 +37,7 @@ __all__ = [
     "KEYS",
     "PAGES",
     "PARAMS",
+    "READ_ONLY_NOTE",
     "Store",
     "connection",
     "counted",
@@ -61,6 +62,7 @@ __all__ = [
     "short_connection",
     "table",
     "tau_slider",
+    "writable",
 ]
 
 DB_WAIT_S = 10.0
@@ -80,15 +82,44 @@ def connection(db_path: str):
         cons = _RUN.cons = {}
     con = cons.get(db_path)
     if con is None:
-        con = cons[db_path] = store.connect(db_path, wait_s=DB_WAIT_S)
+        con = cons[db_path] = _open(db_path)
     return con
+
+
+def _open(db_path: str):
+    """The database opened for writing, or read-only where this user may not write the file (or its
+    folder): then it is browsed — what it holds, and what the pages compute on it, without storing
+    anything (:func:`writable` says so where a page would store)."""
+    try:
+        return store.connect(db_path, wait_s=DB_WAIT_S)
+    except store.StoreReadOnly:
+        return store.connect(db_path, read_only=True, wait_s=DB_WAIT_S)
+
+
+READ_ONLY_NOTE = (
+    "This database is read-only for this user: its logs and stored results can be browsed and computed on, "
+    "not changed — loading logs or labels, removing files and starting jobs need a copy this user may write "
+    "(copy the file, then open the copy under “Database” in the sidebar)"
+)
+
+
+def writable(db: Store, doing: str) -> bool:
+    """Whether the page's database may be written; where it may not (a database browsed read-only), a
+    caption says that ``doing`` ("Judging citations") needs a copy this user may write, and False."""
+    if db.writable:
+        return True
+    st.caption(
+        f"{doing} needs a database this user may write: this one is read-only (copy the file, then open the "
+        "copy under “Database” in the sidebar)."
+    )
+    return False
 
 
 @contextlib.contextmanager
 def short_connection(db_path: str):
     """The database for one short look, closed at once: for fragments that rerun on a timer
     (``app.py`` does not wrap their reruns, so :func:`connection` would keep the file open)."""
-    con = store.connect(db_path, wait_s=DB_WAIT_S)
+    con = _open(db_path)
     try:
         yield con
     finally:
@@ -113,6 +144,7 @@ class Store:
     con: object  # duckdb.DuckDBPyConnection
     db_path: str
     version: str  # the data version: part of every cached result's key
+    writable: bool = True  # False: browsed read-only (this user may not write the file)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -150,10 +182,13 @@ def open_store(title: str, precondition: Callable[[object], str | None] | None =
     except store.StoreBusy as e:
         st.warning(md(f"{e}. This page works again on your next interaction once it is free."))
         st.stop()
+    except store.StoreError as e:
+        st.error(md(f"{e}. Pick another file under “Database” on the home page."))
+        st.stop()
     if precondition is not None and (msg := precondition(con)):
         st.info(md(msg))
         st.stop()
-    return Store(con, db_path, store.data_version(con))
+    return Store(con, db_path, store.data_version(con), not store.is_read_only(con))
 
 
 def tau_slider(label: str = "Flip threshold τ (a query flips when J < τ)") -> float:

@@ -60,6 +60,7 @@ __all__ = [
     "default_db_path",
     "get_meta",
     "init_schema",
+    "is_read_only",
     "made_on_first_use",
     "set_meta",
     "workspace_root",
@@ -157,6 +158,13 @@ def connect(
                 check_length(target)
             except OSError as e:  # a file this user may not read (its permissions), or one gone meanwhile
                 raise StoreError(f"cannot read database {target}: {e.strerror or e}") from None
+            if not read_only and not os.access(Path(target).parent, os.W_OK | os.X_OK):
+                raise StoreReadOnly(
+                    f"cannot open database {target} for writing: its folder {Path(target).parent} may not be written "
+                    "by this user (DuckDB keeps its write-ahead log beside the file); the commands that only read it "
+                    "(stability, quality, fidelity, gate, report) open it read-only, ingest needs a copy in a folder "
+                    "this user may write"
+                )
     deadline = time.monotonic() + wait_s
     delay, told = 0.05, False
     while True:
@@ -308,6 +316,13 @@ def init_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create RagAudit's tables in ``con``'s database (an empty or in-memory one) — the checks of
     :func:`connect` apply."""
     prepare(con, ":memory:", read_only=False)
+
+
+def is_read_only(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``con``'s database was opened read-only: it can be read and computed on (temporary
+    tables included), nothing can be stored in it."""
+    sql = "SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()"
+    return bool(con.execute(sql).fetchall()[0][0])
 
 
 def made_on_first_use(con: duckdb.DuckDBPyConnection, ddl: str, name: str) -> bool:

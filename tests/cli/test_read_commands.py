@@ -169,3 +169,25 @@ def test_a_read_only_database_file_is_gateable(tmp_path):
     )
     opened = subprocess.run([*prefix, sys.executable, "-c", code, str(db)], capture_output=True, text=True, timeout=120)
     assert opened.stdout == f"cannot read database {db}: Permission denied\n", opened.stderr
+
+
+def test_a_writable_database_in_a_folder_this_user_may_not_write(tmp_path):
+    prefix = unprivileged()
+    if prefix is None:
+        pytest.skip("file permissions cannot be made to apply here")
+    db = _audit_db(tmp_path)
+    before = _digest(db)
+    tmp_path.chmod(0o555)  # the file stays writable; DuckDB's write-ahead log could not be made beside it
+    try:
+        ingest = _cli(prefix, "ingest", "--db", db, tmp_path / "logs")
+        stab = _cli(prefix, "stability", "--db", db, "--resamples", "0")
+    finally:
+        tmp_path.chmod(0o755)
+    assert ingest.returncode == 2, ingest.stderr  # it was a traceback at the commit
+    assert ingest.stderr == (
+        f"error: cannot open database {db} for writing: its folder {tmp_path} may not be written by this user "
+        "(DuckDB keeps its write-ahead log beside the file); the commands that only read it (stability, quality, "
+        "fidelity, gate, report) open it read-only, ingest needs a copy in a folder this user may write\n"
+    )
+    assert stab.returncode == 0 and "queries evaluated: 3" in stab.stdout, stab.stderr
+    assert _digest(db) == before and sorted(p.name for p in tmp_path.iterdir()) == ["audit.duckdb", "logs", "qrels.tsv"]

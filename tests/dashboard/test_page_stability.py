@@ -7,7 +7,7 @@ import pytest
 from ragaudit_core.logs import store
 from ragaudit_core.stability.compare import compare_runs
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
-from tests.helpers import app_test, records_db
+from tests.helpers import app_test, plain, records_db
 
 pytestmark = pytest.mark.slow
 PAGE = "pages/1_Stability.py"
@@ -173,3 +173,16 @@ def test_warnings_read_as_sentences(app_env, tmp_path):
     assert not at.exception
     (w,) = [w.value for w in at.warning if "overage differs" in w.value]
     assert w.startswith("Query coverage differs")
+
+
+def test_a_file_that_is_not_a_database_is_said_in_one_sentence(app_env, tmp_path):
+    notes = tmp_path / "notes.duckdb"
+    notes.write_text("hello\n")
+    app_env(notes)
+    at = app_test("pages/1_Stability.py").run()
+    assert not at.exception
+    assert [plain(e.value) for e in at.error] == [
+        f"{notes} is not a DuckDB database file (RagAudit keeps its data in DuckDB files): choose a RagAudit "
+        "database, or a new file name to start one. Pick another file under “Database” on the home page."
+    ]
+    assert notes.read_text() == "hello\n"

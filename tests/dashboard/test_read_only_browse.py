@@ -1,0 +1,123 @@
+"""A database this user may not write is browsed read-only: every page draws what it holds, nothing
+offers to change it, and the file is left byte for byte as it was (issue #22 item 7).
+
+Root ignores file permissions, so the dashboard runs (AppTest) in a child process without the
+capabilities that override them (``tests.helpers.unprivileged``); the test is skipped where they
+cannot be made to apply."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT, unprivileged
+
+pytestmark = pytest.mark.slow
+
+_SCRIPT = r"""
+import json, sys
+from streamlit.testing.v1 import AppTest
+
+root, page, action = sys.argv[1], sys.argv[2], sys.argv[3]
+at = AppTest.from_file(f"{root}/{page}", default_timeout=180).run()
+if action != "-":  # open another database under "Database" in the sidebar
+    next(t for t in at.text_input if t.label == "DuckDB file").set_value(action)
+    next(b for b in at.button if b.label == "Open database").click().run()
+print(json.dumps({
+    "exception": [str(e.value) for e in at.exception],
+    "error": [e.value for e in at.error],
+    "info": [i.value for i in at.info],
+    "caption": [c.value for c in at.caption] + [c.value for c in at.sidebar.caption],
+    "buttons": [b.label for b in at.button],
+    "uploaders": len(at.get("file_uploader")),
+    "metrics": [m.label for m in at.metric],
+}))
+"""
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _page(prefix: list[str], workspace: Path, db: Path, page: str, action: str = "-") -> dict:
+    env = {**os.environ, "RAGAUDIT_DB": str(db), "RAGAUDIT_WORKSPACE": str(workspace), "PYTHONPATH": str(ROOT)}
+    r = subprocess.run(
+        [*prefix, sys.executable, "-c", _SCRIPT, str(ROOT), page, action],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=workspace,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _plain(s: str) -> str:
+    return s.replace("\\", "")
+
+
+@pytest.fixture
+def read_only_db(sample_db, tmp_path):
+    prefix = unprivileged()
+    if prefix is None:
+        pytest.skip("file permissions cannot be made to apply here")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    db = shared / "audit.duckdb"
+    shutil.copy(sample_db, db)
+    db.chmod(0o444)
+    shared.chmod(0o555)  # the folder too: not even a write-ahead log could be made beside it
+    yield prefix, db
+    shared.chmod(0o755)
+    db.chmod(0o644)
+
+
+def test_every_page_browses_a_read_only_database_and_changes_nothing(read_only_db, tmp_path):
+    prefix, db = read_only_db
+    before = _digest(db)
+    home = _page(prefix, tmp_path, db, "app.py")
+    assert not home["exception"] and not home["error"], home
+    assert any(_plain(i).startswith("This database is read-only for this user: its logs") for i in home["info"])
+    assert f"Database: `{db}` (read-only)" in home["caption"]
+    assert home["uploaders"] == 0
+    assert not {"Open the sample logs", "Load the uploaded files", "Yes, remove it"} & set(home["buttons"])
+
+    stability = _page(prefix, tmp_path, db, "pages/1_Stability.py")
+    assert not stability["exception"] and not stability["error"], stability
+    assert stability["metrics"]  # the stored overview, drawn
+
+    fidelity = _page(prefix, tmp_path, db, "pages/4_Citation_fidelity.py")
+    assert not fidelity["exception"] and not fidelity["error"], fidelity
+    assert not any(b.startswith("Judge the citations") for b in fidelity["buttons"])
+    needs = "Judging citations needs a database this user may write"
+    assert any(_plain(c).startswith(needs) for c in fidelity["caption"])
+
+    attributions = _page(prefix, tmp_path, db, "pages/5_Attributions.py")
+    assert not attributions["exception"] and not attributions["error"], attributions
+    assert "Explain this query" not in attributions["buttons"]
+    assert any(_plain(c).startswith("Explaining a query needs a database") for c in attributions["caption"])
+
+    drilldown = _page(prefix, tmp_path, db, "pages/2_Query_drilldown.py")
+    assert not drilldown["exception"] and not drilldown["error"], drilldown
+    compare = _page(prefix, tmp_path, db, "pages/3_Compare.py")
+    assert not compare["exception"], compare
+    assert [" — FAIL: of 10 rules" in _plain(e) for e in compare["error"]] == [True]  # the verdict, computed
+    assert _digest(db) == before
+    assert sorted(p.name for p in db.parent.iterdir()) == ["audit.duckdb"]
+
+
+def test_the_database_picker_opens_a_read_only_file_for_browsing(read_only_db, tmp_path):
+    prefix, db = read_only_db
+    before = _digest(db)
+    home = _page(prefix, tmp_path, tmp_path / "mine.duckdb", "app.py", action=str(db))
+    assert not home["exception"] and not home["error"], home
+    assert any(_plain(i).startswith("This database is read-only for this user") for i in home["info"]), home
+    assert _digest(db) == before
