@@ -149,16 +149,25 @@ def _quality(
 
 
 def _print_quality(q: QualityResult) -> None:
-    typer.echo("\nranking quality (relevance labels; mean over labelled queries [95 % interval]):")
-    for r in q.runs:
-        e, m = r.metrics.get("ndcg@10"), r.metrics.get("recall@10")
+    shown = [(r, r.metrics.get("ndcg@10"), r.metrics.get("recall@10")) for r in q.runs]
+    bounded = any(e is not None and e.n and e.lo == e.lo for _, e, _ in shown)  # (no resamples: NaN bounds)
+    typer.echo(
+        "\nranking quality (relevance labels; mean over labelled queries"
+        + (" [95 % interval]):" if bounded else "; no intervals without resamples):")
+    )
+    for r, e, m in shown:
         if e is None or m is None or not e.n:
             typer.echo(f"  {r.run_id}: no labelled query")
             continue
         typer.echo(
-            f"  {r.run_id}: nDCG@10 {e.value:.3f} [{e.lo:.3f}, {e.hi:.3f}]  recall@10 {m.value:.3f} "
-            f"[{m.lo:.3f}, {m.hi:.3f}]  ({r.n_queries} labelled, {r.n_unlabelled} without labels left out)"
+            f"  {r.run_id}: nDCG@10 {e.value:.3f}{_bounds(e.lo, e.hi)}  recall@10 {m.value:.3f}"
+            f"{_bounds(m.lo, m.hi)}  ({r.n_queries} labelled, {r.n_unlabelled} without labels left out)"
         )
+
+
+def _bounds(lo: float, hi: float) -> str:
+    """`` [lo, hi]``, or nothing where there is no interval (NaN bounds: no resamples, one query)."""
+    return "" if lo != lo or hi != hi else f" [{lo:.3f}, {hi:.3f}]"
 
 
 def _ci(result: StabilityResult, key: str) -> str:

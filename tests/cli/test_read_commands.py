@@ -191,3 +191,16 @@ def test_a_writable_database_in_a_folder_this_user_may_not_write(tmp_path):
     )
     assert stab.returncode == 0 and "queries evaluated: 3" in stab.stdout, stab.stderr
     assert _digest(db) == before and sorted(p.name for p in tmp_path.iterdir()) == ["audit.duckdb", "logs", "qrels.tsv"]
+
+
+def test_ranking_quality_without_resamples_prints_no_empty_interval(tmp_path):
+    db = _audit_db(tmp_path)
+    bare = _invoke("stability", "--db", db, "--resamples", "0")
+    assert bare.exit_code == 0, bare.output
+    assert "mean over labelled queries; no intervals without resamples):" in bare.output
+    assert "nan" not in bare.output  # it printed "nDCG@10 0.613 [nan, nan]"
+    # A retrieves d1, d2: q1's d1 first (1), q2's d2 second (1/log2 3 = 0.631), q3's d3 not at all (0)
+    assert "  A: nDCG@10 0.544  recall@10 0.667  (3 labelled, 0 without labels left out)" in bare.output
+    bounded = _invoke("stability", "--db", db, "--resamples", "200")
+    assert "mean over labelled queries [95 % interval]):" in bounded.output
+    assert "  A: nDCG@10 0.544 [" in bounded.output
