@@ -315,14 +315,14 @@ def judge_progress(n_done: int) -> None:
             f"running" + (f" · query {running.spec.query_id}: {running.label}" if running else "")
         ),
     )
-    if ui.writable(db, "Cancelling the judging") and st.button("Cancel judging", key="fid.judge.cancel"):
+    if st.button("Cancel judging", key="fid.judge.cancel"):
         queue.cancel(db_path, [j.job_id for j in live])
 
 
 failed = [j for j in judge_jobs if j.status == "failed"]
 if failed and not active:
     st.error(ui.md(f"{ui.counted(len(failed), 'judge job')} failed; the first: {failed[0].error}"))
-    if ui.writable(db, "Retrying them") and st.button("Retry failed judge jobs", key="fid.judge.retry"):
+    if db.writable and st.button("Retry failed judge jobs", key="fid.judge.retry"):  # (read-only: said below)
         queue.retry(db_path, [j.job_id for j in failed])
         ensure_worker(db_path, idle_s=60)
         st.rerun()

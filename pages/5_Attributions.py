@@ -153,7 +153,7 @@ def job_panel(job_id: str) -> None:
             },
             hide_index=True,
         )
-    if ui.writable(db, "Cancelling it") and st.button("Cancel", key=f"attr.cancel.{job_id}"):
+    if st.button("Cancel", key=f"attr.cancel.{job_id}"):
         queue.cancel(db_path, [job_id])
 
 
@@ -178,12 +178,14 @@ if len(results) < len(spec.conditions):
         st.stop()
     if job is not None and job.status == "failed":
         st.error(ui.md(f"The last attempt failed: {job.error}"))
-        if ui.writable(db, "Retrying it") and st.button("Retry", key="attr.retry"):
+        if db.writable and st.button("Retry", key="attr.retry"):  # (read-only: said below)
             queue.retry(db_path, [job.job_id])
             ensure_worker(db_path, idle_s=60)
             st.rerun()
     elif job is not None and job.status == "cancelled":
         st.info("The last attempt was cancelled.")
+    if not ui.writable(db, "Explaining a query"):
+        st.stop()
     est = queue.estimate_seconds(db_path, spec)
     st.caption(
         (
@@ -196,8 +198,6 @@ if len(results) < len(spec.conditions):
         + ". It runs in the background: you can leave this page and "
         "come back; the result is stored."
     )
-    if not ui.writable(db, "Explaining a query"):
-        st.stop()
     b1, b2 = st.columns(2)
     if b1.button("Explain this query", type="primary"):
         _queue([(spec, inputs)])

@@ -104,6 +104,7 @@ def test_every_page_browses_a_read_only_database_and_changes_nothing(read_only_d
     assert not attributions["exception"] and not attributions["error"], attributions
     assert "Explain this query" not in attributions["buttons"]
     assert any(_plain(c).startswith("Explaining a query needs a database") for c in attributions["caption"])
+    assert not any("the result is stored" in _plain(c) for c in attributions["caption"])  # not offered: not said
 
     drilldown = _page(prefix, tmp_path, db, "pages/2_Query_drilldown.py")
     assert not drilldown["exception"] and not drilldown["error"], drilldown
