@@ -18,6 +18,7 @@ from ragaudit_core.stability.cache import compare_cached
 from ragaudit_core.stability.compare import PAIR_METRIC_LABELS, RUN_METRIC_LABELS
 from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError
 from ragaudit_core.stability.probe import has_answers, lookup_similarities, probe_pair
+from ragaudit_core.wording import bracket
 
 st.set_page_config(page_title="Compare · RagAudit", page_icon="⚖️", layout="wide")
 db = ui.open_store("Compare two runs", lambda con: catalog.missing_data_message(con, min_runs=2))
@@ -110,11 +111,12 @@ with right:
 if cmp.intervals is not None and not cmp.intervals.pairs.empty:
     iv = cmp.intervals
     bits = [
-        f"{PAIR_METRIC_LABELS[m]} ({lvl}) [{e.lo:.3f}, {e.hi:.3f}]"
+        f"{PAIR_METRIC_LABELS[m]} ({lvl}) {bracket(e.lo, e.hi)}"
         for lvl, m in (("doc", "j_avg"), ("span", "j_avg"), ("span", "collapse_rate"))
-        if (e := iv.pair(baseline, candidate, lvl, m)) is not None
+        if (e := iv.pair(baseline, candidate, lvl, m)) is not None and bracket(e.lo, e.hi)
     ]
-    st.caption(f"95 % bootstrap intervals over the {ui.counted(iv.n_queries, 'shared query')}: " + " · ".join(bits))
+    if bits:
+        st.caption(f"95 % bootstrap intervals over the {ui.counted(iv.n_queries, 'shared query')}: " + " · ".join(bits))
 
 # --- ranking quality --------------------------------------------------------------------------
 q_pair, cost = pair_quality(db_path, version, baseline, candidate, tau)
@@ -132,7 +134,7 @@ if q_pair is not None and q_pair.labelled:
                 "baseline": ra.metrics[m].value,
                 "candidate": rb.metrics[m].value,
                 "change": ch.delta,
-                "95 % interval": f"[{ch.lo:+.3f}, {ch.hi:+.3f}]",
+                "95 % interval": bracket(ch.lo, ch.hi, "+.3f") or None,
                 "p (Holm)": ch.p_holm,
                 "queries": ch.n,
             }

@@ -4,7 +4,7 @@ meets a noun: the ingest's report, the CLI, the pages."""
 
 from __future__ import annotations
 
-__all__ = ["counted", "listed"]
+__all__ = ["bracket", "counted", "listed"]
 
 _PLURALS = {
     "query": "queries",
@@ -29,3 +29,12 @@ def listed(noun: str, names: list[str], plural: str | None = None) -> str:
     ``run 'a'``, ``runs 'a', 'b'`` (the plural as in :func:`counted`)."""
     many = plural or _PLURALS.get(noun, noun + "s")
     return f"{noun if len(names) == 1 else many} {', '.join(names)}"
+
+
+def bracket(lo: float | None, hi: float | None, spec: str = ".3f") -> str:
+    """An interval as ``[lo, hi]`` (each bound formatted by ``spec``: ``"+.3f"`` for changes), or
+    ``""`` where there is none — a bound that is None or NaN (no resamples, a single query) is never
+    written as ``[nan, nan]``."""
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return ""
+    return f"[{lo:{spec}}, {hi:{spec}}]"

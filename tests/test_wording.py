@@ -127,3 +127,12 @@ def test_the_report_counts_its_parts_and_rows():
     fig = go.Figure(go.Scatter(x=[1, 2, 3, 4], y=[1, 2, 3, 4], name="s"))
     assert figure_table(fig, max_rows=3)[1][-1] == ["… and 1 more row", "", ""]
     assert figure_table(fig, max_rows=2)[1][-1] == ["… and 2 more rows", "", ""]
+
+
+def test_an_interval_without_bounds_is_not_written():
+    from ragaudit_core.wording import bracket
+
+    assert bracket(0.1234, 0.5) == "[0.123, 0.500]"
+    assert bracket(-0.0031, 0.027, "+.3f") == "[-0.003, +0.027]"
+    assert bracket(float("nan"), float("nan")) == "" and bracket(0.1, float("nan")) == ""
+    assert bracket(None, 0.2) == ""

@@ -13,7 +13,7 @@ from ragaudit_core.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.quality import DEFAULT_CUTOFFS
 from ragaudit_core.quality.summary import QualityResult, compute_quality
-from ragaudit_core.wording import counted, listed
+from ragaudit_core.wording import bracket, counted, listed
 
 __all__ = ["quality"]
 
@@ -81,17 +81,26 @@ def quality(
 def _print(res: QualityResult) -> None:
     head = [*[m for m in res.metrics if m.startswith(("ndcg@", "recall@"))][:4], "mrr", "map"]
     typer.echo(
-        f"ranking quality, mean over labelled queries [95 % bootstrap interval, {counted(res.resamples, 'resample')}]"
+        "ranking quality, mean over labelled queries "
+        + (
+            f"[95 % bootstrap interval, {counted(res.resamples, 'resample')}]"
+            if res.resamples
+            else "(no resamples: no intervals)"
+        )
     )
     for r in res.runs:
         cells = "  ".join(
-            f"{m} {e.value:.3f} [{e.lo:.3f}, {e.hi:.3f}]" for m, e in r.metrics.items() if m in head and e.n
+            f"{m} {e.value:.3f} {bracket(e.lo, e.hi)}".rstrip() for m, e in r.metrics.items() if m in head and e.n
         )
         left = f" ({r.n_unlabelled} unlabelled left out)" if r.n_unlabelled else ""
         typer.echo(f"{r.run_id}: {counted(r.n_queries, 'query')}{left}  {cells or 'no labelled query'}")
     key = "ndcg@10" if "ndcg@10" in res.metrics else next(m for m in res.metrics if m.startswith("ndcg@"))
     if res.pairs:
-        typer.echo(f"\nchange of {key} (b − a) [interval], paired {res.test}-test p (Holm over the pair's metrics)")
+        ci = " [interval]" if res.resamples else ""
+        typer.echo(f"\nchange of {key} (b − a){ci}, paired {res.test}-test p (Holm over the pair's metrics)")
     for (a, b), ms in res.pairs.items():
         c = ms[key]
-        typer.echo(f"{a} → {b}: {c.delta:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]  p {c.p:.3g} (Holm {c.p_holm:.3g}), n {c.n}")
+        typer.echo(
+            f"{a} → {b}: {c.delta:+.3f} {bracket(c.lo, c.hi, '+.3f')}".rstrip()
+            + f"  p {c.p:.3g} (Holm {c.p_holm:.3g}), n {c.n}"
+        )

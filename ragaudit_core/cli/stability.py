@@ -44,6 +44,7 @@ from ragaudit_core.stability.metrics import (
     compute_stability,
     effects_by_change,
 )
+from ragaudit_core.wording import bracket
 
 __all__ = ["probe", "stability"]
 
@@ -167,7 +168,7 @@ def _print_quality(q: QualityResult) -> None:
 
 def _bounds(lo: float, hi: float) -> str:
     """`` [lo, hi]``, or nothing where there is no interval (NaN bounds: no resamples, one query)."""
-    return "" if lo != lo or hi != hi else f" [{lo:.3f}, {hi:.3f}]"
+    return f" {bracket(lo, hi)}" if bracket(lo, hi) else ""
 
 
 def _ci(result: StabilityResult, key: str) -> str:

@@ -31,6 +31,7 @@ from ragaudit_core.intervals import (
     percentile_intervals,
 )
 from ragaudit_core.quality.ranking import DEFAULT_CUTOFFS, label_coverage, metric_names, per_query_quality
+from ragaudit_core.wording import bracket
 
 __all__ = ["PairChange", "QualityResult", "RunQuality", "compute_quality"]
 
@@ -86,7 +87,7 @@ class QualityResult:
                 e = r.metrics.get(m)
                 ok = e is not None and e.n > 0
                 row[m] = e.value if ok and e is not None else None
-                row[f"{m} 95 % interval"] = f"[{e.lo:.3f}, {e.hi:.3f}]" if ok and e is not None else None
+                row[f"{m} 95 % interval"] = (bracket(e.lo, e.hi) or None) if ok and e is not None else None
             rows.append(row)
         return pd.DataFrame(rows)
 

@@ -204,3 +204,11 @@ def test_ranking_quality_without_resamples_prints_no_empty_interval(tmp_path):
     bounded = _invoke("stability", "--db", db, "--resamples", "200")
     assert "mean over labelled queries [95 % interval]):" in bounded.output
     assert "  A: nDCG@10 0.544 [" in bounded.output
+    quality = _invoke("quality", "--db", db, "--resamples", "0")
+    assert quality.exit_code == 0, quality.output
+    assert "nan" not in quality.output and "[interval]" not in quality.output
+    assert "mean over labelled queries (no resamples: no intervals)" in quality.output
+    # reciprocal ranks 1, 1/2, 0 and average precisions 1, 1/2, 0: both 0.5
+    assert "mrr 0.500  map 0.500" in quality.output
+    # B swaps which of q2, q3 it finds second: per-query changes 0, -0.631, +0.631, mean 0, t 0, p 1
+    assert "A → B: +0.000  p 1 (Holm 1), n 3" in quality.output
