@@ -444,16 +444,29 @@ def _rule_sources() -> None:
 
 def _rule_targets(policy: gate.GatePolicy, toml_text: str, has_errors: bool, db_path: str) -> None:
     c1, c2 = st.columns([2, 1])
-    target = c1.text_input("Save the rules to", value=str(Path(db_path).parent / "gate-rules.toml"))
+    root, beside = store.workspace_root(), Path(db_path).resolve().parent
+    raw = c1.text_input(
+        "Save the rules to",
+        value=str((beside if beside.is_relative_to(root) else root) / "gate-rules.toml"),
+        help=f"A .toml file inside the workspace folder {root}.",
+    )
     if c2.button("Save rules", disabled=has_errors):
-        try:
+        try:  # a text box must not make the server write wherever its process may (as the database picker)
+            target = store.path_in_workspace(raw, (".toml",), "a rules file", "saves files", "gate-rules.toml")
             gate.save_rules(policy, target)
+        except store.StoreError as e:
+            st.error(md(sentence(str(e)) + "."))
         except OSError as e:
-            st.error(f"Could not write {target}: {e}")
+            st.error(
+                md(
+                    f"Could not write {raw}: {e.strerror or e}; save them to a folder this user may write, "
+                    "or download them."
+                )
+            )
         else:
             them = "it" if len(policy.rules) == 1 else "them"
             st.success(
-                f"Saved {counted(len(policy.rules), 'rule')} to {target} — use {them} in CI with "
+                f"Saved {counted(len(policy.rules), 'rule')} to {md(str(target))} — use {them} in CI with "
                 f"`ragaudit gate --rules {target}`."
             )
     c2.download_button("Download rules.toml", toml_text, file_name="gate-rules.toml", mime="application/toml")

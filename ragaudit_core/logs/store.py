@@ -62,6 +62,7 @@ __all__ = [
     "init_schema",
     "is_read_only",
     "made_on_first_use",
+    "path_in_workspace",
     "set_meta",
     "workspace_root",
 ]
@@ -91,19 +92,28 @@ def db_path_in_workspace(path: str) -> Path:
     may open: inside :func:`workspace_root` after resolving ``..`` and links, ending in ``.duckdb``
     or ``.db``. Anything else is refused in one sentence: a page's text box must not make the server
     create or open files wherever its process may write."""
+    return path_in_workspace(path, DB_SUFFIXES, "a database file", "opens databases", "audit.duckdb")
+
+
+def path_in_workspace(path: str, suffixes: tuple[str, ...], what: str, does: str, example: str) -> Path:
+    """``path`` (absolute, or relative to the workspace folder) resolved (``..`` and links) inside
+    :func:`workspace_root` and ending in one of ``suffixes``, else :class:`DatabaseRefused` in one
+    sentence naming ``what`` the name should be ("a rules file", like ``example``) and what the
+    dashboard ``does`` only there ("saves files")."""
     root = workspace_root()
     raw = path.strip()
     if not raw:
-        raise DatabaseRefused("name a database file (…/audit.duckdb)")
+        raise DatabaseRefused(f"name {what} (…/{example})")
     p = Path(raw).expanduser()
     resolved = (p if p.is_absolute() else root / p).resolve()
     if not resolved.is_relative_to(root):
         raise DatabaseRefused(
-            f"{raw} is outside the workspace folder {root}: the dashboard opens databases only there (name a file "
+            f"{raw} is outside the workspace folder {root}: the dashboard {does} only there (name a file "
             "inside it, or start the dashboard with RAGAUDIT_WORKSPACE set to the folder you want)"
         )
-    if resolved.suffix.lower() not in DB_SUFFIXES:
-        raise DatabaseRefused(f"{raw}: a database file name ends in .duckdb (or .db)")
+    if resolved.suffix.lower() not in suffixes:
+        others = f" (or {', '.join(suffixes[1:])})" if len(suffixes) > 1 else ""
+        raise DatabaseRefused(f"{raw}: {what} name ends in {suffixes[0]}{others}")
     return resolved
 
 

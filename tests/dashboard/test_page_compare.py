@@ -59,7 +59,8 @@ def _pick(at, a, b):
     return at
 
 
-def test_gate_verdict_failed_rules_first_and_rules_saved(app_env, sample_db, tmp_path):
+def test_gate_verdict_failed_rules_first_and_rules_saved(app_env, sample_db, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGAUDIT_WORKSPACE", str(tmp_path / "work"))  # files are saved only inside it
     from ragaudit_core.review.gate import DEFAULT_RULES, STRICT_RULES, load_rules, review
 
     app_env(sample_db)
@@ -87,11 +88,21 @@ def test_gate_verdict_failed_rules_first_and_rules_saved(app_env, sample_db, tmp
     shown = next(df.value for df in at.dataframe if "why" in df.value.columns)
     assert list(shown["rule"]) == [r.rule.name for r in strict.sorted_results()]
 
-    target = tmp_path / "ci" / "gate.toml"
+    target = tmp_path / "work" / "ci" / "gate.toml"
     next(t for t in at.text_input if t.label == "Save the rules to").input(str(target)).run()
     next(b for b in at.button if b.label == "Save rules").click().run()
-    assert not at.exception and any(str(target) in s.value for s in at.success)
+    assert not at.exception and any(str(target) in plain(s.value) for s in at.success), [e.value for e in at.error]
     assert load_rules(target) == STRICT_RULES
+    # a text box must not make the server write wherever it may: inside the workspace, a .toml file
+    outside, odd = tmp_path / "bashrc.toml", tmp_path / "work" / "rules.sh"
+    for raw, why in (
+        (outside, f"{outside} is outside the workspace folder {tmp_path / 'work'}: the dashboard saves files only"),
+        (odd, f"{odd}: a rules file name ends in .toml."),
+    ):
+        next(t for t in at.text_input if t.label == "Save the rules to").input(str(raw)).run()
+        next(b for b in at.button if b.label == "Save rules").click().run()
+        assert not at.exception and any(plain(e.value).startswith(why[:60]) for e in at.error), (raw, at.error)
+        assert not raw.exists()
 
 
 def test_a_pair_that_passes_shows_pass(app_env, sample_db):
