@@ -122,3 +122,43 @@ def test_the_database_picker_opens_a_read_only_file_for_browsing(read_only_db, t
     assert not home["exception"] and not home["error"], home
     assert any(_plain(i).startswith("This database is read-only for this user") for i in home["info"]), home
     assert _digest(db) == before
+
+
+def test_the_job_queue_beside_a_read_only_database_is_read_not_written(sample_db, tmp_path):
+    """A database shared with its queue (``.audit.duckdb.queue.sqlite``: jobs were run on it) in a folder
+    this user may not write: the queue is read where the pages show jobs; SQLite could not open it for
+    writing (its write-ahead log is made beside it), which crashed the fidelity and attribution pages."""
+    from ragaudit_core.jobs import plan_judge, queue
+    from ragaudit_core.logs import store
+    from ragaudit_core.logs.selection import natural_sorted
+
+    prefix = unprivileged()
+    if prefix is None:
+        pytest.skip("file permissions cannot be made to apply here")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    db = shared / "audit.duckdb"
+    shutil.copy(sample_db, db)
+    with store.connect(db) as con:  # the fidelity page's run (the first), one of its queries judged and failed
+        run = natural_sorted([r for (r,) in con.execute("SELECT DISTINCT run_id FROM prov_records").fetchall()])[0]
+        (qid,) = con.execute("SELECT min(query_id) FROM prov_records WHERE run_id = ?", [run]).fetchone()
+        spec, inputs = plan_judge(con, run, qid, model="m", endpoint="http://127.0.0.1:9", seeds=(0,))
+    jid = queue.enqueue(str(db), spec, inputs)
+    assert queue.claim(str(db)) is not None
+    queue.finish(str(db), jid, "failed", "ConnectionError: refused")
+    files = sorted(p.name for p in shared.iterdir())
+    assert files == [".audit.duckdb.queue.sqlite", "audit.duckdb"]
+    before = {p.name: _digest(p) for p in shared.iterdir()}
+    for p in shared.iterdir():
+        p.chmod(0o444)
+    shared.chmod(0o555)
+    try:
+        fidelity = _page(prefix, tmp_path, db, "pages/4_Citation_fidelity.py")
+        attributions = _page(prefix, tmp_path, db, "pages/5_Attributions.py")
+    finally:
+        shared.chmod(0o755)
+    assert not fidelity["exception"], fidelity["exception"]
+    assert [_plain(e) for e in fidelity["error"]] == ["1 judge job failed; the first: ConnectionError: refused"]
+    assert "Retry failed judge jobs" not in fidelity["buttons"]
+    assert not attributions["exception"] and not attributions["error"], attributions
+    assert {p.name: _digest(p) for p in shared.iterdir()} == before
