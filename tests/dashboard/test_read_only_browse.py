@@ -162,3 +162,18 @@ def test_the_job_queue_beside_a_read_only_database_is_read_not_written(sample_db
     assert "Retry failed judge jobs" not in fidelity["buttons"]
     assert not attributions["exception"] and not attributions["error"], attributions
     assert {p.name: _digest(p) for p in shared.iterdir()} == before
+
+
+def test_a_new_database_in_a_folder_this_user_may_not_write_is_not_called_missing(read_only_db, tmp_path):
+    """Naming a new file in a read-only folder under “Database”: it cannot be created there, which is
+    what is said (it was "no such database; load logs into it first (ragaudit ingest …)", which fails
+    the same way); nothing is made."""
+    prefix, db = read_only_db
+    new = db.parent / "new.duckdb"
+    home = _page(prefix, tmp_path, tmp_path / "mine.duckdb", "app.py", action=str(new))
+    assert not home["exception"], home
+    assert [_plain(e) for e in home["error"]] == [
+        f"cannot create database {new}: its folder {db.parent} may not be written by this user; name a database "
+        "file in a folder you can write"
+    ]
+    assert sorted(p.name for p in db.parent.iterdir()) == ["audit.duckdb"]
