@@ -296,9 +296,12 @@ def _identity(con) -> None:
     st.subheader("Identity checks")
     for p in passages:
         st.warning(ui.md(ui.sentence(p.message())))
+    read_only = store.is_read_only(con)
+    if passages and read_only:  # the warnings name the button: say why it is not here
+        ui.needs_writing("Reading these ids as texts")
     if (
         passages
-        and not store.is_read_only(con)
+        and not read_only
         and st.button(f"Read these ids as texts ({ui.counted(len(passages), 'run')})", key="home.as_texts")
     ):
         n = sanity.read_ids_as_texts(con, [p.run_id for p in passages])

@@ -177,3 +177,39 @@ def test_a_new_database_in_a_folder_this_user_may_not_write_is_not_called_missin
         "file in a folder you can write"
     ]
     assert sorted(p.name for p in db.parent.iterdir()) == ["audit.duckdb"]
+
+
+def test_passage_like_ids_of_a_read_only_database_do_not_point_at_a_button_it_hides(tmp_path):
+    """The identity check says to use “Read these ids as texts” on the home page; a database browsed
+    read-only hides that button (it stores), so the page says what it needs where the button was."""
+    from ragaudit_core.logs import store
+    from ragaudit_core.logs.ingest import ingest_paths
+    from tests.helpers import write_jsonl
+
+    prefix = unprivileged()
+    if prefix is None:
+        pytest.skip("file permissions cannot be made to apply here")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    db = shared / "audit.duckdb"
+    passage = (
+        "Stem cells divide asymmetrically, producing one daughter that keeps stemness and one that differentiates."
+    )
+    with store.connect(db) as con:
+        ingest_paths(
+            con, [write_jsonl(tmp_path / "p.jsonl", [{"run_id": "r1", "query_id": "q1", "contexts": [passage]}])]
+        )
+    before = _digest(db)
+    db.chmod(0o444)
+    shared.chmod(0o555)
+    try:
+        home = _page(prefix, tmp_path, db, "app.py")
+    finally:
+        shared.chmod(0o755)
+    assert not home["exception"] and not home["error"], home
+    assert not any(b.startswith("Read these ids as texts") for b in home["buttons"])
+    assert (
+        "Reading these ids as texts needs a database this user may write: this one is read-only (copy the file, "
+        "then open the copy under “Database” in the sidebar)."
+    ) in [_plain(c) for c in home["caption"]]
+    assert _digest(db) == before
