@@ -69,8 +69,13 @@ def _database():
                 target = str(store.db_path_in_workspace(new_path))
                 try:
                     store.connect(target, init=init).close()
-                except store.StoreReadOnly:  # browsed read-only (ui.connection)
-                    store.connect(target, read_only=True).close()
+                except store.StoreReadOnly as cannot_write:  # browsed read-only (ui.connection)
+                    try:
+                        store.connect(target, read_only=True).close()
+                    except store.DatabaseRefused:  # another program's file: its refusal says to tick "init"
+                        if init:
+                            raise cannot_write from None  # ticked: adding the tables needs writing
+                        raise
             except store.StoreError as e:
                 st.error(ui.md(str(e)))
             else:

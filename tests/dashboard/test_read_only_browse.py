@@ -27,7 +27,10 @@ from streamlit.testing.v1 import AppTest
 
 root, page, action = sys.argv[1], sys.argv[2], sys.argv[3]
 at = AppTest.from_file(f"{root}/{page}", default_timeout=180).run()
-if action != "-":  # open another database under "Database" in the sidebar
+if action != "-":  # open another database under "Database" in the sidebar ("+init PATH": adding our tables)
+    if action.startswith("+init "):
+        action = action[len("+init "):]
+        next(c for c in at.checkbox if c.label == "Add RagAudit's tables").check()
     next(t for t in at.text_input if t.label == "DuckDB file").set_value(action)
     next(b for b in at.button if b.label == "Open database").click().run()
 print(json.dumps({
@@ -213,3 +216,28 @@ def test_passage_like_ids_of_a_read_only_database_do_not_point_at_a_button_it_hi
         "then open the copy under “Database” in the sidebar)."
     ) in [_plain(c) for c in home["caption"]]
     assert _digest(db) == before
+
+
+def test_adding_our_tables_to_another_programs_read_only_file_says_it_cannot_be_written(read_only_db, tmp_path):
+    """“Add RagAudit's tables” ticked on another program's DuckDB file this user may not write: the
+    tables cannot be added, which is what is said — not the read-only reopen's refusal, which said to
+    tick that very box."""
+    import duckdb
+
+    prefix, db = read_only_db
+    other = db.parent / "other.duckdb"
+    db.parent.chmod(0o755)
+    con = duckdb.connect(str(other))
+    con.execute("CREATE TABLE t (x INTEGER)")
+    con.close()
+    other.chmod(0o444)
+    db.parent.chmod(0o555)
+    before = _digest(other)
+    home = _page(prefix, tmp_path, tmp_path / "mine.duckdb", "app.py", action=f"+init {other}")
+    assert not home["exception"], home
+    assert [_plain(e) for e in home["error"]] == [
+        f"cannot open database {other} for writing: its folder {db.parent} may not be written by this user "
+        "(DuckDB keeps its write-ahead log beside the file); the commands that only read it (stability, quality, "
+        "fidelity, gate, report) open it read-only, ingest needs a copy in a folder this user may write"
+    ]
+    assert _digest(other) == before
