@@ -46,6 +46,8 @@ def home() -> None:
                 "No logs loaded yet. Upload evidence logs above, open the bundled sample logs, or load files from a "
                 f"shell with `ragaudit ingest PATH... --db {db_path}`."
             )
+        else:
+            st.info("No logs are loaded in this database.")
         st.stop()
     _loaded(con, info, db_path)
 

@@ -194,6 +194,8 @@ def open_store(title: str, precondition: Callable[[object], str | None] | None =
         st.stop()
     if precondition is not None and (msg := precondition(con)):
         st.info(md(msg))
+        if store.is_read_only(con):  # the message says to load logs on the home page, which does not offer it
+            needs_writing("Loading logs")
         st.stop()
     return Store(con, db_path, store.data_version(con), not store.is_read_only(con))
 

@@ -241,3 +241,44 @@ def test_adding_our_tables_to_another_programs_read_only_file_says_it_cannot_be_
         "fidelity, gate, report) open it read-only, ingest needs a copy in a folder this user may write"
     ]
     assert _digest(other) == before
+
+
+def test_a_read_only_database_without_what_a_page_needs_says_loading_needs_a_copy(tmp_path):
+    """The pages' empty states say to load logs on the home page, which a database browsed read-only
+    does not offer: the page says that loading needs a copy this user may write; the home page of an
+    empty one says it holds no logs (it said nothing but the read-only note)."""
+    from ragaudit_core.logs import store
+    from ragaudit_core.logs.ingest import ingest_paths
+    from tests.helpers import write_jsonl
+
+    prefix = unprivileged()
+    if prefix is None:
+        pytest.skip("file permissions cannot be made to apply here")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    db, empty = shared / "audit.duckdb", shared / "empty.duckdb"
+    with store.connect(db) as con:  # one run, no provenance
+        ingest_paths(con, [write_jsonl(tmp_path / "l.jsonl", [{"run_id": "A", "query_id": "q1", "docs": ["d1"]}])])
+    store.connect(empty).close()
+    for p in (db, empty):
+        p.chmod(0o444)
+    shared.chmod(0o555)
+    try:
+        fidelity = _page(prefix, tmp_path, db, "pages/4_Citation_fidelity.py")
+        compare = _page(prefix, tmp_path, db, "pages/3_Compare.py")
+        home = _page(prefix, tmp_path, empty, "app.py")
+    finally:
+        shared.chmod(0o755)
+    needs = (
+        "Loading logs needs a database this user may write: this one is read-only (copy the file, then open the "
+        "copy under “Database” in the sidebar)."
+    )
+    for page in (fidelity, compare):
+        assert not page["exception"] and not page["error"], page
+        assert len(page["info"]) == 1 and "on the home page" in page["info"][0], page
+        assert needs in [_plain(c) for c in page["caption"]], page
+    assert not home["exception"] and not home["error"], home
+    assert [_plain(i)[:40] for i in home["info"]] == [
+        "This database is read-only for this user",
+        "No logs are loaded in this database.",
+    ]
