@@ -46,6 +46,8 @@ def home() -> None:
                 "No logs loaded yet. Upload evidence logs above, open the bundled sample logs, or load files from a "
                 f"shell with `ragaudit ingest PATH... --db {db_path}`."
             )
+        else:
+            st.info("No logs are loaded in this database.")
         st.stop()
     _loaded(con, info, db_path)
 
@@ -69,8 +71,13 @@ def _database():
                 target = str(store.db_path_in_workspace(new_path))
                 try:
                     store.connect(target, init=init).close()
-                except store.StoreReadOnly:  # browsed read-only (ui.connection)
-                    store.connect(target, read_only=True).close()
+                except store.StoreReadOnly as cannot_write:  # browsed read-only (ui.connection)
+                    try:
+                        store.connect(target, read_only=True).close()
+                    except store.DatabaseRefused:  # another program's file: its refusal says to tick "init"
+                        if init:
+                            raise cannot_write from None  # ticked: adding the tables needs writing
+                        raise
             except store.StoreError as e:
                 st.error(ui.md(str(e)))
             else:
@@ -296,9 +303,12 @@ def _identity(con) -> None:
     st.subheader("Identity checks")
     for p in passages:
         st.warning(ui.md(ui.sentence(p.message())))
+    read_only = store.is_read_only(con)
+    if passages and read_only:  # the warnings name the button: say why it is not here
+        ui.needs_writing("Reading these ids as texts")
     if (
         passages
-        and not store.is_read_only(con)
+        and not read_only
         and st.button(f"Read these ids as texts ({ui.counted(len(passages), 'run')})", key="home.as_texts")
     ):
         n = sanity.read_ids_as_texts(con, [p.run_id for p in passages])

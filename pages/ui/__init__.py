@@ -52,6 +52,7 @@ __all__ = [
     "legend_html",
     "md",
     "metric_rows",
+    "needs_writing",
     "open_store",
     "owner_html",
     "picked_runs",
@@ -108,11 +109,17 @@ def writable(db: Store, doing: str) -> bool:
     caption says that ``doing`` ("Judging citations") needs a copy this user may write, and False."""
     if db.writable:
         return True
+    needs_writing(doing)
+    return False
+
+
+def needs_writing(doing: str) -> None:
+    """A caption where something that would store is not offered (a database browsed read-only): that
+    ``doing`` ("Judging citations") needs a copy this user may write."""
     st.caption(
         f"{doing} needs a database this user may write: this one is read-only (copy the file, then open the "
         "copy under “Database” in the sidebar)."
     )
-    return False
 
 
 @contextlib.contextmanager
@@ -187,6 +194,8 @@ def open_store(title: str, precondition: Callable[[object], str | None] | None =
         st.stop()
     if precondition is not None and (msg := precondition(con)):
         st.info(md(msg))
+        if store.is_read_only(con):  # the message says to load logs on the home page, which does not offer it
+            needs_writing("Loading logs")
         st.stop()
     return Store(con, db_path, store.data_version(con), not store.is_read_only(con))
 

@@ -159,6 +159,13 @@ def _open(where: Where, *, create: bool = True) -> Iterator[sqlite3.Connection |
     if fresh and not create:
         yield None
         return
+    if not create and not (os.access(qf, os.W_OK) and os.access(qf.parent, os.W_OK | os.X_OK)):
+        ro = _read_only(qf)  # a queue shared read-only with its database: read, never written
+        try:
+            yield ro
+        finally:
+            ro.close()
+        return
     con = sqlite3.connect(qf, timeout=BUSY_S, isolation_level=None)
     try:
         if fresh:
@@ -170,6 +177,21 @@ def _open(where: Where, *, create: bool = True) -> Iterator[sqlite3.Connection |
         yield con
     finally:
         con.close()
+
+
+def _read_only(qf: Path) -> sqlite3.Connection:
+    """The queue opened for reading by a user who may not write it or its folder (a database browsed
+    read-only): SQLite's read-only mode where the write-ahead log's files are there to share, else the
+    file as it stands (``immutable``: its last checkpoint, which is every job when no writer has it open
+    — a writer's log cannot be made in a folder this user may not write, but its owner's can)."""
+    uri = qf.absolute().as_uri()
+    con = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_S, isolation_level=None)
+    try:
+        con.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        return con
+    except sqlite3.OperationalError:  # no -shm beside it and none can be made
+        con.close()
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
 
 
 @contextlib.contextmanager

@@ -160,6 +160,11 @@ def connect(
                 raise StoreError(
                     f"cannot create database {target}: {why}; name a database file in a folder you can write"
                 ) from None
+            if not os.access(Path(target).parent, os.W_OK | os.X_OK):  # (not StoreReadOnly: nothing to browse)
+                raise StoreError(
+                    f"cannot create database {target}: its folder {Path(target).parent} may not be written by this "
+                    "user; name a database file in a folder you can write"
+                )
         elif Path(target).is_dir():
             raise DatabaseRefused(f"{target} is a folder, not a database file: name a file inside it (…/audit.duckdb)")
         else:

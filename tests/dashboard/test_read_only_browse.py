@@ -27,7 +27,10 @@ from streamlit.testing.v1 import AppTest
 
 root, page, action = sys.argv[1], sys.argv[2], sys.argv[3]
 at = AppTest.from_file(f"{root}/{page}", default_timeout=180).run()
-if action != "-":  # open another database under "Database" in the sidebar
+if action != "-":  # open another database under "Database" in the sidebar ("+init PATH": adding our tables)
+    if action.startswith("+init "):
+        action = action[len("+init "):]
+        next(c for c in at.checkbox if c.label == "Add RagAudit's tables").check()
     next(t for t in at.text_input if t.label == "DuckDB file").set_value(action)
     next(b for b in at.button if b.label == "Open database").click().run()
 print(json.dumps({
@@ -122,3 +125,160 @@ def test_the_database_picker_opens_a_read_only_file_for_browsing(read_only_db, t
     assert not home["exception"] and not home["error"], home
     assert any(_plain(i).startswith("This database is read-only for this user") for i in home["info"]), home
     assert _digest(db) == before
+
+
+def test_the_job_queue_beside_a_read_only_database_is_read_not_written(sample_db, tmp_path):
+    """A database shared with its queue (``.audit.duckdb.queue.sqlite``: jobs were run on it) in a folder
+    this user may not write: the queue is read where the pages show jobs; SQLite could not open it for
+    writing (its write-ahead log is made beside it), which crashed the fidelity and attribution pages."""
+    from ragaudit_core.jobs import plan_judge, queue
+    from ragaudit_core.logs import store
+    from ragaudit_core.logs.selection import natural_sorted
+
+    prefix = unprivileged()
+    if prefix is None:
+        pytest.skip("file permissions cannot be made to apply here")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    db = shared / "audit.duckdb"
+    shutil.copy(sample_db, db)
+    with store.connect(db) as con:  # the fidelity page's run (the first), one of its queries judged and failed
+        run = natural_sorted([r for (r,) in con.execute("SELECT DISTINCT run_id FROM prov_records").fetchall()])[0]
+        (qid,) = con.execute("SELECT min(query_id) FROM prov_records WHERE run_id = ?", [run]).fetchone()
+        spec, inputs = plan_judge(con, run, qid, model="m", endpoint="http://127.0.0.1:9", seeds=(0,))
+    jid = queue.enqueue(str(db), spec, inputs)
+    assert queue.claim(str(db)) is not None
+    queue.finish(str(db), jid, "failed", "ConnectionError: refused")
+    files = sorted(p.name for p in shared.iterdir())
+    assert files == [".audit.duckdb.queue.sqlite", "audit.duckdb"]
+    before = {p.name: _digest(p) for p in shared.iterdir()}
+    for p in shared.iterdir():
+        p.chmod(0o444)
+    shared.chmod(0o555)
+    try:
+        fidelity = _page(prefix, tmp_path, db, "pages/4_Citation_fidelity.py")
+        attributions = _page(prefix, tmp_path, db, "pages/5_Attributions.py")
+    finally:
+        shared.chmod(0o755)
+    assert not fidelity["exception"], fidelity["exception"]
+    assert [_plain(e) for e in fidelity["error"]] == ["1 judge job failed; the first: ConnectionError: refused"]
+    assert "Retry failed judge jobs" not in fidelity["buttons"]
+    assert not attributions["exception"] and not attributions["error"], attributions
+    assert {p.name: _digest(p) for p in shared.iterdir()} == before
+
+
+def test_a_new_database_in_a_folder_this_user_may_not_write_is_not_called_missing(read_only_db, tmp_path):
+    """Naming a new file in a read-only folder under “Database”: it cannot be created there, which is
+    what is said (it was "no such database; load logs into it first (ragaudit ingest …)", which fails
+    the same way); nothing is made."""
+    prefix, db = read_only_db
+    new = db.parent / "new.duckdb"
+    home = _page(prefix, tmp_path, tmp_path / "mine.duckdb", "app.py", action=str(new))
+    assert not home["exception"], home
+    assert [_plain(e) for e in home["error"]] == [
+        f"cannot create database {new}: its folder {db.parent} may not be written by this user; name a database "
+        "file in a folder you can write"
+    ]
+    assert sorted(p.name for p in db.parent.iterdir()) == ["audit.duckdb"]
+
+
+def test_passage_like_ids_of_a_read_only_database_do_not_point_at_a_button_it_hides(tmp_path):
+    """The identity check says to use “Read these ids as texts” on the home page; a database browsed
+    read-only hides that button (it stores), so the page says what it needs where the button was."""
+    from ragaudit_core.logs import store
+    from ragaudit_core.logs.ingest import ingest_paths
+    from tests.helpers import write_jsonl
+
+    prefix = unprivileged()
+    if prefix is None:
+        pytest.skip("file permissions cannot be made to apply here")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    db = shared / "audit.duckdb"
+    passage = (
+        "Stem cells divide asymmetrically, producing one daughter that keeps stemness and one that differentiates."
+    )
+    with store.connect(db) as con:
+        ingest_paths(
+            con, [write_jsonl(tmp_path / "p.jsonl", [{"run_id": "r1", "query_id": "q1", "contexts": [passage]}])]
+        )
+    before = _digest(db)
+    db.chmod(0o444)
+    shared.chmod(0o555)
+    try:
+        home = _page(prefix, tmp_path, db, "app.py")
+    finally:
+        shared.chmod(0o755)
+    assert not home["exception"] and not home["error"], home
+    assert not any(b.startswith("Read these ids as texts") for b in home["buttons"])
+    assert (
+        "Reading these ids as texts needs a database this user may write: this one is read-only (copy the file, "
+        "then open the copy under “Database” in the sidebar)."
+    ) in [_plain(c) for c in home["caption"]]
+    assert _digest(db) == before
+
+
+def test_adding_our_tables_to_another_programs_read_only_file_says_it_cannot_be_written(read_only_db, tmp_path):
+    """“Add RagAudit's tables” ticked on another program's DuckDB file this user may not write: the
+    tables cannot be added, which is what is said — not the read-only reopen's refusal, which said to
+    tick that very box."""
+    import duckdb
+
+    prefix, db = read_only_db
+    other = db.parent / "other.duckdb"
+    db.parent.chmod(0o755)
+    con = duckdb.connect(str(other))
+    con.execute("CREATE TABLE t (x INTEGER)")
+    con.close()
+    other.chmod(0o444)
+    db.parent.chmod(0o555)
+    before = _digest(other)
+    home = _page(prefix, tmp_path, tmp_path / "mine.duckdb", "app.py", action=f"+init {other}")
+    assert not home["exception"], home
+    assert [_plain(e) for e in home["error"]] == [
+        f"cannot open database {other} for writing: its folder {db.parent} may not be written by this user "
+        "(DuckDB keeps its write-ahead log beside the file); the commands that only read it (stability, quality, "
+        "fidelity, gate, report) open it read-only, ingest needs a copy in a folder this user may write"
+    ]
+    assert _digest(other) == before
+
+
+def test_a_read_only_database_without_what_a_page_needs_says_loading_needs_a_copy(tmp_path):
+    """The pages' empty states say to load logs on the home page, which a database browsed read-only
+    does not offer: the page says that loading needs a copy this user may write; the home page of an
+    empty one says it holds no logs (it said nothing but the read-only note)."""
+    from ragaudit_core.logs import store
+    from ragaudit_core.logs.ingest import ingest_paths
+    from tests.helpers import write_jsonl
+
+    prefix = unprivileged()
+    if prefix is None:
+        pytest.skip("file permissions cannot be made to apply here")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    db, empty = shared / "audit.duckdb", shared / "empty.duckdb"
+    with store.connect(db) as con:  # one run, no provenance
+        ingest_paths(con, [write_jsonl(tmp_path / "l.jsonl", [{"run_id": "A", "query_id": "q1", "docs": ["d1"]}])])
+    store.connect(empty).close()
+    for p in (db, empty):
+        p.chmod(0o444)
+    shared.chmod(0o555)
+    try:
+        fidelity = _page(prefix, tmp_path, db, "pages/4_Citation_fidelity.py")
+        compare = _page(prefix, tmp_path, db, "pages/3_Compare.py")
+        home = _page(prefix, tmp_path, empty, "app.py")
+    finally:
+        shared.chmod(0o755)
+    needs = (
+        "Loading logs needs a database this user may write: this one is read-only (copy the file, then open the "
+        "copy under “Database” in the sidebar)."
+    )
+    for page in (fidelity, compare):
+        assert not page["exception"] and not page["error"], page
+        assert len(page["info"]) == 1 and "on the home page" in page["info"][0], page
+        assert needs in [_plain(c) for c in page["caption"]], page
+    assert not home["exception"] and not home["error"], home
+    assert [_plain(i)[:40] for i in home["info"]] == [
+        "This database is read-only for this user",
+        "No logs are loaded in this database.",
+    ]
