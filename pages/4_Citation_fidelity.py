@@ -332,7 +332,7 @@ elif ui.writable(db, "Judging citations") and st.button(
     f"Judge the citations of {ui.md(run)} (3 judges)…", key="fid.judge.start"
 ):
     st.session_state["fid.judge.confirm"] = run
-if not active and st.session_state.get("fid.judge.confirm") == run:
+if not active and db.writable and st.session_state.get("fid.judge.confirm") == run:  # (read-only: never)
     precision = st.radio(
         "Judge model's weights",
         list(JUDGE_PRECISIONS),

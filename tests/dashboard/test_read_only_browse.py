@@ -26,7 +26,12 @@ import json, sys
 from streamlit.testing.v1 import AppTest
 
 root, page, action = sys.argv[1], sys.argv[2], sys.argv[3]
-at = AppTest.from_file(f"{root}/{page}", default_timeout=180).run()
+at = AppTest.from_file(f"{root}/{page}", default_timeout=180)
+if action.startswith("state "):  # "state KEY VALUE": left in the session by an earlier page
+    _, key, value = action.split(" ", 2)
+    at.session_state[key] = value
+    action = "-"
+at.run()
 if action != "-":  # open another database under "Database" in the sidebar ("+init PATH": adding our tables)
     if action.startswith("+init "):
         action = action[len("+init "):]
@@ -282,3 +287,14 @@ def test_a_read_only_database_without_what_a_page_needs_says_loading_needs_a_cop
         "This database is read-only for this user",
         "No logs are loaded in this database.",
     ]
+
+
+def test_a_judging_confirmation_left_in_the_session_is_not_offered_read_only(read_only_db, tmp_path):
+    prefix, db = read_only_db
+    before = _digest(db)
+    fidelity = _page(
+        prefix, tmp_path, db, "pages/4_Citation_fidelity.py", action="state fid.judge.confirm k10-c128-o32"
+    )
+    assert not fidelity["exception"] and not fidelity["error"], fidelity
+    assert not any(b.startswith("Yes") for b in fidelity["buttons"]), fidelity["buttons"]  # it would queue jobs
+    assert _digest(db) == before
