@@ -206,8 +206,12 @@ if isinstance(ans.get(run_a), str) or isinstance(ans.get(run_b), str):
     y.text(run_b)
     y.text(ans.get(run_b) if isinstance(ans.get(run_b), str) else "(no answer logged)")
     if isinstance(ans.get(run_a), str) and isinstance(ans.get(run_b), str):
-        value = lookup_similarities(con, run_a, run_b).get(qid)
+        kept = st.session_state.setdefault(KEYS.similarities, {})  # read-only: computed by this session
+        at = (db_path, version, run_a, run_b, qid)
+        value = lookup_similarities(con, run_a, run_b).get(qid, kept.get(at))
         if value is None and st.button("Compute answer similarity (loads the SBERT model)"):
             value = stored_similarities(con, run_a, run_b, [qid], [ans[run_a]], [ans[run_b]], ui.embedder)[0]
+            if not db.writable:  # nothing can be stored in the file: kept for the next interactions
+                kept[at] = value
         if value is not None:
             st.metric(f"Answer similarity ({DEFAULT_SIMILARITY_MODEL} cosine)", f"{value:.3f}")

@@ -40,6 +40,13 @@ def pair_quality(db: str, data_version: str, a: str, b: str, tau: float):
     return q, jitter_cost(con, comparison(db, data_version, a, b, tau), k=10)
 
 
+@st.cache_data(show_spinner="Comparing the answers…", max_entries=8)
+def answer_probe(db: str, data_version: str, a: str, b: str, tau: float):
+    """The evidence–answer probe (similarities stored in the database when it may be written, else
+    kept by this cache for the session's next interactions)."""
+    return probe_pair(ui.connection(db), a, b, ui.embedder, tau=tau)
+
+
 @st.cache_data(show_spinner="Gathering the gate's metrics…", max_entries=32)
 def gate_inputs(db: str, data_version: str, a: str, b: str, tau: float):
     return gate.collect(ui.connection(db), a, b, tau=tau, comparison=comparison(db, data_version, a, b, tau))
@@ -315,15 +322,21 @@ if not n_answers:
     st.caption("These two runs do not both carry answers; the probe needs answers in both.")
     st.stop()
 known = len(lookup_similarities(con, baseline, candidate))
-if known < n_answers and not st.button(
-    f"Compute answer similarity for {ui.counted(n_answers, 'query')} (loads the SBERT model)"
+asked = st.session_state.setdefault(KEYS.similarities, {})  # read-only: what this session computed, kept here
+computed = (db_path, version, baseline, candidate) in asked
+if (
+    known < n_answers
+    and not computed
+    and not st.button(f"Compute answer similarity for {ui.counted(n_answers, 'query')} (loads the SBERT model)")
 ):
     st.caption(
         f"{ui.counted(n_answers, 'query')} {'has' if n_answers == 1 else 'have'} answers in both runs; "
         f"{ui.counted(known, 'similarity', 'similarities')} {'is' if known == 1 else 'are'} stored."
     )
     st.stop()
-probe = probe_pair(con, baseline, candidate, ui.embedder, tau=tau)
+probe = answer_probe(db_path, version, baseline, candidate, tau)
+if not db.writable:  # nothing can be stored in the file: the next interaction shows the probe again
+    asked[(db_path, version, baseline, candidate)] = True
 ps = probe.summary
 p = st.columns(6)
 p[0].metric("answered queries", ps["n_queries"])

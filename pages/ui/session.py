@@ -23,6 +23,7 @@ class _Keys:
     report = "ragaudit.report"  # the last PDF report built: (what it covers, bytes)
     gate_policy = "ragaudit.gate_policy"  # the compare page's verdict settings (min_applicable, require)
     gate_editor = "ragaudit.gate_editor"  # a counter: a new rule editor widget after a preset / file load
+    similarities = "ragaudit.similarities"  # answer similarities computed on a read-only database (not storable)
 
 
 class _Params:

@@ -32,6 +32,11 @@ if action.startswith("state "):  # "state KEY VALUE": left in the session by an 
     at.session_state[key] = value
     action = "-"
 at.run()
+if action.startswith("click "):  # "click LABEL": a button whose label starts so, then one more interaction
+    label = action[len("click "):]
+    next(b for b in at.button if b.label.startswith(label)).click().run()
+    at.run()
+    action = "-"
 if action != "-":  # open another database under "Database" in the sidebar ("+init PATH": adding our tables)
     if action.startswith("+init "):
         action = action[len("+init "):]
@@ -297,4 +302,15 @@ def test_a_judging_confirmation_left_in_the_session_is_not_offered_read_only(rea
     )
     assert not fidelity["exception"] and not fidelity["error"], fidelity
     assert not any(b.startswith("Yes") for b in fidelity["buttons"]), fidelity["buttons"]  # it would queue jobs
+    assert _digest(db) == before
+
+
+def test_answer_similarities_computed_read_only_stay_for_the_session(read_only_db, tmp_path):
+    prefix, db = read_only_db
+    before = _digest(db)
+    compare = _page(prefix, tmp_path, db, "pages/3_Compare.py", action="click Compute answer similarity for")
+    assert not compare["exception"], compare
+    # one interaction after the click: the probe is still drawn (it was gone, the button back)
+    assert "mean answer similarity" in compare["metrics"], compare["metrics"]
+    assert not any(b.startswith("Compute answer similarity") for b in compare["buttons"])
     assert _digest(db) == before
