@@ -25,9 +25,8 @@ st.set_page_config(page_title="RagAudit", page_icon="🔎", layout="wide")
 def home() -> None:
     st.title("RagAudit")
     st.caption(f"Audit retrieval-augmented generation from its logs · version {__version__}")
-    con, db_path = _database()
+    con, db_path, writable = _database()
     info = catalog.overview(con)
-    writable = not store.is_read_only(con)
     if writable:
         with st.container(border=True):
             st.subheader("Load logs")
@@ -49,11 +48,11 @@ def home() -> None:
         else:
             st.info("No logs are loaded in this database.")
         st.stop()
-    _loaded(con, info, db_path)
+    _loaded(con, info, db_path, writable)
 
 
 def _database():
-    """The sidebar's database picker; the open connection and its path."""
+    """The sidebar's database picker; the open connection, its path and whether it may be written."""
     db_path = ui.current_db_path()
     with st.sidebar.expander("Database", expanded=False):
         root = store.workspace_root()
@@ -91,8 +90,9 @@ def _database():
     except store.StoreError as e:
         st.error(ui.md(f"{e}. Pick another file under “Database” in the sidebar."))
         st.stop()
-    st.sidebar.caption(f"Database: `{db_path}`" + (" (read-only)" if store.is_read_only(con) else ""))
-    return con, db_path
+    writable = not store.is_read_only(con)  # (this user may not write the file: browsed, see ui.connection)
+    st.sidebar.caption(f"Database: `{db_path}`" + ("" if writable else " (read-only)"))
+    return con, db_path, writable
 
 
 def _read_as(files) -> str:
@@ -226,7 +226,7 @@ def _last_ingest() -> None:
         st.warning(ui.md(w))
 
 
-def _loaded(con, info: dict, db_path: str) -> None:
+def _loaded(con, info: dict, db_path: str, writable: bool) -> None:
     info = {**info, "rejected_lines": info["rejected"] - info["refused"]}
     c = st.columns(7)
     for col, (label, key) in zip(
@@ -242,7 +242,7 @@ def _loaded(con, info: dict, db_path: str) -> None:
         ],
     ):
         col.metric(label, f"{info[key]:,}")
-    _identity(con)
+    _identity(con, writable)
     if info["runs"]:
         st.subheader("Runs and their configurations")
         ui.table(
@@ -291,10 +291,10 @@ def _loaded(con, info: dict, db_path: str) -> None:
             # a file by its name, as uploaded (not where it is kept); no path (NULL): about the database
             names = warnings["path"].map(lambda p: Path(p).name if isinstance(p, str) else p)
             ui.table(warnings.assign(path=names), hide_index=True)
-    _ledger(con)
+    _ledger(con, writable)
 
 
-def _identity(con) -> None:
+def _identity(con, writable: bool) -> None:
     """The identity checks' warnings, and re-reading passage-like ids as texts in one click."""
     passages = sanity.passage_id_runs(con)
     conflicts = sanity.conflict_messages(sanity.query_text_conflicts(con))
@@ -303,12 +303,11 @@ def _identity(con) -> None:
     st.subheader("Identity checks")
     for p in passages:
         st.warning(ui.md(ui.sentence(p.message())))
-    read_only = store.is_read_only(con)
-    if passages and read_only:  # the warnings name the button: say why it is not here
+    if passages and not writable:  # the warnings name the button: say why it is not here
         ui.needs_writing("Reading these ids as texts")
     if (
         passages
-        and not read_only
+        and writable
         and st.button(f"Read these ids as texts ({ui.counted(len(passages), 'run')})", key="home.as_texts")
     ):
         n = sanity.read_ids_as_texts(con, [p.run_id for p in passages])
@@ -320,12 +319,12 @@ def _identity(con) -> None:
         st.warning(ui.md(ui.sentence(msg)))
 
 
-def _ledger(con) -> None:
+def _ledger(con, writable: bool) -> None:
     """Every loaded file, newest first, and removing one file or one run with what derives from it."""
     ledger = catalog.files_ledger(con)
     st.subheader(f"Files ({len(ledger):,}), newest first")
     ui.table(ledger.drop(columns=["file_id"]), hide_index=True)
-    if store.is_read_only(con):
+    if not writable:
         return  # nothing can be removed (the home page says why once)
     runs = natural_sorted(catalog.all_run_ids(con))
     with st.popover("Remove a file or a run…"):

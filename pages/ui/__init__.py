@@ -192,12 +192,13 @@ def open_store(title: str, precondition: Callable[[object], str | None] | None =
     except store.StoreError as e:
         st.error(md(f"{e}. Pick another file under “Database” on the home page."))
         st.stop()
+    writable = not store.is_read_only(con)
     if precondition is not None and (msg := precondition(con)):
         st.info(md(msg))
-        if store.is_read_only(con):  # the message says to load logs on the home page, which does not offer it
+        if not writable:  # the message says to load logs on the home page, which does not offer it
             needs_writing("Loading logs")
         st.stop()
-    return Store(con, db_path, store.data_version(con), not store.is_read_only(con))
+    return Store(con, db_path, store.data_version(con), writable)
 
 
 def tau_slider(label: str = "Flip threshold τ (a query flips when J < τ)") -> float:

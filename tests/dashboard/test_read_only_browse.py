@@ -7,6 +7,7 @@ cannot be made to apply."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -77,20 +78,39 @@ def _plain(s: str) -> str:
     return s.replace("\\", "")
 
 
-@pytest.fixture
-def read_only_db(sample_db, tmp_path):
+def _prefix() -> list[str]:
+    """The command prefix under which file permissions apply (skips the test where none can)."""
     prefix = unprivileged()
     if prefix is None:
         pytest.skip("file permissions cannot be made to apply here")
+    return prefix
+
+
+@contextlib.contextmanager
+def _locked(folder: Path):
+    """Every file in ``folder`` and the folder itself read-only while the block runs (not even a
+    write-ahead log could be made beside a file); writable again after."""
+    files = list(folder.iterdir())
+    for p in files:
+        p.chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        yield
+    finally:
+        folder.chmod(0o755)
+        for p in files:
+            p.chmod(0o644)
+
+
+@pytest.fixture
+def read_only_db(sample_db, tmp_path):
+    prefix = _prefix()
     shared = tmp_path / "shared"
     shared.mkdir()
     db = shared / "audit.duckdb"
     shutil.copy(sample_db, db)
-    db.chmod(0o444)
-    shared.chmod(0o555)  # the folder too: not even a write-ahead log could be made beside it
-    yield prefix, db
-    shared.chmod(0o755)
-    db.chmod(0o644)
+    with _locked(shared):
+        yield prefix, db
 
 
 def test_every_page_browses_a_read_only_database_and_changes_nothing(read_only_db, tmp_path):
@@ -145,9 +165,7 @@ def test_the_job_queue_beside_a_read_only_database_is_read_not_written(sample_db
     from ragaudit_core.logs import store
     from ragaudit_core.logs.selection import natural_sorted
 
-    prefix = unprivileged()
-    if prefix is None:
-        pytest.skip("file permissions cannot be made to apply here")
+    prefix = _prefix()
     shared = tmp_path / "shared"
     shared.mkdir()
     db = shared / "audit.duckdb"
@@ -162,14 +180,9 @@ def test_the_job_queue_beside_a_read_only_database_is_read_not_written(sample_db
     files = sorted(p.name for p in shared.iterdir())
     assert files == [".audit.duckdb.queue.sqlite", "audit.duckdb"]
     before = {p.name: _digest(p) for p in shared.iterdir()}
-    for p in shared.iterdir():
-        p.chmod(0o444)
-    shared.chmod(0o555)
-    try:
+    with _locked(shared):
         fidelity = _page(prefix, tmp_path, db, "pages/4_Citation_fidelity.py")
         attributions = _page(prefix, tmp_path, db, "pages/5_Attributions.py")
-    finally:
-        shared.chmod(0o755)
     assert not fidelity["exception"], fidelity["exception"]
     assert [_plain(e) for e in fidelity["error"]] == ["1 judge job failed; the first: ConnectionError: refused"]
     assert "Retry failed judge jobs" not in fidelity["buttons"]
@@ -199,9 +212,7 @@ def test_passage_like_ids_of_a_read_only_database_do_not_point_at_a_button_it_hi
     from ragaudit_core.logs.ingest import ingest_paths
     from tests.helpers import write_jsonl
 
-    prefix = unprivileged()
-    if prefix is None:
-        pytest.skip("file permissions cannot be made to apply here")
+    prefix = _prefix()
     shared = tmp_path / "shared"
     shared.mkdir()
     db = shared / "audit.duckdb"
@@ -213,12 +224,8 @@ def test_passage_like_ids_of_a_read_only_database_do_not_point_at_a_button_it_hi
             con, [write_jsonl(tmp_path / "p.jsonl", [{"run_id": "r1", "query_id": "q1", "contexts": [passage]}])]
         )
     before = _digest(db)
-    db.chmod(0o444)
-    shared.chmod(0o555)
-    try:
+    with _locked(shared):
         home = _page(prefix, tmp_path, db, "app.py")
-    finally:
-        shared.chmod(0o755)
     assert not home["exception"] and not home["error"], home
     assert not any(b.startswith("Read these ids as texts") for b in home["buttons"])
     assert (
@@ -261,24 +268,17 @@ def test_a_read_only_database_without_what_a_page_needs_says_loading_needs_a_cop
     from ragaudit_core.logs.ingest import ingest_paths
     from tests.helpers import write_jsonl
 
-    prefix = unprivileged()
-    if prefix is None:
-        pytest.skip("file permissions cannot be made to apply here")
+    prefix = _prefix()
     shared = tmp_path / "shared"
     shared.mkdir()
     db, empty = shared / "audit.duckdb", shared / "empty.duckdb"
     with store.connect(db) as con:  # one run, no provenance
         ingest_paths(con, [write_jsonl(tmp_path / "l.jsonl", [{"run_id": "A", "query_id": "q1", "docs": ["d1"]}])])
     store.connect(empty).close()
-    for p in (db, empty):
-        p.chmod(0o444)
-    shared.chmod(0o555)
-    try:
+    with _locked(shared):
         fidelity = _page(prefix, tmp_path, db, "pages/4_Citation_fidelity.py")
         compare = _page(prefix, tmp_path, db, "pages/3_Compare.py")
         home = _page(prefix, tmp_path, empty, "app.py")
-    finally:
-        shared.chmod(0o755)
     needs = (
         "Loading logs needs a database this user may write: this one is read-only (copy the file, then open the "
         "copy under “Database” in the sidebar)."
