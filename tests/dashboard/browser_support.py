@@ -216,4 +216,7 @@ def upload_logs(page, url: str, files) -> None:
     load = page.get_by_role("button", name="Load the uploaded files")
     shown(page, load)
     load.click()
-    shown(page, "Runs and their configurations")  # drawn only by the run after the load's st.rerun()
+    # the load's st.rerun() gives the uploader a new key: its chips go only once the load has ended
+    # (on a database that already held runs, the heading below is on the page before the click)
+    expect(page.get_by_test_id("stFileChip")).to_have_count(0, timeout=TIMEOUT_MS)
+    shown(page, "Runs and their configurations")
