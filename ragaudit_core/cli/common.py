@@ -63,6 +63,10 @@ MaxLine = Annotated[
         "document, a CSV row, a Parquet row.",
     ),
 ]
+LogPaths = Annotated[list[Path] | None, typer.Argument(help="Log files or folders to ingest first.", readable=False)]
+"""The logs a read command loads first (into ``--db``, or a database in memory)."""
+DbOrMemory = Annotated[Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")]
+"""The database a read command opens (read-only unless PATHs are given)."""
 Device = Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")]
 FlipThreshold = Annotated[float, typer.Option("--flip-threshold", help="τ: a query flips between two runs when J < τ.")]
 Qrels = Annotated[

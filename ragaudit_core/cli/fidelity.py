@@ -8,7 +8,16 @@ from typing import Annotated
 
 import typer
 
-from ragaudit_core.cli.common import CaseSensitive, CollapseWs, emit_json, fail, fmt, ingest_options, open_logs
+from ragaudit_core.cli.common import (
+    CaseSensitive,
+    CollapseWs,
+    DbOrMemory,
+    emit_json,
+    fail,
+    fmt,
+    ingest_options,
+    open_logs,
+)
 from ragaudit_core.fidelity import FidelityRules, RunFidelity, canary, fidelity_runs, provenance_runs
 from ragaudit_core.wording import counted, listed
 
@@ -19,9 +28,7 @@ def fidelity(
     paths: Annotated[
         list[Path] | None, typer.Argument(help="Provenance JSONL files or folders to ingest first.", readable=False)
     ] = None,
-    db: Annotated[
-        Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")
-    ] = None,
+    db: DbOrMemory = None,
     rules: Annotated[Path | None, typer.Option("--rules", help="TOML with a [fidelity] table of thresholds.")] = None,
     runs: Annotated[
         str | None, typer.Option("--runs", help="Comma-separated runs (default: all with provenance).")

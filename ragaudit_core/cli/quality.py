@@ -3,12 +3,11 @@ paired tests between runs (does jitter cost quality?)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ragaudit_core.cli.common import Qrels, emit_json, fail, ints, open_logs
+from ragaudit_core.cli.common import DbOrMemory, LogPaths, Qrels, emit_json, fail, ints, open_logs
 from ragaudit_core.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.quality import DEFAULT_CUTOFFS
@@ -19,12 +18,8 @@ __all__ = ["quality"]
 
 
 def quality(
-    paths: Annotated[
-        list[Path] | None, typer.Argument(help="Log files or folders to ingest first.", readable=False)
-    ] = None,
-    db: Annotated[
-        Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")
-    ] = None,
+    paths: LogPaths = None,
+    db: DbOrMemory = None,
     qrels: Qrels = None,
     k: Annotated[str, typer.Option("--k", help="Cut-offs, comma-separated.")] = ",".join(map(str, DEFAULT_CUTOFFS)),
     runs: Annotated[

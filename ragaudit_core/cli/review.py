@@ -11,8 +11,10 @@ import typer
 from ragaudit_core.cli.common import (
     EXIT_GATE_FAILED,
     EXIT_GATE_INCONCLUSIVE,
+    DbOrMemory,
     Device,
     LazyModels,
+    LogPaths,
     emit_json,
     fail,
     known_runs,
@@ -37,12 +39,8 @@ def _rules_file(rules: Path) -> GatePolicy:
 
 
 def gate(
-    paths: Annotated[
-        list[Path] | None, typer.Argument(help="Log files or folders to ingest first.", readable=False)
-    ] = None,
-    db: Annotated[
-        Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")
-    ] = None,
+    paths: LogPaths = None,
+    db: DbOrMemory = None,
     baseline: Annotated[str, typer.Option("--baseline", help="The run in production (id or alias).")] = ...,  # type: ignore[assignment]  # typer: required
     candidate: Annotated[str, typer.Option("--candidate", help="The run that would replace it (id or alias).")] = ...,  # type: ignore[assignment]  # typer: required
     rules: Annotated[Path | None, typer.Option("--rules", help="TOML rules (preset and/or [[rule]] tables).")] = None,
@@ -79,12 +77,8 @@ def gate(
 
 
 def report(
-    paths: Annotated[
-        list[Path] | None, typer.Argument(help="Log files or folders to ingest first.", readable=False)
-    ] = None,
-    db: Annotated[
-        Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")
-    ] = None,
+    paths: LogPaths = None,
+    db: DbOrMemory = None,
     out: Annotated[Path, typer.Option("--out", help="Where to write the PDF.")] = Path("audit.pdf"),
     baseline: Annotated[str | None, typer.Option("--baseline", help="Run in production (for the verdict).")] = None,
     candidate: Annotated[str | None, typer.Option("--candidate", help="Run that would replace it.")] = None,

@@ -15,10 +15,12 @@ from ragaudit_core.cli.common import (
     CasefoldSpans,
     CaseSensitive,
     CollapseWs,
+    DbOrMemory,
     Device,
     DocIdKey,
     Format,
     LazyModels,
+    LogPaths,
     MaxLine,
     Qrels,
     RunId,
@@ -50,12 +52,8 @@ __all__ = ["probe", "stability"]
 
 
 def stability(
-    paths: Annotated[
-        list[Path] | None, typer.Argument(help="JSONL files or folders to ingest first.", readable=False)
-    ] = None,
-    db: Annotated[
-        Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")
-    ] = None,
+    paths: LogPaths = None,
+    db: DbOrMemory = None,
     docid_map: Annotated[
         Path | None, typer.Option("--docid-map", help="Alias map CSV with headers raw,canonical.")
     ] = None,
