@@ -12,6 +12,8 @@ The rules, each enforced here and nowhere else:
 - **The key** comes only from the environment (``RAGAUDIT_JUDGE_API_KEY``) or a key file the
   operator names (:func:`use_key_file`, the command line's ``--key-file``); it is sent only as
   ``Authorization: Bearer`` to the endpoint itself, and masked out of any error text.
+- **No proxy for this machine**: an endpoint on a loopback host is called directly, whatever
+  ``http_proxy`` says.
 - **Redirects are not followed**: a 3xx answer is an error naming its target
   (:class:`EndpointRedirected`), so the key never goes to another address.
 - **Only allowed endpoints are called** (:func:`check_allowed`): those the operator lists in
@@ -197,8 +199,17 @@ def use_key_file(path: Path) -> None:
 
 
 def api_key() -> str | None:
-    """The API key: ``RAGAUDIT_JUDGE_API_KEY`` (set from a key file by :func:`use_key_file`)."""
-    return os.environ.get(ENV_KEY) or None
+    """The API key: ``RAGAUDIT_JUDGE_API_KEY`` (set from a key file by :func:`use_key_file`). A key
+    holding a control character (the ``\\r`` ``$(cat key.txt)`` keeps from a Windows file) is refused
+    here, without repeating it: the HTTP library would refuse the header quoting it, escaped, where
+    :func:`mask` cannot find it."""
+    key = os.environ.get(ENV_KEY) or None
+    if key is not None and any(not c.isprintable() for c in key):
+        raise EndpointRefused(
+            f"the API key in {ENV_KEY} holds a control character (a line end?); set it to the key alone, "
+            "or write it on the first line of a --key-file"
+        )
+    return key
 
 
 def timeout_s() -> float:
@@ -228,11 +239,18 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         )
 
 
-def _opener() -> urllib.request.OpenerDirector:
-    """http(s) only, no redirects (no file:, ftp: or data: handler at all)."""
+def _loopback(url: str) -> bool:
+    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    return host == "localhost" or host.endswith(".localhost") or host == "::1" or host.startswith("127.")
+
+
+def _opener(url: str) -> urllib.request.OpenerDirector:
+    """http(s) only, no redirects (no file:, ftp: or data: handler at all); an endpoint on this
+    machine is never reached through a proxy (``http_proxy`` without ``no_proxy`` would send the
+    key, in clear for http, to the proxy)."""
     o = urllib.request.OpenerDirector()
     for h in (
-        urllib.request.ProxyHandler(),
+        urllib.request.ProxyHandler({} if _loopback(url) else None),
         urllib.request.HTTPHandler(),
         urllib.request.HTTPSHandler(),
         urllib.request.HTTPDefaultErrorHandler(),
@@ -268,7 +286,7 @@ def post_json(
     def send() -> None:
         try:
             # the socket waits a little longer than the limit, so the limit below speaks first
-            with _opener().open(req, timeout=timeout + 1.0) as r:
+            with _opener(url).open(req, timeout=timeout + 1.0) as r:
                 out["reply"] = r.read(MAX_REPLY_BYTES + 1)
         except BaseException as e:  # noqa: BLE001 — handed to the waiting thread
             out["error"] = e

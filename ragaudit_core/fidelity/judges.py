@@ -37,7 +37,6 @@ failed reply is retried ``retries`` times, then the judge casts no vote (None).
 
 from __future__ import annotations
 
-import re
 import urllib.error
 from collections.abc import Sequence
 from typing import Any
@@ -212,7 +211,15 @@ class _State:
             return done.value
 
 
-_JSON_OBJECT = re.compile(r"\{.*\}", re.S)
+def _json_object(content: object) -> str:
+    """The reply's text from its first ``{`` to its last ``}`` ("" when none, or not text): what
+    ``\\{.*\\}`` (re.S) matched, in linear time — the regex was quadratic in open braces without a
+    close, hours for a 4 MB reply, with no cancel polled."""
+    if not isinstance(content, str):
+        return ""
+    i = content.find("{")
+    j = content.rfind("}")
+    return content[i : j + 1] if 0 <= i < j else ""
 
 
 class EndpointJudge:
@@ -242,7 +249,7 @@ class EndpointJudge:
         self.n_invalid = 0  # replies that failed validation or the request (retried)
         self.check_cancel: Any = None
 
-    def _ask(self, prompt: str, seed: int) -> str:
+    def _ask(self, prompt: str, seed: int) -> object:
         from ragaudit_core.fidelity.endpoint import post_json
 
         body = {
@@ -260,7 +267,7 @@ class EndpointJudge:
         cannot be reached (or answers with an HTTP error, or not within the time limit) on every
         attempt raises ``JudgeUnreachable``: that is a failed job, not a judge's abstention. A
         redirect raises ``EndpointRedirected`` at once (never retried, never followed)."""
-        from ragaudit_core.fidelity.endpoint import mask
+        from ragaudit_core.fidelity.endpoint import EndpointRedirected, mask
 
         out = []
         for seed in seeds:
@@ -272,10 +279,11 @@ class EndpointJudge:
                     last_error = mask(f"{type(e).__name__}: {getattr(e, 'reason', None) or e}", self.api_key)
                     self.n_invalid += 1
                     continue
+                except EndpointRedirected as e:  # its target may echo what it got: the key
+                    raise EndpointRedirected(mask(str(e), self.api_key)) from None
                 reached = True
-                m = _JSON_OBJECT.search(content or "")
                 try:
-                    verdict = JudgeVerdict.model_validate_json(m.group(0) if m else "")
+                    verdict = JudgeVerdict.model_validate_json(_json_object(content))
                     break
                 except ValueError:
                     self.n_invalid += 1

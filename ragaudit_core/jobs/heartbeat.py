@@ -16,7 +16,8 @@ worker is not live is queued again by whoever looks (:func:`ragaudit_core.jobs.q
 
 Edge cases: clocks of different hosts are trusted to agree within a few seconds; a heartbeat
 file that cannot be read (being replaced) counts as absent for that look only — files are
-replaced atomically, so this is rare; heartbeats of workers found dead are removed.
+replaced atomically, so this is rare; heartbeats of workers found dead are removed. A heartbeat
+dated more than STALE_AFTER_S in the future, or not in this shape, is not live.
 """
 
 from __future__ import annotations
@@ -97,19 +98,28 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 def heartbeats(db_path: str | os.PathLike) -> list[dict[str, Any]]:
     """Every heartbeat beside ``db_path`` (live or not)."""
+    return [b for _p, b in _files(db_path)]
+
+
+def _files(db_path: str | os.PathLike) -> list[tuple[Path, dict[str, Any]]]:
     d = folder(db_path)
     if not d.is_dir():
         return []
-    return [b for p in sorted(d.glob("*.json")) if (b := _read(p)) is not None]
+    return [(p, b) for p in sorted(d.glob("*.json")) if isinstance(b := _read(p), dict)]
 
 
 def is_live(beat: dict[str, Any], now: float | None = None) -> bool:
     """The rule above, for one heartbeat."""
     now = time.time() if now is None else now
-    if now - float(beat.get("time", 0)) > STALE_AFTER_S:
-        return False
+    try:
+        age = now - float(beat.get("time", 0))
+        pid = int(beat.get("pid") or 0)
+    except (TypeError, ValueError):
+        return False  # not a heartbeat this code wrote
+    if not -STALE_AFTER_S <= age <= STALE_AFTER_S:  # stale, or dated in the future past any clock skew:
+        return False  # a heartbeat from the future would keep a dead worker live for ever
     if beat.get("host") == HOST:
-        return proc_alive(beat.get("pid"), beat.get("proc_start"))
+        return proc_alive(pid, beat.get("proc_start"))
     return True
 
 
@@ -117,13 +127,20 @@ def live_workers(db_path: str | os.PathLike) -> list[dict[str, Any]]:
     """The live workers' heartbeats; those of dead workers on this host (or stale for over an
     hour anywhere) are removed."""
     now, live = time.time(), []
-    for b in heartbeats(db_path):
+    for path, b in _files(db_path):
         if is_live(b, now):
             live.append(b)
-        elif b.get("host") == HOST or now - float(b.get("time", 0)) > 3600:
+        elif b.get("host") == HOST or not _recent(b, now, 3600):
             with contextlib.suppress(OSError):
-                (folder(db_path) / f"{b.get('token')}.json").unlink()
+                path.unlink()  # the file read, never one named by its contents
     return live
+
+
+def _recent(beat: dict[str, Any], now: float, within_s: float) -> bool:
+    try:
+        return abs(now - float(beat.get("time", 0))) <= within_s
+    except (TypeError, ValueError):
+        return False
 
 
 class Heartbeat:

@@ -18,14 +18,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from pathlib import Path
 
 __all__ = ["clear", "partial_file", "read", "write"]
 
 
+_SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
 def partial_file(db_path: str | os.PathLike, job_id: str) -> Path | None:
-    """Where the first estimate of ``job_id`` on the database ``db_path`` is kept (None in memory)."""
-    if str(db_path) in ("", ":memory:"):
+    """Where the first estimate of ``job_id`` on the database ``db_path`` is kept (None in memory,
+    and None for an id that is not a plain name: a job id read from a queue file someone else wrote
+    never becomes a path outside the folder — ``/home/x/notes`` or ``../x`` — to write or remove)."""
+    if str(db_path) in ("", ":memory:") or not _SAFE_ID.fullmatch(str(job_id)):
         return None
     p = Path(db_path)
     return p.with_name(f".{p.name}.partial") / f"{job_id}.json"

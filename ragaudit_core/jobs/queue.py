@@ -39,6 +39,7 @@ from ragaudit_core.jobspec import JobInputs, JobSpec
 __all__ = [
     "BUSY_S",
     "ETA_AFTER_S",
+    "MAX_WORKER_DEATHS",
     "Job",
     "cancel",
     "cancel_requested",
@@ -58,6 +59,9 @@ __all__ = [
 
 Where = Union[duckdb.DuckDBPyConnection, str, os.PathLike]  # noqa: UP007 — a runtime alias
 BUSY_S = 30.0
+MAX_WORKER_DEATHS = 3
+"""Times a job's worker may die under it (kill -9, out of memory, a crash) before the job is failed
+instead of queued again: a job that kills its worker is not run forever."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -78,7 +82,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     started_at  REAL,
     updated_at  REAL,
     finished_at REAL,
-    seconds     REAL
+    seconds     REAL,
+    deaths      INTEGER DEFAULT 0
 )
 """
 _COLUMNS = (
@@ -172,6 +177,8 @@ def _open(where: Where, *, create: bool = True) -> Iterator[sqlite3.Connection |
             con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA synchronous=NORMAL")
         con.execute(_SCHEMA)
+        if not fresh and "deaths" not in {c[1] for c in con.execute("PRAGMA table_info(jobs)")}:
+            con.execute("ALTER TABLE jobs ADD COLUMN deaths INTEGER DEFAULT 0")  # a queue from before the count
         if fresh and duck is not None:
             _migrate(duck, con)
         yield con
@@ -233,22 +240,47 @@ def enqueue(where: Where, spec: JobSpec, inputs: JobInputs) -> str:
 
 def claim(where: Where, token: str | None = None) -> tuple[str, JobSpec, JobInputs] | None:
     """Take the oldest queued job for this process (status running, marked with the worker's
-    heartbeat ``token``), or None."""
+    heartbeat ``token``), or None. A row that cannot be read as a job, or whose id is not its
+    description's (:meth:`JobSpec.job_id`: a queue file written by someone else), is failed with a
+    sentence and the next one taken: it never crashes a worker nor names a file."""
     with _write(where) as con:
-        row = con.execute(
-            "SELECT job_id, spec, inputs FROM jobs WHERE status = 'queued' AND NOT cancel "
-            "ORDER BY queued_at, job_id LIMIT 1"
-        ).fetchone()
-        if row:
+        while True:
+            row = con.execute(
+                "SELECT job_id, spec, inputs FROM jobs WHERE status = 'queued' AND NOT cancel "
+                "ORDER BY queued_at, job_id LIMIT 1"
+            ).fetchone()
+            if not row:
+                return None
             now = time.time()
+            got, why = _parse(*row)
+            if got is None:
+                con.execute(
+                    "UPDATE jobs SET status = 'failed', label = 'failed', error = ?, finished_at = ?, updated_at = ? "
+                    "WHERE job_id = ?",
+                    [why, now, now, row[0]],
+                )
+                continue
             con.execute(
                 "UPDATE jobs SET status = 'running', label = 'starting', started_at = ?, updated_at = ?, "
                 "fraction = 0, worker_pid = ?, worker_token = ?, error = NULL WHERE job_id = ?",
                 [now, now, os.getpid(), token, row[0]],
             )
-    if not row:
-        return None
-    return row[0], JobSpec.model_validate_json(row[1]), JobInputs.model_validate_json(row[2])
+            return got
+
+
+def _parse(job_id: str, spec: str, inputs: str) -> tuple[tuple[str, JobSpec, JobInputs] | None, str]:
+    """(job id, spec, inputs) of a queued row, or None and the sentence saying why it is refused."""
+    try:
+        s, i = JobSpec.model_validate_json(spec), JobInputs.model_validate_json(inputs)
+    except ValueError as e:  # pydantic's ValidationError is a ValueError
+        first = str(e).splitlines()[0][:200]
+        return None, f"this job's description cannot be read ({first}); queue it again from the dashboard or CLI"
+    if s.job_id() != job_id:
+        return None, (
+            f"this job's id does not match its description (expected {s.job_id()}): the queue file was "
+            "changed outside RagAudit; queue the job again from the dashboard or CLI"
+        )
+    return (job_id, s, i), ""
 
 
 def progress(where: Where, job_id: str, label: str, fraction: float) -> None:
@@ -324,7 +356,7 @@ def retry(where: Where, job_ids: list[str] | None = None) -> list[str]:
     with _write(where) as con:
         ids = [j for (j,) in con.execute(f"SELECT job_id FROM jobs WHERE {cond} ORDER BY job_id", args).fetchall()]
         con.execute(
-            "UPDATE jobs SET status = 'queued', label = 'queued again', fraction = 0, cancel = 0, "
+            "UPDATE jobs SET status = 'queued', label = 'queued again', fraction = 0, cancel = 0, deaths = 0, "
             f"error = NULL, finished_at = NULL, queued_at = ? WHERE {_IDS}",
             [time.time(), json.dumps(ids)],
         )
@@ -335,7 +367,8 @@ def requeue_stale(where: Where, db_path: str | None = None) -> int:
     """Jobs marked running by a worker that is not live (by its heartbeat; a job from before
     heartbeats, by its PID on this machine) go back to the queue — a worker killed mid-job, a
     zombie, a PID reused by another program; one whose cancel was asked for is cancelled.
-    Returns how many."""
+    Returns how many. A job whose worker died under it :data:`MAX_WORKER_DEATHS` times is failed
+    with a sentence instead (:func:`retry` queues it again, with a fresh count)."""
     from ragaudit_core.jobs import heartbeat
 
     with _open(where, create=False) as con:
@@ -347,18 +380,32 @@ def requeue_stale(where: Where, db_path: str | None = None) -> int:
     path = db_path or _duck_path(where)
     live = {b.get("token") for b in heartbeat.live_workers(path)} if path and path != ":memory:" else set()
     dead = json.dumps([j for j, pid, tok in rows if (tok not in live if tok else not heartbeat.proc_alive(pid))])
+    now = time.time()
     with _write(where) as con:
         n = con.execute(
             "UPDATE jobs SET status = 'cancelled', label = 'cancelled', finished_at = ? "
             f"WHERE {_IDS} AND status = 'running' AND cancel",
-            [time.time(), dead],
+            [now, dead],
         ).rowcount
+        con.execute(
+            "UPDATE jobs SET status = 'failed', label = 'failed', error = ?, finished_at = ?, updated_at = ?, "
+            f"deaths = coalesce(deaths, 0) + 1 WHERE {_IDS} AND status = 'running' AND coalesce(deaths, 0) + 1 >= ?",
+            [_died_error(), now, now, dead, MAX_WORKER_DEATHS],
+        )
         n += con.execute(
-            "UPDATE jobs SET status = 'queued', label = 'queued again (its worker stopped)', fraction = 0 "
-            f"WHERE {_IDS} AND status = 'running'",
+            "UPDATE jobs SET status = 'queued', label = 'queued again (its worker stopped)', fraction = 0, "
+            f"deaths = coalesce(deaths, 0) + 1 WHERE {_IDS} AND status = 'running'",
             [dead],
         ).rowcount
     return n
+
+
+def _died_error() -> str:
+    return (
+        f"its worker stopped {MAX_WORKER_DEATHS} times while running it (killed, out of memory or crashed), "
+        "so it is not queued again by itself (the worker's log, .NAME.worker.log beside the database, may say "
+        "why); retry it once the cause is fixed"
+    )
 
 
 def jobs(
@@ -389,9 +436,17 @@ def jobs(
         ).fetchall()
     now = time.time()
     return [
-        Job(j, JobSpec.model_validate_json(s), st, lab, fr or 0.0, err, (now - t0) if st == "running" and t0 else sec)
+        Job(j, spec, st, lab, fr or 0.0, err, max(0.0, now - t0) if st == "running" and t0 else sec)
         for j, s, st, lab, fr, err, t0, sec in rows
+        if (spec := _spec(s)) is not None  # a row that is not a job (written outside RagAudit): claim fails it
     ]
+
+
+def _spec(text: str) -> JobSpec | None:
+    try:
+        return JobSpec.model_validate_json(text)
+    except ValueError:
+        return None
 
 
 def estimate_seconds(where: Where, spec: JobSpec) -> tuple[float, int] | None:

@@ -1,0 +1,102 @@
+"""The API key stays out of error text however the endpoint or the operator's shell behaves, and a
+reply cannot stall or crash a judge job: real local HTTP servers in threads."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ragaudit_core.fidelity import endpoint
+from ragaudit_core.fidelity.judges import EndpointJudge
+from tests.fidelity.test_endpoint import _Redirect
+from tests.fidelity.test_judge import GOOD, _Server
+
+KEY = "sk-test-0123456789"
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for name in (endpoint.ENV_ENDPOINTS, endpoint.ENV_KEY, endpoint.ENV_TIMEOUT, "http_proxy", "HTTP_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+
+
+def test_a_key_with_a_line_end_is_refused_without_repeating_it(monkeypatch):
+    """``export RAGAUDIT_JUDGE_API_KEY=$(cat key.txt)`` keeps a Windows file's \\r: http.client then
+    refused the header with its repr in the message, which the masking (of the raw key) missed, so
+    the key went into the job's error, the queue and the page."""
+    monkeypatch.setenv(endpoint.ENV_KEY, KEY + "\r")
+    with pytest.raises(endpoint.EndpointRefused) as e:
+        endpoint.api_key()
+    assert KEY not in str(e.value)
+    assert endpoint.ENV_KEY in str(e.value)
+
+
+def test_a_redirect_echoing_the_key_is_reported_without_it():
+    target = "/elsewhere?echo=" + KEY  # a server that puts what it got into its Location
+    first = _Redirect(target)
+    try:
+        with pytest.raises(endpoint.EndpointRedirected) as e:
+            EndpointJudge(first.url, "m", api_key=KEY, retries=0, timeout_s=5).verdicts("p", ["c1"], [0])
+    finally:
+        first.close()
+    assert KEY not in str(e.value)
+    assert "redirect" in str(e.value)
+
+
+def test_a_reply_of_many_open_braces_is_an_invalid_vote_at_once():
+    """The reply's first JSON object was found with ``\\{.*\\}`` (re.S): quadratic in the open braces
+    without a close — 32k took 0.6 s, a 4 MB reply hours, with no cancel polled."""
+    server = _Server(lambda _b: "{" * 200_000)
+    try:
+        t0 = time.monotonic()
+        assert EndpointJudge(server.url, "m", retries=0, timeout_s=5).verdicts("p", ["c1"], [0]) == [None]
+        assert time.monotonic() - t0 < 2.0
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("content", [5, {"verdict": "ACCURATE"}, ["x"]])
+def test_a_reply_whose_content_is_not_text_is_an_invalid_vote(content):
+    server = _Server(lambda _b: content)
+    try:
+        judge = EndpointJudge(server.url, "m", retries=1, timeout_s=5)
+        assert judge.verdicts("p", ["c1"], [0]) == [None]
+        assert judge.n_invalid == 2
+    finally:
+        server.close()
+
+
+def test_a_loopback_endpoint_never_goes_through_a_proxy(monkeypatch):
+    """urllib honours http_proxy for 127.0.0.1 unless no_proxy says otherwise: the key went, in
+    clear, to the proxy for an endpoint on this machine."""
+    seen = []
+
+    class Proxy(BaseHTTPRequestHandler):
+        def do_POST(self):
+            seen.append(self.headers.get("Authorization"))
+            self.send_response(502)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    server = _Server(lambda _b: json.dumps(GOOD))
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.server_address[1]}")
+    try:
+        for url in (server.url, server.url.replace("127.0.0.1", "localhost")):
+            (v,) = EndpointJudge(url, "m", api_key=KEY, retries=0, timeout_s=5).verdicts("p", ["c1"], [0])
+            assert v is not None and v.verdict == GOOD["verdict"]
+    finally:
+        server.close()
+        proxy.shutdown()
+    assert seen == []
+    assert server.requests[0][1]["Authorization"] == f"Bearer {KEY}"
