@@ -12,6 +12,10 @@ The rules, each enforced here and nowhere else:
 - **The key** comes only from the environment (``RAGAUDIT_JUDGE_API_KEY``) or a key file the
   operator names (:func:`use_key_file`, the command line's ``--key-file``); it is sent only as
   ``Authorization: Bearer`` to the endpoint itself, and masked out of any error text.
+- **No key in clear over the network**: a key is sent over plain ``http://`` only to this machine
+  (a loopback host); to another host it needs https, or the operator's explicit
+  ``RAGAUDIT_JUDGE_ALLOW_PLAIN_HTTP=1`` (a trusted network) — :func:`check_key_transport`. Without a
+  key, plain http to any allowed host is called as before.
 - **No proxy for this machine**: an endpoint on a loopback host is called directly, whatever
   ``http_proxy`` says.
 - **Redirects are not followed**: a 3xx answer is an error naming its target
@@ -48,6 +52,7 @@ from ragaudit_core.errors import RagAuditError
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "ENV_ALLOW_PLAIN_HTTP",
     "ENV_ENDPOINTS",
     "ENV_KEY",
     "ENV_TIMEOUT",
@@ -60,6 +65,7 @@ __all__ = [
     "allowed",
     "api_key",
     "check_allowed",
+    "check_key_transport",
     "check_url",
     "mask",
     "normalise",
@@ -71,6 +77,7 @@ __all__ = [
 ENV_KEY = "RAGAUDIT_JUDGE_API_KEY"
 ENV_ENDPOINTS = "RAGAUDIT_JUDGE_ENDPOINTS"
 ENV_TIMEOUT = "RAGAUDIT_JUDGE_TIMEOUT_S"
+ENV_ALLOW_PLAIN_HTTP = "RAGAUDIT_JUDGE_ALLOW_PLAIN_HTTP"
 DEFAULT_TIMEOUT_S = 30.0
 POLL_S = 0.2
 MAX_REPLY_BYTES = 4 << 20
@@ -239,6 +246,20 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         )
 
 
+def check_key_transport(url: str, key: str | None) -> None:
+    """:class:`EndpointRefused` when ``key`` would cross the network in clear: ``url`` is plain
+    http to a host other than this machine and the operator has not set
+    ``RAGAUDIT_JUDGE_ALLOW_PLAIN_HTTP=1``. No key, https, or a loopback host: nothing to refuse."""
+    if not key or urllib.parse.urlsplit(url).scheme.lower() != "http" or _loopback(url):
+        return
+    if os.environ.get(ENV_ALLOW_PLAIN_HTTP, "").strip() == "1":
+        return
+    raise EndpointRefused(
+        f"the API key would cross the network in clear: {_redact(url)} is plain http to another machine; "
+        f"use its https address, or, on a network you trust, set {ENV_ALLOW_PLAIN_HTTP}=1 for the worker"
+    )
+
+
 def _loopback(url: str) -> bool:
     host = (urllib.parse.urlsplit(url).hostname or "").lower()
     return host == "localhost" or host.endswith(".localhost") or host == "::1" or host.startswith("127.")
@@ -276,6 +297,7 @@ def post_json(
     Raises ``TimeoutError`` past the limit, ``urllib.error.URLError`` when unreachable, an HTTP
     error, :class:`EndpointRedirected` on a 3xx."""
     check_url(url)
+    check_key_transport(url, key)
     headers = {"Content-Type": "application/json"}
     if key:
         headers["Authorization"] = f"Bearer {key}"

@@ -95,7 +95,9 @@ class JudgeJob:
 
         if spec.method == "endpoint":  # whoever queued it, this process calls only what its operator allowed
             url = endpoint.check_allowed(spec.params["endpoint"])
-            return EndpointJudge(url, spec.generator, api_key=endpoint.api_key())
+            key = endpoint.api_key()
+            endpoint.check_key_transport(url, key)  # refused before any request, with its sentence
+            return EndpointJudge(url, spec.generator, api_key=key)
         precision = spec.params.get("precision", JUDGE_DEFAULTS["precision"])
         if precision != JUDGE_DEFAULTS["precision"]:  # a model given by the caller has the default's weights
             generator = None

@@ -100,3 +100,51 @@ def test_a_loopback_endpoint_never_goes_through_a_proxy(monkeypatch):
         proxy.shutdown()
     assert seen == []
     assert server.requests[0][1]["Authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize(
+    ("url", "key", "opt_in", "refused"),
+    [
+        ("http://judge.example.org/v1", KEY, False, True),  # another machine, plain http: the key in clear
+        ("http://10.0.0.7:8000/v1", KEY, False, True),
+        ("http://judge.example.org/v1", KEY, True, False),  # the operator says the network is trusted
+        ("https://judge.example.org/v1", KEY, False, False),
+        ("http://127.0.0.1:8000/v1", KEY, False, False),  # this machine
+        ("http://localhost:8000/v1", KEY, False, False),
+        ("http://[::1]:8000/v1", KEY, False, False),
+        ("http://judge.example.org/v1", None, False, False),  # no key, nothing to leak
+    ],
+)
+def test_a_key_is_sent_over_plain_http_only_to_this_machine(monkeypatch, url, key, opt_in, refused):
+    if opt_in:
+        monkeypatch.setenv(endpoint.ENV_ALLOW_PLAIN_HTTP, "1")
+    else:
+        monkeypatch.delenv(endpoint.ENV_ALLOW_PLAIN_HTTP, raising=False)
+    if not refused:
+        endpoint.check_key_transport(url, key)
+        return
+    with pytest.raises(endpoint.EndpointRefused) as e:
+        endpoint.check_key_transport(url, key)
+    msg = str(e.value)
+    assert msg.startswith("the API key would cross the network in clear: ")
+    assert endpoint.ENV_ALLOW_PLAIN_HTTP in msg and "https" in msg and KEY not in msg
+
+
+def test_a_queued_job_with_a_key_for_a_plain_http_host_fails_before_any_request(tmp_path, monkeypatch):
+    """192.0.2.1 is TEST-NET-1 (RFC 5737): nothing answers there; the job must fail with the sentence
+    at once, not after trying to reach it, and the key is stored nowhere."""
+    from ragaudit_core.jobs.worker import work
+    from tests.fidelity.test_endpoint import _everything_stored, _job, _queue_judge
+
+    url = "http://192.0.2.1:8000/v1"
+    monkeypatch.setenv(endpoint.ENV_ENDPOINTS, url)
+    monkeypatch.setenv(endpoint.ENV_KEY, KEY)
+    monkeypatch.delenv(endpoint.ENV_ALLOW_PLAIN_HTTP, raising=False)
+    db, jid = _queue_judge(tmp_path, url)
+    t0 = time.monotonic()
+    work(db, idle_s=0, max_jobs=1)
+    j = _job(db, jid)
+    assert j.status == "failed"
+    assert j.error.startswith("EndpointRefused: the API key would cross the network in clear: http://192.0.2.1:8000")
+    assert time.monotonic() - t0 < 20  # no connection attempt (the time limit is 30 s a request)
+    assert KEY not in _everything_stored(db)
