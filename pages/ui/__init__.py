@@ -63,6 +63,7 @@ __all__ = [
     "short_connection",
     "table",
     "tau_slider",
+    "through_app",
     "writable",
 ]
 
@@ -178,10 +179,29 @@ def current_db_path() -> str:
     return st.session_state.get(KEYS.db_path) or str(store.default_db_path())
 
 
+def through_app() -> None:
+    """Make sure this page runs inside ``app.py``'s navigation; rerun it so when not.
+
+    Streamlit (1.67) starts a server in its old multipage mode when a ``pages/`` folder lies beside
+    the main script, and stays in it until ``st.navigation`` is first called. A server whose first
+    visit is a link to a page (``/Stability``, a shared drill-down link) ran that page file on its
+    own: the sidebar listed file names, and ``app.py``'s ``finally`` — which lets go of the database
+    after every interaction (:func:`release_connections`) — never ran, so the CLI could not write
+    the file while the page was open. Here the page sets the flag ``st.navigation`` sets and reruns:
+    the rerun goes through ``app.py`` and opens the same page (its address is the same)."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def open_store(title: str, precondition: Callable[[object], str | None] | None = None) -> Store:
     """Draw the page title, open the session's database and check the page's precondition
     (a function of the connection returning why the page cannot draw, or None); when it
-    fails, say why and stop the script."""
+    fails, say why and stop the script. First, the page is made to run through ``app.py``
+    (:func:`through_app`)."""
+    through_app()
     db_path = current_db_path()
     st.title(title)
     try:

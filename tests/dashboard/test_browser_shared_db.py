@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragaudit_core.logs import store
-from tests.dashboard.browser_support import launch_chromium, metric, new_page, streamlit_server
+from tests.dashboard.browser_support import launch_chromium, metric, new_page, shown, streamlit_server
 from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.slow
@@ -160,4 +160,28 @@ def test_two_dashboards_on_one_database_work_side_by_side(tmp_path):
             page.goto(url)
         for page in pages:
             assert metric(page, "Runs", "3") == "3"
+        browser.close()
+
+
+def test_a_page_opened_by_link_before_the_home_page_runs_through_the_app(tmp_path):
+    """A server's first visit is a direct link to a page (a bookmark, a shared drill-down link).
+    Streamlit, seeing a ``pages/`` folder beside ``app.py``, ran that page file on its own until some
+    session opened the home page (its old multipage mode): the sidebar showed file names, and
+    ``app.py``'s ``finally`` never let go of the database, so the CLI could not write it while the
+    page was open. The page now goes through ``app.py`` from the first visit."""
+    from playwright.sync_api import sync_playwright
+
+    db = tmp_path / "linked.duckdb"
+    first = _cli("ingest", str(write_jsonl(tmp_path / "a.jsonl", _run("base", 0) + _run("cand", 1))), "--db", str(db))
+    assert first.returncode == 0, first.stderr
+    with streamlit_server(db, tmp_path / "streamlit.log") as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = new_page(browser, 1400, 1000)
+        page.goto(f"{url}/Stability")  # the first request this server answers
+        metric(page, "mean J_doc")
+        nav = page.get_by_test_id("stSidebarNav")
+        shown(page, nav.get_by_text("Evidence stability"))  # the app's page titles, not the files' names
+        assert nav.get_by_text("app", exact=True).count() == 0
+        con = store.connect(db, wait_s=5)  # the page has let go of the file
+        con.close()
         browser.close()
