@@ -129,10 +129,17 @@ elif not labels:
 STATUS_COLOURS = {"in both": "#cce3f0", "only in A": "#fae6b3", "only in B": "#f0d7e6"}
 
 
+# the chunk text right after the status columns: placed last, it sat past the half-width table's
+# right edge; a column no entry of either list fills (a Ragas log's chunk ids, scores, offsets) is left out,
+# but not the relevance labels' (there, blank says "unjudged")
+WANTED = ["rank", "doc_id", "relevance", "chunk_id", "status", "same_doc_other_span", "text", "score", "char_start",
+          "char_end"]  # fmt: skip
+ALWAYS = {"rank", "doc_id", "relevance", "status", "same_doc_other_span"}
+shown_columns = [c for c in WANTED if any(c in d.columns and (c in ALWAYS or d[c].notna().any()) for d in (a, b))]
+
+
 def styled(df):
-    wanted = ["rank", "doc_id", "relevance", "chunk_id", "status", "same_doc_other_span", "score", "char_start",
-              "char_end", "text"]  # fmt: skip
-    show = df[[c for c in wanted if c in df.columns]]
+    show = df[[c for c in shown_columns if c in df.columns]]
     # the Styler's text is what the table shows (its default: "1.000000", "nan"): labels are integers
     numbers = {c: f for c, f in (("relevance", "{:.0f}"), ("score", "{:.4f}")) if c in show.columns}
     return show.style.map(lambda v: f"background-color: {STATUS_COLOURS.get(v, '')}", subset=["status"]).format(

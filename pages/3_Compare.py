@@ -52,6 +52,32 @@ def gate_inputs(db: str, data_version: str, a: str, b: str, tau: float):
     return gate.collect(ui.connection(db), a, b, tau=tau, comparison=comparison(db, data_version, a, b, tau))
 
 
+def _listed(runs: list[str]) -> str:
+    return ", ".join(runs[:8]) + (" …" if len(runs) > 8 else "")
+
+
+def _sharing_note(baseline: str, candidate: str, compared: list[str]) -> str:
+    """For two runs that share no query: the runs that share queries with each (the default
+    selection's runs, named before, were often none of them: a stray upload's partner was not)."""
+    sharing = {
+        r: natural_sorted(
+            x
+            for (x,) in con.execute(
+                "SELECT DISTINCT o.run_id FROM records o JOIN records r USING (query_id) "
+                "WHERE r.run_id = ? AND o.run_id <> ?",
+                [r, r],
+            ).fetchall()
+        )
+        for r in (baseline, candidate)
+    }
+    if not any(sharing.values()):
+        return f"Pick two of the runs that share queries: {_listed(compared)}."
+    return " ".join(
+        f"Runs that share queries with {r}: {_listed(runs)}." if runs else f"{r} shares no query with any other run."
+        for r, runs in sharing.items()
+    )
+
+
 selection, _evidence_runs = ui.default_selection(db_path, version)
 compared = ui.picked_runs() or selection.runs
 all_runs = natural_sorted(catalog.runs_table(con)["run_id"].tolist())
@@ -71,8 +97,8 @@ except NoSharedQueries:
             "its question's hash (q:…). To compare them, give both logs the same ids (a query_id field) and load "
             "them again (remove the old files on the home page first)."
             if same
-            else f"{baseline} and {candidate} share no query, so there is nothing to compare. Pick two of "
-            f"the runs that share queries: {', '.join(compared[:8])}" + (" …" if len(compared) > 8 else "") + "."
+            else f"{baseline} and {candidate} share no query, so there is nothing to compare. "
+            + _sharing_note(baseline, candidate, compared)
         )
     )
     st.stop()

@@ -191,14 +191,16 @@ pick = ui.table(
 )
 rows = pick.selection.rows if pick else []
 qid = r.queries.iloc[rows[0]]["query_id"] if rows else st.session_state.get(f"{KEYS.query}.fidelity")
+worst = r.queries.sort_values(["cfs_product", "cfs"], na_position="first", kind="stable")["query_id"].iloc[0]
 if qid not in set(r.queries["query_id"]):
-    worst = r.queries.sort_values(["cfs_product", "cfs"], na_position="first", kind="stable")
-    qid = worst["query_id"].iloc[0]
+    qid = worst
 st.session_state[f"{KEYS.query}.fidelity"] = qid
 
 (g,) = load_graphs(con, run, [qid])
 qf = compute_query(g)
 st.markdown(f"**Query {ui.md(qid)}**")
+if qid == worst:  # opened without a pick: say why this one (the table's first row is another)
+    st.caption("The worst query of the run (lowest product-form CFS, then CFS): select a row to open another.")
 st.caption("Question")  # two texts from the logs, one above the other: say which is which
 st.text(g.query or "(no query text logged)")
 st.caption("Generated answer")

@@ -97,7 +97,15 @@ def _search(root: Path, out: Listing) -> tuple[list[Path] | None, bool, list[Pat
             for name in names
             if not name.startswith(".") and name.lower().endswith(LOG_SUFFIXES) and (f := Path(folder, name)).is_file()
         ]
-        tables += [Path(folder, n) for n in names if not n.startswith(".") and n.lower().endswith(_TABLE_SUFFIXES)]
+        # a qrels/ folder's .tsv files are relevance labels, read with the folder (qrels.qrels_files)
+        labels = Path(folder).name == "qrels"
+        tables += [
+            Path(folder, n)
+            for n in names
+            if not n.startswith(".")
+            and n.lower().endswith(_TABLE_SUFFIXES)
+            and not (labels and n.lower().endswith((".tsv", ".tsv.gz")))
+        ]
     for e in errors:
         why = (e.strerror or type(e).__name__).lower()
         if Path(e.filename or root) == root:

@@ -330,7 +330,8 @@ def survival_funnel(summaries: dict[str, dict]) -> go.Figure:
     fig.update_layout(
         title=wrap_title("Stage survival: share of all queries with ground truth still holding a source (%)"),
         barmode="group",
-        xaxis=dict(range=[0, 100], ticksuffix="%", title="queries with ground truth still holding a source"),
+        # no axis title: it repeated the chart's title, and the legend below was drawn over it in the PDF
+        xaxis=dict(range=[0, 100], ticksuffix="%"),
         yaxis=dict(autorange="reversed", type="category"),
         height=170 + 36 * len(_STAGE_NAMES) * max(1, len(summaries)) // 2,
         margin=dict(l=110, r=70, t=70, b=50),

@@ -246,3 +246,33 @@ def test_does_jitter_cost_quality(app_env, sample_db):
     assert f"relevant documents kept {split['relevant kept']:,} · lost {split['relevant lost']:,}" in text
     table = next(df.value for df in at.dataframe if "change" in df.value.columns)
     assert list(table["metric"])[:2] == ["ndcg@10", "recall@10"] and (table["queries"] == 300).all()
+
+
+def test_two_runs_that_share_nothing_are_told_which_runs_share_queries_with_each(app_env, tmp_path):
+    """Seen in a browser walk: with the sample logs loaded, picking the uploaded 'ragas_eval' as the
+    baseline said "ragas_eval and k10-c128-o32 share no query … Pick two of the runs that share
+    queries: k5-c128-o0, …" — the sample's runs, none of which shares a query with ragas_eval,
+    and not 'ragas_eval_v2', the one that does. The note now names, for each picked run, the runs
+    that share queries with it."""
+    from tests.helpers import records_db
+
+    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}"]} for r in ("k5", "k10") for i in range(3)]
+    recs += [{"run_id": r, "query_id": f"e{i}", "evidence": ["x"]} for r in ("up", "up2") for i in range(5)]
+    recs += [{"run_id": "lone", "query_id": "z", "evidence": ["x"]}]
+    app_env(records_db(tmp_path, recs))
+    at = app_test(PAGE).run()
+    next(s for s in at.selectbox if s.label == "Baseline run").select("up").run()
+    next(s for s in at.selectbox if s.label == "Candidate run").select("k5").run()
+    assert not at.exception and not at.error
+    (note,) = [plain(i.value) for i in at.info if "share no query" in plain(i.value)]
+    assert note == (
+        "up and k5 share no query, so there is nothing to compare. Runs that share queries with up: up2. "
+        "Runs that share queries with k5: k10."
+    )
+    at.run()  # the picker's index follows the remembered pair: its widget is redrawn once (as in a browser)
+    next(s for s in at.selectbox if s.label == "Candidate run").select("lone").run()
+    (note,) = [plain(i.value) for i in at.info if "share no query" in plain(i.value)]
+    assert note == (
+        "up and lone share no query, so there is nothing to compare. Runs that share queries with up: up2. "
+        "lone shares no query with any other run."
+    )

@@ -176,3 +176,21 @@ def test_opens_on_runs_asking_the_question_most_runs_ask(app_env, tmp_path):
     assert any("names 2 different questions" in plain(w.value) for w in at.warning)  # bm25 is still named
     next(s for s in at.selectbox if s.label == "Run A").select("bm25").run()  # and can be picked
     assert not at.exception and [s.value for s in at.selectbox if s.label == "Run A"] == ["bm25"]
+
+
+def test_the_chunk_text_is_not_hidden_behind_columns_the_logs_left_empty(app_env, tmp_path):
+    """Seen in a browser walk on two Ragas uploads: each evidence list showed rank, document, an
+    empty chunk column, status, same doc, an empty score, empty char start and char end, and only
+    past them, off the half-width table's right edge, the chunk text: the one thing the auditor
+    came to read. Columns no entry of either list fills are left out, and the text comes right after
+    the status columns (the offsets and score, when logged, after it)."""
+    entries = {r: [{"doc_id": f"d{i}", "text": f"{r} passage {i}"} for i in (1, 2)] for r in ("a", "b")}
+    recs = [{"run_id": r, "query_id": "q1", "query": "Why?", "evidence": entries[r]} for r in ("a", "b")]
+    recs[1]["evidence"][0] = {"doc_id": "d1", "text": "a passage 1", "score": 0.5}  # a score in one list only
+    app_env(records_db(tmp_path, recs))
+    at = app_test(PAGE).run()
+    assert not at.exception
+    a, b = (df.value for df in at.dataframe if "doc_id" in df.value.columns)
+    for shown in (a, b):
+        assert list(shown.columns) == ["rank", "doc_id", "status", "same_doc_other_span", "text", "score"]
+    assert list(a["text"]) == ["a passage 1", "a passage 2"]

@@ -279,3 +279,18 @@ def test_a_run_without_ground_truth_is_named_beside_the_funnel(app_env, tmp_path
     assert not at.exception and not at.error
     (note,) = [c.value for c in at.caption if "Not in the funnel" in c.value]
     assert "traced" in note and "base" not in note
+
+
+def test_the_query_opened_before_any_pick_says_why_it_is_the_one_shown(prov_db):
+    """Seen in a browser walk on the sample logs: the table's first row is query 1, but under it the
+    page showed "Query 100" with nothing saying why that one. It is the worst query (lowest
+    product-form CFS, then CFS); the page now says so, and stops saying it once another query is open."""
+    at = app_test(PAGE).run()
+    assert not at.exception
+    assert any(m.value == "**Query q2**" for m in at.markdown)
+    why = "The worst query of the run (lowest product-form CFS, then CFS): select a row to open another."
+    assert why in [c.value for c in at.caption]
+    at.session_state["ragaudit.query.fidelity"] = "q1"  # as a pick leaves it
+    at.run()
+    assert any(m.value == "**Query q1**" for m in at.markdown)
+    assert why not in [c.value for c in at.caption]

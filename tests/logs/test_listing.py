@@ -254,3 +254,20 @@ def test_csv_and_parquet_files_a_folder_search_leaves_unread_are_named(con, tmp_
         "a leading '.', are not searched); 2 CSV or Parquet files in it were not read (folders are searched for JSON "
         f"and JSON Lines only): name them on their own, as {tables / 'a.csv'}"
     ]
+
+
+def test_a_qrels_folders_label_files_are_not_named_as_unread_tables(con, tmp_path):
+    """BEIR's layout puts the relevance labels in ``qrels/test.tsv`` beside the logs, and a folder's
+    ``qrels/`` is read with it (as labels). Opening the bundled sample logs said "1 CSV or Parquet file
+    in it was not read … name it on its own, as …/qrels/test.tsv" right under "loaded 339 relevance
+    labels … from 1 file": a warning about the very file that was loaded. A ``.tsv`` elsewhere in the
+    folder is still named."""
+    root = tmp_path / "logs"
+    write_jsonl(root / "run.jsonl", [_rec("run")])
+    (root / "qrels").mkdir()
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n", encoding="utf-8")
+    assert qrels_files(root) == [root / "qrels" / "test.tsv"]
+    rep = ingest_paths(con, [root])
+    assert [str(w) for w in rep.warnings if w.code == "unsearched-tables"] == []
+    (root / "other.tsv").write_text("user_input\tretrieved_contexts\nq\t['a']\n", encoding="utf-8")
+    assert list_paths([root]).warnings[0].message.endswith(f"as {root / 'other.tsv'}")

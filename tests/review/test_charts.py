@@ -117,3 +117,17 @@ def test_a_rank_correlation_that_rounds_to_zero_reads_0_00():
     cost = JitterCost("a", "b", 10, "span", qs, Estimate(-0.0004, -0.2, 0.001, 2))
     title = jitter_scatter(cost).layout.title.text
     assert "Spearman ρ = 0.00 [-0.20, 0.00]" in title and "-0.00" not in title
+
+
+def test_survival_funnel_legend_does_not_sit_on_an_axis_title():
+    """In the PDF report (seen in a walk of the sample's report, page 12) the legend under the funnel,
+    "run ■ k10-c128-o32 ■ k10-c256-o32", was drawn over the x-axis title "queries with ground truth
+    still holding a source": the legend's place is a fraction of the plot's height, the title's a
+    fixed offset below the ticks, so they met at the report's size. The axis title repeated the
+    chart's title word for word; without it the legend has the space under the ticks to itself."""
+    s = {"stage_survival": {"chunking": 1.0}, "stage_share": {"chunking": 1.0}}
+    for n in (1, 2, 4):
+        fig = charts.survival_funnel({f"run{i}": s for i in range(n)})
+        assert fig.layout.legend.y < 0  # under the plot
+        assert not fig.layout.xaxis.title.text  # nothing else there
+        assert "holding a source (%)" in fig.layout.title.text  # what the axis title said
