@@ -10,7 +10,7 @@ import streamlit as st
 from pages import ui
 from ragaudit_core.logs import catalog
 from ragaudit_core.logs.sanity import same_questions_other_ids
-from ragaudit_core.logs.selection import natural_sorted
+from ragaudit_core.logs.selection import natural_sorted, runs_sharing_queries
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.quality.jitter import jitter_cost
 from ragaudit_core.review import charts, gate, quality_charts
@@ -59,17 +59,7 @@ def _listed(runs: list[str]) -> str:
 def _sharing_note(baseline: str, candidate: str, compared: list[str]) -> str:
     """For two runs that share no query: the runs that share queries with each (the default
     selection's runs, named before, were often none of them: a stray upload's partner was not)."""
-    sharing = {
-        r: natural_sorted(
-            x
-            for (x,) in con.execute(
-                "SELECT DISTINCT o.run_id FROM records o JOIN records r USING (query_id) "
-                "WHERE r.run_id = ? AND o.run_id <> ?",
-                [r, r],
-            ).fetchall()
-        )
-        for r in (baseline, candidate)
-    }
+    sharing = {r: runs_sharing_queries(con, r) for r in (baseline, candidate)}
     if not any(sharing.values()):
         return f"Pick two of the runs that share queries: {_listed(compared)}."
     return " ".join(

@@ -29,7 +29,7 @@ from ragaudit_core.logs import derived
 from ragaudit_core.logs.sanity import query_text_conflicts
 from ragaudit_core.wording import counted
 
-__all__ = ["RunSelection", "comparable_runs", "natural_key", "natural_sorted"]
+__all__ = ["RunSelection", "comparable_runs", "natural_key", "natural_sorted", "runs_sharing_queries"]
 
 _DIGITS = re.compile(r"(\d+)")
 
@@ -208,3 +208,13 @@ MAX_SEEDS = 50
 def _cells(n_runs: int, n_shared: int) -> int:
     """The (query, run pair) cells a group of runs compares."""
     return n_shared * n_runs * (n_runs - 1) // 2
+
+
+def runs_sharing_queries(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    """The other runs that logged at least one of ``run_id``'s query ids, in natural order (what
+    the compare page names when two picked runs share no query)."""
+    rows = con.execute(
+        "SELECT DISTINCT o.run_id FROM records o JOIN records r USING (query_id) WHERE r.run_id = ? AND o.run_id <> ?",
+        [run_id, run_id],
+    ).fetchall()
+    return natural_sorted(r for (r,) in rows)
