@@ -406,3 +406,25 @@ def test_a_run_against_itself_passes_relative_rules_whatever_their_floor(con, tm
     v = evaluate(rules, collect(con, "base", "base"))
     assert [r.status for r in v.results] == ["pass", "pass", "pass"] and v.status == "pass"
     assert v.results[0].message.endswith("at least -0.15 (a run against itself: exact)")
+
+
+def test_a_relative_quality_rule_decides_on_the_paired_change_its_interval_belongs_to():
+    """Runs labelled on different queries (300 vs 40): the change is the paired one over the 40
+    both have, the figure its interval is of, not the difference of the two runs' own means."""
+    from ragaudit_core.intervals import Estimate
+
+    inputs = GateInputs(
+        "b",
+        "c",
+        {},
+        {"b": {"ndcg@10": 0.651}, "c": {"ndcg@10": 0.569}},
+        delta_ci={"ndcg@10": Estimate(-0.047, -0.086, -0.012, 40)},
+    )
+    plain = Rule(metric="ndcg@10", op=">=", threshold=-0.05, relative=True)
+    r = evaluate([plain], inputs).results[0]
+    assert r.value == pytest.approx(-0.047) and r.status == "pass"  # -0.082 would have failed it
+    assert "a change of -0.047 over the 40 queries both runs have" in r.message
+    assert "-0.082" not in r.message
+    sig = Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True, significant=True)
+    s = evaluate([sig], inputs).results[0]
+    assert s.value == pytest.approx(-0.047) and s.status == "inconclusive"

@@ -227,6 +227,14 @@ def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
             v = c - b
             what = f"{label} goes from {_fmt(b)} ({b_run}) to {_fmt(c)} ({c_run}), a change of {v:+.3f}"
             ci = inputs.delta_ci.get(key)
+            if ci is not None and ci.value == ci.value and abs(ci.value - v) >= 5e-4:
+                # the runs' own means cover different queries: decide on the paired change, the
+                # figure the interval is of, and say over which queries it is taken
+                v = ci.value
+                what = (
+                    f"{label} is {_fmt(b)} ({b_run}) and {_fmt(c)} ({c_run}) over each run's own queries; "
+                    f"a change of {v:+.3f} over the {ci.n} queries both runs have"
+                )
             n_b = inputs.run_n.get(b_run, {}).get(key)
             n = None if n_b is None or n_c is None else min(n_b, n_c)  # the thinner side
             exact = b_run == c_run  # a run against itself: the change is exactly 0
