@@ -117,3 +117,17 @@ def test_a_rank_correlation_that_rounds_to_zero_reads_0_00():
     cost = JitterCost("a", "b", 10, "span", qs, Estimate(-0.0004, -0.2, 0.001, 2))
     title = jitter_scatter(cost).layout.title.text
     assert "Spearman ρ = 0.00 [-0.20, 0.00]" in title and "-0.00" not in title
+
+
+def test_the_quality_chart_names_its_metric_in_words():
+    """nDCG@10 on the axis and in the title, as the tables above it write it, not the key ndcg@10."""
+    import pandas as pd
+
+    from ragaudit_core.intervals import Estimate
+    from ragaudit_core.quality.summary import QualityResult, RunQuality
+    from ragaudit_core.review.quality_charts import quality_intervals
+
+    runs = [RunQuality(r, 40, 0, {"ndcg@10": Estimate(0.6, 0.5, 0.7, 40)}) for r in ("a", "b")]
+    fig = quality_intervals(QualityResult((10,), ["ndcg@10"], pd.DataFrame(), runs))
+    assert fig.layout.xaxis.title.text == "nDCG@10"
+    assert fig.layout.title.text.startswith("nDCG@10 per run")

@@ -17,6 +17,7 @@ from ragaudit_core.fidelity.score import fidelity_runs
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.review.gate import DEFAULT_RULES, review
+from ragaudit_core.review.labels import rule_label
 from ragaudit_core.review.report import ReportError, ReportOptions, build_report
 from ragaudit_core.stability.compare import compare_runs
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
@@ -284,7 +285,7 @@ def test_the_report_opens_with_the_cover_then_a_one_page_executive_summary(sampl
     assert "What changed: chunk size 256 → 128." in first  # k10-c256-o32 → k10-c128-o32
     decided = [r for r in v.sorted_results() if r.status != "not applicable"][:4]
     for r in decided:
-        assert r.rule.name in first
+        assert rule_label(r.rule) in first
     s, iv = data.stability.summary, data.stability.intervals.summary
     doc, span = iv["mean_j_doc"], iv["mean_j_span"]  # each all-runs figure with its 95 % interval over queries
     assert doc.lo <= s.mean_j_doc <= doc.hi and doc.lo < doc.hi

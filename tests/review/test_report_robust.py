@@ -197,7 +197,7 @@ def test_a_right_to_left_override_in_a_run_id_leaves_the_verdict_digits_in_order
     blob = render(gather(con, ReportOptions(baseline="k5", candidate=evil, probe=False)), chart_images={})
     text = "\n".join(_pages(blob))
     assert "\u202e" not in text
-    line = next(x for x in text.splitlines() if "j_avg (span) between k5 and" in x)
+    line = next(x for x in text.splitlines() if "J_avg (span) between k5 and" in x)
     assert "k10[U+202E]evil is 0.333 [0.333, 0.333]" in _flat(line)
     assert "333.0" not in text
     pdf = tmp_path / "r.pdf"

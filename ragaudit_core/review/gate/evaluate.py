@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from ragaudit_core.intervals import Estimate
 from ragaudit_core.review.gate.rules import AREAS, PAIR_METRICS, STAGES, Area, GatePolicy, Rule
+from ragaudit_core.review.labels import metric_label
 
 __all__ = ["GateInputs", "RuleResult", "RunMetricKey", "Verdict", "evaluate", "verdict_rows", "verdict_table"]
 
@@ -197,10 +198,12 @@ def _pair_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
         return RuleResult(
             rule=rule,
             status="not applicable",
-            message=f"{rule.metric} at {rule.level} level is unavailable for {b} vs {c}"
+            message=f"{metric_label(rule.metric)} at {rule.level} level is unavailable for {b} vs {c}"
             + (f": {note}" if note else ""),
         )
-    return _result(rule, v, inputs.pair_ci.get(key), f"{rule.metric} ({rule.level}) between {b} and {c} is {_fmt(v)}")
+    return _result(
+        rule, v, inputs.pair_ci.get(key), f"{metric_label(rule.metric)} ({rule.level}) between {b} and {c} is {_fmt(v)}"
+    )
 
 
 def _run_keys(rule: Rule) -> list[RunMetricKey]:
@@ -220,7 +223,7 @@ def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
         c = inputs.runs.get(c_run, {}).get(key)
         if c is None or (rule.relative and b is None):
             continue
-        label = f"{key[0]} ({key[1]})" if isinstance(key, tuple) else key
+        label = f"{metric_label(key[0])} ({key[1]})" if isinstance(key, tuple) else metric_label(key)
         n_c = inputs.run_n.get(c_run, {}).get(key)
         exact = False
         if rule.relative and b is not None:

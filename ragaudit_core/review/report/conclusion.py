@@ -17,6 +17,7 @@ Run ids are isolated for bidi (:func:`~ragaudit_core.review.logtext.isolate`).
 from __future__ import annotations
 
 from ragaudit_core.review.gate import RuleResult, Verdict
+from ragaudit_core.review.labels import rule_label
 from ragaudit_core.review.logtext import isolate
 from ragaudit_core.wording import counted
 
@@ -109,7 +110,7 @@ def _unsure(unsure: list[RuleResult]) -> tuple[str, str]:
         )
         todo.append("add queries until the intervals clear the thresholds")
     if blind:
-        names = ", ".join(r.rule.name for r in blind[:3])
+        names = ", ".join(rule_label(r.rule) for r in blind[:3])
         why.append(f"{len(blind)} rule{'s' if len(blind) != 1 else ''} asking for significance of a figure "
                    f"without an interval ({names})")  # fmt: skip
         todo.append("drop significance from those rules or give their figures intervals")

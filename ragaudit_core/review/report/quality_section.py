@@ -11,6 +11,8 @@ import duckdb
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.quality.jitter import jitter_cost
 from ragaudit_core.review import quality_charts
+from ragaudit_core.review.labels import metric_label
+from ragaudit_core.review.quality_charts import two_places
 from ragaudit_core.review.report.layout import ReportPDF, fmt
 from ragaudit_core.stability.compare import CompareResult
 from ragaudit_core.wording import counted
@@ -65,8 +67,8 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
         + [f"{fmt(r[m])} {r[f'{m} 95 % interval'] or ''}".strip() for m in _METRICS]
         for r in table.to_dict("records")
     ]
-    pdf.data_table(["run", "labelled", "left out", *(f"{m} [95 % CI]" for m in _METRICS)], rows, size=7.5)
-    pdf.chart("quality_intervals", width=W * 0.55)
+    pdf.data_table(["run", "labelled", "left out", *(f"{metric_label(m)} [95 % CI]" for m in _METRICS)], rows, size=7.5)
+    pdf.chart("quality_intervals", width=W * 0.82)
     cost = getattr(data, "jitter", None)
     if cost is None:
         return
@@ -76,7 +78,7 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
     pdf.sub_section("Does jitter cost quality? (the reviewed pair)")
     changes = q.pairs.get((a, b), {})
     crow = [
-        [m, fmt(c.delta), _ci(c.lo, c.hi, signed=True), fmt(c.p), fmt(c.p_holm), str(c.n)]
+        [metric_label(m), fmt(c.delta), _ci(c.lo, c.hi, signed=True), fmt(c.p), fmt(c.p_holm), str(c.n)]
         for m in ("ndcg@10", "recall@10", "precision@10", "mrr", "map")
         if (c := changes.get(m)) is not None and c.n
     ]
@@ -87,7 +89,7 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
     rho_text = (
         "undefined (a constant side)"
         if rho.value != rho.value
-        else f"{rho.value:.2f}" + (f" [{rho.lo:.2f}, {rho.hi:.2f}]" if rho.lo == rho.lo else "")
+        else two_places(rho.value) + (f" [{two_places(rho.lo)}, {two_places(rho.hi)}]" if rho.lo == rho.lo else "")
     )
     pdf.para(
         f"Per labelled query, the nDCG@10 change against J_{cost.level}: Spearman's ρ = {rho_text}. "
@@ -101,4 +103,4 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
         ),
         size=8.5,
     )
-    pdf.chart("jitter_scatter", width=W * 0.7)
+    pdf.chart("jitter_scatter", width=W * 0.82)

@@ -16,7 +16,7 @@ from fpdf.outline import TableOfContents
 from ragaudit_core.fidelity.graph import FIDELITY_STAGES
 from ragaudit_core.fidelity.score import FidelityRules, tail_comment
 from ragaudit_core.logs.selection import natural_key
-from ragaudit_core.review.labels import change_label
+from ragaudit_core.review.labels import change_label, rule_label
 from ragaudit_core.review.logtext import excerpt, isolate
 from ragaudit_core.review.report.gather import ReportData
 from ragaudit_core.review.report.layout import (
@@ -204,7 +204,7 @@ def verdict(pdf: ReportPDF, data: ReportData) -> None:
     )
     pdf.gap(1)
     rows, styles = pdf.status_rows(
-        [(r.status, r.rule.name, r.value, r.message) for r in v.sorted_results()],
+        [(r.status, rule_label(r.rule), r.value, r.message) for r in v.sorted_results()],
         {"fail": BAD, "pass": OK, "inconclusive": WARN},
     )
     pdf.data_table(["status", "rule", "value", "why"], rows, widths=[13, 42, 14, W - 69], styles=styles, size=7.5)

@@ -10,6 +10,7 @@ in the report to look next, and a plain-language conclusion with a recommendatio
 
 from __future__ import annotations
 
+from ragaudit_core.review.labels import rule_label
 from ragaudit_core.review.logtext import isolate
 from ragaudit_core.review.report.conclusion import conclusion
 from ragaudit_core.review.report.gather import ReportData
@@ -54,7 +55,8 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
         applicable = [r for r in v.sorted_results() if r.status != "not applicable"]
         top = applicable[:4]
         rows, styles = pdf.status_rows(
-            [(r.status, r.rule.name, r.value, r.message) for r in top], {"fail": BAD, "pass": OK, "inconclusive": WARN}
+            [(r.status, rule_label(r.rule), r.value, r.message) for r in top],
+            {"fail": BAD, "pass": OK, "inconclusive": WARN},
         )
         pdf.data_table(["status", "rule", "value", "why"], rows, widths=[13, 42, 14, W - 69], styles=styles, size=8)
         if len(applicable) > len(top):
