@@ -306,3 +306,16 @@ def test_pairs_left_out_of_the_probe_are_listed_up_to_four():
     assert _first_of(pairs) == "a vs u0, a vs u1, a vs u2, a vs u3 and 2 more pairs"
     assert _first_of(pairs[:5]) == "a vs u0, a vs u1, a vs u2, a vs u3 and 1 more pair"
     assert _first_of(pairs[:4]) == "a vs u0, a vs u1, a vs u2, a vs u3"
+
+
+def test_worst_queries_that_tie_say_so_and_how_the_shown_ones_were_picked(tmp_path):
+    """Every one of 8 queries is at J = 1/3: '5 least stable' would claim a ranking the data has
+    not; the section says how many tie and that the shown ones are the first by query id."""
+    con = _two_runs(tmp_path, queries=tuple(f"q{i}" for i in range(8)))
+    for opts, order in (
+        (ReportOptions(probe=False), "query id"),
+        (ReportOptions(baseline="k5", candidate="k10", probe=False), "J_doc, then by query id"),
+    ):
+        data = gather(con, opts)
+        text = _flat("\n".join(_pages(render(data, chart_images={}))))
+        assert f"8 queries are at J_span = 0.333 or lower; shown: the first 5 by {order}." in text

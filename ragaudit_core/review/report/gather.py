@@ -116,6 +116,7 @@ class ReportData:
     effects: pd.DataFrame | None = None
     worst: list[WorstQuery] = field(default_factory=list)
     worst_scope: str = ""
+    worst_ties: str = ""  # how many queries tie with the shown ones, and how those were picked
     probes: list = field(default_factory=list)  # ProbeResult
     fidelity: dict = field(default_factory=dict)  # run → RunFidelity
     canary: dict | None = None
@@ -275,6 +276,20 @@ def _stability(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOpt
     data.figures["jmin_histogram"] = charts.jmin_histogram(res.queries)
 
 
+def _ties(j: pd.Series, shown: int, name: str, order: str) -> str:
+    """When more queries than are shown share the last shown one's Jaccard (sorted ascending), the
+    sentence saying how many and how the shown ones were picked; else ""."""
+    j = j.dropna().reset_index(drop=True)
+    if shown <= 0 or len(j) <= shown:
+        return ""
+    last = float(j.iloc[shown - 1])
+    tied = int((j <= last + 1e-12).sum())
+    if tied <= shown:
+        return ""
+    name = name if name.startswith("J_") else name.replace("j_", "J_")
+    return f"{tied} queries are at {name} = {last:.3f} or lower; shown: the first {shown} by {order}."
+
+
 def _worst_queries(
     con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOptions, cmp: CompareResult | None
 ) -> None:
@@ -286,12 +301,15 @@ def _worst_queries(
             (r.query_id, a, b, r.j_doc, None if pd.isna(r.j_span) else r.j_span)
             for r in cmp.queries.head(opts.worst_queries).itertuples()
         ]
+        col = "j_span" if cmp.queries["j_span"].notna().any() else "j_doc"
+        data.worst_ties = _ties(cmp.queries[col], len(picks), col, "J_doc, then by query id")
     elif data.stability is not None:
         q = data.stability.queries
         level = "span" if (q["level"] == "span").any() else "doc"
-        q = q[q["level"] == level].sort_values(["j_min", "query_id"]).head(opts.worst_queries)
+        q = q[q["level"] == level].sort_values(["j_min", "query_id"])
         data.worst_scope = f"every run pair: each query's worst pair at {level} level (J_min)"
-        picks = [(r.query_id, r.run_a, r.run_b, None, None) for r in q.itertuples()]
+        data.worst_ties = _ties(q["j_min"], opts.worst_queries, f"J_{level}", "query id")
+        picks = [(r.query_id, r.run_a, r.run_b, None, None) for r in q.head(opts.worst_queries).itertuples()]
     else:
         picks = []
     pair_cells: dict[tuple[str, str], pd.DataFrame] = {}

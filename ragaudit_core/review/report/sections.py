@@ -306,7 +306,11 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
     )
     if data.effects is not None and not data.effects.empty and set(data.effects["changed"]) != {"unknown"}:
         pdf.sub_section("Effects by what changed")
-        pdf.para("Pairs that differ in exactly one setting, grouped by that setting (pairs weigh equally).", size=8.5)
+        pdf.para(
+            "Run pairs grouped by the one setting that differs between their runs; “several”: the pairs whose "
+            "runs differ in more than one (pairs weigh equally).",
+            size=8.5,
+        )
         pdf.data_table(
             ["changed", "level", "pairs", "J_avg", "flip rate", "collapse rate"],
             [
@@ -332,7 +336,7 @@ def worst_queries(pdf: ReportPDF, data: ReportData) -> None:
         f"with the first {counted(max(len(w.a) for w in data.worst), 'evidence entry')} of each run side by side. "
         "“in both”: the same "
         "span (or document, without spans) is in the other list; “same doc, other span”: the document "
-        "came back but not this span.",
+        "came back but not this span." + (f" {data.worst_ties}" if data.worst_ties else ""),
         size=8.5,
     )
     for w in data.worst:
