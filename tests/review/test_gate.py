@@ -337,6 +337,9 @@ def test_a_thin_verdict_fails_under_min_applicable_and_require():
     req = evaluate(GatePolicy(rules=DEFAULT_RULES, require=["stability", "fidelity"]), inputs)
     assert req.status == "fail"
     assert req.thin == ["no applicable fidelity rule, and the policy requires fidelity (no provenance logs)"]
+    # the headline gives each reason once: "(no provenance logs, …)" already follows "not applicable"
+    assert req.headline().count("no provenance logs") == 1
+    assert req.headline().endswith("; no applicable fidelity rule, and the policy requires fidelity")
 
 
 def test_the_review_preset_requires_the_three_questions(tmp_path):

@@ -127,7 +127,8 @@ class Verdict(BaseModel):
         counted = f"of {n} rule{'s' if n != 1 else ''}, " + ", ".join(parts) if n else "no rules"
         s = f"{self.status.upper()}: {counted}"
         if self.thin:
-            s += "; " + "; ".join(self.thin)
+            said = [f" ({m})" for m in self.missing()]  # already given after "not applicable"
+            s += "; " + "; ".join(next((t[: -len(m)] for m in said if t.endswith(m)), t) for t in self.thin)
         return s
 
 
