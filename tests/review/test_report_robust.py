@@ -319,3 +319,24 @@ def test_worst_queries_that_tie_say_so_and_how_the_shown_ones_were_picked(tmp_pa
         data = gather(con, opts)
         text = _flat("\n".join(_pages(render(data, chart_images={}))))
         assert f"8 queries are at J_span = 0.333 or lower; shown: the first 5 by {order}." in text
+
+
+def test_a_query_id_both_runs_logged_with_different_texts_shows_both(tmp_path):
+    """Query ids that collide across runs (q1 is 'tides?' in k5, '<b>x</b> **y** &amp;' in k10): the
+    worst query shows both texts, literally, and says they differ instead of one picked at random."""
+    recs = [
+        {
+            "run_id": "k5",
+            "query_id": "q1",
+            "query": "What causes tides?",
+            "evidence": [{"doc_id": "x"}, {"doc_id": "y"}],
+        },
+        {"run_id": "k10", "query_id": "q1", "query": "<b>x</b> **y** &amp;", "evidence": [{"doc_id": "x"}]},
+    ]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "logs.jsonl", recs)])
+    data = gather(con, ReportOptions(baseline="k5", candidate="k10", probe=False))
+    text = _flat("\n".join(_pages(render(data, chart_images={}))))
+    assert (
+        "The two runs logged different texts under this query id. A: What causes tides? B: <b>x</b> **y** &amp;" in text
+    )

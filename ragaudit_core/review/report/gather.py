@@ -324,7 +324,7 @@ def _worst_queries(
         data.worst.append(
             WorstQuery(
                 qid,
-                _query_excerpt(catalog.query_text(con, qid, [a, b]), opts),
+                _query_texts(con, qid, a, b, opts),
                 a,
                 b,
                 jd,
@@ -335,6 +335,15 @@ def _worst_queries(
                 len(eb),
             )
         )
+
+
+def _query_texts(con: duckdb.DuckDBPyConnection, qid: str, a: str, b: str, opts: ReportOptions) -> str | None:
+    """The query's text; when the two runs logged different texts under its id (ids that collide
+    across logs), both, and a sentence saying so, rather than either one."""
+    ta, tb = (_query_excerpt(catalog.query_text(con, qid, [r]), opts) for r in (a, b))
+    if ta is None or tb is None or ta == tb:
+        return ta or tb
+    return f"The two runs logged different texts under this query id. A: {ta} B: {tb}"
 
 
 def _query_excerpt(text: str | None, opts: ReportOptions) -> str | None:
