@@ -340,3 +340,17 @@ def test_a_query_id_both_runs_logged_with_different_texts_shows_both(tmp_path):
     assert (
         "The two runs logged different texts under this query id. A: What causes tides? B: <b>x</b> **y** &amp;" in text
     )
+
+
+def test_the_relevance_labels_behind_ranking_quality_are_named_with_the_inputs(tmp_path):
+    """Ranking quality rests on a qrels file the files table (evidence and provenance logs) does
+    not list: the inputs section names it, with what it holds."""
+    from ragaudit_core.logs.qrels import load_qrels
+
+    con = _two_runs(tmp_path)
+    q = tmp_path / "qrels" / "test.tsv"
+    q.parent.mkdir()
+    q.write_text("query-id\tcorpus-id\tscore\nq1\tx\t1\nq2\ty\t1\nq2\tz\t0\n")
+    load_qrels(con, [q])
+    text = _flat("\n".join(_pages(render(gather(con, ReportOptions(probe=False)), chart_images={}))))
+    assert "Relevance labels (ranking quality): test.tsv: 3 judgements for 2 queries (2 relevant)" in text

@@ -124,6 +124,7 @@ class ReportData:
     attributions: dict = field(default_factory=dict)  # run → {"failure": df, "warg": df}
     quality: Any = None  # QualityResult of the compared runs (and the reviewed pair), with labels
     jitter: Any = None  # JitterCost of the reviewed pair
+    labels: str = ""  # the relevance labels behind ranking quality, by source file
     figures: dict[str, go.Figure] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 

@@ -39,11 +39,27 @@ def gather_quality(con: duckdb.DuckDBPyConnection, data: ReportData, cmp: Compar
         data.omitted.append("ranking quality (no compared run has a labelled query)")
         return
     data.quality = q
+    data.labels = _label_sources(con)
     data.figures["quality_intervals"] = quality_charts.quality_intervals(q)
     if cmp is not None:
         cost = jitter_cost(con, cmp, k=10)
         data.jitter = cost
         data.figures["jitter_scatter"] = quality_charts.jitter_scatter(cost)
+
+
+def _label_sources(con: duckdb.DuckDBPyConnection) -> str:
+    """The loaded relevance labels by the file they came from (the files table lists logs only)."""
+    cur = con.cursor()
+    try:
+        rows = cur.execute(
+            "SELECT source, count(*), count(DISTINCT query_id), count(*) FILTER (relevance > 0) "
+            "FROM qrels GROUP BY source ORDER BY source"
+        ).fetchall()
+    finally:
+        cur.close()
+    return "; ".join(
+        f"{src}: {counted(n, 'judgement')} for {counted(nq, 'query')} ({rel:,} relevant)" for src, n, nq, rel in rows
+    )
 
 
 def _ci(lo: float, hi: float, signed: bool = False) -> str:

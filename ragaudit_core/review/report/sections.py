@@ -145,6 +145,8 @@ def inputs(pdf: ReportPDF, data: ReportData) -> None:
         widths=[45, W - 45 - 42, 14, 14, 14],
         size=6.8,
     )
+    if data.labels:
+        pdf.para(f"Relevance labels (ranking quality): {isolate(data.labels)}; not hashed when loaded.", size=8.5)
     pdf.sub_section("Rendering notes")
     plan = pdf.plan
     notes = [
