@@ -354,3 +354,22 @@ def test_the_relevance_labels_behind_ranking_quality_are_named_with_the_inputs(t
     load_qrels(con, [q])
     text = _flat("\n".join(_pages(render(gather(con, ReportOptions(probe=False)), chart_images={}))))
     assert "Relevance labels (ranking quality): test.tsv: 3 judgements for 2 queries (2 relevant)" in text
+
+
+def test_the_reviewed_pair_is_named_so_in_the_stability_chart_legend():
+    """The dashboard's 'selected' (a pair clicked on the page) means nothing on paper."""
+    import pandas as pd
+
+    from ragaudit_core.review.report.gather import _scatter
+
+    pairs = pd.DataFrame(
+        {
+            "run_a": ["a", "a"],
+            "run_b": ["b", "b"],
+            "level": ["doc", "span"],
+            "j_avg": [0.5, 0.2],
+            "changed": ["top_k", "top_k"],
+        }
+    )
+    names = [t.name for t in _scatter(pairs, 2.5, ("a", "b")).data]
+    assert "reviewed pair" in names and "selected" not in names

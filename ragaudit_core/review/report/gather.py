@@ -271,10 +271,17 @@ def _stability(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOpt
         return
     data.stability = res
     data.effects = effects_by_change(res.pairs)
-    data.figures["stability_scatter"] = charts.stability_scatter(
-        res.pairs, gap_ratio=res.summary.gap_ratio, highlight=(min(opts.pair), max(opts.pair)) if opts.pair else None
+    data.figures["stability_scatter"] = _scatter(
+        res.pairs, res.summary.gap_ratio, (min(opts.pair), max(opts.pair)) if opts.pair else None
     )
     data.figures["jmin_histogram"] = charts.jmin_histogram(res.queries)
+
+
+def _scatter(pairs: pd.DataFrame, gap_ratio: float | None, pair: tuple[str, str] | None) -> go.Figure:
+    """The dashboard's stability scatter, its ring around the pair named as the report's reader knows
+    it: the reviewed pair (on the page it is the pair the user selected)."""
+    fig = charts.stability_scatter(pairs, gap_ratio=gap_ratio, highlight=pair)
+    return fig.update_traces(name="reviewed pair", selector=dict(name="selected"))
 
 
 def _ties(j: pd.Series, shown: int, name: str, order: str) -> str:
