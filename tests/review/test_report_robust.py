@@ -318,7 +318,7 @@ def test_worst_queries_that_tie_say_so_and_how_the_shown_ones_were_picked(tmp_pa
     ):
         data = gather(con, opts)
         text = _flat("\n".join(_pages(render(data, chart_images={}))))
-        assert f"8 queries are at J_span = 0.333 or lower; shown: the first 5 by {order}." in text
+        assert f"8 queries are at J_span = 0.333, of which 5 are shown: the first by {order}." in text
 
 
 def test_a_query_id_both_runs_logged_with_different_texts_shows_both(tmp_path):

@@ -285,17 +285,19 @@ def _scatter(pairs: pd.DataFrame, gap_ratio: float | None, pair: tuple[str, str]
 
 
 def _ties(j: pd.Series, shown: int, name: str, order: str) -> str:
-    """When more queries than are shown share the last shown one's Jaccard (sorted ascending), the
-    sentence saying how many and how the shown ones were picked; else ""."""
+    """When more queries share the last shown one's Jaccard (sorted ascending) than are shown, the
+    sentence saying how many and how the shown ones among them were picked; else ""."""
     j = j.dropna().reset_index(drop=True)
     if shown <= 0 or len(j) <= shown:
         return ""
     last = float(j.iloc[shown - 1])
-    tied = int((j <= last + 1e-12).sum())
-    if tied <= shown:
+    tied = int(((j - last).abs() <= 1e-12).sum())
+    shown_tied = int(((j.iloc[:shown] - last).abs() <= 1e-12).sum())
+    if tied <= shown_tied:
         return ""
     name = name if name.startswith("J_") else name.replace("j_", "J_")
-    return f"{tied} queries are at {name} = {last:.3f} or lower; shown: the first {shown} by {order}."
+    are = "is" if shown_tied == 1 else "are"
+    return f"{tied} queries are at {name} = {last:.3f}, of which {shown_tied} {are} shown: the first by {order}."
 
 
 def _worst_queries(
