@@ -92,3 +92,8 @@ def test_without_a_pair_the_conclusion_says_which_runs_its_figures_leave_out():
         "the figures above describe 12 of the 14 runs (the others are named where they were left out)."
     )
     assert conclusion(None, {}, 12, of=12)[0].endswith("the figures above describe all 12 runs.")
+
+
+def test_what_changed_names_settings_as_the_tables_do():
+    runs = pd.DataFrame({"run_id": ["a", "b"], "top_k": [10, 6], "chunk_overlap": [32, 0]})
+    assert what_changed(_data(runs), "a", "b") == "top-k 10 → 6; chunk overlap 32 → 0"

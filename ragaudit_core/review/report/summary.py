@@ -10,7 +10,7 @@ in the report to look next, and a plain-language conclusion with a recommendatio
 
 from __future__ import annotations
 
-from ragaudit_core.review.labels import rule_label
+from ragaudit_core.review.labels import column_label, rule_label
 from ragaudit_core.review.logtext import isolate
 from ragaudit_core.review.report.conclusion import conclusion
 from ragaudit_core.review.report.gather import ReportData
@@ -29,9 +29,7 @@ def what_changed(data: ReportData, baseline: str, candidate: str) -> str:
     if a is None or b is None:
         return "the runs' settings are not logged"
     diffs = [
-        f"{c.replace('_', ' ')} {fmt(a.get(c))} → {fmt(b.get(c))}"
-        for c in CONFIG_COLUMNS
-        if str(a.get(c)) != str(b.get(c))
+        f"{column_label(c)} {fmt(a.get(c))} → {fmt(b.get(c))}" for c in CONFIG_COLUMNS if str(a.get(c)) != str(b.get(c))
     ]
     if diffs:
         return "; ".join(diffs)
