@@ -373,3 +373,23 @@ def test_the_reviewed_pair_is_named_so_in_the_stability_chart_legend():
     )
     names = [t.name for t in _scatter(pairs, 2.5, ("a", "b")).data]
     assert "reviewed pair" in names and "selected" not in names
+
+
+def test_a_character_no_font_has_is_drawn_as_its_code_point_not_dropped(tmp_path):
+    """fpdf2 draws nothing for a character without a glyph: '🙂 context' read 'emoji  context' while
+    the rendering notes promised a box. It is drawn as [U+1F642], and the notes say so."""
+    from ragaudit_core.review.fonts import plan_fonts
+
+    if "\U0001f642" not in plan_fonts(["\U0001f642"]).missing:
+        import pytest
+
+        pytest.skip("an installed font covers U+1F642")
+    recs = [
+        {"run_id": r, "query_id": "q1", "query": "smile \U0001f642 here", "evidence": [{"doc_id": d}]}
+        for r, d in (("k5", "x"), ("k10", "y"))
+    ]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "logs.jsonl", recs)])
+    text = _flat("\n".join(_pages(render(gather(con, ReportOptions(probe=False)), chart_images={}))))
+    assert "smile [U+1F642] here" in text
+    assert "1 character in the logs has no glyph in any installed font and is drawn as its code point: U+1F642." in text

@@ -158,9 +158,9 @@ def inputs(pdf: ReportPDF, data: ReportData) -> None:
         notes.append(
             f"{counted(len(plan.missing), 'character')} in the logs "
             + (
-                "has no glyph in any installed font and shows as a box: "
+                "has no glyph in any installed font and is drawn as its code point: "
                 if len(plan.missing) == 1
-                else "have no glyph in any installed font and show as boxes: "
+                else "have no glyph in any installed font and are drawn as their code points: "
             )
             + " ".join(f"U+{ord(c):04X}" for c in plan.missing[:40])
             + (" …" if len(plan.missing) > 40 else "")
