@@ -420,11 +420,18 @@ def tail_comment(summary: dict, threshold: float | None = None) -> str | None:
     clears = threshold is not None and upper >= threshold > tail
     if upper - tail < 0.5 and not clears:
         return None
+    if median is not None and median <= tail:  # "5 % score 0.00 or less" would understate half of them
+        low = f": half of the queries with citations score {median:.2f} or less (the tail reading too)"
+    else:
+        low = f" and 5 % of the queries with citations score {tail:.2f} or less (the tail reading)"
     return (
-        f"p95 CFS read as the 95th percentile is {upper:.2f}, but the median is {median:.2f} and 5 % of queries "
-        f"score {tail:.2f} or less (the tail reading): the upper reading says only that the best-cited queries "
-        "are faithful."
+        f"p95 CFS read as the 95th percentile is {upper:.2f}, but the median is {_2f(median)}{low}; "
+        "the upper reading says only that the best-cited queries are faithful."
     )
+
+
+def _2f(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
 
 
 def canary(cfs_a: Sequence[float], cfs_b: Sequence[float], *, alpha: float = 0.01) -> dict:

@@ -8,7 +8,20 @@ readable before it gets an entry here.
 
 from __future__ import annotations
 
-__all__ = ["CHANGE_LABELS", "COLUMN_LABELS", "SHARE_KEYS", "change_label", "column_label", "is_share"]
+import re
+from typing import Any
+
+__all__ = [
+    "CHANGE_LABELS",
+    "COLUMN_LABELS",
+    "METRIC_LABELS",
+    "SHARE_KEYS",
+    "change_label",
+    "column_label",
+    "is_share",
+    "metric_label",
+    "rule_label",
+]
 
 COLUMN_LABELS: dict[str, str] = {
     "run_id": "run",
@@ -118,3 +131,56 @@ def is_share(key: object) -> bool:
     k = str(key)
     base = k.removesuffix("_doc").removesuffix("_span")
     return k in SHARE_KEYS or base in SHARE_KEYS or base.endswith("_rate")
+
+
+METRIC_LABELS: dict[str, str] = {
+    "j_avg": "J_avg",
+    "flip_rate": "flip rate",
+    "collapse_rate": "collapse rate",
+    "null_loss": "null loss",
+    "null_gain": "null gain",
+    "cfs_p95_tail": "CFS p95 (tail reading)",
+    "cfs_p95": "CFS p95",
+    "cfs_median": "CFS median",
+    "cfs_mean": "CFS mean",
+    "stage_survival": "stage survival",
+    "parse_failure_rate": "parse-failure rate",
+    "wasted_retrieval": "wasted retrieval",
+    "noise_distraction": "noise distraction",
+    "ndcg": "nDCG",
+    "recall": "recall",
+    "precision": "precision",
+    "hit": "hit rate",
+    "mrr": "MRR",
+    "map": "MAP",
+}
+"""Gate and quality metrics by key (``ndcg@10``, ``j_avg``) as the report writes them."""
+
+_AT = re.compile(r"([a-z]+)@(\d+)")
+
+
+def metric_label(metric: str, level: str | None = None) -> str:
+    """The words for a metric key, with its level or stage (``j_avg``, ``span`` → ``J_avg, span``;
+    ``ndcg@10`` → ``nDCG@10``; ``stage_survival``, ``every`` → ``stage survival, every stage``)."""
+    m = _AT.fullmatch(metric)
+    text = f"{METRIC_LABELS.get(m[1], m[1])}@{m[2]}" if m else METRIC_LABELS.get(metric, metric.replace("_", " "))
+    if level:
+        text += f", {'every stage' if level == 'every' else level}"
+    return text
+
+
+def _minus(x: float) -> str:
+    return f"{x:g}".replace("-", "−")
+
+
+def rule_label(rule: Any) -> str:
+    """A gate rule as a reader reads it (``J_avg, span ≥ 0.5``, ``Δ nDCG@10 ≥ −0.02 (significant)``);
+    a name the rule was given by its author is kept as it is."""
+    where = f",{rule.level}" if rule.level else (f"({rule.p})" if rule.p else "")
+    sig = " (significant)" if rule.significant else ""
+    auto = f"{'Δ ' if rule.relative else ''}{rule.metric}{where} {rule.op} {rule.threshold:g}{sig}"
+    if rule.name and rule.name != auto:
+        return str(rule.name)
+    what = f"WARG({rule.p:g})" if rule.metric == "warg" and rule.p else metric_label(rule.metric, rule.level)
+    op = {">=": "≥", "<=": "≤"}.get(rule.op, rule.op)
+    return f"{'Δ ' if rule.relative else ''}{what} {op} {_minus(rule.threshold)}{sig}"

@@ -13,10 +13,11 @@ import plotly.graph_objects as go
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.quality.jitter import OUTCOMES, JitterCost
 from ragaudit_core.quality.summary import QualityResult
+from ragaudit_core.review.labels import metric_label
 from ragaudit_core.review.palette import BLUE, GREY, LIGHT_GREY, OKABE_ITO, SKY_BLUE, VERMILLION, wrap_title
 from ragaudit_core.wording import counted
 
-__all__ = ["OUTCOME_COLOURS", "jitter_scatter", "quality_intervals"]
+__all__ = ["OUTCOME_COLOURS", "jitter_scatter", "quality_intervals", "two_places"]
 
 OUTCOME_COLOURS = {  # no red-green pair: kept is sky blue, lost vermillion
     "relevant kept": SKY_BLUE,
@@ -27,7 +28,7 @@ OUTCOME_COLOURS = {  # no red-green pair: kept is sky blue, lost vermillion
 }
 
 
-def _2(x: float) -> str:
+def two_places(x: float) -> str:
     """Two decimals; a value that rounds to zero is 0.00, not -0.00."""
     return f"{round(x, 2) + 0.0:.2f}"
 
@@ -59,11 +60,13 @@ def quality_intervals(res: QualityResult, metric: str = "ndcg@10", *, title: str
     fig.update_layout(
         title=dict(
             text=wrap_title(
-                html.escape(title) if title else f"{metric} per run, with 95% intervals over labelled queries"
+                html.escape(title)
+                if title
+                else f"{metric_label(metric)} per run, with 95% intervals over labelled queries"
             ),
             font=dict(size=13),
         ),
-        xaxis=dict(title=metric, range=[0, 1]),
+        xaxis=dict(title=metric_label(metric), range=[0, 1]),
         yaxis=dict(autorange="reversed", type="category"),
         height=max(220, 28 * len(order) + 90),
         margin=dict(l=10, r=10, t=50, b=40),
@@ -99,7 +102,8 @@ def jitter_scatter(cost: JitterCost) -> go.Figure:
     rho_text = (
         "ρ undefined (a constant side)"
         if rho.value != rho.value
-        else f"Spearman ρ = {_2(rho.value)}" + (f" [{_2(rho.lo)}, {_2(rho.hi)}]" if rho.lo == rho.lo else "")
+        else f"Spearman ρ = {two_places(rho.value)}"
+        + (f" [{two_places(rho.lo)}, {two_places(rho.hi)}]" if rho.lo == rho.lo else "")
     )
     fig.update_layout(
         title=dict(
@@ -112,7 +116,7 @@ def jitter_scatter(cost: JitterCost) -> go.Figure:
         ),
         xaxis=dict(title=f"J_{cost.level} (1 = the same evidence)", range=[0, 1]),
         yaxis=dict(title=f"nDCG@{cost.k} change (candidate − baseline)", range=[-1.05, 1.05], zeroline=True),
-        legend=dict(title="collapsed queries", orientation="h", y=-0.22),
+        legend=dict(title="queries", orientation="h", y=-0.22),
         margin=dict(l=10, r=10, t=70, b=90),
         height=430,
     )

@@ -115,7 +115,8 @@ def test_tail_reading_survival_readings_and_blank_cells(app_env, tmp_path):
     assert any(c.value == "median 0.000 · p95 0.900 · tail p95 0.000" for c in at.caption)
     (warning,) = [w.value for w in at.warning]
     assert plain(warning).startswith(
-        "p95 CFS read as the 95th percentile is 0.90, but the median is 0.00 and 5 % of queries score 0.00 or less"
+        "p95 CFS read as the 95th percentile is 0.90, but the median is 0.00: half of the queries with citations "
+        "score 0.00 or less"
     )
     # the two readings of survival, labelled: D1 survives every stage up to generation in all three
     # queries; only q1's citation resolves to it, so generation keeps 1 of 3 (conditional and share alike)

@@ -199,7 +199,8 @@ def test_tail_comment_when_the_upper_p95_hides_a_failing_majority():
     s = {"percentile_convention": "upper", "cfs_p95": upper, "cfs_p95_other": tail, "cfs_p50": 0.0}
     msg = tail_comment(s, 0.85)
     assert msg.startswith(
-        "p95 CFS read as the 95th percentile is 1.00, but the median is 0.00 and 5 % of queries score 0.00 or less"
+        "p95 CFS read as the 95th percentile is 1.00, but the median is 0.00: half of the queries with citations "
+        "score 0.00 or less"
     )
     # the same run read with the tail convention: the figures swap places, the sentence is the same
     assert (

@@ -131,3 +131,17 @@ def test_survival_funnel_legend_does_not_sit_on_an_axis_title():
         assert fig.layout.legend.y < 0  # under the plot
         assert not fig.layout.xaxis.title.text  # nothing else there
         assert "holding a source (%)" in fig.layout.title.text  # what the axis title said
+
+
+def test_the_quality_chart_names_its_metric_in_words():
+    """nDCG@10 on the axis and in the title, as the tables above it write it, not the key ndcg@10."""
+    import pandas as pd
+
+    from ragaudit_core.intervals import Estimate
+    from ragaudit_core.quality.summary import QualityResult, RunQuality
+    from ragaudit_core.review.quality_charts import quality_intervals
+
+    runs = [RunQuality(r, 40, 0, {"ndcg@10": Estimate(0.6, 0.5, 0.7, 40)}) for r in ("a", "b")]
+    fig = quality_intervals(QualityResult((10,), ["ndcg@10"], pd.DataFrame(), runs))
+    assert fig.layout.xaxis.title.text == "nDCG@10"
+    assert fig.layout.title.text.startswith("nDCG@10 per run")

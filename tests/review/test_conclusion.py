@@ -76,7 +76,7 @@ def test_counts_that_differ_are_given_as_a_range_and_blind_significance_is_named
     v = evaluate([*DEFAULT_RULES[:3], quality, blind], inputs)
     found, recommend = conclusion(v, {}, 2)
     assert "4 rules rest on 3–12 queries, where they ask for at least 30" in found
-    assert "1 rule asking for significance of a figure without an interval (Δ cfs_mean >= -0.1 (significant))" in found
+    assert "1 rule asking for significance of a figure without an interval (Δ CFS mean ≥ −0.1 (significant))" in found
     assert recommend == (
         "Do not decide yet on b: evaluate both runs on at least 30 shared queries and drop significance from "
         "those rules or give their figures intervals."

@@ -15,7 +15,7 @@ def test_absolute_pair_rules():
     ]
     v = evaluate(rules, GateInputs("base", "cand", {("j_avg", "span"): 0.62, ("collapse_rate", "span"): 0.35}, {}))
     assert [r.status for r in v.results] == ["pass", "fail"] and v.status == "fail"
-    assert v.results[1].message == "collapse_rate (span) between base and cand is 0.350, not at most 0.2"
+    assert v.results[1].message == "collapse rate (span) between base and cand is 0.350, not at most 0.2"
     assert [r.status for r in v.sorted_results()] == ["fail", "pass"]
 
 
@@ -26,7 +26,7 @@ def test_relative_rules_use_the_change_from_baseline():
     bad = evaluate([rule], GateInputs("b", "c", {}, {"b": {"cfs_p95": 0.90}, "c": {"cfs_p95": 0.70}}))
     assert bad.results[0].status == "fail" and bad.results[0].value == pytest.approx(-0.20)
     assert bad.results[0].message == (
-        "cfs_p95 goes from 0.900 (b) to 0.700 (c), a change of -0.200, not at least -0.15"
+        "CFS p95 goes from 0.900 (b) to 0.700 (c), a change of -0.200, not at least -0.15"
     )
 
 
@@ -306,7 +306,7 @@ def test_a_significant_rule_passes_fails_or_is_inconclusive_on_its_interval():
     assert [v.results[0].status for v in (within, beyond, straddle)] == ["pass", "fail", "inconclusive"]
     assert [v.status for v in (within, beyond, straddle)] == ["pass", "fail", "inconclusive"]
     assert straddle.results[0].message == (
-        "ndcg@10 goes from 0.600 (b) to 0.590 (c), a change of -0.010, "
+        "nDCG@10 goes from 0.600 (b) to 0.590 (c), a change of -0.010, "
         "95 % interval [-0.040, 0.020] straddles -0.02: the data cannot tell"
     )
     assert straddle.results[0].ci == (-0.04, 0.02) and straddle.results[0].n_queries == 60
@@ -337,6 +337,9 @@ def test_a_thin_verdict_fails_under_min_applicable_and_require():
     req = evaluate(GatePolicy(rules=DEFAULT_RULES, require=["stability", "fidelity"]), inputs)
     assert req.status == "fail"
     assert req.thin == ["no applicable fidelity rule, and the policy requires fidelity (no provenance logs)"]
+    # the headline gives each reason once: "(no provenance logs, …)" already follows "not applicable"
+    assert req.headline().count("no provenance logs") == 1
+    assert req.headline().endswith("; no applicable fidelity rule, and the policy requires fidelity")
 
 
 def test_the_review_preset_requires_the_three_questions(tmp_path):
@@ -406,3 +409,25 @@ def test_a_run_against_itself_passes_relative_rules_whatever_their_floor(con, tm
     v = evaluate(rules, collect(con, "base", "base"))
     assert [r.status for r in v.results] == ["pass", "pass", "pass"] and v.status == "pass"
     assert v.results[0].message.endswith("at least -0.15 (a run against itself: exact)")
+
+
+def test_a_relative_quality_rule_decides_on_the_paired_change_its_interval_belongs_to():
+    """Runs labelled on different queries (300 vs 40): the change is the paired one over the 40
+    both have, the figure its interval is of, not the difference of the two runs' own means."""
+    from ragaudit_core.intervals import Estimate
+
+    inputs = GateInputs(
+        "b",
+        "c",
+        {},
+        {"b": {"ndcg@10": 0.651}, "c": {"ndcg@10": 0.569}},
+        delta_ci={"ndcg@10": Estimate(-0.047, -0.086, -0.012, 40)},
+    )
+    plain = Rule(metric="ndcg@10", op=">=", threshold=-0.05, relative=True)
+    r = evaluate([plain], inputs).results[0]
+    assert r.value == pytest.approx(-0.047) and r.status == "pass"  # -0.082 would have failed it
+    assert "a change of -0.047 over the 40 queries both runs have" in r.message
+    assert "-0.082" not in r.message
+    sig = Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True, significant=True)
+    s = evaluate([sig], inputs).results[0]
+    assert s.value == pytest.approx(-0.047) and s.status == "inconclusive"

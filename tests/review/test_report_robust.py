@@ -197,7 +197,7 @@ def test_a_right_to_left_override_in_a_run_id_leaves_the_verdict_digits_in_order
     blob = render(gather(con, ReportOptions(baseline="k5", candidate=evil, probe=False)), chart_images={})
     text = "\n".join(_pages(blob))
     assert "\u202e" not in text
-    line = next(x for x in text.splitlines() if "j_avg (span) between k5 and" in x)
+    line = next(x for x in text.splitlines() if "J_avg (span) between k5 and" in x)
     assert "k10[U+202E]evil is 0.333 [0.333, 0.333]" in _flat(line)
     assert "333.0" not in text
     pdf = tmp_path / "r.pdf"
@@ -306,3 +306,90 @@ def test_pairs_left_out_of_the_probe_are_listed_up_to_four():
     assert _first_of(pairs) == "a vs u0, a vs u1, a vs u2, a vs u3 and 2 more pairs"
     assert _first_of(pairs[:5]) == "a vs u0, a vs u1, a vs u2, a vs u3 and 1 more pair"
     assert _first_of(pairs[:4]) == "a vs u0, a vs u1, a vs u2, a vs u3"
+
+
+def test_worst_queries_that_tie_say_so_and_how_the_shown_ones_were_picked(tmp_path):
+    """Every one of 8 queries is at J = 1/3: '5 least stable' would claim a ranking the data has
+    not; the section says how many tie and that the shown ones are the first by query id."""
+    con = _two_runs(tmp_path, queries=tuple(f"q{i}" for i in range(8)))
+    for opts, order in (
+        (ReportOptions(probe=False), "query id"),
+        (ReportOptions(baseline="k5", candidate="k10", probe=False), "J_doc, then by query id"),
+    ):
+        data = gather(con, opts)
+        text = _flat("\n".join(_pages(render(data, chart_images={}))))
+        assert f"8 queries are at J_span = 0.333, of which 5 are shown: the first by {order}." in text
+
+
+def test_a_query_id_both_runs_logged_with_different_texts_shows_both(tmp_path):
+    """Query ids that collide across runs (q1 is 'tides?' in k5, '<b>x</b> **y** &amp;' in k10): the
+    worst query shows both texts, literally, and says they differ instead of one picked at random."""
+    recs = [
+        {
+            "run_id": "k5",
+            "query_id": "q1",
+            "query": "What causes tides?",
+            "evidence": [{"doc_id": "x"}, {"doc_id": "y"}],
+        },
+        {"run_id": "k10", "query_id": "q1", "query": "<b>x</b> **y** &amp;", "evidence": [{"doc_id": "x"}]},
+    ]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "logs.jsonl", recs)])
+    data = gather(con, ReportOptions(baseline="k5", candidate="k10", probe=False))
+    text = _flat("\n".join(_pages(render(data, chart_images={}))))
+    assert (
+        "The two runs logged different texts under this query id. A: What causes tides? B: <b>x</b> **y** &amp;" in text
+    )
+
+
+def test_the_relevance_labels_behind_ranking_quality_are_named_with_the_inputs(tmp_path):
+    """Ranking quality rests on a qrels file the files table (evidence and provenance logs) does
+    not list: the inputs section names it, with what it holds."""
+    from ragaudit_core.logs.qrels import load_qrels
+
+    con = _two_runs(tmp_path)
+    q = tmp_path / "qrels" / "test.tsv"
+    q.parent.mkdir()
+    q.write_text("query-id\tcorpus-id\tscore\nq1\tx\t1\nq2\ty\t1\nq2\tz\t0\n")
+    load_qrels(con, [q])
+    text = _flat("\n".join(_pages(render(gather(con, ReportOptions(probe=False)), chart_images={}))))
+    assert "Relevance labels (ranking quality): test.tsv: 3 judgements for 2 queries (2 relevant)" in text
+
+
+def test_the_reviewed_pair_is_named_so_in_the_stability_chart_legend():
+    """The dashboard's 'selected' (a pair clicked on the page) means nothing on paper."""
+    import pandas as pd
+
+    from ragaudit_core.review.report.gather import _scatter
+
+    pairs = pd.DataFrame(
+        {
+            "run_a": ["a", "a"],
+            "run_b": ["b", "b"],
+            "level": ["doc", "span"],
+            "j_avg": [0.5, 0.2],
+            "changed": ["top_k", "top_k"],
+        }
+    )
+    names = [t.name for t in _scatter(pairs, 2.5, ("a", "b")).data]
+    assert "reviewed pair" in names and "selected" not in names
+
+
+def test_a_character_no_font_has_is_drawn_as_its_code_point_not_dropped(tmp_path):
+    """fpdf2 draws nothing for a character without a glyph: '🙂 context' read 'emoji  context' while
+    the rendering notes promised a box. It is drawn as [U+1F642], and the notes say so."""
+    from ragaudit_core.review.fonts import plan_fonts
+
+    if "\U0001f642" not in plan_fonts(["\U0001f642"]).missing:
+        import pytest
+
+        pytest.skip("an installed font covers U+1F642")
+    recs = [
+        {"run_id": r, "query_id": "q1", "query": "smile \U0001f642 here", "evidence": [{"doc_id": d}]}
+        for r, d in (("k5", "x"), ("k10", "y"))
+    ]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "logs.jsonl", recs)])
+    text = _flat("\n".join(_pages(render(gather(con, ReportOptions(probe=False)), chart_images={}))))
+    assert "smile [U+1F642] here" in text
+    assert "1 character in the logs has no glyph in any installed font and is drawn as its code point: U+1F642." in text

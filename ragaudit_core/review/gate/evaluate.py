@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from ragaudit_core.intervals import Estimate
 from ragaudit_core.review.gate.rules import AREAS, PAIR_METRICS, STAGES, Area, GatePolicy, Rule
+from ragaudit_core.review.labels import metric_label
 
 __all__ = ["GateInputs", "RuleResult", "RunMetricKey", "Verdict", "evaluate", "verdict_rows", "verdict_table"]
 
@@ -126,7 +127,8 @@ class Verdict(BaseModel):
         counted = f"of {n} rule{'s' if n != 1 else ''}, " + ", ".join(parts) if n else "no rules"
         s = f"{self.status.upper()}: {counted}"
         if self.thin:
-            s += "; " + "; ".join(self.thin)
+            said = [f" ({m})" for m in self.missing()]  # already given after "not applicable"
+            s += "; " + "; ".join(next((t[: -len(m)] for m in said if t.endswith(m)), t) for t in self.thin)
         return s
 
 
@@ -197,10 +199,12 @@ def _pair_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
         return RuleResult(
             rule=rule,
             status="not applicable",
-            message=f"{rule.metric} at {rule.level} level is unavailable for {b} vs {c}"
+            message=f"{metric_label(rule.metric)} at {rule.level} level is unavailable for {b} vs {c}"
             + (f": {note}" if note else ""),
         )
-    return _result(rule, v, inputs.pair_ci.get(key), f"{rule.metric} ({rule.level}) between {b} and {c} is {_fmt(v)}")
+    return _result(
+        rule, v, inputs.pair_ci.get(key), f"{metric_label(rule.metric)} ({rule.level}) between {b} and {c} is {_fmt(v)}"
+    )
 
 
 def _run_keys(rule: Rule) -> list[RunMetricKey]:
@@ -220,13 +224,21 @@ def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
         c = inputs.runs.get(c_run, {}).get(key)
         if c is None or (rule.relative and b is None):
             continue
-        label = f"{key[0]} ({key[1]})" if isinstance(key, tuple) else key
+        label = f"{metric_label(key[0])} ({key[1]})" if isinstance(key, tuple) else metric_label(key)
         n_c = inputs.run_n.get(c_run, {}).get(key)
         exact = False
         if rule.relative and b is not None:
             v = c - b
             what = f"{label} goes from {_fmt(b)} ({b_run}) to {_fmt(c)} ({c_run}), a change of {v:+.3f}"
             ci = inputs.delta_ci.get(key)
+            if ci is not None and ci.value == ci.value and abs(ci.value - v) >= 5e-4:
+                # the runs' own means cover different queries: decide on the paired change, the
+                # figure the interval is of, and say over which queries it is taken
+                v = ci.value
+                what = (
+                    f"{label} is {_fmt(b)} ({b_run}) and {_fmt(c)} ({c_run}) over each run's own queries; "
+                    f"a change of {v:+.3f} over the {ci.n} queries both runs have"
+                )
             n_b = inputs.run_n.get(b_run, {}).get(key)
             n = None if n_b is None or n_c is None else min(n_b, n_c)  # the thinner side
             exact = b_run == c_run  # a run against itself: the change is exactly 0

@@ -17,6 +17,7 @@ Run ids are isolated for bidi (:func:`~ragaudit_core.review.logtext.isolate`).
 from __future__ import annotations
 
 from ragaudit_core.review.gate import RuleResult, Verdict
+from ragaudit_core.review.labels import rule_label
 from ragaudit_core.review.logtext import isolate
 from ragaudit_core.wording import counted
 
@@ -109,7 +110,7 @@ def _unsure(unsure: list[RuleResult]) -> tuple[str, str]:
         )
         todo.append("add queries until the intervals clear the thresholds")
     if blind:
-        names = ", ".join(r.rule.name for r in blind[:3])
+        names = ", ".join(rule_label(r.rule) for r in blind[:3])
         why.append(f"{len(blind)} rule{'s' if len(blind) != 1 else ''} asking for significance of a figure "
                    f"without an interval ({names})")  # fmt: skip
         todo.append("drop significance from those rules or give their figures intervals")
@@ -146,9 +147,10 @@ def _refs(results: list[RuleResult], numbers: dict[str, int]) -> str:
 
 
 def conclusion(
-    v: Verdict | None, numbers: dict[str, int], n_runs: int, no_verdict: str | None = None
+    v: Verdict | None, numbers: dict[str, int], n_runs: int, no_verdict: str | None = None, *, of: int | None = None
 ) -> tuple[str, str]:
     """(conclusion, recommendation) sentences. ``numbers``: section title → its number;
+    ``n_runs``: the runs the figures describe, ``of`` the runs loaded (when more);
     ``no_verdict``: why a chosen pair got no verdict (the cover's sentence)."""
     if v is None and no_verdict:
         return (
@@ -158,7 +160,11 @@ def conclusion(
     if v is None:
         return (
             "No pair was reviewed, so there is no verdict; the figures above describe "
-            + ("the one run." if n_runs == 1 else f"all {n_runs} runs."),
+            + (
+                f"{n_runs} of the {of} runs (the others are named where they were left out)."
+                if of is not None and of > n_runs
+                else ("the one run." if n_runs == 1 else f"all {n_runs} runs.")
+            ),
             "none yet: name the run in production (baseline) and the one that would replace it (candidate) to get one.",
         )
     cand, base = isolate(v.candidate), isolate(v.baseline)

@@ -116,6 +116,7 @@ class ReportData:
     effects: pd.DataFrame | None = None
     worst: list[WorstQuery] = field(default_factory=list)
     worst_scope: str = ""
+    worst_ties: str = ""  # how many queries tie with the shown ones, and how those were picked
     probes: list = field(default_factory=list)  # ProbeResult
     fidelity: dict = field(default_factory=dict)  # run → RunFidelity
     canary: dict | None = None
@@ -123,6 +124,7 @@ class ReportData:
     attributions: dict = field(default_factory=dict)  # run → {"failure": df, "warg": df}
     quality: Any = None  # QualityResult of the compared runs (and the reviewed pair), with labels
     jitter: Any = None  # JitterCost of the reviewed pair
+    labels: str = ""  # the relevance labels behind ranking quality, by source file
     figures: dict[str, go.Figure] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -269,10 +271,33 @@ def _stability(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOpt
         return
     data.stability = res
     data.effects = effects_by_change(res.pairs)
-    data.figures["stability_scatter"] = charts.stability_scatter(
-        res.pairs, gap_ratio=res.summary.gap_ratio, highlight=(min(opts.pair), max(opts.pair)) if opts.pair else None
+    data.figures["stability_scatter"] = _scatter(
+        res.pairs, res.summary.gap_ratio, (min(opts.pair), max(opts.pair)) if opts.pair else None
     )
     data.figures["jmin_histogram"] = charts.jmin_histogram(res.queries)
+
+
+def _scatter(pairs: pd.DataFrame, gap_ratio: float | None, pair: tuple[str, str] | None) -> go.Figure:
+    """The dashboard's stability scatter, its ring around the pair named as the report's reader knows
+    it: the reviewed pair (on the page it is the pair the user selected)."""
+    fig = charts.stability_scatter(pairs, gap_ratio=gap_ratio, highlight=pair)
+    return fig.update_traces(name="reviewed pair", selector=dict(name="selected"))
+
+
+def _ties(j: pd.Series, shown: int, name: str, order: str) -> str:
+    """When more queries share the last shown one's Jaccard (sorted ascending) than are shown, the
+    sentence saying how many and how the shown ones among them were picked; else ""."""
+    j = j.dropna().reset_index(drop=True)
+    if shown <= 0 or len(j) <= shown:
+        return ""
+    last = float(j.iloc[shown - 1])
+    tied = int(((j - last).abs() <= 1e-12).sum())
+    shown_tied = int(((j.iloc[:shown] - last).abs() <= 1e-12).sum())
+    if tied <= shown_tied:
+        return ""
+    name = name if name.startswith("J_") else name.replace("j_", "J_")
+    are = "is" if shown_tied == 1 else "are"
+    return f"{tied} queries are at {name} = {last:.3f}, of which {shown_tied} {are} shown: the first by {order}."
 
 
 def _worst_queries(
@@ -286,12 +311,15 @@ def _worst_queries(
             (r.query_id, a, b, r.j_doc, None if pd.isna(r.j_span) else r.j_span)
             for r in cmp.queries.head(opts.worst_queries).itertuples()
         ]
+        col = "j_span" if cmp.queries["j_span"].notna().any() else "j_doc"
+        data.worst_ties = _ties(cmp.queries[col], len(picks), col, "J_doc, then by query id")
     elif data.stability is not None:
         q = data.stability.queries
         level = "span" if (q["level"] == "span").any() else "doc"
-        q = q[q["level"] == level].sort_values(["j_min", "query_id"]).head(opts.worst_queries)
+        q = q[q["level"] == level].sort_values(["j_min", "query_id"])
         data.worst_scope = f"every run pair: each query's worst pair at {level} level (J_min)"
-        picks = [(r.query_id, r.run_a, r.run_b, None, None) for r in q.itertuples()]
+        data.worst_ties = _ties(q["j_min"], opts.worst_queries, f"J_{level}", "query id")
+        picks = [(r.query_id, r.run_a, r.run_b, None, None) for r in q.head(opts.worst_queries).itertuples()]
     else:
         picks = []
     pair_cells: dict[tuple[str, str], pd.DataFrame] = {}
@@ -306,7 +334,7 @@ def _worst_queries(
         data.worst.append(
             WorstQuery(
                 qid,
-                _query_excerpt(catalog.query_text(con, qid, [a, b]), opts),
+                _query_texts(con, qid, a, b, opts),
                 a,
                 b,
                 jd,
@@ -317,6 +345,15 @@ def _worst_queries(
                 len(eb),
             )
         )
+
+
+def _query_texts(con: duckdb.DuckDBPyConnection, qid: str, a: str, b: str, opts: ReportOptions) -> str | None:
+    """The query's text; when the two runs logged different texts under its id (ids that collide
+    across logs), both, and a sentence saying so, rather than either one."""
+    ta, tb = (_query_excerpt(catalog.query_text(con, qid, [r]), opts) for r in (a, b))
+    if ta is None or tb is None or ta == tb:
+        return ta or tb
+    return f"The two runs logged different texts under this query id. A: {ta} B: {tb}"
 
 
 def _query_excerpt(text: str | None, opts: ReportOptions) -> str | None:

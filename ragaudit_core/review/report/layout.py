@@ -147,6 +147,7 @@ class ReportPDF(FPDF):
         self.numbers: dict[str, int] = {}
         self._chart_error_said = False  # section title → its number in the contents (§n)
         self.plan = plan
+        self._no_glyph = frozenset(plan.missing)
         self.footer_text = footer_text
         self.chart_images = chart_images
         self.chart_error = chart_error
@@ -183,6 +184,8 @@ class ReportPDF(FPDF):
         """:func:`clean` text as this document draws it: without bidi shaping (no RTL script in the
         report) fpdf2 draws in logical order and has no glyph for U+2068/U+2069, so they are dropped."""
         s = clean(text, limit)
+        if self.plan.missing:  # fpdf2 draws nothing for a character without a glyph: show its code point
+            s = "".join(f"[U+{ord(c):04X}]" if c in self._no_glyph else c for c in s)
         return s if self.text_shaping else strip_isolates(s)
 
     def footer(self) -> None:

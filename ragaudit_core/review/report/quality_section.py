@@ -11,6 +11,8 @@ import duckdb
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.quality.jitter import jitter_cost
 from ragaudit_core.review import quality_charts
+from ragaudit_core.review.labels import metric_label
+from ragaudit_core.review.quality_charts import two_places
 from ragaudit_core.review.report.layout import ReportPDF, fmt
 from ragaudit_core.stability.compare import CompareResult
 from ragaudit_core.wording import counted
@@ -37,11 +39,27 @@ def gather_quality(con: duckdb.DuckDBPyConnection, data: ReportData, cmp: Compar
         data.omitted.append("ranking quality (no compared run has a labelled query)")
         return
     data.quality = q
+    data.labels = _label_sources(con)
     data.figures["quality_intervals"] = quality_charts.quality_intervals(q)
     if cmp is not None:
         cost = jitter_cost(con, cmp, k=10)
         data.jitter = cost
         data.figures["jitter_scatter"] = quality_charts.jitter_scatter(cost)
+
+
+def _label_sources(con: duckdb.DuckDBPyConnection) -> str:
+    """The loaded relevance labels by the file they came from (the files table lists logs only)."""
+    cur = con.cursor()
+    try:
+        rows = cur.execute(
+            "SELECT source, count(*), count(DISTINCT query_id), count(*) FILTER (relevance > 0) "
+            "FROM qrels GROUP BY source ORDER BY source"
+        ).fetchall()
+    finally:
+        cur.close()
+    return "; ".join(
+        f"{src}: {counted(n, 'judgement')} for {counted(nq, 'query')} ({rel:,} relevant)" for src, n, nq, rel in rows
+    )
 
 
 def _ci(lo: float, hi: float, signed: bool = False) -> str:
@@ -65,8 +83,8 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
         + [f"{fmt(r[m])} {r[f'{m} 95 % interval'] or ''}".strip() for m in _METRICS]
         for r in table.to_dict("records")
     ]
-    pdf.data_table(["run", "labelled", "left out", *(f"{m} [95 % CI]" for m in _METRICS)], rows, size=7.5)
-    pdf.chart("quality_intervals", width=W * 0.55)
+    pdf.data_table(["run", "labelled", "left out", *(f"{metric_label(m)} [95 % CI]" for m in _METRICS)], rows, size=7.5)
+    pdf.chart("quality_intervals", width=W * 0.82)
     cost = getattr(data, "jitter", None)
     if cost is None:
         return
@@ -76,7 +94,7 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
     pdf.sub_section("Does jitter cost quality? (the reviewed pair)")
     changes = q.pairs.get((a, b), {})
     crow = [
-        [m, fmt(c.delta), _ci(c.lo, c.hi, signed=True), fmt(c.p), fmt(c.p_holm), str(c.n)]
+        [metric_label(m), fmt(c.delta), _ci(c.lo, c.hi, signed=True), fmt(c.p), fmt(c.p_holm), str(c.n)]
         for m in ("ndcg@10", "recall@10", "precision@10", "mrr", "map")
         if (c := changes.get(m)) is not None and c.n
     ]
@@ -87,7 +105,7 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
     rho_text = (
         "undefined (a constant side)"
         if rho.value != rho.value
-        else f"{rho.value:.2f}" + (f" [{rho.lo:.2f}, {rho.hi:.2f}]" if rho.lo == rho.lo else "")
+        else two_places(rho.value) + (f" [{two_places(rho.lo)}, {two_places(rho.hi)}]" if rho.lo == rho.lo else "")
     )
     pdf.para(
         f"Per labelled query, the nDCG@10 change against J_{cost.level}: Spearman's ρ = {rho_text}. "
@@ -101,4 +119,4 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
         ),
         size=8.5,
     )
-    pdf.chart("jitter_scatter", width=W * 0.7)
+    pdf.chart("jitter_scatter", width=W * 0.82)

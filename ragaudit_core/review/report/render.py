@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ragaudit_core.review.fonts import plan_fonts
+from ragaudit_core.review.labels import rule_label
 from ragaudit_core.review.report.export import export_figures
 from ragaudit_core.review.report.gather import ReportData, failure_reason
 from ragaudit_core.review.report.layout import ReportPDF
@@ -113,7 +114,7 @@ def _strings(data: ReportData) -> set[str]:
 
     add([data.runs, data.prov_runs, data.files, data.worst, data.omitted, data.db_label, data.rules_source])
     if data.verdict is not None:
-        add([r.message for r in data.verdict.results] + [r.rule.name for r in data.verdict.results])
+        add([r.message for r in data.verdict.results] + [rule_label(r.rule) for r in data.verdict.results])
     for p in data.probes:
         add(p.rows[["query_id"]])
     for f in data.fidelity.values():

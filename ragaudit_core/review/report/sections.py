@@ -16,7 +16,7 @@ from fpdf.outline import TableOfContents
 from ragaudit_core.fidelity.graph import FIDELITY_STAGES
 from ragaudit_core.fidelity.score import FidelityRules, tail_comment
 from ragaudit_core.logs.selection import natural_key
-from ragaudit_core.review.labels import change_label
+from ragaudit_core.review.labels import change_label, rule_label
 from ragaudit_core.review.logtext import excerpt, isolate
 from ragaudit_core.review.report.gather import ReportData
 from ragaudit_core.review.report.layout import (
@@ -145,6 +145,8 @@ def inputs(pdf: ReportPDF, data: ReportData) -> None:
         widths=[45, W - 45 - 42, 14, 14, 14],
         size=6.8,
     )
+    if data.labels:
+        pdf.para(f"Relevance labels (ranking quality): {isolate(data.labels)}; not hashed when loaded.", size=8.5)
     pdf.sub_section("Rendering notes")
     plan = pdf.plan
     notes = [
@@ -156,9 +158,9 @@ def inputs(pdf: ReportPDF, data: ReportData) -> None:
         notes.append(
             f"{counted(len(plan.missing), 'character')} in the logs "
             + (
-                "has no glyph in any installed font and shows as a box: "
+                "has no glyph in any installed font and is drawn as its code point: "
                 if len(plan.missing) == 1
-                else "have no glyph in any installed font and show as boxes: "
+                else "have no glyph in any installed font and are drawn as their code points: "
             )
             + " ".join(f"U+{ord(c):04X}" for c in plan.missing[:40])
             + (" …" if len(plan.missing) > 40 else "")
@@ -204,7 +206,7 @@ def verdict(pdf: ReportPDF, data: ReportData) -> None:
     )
     pdf.gap(1)
     rows, styles = pdf.status_rows(
-        [(r.status, r.rule.name, r.value, r.message) for r in v.sorted_results()],
+        [(r.status, rule_label(r.rule), r.value, r.message) for r in v.sorted_results()],
         {"fail": BAD, "pass": OK, "inconclusive": WARN},
     )
     pdf.data_table(["status", "rule", "value", "why"], rows, widths=[13, 42, 14, W - 69], styles=styles, size=7.5)
@@ -306,7 +308,11 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
     )
     if data.effects is not None and not data.effects.empty and set(data.effects["changed"]) != {"unknown"}:
         pdf.sub_section("Effects by what changed")
-        pdf.para("Pairs that differ in exactly one setting, grouped by that setting (pairs weigh equally).", size=8.5)
+        pdf.para(
+            "Run pairs grouped by the one setting that differs between their runs; “several”: the pairs whose "
+            "runs differ in more than one (pairs weigh equally).",
+            size=8.5,
+        )
         pdf.data_table(
             ["changed", "level", "pairs", "J_avg", "flip rate", "collapse rate"],
             [
@@ -332,7 +338,7 @@ def worst_queries(pdf: ReportPDF, data: ReportData) -> None:
         f"with the first {counted(max(len(w.a) for w in data.worst), 'evidence entry')} of each run side by side. "
         "“in both”: the same "
         "span (or document, without spans) is in the other list; “same doc, other span”: the document "
-        "came back but not this span.",
+        "came back but not this span." + (f" {data.worst_ties}" if data.worst_ties else ""),
         size=8.5,
     )
     for w in data.worst:

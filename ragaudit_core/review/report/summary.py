@@ -10,13 +10,14 @@ in the report to look next, and a plain-language conclusion with a recommendatio
 
 from __future__ import annotations
 
+from ragaudit_core.review.labels import column_label, rule_label
 from ragaudit_core.review.logtext import isolate
 from ragaudit_core.review.report.conclusion import conclusion
 from ragaudit_core.review.report.gather import ReportData
 from ragaudit_core.review.report.layout import BAD, OK, STATUS_TEXT, WARN, ReportPDF, ci, ci_note, fmt, pct
 from ragaudit_core.wording import counted
 
-__all__ = ["CONFIG_COLUMNS", "executive_summary", "what_changed"]
+__all__ = ["CONFIG_COLUMNS", "described_runs", "executive_summary", "what_changed"]
 
 CONFIG_COLUMNS = ("top_k", "chunk_size", "chunk_overlap", "embedder")
 
@@ -28,11 +29,20 @@ def what_changed(data: ReportData, baseline: str, candidate: str) -> str:
     if a is None or b is None:
         return "the runs' settings are not logged"
     diffs = [
-        f"{c.replace('_', ' ')} {fmt(a.get(c))} → {fmt(b.get(c))}"
-        for c in CONFIG_COLUMNS
-        if str(a.get(c)) != str(b.get(c))
+        f"{column_label(c)} {fmt(a.get(c))} → {fmt(b.get(c))}" for c in CONFIG_COLUMNS if str(a.get(c)) != str(b.get(c))
     ]
-    return "; ".join(diffs) if diffs else "no logged setting differs (top-k, chunk size, overlap, embedder)"
+    if diffs:
+        return "; ".join(diffs)
+    if all(fmt(r.get(c)) == "n/a" for r in (a, b) for c in CONFIG_COLUMNS):
+        return "neither run logs its settings (top-k, chunk size, overlap, embedder)"
+    return "no logged setting differs (top-k, chunk size, overlap, embedder)"
+
+
+def described_runs(data: ReportData) -> int:
+    """The distinct runs the summary's figures describe: those the stability section compares and
+    those with citation-fidelity figures (a provenance run may share its id with an evidence run)."""
+    compared = set(data.stability.summary.runs) if data.stability is not None else set()
+    return len(compared | set(data.fidelity))
 
 
 def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
@@ -54,7 +64,8 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
         applicable = [r for r in v.sorted_results() if r.status != "not applicable"]
         top = applicable[:4]
         rows, styles = pdf.status_rows(
-            [(r.status, r.rule.name, r.value, r.message) for r in top], {"fail": BAD, "pass": OK, "inconclusive": WARN}
+            [(r.status, rule_label(r.rule), r.value, r.message) for r in top],
+            {"fail": BAD, "pass": OK, "inconclusive": WARN},
         )
         pdf.data_table(["status", "rule", "value", "why"], rows, widths=[13, 42, 14, W - 69], styles=styles, size=8)
         if len(applicable) > len(top):
@@ -84,13 +95,20 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
         and (iv := data.stability.intervals) is not None
         and any(ci(iv.summary.get(k)) for k in ("mean_j_doc", "mean_j_span", "collapse_rate"))
     ):
-        pdf.para(ci_note("In brackets", iv), size=8, style="I")
+        pair_n = next((r.n_queries for r in v.results if r.rule.metric == "j_avg" and r.n_queries), None) if v else None
+        own = (
+            f" The reviewed pair's are over its own {counted(pair_n, 'query')}."
+            if pair_n not in (None, iv.n_queries)
+            else ""
+        )
+        pdf.para(ci_note("In brackets", iv) + own, size=8, style="I")
     pdf.para("Where to look", size=10.5, style="B")
     for line in _pointers(data):
         pdf.para(f"• {line}", size=9.5)
     pdf.gap(2)
     why = next((o[len("verdict (") : -1] for o in data.omitted if o.startswith("verdict (") and "share no" in o), None)
-    found, recommend = conclusion(v, pdf.numbers, len(data.runs) + len(data.prov_runs), why)
+    loaded = len(set(data.runs["run_id"]) | set(data.prov_runs["run_id"]))
+    found, recommend = conclusion(v, pdf.numbers, described_runs(data) or loaded, why, of=loaded)
     pdf.para("Conclusion", size=10.5, style="B")
     pdf.para(found, size=10)
     pdf.para(
@@ -106,15 +124,23 @@ def _pair_rows(data: ReportData) -> list[list[str]]:
     v = data.verdict
     if v is None:
         return []
-    got = {(r.rule.metric, r.rule.level): r.value for r in v.results if r.value is not None and not r.rule.relative}
+    got = {(r.rule.metric, r.rule.level): r for r in v.results if r.value is not None and not r.rule.relative}
+
+    def value(key: tuple[str, str], percent: bool = False) -> str:
+        r = got.get(key)
+        f = pct if percent else fmt
+        if r is None:
+            return "n/a"
+        return f(r.value) + (f" [{f(r.ci[0])}, {f(r.ci[1])}]" if r.ci is not None else "")
+
     pair = f"the reviewed pair ({isolate(v.baseline)} → {isolate(v.candidate)})"
     rows = []
-    if ("j_avg", "doc") in got or ("j_avg", "span") in got:
-        rows.append(
-            [f"J_doc / J_span, {pair}", f"{fmt(got.get(('j_avg', 'doc')))} / {fmt(got.get(('j_avg', 'span')))}"]
-        )
+    j = got.get(("j_avg", "doc")) or got.get(("j_avg", "span"))
+    if j is not None:
+        over = f", over its {counted(j.n_queries, 'query')}" if j.n_queries else ""
+        rows.append([f"J_doc / J_span, {pair}{over}", f"{value(('j_avg', 'doc'))} / {value(('j_avg', 'span'))}"])
     if ("collapse_rate", "span") in got:
-        rows.append([f"collapse rate, {pair}", pct(got[("collapse_rate", "span")])])
+        rows.append([f"collapse rate, {pair}", value(("collapse_rate", "span"), percent=True)])
     return rows
 
 
@@ -144,7 +170,8 @@ def _figures(data: ReportData) -> list[list[str]]:
     if data.verdict is not None and all(r in fid for r in (data.verdict.baseline, data.verdict.candidate)):
         shown = [(data.verdict.baseline, "baseline"), (data.verdict.candidate, "candidate")]
     else:
-        shown = [(r, "") for r in list(fid)[:3]]
+        outside = "not in the reviewed pair" if data.verdict is not None else ""
+        shown = [(r, outside) for r in list(fid)[:3]]
     for run, role in shown:
         s = fid[run].summary
         upper, median = s.get("cfs_p95"), s.get("cfs_p50")
@@ -156,13 +183,19 @@ def _figures(data: ReportData) -> list[list[str]]:
         rows.append(
             [
                 "Do citations survive?" if not any(r[0].startswith("Do citations") for r in rows) else "",
-                f"CFS of {isolate(run)}{f' ({role})' if role else ''}: p95 / median",
+                f"CFS of {isolate(run)}{f' ({role})' if role else ''}: p95 / median" + _cited(s),
                 f"{fmt(upper)} / {fmt(median)}{note}",
             ]
         )
     if not rows:
         rows.append(["—", "no stability or fidelity data in this report", ""])
     return rows
+
+
+def _cited(s: dict) -> str:
+    """What a run's CFS percentiles rest on: its queries with citations, of its queries."""
+    n, cited = s.get("n_queries"), s.get("n_with_citations")
+    return f", over the {cited} of {counted(n, 'query')} with citations" if n and cited is not None else ""
 
 
 def _pointers(data: ReportData) -> list[str]:
