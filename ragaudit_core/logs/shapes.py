@@ -35,12 +35,18 @@ from ragaudit_core.logs import formats
 from ragaudit_core.logs.formats import native, otlp
 from ragaudit_core.logs.jsonl import OTLP_ADVICE, FileRefused, Line, TemporaryFileError, value_too_long
 
-__all__ = ["EMPTY", "KEPT", "RECORD_KEYS", "RECORD_OF", "Streamed", "empty_words", "unwrap"]
+__all__ = ["EMPTY", "IDS_ONLY", "KEPT", "RECORD_KEYS", "RECORD_OF", "Streamed", "empty_words", "unwrap"]
 
 RECORD_OF = "a record of "
 """``Line.note`` of a record streamed out of a container too long for the limit (+ what it is)."""
 EMPTY = "an empty container: "
 """``Line.note`` of the line standing for such a container that held no record (+ what it is)."""
+IDS_ONLY = (
+    "a Langfuse trace whose observations are ids, not observations (as the trace list gives them): "
+    "export each trace by its id (GET /api/public/traces/{traceId}) or its observations "
+    "(GET /api/public/observations?traceId=…)"
+)
+"""Why a Langfuse trace whose ``observations`` are all strings is rejected (once, not per id)."""
 RECORD_KEYS = ("observations", "post", "patch", "data", "results", "resourceSpans")
 """Members of a top-level object whose array elements are records."""
 KEPT = ("trace", "schema")
