@@ -468,3 +468,12 @@ def test_more_pairs_than_stability_holds_are_refused_in_one_sentence_and_the_ing
     )
     p = run("stability", "--db", db, "--baseline", "run0", "--json", tmp_path / "b.json")
     assert p.returncode == 0, p.stderr
+
+
+def test_an_ingest_with_nothing_to_read_makes_no_database(tmp_path):
+    """A mistyped path made an empty RagAudit database (0.8 MB) though the call failed as a whole:
+    the next ``stability --db`` then said "need at least two runs" instead of "ingest first"."""
+    db = tmp_path / "new.duckdb"
+    p = run("ingest", tmp_path / "nope.jsonl", "--db", db)
+    assert p.returncode == 2 and "nope.jsonl: no such file or folder" in p.stderr
+    assert not db.exists() and list(tmp_path.iterdir()) == []
