@@ -30,6 +30,7 @@ from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
 from ragaudit_core.logs.documents import DEFAULT_MAX_DEPTH
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_EXPANSION, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_LINE_BYTES
+from ragaudit_core.logs.listing import list_paths
 
 __all__ = ["ingest"]
 
@@ -94,6 +95,8 @@ def ingest(
     )
     lines = progress()
     try:
+        if not Path(db).exists():
+            list_paths(list[str | Path](paths))  # a call with nothing to read fails before it makes a database
         con = connect_db(db, init=init)
         report = workspace.load_paths(
             con,

@@ -354,9 +354,11 @@ def default_pair(con: duckdb.DuckDBPyConnection, runs: list[str]) -> tuple[str, 
     when it is one of the two. None when no two runs share a query."""
     if len(runs) < 2:
         return None
-    rows = con.execute(
+    order = _pair_candidates(con, natural_sorted(runs))
+    rows = con.execute(  # chosen in the database: a run per record makes millions of sharing pairs
         """
-        WITH r AS (SELECT run_id, query_id FROM records WHERE run_id IN (SELECT unnest(?::VARCHAR[]))),
+        WITH o AS (SELECT unnest(?::VARCHAR[]) AS run_id, generate_subscripts(?::VARCHAR[], 1) AS pos),
+        r AS (SELECT run_id, query_id FROM records WHERE run_id IN (SELECT run_id FROM o)),
         shared AS (
             SELECT a.run_id AS a, b.run_id AS b, count(*) AS n
             FROM r a JOIN r b ON a.query_id = b.query_id AND a.run_id < b.run_id
@@ -364,21 +366,43 @@ def default_pair(con: duckdb.DuckDBPyConnection, runs: list[str]) -> tuple[str, 
         rich AS (
             SELECT run_id, (count(answer) > 0)::INT
                 + (run_id IN (SELECT run_id FROM prov_records))::INT AS richness
-            FROM records WHERE run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY run_id)
-        SELECT s.a, s.b, s.n, ra.richness + rb.richness
-        FROM shared s JOIN rich ra ON ra.run_id = s.a JOIN rich rb ON rb.run_id = s.b""",
-        [runs, runs],
+            FROM records WHERE run_id IN (SELECT run_id FROM o) GROUP BY run_id),
+        cand AS (
+            SELECT s.a, s.b, s.n, ra.richness + rb.richness AS richness, max(s.n) OVER () AS most
+            FROM shared s JOIN rich ra ON ra.run_id = s.a JOIN rich rb ON rb.run_id = s.b)
+        SELECT c.a, c.b FROM cand c JOIN o oa ON oa.run_id = c.a JOIN o ob ON ob.run_id = c.b
+        WHERE 2 * c.n >= c.most
+        ORDER BY c.richness DESC, c.n DESC, least(oa.pos, ob.pos), greatest(oa.pos, ob.pos)
+        LIMIT 1""",
+        [order, order],
     ).fetchall()
     if not rows:
         return None
-    most = max(n for _, _, n, _ in rows)
-    order = {r: i for i, r in enumerate(natural_sorted(runs))}
-    a, b, _, _ = min(
-        (row for row in rows if 2 * row[2] >= most),
-        key=lambda row: (-row[3], -row[2], min(order[row[0]], order[row[1]]), max(order[row[0]], order[row[1]])),
-    )
-    a, b = sorted((a, b), key=order.__getitem__)
+    (a, b), pos = rows[0], {r: i for i, r in enumerate(order)}
+    a, b = sorted((a, b), key=pos.__getitem__)
     return (b, a) if b == SAMPLE_BASE_RUN else (a, b)
+
+
+PAIR_CANDIDATES = 300
+"""Runs :func:`default_pair` looks among, at most: the pairs are a self-join of the runs' queries,
+quadratic in runs — a log naming a run per record (10,000 runs asking one question) made 50M pairs,
+and the join grew past 10 GB. Past it, the runs logging the most records are kept (ties in natural
+order), where the pair sharing the most queries is."""
+
+
+def _pair_candidates(con: duckdb.DuckDBPyConnection, order: list[str]) -> list[str]:
+    """``order`` (natural order), or its :data:`PAIR_CANDIDATES` runs logging the most records."""
+    if len(order) <= PAIR_CANDIDATES:
+        return order
+    sizes = dict(
+        con.execute(
+            "SELECT run_id, count(*) FROM records WHERE run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY run_id",
+            [order],
+        ).fetchall()
+    )
+    pos = {r: i for i, r in enumerate(order)}
+    kept = set(sorted(order, key=lambda r: (-sizes.get(r, 0), pos[r]))[:PAIR_CANDIDATES])
+    return [r for r in order if r in kept]
 
 
 def uploads_dir(db_path: str | Path) -> Path:

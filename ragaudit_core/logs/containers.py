@@ -42,7 +42,7 @@ from ragaudit_core.logs.jsonl import (
     Line,
     gunzipped_head,
     open_limited,
-    utf16_evidence,
+    unreadable,
 )
 from ragaudit_core.wording import counted
 
@@ -74,10 +74,10 @@ def iter_rows(path: Path, limits: Limits | None = None, notes: list[str] | None 
     name = path.name.lower()
     try:
         with open(path, "rb") as f:
-            magic = f.read(4)
-        if utf16_evidence(magic) is not None or (magic[:2] == _GZIP_MAGIC and utf16_evidence(gunzipped_head(path))):
-            return None  # UTF-16 (as Excel's "Unicode text" is), gzipped or not: the line reader refuses it with advice
-        if name.endswith(".parquet") or magic == b"PAR1":
+            magic = f.read(10)
+        if unreadable(magic) is not None or (magic[:2] == _GZIP_MAGIC and unreadable(gunzipped_head(path, 10))):
+            return None  # UTF-16 (as Excel's "Unicode text" is), an archive…: the line reader refuses it with advice
+        if name.endswith(".parquet") or magic[:4] == b"PAR1":
             return _parquet_rows(path, limits)
         if magic[:2] == _GZIP_MAGIC and (name.endswith(".parquet.gz") or gunzipped_head(path) == b"PAR1"):
             return _gzipped_parquet(path, limits)

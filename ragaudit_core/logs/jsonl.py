@@ -41,6 +41,7 @@ __all__ = [
     "read_lines",
     "stream_sha256",
     "too_long_advice",
+    "unreadable",
     "utf16_evidence",
     "value_too_long",
 ]
@@ -237,15 +238,15 @@ def iter_lines(
     limits = limits or Limits(max_line_bytes=max_line_bytes)
     try:
         with open(path, "rb") as f:
-            head = f.read(4)
+            head = f.read(_HEAD_BYTES)
     except OSError as e:
         raise InputFileError(f"{path}: cannot read ({e.strerror})") from None
-    utf16 = utf16_evidence(head)
-    if utf16 is not None:
-        raise InputFileError(f"{path}: file is UTF-16 encoded ({utf16}); save it as UTF-8")
+    what = unreadable(head)
+    if what is not None:
+        raise InputFileError(f"{path}: file is {what}")
     is_gzip = head[:2] == _GZIP_MAGIC
-    if is_gzip and (utf16 := utf16_evidence(gunzipped_head(path))) is not None:
-        raise InputFileError(f"{path}: the file in this gzip stream is UTF-16 encoded ({utf16}); save it as UTF-8")
+    if is_gzip and (what := unreadable(gunzipped_head(path, _HEAD_BYTES))) is not None:
+        raise InputFileError(f"{path}: the file in this gzip stream is {what}")
     if path.name.lower().endswith(".gz") and not is_gzip and warn is not None:
         warn.append(f"{path}: named .gz but not gzip-compressed (no gzip header); read as plain text")
 
@@ -265,6 +266,42 @@ def gunzipped_head(path: Path, n: int = 4) -> bytes:
             return g.read(n)
     except (OSError, EOFError, zlib.error):
         return b""
+
+
+_HEAD_BYTES = 10
+"""The first bytes of a file :func:`unreadable` looks at (bzip2's magic and its first block's)."""
+
+_HOW = "RagAudit reads logs plain or gzip-compressed: "
+_ARCHIVES = (
+    ((b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08"), "a ZIP archive", "extract its files (unzip) and give them"),
+    ((b"BZh",), "bzip2-compressed", "decompress it (bunzip2), or compress it with gzip"),
+    ((b"\xfd7zXZ\x00",), "xz-compressed", "decompress it (unxz), or compress it with gzip"),
+    ((b"\x28\xb5\x2f\xfd",), "zstd-compressed", "decompress it (unzstd), or compress it with gzip"),
+    ((b"7z\xbc\xaf\x27\x1c",), "a 7-Zip archive", "extract its files (7z x) and give them"),
+)
+"""Containers a log may come in that are not read, by their magic bytes: a stored ZIP's lines are
+plain text between its headers (its first and last line were rejected, the others loaded), the
+others' bytes were rejected line by line as binary — neither said what the file is."""
+
+
+def unreadable(head: bytes) -> str | None:
+    """What a file's first :data:`_HEAD_BYTES` bytes show it to be when it is not text we read —
+    the end of a sentence after "file is", with what to do — or None."""
+    if head[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):  # before UTF-16, whose mark starts UTF-32LE's
+        return f"UTF-32 encoded (byte-order mark {head[:4].hex(' ')}); save it as UTF-8"
+    utf16 = utf16_evidence(head[:4])
+    if utf16 is not None:
+        return f"UTF-16 encoded ({utf16}); save it as UTF-8"
+    for magics, what, how in _ARCHIVES:
+        if head.startswith(magics) and (magics[0] != b"BZh" or _bzip2(head)):
+            return f"{what}; {_HOW}{how}"
+    return None
+
+
+def _bzip2(head: bytes) -> bool:
+    """bzip2's ``BZh`` is followed by its block size (``1``–``9``) and a block's or the end's magic:
+    a text that starts with "BZh" does not."""
+    return head[3:4] in b"123456789" and len(head) >= 10 and head[4:10] in (b"1AY&SY", b"\x17\x72\x45\x38\x50\x90")
 
 
 def utf16_evidence(head: bytes) -> str | None:

@@ -15,6 +15,7 @@ warning naming it.
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,16 +58,32 @@ def list_paths(paths: list[str | Path]) -> Listing:
         elif p.is_file():
             found.append(p)
         else:
-            out.refused.append(Issue(str(p), None, "not a regular file" if p.exists() else "no such file or folder"))
-    seen: set[Path] = set()
+            out.refused.append(Issue(str(p), None, _why_unusable(p)))
+    seen: dict[Path, Path] = {}
     for f in found:
         r = f.resolve()
         if r not in seen:
-            seen.add(r)
+            seen[r] = f
             out.files.append(f)
+        elif any(f == Path(raw) for raw in paths):  # named again, not met again in a folder searched
+            out.warnings.append(Issue(str(f), None, f"given twice (also as {seen[r]}); read once", "same-path"))
     if not out.files:
         raise InputFileError("; ".join(map(str, out.refused)) or "no input files given")
     return out
+
+
+def _why_unusable(p: Path) -> str:
+    """Why a path given is neither a folder nor a regular file, in words: a link loop and a link to
+    nothing are there (``ls`` shows them), unlike a path that does not exist."""
+    if p.is_symlink():
+        try:
+            os.stat(p)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                return "a loop of symbolic links, which never reaches a file"
+            if e.errno == errno.ENOENT:
+                return f"a symbolic link to {os.readlink(p)}, which does not exist"
+    return "not a regular file" if p.exists() else "no such file or folder"
 
 
 _TABLE_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".parquet", ".parquet.gz")

@@ -43,7 +43,7 @@ from ragaudit_core.logs.formats import native
 from ragaudit_core.logs.jsonl import FileRefused, Line
 from ragaudit_core.logs.lines import decode_json, parse_evidence_object, parse_provenance_object
 from ragaudit_core.logs.report import FileReport
-from ragaudit_core.logs.shapes import EMPTY, RECORD_OF, empty_words, unwrap
+from ragaudit_core.logs.shapes import EMPTY, IDS_ONLY, RECORD_OF, empty_words, unwrap
 from ragaudit_core.logs.traces import DecodedSpan, TraceJoiner, provenance_record
 from ragaudit_core.wording import counted
 
@@ -247,6 +247,9 @@ class FileReader:
         by_position = self.whole_first and level == 0 and ln.line_no == 1 and self.fr.n_lines == 1
         if not items:
             self.empty_container(what)
+            return
+        if what == "a Langfuse trace" and all(isinstance(o, str) for o in items):
+            self.sink.reject(self.fr, self.file_id, ln, IDS_ONLY)  # one reason for the trace, not one per id
             return
         self.containers[what] += 1
         if isinstance(obj, list) and level == 0 and self.array_hint is None:

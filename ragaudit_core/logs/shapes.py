@@ -31,15 +31,22 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
+from ragaudit_core.logs import formats
 from ragaudit_core.logs.formats import native, otlp
 from ragaudit_core.logs.jsonl import OTLP_ADVICE, FileRefused, Line, TemporaryFileError, value_too_long
 
-__all__ = ["EMPTY", "KEPT", "RECORD_KEYS", "RECORD_OF", "Streamed", "empty_words", "unwrap"]
+__all__ = ["EMPTY", "IDS_ONLY", "KEPT", "RECORD_KEYS", "RECORD_OF", "Streamed", "empty_words", "unwrap"]
 
 RECORD_OF = "a record of "
 """``Line.note`` of a record streamed out of a container too long for the limit (+ what it is)."""
 EMPTY = "an empty container: "
 """``Line.note`` of the line standing for such a container that held no record (+ what it is)."""
+IDS_ONLY = (
+    "a Langfuse trace whose observations are ids, not observations (as the trace list gives them): "
+    "export each trace by its id (GET /api/public/traces/{traceId}) or its observations "
+    "(GET /api/public/observations?traceId=…)"
+)
+"""Why a Langfuse trace whose ``observations`` are all strings is rejected (once, not per id)."""
 RECORD_KEYS = ("observations", "post", "patch", "data", "results", "resourceSpans")
 """Members of a top-level object whose array elements are records."""
 KEPT = ("trace", "schema")
@@ -144,7 +151,33 @@ def unwrap(obj: Any) -> tuple[str, list] | None:
     for key in ("data", "results"):
         if isinstance(obj.get(key), list):
             return (f"a JSON object holding {key!r}", obj[key])
-    return None
+    return _column_table(obj)
+
+
+def _column_table(obj: dict) -> tuple[str, list] | None:
+    """A table written column by column — pandas' ``DataFrame.to_json()`` default (``{column:
+    {index: value}}``, every column with the same index) or ``to_dict("list")`` and a Hugging Face
+    ``Dataset.to_dict()`` (``{column: [values]}``, every list as long) — as its rows, when its
+    first row is a record some format reads; None otherwise (a record whose values are lists)."""
+    cols = list(obj.values())
+    if len(cols) < 2:
+        return None
+    if all(isinstance(c, dict) for c in cols):
+        index: list = list(cols[0])
+        if not index or any(list(c) != index for c in cols[1:]):
+            return None
+        rows = [{k: c[i] for k, c in obj.items()} for i in index]
+    elif all(isinstance(c, list) for c in cols):
+        n = len(cols[0])
+        if not n or any(len(c) != n for c in cols[1:]):
+            return None
+        rows = [{k: c[i] for k, c in obj.items()} for i in range(n)]
+    else:
+        return None
+    first = rows[0]
+    if formats.detect(first).kind == "native":
+        return None
+    return ("a table written column by column (pandas' to_json default, or a dict of lists)", rows)
 
 
 # --------------------------------------------------------------------------- a container past the limit

@@ -55,6 +55,7 @@ from ragaudit_core.wording import listed
 
 __all__ = [
     "CONFIG_PARAMETERS",
+    "MAX_PAIRS",
     "NoSharedQueries",
     "StabilityError",
     "StabilityOptions",
@@ -252,6 +253,21 @@ def effects_by_change(pairs: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
 
 
+MAX_PAIRS = 5_000
+"""Pairs of runs one comparison makes, at most: each pair's intervals (5 figures × 1,000 resamples)
+are held at once — 100 runs (4,950 pairs) peak at 1.0 GB, 300 runs at 7.5 GB; a log naming a run
+per record (10,000 runs) made 50M pairs and ran out of memory."""
+
+
+def _check_pair_count(n_runs: int, n_pairs: int) -> None:
+    if n_pairs > MAX_PAIRS:
+        raise StabilityError(
+            f"{n_runs:,} runs make {n_pairs:,} pairs to compare, more than the {MAX_PAIRS:,} stability compares at "
+            "once (each pair's intervals are held in memory): pick the runs to compare (--runs), or compare each "
+            "run with one (--baseline)"
+        )
+
+
 def _resolve_pairs(runs: list[str], opts: StabilityOptions) -> list[tuple[str, str]]:
     if opts.pairs is not None:
         pairs = list(dict.fromkeys((a, b) for a, b in opts.pairs))  # de-duplicated, order kept
@@ -260,11 +276,13 @@ def _resolve_pairs(runs: list[str], opts: StabilityOptions) -> list[tuple[str, s
             raise StabilityError(f"{listed('unknown run', list(map(repr, unknown)))} in pairs")
         if any(a == b for a, b in pairs):
             raise StabilityError("a pair must name two different runs")
+        _check_pair_count(len({r for p in pairs for r in p}), len(pairs))
         return pairs
     if opts.baseline is not None:
         if opts.baseline not in runs:
             raise StabilityError(f"baseline run {opts.baseline!r} not found; runs are: {', '.join(map(repr, runs))}")
         return [(min(opts.baseline, r), max(opts.baseline, r)) for r in runs if r != opts.baseline]
+    _check_pair_count(len(runs), len(runs) * (len(runs) - 1) // 2)  # before a pair is made
     return list(itertools.combinations(runs, 2))
 
 

@@ -441,3 +441,39 @@ def test_ingest_progress_counts_a_documents_records_as_records(capsys, tmp_path)
     lines.finish()
     err = capsys.readouterr().err
     assert "doc.json: 3 records read" in err and "b.jsonl: 1 line read" in err
+
+
+def test_more_pairs_than_stability_holds_are_refused_in_one_sentence_and_the_ingest_ends(tmp_path):
+    """A 700 KB log naming a run per record (10,000 runs, one query) made the ingest's stability
+    precompute grow past 10 GB, and ``stability`` end in DuckDB's out-of-memory traceback after 4
+    minutes (300 runs: 7.5 GB): every pair's intervals are held at once. Past
+    ``MAX_PAIRS`` the comparison is refused before a pair is made, naming what to do."""
+    from ragaudit_core.stability.metrics import MAX_PAIRS
+
+    n = next(n for n in range(2, 1000) if n * (n - 1) // 2 > MAX_PAIRS)
+    log = write_jsonl(
+        tmp_path / "many.jsonl",
+        [{"run_id": f"run{i}", "query_id": "q1", "query": "same", "evidence": [f"d{i % 7}", "x"]} for i in range(n)],
+    )
+    db = tmp_path / "x.duckdb"
+    p = run("ingest", log, "--db", db)
+    assert p.returncode == 0, p.stderr
+    p = run("stability", "--db", db)
+    assert p.returncode == 2
+    pairs = f"{n * (n - 1) // 2:,}"
+    assert p.stderr.strip().splitlines()[-1] == (
+        f"error: {n} runs make {pairs} pairs to compare, more than the {MAX_PAIRS:,} stability compares at once "
+        "(each pair's intervals are held in memory): pick the runs to compare (--runs), or compare each run with "
+        "one (--baseline)"
+    )
+    p = run("stability", "--db", db, "--baseline", "run0", "--json", tmp_path / "b.json")
+    assert p.returncode == 0, p.stderr
+
+
+def test_an_ingest_with_nothing_to_read_makes_no_database(tmp_path):
+    """A mistyped path made an empty RagAudit database (0.8 MB) though the call failed as a whole:
+    the next ``stability --db`` then said "need at least two runs" instead of "ingest first"."""
+    db = tmp_path / "new.duckdb"
+    p = run("ingest", tmp_path / "nope.jsonl", "--db", db)
+    assert p.returncode == 2 and "nope.jsonl: no such file or folder" in p.stderr
+    assert not db.exists() and list(tmp_path.iterdir()) == []

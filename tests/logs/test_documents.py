@@ -376,3 +376,29 @@ def test_a_document_whose_every_record_is_rejected_says_records_not_lines(tmp_pa
 def _load_all(paths):
     con = store.connect(":memory:")
     return con, ingest_paths(con, paths)
+
+
+def test_a_table_written_column_by_column_loads_its_rows(tmp_path):
+    """pandas' ``DataFrame.to_json(path)`` (its default orient, ``{column: {index: value}}``) and
+    ``to_dict("list")`` or a Hugging Face ``Dataset.to_dict()`` (``{column: [values]}``) were one
+    record "without a query (user_input or question)" — a Ragas result saved the shortest way.
+    Each index is a row, in order, as in the records orient."""
+    rows = [
+        {"user_input": f"question {i}", "retrieved_contexts": [f"ctx {i} a", f"ctx {i} b"], "response": f"a{i}"}
+        for i in range(3)
+    ]
+    by_row = tmp_path / "rows.json"
+    by_row.write_text(json.dumps(rows))
+    columns = {k: {str(i): r[k] for i, r in enumerate(rows)} for k in rows[0]}
+    lists = {k: [r[k] for r in rows] for k in rows[0]}
+    want = _records(_load(by_row)[0])
+    for name, table in (("columns.json", columns), ("lists.json", lists)):
+        f = tmp_path / name
+        f.write_text(json.dumps(table))
+        con, rep = _load(f, run_id="rows")
+        assert not rep.rejected, rep.rejected
+        assert _records(con) == want
+    # a record whose values are all lists is still a record, not a table
+    nested = tmp_path / "record.json"
+    nested.write_text(json.dumps({"run_id": ["r"], "query_id": ["q"], "evidence": ["a"]}))
+    assert len(_load(nested)[1].rejected) == 1

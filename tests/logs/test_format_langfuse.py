@@ -62,3 +62,23 @@ def test_langfuse_retriever_and_span_observations_equal_the_native_log(tmp_path)
     for kind in ("RETRIEVER", "SPAN"):
         rep, got = _stored(write_jsonl(tmp_path / kind / "fuse.jsonl", observations(kind)))
         assert rep.n_rejected == 0 and rep.files[0].n_skipped == 2 and got == want, kind
+
+
+def test_a_trace_list_whose_observations_are_ids_says_so_once_per_trace(tmp_path):
+    """``GET /api/public/traces`` (``langfuse.api.trace.list()``) gives each trace's observations as
+    ids: each id was rejected "expected a JSON object per line, got string" — three lines per trace
+    in a one-line file, and not a word on what to export instead."""
+    traces = [
+        {"id": f"t{i}", "name": "rag", "input": {"question": Q}, "output": "The Moon.", "observations": ["o1", "o2"]}
+        for i in range(3)
+    ]
+    f = tmp_path / "traces.json"
+    f.write_text(json.dumps({"data": traces, "meta": {"page": 1, "limit": 50, "totalItems": 3}}, indent=2))
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [f])
+    why = (
+        "a Langfuse trace whose observations are ids, not observations (as the trace list gives them): "
+        "export each trace by its id (GET /api/public/traces/{traceId}) or its observations "
+        "(GET /api/public/observations?traceId=…)"
+    )
+    assert [(i.line_no, i.message) for i in rep.rejected] == [(n, why) for n in (1, 2, 3)]

@@ -71,3 +71,25 @@ def test_without_a_doc_id_key_the_text_hash_is_the_id_with_a_warning(tmp_path):
     rep, (ev, _rec) = _stored(write_jsonl(tmp_path / "smith.jsonl", runs()))
     assert all(e[3].startswith("text:") for e in ev)
     assert any("--doc-id-key" in w.message for w in rep.warnings)
+
+
+def test_runs_saved_as_a_table_read_their_outputs_text_as_json(tmp_path):
+    """LangSmith runs in a dataframe saved with ``to_csv`` or ``to_parquet`` hold ``inputs`` and
+    ``outputs`` as JSON text: the documents and the query were read from it, but the root run's
+    answer was stored as the text itself — ``{"result": "The Moon."}`` — and an LLM run's
+    generations were never found."""
+    import json
+
+    import pandas as pd
+
+    want = _stored(write_jsonl(tmp_path / "j" / "smith.jsonl", runs()), doc_id_key="source")[1]
+    as_text = [{**r, "inputs": json.dumps(r["inputs"]), "outputs": json.dumps(r["outputs"])} for r in runs()]
+    df = pd.DataFrame(as_text)
+    df.to_csv(tmp_path / "smith.csv", index=False)
+    df.to_parquet(tmp_path / "smith.parquet")
+    for name in ("smith.csv", "smith.parquet"):
+        rep, got = _stored(tmp_path / name, doc_id_key="source")
+        assert rep.n_rejected == 0 and got == want, name
+    no_root = [{**r, "outputs": None} if r["run_type"] == "chain" else r for r in as_text]
+    pd.DataFrame(no_root).to_csv(tmp_path / "llm.csv", index=False)
+    assert _stored(tmp_path / "llm.csv", doc_id_key="source")[1][1][0][3] == "the moon (draft)"

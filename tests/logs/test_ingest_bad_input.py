@@ -311,3 +311,55 @@ def test_a_json_documents_bom_is_stripped_with_a_warning_at_its_first_line(con, 
     assert [str(w) for w in rep.warnings if w.code == "bom"] == [
         f"{f} line 1: a UTF-8 byte-order mark at the start of the file was ignored"
     ]
+
+
+def test_a_utf32_file_is_named_utf32_not_utf16(con, tmp_path):
+    """Its mark ``ff fe 00 00`` starts as UTF-16's does: it was refused as "UTF-16 encoded"."""
+    f = tmp_path / "u32.jsonl"
+    f.write_bytes('{"run_id": "r", "query_id": "x", "cited": []}\n'.encode("utf-32"))
+    good = write_jsonl(tmp_path / "ok.jsonl", [GOOD1])
+    rep = ingest_paths(con, [f, good])
+    assert _loaded(con) == ["good1"]
+    assert [str(i) for i in rep.rejected] == [
+        f"{f}: file is UTF-32 encoded (byte-order mark ff fe 00 00); save it as UTF-8"
+    ]
+
+
+def _zip(body: bytes) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:  # stored, not deflated: the lines inside are plain text
+        z.writestr("inner.jsonl", body)
+    return buf.getvalue()
+
+
+def _compressed(kind: str, body: bytes) -> bytes:
+    import bz2
+    import lzma
+
+    return {"zip": _zip, "bz2": bz2.compress, "xz": lzma.compress}[kind](body)
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "what", "how"),
+    [
+        ("zip", "logs.zip", "a ZIP archive", "extract its files (unzip) and give them"),
+        ("bz2", "logs.jsonl.bz2", "bzip2-compressed", "decompress it (bunzip2), or compress it with gzip"),
+        ("xz", "logs.jsonl.xz", "xz-compressed", "decompress it (unxz), or compress it with gzip"),
+    ],
+)
+def test_an_archive_or_other_compression_is_refused_in_one_sentence(con, tmp_path, kind, name, what, how):
+    """A stored ZIP loaded the lines between its headers and rejected the first and last (the
+    headers' bytes glued to them) — exit 0 with records missing; bzip2 and xz were rejected line by
+    line "may be binary or corrupted", never saying what the file is or what to do."""
+    body = b"".join(json.dumps({"run_id": "r", "query_id": f"q{i}", "cited": ["a"]}).encode() + b"\n" for i in range(5))
+    f = tmp_path / name
+    f.write_bytes(_compressed(kind, body))
+    good = write_jsonl(tmp_path / "ok.jsonl", [GOOD1])
+    rep = ingest_paths(con, [f, good])
+    assert _loaded(con) == ["good1"]
+    assert [str(i) for i in rep.rejected] == [
+        f"{f}: file is {what}; RagAudit reads logs plain or gzip-compressed: {how}"
+    ]

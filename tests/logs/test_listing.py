@@ -271,3 +271,21 @@ def test_a_qrels_folders_label_files_are_not_named_as_unread_tables(con, tmp_pat
     assert [str(w) for w in rep.warnings if w.code == "unsearched-tables"] == []
     (root / "other.tsv").write_text("user_input\tretrieved_contexts\nq\t['a']\n", encoding="utf-8")
     assert list_paths([root]).warnings[0].message.endswith(f"as {root / 'other.tsv'}")
+
+
+def test_a_link_loop_a_dangling_link_and_a_file_given_twice_are_named_as_such(con, tmp_path):
+    """A loop of links was "no such file or folder" (it is there: `ls` shows it), a link to a
+    missing file too; a file given twice (``a.jsonl ./a.jsonl``: a mistyped second run?) was read
+    once without a word, where the contract skips repeated content "with a warning"."""
+    good = write_jsonl(tmp_path / "good.jsonl", [_rec("good")])
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    (tmp_path / "dangling.jsonl").symlink_to(tmp_path / "gone.jsonl")
+    again = tmp_path / "." / "good.jsonl"
+    rep = ingest_paths(con, [tmp_path / "loop1", tmp_path / "dangling.jsonl", good, again])
+    assert _runs(con) == ["good"] and rep.n_records == 1
+    assert [str(i) for i in rep.rejected] == [
+        f"{tmp_path / 'loop1'}: a loop of symbolic links, which never reaches a file",
+        f"{tmp_path / 'dangling.jsonl'}: a symbolic link to {tmp_path / 'gone.jsonl'}, which does not exist",
+    ]
+    assert f"{again}: given twice (also as {good}); read once" in [str(w) for w in rep.warnings]

@@ -44,3 +44,23 @@ def test_the_default_pair_shares_the_most_queries_and_prefers_answers(tmp_path):
 def test_the_sample_opens_on_its_answered_provenance_pair(sample_con):
     runs = catalog.evidence_run_ids(sample_con)
     assert catalog.default_pair(sample_con, runs) == ("k10-c256-o32", "k10-c128-o32")
+
+
+def test_the_default_pair_of_thousands_of_runs_is_chosen_in_the_database(tmp_path):
+    """A log naming a run per record (10,000 runs asking one question) made 50M sharing pairs, every
+    one fetched into Python: the ingest's precompute grew past 10 GB. The pair is chosen in SQL,
+    with natural run order as the last tie-break, as before."""
+    import tracemalloc
+
+    recs = [{"run_id": f"run{i}", "query_id": "q", "evidence": ["d"]} for i in range(2000)]
+    recs += [_rec("run1500", "q2"), _rec("run20", "q2")]  # the pair sharing the most queries
+    con = _con(tmp_path, recs)
+    runs = [f"run{i}" for i in range(2000)]
+    tracemalloc.start()
+    try:
+        assert catalog.default_pair(con, runs) == ("run20", "run1500")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 << 20, peak  # 2M pairs fetched were hundreds of MB
+    assert catalog.default_pair(con, [f"run{i}" for i in range(3, 12)]) == ("run3", "run4")  # natural order

@@ -10,7 +10,7 @@ and run trees (``child_runs``) are unwrapped into runs by :mod:`ragaudit_core.lo
 from __future__ import annotations
 
 from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span
-from ragaudit_core.logs.formats.spans import doc_fields, documents, query_of, text_of, trace_id
+from ragaudit_core.logs.formats.spans import doc_fields, documents, json_maybe, query_of, text_of, trace_id
 
 __all__ = ["FORMAT"]
 
@@ -22,7 +22,7 @@ def detect(obj: dict) -> bool:
 def read_span(obj: dict) -> Span:
     trace = trace_id(obj.get("trace_id"))
     rt = str(obj.get("run_type", "")).lower()
-    outputs = obj.get("outputs") or {}
+    outputs = json_maybe(obj.get("outputs")) or {}  # JSON text in a table's cell (to_csv, to_parquet)
     if rt == "retriever":
         docs = documents(outputs)
         query = query_of(obj.get("inputs"))
