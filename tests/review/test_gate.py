@@ -431,3 +431,28 @@ def test_a_relative_quality_rule_decides_on_the_paired_change_its_interval_belon
     sig = Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True, significant=True)
     s = evaluate([sig], inputs).results[0]
     assert s.value == pytest.approx(-0.047) and s.status == "inconclusive"
+
+
+def test_a_stage_survival_drop_fails_only_when_its_whole_interval_lies_past_the_threshold(con, tmp_path):
+    """The default preset's stage-survival rule asks for significance: a review of the sample pair's
+    PDF found a FAIL on Δ stage survival −0.053 against −0.05 over ~45 queries reaching the stage —
+    two or three queries. ``collect`` gives the change its paired interval; a change whose interval
+    straddles the threshold is inconclusive, one wholly below it fails."""
+    from ragaudit_core.intervals import Estimate
+    from ragaudit_core.logs.ingest import ingest_paths
+    from ragaudit_core.review.gate import collect
+    from ragaudit_core.review.gate.rules import DEFAULT_RULES
+
+    (rule,) = [r for r in DEFAULT_RULES if r.metric == "stage_survival"]
+    assert rule.significant and rule.relative and rule.threshold == -0.05
+    ingest_paths(con, [_evidence_and_provenance(tmp_path)])
+    inputs = collect(con, "base", "cand")
+    e = inputs.delta_ci[("stage_survival", "generation")]  # base reached it with q1 only
+    assert e.n == 1 and e.lo <= e.value <= e.hi
+    key = ("stage_survival", "generation")
+    runs = {"b": {key: 0.16}, "c": {key: 0.106}}
+    straddles = GateInputs("b", "c", {}, runs, delta_ci={key: Estimate(-0.054, -0.17, 0.07, 44)})
+    (r,) = evaluate([rule], straddles).results
+    assert r.status == "inconclusive" and "straddles -0.05: the data cannot tell" in r.message
+    below = GateInputs("b", "c", {}, runs, delta_ci={key: Estimate(-0.054, -0.09, -0.06, 44)})
+    assert evaluate([rule], below).results[0].status == "fail"

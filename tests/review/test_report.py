@@ -316,10 +316,12 @@ def test_the_report_opens_with_the_cover_then_a_one_page_executive_summary(sampl
         f"Recommendation: Do not deploy {CAND}: span-level evidence collapsed (no cited span kept) on "
         f"{collapse:.1%} of queries" in first
     )
-    # the recommendation points at the verdict, stability and citation fidelity by their numbers in the
-    # contents (§4 on a fresh sample; §5 when an earlier test stored the answer probe's similarities)
-    fid = re.search(r"(\d+)\. Citation fidelity", _flat(pages[2]))
-    assert fid is not None and f"see §1, §2, §{fid.group(1)}." in first
+    # the recommendation points at the sections of the failed rules by their numbers in the contents: the
+    # verdict and stability. Stage survival's drop (−0.053 over the ~45 queries reaching generation) is
+    # inconclusive — its interval straddles −0.05 — so citation fidelity is not named as a reason
+    assert re.search(r"(\d+)\. Citation fidelity", _flat(pages[2])) is not None
+    assert "see §1, §2." in first
+    assert next(r for r in v.results if r.rule.metric == "stage_survival").status == "inconclusive"
     contents = next(i for i, p in enumerate(pages) if p.startswith("Contents"))
     assert contents == 2  # after the cover and the summary
     assert "1. Verdict" in pages[contents] and "2. Evidence stability" in pages[contents]

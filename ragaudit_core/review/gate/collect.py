@@ -90,11 +90,17 @@ def collect(
 
 def _fidelity(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str]) -> None:
     """CFS figures (mean, median, p95 as the fidelity rules read it, and the tail reading the
-    fidelity page recommends: the score 95 % of queries reach) with their intervals; stage survival;
-    parse failures."""
+    fidelity page recommends: the score 95 % of queries reach) with their intervals; stage survival,
+    and its change with the change's paired interval when both runs have provenance; parse failures."""
     from ragaudit_core.fidelity.score import fidelity_runs
+    from ragaudit_core.fidelity.survival_change import stage_survival_change
 
-    for run, fid in fidelity_runs(con, runs).items():
+    fids = fidelity_runs(con, runs)
+    b, c = inputs.baseline, inputs.candidate
+    if b != c and b in fids and c in fids:
+        for stage, e in stage_survival_change(fids[b].queries, fids[c].queries).items():
+            inputs.delta_ci[("stage_survival", stage)] = e
+    for run, fid in fids.items():
         s = fid.summary
         m, ci = inputs.runs[run], inputs.run_ci.setdefault(run, {})
         tail_key = "cfs_p95" if s.get("percentile_convention") == "tail" else "cfs_p95_other"

@@ -168,8 +168,10 @@ of queries is too narrow to be read as 95 % (our reading; a ``[[rule]]`` with it
 # The default preset: document-level rules work on any log (RagCiteCheck format too); span,
 # fidelity, attribution and quality rules apply when their data is present. Fidelity, alignment
 # and quality rules are relative, so a run compared with itself passes whatever its absolute
-# quality; the seed's absolute alert thresholds are the STRICT preset. The quality rule asks for
-# significance: a drop of nDCG@10 fails only when its whole interval lies below −0.02. Stability
+# quality; the seed's absolute alert thresholds are the STRICT preset. The quality rule and the
+# stage-survival rule ask for significance: a drop of nDCG@10 fails only when its whole interval lies
+# below −0.02, a stage's survival only when its change's whole interval lies below −0.05 (a rate over
+# the few dozen queries that reach a stage moves by 0.05 with two or three queries). Stability
 # and quality rules need MIN_QUERIES queries behind their figure.
 DEFAULT_RULES: list[Rule] = [
     Rule(metric="j_avg", level="doc", op=">=", threshold=0.5, min_queries=MIN_QUERIES),
@@ -178,7 +180,7 @@ DEFAULT_RULES: list[Rule] = [
     Rule(metric="j_avg", level="span", op=">=", threshold=0.5, min_queries=MIN_QUERIES),
     Rule(metric="collapse_rate", level="span", op="<=", threshold=0.2, min_queries=MIN_QUERIES),
     Rule(metric="cfs_p95_tail", op=">=", threshold=-0.15, relative=True),
-    Rule(metric="stage_survival", level="every", op=">=", threshold=-0.05, relative=True),
+    Rule(metric="stage_survival", level="every", op=">=", threshold=-0.05, relative=True, significant=True),
     Rule(metric="parse_failure_rate", op="<=", threshold=0.005, relative=True),
     Rule(metric="warg", p=0.9, op="<=", threshold=0.05, relative=True),
     Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True, significant=True, min_queries=MIN_QUERIES),
