@@ -391,7 +391,9 @@ k[3].metric("p-value", "n/a" if c["p_value"] is None else f"{c['p_value']:.4f}")
 if c["significant"] is None:
     st.caption(c.get("note", ""))
 else:
-    (st.error if c["significant"] else st.success)(
+    # no difference found is not sameness shown (28 queries a side cannot show it): said, not green
+    (st.error if c["significant"] else st.info)(
         f"The CFS distributions {'differ' if c['significant'] else 'do not differ'} significantly "
-        f"at α = {rules.canary_alpha} (two-sided Mann–Whitney U, {c['n_a']} vs {c['n_b']} queries with citations)."
+        f"at α = {rules.canary_alpha} (two-sided Mann–Whitney U, {c['n_a']} vs {c['n_b']} queries with citations)"
+        + ("." if c["significant"] else ": no difference was found, which does not show they are the same.")
     )

@@ -572,6 +572,12 @@ def _summary(
         ).fetchall()[0]
         if js and js > 0:
             gap = jd / js
+            hashed = set(catalog.text_id_runs(cur))
+            if all(a in hashed and b in hashed for a, b in pairs):  # no run logged ids: not a finding
+                gap_note = (
+                    "gap ratio 1 by construction: the compared runs logged no document ids, so each passage's "
+                    "document id is its text's hash and J_doc = J_span"
+                )
         else:
             gap_note = "gap ratio undefined: mean span-level Jaccard is 0"
     else:

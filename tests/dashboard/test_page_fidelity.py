@@ -63,6 +63,10 @@ def test_figures_alerts_graph_and_canary(prov_db):
     assert len(at.get("plotly_chart")) == 3  # funnel, histogram, graph
     c = canary([1.0, 1.0], [0.0, 0.3])
     assert {m.label: m.value for m in at.metric}["Mann–Whitney U"] == f"{c['u']:.1f}" == "4.0"
+    # 2 queries a side: no difference found, said as that and not shown green as if sameness were shown
+    assert not c["significant"] and not [s for s in at.success if "CFS distributions" in s.value]
+    [said] = [i.value for i in at.info if "CFS distributions" in i.value]
+    assert said.endswith("no difference was found, which does not show they are the same.")
 
 
 def test_thresholds_are_live(prov_db):

@@ -185,11 +185,14 @@ def test_runs_that_logged_no_document_ids_are_named_beside_runs_that_did(con, tm
     assert _pair(res, "ids", "ragas", "doc").j_avg == 0.0 and _pair(res, "ids", "ragas", "span").j_avg == 0.0
     [warning] = [w for w in res.summary.warnings if "logged no document ids" in w]
     assert warning.startswith("run 'ragas' logged no document ids: its document ids") and "--doc-id-key" in warning
+    assert res.summary.gap_ratio_note is None or "by construction" not in res.summary.gap_ratio_note
     write_jsonl(tmp_path / "ragas2.jsonl", [{"user_input": "Q?", "retrieved_contexts": texts[::-1]}])
     ingest_paths(con, [tmp_path / "ragas2.jsonl"])
     res = compute_stability(con, StabilityOptions(runs=["ragas", "ragas2"]))
     assert not [w for w in res.summary.warnings if "logged no document ids" in w]
     assert _pair(res, "ragas", "ragas2", "doc").j_avg == 1.0
+    # the gap ratio is 1 by construction there, and the summary says so (the stability page's caption)
+    assert res.summary.gap_ratio == 1.0 and res.summary.gap_ratio_note.startswith("gap ratio 1 by construction")
     # a baseline that logged no ids: 'ragas2' is compared with it only, and is not named
     res = compute_stability(con, StabilityOptions(baseline="ragas"))
     [warning] = [w for w in res.summary.warnings if "logged no document ids" in w]
