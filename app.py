@@ -266,11 +266,12 @@ def _loaded(con, info: dict, db_path: str, writable: bool) -> None:
                     + sel.note
                 )
             )
-        nav = st.columns(4)
+        nav = st.columns(5)
         nav[0].page_link(PAGES.stability, label="Evidence stability →", icon=":material/scatter_plot:")
         nav[1].page_link(PAGES.drilldown, label="Query drill-down →", icon=":material/search:")
         nav[2].page_link(PAGES.compare, label="Compare two runs →", icon=":material/compare_arrows:")
         nav[3].page_link(PAGES.fidelity, label="Citation fidelity →", icon=":material/link:")
+        nav[4].page_link(PAGES.attributions, label="Attributions →", icon=":material/insights:")
     refused = f" and refused files ({info['refused']:,})" if info["refused"] else ""
     st.subheader(f"Rejected lines ({info['rejected_lines']:,}){refused}")
     if info["rejected"]:

@@ -17,6 +17,7 @@ from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS, IG_BASELINES, IG_METH
 from ragaudit_core.jobs import partial, plan, queue, result_keys
 from ragaudit_core.jobs.worker import ensure_worker, revive
 from ragaudit_core.logs import catalog
+from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.review import charts
 
 st.set_page_config(page_title="Attributions · RagAudit", page_icon="🧭", layout="wide")
@@ -31,7 +32,7 @@ st.caption(
     "retriever's ranking and the generator's ranking by Shapley value: 0 when the generator relies on the "
     "documents in the retriever's order, near 1 when it does not. Computed on demand, then stored."
 )
-runs = catalog.runs_with_texts(con)
+runs = natural_sorted(catalog.runs_with_texts(con))  # k5, k10, k20 as on the other pages
 c1, c2 = st.columns([1, 3])
 run = c1.selectbox("Run", runs, index=runs.index(catalog.preferred_run(runs)))
 qid = ui.query_picker(con, st.session_state.get(KEYS.query), search_box=c2, limit=300, run=run)

@@ -339,3 +339,18 @@ def test_warnings_about_the_whole_database_show_beside_a_files_own(app_env, tmp_
     assert set(warned["code"]) >= {"coverage", "mapping"}
     assert warned.loc[warned["code"] == "coverage", "path"].isna().all()
     assert set(warned.loc[warned["code"] == "mapping", "path"]) == {"c.csv"}
+
+
+def test_the_loaded_home_page_links_every_page(app_env, sample_db):
+    """The row of links under the runs names each page of the sidebar; Attributions was missing."""
+    app_env(sample_db)
+    at = app_test("app.py").run()
+    assert not at.exception
+    labels = [link.proto.label for link in at.get("page_link")]
+    assert labels == [
+        "Evidence stability →",
+        "Query drill-down →",
+        "Compare two runs →",
+        "Citation fidelity →",
+        "Attributions →",
+    ]
