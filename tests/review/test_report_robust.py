@@ -393,3 +393,15 @@ def test_a_character_no_font_has_is_drawn_as_its_code_point_not_dropped(tmp_path
     text = _flat("\n".join(_pages(render(gather(con, ReportOptions(probe=False)), chart_images={}))))
     assert "smile [U+1F642] here" in text
     assert "1 character in the logs has no glyph in any installed font and is drawn as its code point: U+1F642." in text
+
+
+def test_runs_sharing_no_query_with_the_reviewed_baseline_are_not_probed_nor_listed(tmp_path):
+    """A browser walk's report of two Ragas runs beside the sample listed on its cover "answer probe
+    for ragas_eval vs k10-c128-o32, ragas_eval vs k10-c256-o0, … (the runs share no query)": pairs the
+    report was never asked about. k5 and k10 answer q1–q3; 'stray' answers q9 only."""
+    con = _two_runs(tmp_path, answers=True)
+    ingest_paths(con, [write_jsonl(tmp_path / "stray.jsonl", [{"run_id": "stray", "query_id": "q9", "answer": "a",
+                                                                "evidence": [{"doc_id": "x"}]}])])  # fmt: skip
+    data = gather(con, ReportOptions(baseline="k5", candidate="k10", embedder=_FakeEncoder()))
+    assert [(p.run_a, p.run_b) for p in data.probes] == [("k5", "k10")]
+    assert not [o for o in data.omitted if "stray" in o]

@@ -31,7 +31,7 @@ from ragaudit_core.errors import RagAuditError
 from ragaudit_core.fidelity import canary, fidelity_runs, provenance_runs
 from ragaudit_core.fidelity.judging import judge_summary, verdict_table
 from ragaudit_core.logs import catalog, store
-from ragaudit_core.logs.selection import comparable_runs, natural_key, natural_sorted
+from ragaudit_core.logs.selection import comparable_runs, natural_key, natural_sorted, runs_sharing_queries
 from ragaudit_core.review import charts
 from ragaudit_core.review.gate import DEFAULT_RULES, GatePolicy, Rule, Verdict, collect, evaluate
 from ragaudit_core.review.logtext import excerpt
@@ -378,14 +378,18 @@ def _entries(frame: pd.DataFrame, opts: ReportOptions) -> list[dict]:
 
 
 def _probe_pairs(con: duckdb.DuckDBPyConnection, opts: ReportOptions) -> list[tuple[str, str]] | None:
-    """Every answered run against one anchor (the reviewed baseline, else the sample's base run);
-    the reviewed pair first. None when fewer than two runs carry answers."""
+    """Every answered run that shares a query with one anchor (the reviewed baseline, else the
+    sample's base run), against it; the reviewed pair first, shared queries or not (it is the one
+    the report is about: when it shares none, the cover says so). A run sharing no query with the
+    anchor is not a pair the report was asked about, so it is neither probed nor listed as left
+    out. None when fewer than two runs carry answers."""
     answered = catalog.answered_runs(con)
     if len(answered) < 2:
         return None
     pair = opts.pair
     anchor = pair[0] if pair and pair[0] in answered else catalog.preferred_run(answered)
-    pairs = [(anchor, r) for r in answered if r != anchor]
+    sharing = set(runs_sharing_queries(con, anchor))
+    pairs = [(anchor, r) for r in answered if r != anchor and r in sharing]
     if pair and pair[0] != pair[1] and all(r in answered for r in pair) and pair not in pairs:
         pairs.insert(0, pair)
     return pairs
