@@ -28,7 +28,26 @@ from ragaudit_core.intervals import (
     percentile_intervals,
 )
 
-__all__ = ["stage_survival_change"]
+__all__ = ["stage_survival_change", "stage_survival_intervals"]
+
+
+def stage_survival_intervals(
+    queries: pd.DataFrame, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+) -> dict[str, Estimate]:
+    """Per stage name: one run's conditional survival rate (the mean of ``survived_<stage>`` over
+    the queries that reached the stage) with its 95 % bootstrap interval over those queries; a stage
+    no query reached is left out."""
+    stages = [s for s in FIDELITY_STAGES.values() if f"survived_{s}" in queries]
+    if not stages:
+        return {}
+    x = queries[[f"survived_{s}" for s in stages]].to_numpy(dtype=float)
+    means, counts, reps = bootstrap_replicates(x, resamples=resamples, seed=seed)
+    lo, hi = percentile_intervals(reps)
+    return {
+        s: Estimate(float(means[i]), float(lo[i]), float(hi[i]), int(counts[i]))
+        for i, s in enumerate(stages)
+        if counts[i]
+    }
 
 
 def stage_survival_change(

@@ -71,3 +71,16 @@ def test_seeded_and_batch_invariant():
         base.drop(columns="survived_generation"), cand.drop(columns="survived_generation"), seed=3
     )
     assert alone["retrieval"] == one["retrieval"]
+
+
+def test_one_run_s_rate_and_interval_are_over_the_queries_that_reached_the_stage():
+    """Generation reached by q1, q2 (kept 1 of 2: 0.5); q3 never reached it. Every query lost at
+    reranking: 0 with no width. A stage no query reached is left out."""
+    from ragaudit_core.fidelity.survival_change import stage_survival_intervals
+
+    t = _table(["q1", "q2", "q3"], reranking=[0, 0, 0], generation=[1, 0, NAN], compression=[NAN, NAN, NAN])
+    got = stage_survival_intervals(t, resamples=200)
+    assert set(got) == {"reranking", "generation"}
+    assert (got["reranking"].value, got["reranking"].lo, got["reranking"].hi, got["reranking"].n) == (0.0, 0.0, 0.0, 3)
+    g = got["generation"]
+    assert g.value == 0.5 and g.n == 2 and 0.0 <= g.lo <= 0.5 <= g.hi <= 1.0

@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 
 from ragaudit_core.fidelity.score import fidelity_runs
+from ragaudit_core.fidelity.survival_change import stage_survival_intervals
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.review.gate import DEFAULT_RULES, review
@@ -82,6 +83,12 @@ def test_sample_report_parses_and_holds_the_key_figures_and_verdict(sample_repor
     for f in fidelity_runs(con, [BASE, CAND]).values():
         assert f"{f.summary['cfs_mean']:.3f}" in text
         assert f"{f.summary['stage_survival']['generation']:.1%}" in text
+        # each with its interval in the row under it (a PDF review found them printed bare)
+        lo, hi = f.summary["intervals"]["cfs_mean"]
+        assert f"[{lo:.3f}, {hi:.3f}]" in text
+        g = stage_survival_intervals(f.queries)["generation"]
+        assert f"[{g.lo:.1%}, {g.hi:.1%}]" in text
+    assert "Second rows: the 95 % bootstrap interval over the run's queries" in text
     # the probe: 60 answered queries per pair
     assert data.probes and all(p.summary["n_queries"] == 60 for p in data.probes)
     assert f"{data.probes[0].summary['mean_sim']:.3f}" in text

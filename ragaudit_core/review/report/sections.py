@@ -13,11 +13,10 @@ from pathlib import Path
 from fpdf.fonts import TextStyle
 from fpdf.outline import TableOfContents
 
-from ragaudit_core.fidelity.graph import FIDELITY_STAGES
-from ragaudit_core.fidelity.score import FidelityRules, tail_comment
 from ragaudit_core.logs.selection import natural_key
 from ragaudit_core.review.labels import change_label, rule_label
 from ragaudit_core.review.logtext import excerpt, isolate
+from ragaudit_core.review.report.fidelity_section import fidelity_section
 from ragaudit_core.review.report.gather import ReportData
 from ragaudit_core.review.report.layout import (
     BAD,
@@ -397,101 +396,6 @@ def probe(pdf: ReportPDF, data: ReportData) -> None:
     pdf.chart("probe_scatter", width=W * 0.8)
 
 
-def fidelity(pdf: ReportPDF, data: ReportData) -> None:
-    W = pdf.epw
-    pdf.para(
-        "Citations extracted from each generated answer and verified against the provenance graph (1.0 exact "
-        "source, 0.3 right document wrong page, 0.0 not in the graph); CFS = mean score per query. Stage "
-        "survival in the table is conditional: of the queries that reached a stage with a ground-truth source, "
-        "the share keeping one through it (the alert's reading; seed 002). The funnel shows the running "
-        "product: the share of all queries with ground truth still holding a source.",
-        size=8.5,
-    )
-    pdf.gap(1)
-    stage_names = list(FIDELITY_STAGES.values())
-    pdf.data_table(
-        ["run", "queries", "with citations", "CFS mean", "p50", "p95", "p99", "product CFS", "parse failures"],
-        [
-            [
-                r,
-                str(f.summary["n_queries"]),
-                str(f.summary["n_with_citations"]),
-                fmt(f.summary["cfs_mean"]),
-                fmt(f.summary["cfs_p50"]),
-                fmt(f.summary["cfs_p95"]),
-                fmt(f.summary["cfs_p99"]),
-                fmt(f.summary["cfs_product_mean"]),
-                pct(f.summary["parse_failure_rate"]),
-            ]
-            for r, f in data.fidelity.items()
-        ],
-        size=7.5,
-    )
-    pdf.data_table(
-        ["run"] + [f"{s} (conditional)" for s in stage_names],
-        [[r] + [pct(f.summary["stage_survival"].get(s)) for s in stage_names] for r, f in data.fidelity.items()],
-        size=7.5,
-    )
-    pdf.chart("survival_funnel", width=W * 0.8)
-    pdf.chart("cfs_histogram", width=W * 0.8)
-    for r, f in data.fidelity.items():
-        if comment := tail_comment(f.summary, FidelityRules().p95_cfs_min):
-            pdf.para(f"{r}: {comment}", size=8, style="I", colour=(150, 80, 0))
-    pdf.sub_section("Alerts and failure modes")
-    for r, f in data.fidelity.items():
-        alerts = sorted(f.alerts, key=lambda a: {"alert": 0, "ok": 1}.get(a["status"], 2))
-        rows, styles = pdf.status_rows(
-            [(a["status"], a["rule"], a["value"], a["message"]) for a in alerts], {"alert": BAD, "ok": OK}
-        )
-        pdf.para(f"Run {r}", size=9, style="B")
-        pdf.data_table(["status", "rule", "value", "why"], rows, widths=[14, 34, 14, W - 62], styles=styles, size=7.5)
-        fm = f.summary.get("failure_modes") or {}
-        outcomes = f.summary.get("outcomes") or {}
-        if outcomes:
-            pdf.para("Citation outcomes: " + ", ".join(f"{k} {v}" for k, v in outcomes.items()), size=8)
-        pdf.para("Failure modes: " + (", ".join(f"{k} {v}" for k, v in fm.items()) if fm else "none found"), size=8)
-        pdf.gap(1)
-    if data.judge:
-        pdf.sub_section("LLM judge (Pattern 4)")
-        pdf.para(
-            "Each citation judged by a panel with seed 002's judge prompt; majority vote (ties to the most "
-            "conservative verdict). Agreement: the majority equals the rule-based verdict (1.0 ACCURATE, 0.3 "
-            "PARTIAL, 0 HALLUCINATED). Disagreement: citations whose votes are not unanimous (the seed reports "
-            "12–18 % for its judges); pairwise: judge pairs that differ.",
-            size=8.5,
-        )
-        pdf.data_table(
-            ["run", "citations", "agreement with rules", "judges disagree", "pairwise", "invalid votes"],
-            [
-                [
-                    r,
-                    str(j["n_citations"]),
-                    pct(j["agreement"]["rate"]),
-                    pct(j["disagreement"]["rate"]),
-                    pct(j["disagreement"]["pairwise"]),
-                    str(j["n_invalid_votes"]),
-                ]
-                for r, j in data.judge.items()
-            ],
-            size=7.5,
-        )
-    if data.canary:
-        c = data.canary
-        verdict = (
-            "significant"
-            if c["significant"]
-            else "not significant"
-            if c["significant"] is False
-            else c.get("note", "not computed")
-        )
-        pdf.para(
-            f"Canary {isolate(c['baseline'])} → {isolate(c['candidate'])}: "
-            f"Mann–Whitney U = {fmt(c['u'])}, p = {fmt(c['p_value'])}"
-            f", {verdict} at α = {c['alpha']} (median CFS {fmt(c['median_a'])} → {fmt(c['median_b'])}).",
-            size=8.5,
-        )
-
-
 def attributions(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
     pdf.para(
@@ -564,7 +468,7 @@ SECTIONS = [
     Section("Evidence stability", lambda d: d.stability is not None, stability),
     Section("Worst queries", lambda d: bool(d.worst), worst_queries),
     Section("Evidence–answer probe", lambda d: bool(d.probes), probe),
-    Section("Citation fidelity", lambda d: bool(d.fidelity), fidelity),
+    Section("Citation fidelity", lambda d: bool(d.fidelity), fidelity_section),
     Section("Attributions", lambda d: bool(d.attributions), attributions),
     Section("Ranking quality", lambda d: d.quality is not None, quality_section),
     Section("Input files and rendering", _always, inputs),
