@@ -29,6 +29,7 @@ from ragaudit_core.jobs.worker import ensure_worker, revive
 from ragaudit_core.logs import catalog
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.review import charts
+from ragaudit_core.wording import bracket
 
 st.set_page_config(page_title="Citation fidelity · RagAudit", page_icon="🔗", layout="wide")
 db = ui.open_store("Citation fidelity", catalog.missing_provenance_message)
@@ -120,6 +121,17 @@ for col, run in zip(cols, shown):
         help="p95: the 95th percentile of per-query CFS (the seed as written). tail p95: the score 95 % "
         "of queries reach (the 5th percentile).",
     )
+    iv = s.get("intervals") or {}
+    said = [
+        f"{name} {bracket(*iv[key])}"
+        for name, key in (("mean", "cfs_mean"), ("median", "cfs_p50"), (upper_name, "cfs_p95"))
+        if iv.get(key) and bracket(*iv[key])
+    ]
+    if said:
+        col.caption(
+            f"95 % bootstrap intervals over its {ui.counted(s['n_with_citations'], 'query')} with citations: "
+            + " · ".join(said)
+        )
     if comment := tail_comment(s, rules.p95_cfs_min):
         col.warning(ui.md(comment))
 left, right = st.columns(2)

@@ -51,6 +51,10 @@ def test_figures_alerts_graph_and_canary(prov_db):
     means = [m.value for m in at.metric if m.label == "mean CFS"]
     assert means == [f"{res['base'].summary['cfs_mean']:.3f}", f"{res['cand'].summary['cfs_mean']:.3f}"]
     assert means == ["1.000", "0.150"]
+    # each run's CFS figures with their intervals, over its queries with citations
+    for run in ("base", "cand"):
+        lo, hi = res[run].summary["intervals"]["cfs_mean"]
+        assert any(f"queries with citations: mean [{lo:.3f}, {hi:.3f}]" in c.value for c in at.caption), run
     alerts = at.dataframe[0].value
     assert alerts["status"].iloc[0] == "alert"  # failing rules first
     assert set(alerts.loc[alerts.status == "alert", "rule"]) == {"reranking survival", "parse-failure rate"}
@@ -95,7 +99,7 @@ def test_a_run_of_one_query_reads_in_the_singular(app_env, tmp_path):
     ingest_paths(store.connect(path), [tmp_path / "one.jsonl"])
     at = app_test(PAGE).run()
     assert not at.exception
-    (summary,) = [c.value for c in at.caption if "with citations" in c.value]
+    (summary,) = [c.value for c in at.caption if "with citations · " in c.value]
     assert summary.startswith("1 query · 1 with citations · 1 citation · product-form CFS ")
     assert summary.endswith(" · 0 alerts") and "queries" not in summary
 
