@@ -130,7 +130,7 @@ if res.intervals is not None:
     st.caption(
         f"95 % bootstrap intervals over the {ui.counted(res.intervals.n_queries, 'query')} "
         f"({ui.counted(res.intervals.resamples, 'resample')}): mean J_doc {ci('mean_j_doc')} · "
-        f"mean J_span {ci('mean_j_span')} · collapse rate {ci('collapse_rate', True)} · "
+        f"mean J_span {ci('mean_j_span')} · gap ratio {ci('gap_ratio')} · collapse rate {ci('collapse_rate', True)} · "
         f"flip rate (span) {ci('flip_rate_span', True)}"
     )
 

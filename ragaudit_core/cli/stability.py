@@ -180,7 +180,8 @@ def _print_stability(result: StabilityResult) -> None:
     lines = [
         f"queries evaluated: {s.n_queries}   run pairs: {s.n_pairs}   flip threshold τ = {s.flip_threshold}",
         f"mean J_doc = {fmt(s.mean_j_doc)}{_ci(result, 'mean_j_doc')}   "
-        f"mean J_span = {fmt(s.mean_j_span)}{_ci(result, 'mean_j_span')}   gap ratio = {fmt(s.gap_ratio)}",
+        f"mean J_span = {fmt(s.mean_j_span)}{_ci(result, 'mean_j_span')}   "
+        f"gap ratio = {fmt(s.gap_ratio)}{_ci(result, 'gap_ratio')}",
         f"collapse rate (span) = {fmt(s.collapse_rate)}{_ci(result, 'collapse_rate')}   flip rate doc/span = "
         f"{fmt(s.flip_rate['doc'])}/{fmt(s.flip_rate['span'])}   null transitions = {s.null_transitions}   "
         f"same docs, different spans = {fmt(s.same_docs_diff_spans)}",

@@ -4,11 +4,11 @@
 Every figure is a mean over queries of a per-query value, so resampling queries resamples it:
 
 * headline (all compared pairs): per query, the mean ``J`` over its pairs at each level
-  (``mean_j_doc``, ``mean_j_span``), the share of its pairs with ``J < τ`` (``flip_rate_doc``,
-  ``flip_rate_span``), whether some pair collapsed (``collapse_rate``: ``J_span = 0`` with both
-  sides non-empty) and the share of its cells where one side is empty and the other is not
-  (``null_transition_rate``). With every query compared on every pair (the default), these means
-  over queries equal the summary's figures.
+  (``mean_j_doc``, ``mean_j_span``; their ratio ``gap_ratio`` in each resample), the share of its
+  pairs with ``J < τ`` (``flip_rate_doc``, ``flip_rate_span``), whether some pair collapsed
+  (``collapse_rate``: ``J_span = 0`` with both sides non-empty) and the share of its cells where
+  one side is empty and the other is not (``null_transition_rate``). With every query compared on
+  every pair (the default), these means over queries equal the summary's figures.
 * per pair and level: ``j_avg``, ``flip_rate``, ``collapse_rate``, ``null_loss``, ``null_gain`` —
   each the mean of a per-query value or indicator.
 
@@ -205,12 +205,26 @@ def intervals_from_batches(
     out.summary = {
         name: Estimate(float(means[i]), float(lo[i]), float(hi[i]), int(counts[i])) for i, name in enumerate(names)
     }
+    if "mean_j_doc" in names and "mean_j_span" in names:
+        d, sp = names.index("mean_j_doc"), names.index("mean_j_span")
+        out.summary["gap_ratio"] = _ratio(means[d], means[sp], reps[:, d], reps[:, sp], int(counts[sp]))
     pair_rows = acc.pair_rows(runs)
     out.pairs = pd.DataFrame(
         [(*r, float(means[k + i]), float(lo[k + i]), float(hi[k + i])) for i, r in enumerate(pair_rows)],
         columns=["level", "run_a", "run_b", "metric", "value", "lo", "hi"],
     )
     return out
+
+
+def _ratio(num: float, den: float, num_reps: np.ndarray, den_reps: np.ndarray, n: int) -> Estimate:
+    """The gap ratio mean J_doc / mean J_span (seed 000's Stability Gap) with its percentile
+    interval: the ratio of the two means in each resample (the same resamples for both), a resample
+    whose mean J_span is 0 giving no replicate; NaN throughout when the mean J_span is 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = np.where(den_reps > 0, num_reps / den_reps, np.nan)
+    lo, hi = percentile_intervals(reps[:, None])
+    value = num / den if den > 0 else float("nan")
+    return Estimate(float(value), float(lo[0]), float(hi[0]), n)
 
 
 def _mean_per_query(q: np.ndarray, weights: np.ndarray, cnt: np.ndarray, n_q: int) -> np.ndarray:

@@ -430,6 +430,10 @@ def test_intervals_bracket_the_figures_and_are_reproducible(con, three_runs):
     assert again is not None and again.summary == iv.summary
     # null transitions per cell: AB q3, AC q2, BC q2, BC q3 → 4 of 9 doc cells
     assert iv.summary["null_transition_rate"].value == pytest.approx(4 / 9)
+    # the gap ratio: the two means' ratio, and in each resample the ratio of that resample's means
+    g, d, sp = iv.summary["gap_ratio"], iv.summary["mean_j_doc"], iv.summary["mean_j_span"]
+    assert g.value == pytest.approx(d.value / sp.value) == pytest.approx(s.gap_ratio)
+    assert g.lo <= g.value <= g.hi and g.n == sp.n
     js = json.loads(json.dumps(res.to_json()))["intervals"]
     assert js["summary"]["mean_j_doc"]["ci"] == [iv.summary["mean_j_doc"].lo, iv.summary["mean_j_doc"].hi]
     assert compute_stability(con, StabilityOptions()).intervals is None  # resamples=0: none

@@ -220,7 +220,7 @@ def _interval_row(iv: StabilityIntervals | None) -> list[list[str]]:
     row = [
         ci(e("mean_j_doc")).strip(),
         ci(e("mean_j_span")).strip(),
-        "",
+        ci(e("gap_ratio")).strip(),
         ci(e("collapse_rate"), percent=True).strip(),
         f"{doc_flip or 'n/a'} / {span_flip or 'n/a'}" if doc_flip or span_flip else "",
         "",

@@ -159,7 +159,7 @@ def _figures(data: ReportData) -> list[list[str]]:
                 f"mean J_doc / mean J_span, {every}",
                 f"{fmt(st.mean_j_doc)}{ci(iv.get('mean_j_doc'))} / {fmt(st.mean_j_span)}{ci(iv.get('mean_j_span'))}",
             ],
-            ["", f"gap ratio (J_doc ÷ J_span), {every}", fmt(st.gap_ratio)],
+            ["", f"gap ratio (J_doc ÷ J_span), {every}", fmt(st.gap_ratio) + ci(iv.get("gap_ratio"))],
             [
                 "",
                 f"collapse rate (some pair at J_span = 0), {every}",
