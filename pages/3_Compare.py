@@ -365,9 +365,27 @@ p[5].metric(
     ui.fmt(ps["spearman_rho"]),
     help="Rank correlation of per-query J_span and answer similarity.",
 )
+piv = ps.get("intervals") or {}  # a probe stored before intervals were added has none
+said = [
+    f"{name} {text}"
+    for name, key, spec in (
+        ("mean J_span", "mean_j_span", ".3f"),
+        ("mean answer similarity", "mean_sim", ".3f"),
+        ("drift < 0.9", "drift_rate_0.9", ".0%"),
+        ("drift < 0.8", "drift_rate_0.8", ".0%"),
+        ("Spearman ρ", "spearman_rho", "+.3f"),
+    )
+    if (text := bracket(*(piv.get(key) or (None, None)), spec))
+]
 st.caption(
     f"Silent jitter (J_span < τ = {tau} while similarity ≥ 0.9): "
     f"{ui.counted(ps['silent_jitter'], 'query') if ps['silent_jitter'] is not None else 'n/a'}."
+    + (
+        f" 95 % bootstrap intervals over the {ui.counted(ps['n_queries'], 'answered query', 'answered queries')}: "
+        + " · ".join(said)
+        if said
+        else ""
+    )
 )
 ev = st.plotly_chart(
     charts.probe_scatter(probe.rows, tau=tau, title=f"{baseline} vs {candidate}"),

@@ -31,6 +31,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from ragaudit_core.defaults import FLIP_THRESHOLD
+from ragaudit_core.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_replicates, percentile_intervals
 from ragaudit_core.logs.writer import arrow_schema, rows_table
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 
@@ -40,6 +41,7 @@ __all__ = [
     "answer_similarity",
     "has_answers",
     "lookup_similarities",
+    "probe_intervals",
     "probe_pair",
     "spearman",
     "stored_similarities",
@@ -98,10 +100,11 @@ class ProbeResult:
 def summarise_probe(
     j_span: ArrayLike, sim: ArrayLike, *, thresholds: Sequence[float] = (0.9, 0.8), tau: float = FLIP_THRESHOLD
 ) -> dict:
-    """Table-1 figures from per-query ``J_span`` and answer similarity."""
+    """Table-1 figures from per-query ``J_span`` and answer similarity, and under ``intervals``
+    their 95 % bootstrap intervals (:func:`probe_intervals`)."""
     js, sm = np.asarray(j_span, dtype=float), np.asarray(sim, dtype=float)
     n = len(sm)
-    out = {
+    out: dict[str, Any] = {
         "n_queries": n,
         "mean_j_span": float(js.mean()) if n else None,
         "mean_sim": float(sm.mean()) if n else None,
@@ -112,7 +115,50 @@ def summarise_probe(
         cnt = int(np.sum(sm < t))
         out[f"drift_{t}"] = cnt
         out[f"drift_rate_{t}"] = cnt / n if n else None
+    out["intervals"] = probe_intervals(js, sm, thresholds=thresholds)
     return out
+
+
+def probe_intervals(
+    js: np.ndarray, sm: np.ndarray, *, thresholds: Sequence[float] = (0.9, 0.8), resamples: int = DEFAULT_RESAMPLES
+) -> dict[str, list[float | None]]:
+    """95 % percentile-bootstrap intervals over the answered queries (:mod:`ragaudit_core.intervals`,
+    seed 0) of mean ``J_span``, mean Sim, each drift rate and Spearman's ρ — ρ recomputed on each
+    resample's queries (a resample where either side is constant gives no replicate). Empty with
+    fewer than 2 queries; ρ's bounds None where it is undefined on the queries themselves."""
+    n = len(sm)
+    if n < 2:
+        return {}
+    cols = np.column_stack([js, sm, *((sm < t).astype(float) for t in thresholds)])
+    _means, _counts, reps = bootstrap_replicates(cols, resamples=resamples, seed=DEFAULT_SEED)
+    lo, hi = percentile_intervals(reps)
+    names = ["mean_j_span", "mean_sim", *(f"drift_rate_{t}" for t in thresholds)]
+    out: dict[str, list[float | None]] = {k: [float(lo[i]), float(hi[i])] for i, k in enumerate(names)}
+    if spearman(js, sm) is not None:
+        rng = np.random.default_rng(DEFAULT_SEED)
+        block = max(1, min(resamples, 2_000_000 // n))  # about 16 MB of ranks a block, whatever n
+        rho = np.concatenate(
+            [
+                _rho_rows(js[idx], sm[idx])
+                for start in range(0, resamples, block)
+                for idx in [rng.integers(0, n, size=(min(block, resamples - start), n))]
+            ]
+        )
+        rlo, rhi = percentile_intervals(rho[:, None])
+        out["spearman_rho"] = [None if rlo[0] != rlo[0] else float(rlo[0]), None if rhi[0] != rhi[0] else float(rhi[0])]
+    return out
+
+
+def _rho_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's ρ of each row pair (resamples × queries) as Pearson's r of average ranks; NaN
+    where either row is constant."""
+    from scipy.stats import rankdata
+
+    rx = rankdata(x, axis=1) - (x.shape[1] + 1) / 2
+    ry = rankdata(y, axis=1) - (y.shape[1] + 1) / 2
+    den = np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (rx * ry).sum(axis=1) / den, np.nan)
 
 
 def lookup_similarities(

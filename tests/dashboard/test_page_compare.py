@@ -51,6 +51,8 @@ def test_deltas_and_probe_match_the_core(app_env, sample_db):
     assert shown["mean answer similarity"] == f"{ps['mean_sim']:.3f}"
     assert shown["Spearman ρ"] == f"{ps['spearman_rho']:.3f}"
     assert shown["drift < 0.9"] == f"{ps['drift_0.9']} ({ps['drift_rate_0.9']:.0%})"
+    lo, hi = ps["intervals"]["mean_sim"]  # every figure of the probe with its interval, in the caption under it
+    assert any(f"mean answer similarity [{lo:.3f}, {hi:.3f}]" in c.value for c in at.caption)
 
 
 def _pick(at, a, b):

@@ -29,6 +29,25 @@ def test_summary_by_hand():
     assert s["silent_jitter"] == 1  # only a: evidence changed (J < 0.5) while Sim ≥ 0.9
 
 
+def test_probe_intervals_bracket_the_figures_and_say_nothing_where_nothing_can_be_said():
+    """Every Table-1 figure gets a 95 % interval over the answered queries: each resample's mean
+    lies within the values' range (here Sim in [0.70, 0.95]); ρ is recomputed per resample (a
+    resample drawing one query three times has constant ranks and gives no replicate). One query:
+    no interval; a constant similarity: no ρ, so no ρ interval."""
+    s = summarise_probe([0.0, 0.5, 1.0], [0.95, 0.85, 0.70])
+    iv = s["intervals"]
+    lo, hi = iv["mean_sim"]
+    assert 0.70 - 1e-6 <= lo <= s["mean_sim"] <= hi <= 0.95 + 1e-6  # (float32 sums)
+    assert 0.0 <= iv["drift_rate_0.9"][0] <= 2 / 3 <= iv["drift_rate_0.9"][1] <= 1.0
+    rlo, rhi = iv["spearman_rho"]
+    assert -1.0 <= rlo <= rhi <= 1.0
+    assert rlo == pytest.approx(-1.0)  # every resample with two distinct queries is perfectly reversed
+    assert summarise_probe([0.5], [0.9])["intervals"] == {}
+    assert "spearman_rho" not in summarise_probe([0.1, 0.5, 0.9], [0.8, 0.8, 0.8])["intervals"]
+    # the same seed: the same intervals
+    assert summarise_probe([0.0, 0.5, 1.0], [0.95, 0.85, 0.70])["intervals"] == iv
+
+
 def test_spearman_ties_and_undefined():
     # x ranks 1, 2.5, 2.5, 4; y ranks 1, 2, 3, 4 → ρ = cov/σσ of the ranks
     assert spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(0.9486832980505138)
