@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fpdf.fonts import TextStyle
 from fpdf.outline import TableOfContents
@@ -229,6 +230,37 @@ def _interval_row(iv: StabilityIntervals | None) -> list[list[str]]:
     return [row] if any(row) else []
 
 
+_PAIR_CELLS = (
+    ("j_avg", "doc", False),
+    ("j_avg", "span", False),
+    ("flip_rate", "doc", True),
+    ("flip_rate", "span", True),
+    ("collapse_rate", "span", True),
+    ("null_loss", "doc", True),
+    ("null_gain", "doc", True),
+)
+"""The per-pair table's figure columns: metric, level, written as a percentage."""
+
+
+def _pair_table_rows(a: str, b: str, changed: object, r: Any, iv: StabilityIntervals | None) -> list[list[str]]:
+    """A pair's row of the per-pair table, and under it each figure's 95 % interval when it has any."""
+    row = [a, b, change_label(changed)] + [(pct if p else fmt)(r.get((m, lv))) for m, lv, p in _PAIR_CELLS]
+    if iv is None:
+        return [row]
+    second = ["", "", ""] + [_span(iv.pair(a, b, lv, m), percent=p) for m, lv, p in _PAIR_CELLS]
+    return [row, second] if any(second) else [row]
+
+
+def _span(e: Any, percent: bool) -> str:
+    """An interval as the dense per-pair table writes it, to fit its columns: ``0.60–0.66`` (two
+    decimals), ``20–30%`` (whole percents); empty without bounds."""
+    if e is None or e.lo != e.lo or e.hi != e.hi:
+        return ""
+    if percent:
+        return f"{e.lo * 100:.0f}–{e.hi * 100:.0f}%"
+    return f"{e.lo:.2f}–{e.hi:.2f}"
+
+
 def stability(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
     res = data.stability
@@ -282,29 +314,20 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
         values=["j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain"],
         aggfunc="first",
     )
-    rows = []
     wide = wide.loc[sorted(wide.index, key=lambda i: (natural_key(i[0]), natural_key(i[1])))]  # k5 before k10
-    for (a, b, ch), r in wide.iterrows():
-        rows.append(
-            [
-                a,
-                b,
-                change_label(ch),
-                fmt(r.get(("j_avg", "doc"))),
-                fmt(r.get(("j_avg", "span"))),
-                pct(r.get(("flip_rate", "doc"))),
-                pct(r.get(("flip_rate", "span"))),
-                pct(r.get(("collapse_rate", "span"))),
-                pct(r.get(("null_loss", "doc"))),
-                pct(r.get(("null_gain", "doc"))),
-            ]
-        )
+    rows = [row for (a, b, ch), r in wide.iterrows() for row in _pair_table_rows(a, b, ch, r, res.intervals)]
     pdf.data_table(
         ["run A", "run B", "changed", "J_doc", "J_span", "flip doc", "flip span", "collapse", "null loss", "null gain"],
         rows,
         widths=[25, 25, 22, 13, 13, 14, 14, 14, 15, W - 155],
         size=7,
     )
+    if res.intervals is not None and len(rows) > len(wide):
+        pdf.para(
+            ci_note("Second rows", res.intervals)[:-1] + ", written to two decimals or whole percents.",
+            size=8,
+            style="I",
+        )
     if data.effects is not None and not data.effects.empty and set(data.effects["changed"]) != {"unknown"}:
         pdf.sub_section("Effects by what changed")
         pdf.para(
