@@ -332,7 +332,8 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
         pdf.sub_section("Effects by what changed")
         pdf.para(
             "Run pairs grouped by the one setting that differs between their runs; “several”: the pairs whose "
-            "runs differ in more than one (pairs weigh equally).",
+            "runs differ in more than one (pairs weigh equally). Means over pairs, printed without intervals: "
+            "each pair's are in the per-pair table above.",
             size=8.5,
         )
         pdf.data_table(
