@@ -265,8 +265,10 @@ k[3].metric(
 tables = batch_tables(con, run)
 means = {}
 if tables and len(tables["warg"]):
+    explained = dict(zip(tables["failure"]["condition"], tables["failure"]["queries"]))
     for _, row in tables["warg"].iterrows():
-        means[f"run mean, {row['condition']}"] = {p: row.get(f"warg_{p}") for p in res.warg}
+        if explained.get(row["condition"], 0) > 1:  # over one query the mean is this query's curve, drawn under it
+            means[f"run mean, {row['condition']}"] = {p: row.get(f"warg_{p}") for p in res.warg}
 wfig = charts.warg_curves(
     {f"WARG, {cond}": r.warg for cond, r in results.items()},
     dashed={"WARG (extrapolated RBO)": res.warg_extrapolated},

@@ -100,6 +100,13 @@ def test_a_queued_job_runs_in_the_background_and_its_result_appears(app_env, tmp
     # a second visit shows the stored result without a button press
     at2 = _settings(released_app_test(PAGE, monkeypatch).run(), **{"IG points L": 8, "Answer tokens at most": 12})
     assert {m.label: m.value for m in at2.metric}["wasted retrieval"] == shown["wasted retrieval"]
+    # one query explained: its run mean is its own curve, not drawn again under it (the walk saw a legend
+    # entry for a line hidden beneath "WARG, original")
+    import json
+
+    warg = next(c for c in at2.get("plotly_chart") if "WARG" in c.proto.spec)
+    names = [t.get("name") for t in json.loads(warg.proto.spec)["data"]]
+    assert "WARG, original" in names and not [n for n in names if n and n.startswith("run mean")]
 
 
 def test_a_queued_job_can_be_cancelled(app_env, tmp_path):
