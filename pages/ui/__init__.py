@@ -461,8 +461,10 @@ def _rule_sources() -> None:
         ),
     )
     loaded = c2.file_uploader("…or load a rules TOML file", type=["toml"], key="compare.rules_file")
-    if preset != "—" and c1.button(f"Use the {preset} preset"):
-        _use_rules(gate.PRESETS[preset])
+    if preset != "—":
+        c1.caption("Picked, not yet used: the button replaces the rules in the table below with this preset's.")
+        if c1.button(f"Use the {preset} preset"):
+            _use_rules(gate.PRESETS[preset])
     if loaded is not None and c2.button(f"Use the rules in {loaded.name}"):
         try:
             rules_in = gate.policy_from_toml(loaded.getvalue())

@@ -88,6 +88,7 @@ def test_gate_verdict_failed_rules_first_and_rules_saved(app_env, sample_db, tmp
 
     # the strict preset: seed 002's absolute thresholds fail on the sample's low generation survival
     next(s for s in at.selectbox if s.label == "Start from a preset").select("strict").run()
+    assert any(c.value.startswith("Picked, not yet used: the button replaces the rules") for c in at.caption)
     next(b for b in at.button if b.label == "Use the strict preset").click().run()
     assert not at.exception
     strict = review(store.connect(sample_db), STRICT_RULES, "k10-c256-o32", "k10-c128-o32")
