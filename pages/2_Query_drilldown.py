@@ -129,8 +129,8 @@ elif not labels:
 STATUS_COLOURS = {"in both": "#cce3f0", "only in A": "#fae6b3", "only in B": "#f0d7e6"}
 
 
-# the chunk text right after the status columns: placed last, it sat past the half-width table's
-# right edge; a column no entry of either list fills (a Ragas log's chunk ids, scores, offsets) is left out,
+# the chunk text right after the status columns: placed last, it sat past the table's right edge;
+# a column no entry of either list fills (a Ragas log's chunk ids, scores, offsets) is left out,
 # but not the relevance labels' (there, blank says "unjudged")
 WANTED = ["rank", "doc_id", "relevance", "chunk_id", "status", "same_doc_other_span", "text", "score", "char_start",
           "char_end"]  # fmt: skip
@@ -147,23 +147,26 @@ def styled(df):
     )
 
 
+# narrow identity columns (pixels), so that the chunk text gets the room (the walk found it past the
+# table's edge at 1,500 px when the logs fill chunk ids and relevance labels)
 cols = {
-    "text": st.column_config.TextColumn("chunk text", width="large"),
+    "rank": st.column_config.NumberColumn(width=44),
+    "doc_id": st.column_config.TextColumn(width=90),
+    "chunk_id": st.column_config.TextColumn(width=90),
+    "status": st.column_config.TextColumn(width=80),
+    "text": st.column_config.TextColumn("chunk text", width=560),
     "relevance": st.column_config.NumberColumn(
-        "relevance label", help="From the relevance labels (qrels); blank: unjudged"
+        "relevance label", help="From the relevance labels (qrels); blank: unjudged", width=60
     ),
-    "same_doc_other_span": st.column_config.CheckboxColumn("same doc, other span"),
+    "same_doc_other_span": st.column_config.CheckboxColumn("same doc, other span", width=70),
     "score": st.column_config.NumberColumn(format="%.4f"),
 }
-left, r = st.columns(2)
-with left:
-    st.markdown("**Run A**")
-    st.text(run_a)
-    ui.table(styled(a), hide_index=True, column_config=cols, key="drill.list_a")
-with r:
-    st.markdown("**Run B**")
-    st.text(run_b)
-    ui.table(styled(b), hide_index=True, column_config=cols, key="drill.list_b")
+# one list above the other, each the page's width: side by side, half a page left the passages a few
+# words wide (the status colours and ranks carry the comparison)
+for label, run_id, d, key in (("Run A", run_a, a, "drill.list_a"), ("Run B", run_b, b, "drill.list_b")):
+    st.markdown(f"**{label}**")
+    st.text(run_id)
+    ui.table(styled(d), hide_index=True, column_config=cols, key=key)
 
 # --- overlapping chunks of one document --------------------------------------------------------
 st.subheader("Same document, different span")
