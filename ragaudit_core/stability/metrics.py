@@ -263,8 +263,8 @@ def _check_pair_count(n_runs: int, n_pairs: int) -> None:
     if n_pairs > MAX_PAIRS:
         raise StabilityError(
             f"{n_runs:,} runs make {n_pairs:,} pairs to compare, more than the {MAX_PAIRS:,} stability compares at "
-            "once (each pair's intervals are held in memory): pick the runs to compare (--runs), or compare each "
-            "run with one (--baseline)"
+            "once (each pair's intervals are held in memory): pick the runs to compare (--runs; on the stability "
+            "page, 'Runs compared' in the sidebar), or compare each run with one (--baseline)"
         )
 
 

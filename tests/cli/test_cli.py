@@ -463,8 +463,8 @@ def test_more_pairs_than_stability_holds_are_refused_in_one_sentence_and_the_ing
     pairs = f"{n * (n - 1) // 2:,}"
     assert p.stderr.strip().splitlines()[-1] == (
         f"error: {n} runs make {pairs} pairs to compare, more than the {MAX_PAIRS:,} stability compares at once "
-        "(each pair's intervals are held in memory): pick the runs to compare (--runs), or compare each run with "
-        "one (--baseline)"
+        "(each pair's intervals are held in memory): pick the runs to compare (--runs; on the stability page, "
+        "'Runs compared' in the sidebar), or compare each run with one (--baseline)"
     )
     p = run("stability", "--db", db, "--baseline", "run0", "--json", tmp_path / "b.json")
     assert p.returncode == 0, p.stderr

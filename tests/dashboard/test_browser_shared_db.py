@@ -38,12 +38,17 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([RAGAUDIT, *args], capture_output=True, text=True, timeout=300)
 
 
+def _load_base_and_cand(tmp_path: Path, db: Path) -> None:
+    """Runs 'base' and 'cand' (six queries each) loaded into ``db`` by the CLI, as a user would."""
+    first = _cli("ingest", str(write_jsonl(tmp_path / "a.jsonl", _run("base", 0) + _run("cand", 1))), "--db", str(db))
+    assert first.returncode == 0, first.stderr
+
+
 def test_the_cli_writes_and_reads_the_database_the_dashboard_has_open(tmp_path):
     from playwright.sync_api import sync_playwright
 
     db = tmp_path / "shared.duckdb"
-    first = _cli("ingest", str(write_jsonl(tmp_path / "a.jsonl", _run("base", 0) + _run("cand", 1))), "--db", str(db))
-    assert first.returncode == 0, first.stderr
+    _load_base_and_cand(tmp_path, db)
     with streamlit_server(db, tmp_path / "streamlit.log") as url, sync_playwright() as p:
         browser = launch_chromium(p)
         page = new_page(browser, 1400, 1000)
@@ -136,8 +141,7 @@ def test_two_dashboards_on_one_database_work_side_by_side(tmp_path):
     from playwright.sync_api import sync_playwright
 
     db = tmp_path / "shared.duckdb"
-    first = _cli("ingest", str(write_jsonl(tmp_path / "a.jsonl", _run("base", 0) + _run("cand", 1))), "--db", str(db))
-    assert first.returncode == 0, first.stderr
+    _load_base_and_cand(tmp_path, db)
     with (
         streamlit_server(db, tmp_path / "one.log") as url1,
         streamlit_server(db, tmp_path / "two.log") as url2,
@@ -172,8 +176,7 @@ def test_a_page_opened_by_link_before_the_home_page_runs_through_the_app(tmp_pat
     from playwright.sync_api import sync_playwright
 
     db = tmp_path / "linked.duckdb"
-    first = _cli("ingest", str(write_jsonl(tmp_path / "a.jsonl", _run("base", 0) + _run("cand", 1))), "--db", str(db))
-    assert first.returncode == 0, first.stderr
+    _load_base_and_cand(tmp_path, db)
     with streamlit_server(db, tmp_path / "streamlit.log") as url, sync_playwright() as p:
         browser = launch_chromium(p)
         page = new_page(browser, 1400, 1000)

@@ -3,26 +3,15 @@ judge panel and the canary — every per-run figure with its 95 % interval over 
 
 from __future__ import annotations
 
-from typing import Any
-
 from ragaudit_core.fidelity.graph import FIDELITY_STAGES
 from ragaudit_core.fidelity.score import FidelityRules, tail_comment
-from ragaudit_core.fidelity.survival_change import stage_survival_intervals
 from ragaudit_core.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
 from ragaudit_core.review.logtext import isolate
 from ragaudit_core.review.report.gather import ReportData
-from ragaudit_core.review.report.layout import BAD, OK, ReportPDF, fmt, pct
+from ragaudit_core.review.report.layout import BAD, OK, ReportPDF, ci, fmt, pct
 from ragaudit_core.wording import counted
 
 __all__ = ["fidelity_section"]
-
-
-def _bracket(lo_hi: Any, percent: bool = False) -> str:
-    """``[lo, hi]`` as the tables write numbers, or "" without bounds."""
-    if not lo_hi or lo_hi[0] is None or lo_hi[1] is None or lo_hi[0] != lo_hi[0]:
-        return ""
-    f = pct if percent else fmt
-    return f"[{f(lo_hi[0])}, {f(lo_hi[1])}]"
 
 
 def _cfs_rows(run: str, s: dict) -> list[list[str]]:
@@ -40,15 +29,15 @@ def _cfs_rows(run: str, s: dict) -> list[list[str]]:
         fmt(s["cfs_product_mean"]),
         pct(s["parse_failure_rate"]),
     ]
-    second = ["", "", "", *(_bracket(iv.get(k)) for k in ("cfs_mean", "cfs_p50", "cfs_p95")), "", "", ""]
+    second = ["", "", "", *(ci(iv.get(k)).strip() for k in ("cfs_mean", "cfs_p50", "cfs_p95")), "", "", ""]
     return [row, second] if any(second) else [row]
 
 
-def _stage_rows(run: str, f: Any, stages: list[str]) -> list[list[str]]:
-    """The run's conditional survival per stage, and under it each rate's interval."""
-    iv = stage_survival_intervals(f.queries)
-    row = [run] + [pct(f.summary["stage_survival"].get(s)) for s in stages]
-    second = [""] + [_bracket((e.lo, e.hi), percent=True) if (e := iv.get(s)) else "" for s in stages]
+def _stage_rows(run: str, survival: dict, iv: dict) -> list[list[str]]:
+    """The run's conditional survival per stage, and under it each rate's interval (gathered:
+    :attr:`ReportData.stage_intervals`)."""
+    row = [run] + [pct(survival.get(s)) for s in FIDELITY_STAGES.values()]
+    second = [""] + [ci(iv.get(s), percent=True).strip() for s in FIDELITY_STAGES.values()]
     return [row, second] if any(second) else [row]
 
 
@@ -74,7 +63,11 @@ def fidelity_section(pdf: ReportPDF, data: ReportData) -> None:
     stage_names = list(FIDELITY_STAGES.values())
     pdf.data_table(
         ["run"] + [f"{s} (conditional)" for s in stage_names],
-        [row for r, f in data.fidelity.items() for row in _stage_rows(r, f, stage_names)],
+        [
+            row
+            for r, f in data.fidelity.items()
+            for row in _stage_rows(r, f.summary["stage_survival"], data.stage_intervals.get(r, {}))
+        ],
         size=7.5,
     )
     pdf.para(

@@ -30,6 +30,7 @@ from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.fidelity import canary, fidelity_runs, provenance_runs
 from ragaudit_core.fidelity.judging import judge_summary, verdict_table
+from ragaudit_core.fidelity.survival_change import stage_survival_intervals
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.selection import comparable_runs, natural_key, natural_sorted, runs_sharing_queries
 from ragaudit_core.review import charts
@@ -119,6 +120,7 @@ class ReportData:
     worst_ties: str = ""  # how many queries tie with the shown ones, and how those were picked
     probes: list = field(default_factory=list)  # ProbeResult
     fidelity: dict = field(default_factory=dict)  # run → RunFidelity
+    stage_intervals: dict = field(default_factory=dict)  # run → stage → Estimate (conditional survival)
     canary: dict | None = None
     judge: dict = field(default_factory=dict)  # run → judge_summary (Pattern 4), runs judged only
     attributions: dict = field(default_factory=dict)  # run → {"failure": df, "warg": df}
@@ -450,6 +452,7 @@ def _fidelity(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOpti
         data.omitted.append("citation fidelity (no provenance logs)")
         return
     data.fidelity = fidelity_runs(con, prov)
+    data.stage_intervals = {r: stage_survival_intervals(f.queries) for r, f in data.fidelity.items()}
     data.judge = {r: js for r in prov if (js := judge_summary(verdict_table(con, r)))["n_citations"]}
     summaries = {r: f.summary for r, f in data.fidelity.items()}
     data.figures["survival_funnel"] = charts.survival_funnel(summaries)

@@ -118,13 +118,17 @@ def pct(v: Any) -> str:
 
 
 def ci(est: Any, percent: bool = False) -> str:
-    """An estimate's interval as the report writes it after the value (`` [lo, hi]``, as
-    :func:`pct` or :func:`fmt` writes numbers); empty when there is none (no estimate, or an
-    interval without bounds: no query had a value)."""
-    if est is None or est.lo != est.lo or est.hi != est.hi:
+    """An interval as the report writes it after the value (`` [lo, hi]``, as :func:`pct` or
+    :func:`fmt` writes numbers): ``est`` an :class:`~ragaudit_core.intervals.Estimate` or a
+    stored ``[lo, hi]`` pair (JSON's form); empty when there is none (no estimate, or a bound
+    that is None or NaN: no query had a value)."""
+    if est is None:
+        return ""
+    lo, hi = (est.lo, est.hi) if hasattr(est, "lo") else (*est, None, None)[:2]
+    if lo is None or hi is None or lo != lo or hi != hi:
         return ""
     f = pct if percent else fmt
-    return f" [{f(est.lo)}, {f(est.hi)}]"
+    return f" [{f(lo)}, {f(hi)}]"
 
 
 def _wrap(wrap_char: bool) -> WrapMode:

@@ -427,14 +427,10 @@ def _probe_rows(s: dict) -> list[list[str]]:
         fmt(s["spearman_rho"]),
         fmt(s["silent_jitter"]),
     ]
-    iv = s.get("intervals") or {}
+    iv = s.get("intervals") or {}  # stored [lo, hi] pairs; a probe stored before them has none
 
     def b(key: str, percent: bool = False) -> str:
-        lo, hi = iv.get(key) or (None, None)
-        if lo is None or hi is None:
-            return ""
-        f = pct if percent else fmt
-        return f"[{f(lo)}, {f(hi)}]"
+        return ci(iv.get(key), percent).strip()
 
     second = ["", "", b("mean_j_span"), b("mean_sim"), b("drift_rate_0.9", True), b("drift_rate_0.8", True)]
     second += [b("spearman_rho"), ""]
