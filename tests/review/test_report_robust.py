@@ -402,6 +402,9 @@ def test_runs_sharing_no_query_with_the_reviewed_baseline_are_not_probed_nor_lis
     con = _two_runs(tmp_path, answers=True)
     ingest_paths(con, [write_jsonl(tmp_path / "stray.jsonl", [{"run_id": "stray", "query_id": "q9", "answer": "a",
                                                                 "evidence": [{"doc_id": "x"}]}])])  # fmt: skip
-    data = gather(con, ReportOptions(baseline="k5", candidate="k10", embedder=_FakeEncoder()))
+    from ragaudit_core.models import load_embedder
+
+    data = gather(con, ReportOptions(baseline="k5", candidate="k10", embedder=load_embedder))  # the real MiniLM
     assert [(p.run_a, p.run_b) for p in data.probes] == [("k5", "k10")]
+    assert data.probes[0].summary["n_queries"] == 3
     assert not [o for o in data.omitted if "stray" in o]
