@@ -141,11 +141,14 @@ def job_panel(job_id: str) -> None:
         st.progress(0.0, text="Queued: waiting for the background worker…")
     else:
         st.progress(min(1.0, job.fraction), text=ui.md(f"{job.label} · {job.elapsed_s or 0:.0f} s{_eta(job)}"))
-    first = partial.read(db_path, job_id) if job.status == "running" else None
-    if first:  # the anytime job's first estimate (compute.FIRST_METHODS, few IG points) while exact runs
-        p = first[0]
-        how = FIRST_LABELS.get(p.get("method", "loo"), p.get("method", ""))
-        st.caption(f"First estimate ({how}): the exact Shapley values replace it when the job ends.")
+    # the anytime job's first estimate (compute.FIRST_METHODS, few IG points) while exact runs; a file
+    # there that is too large or not one (partial.MAX_BYTES, checked fields) is left out, saying why
+    p, why = partial.first_estimate(db_path, job_id) if job.status == "running" else (None, None)
+    if why:
+        st.caption(ui.md(why))
+    if p:
+        how = FIRST_LABELS.get(p["method"], p["method"])
+        st.caption(f"First estimate ({ui.md(how)}): the exact Shapley values replace it when the job ends.")
         st.dataframe(
             {
                 "document": p["doc_ids"],

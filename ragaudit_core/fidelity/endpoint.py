@@ -27,9 +27,14 @@ The rules, each enforced here and nowhere else:
   endpoint fails with a sentence: a database cannot make a worker call URLs of its choosing.
 - **Bounded waiting**: one request takes at most ``timeout_s`` (default
   :data:`DEFAULT_TIMEOUT_S` = 30 s, ``RAGAUDIT_JUDGE_TIMEOUT_S`` or ``--timeout``) from the
-  request to the last byte — not per socket read — and runs in a helper thread while the caller
-  polls ``check_cancel`` every :data:`POLL_S` s, so a cancelled job stops within that poll, not
-  after the network answers. A reply is read up to :data:`MAX_REPLY_BYTES`.
+  request to the last byte: one deadline for the whole request (connecting, sending, every read),
+  not a socket timeout each byte resets — a server trickling its reply a byte at a time is
+  abandoned at the deadline with a sentence naming its host (:class:`_Deadline`). The request
+  runs in a helper thread while the caller polls ``check_cancel`` every :data:`POLL_S` s, so a
+  cancelled job stops within that poll, not after the network answers; the helper reads in
+  slices of at most :data:`POLL_S` s and ends, closing its connection, within a slice of the
+  deadline or of the caller giving up (only a connect still under way runs on, to the deadline at
+  most): no thread is left reading. A reply is read up to :data:`MAX_REPLY_BYTES`.
 
 URLs are compared after normalisation: scheme and host lower-cased, the default port dropped,
 trailing ``/`` removed.
@@ -37,11 +42,16 @@ trailing ``/`` removed.
 
 from __future__ import annotations
 
+import functools
+import http.client
+import io
 import json
 import os
 import re
+import socket
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -265,15 +275,121 @@ def _loopback(url: str) -> bool:
     return host == "localhost" or host.endswith(".localhost") or host == "::1" or host.startswith("127.")
 
 
-def _opener(url: str) -> urllib.request.OpenerDirector:
-    """http(s) only, no redirects (no file:, ftp: or data: handler at all); an endpoint on this
-    machine is never reached through a proxy (``http_proxy`` without ``no_proxy`` would send the
-    key, in clear for http, to the proxy)."""
+class _Deadline:
+    """When one request must have ended (monotonic ``at``), for the endpoint ``host``; ``stop`` is
+    set when the caller gives up earlier (a cancel). :meth:`left` is what every blocking step of
+    the request may still wait, and raises the request's ``TimeoutError`` once nothing is left."""
+
+    def __init__(self, seconds: float, host: str) -> None:
+        self.seconds, self.host = seconds, host
+        self.at = time.monotonic() + seconds
+        self.stop = threading.Event()
+
+    def message(self) -> str:
+        return (
+            f"the judge endpoint {self.host} gave no reply within {self.seconds:g} s (the request's time limit, "
+            f"from sending it to the reply's last byte), so the request was abandoned: check the server, or raise "
+            f"{ENV_TIMEOUT} or --timeout (default {DEFAULT_TIMEOUT_S:g} s) if it is slow but working"
+        )
+
+    def left(self) -> float:
+        left = self.at - time.monotonic()
+        if left <= 0 or self.stop.is_set():
+            raise TimeoutError(self.message())
+        return left
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A response's socket, read in slices of at most :data:`POLL_S` s up to the deadline (the
+    socket's own timeout would restart with every byte)."""
+
+    def __init__(self, sock: socket.socket, deadline: _Deadline) -> None:
+        super().__init__()
+        self._sock, self._deadline = sock, deadline
+        self._ref = sock.makefile("rb", buffering=0)  # keeps the socket open until this reader closes
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while True:
+            self._sock.settimeout(min(POLL_S, self._deadline.left()))
+            try:
+                return self._sock.recv_into(b)
+            except TimeoutError:  # a quiet slice: the deadline (or a stop) is checked again
+                continue
+
+    def close(self) -> None:
+        self._ref.close()
+        super().close()
+
+
+class _DeadlineSocket:
+    """What ``http.client.HTTPResponse`` asks of its socket (``makefile``), read under a deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: _Deadline) -> None:
+        self._sock, self._deadline = sock, deadline
+
+    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
+        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
+
+
+class _DeadlineResponse(http.client.HTTPResponse):
+    def __init__(self, sock: Any, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(_DeadlineSocket(sock, deadline), *args, **kwargs)  # type: ignore[arg-type]
+
+
+class _DeadlineConnection(http.client.HTTPConnection):
+    """Connects and sends within what is left of the deadline; its responses read under it."""
+
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline = deadline
+        self.response_class = functools.partial(_DeadlineResponse, deadline=deadline)  # type: ignore[assignment]
+
+    def connect(self) -> None:
+        self.timeout = self._deadline.left()
+        super().connect()
+
+    def send(self, data: Any) -> None:
+        if self.sock is not None:
+            self.sock.settimeout(self._deadline.left())
+        super().send(data)
+
+
+class _DeadlineHTTPSConnection(_DeadlineConnection, http.client.HTTPSConnection):
+    pass
+
+
+class _DeadlineHandler(urllib.request.AbstractHTTPHandler):
+    """Opens http (and, as :class:`_DeadlineHTTPSHandler`, https) with :class:`_DeadlineConnection`."""
+
+    deadline: _Deadline
+    connection: type[_DeadlineConnection] = _DeadlineConnection
+
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(functools.partial(self.connection, deadline=self.deadline), req, **kwargs)
+
+
+class _DeadlineHTTPHandler(_DeadlineHandler, urllib.request.HTTPHandler):
+    pass
+
+
+class _DeadlineHTTPSHandler(_DeadlineHandler, urllib.request.HTTPSHandler):
+    connection = _DeadlineHTTPSConnection
+
+
+def _opener(url: str, deadline: _Deadline) -> urllib.request.OpenerDirector:
+    """http(s) only, no redirects (no file:, ftp: or data: handler at all), every step under
+    ``deadline``; an endpoint on this machine is never reached through a proxy (``http_proxy``
+    without ``no_proxy`` would send the key, in clear for http, to the proxy)."""
     o = urllib.request.OpenerDirector()
+    http_handler, https_handler = _DeadlineHTTPHandler(), _DeadlineHTTPSHandler()
+    http_handler.deadline = https_handler.deadline = deadline
     for h in (
         urllib.request.ProxyHandler({} if _loopback(url) else None),
-        urllib.request.HTTPHandler(),
-        urllib.request.HTTPSHandler(),
+        http_handler,
+        https_handler,
         urllib.request.HTTPDefaultErrorHandler(),
         _NoRedirect(),
         urllib.request.HTTPErrorProcessor(),
@@ -292,40 +408,49 @@ def post_json(
 ) -> Any:
     """POST ``body`` as JSON to ``url`` (checked again here) and return the decoded reply.
 
-    At most ``timeout`` seconds in all; ``check_cancel()`` is called every :data:`POLL_S` s while
-    waiting and stops the wait by raising (the request's thread ends at its socket timeout).
-    Raises ``TimeoutError`` past the limit, ``urllib.error.URLError`` when unreachable, an HTTP
-    error, :class:`EndpointRedirected` on a 3xx."""
+    At most ``timeout`` seconds in all, to the reply's last byte (:class:`_Deadline`);
+    ``check_cancel()`` is called every :data:`POLL_S` s while waiting and stops the wait by raising
+    (the request's thread is told to stop and ends within a poll). Raises ``TimeoutError`` (a
+    sentence naming the endpoint's host) past the limit, ``urllib.error.URLError`` when
+    unreachable, an HTTP error, :class:`EndpointRedirected` on a 3xx."""
     check_url(url)
     check_key_transport(url, key)
     headers = {"Content-Type": "application/json"}
     if key:
         headers["Authorization"] = f"Bearer {key}"
     req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")  # noqa: S310
+    deadline = _Deadline(timeout, urllib.parse.urlsplit(url).netloc)  # check_url: no user info in it
     out: dict[str, Any] = {}
     done = threading.Event()
 
     def send() -> None:
         try:
-            # the socket waits a little longer than the limit, so the limit below speaks first
-            with _opener(url).open(req, timeout=timeout + 1.0) as r:
+            with _opener(url, deadline).open(req, timeout=timeout) as r:
                 out["reply"] = r.read(MAX_REPLY_BYTES + 1)
         except BaseException as e:  # noqa: BLE001 — handed to the waiting thread
             out["error"] = e
         finally:
             done.set()
 
-    threading.Thread(target=send, name="ragaudit-judge-request", daemon=True).start()
-    deadline = time.monotonic() + timeout
-    while not done.wait(max(0.0, min(POLL_S, deadline - time.monotonic()))):
-        if check_cancel is not None:
-            check_cancel()
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"no reply within {timeout:g} s (the request time limit, {ENV_TIMEOUT})")
-    if "error" in out:
-        if isinstance(out["error"], TimeoutError):  # the socket's own timeout, on a busy machine
-            raise TimeoutError(f"no reply within {timeout:g} s (the request time limit, {ENV_TIMEOUT})")
-        raise out["error"]
+    thread = threading.Thread(target=send, name="ragaudit-judge-request", daemon=True)
+    thread.start()
+    try:
+        while not done.wait(max(0.0, min(POLL_S, deadline.at - time.monotonic()))):
+            if check_cancel is not None:
+                check_cancel()
+            if time.monotonic() >= deadline.at:
+                raise TimeoutError(deadline.message())
+    finally:
+        if not done.is_set():  # given up (the deadline, a cancel): the reader stops within a slice
+            deadline.stop.set()
+            thread.join(POLL_S + 1.0)
+    error = out.get("error")
+    if isinstance(error, urllib.error.URLError) and isinstance(error.reason, TimeoutError):
+        error = error.reason  # connecting or sending ran past the deadline
+    if isinstance(error, TimeoutError):  # the deadline, seen by the request's thread first
+        raise TimeoutError(deadline.message())
+    if error is not None:
+        raise error
     if len(out["reply"]) > MAX_REPLY_BYTES:
         raise ValueError(f"the reply is longer than {MAX_REPLY_BYTES} bytes")
     return json.loads(out["reply"])

@@ -19,10 +19,17 @@ share of judge pairs, over all citations, that voted differently — is reported
 **Agreement with Pattern 3**: the rule-based score maps to a verdict — 1.0 ACCURATE, 0.3
 (right document, wrong or missing page) PARTIAL, 0.0 HALLUCINATED — and is compared with the
 majority verdict.
+
+**Bounded ids**: a chunk id is at most :data:`MAX_CHUNK_ID_CHARS` characters in a judge's context
+and in a verdict. One read from the logs is text (an integer as its decimal string) and, when
+longer, cut by :func:`bounded_chunk_id` (kept distinct, the cut shown) before any judge sees it; a
+verdict naming a longer ``matching_chunk_id`` — only an endpoint's reply can — is invalid like any
+reply outside the schema (retried, then no vote), with the reason.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
@@ -41,11 +48,13 @@ if TYPE_CHECKING:
 __all__ = [
     "CONSERVATIVE_ORDER",
     "JUDGE_PROMPT",
+    "MAX_CHUNK_ID_CHARS",
     "MIN_RATE_N",
     "SMALL_JUDGE_PARAMS",
     "VERDICTS",
     "JudgeVerdict",
     "agreement",
+    "bounded_chunk_id",
     "context_chunks",
     "disagreement",
     "judge_caveat",
@@ -87,8 +96,30 @@ OUTPUT JSON:
 """Seed 002, Pattern 4's ``CITATION_JUDGE_PROMPT``, word for word."""
 
 
+MAX_CHUNK_ID_CHARS = 256
+"""Characters of a chunk id in a judge's context and verdict (module doc, "Bounded ids"); chunk ids
+are names (a UUID is 36, ``doc#chunk-12`` a few more), so a longer one is a mistake or an attack."""
+
+_CUT_HASH = 15  # hex digits of the SHA-256 that keep cut ids apart (60 bits)
+
+
+def bounded_chunk_id(chunk_id: object) -> str | None:
+    """A chunk id from the logs as a judge sees it and a verdict stores it: text — an integer as
+    its decimal string, anything else None (the caller falls back to the node's id) — of at most
+    :data:`MAX_CHUNK_ID_CHARS` characters; a longer one keeps its beginning, then ``…`` and
+    15 hex digits of the SHA-256 of the whole id, so two long ids stay apart and the cut shows."""
+    if isinstance(chunk_id, bool) or not isinstance(chunk_id, (str, int)):
+        return None
+    s = str(chunk_id)
+    if len(s) <= MAX_CHUNK_ID_CHARS:
+        return s
+    digest = hashlib.sha256(s.encode("utf-8", "surrogatepass")).hexdigest()[:_CUT_HASH]
+    return s[: MAX_CHUNK_ID_CHARS - 1 - _CUT_HASH] + "…" + digest
+
+
 class JudgeVerdict(BaseModel):
-    """The seed's structured verdict; an explanation longer than 100 characters is cut."""
+    """The seed's structured verdict; an explanation longer than 100 characters is cut, a
+    ``matching_chunk_id`` longer than :data:`MAX_CHUNK_ID_CHARS` makes the verdict invalid."""
 
     verdict: Literal["ACCURATE", "PARTIAL", "HALLUCINATED", "UNVERIFIABLE"]
     confidence: float = Field(ge=0.0, le=1.0)
@@ -101,11 +132,21 @@ class JudgeVerdict(BaseModel):
     def _short(cls, v: str) -> str:
         return v[:100]
 
+    @field_validator("matching_chunk_id")
+    @classmethod
+    def _bounded(cls, v: str | None) -> str | None:
+        if v is not None and len(v) > MAX_CHUNK_ID_CHARS:
+            raise ValueError(
+                f"matching_chunk_id is {len(v):,} characters long, over the {MAX_CHUNK_ID_CHARS}-character limit "
+                "of a chunk id (the context's ids are never longer), so this verdict is not taken"
+            )
+        return v
+
 
 def context_chunks(g: QueryGraph, max_chars: int = 400) -> list[dict]:
     """The context the generator saw (stage-4 elements, in context order) with provenance:
-    chunk id, document, page and the chunk text (first ``max_chars`` characters, to bound the
-    judge's prompt). ``g`` is a ``fidelity.graph.QueryGraph``."""
+    chunk id (:func:`bounded_chunk_id`), document, page and the chunk text (first ``max_chars``
+    characters, to bound the judge's prompt). ``g`` is a ``fidelity.graph.QueryGraph``."""
     out = []
     elements = sorted(
         (n for n in g.nodes.values() if n.stage == 4), key=lambda n: (n.metadata.get("context_index") or 0, n.node_id)
@@ -113,7 +154,8 @@ def context_chunks(g: QueryGraph, max_chars: int = 400) -> list[dict]:
     for n in elements:
         doc, page = g.resolve(n.node_id)
         text, chunk_id = _text_of(g, n.node_id)
-        out.append({"chunk_id": chunk_id or n.node_id, "doc_id": doc, "page": page, "text": (text or "")[:max_chars]})
+        cid = bounded_chunk_id(chunk_id) or bounded_chunk_id(n.node_id)
+        out.append({"chunk_id": cid, "doc_id": doc, "page": page, "text": (text or "")[:max_chars]})
     return out
 
 

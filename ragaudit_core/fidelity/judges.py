@@ -37,6 +37,7 @@ failed reply is retried ``retries`` times, then the judge casts no vote (None).
 
 from __future__ import annotations
 
+import logging
 import urllib.error
 from collections.abc import Sequence
 from typing import Any
@@ -49,6 +50,8 @@ from ragaudit_core.fidelity.judge_panel import SCORE_CHOICES, TokenTree, decode_
 from ragaudit_core.wording import counted
 
 __all__ = ["SCORE_CHOICES", "EndpointJudge", "JudgeUnreachable", "LocalJudge"]
+
+log = logging.getLogger("ragaudit.judge")
 
 
 class LocalJudge:
@@ -285,8 +288,9 @@ class EndpointJudge:
                 try:
                     verdict = JudgeVerdict.model_validate_json(_json_object(content))
                     break
-                except ValueError:
+                except ValueError as e:
                     self.n_invalid += 1
+                    _refused(self.url, e, self.api_key)
             if not reached:
                 raise JudgeUnreachable(
                     f"the judge endpoint {self.url} gave no usable reply in {counted(1 + self.retries, 'attempt')} "
@@ -295,6 +299,23 @@ class EndpointJudge:
                 )
             out.append(verdict)
         return out
+
+
+def _refused(url: str, error: ValueError, key: str | None) -> None:
+    """Log why a reply was not taken as a verdict (the worker's log): the schema's reason for the
+    first field it refused (an over-long ``matching_chunk_id``, a verdict outside the four), without
+    the value."""
+    from ragaudit_core.fidelity.endpoint import mask
+
+    errors = getattr(error, "errors", None)
+    first = errors(include_input=False, include_url=False)[0] if callable(errors) and errors() else None
+    why = f"{'.'.join(map(str, first['loc'])) or 'reply'}: {first['msg']}" if first else str(error)[:200]
+    log.warning(
+        "the judge endpoint %s sent a reply that is not a verdict (%s): an invalid vote, asked again while retries "
+        "are left",
+        url,
+        mask(why, key),
+    )
 
 
 class JudgeUnreachable(RagAuditError, RuntimeError):

@@ -17,7 +17,15 @@ import pandas as pd
 
 from ragaudit_core.fidelity.citations import DEFAULT_PATTERNS
 from ragaudit_core.fidelity.graph import QueryGraph
-from ragaudit_core.fidelity.judge import agreement, context_chunks, disagreement, judge_prompt, majority, rule_verdict
+from ragaudit_core.fidelity.judge import (
+    agreement,
+    bounded_chunk_id,
+    context_chunks,
+    disagreement,
+    judge_prompt,
+    majority,
+    rule_verdict,
+)
 from ragaudit_core.logs import store
 
 __all__ = ["judge_citations", "judge_inputs", "judge_summary", "store_verdicts", "verdict_table"]
@@ -66,6 +74,10 @@ def judge_citations(
     """One row per (citation, judge): the judge's verdict fields, None where it cast no vote;
     ``progress(label, fraction)`` after each citation."""
     rows = []
+    # bounded again here: the inputs may come from a queue file someone else wrote (judge.bounded_chunk_id)
+    context = [
+        {**c, "chunk_id": bounded_chunk_id(c.get("chunk_id")) or f"context {k + 1}"} for k, c in enumerate(context)
+    ]
     chunk_ids = [c["chunk_id"] for c in context]
     for i, c in enumerate(citations):
         verdicts = backend.verdicts(judge_prompt(c["citation"], context, query), chunk_ids, seeds)

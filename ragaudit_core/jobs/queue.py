@@ -17,7 +17,10 @@ running job carries its worker's start token (``worker_token``); when that worke
 live by its heartbeat (:mod:`.heartbeat`: older than ``STALE_AFTER_S`` = 15 s, or its process gone
 or a zombie on this host) the job is queued again by whoever looks (:func:`requeue_stale`: the
 pages, ``ragaudit jobs``, :func:`ragaudit_core.jobs.worker.ensure_worker`, every worker).
-A failed or cancelled job is queued again by :func:`retry`. Times are Unix seconds.
+A failed or cancelled job is queued again by :func:`retry`. A worker writes a job's progress
+(:func:`progress`), closes it (:func:`finish`) or gives it back (:func:`release`) with its token:
+only while the job runs under that claim, so a worker taken for dead cannot overwrite the progress
+or the end of the job's next claim. Times are Unix seconds.
 """
 
 from __future__ import annotations
@@ -283,13 +286,19 @@ def _parse(job_id: str, spec: str, inputs: str) -> tuple[tuple[str, JobSpec, Job
     return (job_id, s, i), ""
 
 
-def progress(where: Where, job_id: str, label: str, fraction: float) -> None:
+def progress(where: Where, job_id: str, label: str, fraction: float, token: str | None = None) -> bool:
+    """Write a running job's progress; whether it was written. With ``token`` (the claim's start
+    token, as :func:`finish` and :func:`release` take it), only while the job runs under that claim:
+    a worker taken for dead, whose job was queued again (and perhaps claimed by another), writes
+    nothing, and learns from the False that the job is no longer its own."""
+    mine = " AND status = 'running' AND worker_token = ?" if token else ""
     with _open(where) as con:
         assert con is not None
-        con.execute(
-            "UPDATE jobs SET label = ?, fraction = ?, updated_at = ? WHERE job_id = ?",
-            [label, float(fraction), time.time(), job_id],
+        cur = con.execute(
+            "UPDATE jobs SET label = ?, fraction = ?, updated_at = ? WHERE job_id = ?" + mine,
+            [label, float(fraction), time.time(), job_id, *([token] if token else [])],
         )
+        return bool(cur.rowcount)
 
 
 def cancel_requested(where: Where, job_id: str) -> bool:
@@ -300,10 +309,10 @@ def cancel_requested(where: Where, job_id: str) -> bool:
 
 def finish(where: Where, job_id: str, status: str, error: str | None = None, token: str | None = None) -> None:
     """Close a job: ``done``, ``failed`` (with the error) or ``cancelled``. With ``token``, only
-    while the job is still this worker's (a worker thought dead whose job was queued again and
-    taken by another leaves it to that one)."""
+    while the job still runs under this worker's claim (a worker thought dead whose job was queued
+    again — and perhaps taken by another — leaves it to the queue or to that one)."""
     now = time.time()
-    mine = " AND worker_token = ?" if token else ""
+    mine = " AND status = 'running' AND worker_token = ?" if token else ""
     with _open(where) as con:
         assert con is not None
         con.execute(

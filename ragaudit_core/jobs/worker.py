@@ -63,13 +63,22 @@ def run_one(
     token: str | None = None,
 ) -> str:
     """Run one claimed job to its end state (``done``, ``failed`` or ``cancelled``); Ctrl-C
-    gives it back to the queue and stops. While it runs, its first estimate (an anytime
+    gives it back to the queue and stops. A job whose claim (``token``) was taken from this worker —
+    it was taken for dead, the job queued again — is left at its next progress update, nothing
+    stored or closed (``superseded``). While it runs, its first estimate (an anytime
     attribution's) is kept beside the database (:mod:`.partial`) for the pages; it is removed when
     the job ends."""
+    status = None
     try:
-        return _run_one(db_path, job_id, spec, inputs, embedder=embedder, generator=generator, token=token)
+        status = _run_one(db_path, job_id, spec, inputs, embedder=embedder, generator=generator, token=token)
+        return status
     finally:
-        partial.clear(db_path, job_id)
+        if status != "superseded":  # else the first estimate is the new claim's
+            partial.clear(db_path, job_id)
+
+
+class _Superseded(JobCancelled):
+    """The job is no longer this worker's claim: it was taken for dead and the job queued again."""
 
 
 def _run_one(
@@ -90,10 +99,12 @@ def _run_one(
             return
         last[0] = now
         try:  # the queue, not the database: nobody waits on the DuckDB file for a progress update
-            queue.progress(db_path, job_id, label, fraction)
+            mine = queue.progress(db_path, job_id, label, fraction, token=token)
             cancelled = queue.cancel_requested(db_path, job_id)
         except sqlite3.OperationalError:
             return  # the queue is busy past its wait: skip this update, the job goes on
+        if not mine:
+            raise _Superseded(job_id)
         if cancelled:
             raise JobCancelled(job_id)
 
@@ -104,6 +115,9 @@ def _run_one(
         payloads = execute(
             spec, inputs, embedder=embedder, generator=generator, progress=report, on_partial=first_estimate
         )
+    except _Superseded:
+        log.warning("job %s is no longer this worker's (queued again as its worker seemed dead): stopped", job_id)
+        return "superseded"
     except JobCancelled:
         queue.finish(db_path, job_id, "cancelled", token=token)
         return "cancelled"

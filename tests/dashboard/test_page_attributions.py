@@ -170,6 +170,40 @@ def test_explain_all_says_how_many_and_how_long_first(app_env, tmp_path):
     assert queue.jobs(path) == []  # nothing was queued
 
 
+@pytest.mark.parametrize("hostile", ["too large", "not a first estimate"])
+def test_a_running_jobs_partial_that_is_too_large_or_not_one_is_left_out_with_the_reason(app_env, tmp_path, hostile):
+    """A file put in place of the first estimate (jobs/partial.py): over partial.MAX_BYTES (sparse, 2 GiB),
+    or JSON without the fields the page draws. The page says why it shows none, and the rest of it runs."""
+    from ragaudit_core.jobs import heartbeat, partial
+
+    path = app_env()
+    docs = [{"doc_id": "D0", "text": "Warsaw."}, {"doc_id": "D1", "text": "Paris."}]
+    row = {"run_id": "base", "query_id": "q1", "query": "Where?", "evidence": docs}
+    with store.connect(path) as con:
+        ingest_paths(con, [write_jsonl(tmp_path / "r.jsonl", [row])])
+        spec, inputs = plan(con, "base", "q1")
+        queue.enqueue(con, spec, inputs)
+    beat = heartbeat.Heartbeat(str(path)).start()
+    try:
+        job_id, _spec, _inputs = queue.claim(str(path), beat.token)
+        queue.progress(str(path), job_id, "Shapley (exact), original order: coalition 3 of 4", 0.6, token=beat.token)
+        f = partial.partial_file(path, job_id)
+        f.parent.mkdir(parents=True, exist_ok=True)
+        if hostile == "too large":
+            with open(f, "wb") as fh:
+                fh.truncate(2 << 30)
+        else:
+            f.write_text('[{"doc_ids": "D0", "importance": {"x": 1}}]')
+        at = app_test(PAGE).run()
+        assert not at.exception
+        said = " ".join(c.value for c in at.caption)
+        assert ("over the 4,194,304" if hostile == "too large" else "does not hold an attribution") in said
+        assert "so it is not shown" in said and not at.dataframe
+    finally:
+        beat.stop()
+        partial.clear(path, job_id)
+
+
 def test_a_running_jobs_first_estimate_shows_under_its_progress(app_env, tmp_path):
     """While an anytime job refines, the page shows its first estimate (kept beside the database
     by the worker, jobs/partial.py): the documents with their importance, named by its estimator."""
