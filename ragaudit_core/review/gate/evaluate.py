@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from ragaudit_core.intervals import Estimate
 from ragaudit_core.review.gate.rules import AREAS, PAIR_METRICS, STAGES, Area, GatePolicy, Rule
-from ragaudit_core.review.labels import metric_label
+from ragaudit_core.review.labels import metric_label, rule_label
 
 __all__ = [
     "GateInputs",
@@ -327,10 +327,13 @@ def verdict_rows(verdict: Verdict) -> list[dict]:
 
 def verdict_lines(verdict: Verdict) -> list[str]:
     """The verdict as the lines of a plain-text table, failed rules first, under its headline (each
-    line its own, so a terminal writer can show each one inert: run ids come from the logs)."""
+    line its own, so a terminal writer can show each one inert: run ids come from the logs). Rules are
+    drawn by their labels (``J_avg, doc ≥ 0.5``) as the report draws them; the keys stay in the
+    verdict (its JSON)."""
     short = {"not applicable": "n/a", "inconclusive": "?"}
     rows = [
-        (short.get(r.status, r.status.upper()), r.rule.name, _fmt(r.value), r.message) for r in verdict.sorted_results()
+        (short.get(r.status, r.status.upper()), rule_label(r.rule), _fmt(r.value), r.message)
+        for r in verdict.sorted_results()
     ]
     w0 = max(6, *(len(a) for a, *_ in rows)) if rows else 6
     w1 = max(4, *(len(b) for _, b, *_ in rows)) if rows else 4
