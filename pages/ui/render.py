@@ -20,6 +20,9 @@ _MD_SPECIAL = set("\\`*_{}[]()<>#+-.!|~$:")
 
 _AUTOLINK = re.compile(r"(://|(?i:www)\.|@)")
 _JOINER = "\u2060"  # WORD JOINER: invisible, and breaks GFM's autolink literals
+# C0 and C1 controls (CR, LF, tab, ESC …) and the line and paragraph separators: a line ending in a log
+# string would split the sentence around it (a paragraph, a code block, a heading under "===")
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def md(text: object) -> str:
@@ -29,12 +32,14 @@ def md(text: object) -> str:
     URLs and e-mail addresses into links *after* escapes are resolved, so escaping alone does
     not stop ``http://host`` from becoming a link. Text holding a right-to-left letter or a bidi
     control is isolated (U+2068 … U+2069, its controls shown as ``[U+202E]``), so a run id cannot
-    reorder the verdict sentence around it (:func:`ragaudit_core.review.logtext.bidi_safe`). This is
+    reorder the verdict sentence around it (:func:`ragaudit_core.review.logtext.bidi_safe`); a control
+    character (a line break, a tab, ESC) is shown as ``[U+000A]`` too, so a sentence stays one
+    paragraph however the log string is written. This is
     the one helper for putting untrusted text into a Streamlit markdown string (banners, captions,
     labels)."""
     s = _AUTOLINK.sub(
         lambda m: m.group(0)[:-1] + _JOINER + m.group(0)[-1] if m.group(0) != "@" else "@" + _JOINER,
-        bidi_safe(text),
+        bidi_safe(_CONTROLS.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", "" if text is None else str(text))),
     )
     return "".join("\\" + c if c in _MD_SPECIAL else c for c in s)
 

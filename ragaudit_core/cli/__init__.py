@@ -15,6 +15,7 @@ import typer
 
 from ragaudit_core import __version__
 from ragaudit_core.cli import attribution, fidelity, harness, jobs, judge, logs, quality, review, stability
+from ragaudit_core.cli.terminal import say
 from ragaudit_core.errors import RagAuditError
 
 __all__ = ["app", "main"]
@@ -38,11 +39,11 @@ def _bad_input_exits_2(command: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return command(*args, **kwargs)
         except RagAuditError as e:
-            typer.echo(f"error: {e}", err=True)
+            say(f"error: {e}", err=True)
             raise typer.Exit(2) from None
         except duckdb.IOException as e:  # a database file damaged past what the open's checks see
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
-            typer.echo(
+            say(
                 f"error: the database could not be read ({first}): it is damaged or was cut short; restore it from "
                 "a full copy, or load the logs into a new database",
                 err=True,
@@ -73,7 +74,7 @@ for command in (
 @app.command()
 def version() -> None:
     """Print the version."""
-    typer.echo(__version__)
+    say(__version__)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ import typer
 
 from ragaudit_core.cli.common import Device, emit_json, fail, open_existing_db
 from ragaudit_core.cli.jobs import enqueue_and_report
+from ragaudit_core.cli.terminal import say, shown
 from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS, IG_BASELINES, IG_METHODS, SHAPLEY_METHODS
 from ragaudit_core.errors import RagAuditError
@@ -120,7 +121,7 @@ def attribute(
     if queue_only and ray:
         fail("--queue and --ray: queued jobs run in a worker (ragaudit worker), not on Ray; choose one")
     desc = f"attribute {run}" + (f" on Ray ({ray})" if ray else "")
-    bar = tqdm(total=len(qids), desc=desc, unit="query", disable=queue_only)
+    bar = tqdm(total=len(qids), desc=shown(desc), unit="query", disable=queue_only)
     if queue_only:
         enqueue_and_report(con, db, jobs(), unplanned, None)
     try:
@@ -153,25 +154,27 @@ def _report(
         have = stored_results(con, list(keys.values()))
         out += [have[keys[c]] for c in spec.conditions if keys[c] in have]
     for r in out:
-        typer.echo(
+        say(
             f"{r.query_id}: {r.method}  generator ranking "
             f"{' > '.join(str(i + 1) for i in r.generator_ranking)}  "
             f"WARG(0.5) {r.warg[0.5]:.3f}  WARG(0.9) {r.warg[0.9]:.3f}  "
             f"wasted retrieval {r.wasted_retrieval}  noise distraction {r.noise_distraction}"
         )
-    typer.echo(
+    say(
         f"{len(rep.done)} computed, {len(rep.skipped)} already stored, {len(rep.failed) + len(unplanned)} "
         f"failed ({rep.runner}, {rep.seconds:.1f} s)",
         err=True,
     )
     for q, err in unplanned + rep.failed:
-        typer.echo(f"failed: query {q}: {err}", err=True)
+        say(f"failed: query {q}: {err}", err=True)
     tables = batch_tables(con, run)
     if len(qids) > 1 and tables:
-        typer.echo("\nfailure rates (stored results of the run):")
-        typer.echo(tables["failure"].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-        typer.echo("\nmean WARG by p:")
-        typer.echo(tables["warg"].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+        say()
+        say("failure rates (stored results of the run):")
+        say(tables["failure"].to_string(index=False, float_format=lambda x: f"{x:.3f}"), lines=True)
+        say()
+        say("mean WARG by p:")
+        say(tables["warg"].to_string(index=False, float_format=lambda x: f"{x:.3f}"), lines=True)
     emit_json(
         {
             "results": [r.to_json() for r in out],

@@ -13,6 +13,7 @@ from typing import Annotated, Any, NoReturn
 import duckdb
 import typer
 
+from ragaudit_core.cli.terminal import json_shown, say, shown
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.identity import CanonOptions
@@ -80,7 +81,7 @@ Qrels = Annotated[
 
 def fail(msg: str) -> NoReturn:
     """Print ``error: msg`` to stderr and exit 2 (bad input or usage)."""
-    typer.echo(f"error: {msg}", err=True)
+    say(f"error: {msg}", err=True)
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -152,24 +153,24 @@ def print_ingest(report: IngestReport, max_lines: int = 50, *, refusals_follow: 
     """The ingest summary, rejected lines and warnings on stderr (at most ``max_lines`` of each);
     ``refusals_follow``: files refused as a whole are left to :func:`fail_on_rejected_files`,
     which ends the output with one sentence each (said once, not twice)."""
-    typer.echo(report.summary(), err=True)
+    say(report.summary(), err=True)
     for f in report.files[:max_lines]:
         if f.formats:
-            typer.echo(f.read_as(), err=True)
+            say(f.read_as(), err=True)
     shown = [i for i in report.rejected if not (refusals_follow and i.code == "unreadable")]
     for issue in shown[:max_lines]:
-        typer.echo(f"{'refused' if issue.code == 'unreadable' else 'rejected'}: {issue}", err=True)
+        say(f"{'refused' if issue.code == 'unreadable' else 'rejected'}: {issue}", err=True)
     if len(shown) > max_lines:
-        typer.echo(f"rejected: … and {len(shown) - max_lines} more (see the quarantine table)", err=True)
+        say(f"rejected: … and {len(shown) - max_lines} more (see the quarantine table)", err=True)
     for w in report.warnings[:max_lines]:
-        typer.echo(f"warning: {w}", err=True)
+        say(f"warning: {w}", err=True)
     if report.labels is not None:
         for why in report.labels.rejected[:max_lines]:
-            typer.echo(f"rejected label: {why}", err=True)
+            say(f"rejected label: {why}", err=True)
         for note in report.labels.warnings[:max_lines]:
-            typer.echo(f"warning: {note}", err=True)
+            say(f"warning: {note}", err=True)
     if len(report.warnings) > max_lines:
-        typer.echo(f"warning: … and {len(report.warnings) - max_lines} more (see the ingest_warnings table)", err=True)
+        say(f"warning: … and {len(report.warnings) - max_lines} more (see the ingest_warnings table)", err=True)
 
 
 def fail_on_rejected_files(report: IngestReport) -> None:
@@ -177,14 +178,14 @@ def fail_on_rejected_files(report: IngestReport) -> None:
     each named in one sentence; the last line says that the other files of the call did load."""
     bad = report.failed_files
     for f in bad:
-        typer.echo(
+        say(
             f"error: {report.failure(f)}" + ("" if f.status == "unreadable" else " (see the reasons above)"),
             err=True,
         )
     if not bad:
         return
     if ok := len(report.files) - len(bad):
-        typer.echo(
+        say(
             f"error: {counted(len(bad), 'file')} of {len(report.files):,} not loaded (above); the "
             f"{counted(ok, 'other file')} {'is' if ok == 1 else 'are'} in the database",
             err=True,
@@ -213,13 +214,13 @@ class LineProgress:
         self.unit = unit
         shown = self.tty or n // 100000 > self.last[0] // 100000 or self.last == (0, True)
         if shown:
-            typer.echo(f"ingest: {path}: {counted(n, unit)} read", err=True)
+            say(f"ingest: {path}: {counted(n, unit)} read", err=True)
         self.last = (n, shown)
 
     def finish(self) -> None:
         """Print the current file's last count, when it was not."""
         if self.path is not None and not self.last[1]:
-            typer.echo(f"ingest: {self.path}: {counted(self.last[0], self.unit)} read", err=True)
+            say(f"ingest: {self.path}: {counted(self.last[0], self.unit)} read", err=True)
         self.last = (0, True)
 
 
@@ -245,7 +246,7 @@ def tqdm_progress() -> Callable[[str, int, int], None]:
     def cb(label: str, i: int, n: int) -> None:
         bar = bars.get(label)
         if bar is None:
-            bar = bars[label] = tqdm(total=n, desc=label, unit="it", mininterval=2.0)
+            bar = bars[label] = tqdm(total=n, desc=shown(label), unit="it", mininterval=2.0)
         bar.update(i - bar.n)
         if i >= n:
             bar.close()
@@ -273,7 +274,7 @@ def connect_db(
     return store.connect(
         db,
         wait_s=wait_s,
-        on_wait=lambda msg: typer.echo(f"{msg} (waiting up to {wait_s:.0f} s)", err=True),
+        on_wait=lambda msg: say(f"{msg} (waiting up to {wait_s:.0f} s)", err=True),
         init=init,
         read_only=read_only,
         create=create,
@@ -347,7 +348,7 @@ def open_logs(
             opts = options or IngestOptions()
             print_ingest(workspace.load_paths(con, paths, opts, precompute_overview=False, qrels=qrels or []))
         elif qrels:
-            typer.echo(load_qrels(con, qrels).summary(), err=True)
+            say(load_qrels(con, qrels).summary(), err=True)
     except store.StoreReadOnly:  # a reading command asked to load something into a file it may not write
         fail(
             f"cannot load {'the PATHs' if paths else 'the --qrels labels'} into {db}: permission denied (this user "
@@ -366,7 +367,7 @@ def emit_json(
         return
     text = json.dumps(payload, indent=indent, ensure_ascii=False, default=default)
     if target == "-":
-        typer.echo(text)
+        say(json_shown(text), lines=True)
     else:
         try:
             Path(target).write_text(text + "\n", encoding="utf-8")

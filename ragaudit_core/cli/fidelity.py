@@ -18,6 +18,7 @@ from ragaudit_core.cli.common import (
     ingest_options,
     open_logs,
 )
+from ragaudit_core.cli.terminal import say
 from ragaudit_core.fidelity import FidelityRules, RunFidelity, canary, fidelity_runs, provenance_runs
 from ragaudit_core.wording import counted, listed
 
@@ -92,7 +93,8 @@ def fidelity(
             + f" at α = {the_rules.canary_alpha}"
         )
     if json_out != "-":
-        typer.echo("\n".join(lines))
+        for line in lines:
+            say(line)
     emit_json(payload, json_out, default=str)
 
 

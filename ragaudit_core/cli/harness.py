@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ragaudit_core.cli.common import Device, fail, ints, tqdm_progress
+from ragaudit_core.cli.terminal import say
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs.catalog import SAMPLE_BASE_RUN
 from ragaudit_core.wording import counted
@@ -59,8 +60,8 @@ def sweep(
         )
     except RagAuditError as e:
         fail(str(e))
-    typer.echo(f"wrote {counted(len(res.files), 'run file')} for {counted(res.n_queries, 'query')} to {out}")
-    typer.echo(json.dumps({"chunks": res.n_chunks, "timings_s": {k: round(v, 1) for k, v in res.timings.items()}}))
+    say(f"wrote {counted(len(res.files), 'run file')} for {counted(res.n_queries, 'query')} to {out}")
+    say(json.dumps({"chunks": res.n_chunks, "timings_s": {k: round(v, 1) for k, v in res.timings.items()}}))
 
 
 def provenance(
@@ -94,4 +95,4 @@ def provenance(
         )
     except (RagAuditError, FileNotFoundError) as e:
         fail(str(e))
-    typer.echo(json.dumps(res))
+    say(json.dumps(res))

@@ -20,6 +20,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from ragaudit_core.cli.common import EndpointTimeout, KeyFile, fail, open_existing_db
+from ragaudit_core.cli.terminal import ShownFormatter, say
 from ragaudit_core.wording import counted
 
 __all__ = ["endpoint_options", "enqueue_and_report", "jobs", "worker"]
@@ -54,20 +55,18 @@ def enqueue_and_report(
     ids = [(spec.query_id, queue.enqueue(con, spec, inputs)) for spec, inputs in planned]
     con.close()
     for q, jid in ids:
-        typer.echo(f"queued: query {q}: job {jid}")
+        say(f"queued: query {q}: job {jid}")
     allow = f" --endpoint {endpoint}" if endpoint else ""
     them = "it" if len(ids) == 1 else "them"
-    typer.echo(
-        f"{counted(len(ids), 'job')} queued on {db}; run {them} with: ragaudit worker --db {db}{allow}", err=True
-    )
+    say(f"{counted(len(ids), 'job')} queued on {db}; run {them} with: ragaudit worker --db {db}{allow}", err=True)
     if endpoint:
-        typer.echo(
+        say(
             "a worker calls the endpoint only if its operator allows it (--endpoint on the worker, or "
             "RAGAUDIT_JUDGE_ENDPOINTS); the API key comes from the worker's RAGAUDIT_JUDGE_API_KEY or --key-file",
             err=True,
         )
     for q, err in unplanned:
-        typer.echo(f"failed: query {q}: {err}", err=True)
+        say(f"failed: query {q}: {err}", err=True)
     raise typer.Exit(1 if unplanned else 0)
 
 
@@ -99,14 +98,16 @@ def worker(
         endpoint_options(url, None, None)
     endpoint_options(None, key_file, timeout)
     open_existing_db(db, "logs").close()
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    typer.echo(f"worker for {db}: waiting for jobs" + (f" (exits after {idle:g} s idle)" if idle is not None else ""))
+    handler = logging.StreamHandler(sys.stderr)  # the worker's log lines name runs and queries: shown inert
+    handler.setFormatter(ShownFormatter("%(asctime)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    say(f"worker for {db}: waiting for jobs" + (f" (exits after {idle:g} s idle)" if idle is not None else ""))
     try:
         ran = work(str(db), idle_s=math.inf if idle is None else idle)
     except KeyboardInterrupt:
-        typer.echo("stopped: its running job, if any, is queued again", err=True)
+        say("stopped: its running job, if any, is queued again", err=True)
         raise typer.Exit(130) from None
-    typer.echo(f"worker for {db}: {counted(ran, 'job')} run, none left")
+    say(f"worker for {db}: {counted(ran, 'job')} run, none left")
 
 
 def _resolve(known: list[str], given: list[str]) -> list[str]:
@@ -164,11 +165,9 @@ def jobs(
         open_ids = [j.job_id for j in everything if j.status in ("queued", "running")]
         targets = open_ids if chosen is None else chosen
         queue.cancel(where, targets)
-        typer.echo(
-            f"cancel asked for {counted(len(targets), 'job')}: queued ones at once, running ones at their next step"
-        )
+        say(f"cancel asked for {counted(len(targets), 'job')}: queued ones at once, running ones at their next step")
     elif action == "retry":
-        typer.echo(f"{counted(len(queue.retry(where, chosen)), 'job')} queued again")
+        say(f"{counted(len(queue.retry(where, chosen)), 'job')} queued again")
     listed = queue.jobs(where)
     waiting = any(j.status in ("queued", "running") for j in listed)
     live = heartbeat.live_workers(db)
@@ -177,14 +176,14 @@ def jobs(
     if waiting and not live and start:
         note = f"no live worker: started one in the background (PID {ensure_worker(str(db))})"
     if json_out:
-        typer.echo(json.dumps({"jobs": [_row(j) for j in listed], "workers": live}, indent=2))
+        say(json.dumps({"jobs": [_row(j) for j in listed], "workers": live}, indent=2), lines=True)
     else:
         for j in listed:
             t = "" if j.elapsed_s is None else f" {j.elapsed_s:.1f} s"
-            typer.echo(
+            say(
                 f"{j.job_id}  {j.spec.kind:<11} {j.spec.run_id}/{j.spec.query_id}  {j.status:<9} "
                 f"{j.fraction:4.0%}{t}  {j.label or ''}"
             )
             if j.error:
-                typer.echo(f"    error: {j.error}")
-    typer.echo(f"{counted(len(listed), 'job')} on {db}; {note}", err=True)
+                say(f"    error: {j.error}")
+    say(f"{counted(len(listed), 'job')} on {db}; {note}", err=True)

@@ -11,6 +11,7 @@ import typer
 
 from ragaudit_core.cli.common import Device, EndpointTimeout, KeyFile, emit_json, fail, open_existing_db
 from ragaudit_core.cli.jobs import endpoint_options, enqueue_and_report
+from ragaudit_core.cli.terminal import say, shown
 from ragaudit_core.defaults import JUDGE_DEFAULTS, JUDGE_PRECISIONS
 from ragaudit_core.wording import counted
 
@@ -112,7 +113,7 @@ def judge(
 
     if queue_only and ray:
         fail("--queue and --ray: queued jobs run in a worker (ragaudit worker), not on Ray; choose one")
-    bar = tqdm(total=len(qids), desc=f"judge {run}", unit="query", disable=queue_only)
+    bar = tqdm(total=len(qids), desc=shown(f"judge {run}"), unit="query", disable=queue_only)
     if queue_only:
         enqueue_and_report(con, db, jobs(), [], endpoint and policy.check_url(endpoint))
     try:
@@ -138,20 +139,20 @@ def _report(con: Any, run: str, judges: int, rep: Any, json_out: str | None, pre
     table = verdict_table(con, run, precision)
     s = judge_summary(table)
     a, d = s["agreement"], s["disagreement"]
-    typer.echo(
+    say(
         f"{run}: {counted(s['n_citations'], 'citation')} judged by {counted(judges, 'judge')}; "
         f"agreement with Pattern 3 {_pct(a['rate'])}; judges disagree on {_pct(d['rate'])} of citations "
         f"(pairwise {_pct(d['pairwise'])}); {counted(s['n_invalid_votes'], 'invalid vote')}"
     )
     for k, v in a["confusion"].items():
-        typer.echo(f"  rule → judges: {k}: {v}")
-    typer.echo(
+        say(f"  rule → judges: {k}: {v}")
+    say(
         f"{len(rep.done)} computed, {len(rep.skipped)} already stored, {len(rep.failed)} failed "
         f"({rep.runner}, {rep.seconds:.1f} s)",
         err=True,
     )
     for q, err in rep.failed:
-        typer.echo(f"failed: query {q}: {err}", err=True)
+        say(f"failed: query {q}: {err}", err=True)
     emit_json(
         {
             "summary": s,

@@ -26,6 +26,7 @@ from ragaudit_core.cli.common import (
     print_ingest,
     progress,
 )
+from ragaudit_core.cli.terminal import say
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
 from ragaudit_core.logs.documents import DEFAULT_MAX_DEPTH
@@ -111,7 +112,7 @@ def ingest(
         fail(str(e))
     lines.finish()
     print_ingest(report, refusals_follow=True)
-    typer.echo(f"database: {db}", err=True)
+    say(f"database: {db}", err=True)
     fail_on_rejected_files(report)
     if strict and report.rejected:
         raise typer.Exit(EXIT_BAD_INPUT)

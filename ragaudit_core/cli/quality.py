@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ragaudit_core.cli.common import DbOrMemory, LogPaths, Qrels, emit_json, fail, ints, open_logs
+from ragaudit_core.cli.terminal import say
 from ragaudit_core.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.quality import DEFAULT_CUTOFFS
@@ -75,7 +76,7 @@ def quality(
 
 def _print(res: QualityResult) -> None:
     head = [*[m for m in res.metrics if m.startswith(("ndcg@", "recall@"))][:4], "mrr", "map"]
-    typer.echo(
+    say(
         "ranking quality, mean over labelled queries "
         + (
             f"[95 % bootstrap interval, {counted(res.resamples, 'resample')}]"
@@ -88,14 +89,15 @@ def _print(res: QualityResult) -> None:
             f"{m} {e.value:.3f} {bracket(e.lo, e.hi)}".rstrip() for m, e in r.metrics.items() if m in head and e.n
         )
         left = f" ({r.n_unlabelled} unlabelled left out)" if r.n_unlabelled else ""
-        typer.echo(f"{r.run_id}: {counted(r.n_queries, 'query')}{left}  {cells or 'no labelled query'}")
+        say(f"{r.run_id}: {counted(r.n_queries, 'query')}{left}  {cells or 'no labelled query'}")
     key = "ndcg@10" if "ndcg@10" in res.metrics else next(m for m in res.metrics if m.startswith("ndcg@"))
     if res.pairs:
         ci = " [interval]" if res.resamples else ""
-        typer.echo(f"\nchange of {key} (b − a){ci}, paired {res.test}-test p (Holm over the pair's metrics)")
+        say()
+        say(f"change of {key} (b − a){ci}, paired {res.test}-test p (Holm over the pair's metrics)")
     for (a, b), ms in res.pairs.items():
         c = ms[key]
-        typer.echo(
+        say(
             f"{a} → {b}: {c.delta:+.3f} {bracket(c.lo, c.hi, '+.3f')}".rstrip()
             + f"  p {c.p:.3g} (Holm {c.p_holm:.3g}), n {c.n}"
         )

@@ -21,9 +21,10 @@ from ragaudit_core.cli.common import (
     open_logs,
     resolve_run,
 )
+from ragaudit_core.cli.terminal import say
 from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.errors import RagAuditError
-from ragaudit_core.review.gate import PRESETS, GatePolicy, load_policy, review, verdict_table
+from ragaudit_core.review.gate import PRESETS, GatePolicy, load_policy, review, verdict_lines
 
 __all__ = ["gate", "report"]
 
@@ -71,7 +72,8 @@ def gate(
     except RagAuditError as e:
         fail(str(e))
     if json_out != "-":
-        typer.echo(verdict_table(verdict))
+        for line in verdict_lines(verdict):
+            say(line)
     emit_json({**verdict.model_dump(mode="json"), "headline": verdict.headline()}, json_out)
     raise typer.Exit({"pass": 0, "fail": EXIT_GATE_FAILED, "inconclusive": EXIT_GATE_INCONCLUSIVE}[verdict.status])
 
@@ -127,10 +129,10 @@ def report(
         db_label=str(db) if db is not None else ", ".join(map(str, paths or [])),
     )
     try:
-        _blob, data = build_report(con, out, opts, progress=lambda m: typer.echo(f"report: {m}…", err=True))
+        _blob, data = build_report(con, out, opts, progress=lambda m: say(f"report: {m}…", err=True))
     except RagAuditError as e:
         fail(str(e))
     except OSError as e:
         fail(f"{out}: {e}")
     verdict = f"; verdict {data.verdict.status.upper()}" if data.verdict is not None else ""
-    typer.echo(f"wrote {out} ({data.timings.get('pages', '?')} pages{verdict})")
+    say(f"wrote {out} ({data.timings.get('pages', '?')} pages{verdict})")

@@ -31,6 +31,7 @@ from ragaudit_core.cli.common import (
     open_logs,
     resolve_run,
 )
+from ragaudit_core.cli.terminal import say
 from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.intervals import DEFAULT_RESAMPLES
@@ -109,7 +110,7 @@ def stability(
                 chosen = selection.runs
                 note = (selection.note or "").replace("; pick runs", "; use --runs")
                 note = re.sub(r"; pick (it|them)\b", r"; name \1 with --runs", note)
-                typer.echo(f"warning: {note}", err=True)
+                say(f"warning: {note}", err=True)
         opts = StabilityOptions(
             runs=chosen,
             baseline=baseline,
@@ -128,7 +129,7 @@ def stability(
         if quality is not None:
             _print_quality(quality)
     for w in result.summary.warnings:
-        typer.echo(f"warning: {w}", err=True)
+        say(f"warning: {w}", err=True)
     emit_json({**result.to_json(), **({"quality": quality.to_json()} if quality is not None else {})}, json_out)
     if csv_dir:
         csv_dir.mkdir(parents=True, exist_ok=True)
@@ -150,15 +151,16 @@ def _quality(
 def _print_quality(q: QualityResult) -> None:
     shown = [(r, r.metrics.get("ndcg@10"), r.metrics.get("recall@10")) for r in q.runs]
     bounded = any(e is not None and e.n and e.lo == e.lo for _, e, _ in shown)  # (no resamples: NaN bounds)
-    typer.echo(
-        "\nranking quality (relevance labels; mean over labelled queries"
+    say()
+    say(
+        "ranking quality (relevance labels; mean over labelled queries"
         + (" [95 % interval]):" if bounded else "; no intervals without resamples):")
     )
     for r, e, m in shown:
         if e is None or m is None or not e.n:
-            typer.echo(f"  {r.run_id}: no labelled query")
+            say(f"  {r.run_id}: no labelled query")
             continue
-        typer.echo(
+        say(
             f"  {r.run_id}: nDCG@10 {e.value:.3f}{_bounds(e.lo, e.hi)}  recall@10 {m.value:.3f}"
             f"{_bounds(m.lo, m.hi)}  ({r.n_queries} labelled, {r.n_unlabelled} without labels left out)"
         )
@@ -188,7 +190,8 @@ def _print_stability(result: StabilityResult) -> None:
     ]
     if s.gap_ratio_note:
         lines.append(s.gap_ratio_note)
-    typer.echo("\n".join(lines))
+    for line in lines:
+        say(line)
     table = result.pairs[
         [
             "run_a",
@@ -203,11 +206,12 @@ def _print_stability(result: StabilityResult) -> None:
             "same_docs_diff_spans",
         ]
     ]
-    typer.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    say(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"), lines=True)
     effects = effects_by_change(result.pairs)
     if not effects.empty and set(effects["changed"]) != {"unknown"}:
-        typer.echo("\nby what changed between the two runs (pairs weigh equally):")
-        typer.echo(effects.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+        say()
+        say("by what changed between the two runs (pairs weigh equally):")
+        say(effects.to_string(index=False, float_format=lambda x: f"{x:.3f}"), lines=True)
 
 
 def probe(
@@ -241,10 +245,10 @@ def probe(
     except RagAuditError as e:
         fail(str(e))
     if json_out != "-":
-        typer.echo(f"{'pair':40} {'n':>4} {'J_span':>7} {'Sim':>6} {'Drift<0.9':>9} {'Drift<0.8':>9} {'rho':>7}")
+        say(f"{'pair':40} {'n':>4} {'J_span':>7} {'Sim':>6} {'Drift<0.9':>9} {'Drift<0.8':>9} {'rho':>7}")
         for r in results:
             s = r.summary
-            typer.echo(
+            say(
                 f"{s['pair']:40} {s['n_queries']:>4} {fmt(s['mean_j_span']):>7} {fmt(s['mean_sim']):>6} "
                 f"{s['drift_0.9']:>9} {s['drift_0.8']:>9} {fmt(s['spearman_rho']):>7}"
             )

@@ -10,7 +10,9 @@ leaving out hidden files and folders — names starting with ``.`` (``.git``, ``
 ``.DS_Store``): they hold no logs, and a JSON file in them would be refused as one. A path named on
 its own is read whatever its name. Links to files are followed, links to folders are not (a link
 back up the tree would list it again and again). A subfolder that cannot be read is skipped with a
-warning naming it.
+warning naming it. What a search leaves unread is said once per folder: its CSV and Parquet files
+(read when named on their own), and its archives and files compressed otherwise than with gzip
+(``.zip``, ``.7z``, ``.tar``, ``.bz2``, ``.xz``, ``.zst``…: unpack them and give the folder again).
 """
 
 from __future__ import annotations
@@ -45,15 +47,20 @@ def list_paths(paths: list[str | Path]) -> Listing:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            files, hidden, tables = _search(p, out)
+            files, hidden, tables, archives = _search(p, out)
             if files is not None and not files:
                 why = "folder holds no .jsonl, .jsonl.gz, .ndjson or .json files"
                 note = " (hidden files and folders, named with a leading '.', are not searched)" if hidden else ""
                 if tables:
                     note += f"; {_unsearched(tables)}"
+                if archives:
+                    note += f"; {_unpack(p, archives)}"
                 out.refused.append(Issue(str(p), None, why + note))
-            elif tables:
-                out.warnings.append(Issue(str(p), None, _unsearched(tables), "unsearched-tables"))
+            else:
+                if tables:
+                    out.warnings.append(Issue(str(p), None, _unsearched(tables), "unsearched-tables"))
+                if archives:
+                    out.warnings.append(Issue(str(p), None, _unpack(p, archives), "unsearched-archives"))
             found.extend(files or [])
         elif p.is_file():
             found.append(p)
@@ -99,12 +106,32 @@ def _unsearched(tables: list[Path]) -> str:
     )
 
 
-def _search(root: Path, out: Listing) -> tuple[list[Path] | None, bool, list[Path]]:
+_ARCHIVE_SUFFIXES = (".zip", ".7z", ".rar", ".tar", ".tgz", ".tar.gz", ".bz2", ".tbz2", ".xz", ".txz", ".zst", ".zstd")
+"""Archives and compressions other than gzip: a folder search does not read them (named on its own, such a
+file is refused by its magic bytes, with how to unpack it: :func:`~.jsonl.unreadable`)."""
+_NAMED_ARCHIVES = 3
+
+
+def _unpack(root: Path, archives: list[Path]) -> str:
+    """The sentence for archives a folder search left unread: how many, the first few, what to do."""
+    n = len(archives)
+    names = ", ".join(str(a.relative_to(root)) for a in archives[:_NAMED_ARCHIVES])
+    more = f" and {n - _NAMED_ARCHIVES:,} more" if n > _NAMED_ARCHIVES else ""
+    return (
+        f"{counted(n, 'archive or compressed file', 'archives or compressed files')} in it "
+        f"{'was' if n == 1 else 'were'} not read (RagAudit reads logs plain or gzip-compressed, not archives): "
+        f"{names}{more}; unpack {'it' if n == 1 else 'them'} and give the folder again"
+    )
+
+
+def _search(root: Path, out: Listing) -> tuple[list[Path] | None, bool, list[Path], list[Path]]:
     """The log files under ``root`` (None: the folder refused, ``root`` itself cannot be read),
-    whether hidden files or folders were left out, and the CSV and Parquet files left unread."""
+    whether hidden files or folders were left out, and the CSV and Parquet files and the archives
+    left unread."""
     errors: list[OSError] = []
     found = []
     tables: list[Path] = []
+    archives: list[Path] = []
     hidden = False
     for folder, subfolders, names in os.walk(root, onerror=errors.append):
         hidden = hidden or any(n.startswith(".") for n in (*subfolders, *names))
@@ -123,11 +150,12 @@ def _search(root: Path, out: Listing) -> tuple[list[Path] | None, bool, list[Pat
             and n.lower().endswith(_TABLE_SUFFIXES)
             and not (labels and n.lower().endswith((".tsv", ".tsv.gz")))
         ]
+        archives += [Path(folder, n) for n in names if not n.startswith(".") and n.lower().endswith(_ARCHIVE_SUFFIXES)]
     for e in errors:
         why = (e.strerror or type(e).__name__).lower()
         if Path(e.filename or root) == root:
             out.refused.append(Issue(str(root), None, f"the folder cannot be read ({why}); nothing in it was loaded"))
-            return None, hidden, []
+            return None, hidden, [], []
         out.warnings.append(
             Issue(
                 str(e.filename),
@@ -136,7 +164,7 @@ def _search(root: Path, out: Listing) -> tuple[list[Path] | None, bool, list[Pat
                 "unreadable-folder",
             )
         )
-    return sorted(found), hidden, sorted(tables)
+    return sorted(found), hidden, sorted(tables), sorted(archives)
 
 
 def unopened(e: OSError) -> str:

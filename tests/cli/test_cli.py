@@ -211,7 +211,7 @@ def test_gate_exit_codes_and_json(three_runs, tmp_path):
     # A → B: q3 loses its only evidence, so null loss = 1/3 > 0.01, listed first
     lines = p.stdout.splitlines()
     assert lines[0].startswith("gate: B against baseline A: FAIL")
-    assert lines[3].startswith("FAIL") and "null_loss,doc <= 0.01" in lines[3] and "0.333" in lines[3]
+    assert lines[3].startswith("FAIL") and "null loss, doc ≤ 0.01" in lines[3] and "0.333" in lines[3]
     data = json.loads(out.read_text())
     assert data["status"] == "fail"
     by = {r["rule"]["name"]: r for r in data["results"]}

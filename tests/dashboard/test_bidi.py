@@ -26,3 +26,19 @@ def test_table_cells_with_an_override_are_isolated_and_others_kept():
     assert frame["why"].iloc[0].count("\u202e") == 1  # the caller's frame is not changed
     plain = pd.DataFrame({"run": ["k5", "k10"]})
     assert _bidi_safe_cells(plain) is plain
+
+
+def test_markdown_shows_line_breaks_and_controls_so_a_sentence_stays_one_paragraph():
+    """A run id holding a line break split the sentence it stood in: ``"x\\n==="`` made the words before
+    it a heading, ``"\\n\\n    y"`` the rest of the sentence a code block, a CR a line break (CommonMark
+    reads CR, LF and CRLF as line endings). Controls are shown as ``[U+000A]`` like bidi controls, so the
+    sentence stays one paragraph; ordinary text is unchanged."""
+    from markdown_it import MarkdownIt
+
+    render = MarkdownIt("commonmark").render
+    for evil in ("x\n===", "a\n\n    code", "a\rb", "a\r\n\r\n# h", "e\x1b[31mf", "p\u2028q\u2029r", "t\tu"):
+        html = render(f"Run {md(evil)} failed.")
+        assert html.startswith("<p>Run ") and html.endswith(" failed.</p>\n") and html.count("<p>") == 1, html
+        assert not any(c in html[:-1] for c in "\n\r\x1b\t\u2028\u2029"), html
+    assert md("a\nb") == "a\\[U\\+000A\\]b"
+    assert md("报告 résumé") == "报告 résumé"

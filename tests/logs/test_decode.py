@@ -291,3 +291,39 @@ def test_what_the_alias_path_accepts_the_contract_reads_the_same_way(obj):
 )
 def test_the_alias_path_leaves_the_rest_to_the_general_path(line):
     assert decode_native(line) is None
+
+
+@pytest.mark.parametrize(
+    "line, run, query, doc",
+    [
+        # canonical shape: msgspec's fast path
+        (
+            b'{"run_id": "a", "run_id": "b", "query_id": "q", "evidence": [{"doc_id": "x", "doc_id": "y"}]}',
+            "b",
+            "q",
+            "y",
+        ),
+        # alias keys: the alias struct
+        (b'{"runId": "a", "runId": "b", "qid": "q", "qid": "r", "docs": ["x"], "docs": ["y"]}', "b", "r", "y"),
+        # NaN: the general path (json, after orjson refused the line)
+        (
+            b'{"run_id": "a", "query_id": "q", "evidence": [{"doc_id": "x", "score": NaN}], "run_id": "b"}',
+            "b",
+            "q",
+            "x",
+        ),
+    ],
+)
+def test_a_key_written_twice_in_one_object_is_read_as_its_last_value(con, tmp_path, line, run, query, doc):
+    """docs/log-contract.md's rule, the same on every path: JSON allows a repeated key, and every decoder
+    RagAudit uses keeps its last value (none reports the repeat; checking would cost a second scan of
+    every line — see the contract). A change of decoder that read the first value would move records
+    between runs silently: this pins it."""
+    from ragaudit_core.logs.ingest import ingest_paths
+
+    path = tmp_path / "dup.jsonl"
+    path.write_bytes(line + b"\n")
+    rep = ingest_paths(con, [path])
+    assert rep.rejected == []
+    assert con.execute("SELECT run_id, query_id FROM records").fetchall() == [(run, query)]
+    assert con.execute("SELECT doc_id FROM evidence").fetchall() == [(doc,)]

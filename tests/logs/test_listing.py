@@ -289,3 +289,40 @@ def test_a_link_loop_a_dangling_link_and_a_file_given_twice_are_named_as_such(co
         f"{tmp_path / 'dangling.jsonl'}: a symbolic link to {tmp_path / 'gone.jsonl'}, which does not exist",
     ]
     assert f"{again}: given twice (also as {good}); read once" in [str(w) for w in rep.warnings]
+
+
+def test_archives_a_folder_search_leaves_unread_are_named_once(con, tmp_path):
+    """A folder search skipped ``logs.zip``, ``run.jsonl.bz2`` or ``export.tar.gz`` without a word (only
+    JSON and JSON Lines are searched for, and RagAudit does not read archives), so a folder of zipped
+    exports loaded less than it held, silently. One warning now says how many, names the first three
+    and what to do; a folder holding nothing else says it in its refusal."""
+    mixed = tmp_path / "mixed"
+    write_jsonl(mixed / "run.jsonl", [_rec("run")])
+    for name in ("a.zip", "b.jsonl.bz2", "sub/c.tar.gz", "d.7z", "e.JSONL.ZST", ".hidden.zip", "notes.txt"):
+        (mixed / name).parent.mkdir(parents=True, exist_ok=True)
+        (mixed / name).write_bytes(b"x")
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "logs.zip").write_bytes(b"PK\x03\x04")
+    rep = ingest_paths(con, [mixed, only])
+    assert _runs(con) == ["run"]
+    assert [str(w) for w in rep.warnings if w.code == "unsearched-archives"] == [
+        f"{mixed}: 5 archives or compressed files in it were not read (RagAudit reads logs plain or "
+        "gzip-compressed, not archives): a.zip, b.jsonl.bz2, d.7z and 2 more; unpack them and give the "
+        "folder again"
+    ]
+    assert [str(i) for i in rep.rejected] == [
+        f"{only}: folder holds no .jsonl, .jsonl.gz, .ndjson or .json files; 1 archive or compressed file in it was "
+        "not read (RagAudit reads logs plain or gzip-compressed, not archives): logs.zip; unpack it and give the "
+        "folder again"
+    ]
+
+
+def test_archive_warning_reaches_the_ingest_output(tmp_path):
+    logs = tmp_path / "logs"
+    write_jsonl(logs / "run.jsonl", [_rec("run")])
+    (logs / "old.zip").write_bytes(b"PK\x03\x04")
+    r = CliRunner().invoke(app, ["ingest", str(logs), "--db", str(tmp_path / "a.duckdb")])
+    assert r.exit_code == 0, r.stderr
+    assert f"warning: {logs}: 1 archive or compressed file in it was not read" in r.stderr
+    assert r.stderr.count("old.zip") == 1

@@ -9,6 +9,7 @@ from ragaudit_core.review.gate.evaluate import (
     RunMetricKey,
     Verdict,
     evaluate,
+    verdict_lines,
     verdict_rows,
     verdict_table,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "rules_from_rows",
     "rules_from_toml",
     "save_rules",
+    "verdict_lines",
     "verdict_rows",
     "verdict_table",
 ]

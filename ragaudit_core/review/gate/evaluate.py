@@ -22,9 +22,18 @@ from pydantic import BaseModel
 
 from ragaudit_core.intervals import Estimate
 from ragaudit_core.review.gate.rules import AREAS, PAIR_METRICS, STAGES, Area, GatePolicy, Rule
-from ragaudit_core.review.labels import metric_label
+from ragaudit_core.review.labels import metric_label, rule_label
 
-__all__ = ["GateInputs", "RuleResult", "RunMetricKey", "Verdict", "evaluate", "verdict_rows", "verdict_table"]
+__all__ = [
+    "GateInputs",
+    "RuleResult",
+    "RunMetricKey",
+    "Verdict",
+    "evaluate",
+    "verdict_lines",
+    "verdict_rows",
+    "verdict_table",
+]
 
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 _WORDS = {">=": "at least", "<=": "at most", ">": "above", "<": "below"}
@@ -316,11 +325,15 @@ def verdict_rows(verdict: Verdict) -> list[dict]:
     ]
 
 
-def verdict_table(verdict: Verdict) -> str:
-    """The verdict as a plain-text table, failed rules first, under its headline."""
+def verdict_lines(verdict: Verdict) -> list[str]:
+    """The verdict as the lines of a plain-text table, failed rules first, under its headline (each
+    line its own, so a terminal writer can show each one inert: run ids come from the logs). Rules are
+    drawn by their labels (``J_avg, doc ≥ 0.5``) as the report draws them; the keys stay in the
+    verdict (its JSON)."""
     short = {"not applicable": "n/a", "inconclusive": "?"}
     rows = [
-        (short.get(r.status, r.status.upper()), r.rule.name, _fmt(r.value), r.message) for r in verdict.sorted_results()
+        (short.get(r.status, r.status.upper()), rule_label(r.rule), _fmt(r.value), r.message)
+        for r in verdict.sorted_results()
     ]
     w0 = max(6, *(len(a) for a, *_ in rows)) if rows else 6
     w1 = max(4, *(len(b) for _, b, *_ in rows)) if rows else 4
@@ -330,4 +343,9 @@ def verdict_table(verdict: Verdict) -> str:
         f"{'status':{w0}}  {'rule':{w1}}  {'value':>7}  why",
     ]
     out += [f"{a:{w0}}  {b:{w1}}  {c:>7}  {d}" for a, b, c, d in rows]
-    return "\n".join(out)
+    return out
+
+
+def verdict_table(verdict: Verdict) -> str:
+    """The verdict as a plain-text table, failed rules first, under its headline."""
+    return "\n".join(verdict_lines(verdict))
