@@ -26,6 +26,7 @@ from typing import Any
 
 from ragaudit_core.defaults import FP32_CUDA_MAX_PARAMS, PRECISIONS
 from ragaudit_core.errors import RagAuditError
+from ragaudit_core.wording import one_line
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -114,7 +115,7 @@ def load_embedder(name: str | None = None, *, device: str = "auto", max_seq_leng
         raise
     except Exception as e:  # noqa: BLE001 - any loader failure becomes one clear message
         raise ModelLoadError(
-            f"cannot load embedder {target!r}: {e}. Name a local folder or a model id that is "
+            f"cannot load embedder {target!r}: {one_line(e)}. Name a local folder or a model id that is "
             "in the local Hugging Face cache (no network access at run time)."
         ) from None
     if max_seq_length is not None:
@@ -229,7 +230,7 @@ def load_generator(name: str | None = None, *, device: str = "auto", precision: 
         dtype = generator_dtype(dev, precision, parameter_count(target) if sized else None)
         model = AutoModelForCausalLM.from_pretrained(target, dtype=dtype)
     except Exception as e:  # noqa: BLE001
-        raise ModelLoadError(f"cannot load generator {name or gguf}: {e}") from None
+        raise ModelLoadError(f"cannot load generator {name or gguf}: {one_line(e)}") from None
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"

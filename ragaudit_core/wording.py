@@ -4,7 +4,7 @@ meets a noun: the ingest's report, the CLI, the pages."""
 
 from __future__ import annotations
 
-__all__ = ["bracket", "counted", "listed"]
+__all__ = ["bracket", "counted", "listed", "one_line"]
 
 _PLURALS = {
     "query": "queries",
@@ -38,3 +38,10 @@ def bracket(lo: float | None, hi: float | None, spec: str = ".3f") -> str:
     if lo is None or hi is None or lo != lo or hi != hi:
         return ""
     return f"[{lo:{spec}}, {hi:{spec}}]"
+
+
+def one_line(message: object) -> str:
+    """``message`` with every run of whitespace (line breaks included) as one space: a library's
+    error written over several lines ("…one of: \\n(1) …\\n(2) …") becomes the one sentence a
+    page shows as one paragraph and the CLI as one line."""
+    return " ".join(str(message).split())

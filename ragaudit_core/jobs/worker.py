@@ -33,7 +33,7 @@ from ragaudit_core.jobs import heartbeat, partial, queue
 from ragaudit_core.jobs.run import execute, store
 from ragaudit_core.jobspec import JobCancelled, JobInputs, JobSpec
 from ragaudit_core.logs import store as logstore
-from ragaudit_core.wording import counted
+from ragaudit_core.wording import counted, one_line
 
 __all__ = ["STARTUP_GRACE_S", "ensure_worker", "log_file", "revive", "run_one", "work"]
 
@@ -126,7 +126,7 @@ def _run_one(
         raise
     except Exception as e:  # any failure is the job's: logged with its traceback, reported with the job
         log.exception("job %s failed (%s, run %r, query %r)", job_id, spec.kind, spec.run_id, spec.query_id)
-        error = f"{type(e).__name__}: {e} (traceback in {log_file(db_path)})"
+        error = f"{type(e).__name__}: {one_line(e)} (traceback in {log_file(db_path)})"
         queue.finish(db_path, job_id, "failed", error, token=token)
         return "failed"
     with _db(db_path) as con:  # the only time a worker opens the database: one short write

@@ -150,6 +150,24 @@ def test_progress_counts_coalitions_done_of_total(tmp_path):
     assert isinstance(spec, JobSpec) and spec.job_id() == spec.model_copy(update={"device": "cuda"}).job_id()
 
 
+def test_an_error_over_several_lines_is_kept_as_one(tmp_path):
+    """transformers' tokenizer error spans five lines ("(1) a `tokenizers` library serialization
+    file, \\n(2) …"): the job keeps it as one line, its words in order, for the page's one paragraph
+    and the CLI's one line."""
+    bad = tmp_path / "model"
+    bad.mkdir()
+    (bad / "config.json").write_text('{"model_type": "no-such-arch"}')
+    path = _db(tmp_path)
+    with store.connect(path) as con:
+        spec, inputs = plan(con, "base", "q1", generator=str(bad), **SMALL)
+        queue.enqueue(con, spec, inputs)
+    assert work(str(path), idle_s=0, max_jobs=1) == 1
+    with store.connect(path) as con:
+        (job,) = queue.jobs(con)
+    assert job.status == "failed" and job.error.startswith("ModelLoadError: cannot load generator")
+    assert "\n" not in job.error and "file, (2) a slow tokenizer" in job.error
+
+
 def test_a_failed_job_keeps_its_message_and_where_its_traceback_is(tmp_path, caplog):
     """The worker logs a failure with its traceback; the job keeps one line: the error and the
     log's location."""
@@ -166,5 +184,6 @@ def test_a_failed_job_keeps_its_message_and_where_its_traceback_is(tmp_path, cap
     assert job.status == "failed"
     assert job.error.startswith("ModelLoadError: cannot load generator")
     assert job.error.endswith(f"(traceback in {log_file(str(path))})")
+    assert "\n" not in job.error and "  " not in job.error  # one line, as the pages and the CLI show it
     (rec,) = [r for r in caplog.records if r.name == "ragaudit.worker"]
     assert rec.exc_info is not None and "Traceback" in caplog.text and spec.job_id() in rec.getMessage()
