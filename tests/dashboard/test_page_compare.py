@@ -6,6 +6,7 @@ import pytest
 
 from ragaudit_core import models
 from ragaudit_core.logs import store
+from ragaudit_core.review.labels import rule_label
 from ragaudit_core.stability.compare import compare_runs
 from ragaudit_core.stability.probe import probe_pair
 from ragaudit_core.wording import counted
@@ -93,7 +94,8 @@ def test_gate_verdict_failed_rules_first_and_rules_saved(app_env, sample_db, tmp
     assert not at.exception
     strict = review(store.connect(sample_db), STRICT_RULES, "k10-c256-o32", "k10-c128-o32")
     shown = next(df.value for df in at.dataframe if "why" in df.value.columns)
-    assert list(shown["rule"]) == [r.rule.name for r in strict.sorted_results()]
+    assert list(shown["rule"]) == [rule_label(r.rule) for r in strict.sorted_results()]  # labels, not keys
+    assert "J_avg, doc ≥ 0.5" in list(shown["rule"])
 
     target = tmp_path / "work" / "ci" / "gate.toml"
     next(t for t in at.text_input if t.label == "Save the rules to").input(str(target)).run()

@@ -310,11 +310,11 @@ def evaluate(policy: GatePolicy | list[Rule], inputs: GateInputs) -> Verdict:
 
 
 def verdict_rows(verdict: Verdict) -> list[dict]:
-    """One row per rule, failed first: status, rule, value, interval, baseline, candidate, why."""
+    """One row per rule, failed first: status, rule (its label), value, interval, baseline, candidate, why."""
     return [
         {
             "status": r.status,
-            "rule": r.rule.name,
+            "rule": rule_label(r.rule),  # as the report and the CLI draw it; the key stays in the verdict
             "value": r.value,
             "interval": f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}]" if r.ci else None,
             "baseline": r.baseline_value,
