@@ -18,7 +18,8 @@ from ragaudit_core.review import charts, quality_charts
 from ragaudit_core.review.labels import change_label
 from ragaudit_core.stability.cache import DEFAULT_DENSITY_BINS as BINS
 from ragaudit_core.stability.cache import compare_cached, default_options, stability_cached
-from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError, StabilityOptions, effects_by_change
+from ragaudit_core.stability.effects import effects_by_change
+from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError, StabilityOptions
 
 st.set_page_config(page_title="Stability · RagAudit", page_icon="📈", layout="wide")
 db = ui.open_store("Evidence stability", lambda con: catalog.missing_data_message(con, min_runs=2))

@@ -41,12 +41,8 @@ from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
 from ragaudit_core.logs.selection import comparable_runs
 from ragaudit_core.quality.summary import QualityResult, compute_quality
 from ragaudit_core.review.spreadsheet import write_csv
-from ragaudit_core.stability.metrics import (
-    StabilityOptions,
-    StabilityResult,
-    compute_stability,
-    effects_by_change,
-)
+from ragaudit_core.stability.effects import effects_by_change
+from ragaudit_core.stability.metrics import StabilityOptions, StabilityResult, compute_stability
 from ragaudit_core.wording import bracket
 
 __all__ = ["probe", "stability"]

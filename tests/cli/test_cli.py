@@ -26,7 +26,7 @@ def test_stability_json_shape_and_numbers(three_runs, tmp_path):
     p = run("stability", three_runs, "--json", out, "--csv-dir", tmp_path / "csv")
     assert p.returncode == 0, p.stderr
     data = json.loads(out.read_text())
-    assert set(data) == {"runs", "pairs", "queries", "summary", "intervals"}  # no labels: no "quality"
+    assert set(data) == {"runs", "pairs", "queries", "effects", "summary", "intervals"}  # no labels: no "quality"
     assert data["intervals"]["resamples"] == 1000 and set(data["intervals"]["summary"]) >= {
         "mean_j_doc",
         "collapse_rate",
@@ -57,6 +57,15 @@ def test_stability_json_shape_and_numbers(three_runs, tmp_path):
     assert data["summary"]["collapse_rate"] == pytest.approx(1 / 3)
     ab_doc = next(p for p in data["pairs"] if (p["run_a"], p["run_b"], p["level"]) == ("A", "B", "doc"))
     assert ab_doc["j_avg"] == pytest.approx(2 / 3)
+    # effects by what changed (no configs here: "unknown", 3 pairs a level), each with its interval
+    assert [(e["changed"], e["level"], e["n_pairs"]) for e in data["effects"]] == [
+        ("unknown", "doc", 3),
+        ("unknown", "span", 3),
+    ]
+    assert data["effects"][0]["j_avg"] == pytest.approx((2 / 3 + 4 / 9 + 1 / 9) / 3)  # A–B, A–C, B–C
+    j = next(e for e in data["intervals"]["effects"] if (e["level"], e["metric"]) == ("doc", "j_avg"))
+    assert j["value"] == pytest.approx(data["effects"][0]["j_avg"]) and j["n_pairs"] == 3
+    assert j["ci"][0] <= j["value"] <= j["ci"][1]
     rows = list(csv.DictReader(open(tmp_path / "csv" / "pairs.csv")))
     assert len(rows) == 6  # 3 pairs × 2 levels
     assert "gap ratio = 1.571" in p.stdout

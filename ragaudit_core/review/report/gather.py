@@ -40,11 +40,11 @@ from ragaudit_core.review.report.quality_section import gather_quality
 from ragaudit_core.stability.cache import default_options, stability_cached
 from ragaudit_core.stability.compare import CompareResult, compare_runs
 from ragaudit_core.stability.drilldown import evidence_side_by_side
+from ragaudit_core.stability.effects import effects_by_change
 from ragaudit_core.stability.metrics import (
     NoSharedQueries,
     StabilityError,
     StabilityOptions,
-    effects_by_change,
     list_runs,
 )
 from ragaudit_core.stability.probe import DEFAULT_SIMILARITY_MODEL, has_answers, lookup_similarities, probe_pair
@@ -272,7 +272,7 @@ def _stability(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOpt
         data.omitted.append(f"evidence stability ({e})")
         return
     data.stability = res
-    data.effects = effects_by_change(res.pairs)
+    data.effects = effects_by_change(res.pairs, res.intervals)
     data.figures["stability_scatter"] = _scatter(
         res.pairs, res.summary.gap_ratio, (min(opts.pair), max(opts.pair)) if opts.pair else None
     )
