@@ -71,6 +71,35 @@ def test_stability_json_shape_and_numbers(three_runs, tmp_path):
     assert "gap ratio = 1.571" in p.stdout
 
 
+def test_stability_prints_the_effects_with_their_intervals(tmp_path):
+    """The table by what changed writes each figure with its 95 % interval beside it, the interval
+    the JSON holds (one pair in the group: that pair's); --resamples 0 says there are none."""
+    lists = {"k1": (["x"], ["x"], ["x"]), "k2": (["x", "y"], ["x"], ["z"])}  # J_doc 1/2, 1, 0
+    for run_id, per_query in lists.items():
+        write_jsonl(
+            tmp_path / "logs" / f"{run_id}.jsonl",
+            [
+                {"run_id": run_id, "query_id": q, "config": {"top_k": int(run_id[1])}, "cited": cited}
+                for q, cited in zip(("q1", "q2", "q3"), per_query)
+            ],
+        )
+    out = tmp_path / "m.json"
+    p = run("stability", tmp_path / "logs", "--json", out)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(out.read_text())
+    j = next(e for e in data["intervals"]["effects"] if e["metric"] == "j_avg")
+    pair = next(e for e in data["intervals"]["pairs"] if e["metric"] == "j_avg")
+    assert (j["changed"], j["value"], j["ci"]) == ("top_k", 0.5, pair["ci"]) and j["ci"][0] < 0.5 < j["ci"][1]
+    assert "(mean over the pairs, pairs weigh equally; [95 % interval over queries]):" in p.stdout
+    line = next(ln for ln in p.stdout.splitlines() if ln.strip().startswith("top_k"))
+    assert line.split()[:3] == ["top_k", "doc", "1"]
+    assert f"0.500 [{j['ci'][0]:.3f}, {j['ci'][1]:.3f}]" in line
+    bare = run("stability", tmp_path / "logs", "--resamples", "0")
+    assert "pairs weigh equally; no intervals without resamples):" in bare.stdout
+    line = next(ln for ln in bare.stdout.splitlines() if ln.strip().startswith("top_k"))
+    assert line.split() == ["top_k", "doc", "1", "0.500", "0.333", "0.333"]  # flip and collapse: q3 alone
+
+
 def test_stability_json_to_stdout_is_pure_json(three_runs):
     p = run("stability", three_runs, "--json", "-", "--baseline", "A", "--flip-threshold", "0.4", "--topk", "5")
     assert p.returncode == 0, p.stderr
