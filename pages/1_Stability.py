@@ -15,10 +15,13 @@ from ragaudit_core.logs import catalog
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.review import charts, quality_charts
-from ragaudit_core.review.labels import change_label
+from ragaudit_core.review.labels import change_label, metric_label
 from ragaudit_core.stability.cache import DEFAULT_DENSITY_BINS as BINS
 from ragaudit_core.stability.cache import compare_cached, default_options, stability_cached
-from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError, StabilityOptions, effects_by_change
+from ragaudit_core.stability.effects import effects_by_change
+from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError, StabilityOptions
+from ragaudit_core.stability.uncertainty import EFFECT_INTERVAL_METRICS
+from ragaudit_core.wording import bracket
 
 st.set_page_config(page_title="Stability · RagAudit", page_icon="📈", layout="wide")
 db = ui.open_store("Evidence stability", lambda con: catalog.missing_data_message(con, min_runs=2))
@@ -180,11 +183,28 @@ if q_res is not None and q_res.labelled:
         st.plotly_chart(quality_charts.quality_intervals(q_res), key="stability.quality")
 
 st.subheader("By what changed between the two runs")
+effects = effects_by_change(pairs, res.intervals)
+shown = effects[["changed", "level", "n_pairs"]].assign(
+    changed=effects["changed"].map(change_label)
+)  # the legend's words
+for m in EFFECT_INTERVAL_METRICS:  # each figure, then its interval as text (J_avg to 3 decimals, rates as percents)
+    shown[m] = effects[m]
+    spec = ".3f" if m == "j_avg" else ".1%"
+    shown[f"{m}_ci"] = [bracket(lo, hi, spec) or None for lo, hi in zip(effects[f"{m}_lo"], effects[f"{m}_hi"])]
 ui.table(
-    effects_by_change(pairs).assign(changed=lambda d: d["changed"].map(change_label)),  # words, as in the legend
+    shown,
     hide_index=True,
-    column_config={"j_avg": st.column_config.NumberColumn(format="%.3f")},  # the rates: percentages (ui.table)
+    column_config={
+        "j_avg": st.column_config.NumberColumn(format="%.3f"),  # the rates: percentages (ui.table)
+        **{f"{m}_ci": f"{metric_label(m)}, 95 % interval" for m in EFFECT_INTERVAL_METRICS},
+    },
 )
+if res.intervals is not None:
+    st.caption(
+        "Means over each group's pairs, pairs weighing equally. 95 % bootstrap intervals over the "
+        f"{ui.counted(res.intervals.n_queries, 'query')}, on the resamples of the pairs' own intervals: a group's "
+        "figure in a resample is the mean of its pairs' figures in that resample (its pairs share their queries)."
+    )
 
 st.subheader("Run pairs")
 wide = pairs.pivot_table(

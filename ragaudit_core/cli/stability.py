@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import duckdb
+import pandas as pd
 import typer
 
 from ragaudit_core.cli.common import (
@@ -41,12 +42,9 @@ from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
 from ragaudit_core.logs.selection import comparable_runs
 from ragaudit_core.quality.summary import QualityResult, compute_quality
 from ragaudit_core.review.spreadsheet import write_csv
-from ragaudit_core.stability.metrics import (
-    StabilityOptions,
-    StabilityResult,
-    compute_stability,
-    effects_by_change,
-)
+from ragaudit_core.stability.effects import effects_by_change
+from ragaudit_core.stability.metrics import StabilityOptions, StabilityResult, compute_stability
+from ragaudit_core.stability.uncertainty import EFFECT_INTERVAL_METRICS
 from ragaudit_core.wording import bracket
 
 __all__ = ["probe", "stability"]
@@ -207,11 +205,26 @@ def _print_stability(result: StabilityResult) -> None:
         ]
     ]
     say(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"), lines=True)
-    effects = effects_by_change(result.pairs)
+    effects = effects_by_change(result.pairs, result.intervals)
     if not effects.empty and set(effects["changed"]) != {"unknown"}:
+        bounded = bool(effects.filter(like="_lo").notna().to_numpy().any())
         say()
-        say("by what changed between the two runs (pairs weigh equally):")
-        say(effects.to_string(index=False, float_format=lambda x: f"{x:.3f}"), lines=True)
+        say(
+            "by what changed between the two runs (mean over the pairs, pairs weigh equally"
+            + ("; [95 % interval over queries]):" if bounded else "; no intervals without resamples):")
+        )
+        say(_effects_table(effects).to_string(index=False), lines=True)
+
+
+def _effects_table(effects: pd.DataFrame) -> pd.DataFrame:
+    """The effects as the terminal shows them: each figure with its interval beside it (keys as
+    headers, as the pair table above)."""
+    shown = effects[["changed", "level", "n_pairs"]].copy()
+    for m in EFFECT_INTERVAL_METRICS:
+        shown[m] = [
+            f"{fmt(float(v))}{_bounds(lo, hi)}" for v, lo, hi in zip(effects[m], effects[f"{m}_lo"], effects[f"{m}_hi"])
+        ]
+    return shown
 
 
 def probe(

@@ -1,18 +1,19 @@
 """Is the evidence stable? (seed 000) Document- vs span-level Jaccard between runs, collapse,
 flips and nulls (:mod:`.metrics`, in SQL; :mod:`.reference`, the pure-Python oracle), stored
-per data version (:mod:`.cache`), baseline vs candidate (:mod:`.compare`), one query under the
-microscope (:mod:`.drilldown`) and the evidence–answer probe (:mod:`.probe`).
+per data version (:mod:`.cache`), effects by what changed (:mod:`.effects`), baseline vs
+candidate (:mod:`.compare`), one query under the microscope (:mod:`.drilldown`) and the
+evidence–answer probe (:mod:`.probe`).
 """
 
 from ragaudit_core.stability.cache import precompute, stability_cached
 from ragaudit_core.stability.compare import CompareResult, CompareSummary, compare_runs
 from ragaudit_core.stability.drilldown import chunk_overlap, evidence_side_by_side, query_matrix
+from ragaudit_core.stability.effects import effects_by_change
 from ragaudit_core.stability.metrics import (
     StabilityError,
     StabilityOptions,
     StabilityResult,
     compute_stability,
-    effects_by_change,
     list_runs,
     span_capable_runs,
 )

@@ -48,9 +48,10 @@ from ragaudit_core.defaults import FLIP_THRESHOLD, INT32_MAX
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog
 from ragaudit_core.stability.cells import build_cells
+from ragaudit_core.stability.effects import effects_by_change
 from ragaudit_core.stability.sql import PAIRS_SQL, QUERIES_SQL, RUNS_SQL
 from ragaudit_core.stability.summary import LevelStats, StabilitySummary
-from ragaudit_core.stability.uncertainty import StabilityIntervals, intervals_from_batches
+from ragaudit_core.stability.uncertainty import EFFECT_INTERVAL_METRICS, StabilityIntervals, intervals_from_batches
 from ragaudit_core.wording import listed
 
 __all__ = [
@@ -62,7 +63,6 @@ __all__ = [
     "StabilityResult",
     "change_label",
     "compute_stability",
-    "effects_by_change",
     "evaluation_queries",
     "list_runs",
     "span_capable_runs",
@@ -117,7 +117,8 @@ class StabilityResult:
     intervals: StabilityIntervals | None = None
 
     def to_json(self) -> dict:
-        """The CLI's JSON: ``runs``, ``pairs``, ``queries`` lists and a ``summary`` object."""
+        """The CLI's JSON: ``runs``, ``pairs``, ``queries``, ``effects`` (by what changed) lists, a
+        ``summary`` object, and ``intervals`` when computed."""
         run_cols = [
             "run_id",
             *CONFIG_PARAMETERS,
@@ -150,6 +151,9 @@ class StabilityResult:
             "runs": _records(self.runs[run_cols]),
             "pairs": _records(self.pairs[pair_cols]),
             "queries": _records(self.queries[q_cols]),
+            "effects": _records(
+                effects_by_change(self.pairs)[["changed", "level", "n_pairs", *EFFECT_INTERVAL_METRICS]]
+            ),
             "summary": self.summary.to_json(),
             **({"intervals": self.intervals.to_json()} if self.intervals is not None else {}),
         }
@@ -233,24 +237,6 @@ def change_label(config_a: dict, config_b: dict, parameters: Sequence[str] = CON
     if not diff:
         return "none" if any(config_a.get(p) is not None for p in parameters) else "unknown"
     return diff[0] if len(diff) == 1 else "several"
-
-
-def effects_by_change(pairs: pd.DataFrame) -> pd.DataFrame:
-    """Mean pair-level metrics grouped by what changed between the runs (seed 000, sec. 4).
-
-    One row per (``changed``, ``level``): number of pairs, mean of ``J_avg``, mean flip
-    rate and mean collapse rate over those pairs (pairs weigh equally, as in the paper's
-    per-parameter comparison).
-    """
-    if pairs.empty:
-        return pd.DataFrame(columns=["changed", "level", "n_pairs", "j_avg", "flip_rate", "collapse_rate"])
-    g = pairs.groupby(["changed", "level"], sort=True)
-    return g.agg(
-        n_pairs=("j_avg", "size"),
-        j_avg=("j_avg", "mean"),
-        flip_rate=("flip_rate", "mean"),
-        collapse_rate=("collapse_rate", "mean"),
-    ).reset_index()
 
 
 MAX_PAIRS = 5_000
@@ -402,7 +388,8 @@ def _compute(
                GROUP BY ALL ORDER BY doc_bin, span_bin""",
             [density_bins] * 4,
         ).df()
-    intervals = _intervals(cur, pair_runs, len(queries), tau, opts) if opts.resamples > 0 else None
+    groups = dict(zip(zip(pairs_df["run_a"], pairs_df["run_b"]), pairs_df["changed"]))
+    intervals = _intervals(cur, pair_runs, len(queries), tau, opts, groups) if opts.resamples > 0 else None
     for name in ("_sel_runs", "_eval_q", "_span_runs", "_pair_levels", "_map"):
         cur.unregister(name)
     return StabilityResult(
@@ -456,16 +443,24 @@ def _collisions(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, pair_run
 
 
 def _intervals(
-    cur: duckdb.DuckDBPyConnection, pair_runs: list[str], n_queries: int, tau: float, opts: StabilityOptions
+    cur: duckdb.DuckDBPyConnection,
+    pair_runs: list[str],
+    n_queries: int,
+    tau: float,
+    opts: StabilityOptions,
+    groups: dict[tuple[str, str], str],
 ) -> StabilityIntervals:
     """Bootstrap intervals from the ``_cells`` table, read in batches ordered by level, pair and
-    query (:func:`intervals_from_batches`: never every cell in memory at once)."""
+    query (:func:`intervals_from_batches`: never every cell in memory at once); ``groups``: what
+    changed in each pair, for the effects' intervals."""
     reader = cur.sql(
         """SELECT (level = 'span')::TINYINT AS span, ra, rb, qi, n_a, n_b, n_inter, j FROM _cells
            ORDER BY level, ra, rb, qi"""
     ).to_arrow_reader(_INTERVAL_BATCH_ROWS)
     batches = ({name: batch.column(name).to_numpy() for name in batch.schema.names} for batch in reader)
-    return intervals_from_batches(batches, n_queries=n_queries, runs=pair_runs, tau=tau, resamples=opts.resamples)
+    return intervals_from_batches(
+        batches, n_queries=n_queries, runs=pair_runs, tau=tau, resamples=opts.resamples, groups=groups
+    )
 
 
 _INTERVAL_BATCH_ROWS = 1 << 20

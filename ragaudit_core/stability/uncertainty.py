@@ -11,6 +11,12 @@ Every figure is a mean over queries of a per-query value, so resampling queries 
   every pair (the default), these means over queries equal the summary's figures.
 * per pair and level: ``j_avg``, ``flip_rate``, ``collapse_rate``, ``null_loss``, ``null_gain`` —
   each the mean of a per-query value or indicator.
+* per group of pairs (what changed between the runs, :func:`.effects.effects_by_change`) and level:
+  ``j_avg``, ``flip_rate``, ``collapse_rate`` as the mean over the group's pairs, pairs weighing
+  equally. A resample's group figure is the mean of its pairs' figures on that same resample; as
+  every pair is evaluated on the same queries, that is the resample's mean of the per-query column
+  "mean over the group's pairs", which is what is resampled (one column per group, not kept per
+  pair). The doc-level collapse, which has no pair interval, has a group one.
 
 All columns share one resampling of the queries (:func:`ragaudit_core.intervals.bootstrap_replicates`).
 """
@@ -32,6 +38,7 @@ from ragaudit_core.intervals import (
 )
 
 __all__ = [
+    "EFFECT_INTERVAL_METRICS",
     "PAIR_INTERVAL_METRICS",
     "SUMMARY_INTERVAL_METRICS",
     "StabilityIntervals",
@@ -49,15 +56,27 @@ SUMMARY_INTERVAL_METRICS = (
     "null_transition_rate",
 )
 PAIR_INTERVAL_METRICS = ("j_avg", "flip_rate", "collapse_rate", "null_loss", "null_gain")
+EFFECT_INTERVAL_METRICS = ("j_avg", "flip_rate", "collapse_rate")
+_EFFECT_COLUMNS = ["changed", "level", "metric", "n_pairs", "value", "lo", "hi"]
+
+
+def _effects_frame(rows: list[tuple]) -> pd.DataFrame:
+    """Group intervals as rows (changed, level, metric, n_pairs, value, lo, hi), typed alike when
+    computed and when read back from JSON."""
+    df = pd.DataFrame(rows, columns=_EFFECT_COLUMNS)
+    return df.astype({"n_pairs": "int64", "value": "float64", "lo": "float64", "hi": "float64"})
 
 
 @dataclass
 class StabilityIntervals:
-    """Headline figures by key, and per (level, run_a, run_b, metric) rows with ``value``, ``lo``,
-    ``hi``; ``n_queries`` resampled, ``resamples`` and ``seed`` as used."""
+    """Headline figures by key, per (level, run_a, run_b, metric) rows with ``value``, ``lo``,
+    ``hi``, and per group of pairs (``changed``, ``level``, ``metric``, ``n_pairs``, ``value``,
+    ``lo``, ``hi``; empty unless the groups were given); ``n_queries`` resampled, ``resamples`` and
+    ``seed`` as used."""
 
     summary: dict[str, Estimate] = field(default_factory=dict)
     pairs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    effects: pd.DataFrame = field(default_factory=lambda: _effects_frame([]))
     n_queries: int = 0
     resamples: int = DEFAULT_RESAMPLES
     seed: int = DEFAULT_SEED
@@ -101,6 +120,17 @@ class StabilityIntervals:
                 }
                 for r in self.pairs.itertuples()
             ],
+            "effects": [
+                {
+                    "changed": r.changed,
+                    "level": r.level,
+                    "metric": r.metric,
+                    "n_pairs": int(r.n_pairs),
+                    "value": num(r.value),
+                    "ci": [num(r.lo), num(r.hi)],
+                }
+                for r in self.effects.itertuples()
+            ],
         }
 
 
@@ -113,9 +143,20 @@ def _from_json(d: dict) -> StabilityIntervals:
         (p["level"], p["run_a"], p["run_b"], p["metric"], *(np.nan if v is None else v for v in (p["value"], *p["ci"])))
         for p in d["pairs"]
     ]
+    effects = [
+        (
+            e["changed"],
+            e["level"],
+            e["metric"],
+            e["n_pairs"],
+            *(np.nan if v is None else v for v in (e["value"], *e["ci"])),
+        )
+        for e in d.get("effects", [])  # none in results stored before the groups had intervals
+    ]
     return StabilityIntervals(
         summary={k: est(v) for k, v in d["summary"].items()},
         pairs=pd.DataFrame(rows, columns=["level", "run_a", "run_b", "metric", "value", "lo", "hi"]),
+        effects=_effects_frame(effects),
         n_queries=d["n_queries"],
         resamples=d["resamples"],
         seed=d["seed"],
@@ -128,9 +169,11 @@ def stability_intervals(
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    groups: Mapping[tuple[str, str], str] | None = None,
 ) -> StabilityIntervals:
     """Intervals from the per-(level, pair, query) cells (``level, run_a, run_b, query_id, n_a,
-    n_b, n_inter, j``, as :func:`ragaudit_core.stability.compute_stability` keeps them)."""
+    n_b, n_inter, j``, as :func:`ragaudit_core.stability.compute_stability` keeps them); with
+    ``groups`` ((run_a, run_b) → what changed), each group's too."""
     if cells is None or cells.empty:
         return StabilityIntervals(resamples=resamples, seed=seed)
     qcodes, qnames = pd.factorize(cells["query_id"], sort=True)
@@ -150,6 +193,7 @@ def stability_intervals(
         tau=tau,
         resamples=resamples,
         seed=seed,
+        groups=groups,
     )
 
 
@@ -168,13 +212,16 @@ def intervals_from_cells(
     tau: float,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    groups: Mapping[tuple[str, str], str] | None = None,
 ) -> StabilityIntervals:
     """The same from the cells as arrays (``span`` 1 for the span level, 0 for doc; runs and
     queries as integer codes): what the metric computation hands over without building a frame."""
     order = np.lexsort((qi, rb, ra, span))
     cells = {"span": span, "ra": ra, "rb": rb, "qi": qi, "n_a": n_a, "n_b": n_b, "n_inter": n_inter, "j": j}
     batch = {k: np.asarray(v)[order] for k, v in cells.items()}
-    return intervals_from_batches([batch], n_queries=n_queries, runs=runs, tau=tau, resamples=resamples, seed=seed)
+    return intervals_from_batches(
+        [batch], n_queries=n_queries, runs=runs, tau=tau, resamples=resamples, seed=seed, groups=groups
+    )
 
 
 def intervals_from_batches(
@@ -185,12 +232,19 @@ def intervals_from_batches(
     tau: float,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    groups: Mapping[tuple[str, str], str] | None = None,
 ) -> StabilityIntervals:
     """The same from batches of cells (arrays named as :func:`intervals_from_cells`' arguments)
     **ordered by level, pair and query**, so that a pair's cells are contiguous: one pair's
     per-query columns are built at a time and the cells are never all in memory. Memory: the
-    (queries × columns) float32 matrix the resampling multiplies, and one pair's columns."""
-    acc = _Columns(n_queries, len(runs), tau)
+    (queries × columns) float32 matrix the resampling multiplies, and one pair's columns.
+
+    ``groups`` maps a pair (run_a, run_b) to its group (what changed between the two runs); each
+    group's figures get intervals too (:attr:`StabilityIntervals.effects`), their replicates drawn
+    on the same query resamples as the pairs'. A pair not in ``groups`` is in no group."""
+    ri = {r: i for i, r in enumerate(runs)}
+    codes = {(ri[a], ri[b]): g for (a, b), g in (groups or {}).items() if a in ri and b in ri}
+    acc = _Columns(n_queries, len(runs), tau, codes)
     for b in batches:
         acc.add(b)
     acc.flush()
@@ -212,6 +266,10 @@ def intervals_from_batches(
     out.pairs = pd.DataFrame(
         [(*r, float(means[k + i]), float(lo[k + i]), float(hi[k + i])) for i, r in enumerate(pair_rows)],
         columns=["level", "run_a", "run_b", "metric", "value", "lo", "hi"],
+    )
+    k += len(pair_rows)
+    out.effects = _effects_frame(
+        [(*r, float(means[k + i]), float(lo[k + i]), float(hi[k + i])) for i, r in enumerate(acc.effect_rows())]
     )
     return out
 
@@ -237,8 +295,10 @@ class _Columns:
     """Per-query columns built from cells ordered by pair: the headline sums per level, and each
     pair's five per-query values (float32, with their float64 means) once its last cell is seen."""
 
-    def __init__(self, n_q: int, n_r: int, tau: float) -> None:
+    def __init__(self, n_q: int, n_r: int, tau: float, groups: Mapping[tuple[int, int], str] | None = None) -> None:
         self.n_q, self.n_r, self.tau = n_q, n_r, tau
+        self.groups = dict(groups or {})  # (ra, rb) codes → group
+        self.effects: dict[tuple[int, str, str], _Group] = {}  # (level, group, metric) → its sums
         z = lambda: np.zeros(n_q)  # noqa: E731
         self.head = {lvl: {"cnt": z(), "j": z(), "flip": z(), "collapse": z(), "null": z()} for lvl in (0, 1)}
         self.seen = {0: False, 1: False}
@@ -291,10 +351,14 @@ class _Columns:
         q = cells["qi"]
         cnt = np.bincount(q, minlength=self.n_q).astype(float)
         cols = {}
+        level, ra, rb = self.cur // (self.n_r * self.n_r), (self.cur // self.n_r) % self.n_r, self.cur % self.n_r
+        group = self.groups.get((ra, rb))
         for metric, name in zip(PAIR_INTERVAL_METRICS, ("j", "flip", "collapse", "loss", "gain")):
-            if metric == "collapse_rate" and self.cur // (self.n_r * self.n_r) == 0:
-                continue  # collapse is a span-level event
             per = _mean_per_query(q, cells[name], cnt, self.n_q)
+            if group is not None and metric in EFFECT_INTERVAL_METRICS:
+                self.effects.setdefault((level, group, metric), _Group(self.n_q)).add(per)
+            if metric == "collapse_rate" and level == 0:
+                continue  # collapse is a span-level event (the pair intervals leave out the doc level's)
             cols[metric] = (_nanmean(per), per.astype(np.float32))
         self.pairs[self.cur] = cols
         self.cur, self.buf = None, []
@@ -321,16 +385,22 @@ class _Columns:
 
     def matrix(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Headline names, every column's mean (float64), and the (queries × columns) float32
-        matrix: headline columns, then per metric every pair in (level, run_a, run_b) order."""
+        matrix: headline columns, then per metric every pair in (level, run_a, run_b) order, then
+        every group (level, group, metric) in that order."""
         head = self._headline_columns()
         order = [(metric, key) for metric in PAIR_INTERVAL_METRICS for key in sorted(self.pairs)]
         order = [(m, key) for m, key in order if m in self.pairs[key]]
-        xt = np.empty((len(head) + len(order), self.n_q), dtype=np.float32)  # a column per row
+        self._effect_order = sorted(self.effects)
+        xt = np.empty(
+            (len(head) + len(order) + len(self._effect_order), self.n_q), dtype=np.float32
+        )  # a column per row
         means = np.empty(xt.shape[0])
         for i, (_name, col) in enumerate(head):
             xt[i], means[i] = col, _nanmean(col)
         for i, (metric, key) in enumerate(order, start=len(head)):
             means[i], xt[i] = self.pairs[key].pop(metric)
+        for i, gkey in enumerate(self._effect_order, start=len(head) + len(order)):
+            means[i], xt[i] = self.effects[gkey].column()
         self._order = order
         return [n for n, _c in head], means, xt.T  # column-major: bootstrap_replicates takes it as is
 
@@ -340,6 +410,37 @@ class _Columns:
             ("span" if key // (n_r * n_r) else "doc", runs[(key // n_r) % n_r], runs[key % n_r], metric)
             for metric, key in self._order
         ]
+
+    def effect_rows(self) -> list[tuple[str, str, str, int]]:
+        """The groups' (changed, level, metric, n_pairs), in the order of :meth:`matrix`'s columns."""
+        return [
+            (group, "span" if level else "doc", metric, self.effects[(level, group, metric)].n_pairs)
+            for level, group, metric in self._effect_order
+        ]
+
+
+class _Group:
+    """One group of pairs' figure: per query, the sum and count of its pairs' values (the column
+    resampled is their mean); the sum and count of its pairs' means (the figure: pairs weigh equally,
+    a pair without a value left out, as pandas' mean leaves out NaN)."""
+
+    def __init__(self, n_q: int) -> None:
+        self.sums, self.counts = np.zeros(n_q), np.zeros(n_q, dtype=np.int32)
+        self.mean_sum, self.n_means, self.n_pairs = 0.0, 0, 0
+
+    def add(self, per_query: np.ndarray) -> None:
+        have = ~np.isnan(per_query)
+        self.sums += np.where(have, per_query, 0.0)
+        self.counts += have
+        self.n_pairs += 1
+        if have.any():
+            self.mean_sum += _nanmean(per_query)
+            self.n_means += 1
+
+    def column(self) -> tuple[float, np.ndarray]:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            col = np.where(self.counts > 0, self.sums / self.counts, np.nan)
+        return (self.mean_sum / self.n_means if self.n_means else float("nan")), col
 
 
 def _nanmean(col: np.ndarray) -> float:

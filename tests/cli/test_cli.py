@@ -26,7 +26,7 @@ def test_stability_json_shape_and_numbers(three_runs, tmp_path):
     p = run("stability", three_runs, "--json", out, "--csv-dir", tmp_path / "csv")
     assert p.returncode == 0, p.stderr
     data = json.loads(out.read_text())
-    assert set(data) == {"runs", "pairs", "queries", "summary", "intervals"}  # no labels: no "quality"
+    assert set(data) == {"runs", "pairs", "queries", "effects", "summary", "intervals"}  # no labels: no "quality"
     assert data["intervals"]["resamples"] == 1000 and set(data["intervals"]["summary"]) >= {
         "mean_j_doc",
         "collapse_rate",
@@ -57,9 +57,47 @@ def test_stability_json_shape_and_numbers(three_runs, tmp_path):
     assert data["summary"]["collapse_rate"] == pytest.approx(1 / 3)
     ab_doc = next(p for p in data["pairs"] if (p["run_a"], p["run_b"], p["level"]) == ("A", "B", "doc"))
     assert ab_doc["j_avg"] == pytest.approx(2 / 3)
+    # effects by what changed (no configs here: "unknown", 3 pairs a level), each with its interval
+    assert [(e["changed"], e["level"], e["n_pairs"]) for e in data["effects"]] == [
+        ("unknown", "doc", 3),
+        ("unknown", "span", 3),
+    ]
+    assert data["effects"][0]["j_avg"] == pytest.approx((2 / 3 + 4 / 9 + 1 / 9) / 3)  # A–B, A–C, B–C
+    j = next(e for e in data["intervals"]["effects"] if (e["level"], e["metric"]) == ("doc", "j_avg"))
+    assert j["value"] == pytest.approx(data["effects"][0]["j_avg"]) and j["n_pairs"] == 3
+    assert j["ci"][0] <= j["value"] <= j["ci"][1]
     rows = list(csv.DictReader(open(tmp_path / "csv" / "pairs.csv")))
     assert len(rows) == 6  # 3 pairs × 2 levels
     assert "gap ratio = 1.571" in p.stdout
+
+
+def test_stability_prints_the_effects_with_their_intervals(tmp_path):
+    """The table by what changed writes each figure with its 95 % interval beside it, the interval
+    the JSON holds (one pair in the group: that pair's); --resamples 0 says there are none."""
+    lists = {"k1": (["x"], ["x"], ["x"]), "k2": (["x", "y"], ["x"], ["z"])}  # J_doc 1/2, 1, 0
+    for run_id, per_query in lists.items():
+        write_jsonl(
+            tmp_path / "logs" / f"{run_id}.jsonl",
+            [
+                {"run_id": run_id, "query_id": q, "config": {"top_k": int(run_id[1])}, "cited": cited}
+                for q, cited in zip(("q1", "q2", "q3"), per_query)
+            ],
+        )
+    out = tmp_path / "m.json"
+    p = run("stability", tmp_path / "logs", "--json", out)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(out.read_text())
+    j = next(e for e in data["intervals"]["effects"] if e["metric"] == "j_avg")
+    pair = next(e for e in data["intervals"]["pairs"] if e["metric"] == "j_avg")
+    assert (j["changed"], j["value"], j["ci"]) == ("top_k", 0.5, pair["ci"]) and j["ci"][0] < 0.5 < j["ci"][1]
+    assert "(mean over the pairs, pairs weigh equally; [95 % interval over queries]):" in p.stdout
+    line = next(ln for ln in p.stdout.splitlines() if ln.strip().startswith("top_k"))
+    assert line.split()[:3] == ["top_k", "doc", "1"]
+    assert f"0.500 [{j['ci'][0]:.3f}, {j['ci'][1]:.3f}]" in line
+    bare = run("stability", tmp_path / "logs", "--resamples", "0")
+    assert "pairs weigh equally; no intervals without resamples):" in bare.stdout
+    line = next(ln for ln in bare.stdout.splitlines() if ln.strip().startswith("top_k"))
+    assert line.split() == ["top_k", "doc", "1", "0.500", "0.333", "0.333"]  # flip and collapse: q3 alone
 
 
 def test_stability_json_to_stdout_is_pure_json(three_runs):

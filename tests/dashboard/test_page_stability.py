@@ -144,6 +144,30 @@ def test_what_changed_and_list_sizes_read_in_words(app_env, sample_db):
     assert list(queries.value[["n_a", "n_b"]].iloc[0]) == [10, 10]  # k10 against k10: ten entries each
 
 
+def test_effects_by_what_changed_show_their_intervals(app_env, sample_db):
+    """Before: the table by what changed was the one figure the page showed without its 95 % interval."""
+    import json
+
+    from ragaudit_core.stability.effects import effects_by_change
+    from ragaudit_core.wording import bracket
+
+    app_env(sample_db)
+    at = app_test(PAGE).run()
+    assert not at.exception
+    table = next(df for df in at.dataframe if "n_pairs" in df.value.columns)
+    shown = table.value.set_index(["changed", "level"])
+    res = compute_stability(store.connect(sample_db), StabilityOptions(allow_missing=True, resamples=1000))
+    core = effects_by_change(res.pairs, res.intervals).set_index(["changed", "level"])
+    cs = core.loc[("chunk_size", "span")]
+    assert shown.loc[("chunk size", "span"), "j_avg_ci"] == bracket(cs.j_avg_lo, cs.j_avg_hi) == "[0.045, 0.053]"
+    assert shown.loc[("chunk size", "span"), "collapse_rate_ci"] == bracket(
+        cs.collapse_rate_lo, cs.collapse_rate_hi, ".1%"
+    )
+    assert shown["j_avg_ci"].notna().all() and shown["flip_rate_ci"].notna().all()
+    assert json.loads(table.proto.columns)["j_avg_ci"]["label"] == "J_avg, 95 % interval"
+    assert any(c.value.startswith("Means over each group's pairs, pairs weighing equally. 95 %") for c in at.caption)
+
+
 def test_ranking_quality_beside_stability(app_env, sample_db):
     """The sample opens with SciFact's labels: each run's nDCG@10 with its interval, as the core
     computes it."""

@@ -82,6 +82,16 @@ def test_sample_report_parses_and_holds_the_key_figures_and_verdict(sample_repor
     assert not {"top_k", "chunk_size", "chunk_overlap"} & set(text.replace(",", " ").split())
     assert "k5-c128-o0 k5-c128-o32 overlap " in text and "k5-c128-o0 k5-c256-o0 chunk size " in text  # pair rows
     assert "top-k doc 12 " in text and "overlap span 6 " in text  # effects by what changed
+    # each with its 95 % interval beside it (the table used to say it had none)
+    cs = data.effects.set_index(["changed", "level"]).loc[("chunk_size", "span")]
+    assert (
+        f"chunk size span 6 {cs.j_avg:.3f} [{cs.j_avg_lo:.3f}, {cs.j_avg_hi:.3f}] "
+        f"{cs.flip_rate:.1%} [{cs.flip_rate_lo:.1%}, {cs.flip_rate_hi:.1%}] "
+        f"{cs.collapse_rate:.1%} [{cs.collapse_rate_lo:.1%}, {cs.collapse_rate_hi:.1%}]"
+    ) in text
+    assert f"{cs.j_avg:.3f} [{cs.j_avg_lo:.3f}, {cs.j_avg_hi:.3f}]" == "0.049 [0.045, 0.053]"
+    assert "printed without intervals" not in text
+    assert "In brackets: the 95 % bootstrap interval over the 300 queries (1,000 resamples, seed 0), the per" in text
     # citation fidelity: CFS mean and generation survival of both runs
     for f in fidelity_runs(con, [BASE, CAND]).values():
         assert f"{f.summary['cfs_mean']:.3f}" in text
@@ -359,6 +369,8 @@ def test_the_stability_section_compares_the_selected_runs(tmp_path):
     assert data.stability.summary.mean_j_doc == pytest.approx(0.5)  # {x} vs {x, y} in both queries
     data = gather(con, ReportOptions(probe=False, runs=["k10", "k5"]))
     assert data.stability_scope == "Runs compared (chosen by the reviewer): k5, k10."
+    assert data.stability.intervals is not None and data.stability.intervals.resamples == 1000  # as by default
+    assert data.effects.j_avg_lo.notna().all()  # the effects' intervals too
     # 'few' would narrow k5 and k10 from five queries to one: left out, named in the report's words (--runs)
     recs = [{"run_id": r, "query_id": f"q{i}", "cited": ["x"]} for r in ("k10", "k5") for i in range(5)]
     con = store.connect(":memory:")

@@ -359,7 +359,7 @@ def test_change_label_names_what_differs():
 
 
 def test_effects_by_change_by_hand(con, tmp_path):
-    from ragaudit_core.stability.metrics import effects_by_change
+    from ragaudit_core.stability.effects import effects_by_change
 
     # three runs: B differs from A in top_k, C differs from A in chunk_size, B/C in both.
     # one query; A {d1:s1,d2:s2}, B {d1:s1}, C {d1:s9,d2:s8}

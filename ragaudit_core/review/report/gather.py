@@ -31,6 +31,7 @@ from ragaudit_core.errors import RagAuditError
 from ragaudit_core.fidelity import canary, fidelity_runs, provenance_runs
 from ragaudit_core.fidelity.judging import judge_summary, verdict_table
 from ragaudit_core.fidelity.survival_change import stage_survival_intervals
+from ragaudit_core.intervals import DEFAULT_RESAMPLES
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.selection import comparable_runs, natural_key, natural_sorted, runs_sharing_queries
 from ragaudit_core.review import charts
@@ -40,11 +41,11 @@ from ragaudit_core.review.report.quality_section import gather_quality
 from ragaudit_core.stability.cache import default_options, stability_cached
 from ragaudit_core.stability.compare import CompareResult, compare_runs
 from ragaudit_core.stability.drilldown import evidence_side_by_side
+from ragaudit_core.stability.effects import effects_by_change
 from ragaudit_core.stability.metrics import (
     NoSharedQueries,
     StabilityError,
     StabilityOptions,
-    effects_by_change,
     list_runs,
 )
 from ragaudit_core.stability.probe import DEFAULT_SIMILARITY_MODEL, has_answers, lookup_similarities, probe_pair
@@ -256,7 +257,9 @@ def _stability(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOpt
             raise ReportError(
                 f"{which} no evidence logs; runs with evidence: " + ", ".join(map(repr, natural_sorted(evidence_runs)))
             )
-        sopts = StabilityOptions(runs=natural_sorted(opts.runs), flip_threshold=opts.tau, allow_missing=True)
+        sopts = StabilityOptions(  # with intervals, as the default selection and the page's picked runs
+            runs=natural_sorted(opts.runs), flip_threshold=opts.tau, allow_missing=True, resamples=DEFAULT_RESAMPLES
+        )
         data.stability_scope = f"Runs compared (chosen by the reviewer): {', '.join(natural_sorted(opts.runs))}."
     else:
         sel = comparable_runs(con)
@@ -272,7 +275,7 @@ def _stability(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOpt
         data.omitted.append(f"evidence stability ({e})")
         return
     data.stability = res
-    data.effects = effects_by_change(res.pairs)
+    data.effects = effects_by_change(res.pairs, res.intervals)
     data.figures["stability_scatter"] = _scatter(
         res.pairs, res.summary.gap_ratio, (min(opts.pair), max(opts.pair)) if opts.pair else None
     )

@@ -18,7 +18,9 @@ METHODS = [
         "J_span = 0 while both lists are non-empty; the collapse rate is the share of queries with some collapsed "
         "pair (per pair: share of queries collapsed). A query flips when J < τ (τ = 0.5 unless chosen). Null loss: A "
         "non-empty, B empty; null gain: the reverse; null rate: share of queries with empty evidence. J_min: a "
-        "query's worst J over every pair.",
+        "query's worst J over every pair. Effects by what changed: a figure's mean over the pairs whose runs differ "
+        "in that setting (pairs weigh equally); its 95 % interval (percentile bootstrap over queries, the resamples "
+        "every pair shares) takes on each resample the mean of its pairs' figures on that resample.",
     ),
     (
         "Evidence–answer probe (seed 000, Table 1)",

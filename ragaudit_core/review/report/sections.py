@@ -328,30 +328,52 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
             size=8,
             style="I",
         )
-    if data.effects is not None and not data.effects.empty and set(data.effects["changed"]) != {"unknown"}:
-        pdf.sub_section("Effects by what changed")
-        pdf.para(
-            "Run pairs grouped by the one setting that differs between their runs; “several”: the pairs whose "
-            "runs differ in more than one (pairs weigh equally). Means over pairs, printed without intervals: "
-            "each pair's are in the per-pair table above.",
-            size=8.5,
-        )
-        pdf.data_table(
-            ["changed", "level", "pairs", "J_avg", "flip rate", "collapse rate"],
-            [
-                [
-                    change_label(r.changed),
-                    r.level,
-                    str(int(r.n_pairs)),
-                    fmt(r.j_avg),
-                    pct(r.flip_rate),
-                    pct(r.collapse_rate),
-                ]
-                for r in data.effects.itertuples()
-            ],
-            size=8,
-        )
+    _effects(pdf, data)
     pdf.chart("jmin_histogram", width=W * 0.82)
+
+
+def _effects(pdf: ReportPDF, data: ReportData) -> None:
+    """Effects by what changed: each group's figures with their 95 % intervals beside them."""
+    eff = data.effects
+    if eff is None or eff.empty or set(eff["changed"]) == {"unknown"}:
+        return
+    W = pdf.epw
+    pdf.sub_section("Effects by what changed")
+    pdf.para(
+        "Run pairs grouped by the one setting that differs between their runs; “several”: the pairs whose "
+        "runs differ in more than one. Each figure is the mean over the group's pairs (pairs weigh equally).",
+        size=8.5,
+    )
+
+    def cell(r: Any, metric: str, percent: bool) -> str:
+        return (pct if percent else fmt)(getattr(r, metric)) + ci(
+            [getattr(r, f"{metric}_lo"), getattr(r, f"{metric}_hi")], percent=percent
+        )
+
+    pdf.data_table(
+        ["changed", "level", "pairs", "J_avg", "flip rate", "collapse rate"],
+        [
+            [
+                change_label(r.changed),
+                r.level,
+                str(int(r.n_pairs)),
+                cell(r, "j_avg", False),
+                cell(r, "flip_rate", True),
+                cell(r, "collapse_rate", True),
+            ]
+            for r in eff.itertuples()
+        ],
+        widths=[24, 13, 13, *[(W - 50) / 3] * 3],
+        size=8,
+    )
+    iv = data.stability.intervals
+    if iv is not None and eff.filter(like="_lo").notna().to_numpy().any():
+        pdf.para(
+            ci_note("In brackets", iv)[:-1] + ", the per-pair table's resamples: in each, a group's figure is the "
+            "mean of its pairs' (they share their queries), so a group of one pair has that pair's interval.",
+            size=8,
+            style="I",
+        )
 
 
 def worst_queries(pdf: ReportPDF, data: ReportData) -> None:
