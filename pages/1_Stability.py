@@ -217,14 +217,33 @@ sdds = pairs[pairs.level == "span"].set_index(["run_a", "run_b"])["same_docs_dif
 wide["same_docs_diff_spans"] = [sdds.get((a, b)) for a, b in zip(wide.run_a, wide.run_b)]
 wide = wide.sort_values("j_avg_span" if "j_avg_span" in wide else "j_avg_doc", kind="stable")
 wide["changed"] = wide["changed"].map(change_label)
+pair_ci: dict = {}
+if res.intervals is not None:  # each pair's J_avg with its interval, beside the figure (the scatter's axes)
+    for lvl in ("doc", "span"):
+        if f"j_avg_{lvl}" not in wide:
+            continue
+        col = wide.columns.get_loc(f"j_avg_{lvl}") + 1
+        est = [res.intervals.pair(a, b, lvl, "j_avg") for a, b in zip(wide.run_a, wide.run_b)]
+        wide.insert(col, f"j_avg_{lvl}_ci", [bracket(e.lo, e.hi, ".3f") if e else None for e in est])
+        pair_ci[f"j_avg_{lvl}_ci"] = f"{metric_label('j_avg', lvl)}, 95 % interval"
+first = ["run_a", "run_b", "changed", *(c for c in wide.columns if c.startswith("j_avg_"))]  # the sort key first
+wide = wide[first + [c for c in wide.columns if c not in first]]
 pair_pick = ui.table(
     wide,
     hide_index=True,
     on_select="rerun",
     selection_mode="single-row",
     key="stability.pairs",
-    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in wide.columns if c.startswith("j_")},
+    column_config={
+        **{c: st.column_config.NumberColumn(format="%.3f") for c in wide.columns if c in ("j_avg_doc", "j_avg_span")},
+        **pair_ci,
+    },
 )
+if pair_ci:
+    st.caption(
+        f"95 % bootstrap intervals over the {ui.counted(res.intervals.n_queries, 'query')}. Every figure of a pair "
+        "has one: `ragaudit stability --json` and the PDF report's per-pair table give them all."
+    )
 rows = pair_pick.selection.rows if pair_pick else []
 if rows:
     r = wide.iloc[rows[0]]

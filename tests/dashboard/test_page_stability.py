@@ -36,6 +36,12 @@ def test_headline_figures_match_the_core(app_env, sample_db):
     pairs = next(df.value for df in at.dataframe if "j_avg_span" in df.value.columns)
     assert len(pairs) == 66
     assert list(pairs["j_avg_span"]) == sorted(pairs["j_avg_span"])  # worst pair first
+    # each pair's J_avg with its 95 % interval beside it, the core's resampled interval
+    res = compute_stability(store.connect(sample_db), StabilityOptions(allow_missing=True, resamples=1000))
+    worst = pairs.iloc[0]
+    e = res.intervals.pair(worst.run_a, worst.run_b, "span", "j_avg")
+    assert e.lo <= worst.j_avg_span <= e.hi and worst.j_avg_span_ci == f"[{e.lo:.3f}, {e.hi:.3f}]"
+    assert list(pairs.columns[pairs.columns.get_loc("j_avg_doc") :][:2]) == ["j_avg_doc", "j_avg_doc_ci"]
 
 
 def test_picking_a_pair_shows_its_queries(app_env, sample_db):
