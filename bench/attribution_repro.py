@@ -31,6 +31,32 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+def _alignment_intervals(rows: list[dict]) -> tuple[list[dict], dict]:
+    """Each condition's figures with the product's 95 % intervals (Wilson for the rates, the
+    percentile bootstrap for the means: attribution.uncertainty), and the paired change shuffled −
+    original over the queries (value, lo, hi, n)."""
+    import pandas as pd
+
+    from ragaudit_core.attribution.uncertainty import figure_intervals, paired_change
+
+    def flat(x: dict) -> dict:
+        return {
+            "wasted_retrieval": x["wasted_retrieval"],
+            "noise_distraction": x["noise_distraction"],
+            "spearman": x["spearman"],
+            **{f"warg_{p}": v for p, v in x["warg"].items()},
+        }
+
+    frame = pd.DataFrame([{"condition": c, **flat(r[c])} for r in rows for c in ("original", "shuffled")])
+    per = {c: {r["query_id"]: flat(r[c]) for r in rows} for c in ("original", "shuffled")}
+    metrics = [m for m in frame.columns if m != "condition"]
+    change = paired_change(per["original"], per["shuffled"], metrics)
+    return (
+        figure_intervals(frame).to_dict(orient="records"),
+        {m: [e.value, e.lo, e.hi, e.n] for m, e in change.items()},
+    )
+
+
 def main() -> None:
     from ragaudit_core.attribution import alignment
     from ragaudit_core.attribution.generator_game import GeneratorGame
@@ -124,6 +150,7 @@ def main() -> None:
                 "warg": {str(p): float(np.mean([x[cond]["warg"][p] for x in rows])) for p in alignment.DEFAULT_P_GRID},
             }
         out["alignment"] = align
+        out["alignment_intervals"], out["shuffled_minus_original"] = _alignment_intervals(rows)
         out["rows"] = rows
         out["shapley_seconds"] = time.perf_counter() - t0
     if "ig" in parts:

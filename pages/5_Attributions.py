@@ -12,6 +12,7 @@ import streamlit as st
 from pages import ui
 from ragaudit_core.attribution.compute import FIRST_LABELS, predicted_job_seconds
 from ragaudit_core.attribution.storage import AttributionError, batch_tables, stored_results
+from ragaudit_core.attribution.uncertainty import FIGURES
 from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS, IG_BASELINES, IG_METHODS, SHAPLEY_METHODS
 from ragaudit_core.jobs import partial, plan, queue, result_keys
@@ -19,6 +20,8 @@ from ragaudit_core.jobs.worker import ensure_worker, revive
 from ragaudit_core.logs import catalog
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.review import charts
+from ragaudit_core.review.labels import metric_label
+from ragaudit_core.wording import bracket
 
 st.set_page_config(page_title="Attributions · RagAudit", page_icon="🧭", layout="wide")
 db = ui.open_store("Attributions", catalog.missing_text_message)
@@ -281,7 +284,21 @@ wfig = charts.warg_curves(
 st.plotly_chart(wfig, key="attr.warg")
 if tables:
     st.markdown(f"**Run {ui.md(run)}: stored results** (wasted retrieval and noise distraction rates, mean Spearman)")
-    ui.table(tables["failure"], hide_index=True)
+    shown, iv = tables["failure"].copy(), tables["intervals"].set_index(["condition", "metric"])
+    for m, spec in (("wasted_retrieval", ".1%"), ("noise_distraction", ".1%"), ("spearman", ".3f")):
+        at = shown.columns.get_loc(m) + 1  # each figure, then its 95 % interval as text
+        bounds = [iv.loc[(c, m), ["lo", "hi"]] if (c, m) in iv.index else (None, None) for c in shown["condition"]]
+        shown.insert(at, f"{m}_ci", [bracket(lo, hi, spec) or None for lo, hi in bounds])
+    ui.table(
+        shown,
+        hide_index=True,
+        column_config={f"{m}_ci": f"{metric_label(m)}, 95 % interval" for m in FIGURES},
+    )
+    st.caption(
+        "95 % intervals over the run's explained queries: Wilson's score interval for the rates (a bootstrap "
+        "of a rate of 0 over a few queries would be [0, 0]), the percentile bootstrap for the mean Spearman; "
+        "none for a mean over one query. Attribution batches are small: read the interval before the figure."
+    )
 st.caption("Answer (generated once with all documents, greedy):")
 st.text(res.answer)
 st.caption(

@@ -284,4 +284,5 @@ def wilson(k: int, n: int, level: float = DEFAULT_LEVEL) -> tuple[float, float] 
     d = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / d
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, centre - half), min(1.0, centre + half)
+    lo = 0.0 if k == 0 else max(0.0, float(centre - half))  # exactly 0 (1) at the edge, not 3e-17 of rounding
+    return lo, 1.0 if k == n else min(1.0, float(centre + half))

@@ -15,6 +15,7 @@ import duckdb
 import pandas as pd
 
 from ragaudit_core.attribution.result import AttributionResult
+from ragaudit_core.attribution.uncertainty import figure_intervals
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
 
@@ -183,8 +184,10 @@ def stored_results(con: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> dict[
 
 
 def batch_tables(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, pd.DataFrame]:
-    """The paper's section-5 tables for a run's stored results, per condition:
-    failure rates (Table 2), mean WARG by p (Table 3), mean Spearman."""
+    """The paper's section-5 tables for a run's stored results, per condition: ``failure`` (the
+    failure rates of Table 2 and the mean Spearman), ``warg`` (mean WARG by p, Table 3) and
+    ``intervals``, every figure of both with its 95 % interval, one row per (condition, metric)
+    (:func:`.uncertainty.figure_intervals`)."""
     if not _ensure(con):
         return {}
     cur = con.cursor()
@@ -224,4 +227,4 @@ def batch_tables(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, pd.Da
     )
     warg_cols = [c for c in df.columns if c.startswith("warg_")]
     warg = df.groupby("condition")[warg_cols].mean().reset_index()
-    return {"failure": failure, "warg": warg}
+    return {"failure": failure, "warg": warg, "intervals": figure_intervals(df)}

@@ -175,6 +175,9 @@ def _report(
         say()
         say("mean WARG by p:")
         say(tables["warg"].to_string(index=False, float_format=lambda x: f"{x:.3f}"), lines=True)
+        say()
+        say("95 % intervals over the explained queries (Wilson for the rates, the percentile bootstrap for means):")
+        say(tables["intervals"].to_string(index=False, float_format=lambda x: f"{x:.3f}", na_rep="-"), lines=True)
     emit_json(
         {
             "results": [r.to_json() for r in out],

@@ -53,6 +53,7 @@ COLUMN_LABELS: dict[str, str] = {
     "null_loss": "null loss",
     "null_gain": "null gain",
     "same_docs_diff_spans": "same docs, different spans",
+    "spearman": "mean Spearman",
     "changed": "what changed",
     "n_pairs": "run pairs",
     "n_queries": "queries",
@@ -147,6 +148,8 @@ METRIC_LABELS: dict[str, str] = {
     "parse_failure_rate": "parse-failure rate",
     "wasted_retrieval": "wasted retrieval",
     "noise_distraction": "noise distraction",
+    "spearman": "mean Spearman",  # a run's: the mean over its explained queries (seed 001, §5)
+    "warg": "WARG",
     "ndcg": "nDCG",
     "recall": "recall",
     "precision": "precision",

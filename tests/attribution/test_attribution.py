@@ -150,6 +150,10 @@ def test_explain_query_stores_and_serves_again(tmp_path, game, saliency):
     tables = batch_tables(con, "base")
     assert set(tables["failure"]["condition"]) == {"original", "shuffled"}
     assert list(tables["failure"]["queries"]) == [1, 1]
+    iv = tables["intervals"].set_index(["condition", "metric"])  # one query a condition: Wilson only
+    wasted = iv.loc[("original", "wasted_retrieval")]
+    assert wasted["method"] == "wilson" and wasted["n"] == 1
+    assert iv.loc[("original", "spearman")].isna()[["lo", "hi"]].all()
 
 
 def test_aipc_prefers_ig_over_its_reverse(saliency):

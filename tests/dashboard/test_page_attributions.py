@@ -107,6 +107,14 @@ def test_a_queued_job_runs_in_the_background_and_its_result_appears(app_env, tmp
     warg = next(c for c in at2.get("plotly_chart") if "WARG" in c.proto.spec)
     names = [t.get("name") for t in json.loads(warg.proto.spec)["data"]]
     assert "WARG, original" in names and not [n for n in names if n and n.startswith("run mean")]
+    # the run's stored results with their intervals: a rate over one query has Wilson's (k of 1),
+    # the mean Spearman over one query none
+    from ragaudit_core.intervals import wilson
+
+    table = next(df.value for df in at2.dataframe if "wasted_retrieval_ci" in df.value.columns)
+    lo, hi = wilson(int(res["wasted_retrieval"]), 1)
+    assert table["wasted_retrieval_ci"].iloc[0] == f"[{lo:.1%}, {hi:.1%}]"
+    assert table["spearman_ci"].isna().all() and int(table["queries"].iloc[0]) == 1
 
 
 def test_a_queued_job_can_be_cancelled(app_env, tmp_path):

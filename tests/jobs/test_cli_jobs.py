@@ -47,6 +47,11 @@ def test_attribute_resumes_and_reports_a_failed_query(tmp_path):
     assert "failed: query q2: run 'base', query 'q2': the log has no query text to explain" in first.stderr
     out = json.loads((tmp_path / "o.json").read_text())
     assert [r["query_id"] for r in out["results"]] == ["q1"] and out["results"][0]["method"] == "exact"
+    # the run's figures with their intervals (one query: Wilson for the rates, none for the means)
+    rates = {r["metric"]: r for r in out["tables"]["intervals"] if r["method"] == "wilson"}
+    assert set(rates) == {"wasted_retrieval", "noise_distraction"} and rates["wasted_retrieval"]["n"] == 1
+    assert all(r["lo"] is None for r in out["tables"]["intervals"] if r["method"] == "bootstrap")
+    assert "95 % intervals over the explained queries" in first.stdout
     again = _cli("attribute", "--db", str(db), "--run", "base", "--queries", "q1", *small)
     assert again.returncode == 0, again.stderr
     assert "0 computed, 1 already stored, 0 failed" in again.stderr

@@ -170,7 +170,7 @@ def test_collect_pair_and_run_metrics_by_hand(con, tmp_path):
     assert status["Δ cfs_p95_tail >= -0.15"].status == "fail"
     # the default rule reads the tail: cand's 0.015 against base's 1
     assert status["Δ cfs_p95_tail >= -0.15"].value == pytest.approx(0.015 - 1.0)
-    assert status["Δ warg(0.9) <= 0.05"].status == "not applicable"
+    assert status["Δ warg(0.9) <= 0.05 (significant)"].status == "not applicable"
     assert status["j_avg,doc >= 0.5"].status == "pass"  # exactly 0.5
     assert status["collapse_rate,span <= 0.2"].status == "fail"
     assert v.status == "fail" and v.sorted_results()[0].status == "fail"
@@ -237,6 +237,50 @@ def test_attribution_means_compare_the_queries_both_runs_explained(con, three_ru
     assert runs["A"][("warg", 0.9)] == pytest.approx((0.6 + 0.8) / 2) and ("warg", 0.9) not in runs["C"]
     r = review(con, [Rule(metric="warg", p=0.9, op="<=", threshold=0.05, relative=True)], "A", "B").results[0]
     assert r.status == "fail" and r.value == pytest.approx(0.1)
+
+
+def test_the_default_warg_rule_decides_on_the_paired_change_over_enough_queries(con, three_runs):
+    """WARG(0.9) rises by 0.1 on every one of 12 queries both runs explained: the paired change is
+    0.1 with interval [0.1, 0.1], wholly above +0.05: fail. Rises of 0.1 and 0.0 alternating: mean
+    0.05, its interval straddles +0.05: inconclusive (without significance the mean alone decided).
+    On 4 shared queries: inconclusive, fewer than MIN_ATTRIBUTION_QUERIES.
+    The failure rates get Wilson intervals: 3 of 12 wasted → [0.089, 0.532]."""
+    import json
+
+    from ragaudit_core.attribution.storage import ATTRIBUTIONS_SCHEMA
+    from ragaudit_core.logs.ingest import ingest_paths
+    from ragaudit_core.review.gate import DEFAULT_RULES, MIN_ATTRIBUTION_QUERIES, collect
+
+    ingest_paths(con, [three_runs])
+    con.execute(ATTRIBUTIONS_SCHEMA)
+    rule = next(r for r in DEFAULT_RULES if r.metric == "warg")
+    assert rule.significant and rule.min_queries == MIN_ATTRIBUTION_QUERIES == 10
+
+    def put(run, q, warg, wasted=False):
+        con.execute(
+            "INSERT INTO attributions VALUES (?, ?, ?, 'r', 'g', 'exact', '{}', 'original', ?, false, 0.5, ?, now())",
+            [f"{run}/{q}", run, q, wasted, json.dumps({"warg": {"0.9": warg}})],
+        )
+
+    for i in range(12):
+        put("A", f"q{i}", 0.5, wasted=i < 3)
+        put("B", f"q{i}", 0.6)
+        put("C", f"q{i}", 0.6 if i % 2 else 0.5)
+    inputs = collect(con, "A", "B")
+    e = inputs.delta_ci[("warg", 0.9)]
+    assert (e.value, e.lo, e.hi, e.n) == (pytest.approx(0.1), pytest.approx(0.1), pytest.approx(0.1), 12)
+    w = inputs.run_ci["A"]["wasted_retrieval"]
+    assert (w.value, round(w.lo, 3), round(w.hi, 3), w.n) == (0.25, 0.089, 0.532, 12)
+    r = review(con, [rule], "A", "B").results[0]
+    assert r.status == "fail" and r.message == (
+        "WARG(0.9) goes from 0.500 (A) to 0.600 (B), a change of +0.100, "
+        "95 % interval [0.100, 0.100] lies wholly beyond +0.05 (not at most +0.05)"
+    )
+    r = review(con, [rule], "A", "C").results[0]
+    assert r.value == pytest.approx(0.05) and r.status == "inconclusive" and "straddles +0.05" in r.message
+    con.execute("DELETE FROM attributions WHERE run_id = 'A' AND query_id NOT IN ('q0', 'q1', 'q2', 'q3')")
+    r = review(con, [rule], "A", "B").results[0]
+    assert r.status == "inconclusive" and r.message.endswith("it rests on 4 queries; the rule asks for at least 10")
 
 
 def test_rules_round_trip_through_toml(tmp_path):

@@ -16,6 +16,8 @@ from ragaudit_core.review.gate.evaluate import (
 from ragaudit_core.review.gate.rules import (
     AREAS,
     DEFAULT_RULES,
+    MIN_ATTRIBUTION_QUERIES,
+    MIN_QUERIES,
     PAIR_METRICS,
     PRESETS,
     RULE_FIELDS,
@@ -40,6 +42,8 @@ from ragaudit_core.review.gate.rules import (
 __all__ = [
     "AREAS",
     "DEFAULT_RULES",
+    "MIN_ATTRIBUTION_QUERIES",
+    "MIN_QUERIES",
     "PAIR_METRICS",
     "PRESETS",
     "RULE_FIELDS",

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import duckdb
+import pandas as pd
 
+from ragaudit_core.attribution.uncertainty import figure_intervals, paired_change
 from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.intervals import Estimate
 from ragaudit_core.review.gate.evaluate import GateInputs, Verdict, evaluate
@@ -82,6 +84,8 @@ def collect(
     _fidelity(con, inputs, [r for r in (baseline, candidate) if r in have_prov])
     for run, vals in _attribution_means(con, baseline, candidate).items():
         counts = vals.pop("n_counts")  # the explained queries behind each attribution figure
+        inputs.run_ci.setdefault(run, {}).update(vals.pop("ci"))
+        inputs.delta_ci.update(vals.pop("delta", {}))
         inputs.runs[run].update(vals)
         inputs.run_n.setdefault(run, {}).update(counts)
     _quality(con, inputs, [r for r in (baseline, candidate) if r in evidence_runs])
@@ -148,6 +152,11 @@ def _quality(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str]
 
 
 def _attribution_means(con: duckdb.DuckDBPyConnection, baseline: str, candidate: str) -> dict[str, dict]:
+    """Each run's attribution figures over the queries both runs explained (or each run's own, when
+    they share none): the failure rates and WARG(p) means, ``n_counts`` (the queries behind each),
+    ``ci`` (each figure's 95 % interval, :func:`.attribution.uncertainty.figure_intervals`) and, on
+    the candidate, ``delta`` (the paired change over the shared queries,
+    :func:`.attribution.uncertainty.paired_change`)."""
     import json
 
     cur = con.cursor()
@@ -163,28 +172,32 @@ def _attribution_means(con: duckdb.DuckDBPyConnection, baseline: str, candidate:
         ).fetchall()
     finally:
         cur.close()
-    by_run: dict[str, dict[str, tuple]] = {}
+    by_run: dict[str, dict[str, dict]] = {}
     for run, qid, wr, nd, payload in rows:  # the latest result per query wins
-        by_run.setdefault(run, {})[qid] = (wr, nd, json.loads(payload)["warg"])
+        warg = {f"warg_{float(p)}": v for p, v in json.loads(payload)["warg"].items()}
+        by_run.setdefault(run, {})[qid] = {"wasted_retrieval": bool(wr), "noise_distraction": bool(nd), **warg}
     if baseline in by_run and candidate in by_run:
         shared = set(by_run[baseline]) & set(by_run[candidate])
         if shared:
             by_run = {r: {q: v for q, v in d.items() if q in shared} for r, d in by_run.items()}
     out = {}
     for run, d in by_run.items():
-        vals = list(d.values())
-        m: dict[str | tuple[str, float], Any] = {
-            "wasted_retrieval": sum(bool(v[0]) for v in vals) / len(vals),
-            "noise_distraction": sum(bool(v[1]) for v in vals) / len(vals),
-            "n_explained": len(vals),
-        }
-        counts: dict[str | tuple[str, float], int] = {"wasted_retrieval": len(vals), "noise_distraction": len(vals)}
-        for p in {p for v in vals for p in v[2]}:
-            ws = [v[2][p] for v in vals if p in v[2]]
-            m[("warg", float(p))] = sum(ws) / len(ws)
-            counts[("warg", float(p))] = len(ws)  # the payloads that carry WARG at this p
-        m["n_counts"] = counts
+        frame = pd.DataFrame([{"condition": "original", **v} for v in d.values()])
+        m: dict[str | tuple[str, float], Any] = {"n_explained": len(d)}
+        counts: dict[str | tuple[str, float], int] = {}
+        ci: dict[str | tuple[str, float], Estimate] = {}
+        for r in figure_intervals(frame).itertuples():
+            key = ("warg", float(r.metric[5:])) if r.metric.startswith("warg_") else r.metric
+            m[key], counts[key] = r.value, int(r.n)  # the payloads that carry the figure
+            ci[key] = Estimate(r.value, r.lo, r.hi, int(r.n))
+        m["n_counts"], m["ci"] = counts, ci
         out[run] = m
+    if baseline != candidate and baseline in by_run and candidate in by_run:
+        metrics = sorted({k for d in by_run.values() for v in d.values() for k in v})
+        out[candidate]["delta"] = {
+            (("warg", float(k[5:])) if k.startswith("warg_") else k): e
+            for k, e in paired_change(by_run[baseline], by_run[candidate], metrics).items()
+        }
     return out
 
 

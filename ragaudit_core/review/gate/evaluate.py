@@ -234,6 +234,8 @@ def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
         if c is None or (rule.relative and b is None):
             continue
         label = f"{metric_label(key[0])} ({key[1]})" if isinstance(key, tuple) else metric_label(key)
+        if isinstance(key, tuple) and key[0] == "warg":
+            label = f"WARG({key[1]:g})"  # as the report's tables and the rule's label write it
         n_c = inputs.run_n.get(c_run, {}).get(key)
         exact = False
         if rule.relative and b is not None:

@@ -17,6 +17,7 @@ from fpdf.outline import TableOfContents
 from ragaudit_core.logs.selection import natural_key
 from ragaudit_core.review.labels import change_label, rule_label
 from ragaudit_core.review.logtext import excerpt, isolate
+from ragaudit_core.review.report.attribution_section import attributions
 from ragaudit_core.review.report.fidelity_section import fidelity_section
 from ragaudit_core.review.report.gather import ReportData
 from ragaudit_core.review.report.layout import (
@@ -457,45 +458,6 @@ def _probe_rows(s: dict) -> list[list[str]]:
     second = ["", "", b("mean_j_span"), b("mean_sim"), b("drift_rate_0.9", True), b("drift_rate_0.8", True)]
     second += [b("spearman_rho"), ""]
     return [row, second] if any(second) else [row]
-
-
-def attributions(pdf: ReportPDF, data: ReportData) -> None:
-    W = pdf.epw
-    pdf.para(
-        "Stored attributions (seed 001, RAG-E): Shapley values of each retrieved document on the generator's "
-        "answer, ranked and compared with the retriever's ranking (ranks from 1). Wasted retrieval: the retriever's "
-        "top document gets generator rank 4 or lower; noise distraction: the generator's top document had "
-        "retriever rank 4 or lower. WARG(p) = 1 − RBO truncated at the list depth (identical lists give p^k, not 0).",
-        size=8.5,
-    )
-    pdf.gap(1)
-    rows = []
-    for run, tables in data.attributions.items():
-        for r in tables["failure"].itertuples():
-            rows.append(
-                [
-                    run,
-                    r.condition,
-                    str(int(r.queries)),
-                    pct(r.wasted_retrieval),
-                    pct(r.noise_distraction),
-                    fmt(r.spearman),
-                ]
-            )
-    pdf.data_table(
-        ["run", "condition", "queries", "wasted retrieval", "noise distraction", "mean Spearman"], rows, size=8
-    )
-    ps = sorted(
-        {c[5:] for t_ in data.attributions.values() for c in t_["warg"].columns if c.startswith("warg_")}, key=float
-    )
-    rows = [
-        [run, r["condition"]] + [fmt(r.get(f"warg_{p}")) for p in ps]
-        for run, tables in data.attributions.items()
-        for _, r in tables["warg"].iterrows()
-    ]
-    if rows:
-        pdf.data_table(["run", "condition"] + [f"WARG({p})" for p in ps], rows, size=7.5)
-    pdf.chart("warg_curves", width=W * 0.8)
 
 
 def methods(pdf: ReportPDF, data: ReportData) -> None:
