@@ -185,8 +185,8 @@ def _qrels_upload(con, db_path: str) -> None:
                     )
                 except QrelsError as e:
                     st.session_state[KEYS.last_ingest] = {"error": str(e)}
-                else:
-                    st.session_state[KEYS.last_ingest] = {"notice": rep.summary()}
+                else:  # with what the load noticed (labels that label no loaded query, repeated judgements)
+                    st.session_state[KEYS.last_ingest] = {"notice": rep.summary(), "notes": rep.warnings}
             st.session_state[KEYS.uploader] = st.session_state.get(KEYS.uploader, 0) + 1
             st.cache_data.clear()
             st.rerun()
@@ -218,6 +218,8 @@ def _last_ingest() -> None:
         return
     if "notice" in last:
         st.success(ui.md(last["notice"][:1].upper() + last["notice"][1:] + "."))
+        for note in last.get("notes", [])[:20]:
+            st.warning(ui.md(ui.sentence(note) + "."))
         return
     for msg in last.get("failed", []):
         st.error(msg)

@@ -35,7 +35,7 @@ import pandas as pd
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
-from ragaudit_core.wording import counted
+from ragaudit_core.wording import counted, listed
 
 __all__ = [
     "QrelsError",
@@ -46,6 +46,7 @@ __all__ = [
     "query_labels",
     "store_labels",
     "store_reference_labels",
+    "unlabelled_runs_note",
 ]
 
 _HEADER = re.compile(r"^\s*query[-_ ]?id\s+(corpus|doc(ument)?)[-_ ]?id\s+(score|relevance|rel|label)\s*$", re.I)
@@ -241,6 +242,8 @@ def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Q
             raise
         finally:
             cur.close()
+    if rep.files and (note := unlabelled_runs_note(con)):
+        rep.warnings.append(note)
     return rep
 
 
@@ -290,3 +293,45 @@ def query_labels(con: duckdb.DuckDBPyConnection, query_id: str) -> dict[str, int
         return dict(cur.execute("SELECT doc_id, relevance FROM qrels WHERE query_id = ?", [query_id]).fetchall())
     finally:
         cur.close()
+
+
+def unlabelled_runs_note(con: duckdb.DuckDBPyConnection, runs: Iterable[str] | None = None) -> str | None:
+    """Why relevance labels are loaded and yet label no query of some of ``runs`` (every run with
+    records when None): one sentence naming those runs, an example of the labels' query ids and of
+    theirs, and — when theirs are hashes of the question texts (``q:…``, given to the records of a
+    log without query ids: Ragas, tracing exports) — how to make them meet. None when no relevant
+    label is loaded, or when each of the runs has a labelled query."""
+    cur = con.cursor()
+    try:
+        judged = cur.execute(
+            """SELECT query_id FROM qrels GROUP BY query_id HAVING max(relevance) > 0
+               ORDER BY length(query_id), query_id"""
+        ).fetchall()
+        if not judged:
+            return None
+        wanted = None if runs is None else sorted(set(runs))
+        rows = cur.execute(
+            """WITH judged AS (SELECT query_id FROM qrels GROUP BY query_id HAVING max(relevance) > 0)
+               SELECT r.run_id, bool_and(starts_with(r.query_id, 'q:')), min(r.query_id)
+               FROM records r LEFT JOIN judged j USING (query_id)
+               WHERE ? IS NULL OR list_contains(?, r.run_id)
+               GROUP BY r.run_id HAVING count(j.query_id) = 0 ORDER BY r.run_id""",
+            [wanted, wanted],
+        ).fetchall()
+    finally:
+        cur.close()
+    if not rows:
+        return None
+    names = [repr(r) for r, _h, _q in rows[:3]] + ([f"{len(rows) - 3:,} more"] if len(rows) > 3 else [])
+    theirs = "their" if len(rows) > 1 else "its"
+    ids = ", ".join(repr(q) for (q,) in judged[:3]) + (" …" if len(judged) > 3 else "")
+    head = (
+        f"relevance labels are loaded for {counted(len(judged), 'query')} ({ids}) but label no query of "
+        f"{listed('run', names)}, so {theirs} ranking quality is not scored: "
+    )
+    if all(hashed for _r, hashed, _q in rows):
+        return head + (
+            f"{theirs} query ids are hashes of the question texts (such as {rows[0][2]!r}), as the log gave none. "
+            "Give the records the query ids the labels use (a query_id column or key)"
+        )
+    return head + f"{theirs} query ids (such as {rows[0][2]!r}) are not the ones the labels use"

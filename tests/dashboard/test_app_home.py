@@ -266,6 +266,22 @@ def test_relevance_labels_upload_on_the_home_page(app_env, tmp_path):
     assert any("empty.tsv: no line is a relevance judgement" in plain(e.value) for e in at.error)
 
 
+def test_labels_that_label_no_loaded_query_are_not_loaded_in_silence(app_env, tmp_path):
+    """SciFact's qrels uploaded beside a Ragas export (whose query ids hash its questions) showed only
+    "Loaded 2 relevance labels for 2 queries" in green: it says too that they label no loaded query."""
+    app_env()
+    at = app_test("app.py").run()
+    rows = [{"user_input": q, "retrieved_contexts": [q]} for q in ("Is coffee harmful?", "Do statins lower LDL?")]
+    at.file_uploader[0].set_value(("ragas.jsonl", write_jsonl(tmp_path / "x.jsonl", rows).read_bytes(), "x")).run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    at.file_uploader[1].set_value(("test.tsv", b"1\t31715818\t1\n3\t14717500\t1\n", "text/plain")).run()
+    next(b for b in at.button if b.label == "Load the relevance labels").click().run()
+    assert not at.exception
+    assert any("Loaded 2 relevance labels for 2 queries" in plain(s.value) for s in at.success)
+    said = [plain(w.value) for w in at.warning if "label no query of run 'ragas'" in plain(w.value)]
+    assert len(said) == 1 and said[0].startswith("Relevance labels are loaded for 2 queries ('1', '3')"), said
+
+
 def test_passage_like_ids_are_flagged_and_read_as_texts_in_one_click(app_env, tmp_path):
     path = app_env()
     passage = (

@@ -209,6 +209,28 @@ def test_doc_only_logs_get_a_real_verdict(con, tmp_path):
     assert v.status == "fail"
 
 
+def test_labels_that_name_none_of_the_runs_queries_are_not_called_absent(con, tmp_path):
+    """Relevance labels keyed by a benchmark's query ids beside Ragas rows (whose query ids hash their
+    questions): the quality rule said "no relevance labels for a and b" right after the labels had
+    loaded; it says why they label nothing, and the headline does not deny they are there."""
+    from ragaudit_core.workspace import load_paths
+    from tests.helpers import write_jsonl
+
+    qs = ["Does aspirin prevent stroke?", "Is coffee harmful?"]
+    for run in ("a", "b"):
+        write_jsonl(tmp_path / f"{run}.jsonl", [{"user_input": q, "retrieved_contexts": [q + run]} for q in qs])
+    (tmp_path / "test.tsv").write_text("1\tD1\t1\n2\tD2\t1\n")
+    load_paths(con, [tmp_path / "a.jsonl", tmp_path / "b.jsonl"], qrels=[tmp_path / "test.tsv"])
+    v = review(con, DEFAULT_RULES, "a", "b")
+    (q,) = [r for r in v.results if r.rule.metric == "ndcg@10"]
+    assert q.status == "not applicable"
+    assert q.message.startswith(
+        "relevance labels are loaded for 2 queries ('1', '2') but label no query of runs 'a', 'b'"
+    )
+    assert "hashes of the question texts" in q.message
+    assert "no relevance labels" not in v.headline() and v.headline().endswith("no labelled query)")
+
+
 def test_attribution_means_compare_the_queries_both_runs_explained(con, three_runs):
     import json
 

@@ -128,6 +128,7 @@ def _fidelity(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str
 def _quality(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str]) -> None:
     """Ranking quality of each run (mean over its labelled queries, with intervals) and the paired
     change candidate − baseline, when relevance labels are loaded."""
+    from ragaudit_core.logs.qrels import unlabelled_runs_note
     from ragaudit_core.quality.summary import compute_quality
 
     if not runs or not con.execute("SELECT count(*) FROM qrels").fetchall()[0][0]:
@@ -135,6 +136,8 @@ def _quality(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str]
     b, c = inputs.baseline, inputs.candidate
     pairs = [(b, c)] if b != c and {b, c} <= set(runs) else []
     q = compute_quality(con, runs, pairs=pairs)
+    if not all(rq.n_queries for rq in q.runs):
+        inputs.quality_note = unlabelled_runs_note(con, runs)
     for rq in q.runs:
         if not rq.n_queries:
             continue

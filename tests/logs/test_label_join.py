@@ -1,0 +1,64 @@
+"""Relevance labels that meet no query of a run say so, and why: an auditor's SciFact qrels (query
+ids '1', '3', …) beside Ragas exports, whose rows carry no query id (each query id is the hash of
+its question), loaded "339 relevance labels for 300 queries" in green and then scored nothing — the
+quality command printed "no labelled query", the gate "no relevance labels", the stability page
+nothing at all."""
+
+from __future__ import annotations
+
+from ragaudit_core.logs import store
+from ragaudit_core.logs.qrels import load_qrels, unlabelled_runs_note
+from ragaudit_core.workspace import load_paths
+from tests.helpers import write_jsonl
+
+QUESTIONS = {
+    "1": "0-dimensional biomaterials show inductive properties.",
+    "3": "1,000 genomes project enables mapping.",
+}
+QRELS = "query-id\tcorpus-id\tscore\n1\t31715818\t1\n3\t14717500\t1\n"
+
+
+def _ragas(tmp_path, name="ragas_k5"):
+    rows = [
+        {"user_input": q, "retrieved_contexts": [f"passage about {q}"], "response": "yes"} for q in QUESTIONS.values()
+    ]
+    return write_jsonl(tmp_path / f"{name}.jsonl", rows)
+
+
+def _labels(tmp_path):
+    p = tmp_path / "test.tsv"
+    p.write_text(QRELS)
+    return p
+
+
+def test_labels_that_meet_no_hashed_query_id_say_why_when_loaded(tmp_path):
+    con = store.connect(":memory:")
+    report = load_paths(con, [_ragas(tmp_path)], qrels=[_labels(tmp_path)], precompute_overview=False)
+    note = unlabelled_runs_note(con)
+    assert note is not None
+    assert note.startswith(
+        "relevance labels are loaded for 2 queries ('1', '3') but label no query of run 'ragas_k5', so its ranking "
+        "quality is not scored: its query ids are hashes of the question texts (such as 'q:"
+    )
+    assert "as the log gave none" in note and "query_id" in note
+    assert report.labels is not None and note in report.labels.warnings  # said where the labels are loaded
+
+
+def test_query_ids_of_another_form_are_named(tmp_path):
+    con = store.connect(":memory:")
+    logs = write_jsonl(tmp_path / "a.jsonl", [{"run_id": "a", "query_id": "Q-1", "cited": ["31715818"]}])
+    load_paths(con, [logs], qrels=[_labels(tmp_path)], precompute_overview=False)
+    assert unlabelled_runs_note(con) == (
+        "relevance labels are loaded for 2 queries ('1', '3') but label no query of run 'a', so its ranking quality "
+        "is not scored: its query ids (such as 'Q-1') are not the ones the labels use"
+    )
+
+
+def test_no_note_when_a_run_is_labelled_or_no_label_is_loaded(tmp_path):
+    con = store.connect(":memory:")
+    labelled = write_jsonl(tmp_path / "n.jsonl", [{"run_id": "n", "query_id": "1", "cited": ["31715818"]}])
+    load_paths(con, [labelled, _ragas(tmp_path)], precompute_overview=False)
+    assert unlabelled_runs_note(con) is None  # no label loaded
+    load_qrels(con, [_labels(tmp_path)])
+    assert unlabelled_runs_note(con, ["n"]) is None
+    assert "run 'ragas_k5'" in (unlabelled_runs_note(con) or "")  # only the run the labels miss is named
