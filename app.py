@@ -172,8 +172,9 @@ def _qrels_upload(con, db_path: str) -> None:
     with st.expander("Relevance labels (qrels) — for ranking quality"):
         files = st.file_uploader(
             "TREC or BEIR qrels: 'query-id<TAB>doc-id<TAB>relevance' (header or not) or TREC's "
-            "'query-id 0 doc-id relevance'; graded; a later file replaces the labels of its queries",
-            type=["tsv", "txt", "qrels", "gz"],
+            "'query-id 0 doc-id relevance'; graded; a later file replaces the labels of its queries. With BEIR's "
+            "queries.jsonl beside them, the labels also meet logs without query ids (Ragas, traces) by question",
+            type=["tsv", "txt", "qrels", "gz", "jsonl"],
             accept_multiple_files=True,
             key=f"{KEYS.uploader}.qrels.{st.session_state.get(KEYS.uploader, 0)}",
         )

@@ -73,7 +73,8 @@ Qrels = Annotated[
     list[Path] | None,
     typer.Option(
         "--qrels",
-        help="Relevance labels (TREC or BEIR qrels; repeatable). A log folder's qrels/ is read with it.",
+        help="Relevance labels (TREC or BEIR qrels; repeatable). A log folder's qrels/ is read with it; BEIR's "
+        "queries.jsonl (beside qrels/, or given too) labels logs without query ids by their questions.",
     ),
 ]
 

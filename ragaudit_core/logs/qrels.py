@@ -23,6 +23,7 @@ replaced; labels of other queries stay. ``source`` says where a label came from 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -34,6 +35,7 @@ import pandas as pd
 
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
+from ragaudit_core.logs.formats.base import query_id_for
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
 from ragaudit_core.wording import counted, listed
 
@@ -49,6 +51,7 @@ __all__ = [
     "unlabelled_runs_note",
 ]
 
+_QUESTION_FILES = (".jsonl", ".jsonl.gz")  # BEIR's queries.jsonl, given with the labels
 _HEADER = re.compile(r"^\s*query[-_ ]?id\s+(corpus|doc(ument)?)[-_ ]?id\s+(score|relevance|rel|label)\s*$", re.I)
 
 
@@ -75,12 +78,18 @@ class QrelsReport:
     replaced_queries: int = 0
     rejected: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    n_by_text: int = 0  # queries whose labels are also stored under their question's hashed id
 
     def summary(self) -> str:
         s = (
             f"loaded {counted(self.n_labels, 'relevance label')} for {counted(self.n_queries, 'query')} "
             f"({self.n_relevant:,} relevant) from {counted(len(self.files), 'file')}"
         )
+        if self.n_by_text:
+            s += (
+                f"; the labels of {counted(self.n_by_text, 'query')} also under their questions' hashed ids "
+                "(queries.jsonl), for logs without query ids"
+            )
         if self.replaced_queries:
             s += f"; replaced the earlier labels of {counted(self.replaced_queries, 'query')}"
         if self.rejected:
@@ -219,10 +228,19 @@ def store_labels(
 def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> QrelsReport:
     """Read and store label files (each in its own transaction: a bad file loses nothing else).
     A file none of whose lines is a judgement raises :class:`QrelsError` (files before it stay
-    loaded); a file with some bad lines loads the good ones and reports the others."""
+    loaded); a file with some bad lines loads the good ones and reports the others.
+
+    Questions (BEIR's ``queries.jsonl``: ``{"_id", "text"}`` per line) — given among ``paths``, else
+    beside a label file's ``qrels/`` folder as BEIR lays them out — store each label of a question
+    also under the question's hashed id (:func:`~ragaudit_core.logs.formats.base.query_id_for`), the
+    id a log without query ids (Ragas, a trace export) gives it."""
     rep = QrelsReport()
-    for path in paths:
-        p = Path(path)
+    files = [Path(f) for f in paths]
+    given = [f for f in files if f.name.lower().endswith(_QUESTION_FILES)]
+    questions = {qid: text for q in given for qid, text in _questions(q).items()}
+    if given and len(given) == len(files):
+        raise QrelsError(f"{given[0]} holds questions, not relevance labels: give the qrels file with it")
+    for p in (f for f in files if f not in given):
         labels, rejected = parse_qrels(p)
         if not labels:
             shown = "; ".join(rejected[:3]) + (" …" if len(rejected) > 3 else "")
@@ -231,10 +249,19 @@ def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Q
                 "or TREC's 'query-id 0 doc-id relevance'"
             )
         rep.rejected += rejected
+        beside = p.parent.parent / "queries.jsonl"
+        texts = questions or (_questions(beside) if p.parent.name == "qrels" and beside.is_file() else {})
+        by_text = [
+            Label(query_id_for(texts[x.query_id]), x.doc_id_raw, x.relevance, x.line_no)
+            for x in labels
+            if x.query_id in texts
+        ]
         cur = con.cursor()
         try:
             cur.execute("BEGIN TRANSACTION")
             store_labels(cur, labels, p.name, rep)
+            if by_text:
+                rep.n_by_text += store_labels(cur, by_text, f"{p.name} (by question text)").n_queries
             store.bump_data_version(cur)
             cur.execute("COMMIT")
         except BaseException:
@@ -245,6 +272,20 @@ def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Q
     if rep.files and (note := unlabelled_runs_note(con)):
         rep.warnings.append(note)
     return rep
+
+
+def _questions(path: Path) -> dict[str, str]:
+    """BEIR's questions file: query id → question text (lines that are not ``{"_id", "text"}`` skipped)."""
+    out: dict[str, str] = {}
+    for raw in _open_text(path):
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        qid, text = (obj.get("_id"), obj.get("text")) if isinstance(obj, dict) else (None, None)
+        if isinstance(qid, (str, int)) and not isinstance(qid, bool) and isinstance(text, str) and text.strip():
+            out[str(qid)] = text
+    return out
 
 
 def store_reference_labels(
@@ -332,6 +373,7 @@ def unlabelled_runs_note(con: duckdb.DuckDBPyConnection, runs: Iterable[str] | N
     if all(hashed for _r, hashed, _q in rows):
         return head + (
             f"{theirs} query ids are hashes of the question texts (such as {rows[0][2]!r}), as the log gave none. "
-            "Give the records the query ids the labels use (a query_id column or key)"
+            "Give the records the query ids the labels use (a query_id column or key), or load the questions with "
+            "the labels (BEIR's queries.jsonl: each label is then also stored under its question's hash)"
         )
     return head + f"{theirs} query ids (such as {rows[0][2]!r}) are not the ones the labels use"

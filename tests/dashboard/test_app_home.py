@@ -280,6 +280,14 @@ def test_labels_that_label_no_loaded_query_are_not_loaded_in_silence(app_env, tm
     assert any("Loaded 2 relevance labels for 2 queries" in plain(s.value) for s in at.success)
     said = [plain(w.value) for w in at.warning if "label no query of run 'ragas'" in plain(w.value)]
     assert len(said) == 1 and said[0].startswith("Relevance labels are loaded for 2 queries ('1', '3')"), said
+    # the benchmark's questions uploaded with the labels label the Ragas rows by their question texts
+    questions = b'{"_id": "1", "text": "Is coffee harmful?"}\n{"_id": "3", "text": "Do statins lower LDL?"}\n'
+    at.file_uploader[1].set_value(
+        [("queries.jsonl", questions, "x"), ("test.tsv", b"1\t31715818\t1\n3\t14717500\t1\n", "x")]
+    ).run()
+    next(b for b in at.button if b.label == "Load the relevance labels").click().run()
+    assert not at.exception and not any("label no query" in plain(w.value) for w in at.warning)
+    assert any("also under their questions' hashed ids (queries.jsonl)" in plain(s.value) for s in at.success)
 
 
 def test_passage_like_ids_are_flagged_and_read_as_texts_in_one_click(app_env, tmp_path):

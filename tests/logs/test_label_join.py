@@ -62,3 +62,52 @@ def test_no_note_when_a_run_is_labelled_or_no_label_is_loaded(tmp_path):
     load_qrels(con, [_labels(tmp_path)])
     assert unlabelled_runs_note(con, ["n"]) is None
     assert "run 'ragas_k5'" in (unlabelled_runs_note(con) or "")  # only the run the labels miss is named
+
+
+def _beir(tmp_path):
+    """BEIR's layout: queries.jsonl beside the qrels/ folder."""
+    d = tmp_path / "scifact"
+    (d / "qrels").mkdir(parents=True)
+    write_jsonl(d / "queries.jsonl", [{"_id": i, "text": t, "metadata": {}} for i, t in QUESTIONS.items()])
+    (d / "qrels" / "test.tsv").write_text(QRELS)
+    return d
+
+
+def test_beir_questions_beside_the_labels_label_logs_without_query_ids(tmp_path):
+    """With BEIR's queries.jsonl beside its qrels/ folder, each label is also stored under its
+    question's hashed id, the id a log without query ids gives the question: the Ragas run is scored."""
+    con = store.connect(":memory:")
+    d = _beir(tmp_path)
+    ragas = write_jsonl(
+        tmp_path / "ragas.jsonl",
+        [{"user_input": t, "retrieved_contexts": ["x"], "retrieved_context_ids": [doc]}
+         for t, doc in zip(QUESTIONS.values(), ["31715818", "other"])],
+    )  # fmt: skip
+    report = load_paths(con, [ragas], qrels=[d / "qrels" / "test.tsv"], precompute_overview=False)
+    assert report.labels is not None
+    assert report.labels.summary() == (
+        "loaded 2 relevance labels for 2 queries (2 relevant) from 1 file; the labels of 2 queries also under "
+        "their questions' hashed ids (queries.jsonl), for logs without query ids"
+    )
+    assert unlabelled_runs_note(con) is None and not report.labels.warnings
+    from ragaudit_core.quality.ranking import per_query_quality
+
+    q = per_query_quality(con, ["ragas"], cutoffs=(1,))
+    assert sorted(q["recall@1"]) == [0.0, 1.0]  # both questions labelled; the first found its document
+
+
+def test_questions_uploaded_with_the_labels_are_read_as_questions(tmp_path):
+    """On the home page the questions come as an upload beside the qrels (no folder layout)."""
+    con = store.connect(":memory:")
+    d = _beir(tmp_path)
+    load_paths(con, [_ragas(tmp_path)], precompute_overview=False)
+    rep = load_qrels(con, [d / "queries.jsonl", d / "qrels" / "test.tsv"])
+    assert rep.n_labels == 2 and rep.n_by_text == 2 and unlabelled_runs_note(con) is None
+    labelled = con.execute("SELECT DISTINCT query_id FROM qrels ORDER BY ALL").fetchall()
+    assert [q for (q,) in labelled][:2] == ["1", "3"] and all(q.startswith("q:") for (q,) in labelled[2:])
+    import pytest
+
+    from ragaudit_core.logs.qrels import QrelsError
+
+    with pytest.raises(QrelsError, match="holds questions, not relevance labels"):
+        load_qrels(con, [d / "queries.jsonl"])
