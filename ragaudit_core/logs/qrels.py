@@ -52,6 +52,7 @@ __all__ = [
 ]
 
 _QUESTION_FILES = (".jsonl", ".jsonl.gz")  # BEIR's queries.jsonl, given with the labels
+_BY_TEXT = " (by question text)"  # the source of a file's labels stored again under their questions' hashed ids
 _HEADER = re.compile(r"^\s*query[-_ ]?id\s+(corpus|doc(ument)?)[-_ ]?id\s+(score|relevance|rel|label)\s*$", re.I)
 
 
@@ -261,7 +262,7 @@ def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Q
             cur.execute("BEGIN TRANSACTION")
             store_labels(cur, labels, p.name, rep)
             if by_text:
-                rep.n_by_text += store_labels(cur, by_text, f"{p.name} (by question text)").n_queries
+                rep.n_by_text += store_labels(cur, by_text, p.name + _BY_TEXT).n_queries
             store.bump_data_version(cur)
             cur.execute("COMMIT")
         except BaseException:
@@ -337,43 +338,73 @@ def query_labels(con: duckdb.DuckDBPyConnection, query_id: str) -> dict[str, int
 
 
 def unlabelled_runs_note(con: duckdb.DuckDBPyConnection, runs: Iterable[str] | None = None) -> str | None:
-    """Why relevance labels are loaded and yet label no query of some of ``runs`` (every run with
+    """Why relevance labels are loaded and yet score no query of some of ``runs`` (every run with
     records when None): one sentence naming those runs, an example of the labels' query ids and of
-    theirs, and — when theirs are hashes of the question texts (``q:…``, given to the records of a
-    log without query ids: Ragas, tracing exports) — how to make them meet. None when no relevant
-    label is loaded, or when each of the runs has a labelled query."""
+    theirs, and what to do — when their query ids are hashes of the question texts (``q:…``, given to
+    the records of a log without query ids: Ragas, tracing exports), or when a run logged no document
+    ids (its labelled queries are not scored: a label of a document cannot meet a passage's hash).
+    None when no relevant label is loaded, or when each of the runs has a scored query."""
+    from ragaudit_core.logs.catalog import text_id_runs
+
     cur = con.cursor()
     try:
-        judged = cur.execute(
-            """SELECT query_id FROM qrels GROUP BY query_id HAVING max(relevance) > 0
-               ORDER BY length(query_id), query_id"""
+        judged = cur.execute(  # as the labels name them (not the copies under their questions' hashes)
+            """SELECT query_id FROM qrels GROUP BY query_id
+               HAVING max(relevance) > 0 AND NOT bool_and(ends_with(source, ?))
+               ORDER BY length(query_id), query_id""",
+            [_BY_TEXT],
         ).fetchall()
         if not judged:
             return None
         wanted = None if runs is None else sorted(set(runs))
         rows = cur.execute(
-            """WITH judged AS (SELECT query_id FROM qrels GROUP BY query_id HAVING max(relevance) > 0)
-               SELECT r.run_id, bool_and(starts_with(r.query_id, 'q:')), min(r.query_id)
+            """WITH judged AS (
+                   SELECT query_id, bool_or(relevance > 0 AND starts_with(doc_id, 'text:')) AS by_text
+                   FROM qrels GROUP BY query_id HAVING max(relevance) > 0
+               )
+               SELECT r.run_id, bool_and(starts_with(r.query_id, 'q:')), min(r.query_id), count(j.query_id) > 0
                FROM records r LEFT JOIN judged j USING (query_id)
                WHERE ? IS NULL OR list_contains(?, r.run_id)
-               GROUP BY r.run_id HAVING count(j.query_id) = 0 ORDER BY r.run_id""",
-            [wanted, wanted],
+               GROUP BY r.run_id
+               HAVING count(j.query_id) FILTER (j.by_text OR NOT list_contains(?, r.run_id)) = 0
+               ORDER BY r.run_id""",
+            [wanted, wanted, text_id_runs(cur)],
         ).fetchall()
+        doc = cur.execute("SELECT min(doc_id_raw) FROM qrels WHERE NOT starts_with(doc_id, 'text:')").fetchall()[0][0]
     finally:
         cur.close()
     if not rows:
         return None
-    names = [repr(r) for r, _h, _q in rows[:3]] + ([f"{len(rows) - 3:,} more"] if len(rows) > 3 else [])
-    theirs = "their" if len(rows) > 1 else "its"
     ids = ", ".join(repr(q) for (q,) in judged[:3]) + (" …" if len(judged) > 3 else "")
-    head = (
-        f"relevance labels are loaded for {counted(len(judged), 'query')} ({ids}) but label no query of "
-        f"{listed('run', names)}, so {theirs} ranking quality is not scored: "
-    )
-    if all(hashed for _r, hashed, _q in rows):
-        return head + (
-            f"{theirs} query ids are hashes of the question texts (such as {rows[0][2]!r}), as the log gave none. "
+    head = f"relevance labels are loaded for {counted(len(judged), 'query')} ({ids}) but "
+    parts = []
+    text_ids = [r for r, _h, _q, labelled in rows if labelled]
+    if text_ids:
+        they = "it" if len(text_ids) == 1 else "they"
+        parts.append(
+            f"score no query of {_runs(text_ids)}: {they} logged no document ids (each is its passage's text "
+            "hash, text:…), which "
+            f"labels of documents (such as {doc!r}) cannot meet. Give the passages their document ids (Ragas: a "
+            "retrieved_context_ids column; a trace export: the metadata key, --doc-id-key), or label passages "
+            "(Ragas' reference_contexts)"
+        )
+    other = [(r, hashed, q) for r, hashed, q, labelled in rows if not labelled]
+    if other:
+        their = "their" if len(other) > 1 else "its"
+        why = (
+            f"{their} query ids are hashes of the question texts (such as {other[0][2]!r}), as the log gave none. "
             "Give the records the query ids the labels use (a query_id column or key), or load the questions with "
             "the labels (BEIR's queries.jsonl: each label is then also stored under its question's hash)"
+            if all(hashed for _r, hashed, _q in other)
+            else f"{their} query ids (such as {other[0][2]!r}) are not the ones the labels use"
         )
-    return head + f"{theirs} query ids (such as {rows[0][2]!r}) are not the ones the labels use"
+        parts.append(
+            f"label no query of {_runs([r for r, _h, _q in other])}, so {their} ranking quality is not scored: {why}"
+        )
+    return head + "; and ".join(parts)
+
+
+def _runs(names: list[str]) -> str:
+    """``run 'a'`` / ``runs 'a', 'b', 'c', 4 more``."""
+    shown = [repr(r) for r in names[:3]] + ([f"{len(names) - 3:,} more"] if len(names) > 3 else [])
+    return listed("run", shown)

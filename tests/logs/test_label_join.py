@@ -18,10 +18,12 @@ QUESTIONS = {
 QRELS = "query-id\tcorpus-id\tscore\n1\t31715818\t1\n3\t14717500\t1\n"
 
 
-def _ragas(tmp_path, name="ragas_k5"):
+def _ragas(tmp_path, name="ragas_k5", ids=False):
     rows = [
         {"user_input": q, "retrieved_contexts": [f"passage about {q}"], "response": "yes"} for q in QUESTIONS.values()
     ]
+    for r in rows if ids else []:
+        r["retrieved_context_ids"] = ["31715818"]
     return write_jsonl(tmp_path / f"{name}.jsonl", rows)
 
 
@@ -100,7 +102,7 @@ def test_questions_uploaded_with_the_labels_are_read_as_questions(tmp_path):
     """On the home page the questions come as an upload beside the qrels (no folder layout)."""
     con = store.connect(":memory:")
     d = _beir(tmp_path)
-    load_paths(con, [_ragas(tmp_path)], precompute_overview=False)
+    load_paths(con, [_ragas(tmp_path, ids=True)], precompute_overview=False)
     rep = load_qrels(con, [d / "queries.jsonl", d / "qrels" / "test.tsv"])
     assert rep.n_labels == 2 and rep.n_by_text == 2 and unlabelled_runs_note(con) is None
     labelled = con.execute("SELECT DISTINCT query_id FROM qrels ORDER BY ALL").fetchall()
@@ -111,3 +113,32 @@ def test_questions_uploaded_with_the_labels_are_read_as_questions(tmp_path):
 
     with pytest.raises(QrelsError, match="holds questions, not relevance labels"):
         load_qrels(con, [d / "queries.jsonl"])
+
+
+def test_runs_without_document_ids_are_not_scored_zero_by_labels_of_documents(tmp_path):
+    """Once the questions joined SciFact's labels to the Ragas rows, every Ragas export without
+    retrieved_context_ids scored nDCG 0.000 — its document ids are its passages' hashes, which no label
+    naming a document can meet — and the gate passed a change of 0 → 0. Such a run is left out of the
+    figures (its queries unlabelled for it), and the note says why; labels of passages still score it."""
+    from ragaudit_core.quality.summary import compute_quality
+
+    con = store.connect(":memory:")
+    d = _beir(tmp_path)
+    ids = write_jsonl(
+        tmp_path / "with_ids.jsonl",
+        [
+            {"user_input": t, "retrieved_contexts": [t], "retrieved_context_ids": ["31715818"]}
+            for t in QUESTIONS.values()
+        ],
+    )
+    load_paths(con, [_ragas(tmp_path), ids], qrels=[d / "qrels" / "test.tsv"], precompute_overview=False)
+    q = compute_quality(con, ["ragas_k5", "with_ids"], resamples=0)
+    assert q.run("ragas_k5").n_queries == 0 and q.run("ragas_k5").n_unlabelled == 2
+    assert q.run("with_ids").n_queries == 2
+    note = unlabelled_runs_note(con)
+    assert note is not None and note.startswith(
+        "relevance labels are loaded for 2 queries ('1', '3') but score no query of run 'ragas_k5': it logged"
+    ), note
+    assert "but score no query of run 'ragas_k5': it logged no document ids" in note, note
+    assert "such as '14717500'" in note and "retrieved_context_ids" in note, note
+    assert "with_ids" not in note
