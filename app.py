@@ -145,8 +145,8 @@ def _upload(con, db_path: str) -> None:
     id_key = st.text_input(
         "Document id key",
         help="For Ragas, LangSmith, Langfuse and OpenInference logs whose passages carry their document id in "
-        "their metadata (e.g. 'id' or 'source'): that metadata key. Left empty, a passage without an id gets "
-        "the hash of its text as its document id.",
+        "their metadata (e.g. 'id' or 'source'): that metadata key. It wins over a logged id (LlamaIndex logs each "
+        "chunk's node id). Left empty, a passage without an id gets the hash of its text as its document id.",
         key="home.doc_id_key",
     ).strip()
     if files and st.button("Load the uploaded files", type="primary"):

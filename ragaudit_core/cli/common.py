@@ -119,7 +119,11 @@ RunId = Annotated[
 ]
 DocIdKey = Annotated[
     str | None,
-    typer.Option("--doc-id-key", help="Metadata key holding document ids in foreign records (e.g. source)."),
+    typer.Option(
+        "--doc-id-key",
+        help="Metadata key holding document ids in foreign records (e.g. source); wins over a logged "
+        "id (a chunk's node id) where a passage's metadata holds it.",
+    ),
 ]
 
 
