@@ -164,10 +164,19 @@ def text_doc_id(text: str, ctx: MapContext, label: str) -> str:
         f"{label} records carry no document ids"
         + (f" (and no metadata key {ctx.doc_id_key!r})" if ctx.doc_id_key else "")
         + ": each passage's document id is the hash of its text, so document-level metrics equal "
-        "span-level ones; to use real ids, name the metadata key that holds them (--doc-id-key, or "
-        "'Document id key' when uploading)"
+        "span-level ones; to use real ids, "
+        + _ID_HINTS.get(
+            label, "name the metadata key that holds them (--doc-id-key, or 'Document id key' when uploading)"
+        )
     )
     return "text:" + span_hash(text)[:16]
+
+
+# where a format without passage metadata keeps its ids (the others: a metadata key, --doc-id-key)
+_ID_HINTS = {
+    "Ragas": "give the rows a retrieved_context_ids column (one id per retrieved context)",
+    "RAGChecker": "give each retrieved_context its doc_id",
+}
 
 
 def evidence_entries(
