@@ -116,8 +116,8 @@ def _after_load(report=None, error: str | None = None) -> None:
             "summary": report.summary() + _read_as(report.files),
             "rejected": [(i.path, i.line_no, i.message) for i in report.rejected],
             "warnings": [  # a file's start with its name (as written); the database's are sentences
-                str(w) if w.path else ui.sentence(str(w)) for w in report.warnings if w.code != "identity"
-            ],  # (identity warnings: shown under Identity checks)
+                str(w) if w.path else ui.sentence(str(w)) for w in report.said_once() if w.code != "identity"
+            ],  # (identity warnings: shown under Identity checks; the same words about several files said once)
             "failed": [
                 ui.md(report.failure(f) + ".")  # "<file name> was not loaded: <why>", the name as uploaded
                 if f.status == "unreadable"

@@ -166,15 +166,16 @@ def print_ingest(report: IngestReport, max_lines: int = 50, *, refusals_follow: 
         typer.echo(f"{'refused' if issue.code == 'unreadable' else 'rejected'}: {issue}", err=True)
     if len(shown) > max_lines:
         typer.echo(f"rejected: … and {len(shown) - max_lines} more (see the quarantine table)", err=True)
-    for w in report.warnings[:max_lines]:
+    said = report.said_once()  # the same words about several files, once
+    for w in said[:max_lines]:
         typer.echo(f"warning: {w}", err=True)
     if report.labels is not None:
         for why in report.labels.rejected[:max_lines]:
             typer.echo(f"rejected label: {why}", err=True)
         for note in report.labels.warnings[:max_lines]:
             typer.echo(f"warning: {note}", err=True)
-    if len(report.warnings) > max_lines:
-        typer.echo(f"warning: … and {len(report.warnings) - max_lines} more (see the ingest_warnings table)", err=True)
+    if len(said) > max_lines:
+        typer.echo(f"warning: … and {len(said) - max_lines} more (see the ingest_warnings table)", err=True)
 
 
 def fail_on_rejected_files(report: IngestReport) -> None:

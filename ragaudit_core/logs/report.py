@@ -114,6 +114,25 @@ class IngestReport:
             warnings=[rename(w) for w in self.warnings],
         )
 
+    def said_once(self) -> list[Issue]:
+        """The warnings as a reader should get them: a file-wide warning (no line) that several files
+        raised in the same words is said once, at its first place, naming them ("a.csv, b.csv and 1 more
+        file: Ragas records carry no document ids …"); the others as they are."""
+        files: dict[tuple[str, str], list[str]] = {}
+        for w in self.warnings:
+            if w.path is not None and w.line_no is None:
+                files.setdefault((w.message, w.code), []).append(w.path)
+        out = []
+        for w in self.warnings:
+            names = files.get((w.message, w.code)) if w.path is not None and w.line_no is None else None
+            if names is None or len(names) == 1:
+                out.append(w)
+            elif names[0] == w.path:  # the first of the files that said it
+                more = f" and {counted(len(names) - 3, 'more file')}" if len(names) > 3 else ""
+                shown = ", ".join(names[:3]) + more if more else ", ".join(names[:-1]) + " and " + names[-1]
+                out.append(dataclasses.replace(w, path=shown))
+        return out
+
     def summary(self) -> str:
         loaded = sum(1 for f in self.files if f.status == "loaded")
         skipped = sum(1 for f in self.files if f.status == "already-loaded")

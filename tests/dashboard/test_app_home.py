@@ -290,6 +290,23 @@ def test_labels_that_label_no_loaded_query_are_not_loaded_in_silence(app_env, tm
     assert any("also under their questions' hashed ids (queries.jsonl)" in plain(s.value) for s in at.success)
 
 
+def test_one_warning_for_the_same_words_about_several_files(app_env, tmp_path):
+    """Three Ragas exports without ids drew three yellow boxes of the same 300 characters, one per file
+    (ten exports: ten boxes above the figures): the warning is said once and names the files."""
+    app_env()
+    at = app_test("app.py").run()
+    ups = []
+    for name in ("k5.csv", "k10.csv", "k20.csv", "c128.csv"):
+        body = f"user_input,retrieved_contexts\nWhy?,['passage of {name}']\n".encode()
+        ups.append((name, body, "text/csv"))
+    at.file_uploader[0].set_value(ups).run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    assert not at.exception
+    said = [plain(w.value) for w in at.warning if "carry no document ids" in plain(w.value)]
+    assert len(said) == 1, said
+    assert said[0].startswith("k5.csv, k10.csv, k20.csv and 1 more file: Ragas records carry no document ids"), said
+
+
 def test_passage_like_ids_are_flagged_and_read_as_texts_in_one_click(app_env, tmp_path):
     path = app_env()
     passage = (
