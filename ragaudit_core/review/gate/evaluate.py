@@ -60,7 +60,8 @@ class GateInputs:
     citations behind a CFS figure, with a ground-truth source behind stage survival, explained
     queries behind WARG), so that ``min_queries`` holds for every rule whose count is known.
     ``quality_note``: why relevance labels that are loaded label no query of a run (its query ids
-    are not theirs), said instead of "no relevance labels"."""
+    are not theirs), said instead of "no relevance labels". ``level_notes[level]``: why that level's
+    Jaccard figures are left out (a run that logged no document ids: passage hashes)."""
 
     baseline: str
     candidate: str
@@ -72,6 +73,7 @@ class GateInputs:
     delta_ci: dict[RunMetricKey, Estimate] = field(default_factory=dict)
     run_n: dict[str, dict[RunMetricKey, int]] = field(default_factory=dict)
     quality_note: str | None = None
+    level_notes: dict[str, str] = field(default_factory=dict)  # why a level's J figures are left out
 
 
 class RuleResult(BaseModel):
@@ -202,7 +204,11 @@ def _pair_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
     v = inputs.pair.get(key)
     b, c = inputs.baseline, inputs.candidate
     if v is None:
-        note = inputs.pair_note or ("the logs carry no span information" if rule.level == "span" else "")
+        note = (
+            inputs.level_notes.get(rule.level or "")
+            or inputs.pair_note
+            or ("the logs carry no span information" if rule.level == "span" else "")
+        )
         return RuleResult(
             rule=rule,
             status="not applicable",
@@ -290,6 +296,8 @@ def evaluate(policy: GatePolicy | list[Rule], inputs: GateInputs) -> Verdict:
         )
     answered = {r.rule.area for r in applicable}
     absent = {"quality": "no labelled query"} if inputs.quality_note else {}
+    if inputs.level_notes:
+        absent["stability"] = "no document ids"
     for area in pol.require:
         if area not in answered:
             thin.append(
