@@ -13,9 +13,11 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core import __version__, workspace
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog, sanity, store
-from ragaudit_core.logs.ingest import IngestError, IngestOptions
+from ragaudit_core.logs.ingest import IngestOptions
 from ragaudit_core.logs.qrels import QrelsError
+from ragaudit_core.logs.runs import parse_settings
 from ragaudit_core.logs.selection import natural_sorted
 
 KEYS, PAGES = ui.KEYS, ui.PAGES
@@ -149,6 +151,14 @@ def _upload(con, db_path: str) -> None:
         "chunk's node id). Left empty, a passage without an id gets the hash of its text as its document id.",
         key="home.doc_id_key",
     ).strip()
+    settings = st.text_input(
+        "Settings of these runs",
+        placeholder="e.g. top_k=5, chunk_size=256",
+        help="For logs that carry no settings (Ragas, LangSmith, Langfuse, OpenInference exports): the top-k, chunk "
+        "size, overlap or embedder of the runs these files make, so the pages can say what changed between runs. "
+        "Runs that log their own keep them.",
+        key="home.settings",
+    ).strip()
     if files and st.button("Load the uploaded files", type="primary"):
         with st.spinner("Validating and loading…"):
             try:
@@ -158,8 +168,9 @@ def _upload(con, db_path: str) -> None:
                     catalog.uploads_dir(db_path),
                     IngestOptions(doc_id_key=id_key or None),
                     ids_are_texts=as_texts,
+                    settings=parse_settings(settings) if settings else None,
                 )
-            except IngestError as e:
+            except RagAuditError as e:  # an ingest that could not start, or settings that do not read
                 _after_load(error=str(e))
             else:
                 _after_load(report)
@@ -248,14 +259,16 @@ def _loaded(con, info: dict, db_path: str, writable: bool) -> None:
     _identity(con, writable)
     if info["runs"]:
         st.subheader("Runs and their configurations")
+        runs = catalog.runs_table(con)
         ui.table(
-            catalog.runs_table(con),
+            runs,
             hide_index=True,
             column_config={
                 "mean_entries": st.column_config.NumberColumn("mean entries", format="%.2f"),
                 "config": st.column_config.TextColumn("config (as logged)", width="large"),
             },
         )
+        _no_settings(runs)
         sel, _ = ui.default_selection(db_path, store.data_version(con))
         if sel.note:  # which runs the pages compare when nobody picks, and why the others are left out
             st.caption(
@@ -296,6 +309,23 @@ def _loaded(con, info: dict, db_path: str, writable: bool) -> None:
             names = warnings["path"].map(lambda p: Path(p).name if isinstance(p, str) else p)
             ui.table(warnings.assign(path=names), hide_index=True)
     _ledger(con, writable)
+
+
+def _no_settings(runs) -> None:
+    """Which runs log no settings, so the pages cannot say what changed between them, and where to give them."""
+    bare = natural_sorted(runs.loc[runs["config"].isna(), "run_id"])
+    if len(runs) < 2 or not bare:
+        return
+    names = ", ".join(repr(r) for r in bare[:5]) + (f" and {len(bare) - 5:,} more" if len(bare) > 5 else "")
+    st.caption(
+        ui.md(
+            f"{'Run' if len(bare) == 1 else 'Runs'} {names} log{'s' if len(bare) == 1 else ''} no settings (top-k, "
+            "chunk size, overlap, embedder), so the pages call what changed between runs “unknown (no config)”. "
+            "Other tools' exports carry none: give them under “Settings of these runs” when loading, or with "
+            "ragaudit ingest --settings top_k=5,chunk_size=256 (a run already loaded takes them once removed and "
+            "loaded again)."
+        )
+    )
 
 
 def _identity(con, writable: bool) -> None:

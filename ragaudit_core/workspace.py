@@ -20,6 +20,7 @@ from ragaudit_core.logs import catalog, derived, removal, sanity, store
 from ragaudit_core.logs.ingest import IngestOptions, IngestReport, ingest_paths
 from ragaudit_core.logs.qrels import QrelsError, QrelsReport, load_qrels, qrels_files
 from ragaudit_core.logs.report import Issue
+from ragaudit_core.logs.runs import set_settings
 from ragaudit_core.quality import cache as _quality_cache  # noqa: F401 — registers what ingest stores
 from ragaudit_core.stability import cache as _stability_cache  # noqa: F401 — registers what ingest stores
 from ragaudit_core.wording import counted, listed
@@ -44,13 +45,15 @@ def load_paths(
     progress: Callable[[str, int, str], None] | None = None,
     qrels: Iterable[str | Path] = (),
     ids_are_texts: bool = False,
+    settings: dict[str, object] | None = None,
 ) -> IngestReport:
     """:func:`ingest_paths` on a cursor of its own (its own transaction, whatever other
     sessions do on a shared connection), then the relevance labels — ``qrels`` files and those
     under each folder's ``qrels/`` (:func:`ragaudit_core.logs.qrels.qrels_files`) — and the stored
     stability overview when records were added and ``precompute_overview``. The identity checks
     (:mod:`ragaudit_core.logs.sanity`) add their warnings to the report; ``ids_are_texts`` re-reads
-    the loaded runs' document ids as passage texts first."""
+    the loaded runs' document ids as passage texts first; ``settings`` (top-k, chunk size, …) go to
+    the runs of this load that log none (:func:`ragaudit_core.logs.runs.set_settings`)."""
     paths = list(paths)
     label_files = [*(f for p in paths if Path(p).is_dir() for f in qrels_files(p)), *map(Path, qrels)]
     before = set(catalog.evidence_run_ids(con))
@@ -61,6 +64,11 @@ def load_paths(
         cur.close()
     if joined := [r for r in report.runs if r in before]:
         report.warnings.append(Issue(None, None, _joined_runs(joined), "runs"))
+    if settings and report.runs:
+        for run in set_settings(con, report.runs, settings):
+            note = f"run {run!r} logs its own settings: they are kept (the settings given apply to runs that log none)"
+            report.warnings.append(Issue(None, None, note, "runs"))
+        store.bump_data_version(con)
     if ids_are_texts and report.runs:
         n = sanity.read_ids_as_texts(con, report.runs)
         texts = "a passage text" if n == 1 else "passage texts"
@@ -92,12 +100,13 @@ def load_uploads(
     options: IngestOptions = IngestOptions(),
     *,
     ids_are_texts: bool = False,
+    settings: dict[str, object] | None = None,
 ) -> IngestReport:
     """Keep uploaded ``(name, bytes)`` files under ``dest`` (:func:`catalog.keep_uploads`) and load
     them; the report names each file as it was uploaded, not where it is kept."""
     uploads = list(uploads)
     paths = catalog.keep_uploads(uploads, dest)
-    report = load_paths(con, paths, options, ids_are_texts=ids_are_texts)
+    report = load_paths(con, paths, options, ids_are_texts=ids_are_texts, settings=settings)
     return report.with_paths({str(p): name for p, (name, _data) in zip(paths, uploads)})
 
 

@@ -432,6 +432,19 @@ def test_labels_keyed_by_other_query_ids_say_why_they_score_nothing(tmp_path):
         assert "but label no query of runs 'ragas_k10', 'ragas_k5'" in p.stdout, (cmd, p.stdout)
 
 
+def test_ingest_settings_for_runs_that_log_none(tmp_path):
+    """`--settings` gives another tool's runs their top-k and chunk size (a bad one: exit 2, one line)."""
+    rows = [{"user_input": "Why?", "retrieved_contexts": ["a passage"]}]
+    db = tmp_path / "s.duckdb"
+    p = run("ingest", write_jsonl(tmp_path / "k5.jsonl", rows), "--settings", "top_k=5,chunk_size=256", "--db", db)
+    assert p.returncode == 0, p.stderr
+    con = store.connect(db, read_only=True)
+    assert con.execute("SELECT run_id, top_k, chunk_size FROM runs").fetchall() == [("k5", 5, 256)]
+    con.close()
+    p = run("ingest", write_jsonl(tmp_path / "k6.jsonl", rows), "--settings", "top_k", "--db", db)
+    assert p.returncode == 2 and p.stderr.strip().endswith("chunk_size=256), not 'top_k'"), p.stderr
+
+
 def test_ingest_progress_in_a_log_shows_each_files_total(capsys):
     """Not on a terminal (a CI log): a file's first count, each 100,000 crossed, and its total."""
     from ragaudit_core.cli.common import progress

@@ -307,6 +307,32 @@ def test_one_warning_for_the_same_words_about_several_files(app_env, tmp_path):
     assert said[0].startswith("k5.csv, k10.csv, k20.csv and 1 more file: Ragas records carry no document ids"), said
 
 
+def test_runs_without_settings_are_told_how_to_get_them(app_env, tmp_path):
+    """Ragas exports log no top-k or chunk size: every page called what changed "unknown (no config)"
+    with no word on how to say it. The home page says which runs lack settings and where to give them;
+    given with the upload, they fill the runs table."""
+    app_env()
+    at = app_test("app.py").run()
+
+    def upload(name, settings=""):
+        body = f"user_input,retrieved_contexts\nWhy?,['passage of {name}']\n".encode()
+        at.file_uploader[0].set_value((name, body, "text/csv")).run()
+        at.text_input(key="home.settings").set_value(settings).run()
+        next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+        assert not at.exception
+
+    upload("k5.csv")
+    upload("k10.csv")
+    said = [plain(c.value) for c in at.caption if "log no settings" in plain(c.value)]
+    assert len(said) == 1 and said[0].startswith("Runs 'k5', 'k10' log no settings (top-k, chunk size"), said
+    assert "Settings of these runs" in said[0] and "--settings" in said[0]
+    upload("k20.csv", "top_k=20, chunk_size=256")
+    runs = next(df.value for df in at.dataframe if "top_k" in df.value.columns)
+    assert runs.set_index("run_id").loc["k20", "top_k"] == 20
+    upload("bad.csv", "top_k")
+    assert any("settings are KEY=VALUE pairs" in plain(e.value) for e in at.error)
+
+
 def test_passage_like_ids_are_flagged_and_read_as_texts_in_one_click(app_env, tmp_path):
     path = app_env()
     passage = (
