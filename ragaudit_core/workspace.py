@@ -69,6 +69,7 @@ def load_paths(
             note = f"run {run!r} logs its own settings: they are kept (the settings given apply to runs that log none)"
             report.warnings.append(Issue(None, None, note, "runs"))
         store.bump_data_version(con)
+    report.warnings += _named_alike(con, report)
     if ids_are_texts and report.runs:
         n = sanity.read_ids_as_texts(con, report.runs)
         texts = "a passage text" if n == 1 else "passage texts"
@@ -81,6 +82,44 @@ def load_paths(
     if report.n_records and precompute_overview:
         derived.precompute(con)  # what every page opens on (logs.derived's registry)
     return report
+
+
+def _named_alike(con: duckdb.DuckDBPyConnection, report: IngestReport) -> list[Issue]:
+    """Files of this load whose questions were read as repeats (``q:…#2``) of another file's of this load
+    in the same run (a run of an earlier load says so itself, :func:`_joined_runs`): two exports named
+    alike (``k5/spans.parquet``, ``k10/spans.parquet``) make one run, as a log that names no run is named
+    after its file — one sentence per file, saying what to do."""
+    loaded = [f.sha256 for f in report.files if f.status == "loaded"]
+    if not loaded or not report.runs:
+        return []
+    rows = con.execute(
+        """SELECT fb.path, b.run_id, fa.path, count(*)
+           FROM records a JOIN records b ON b.run_id = a.run_id AND b.query_id = a.query_id || '#2'
+           JOIN files fa ON fa.file_id = a.file_id JOIN files fb ON fb.file_id = b.file_id
+           WHERE a.file_id <> b.file_id AND list_contains(?, fa.sha256) AND list_contains(?, fb.sha256)
+             AND list_contains(?, b.run_id)
+           GROUP BY ALL ORDER BY fb.path, b.run_id""",
+        [loaded, loaded, report.runs],
+    ).fetchall()
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for path, run, other, n in rows:
+        if (path, run) in seen:
+            continue
+        seen.add((path, run))
+        out.append(
+            Issue(
+                path,
+                None,
+                f"this file and {Path(other).name} (another file of this load) both make run {run!r} (a log that "
+                "names no run is named "
+                f"after its file), so this file's {counted(n, 'question')} were read as repeats of the other's "
+                f"(q:…#2): if they are two runs, remove run {run!r} and load them with names apart (rename the "
+                "files, or one ingest each with --run-id)",
+                "runs",
+            )
+        )
+    return out
 
 
 def _joined_runs(runs: list[str]) -> str:
