@@ -13,9 +13,11 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core import __version__, workspace
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog, sanity, store
-from ragaudit_core.logs.ingest import IngestError, IngestOptions
+from ragaudit_core.logs.ingest import IngestOptions
 from ragaudit_core.logs.qrels import QrelsError
+from ragaudit_core.logs.runs import parse_settings
 from ragaudit_core.logs.selection import natural_sorted
 
 KEYS, PAGES = ui.KEYS, ui.PAGES
@@ -116,8 +118,8 @@ def _after_load(report=None, error: str | None = None) -> None:
             "summary": report.summary() + _read_as(report.files),
             "rejected": [(i.path, i.line_no, i.message) for i in report.rejected],
             "warnings": [  # a file's start with its name (as written); the database's are sentences
-                str(w) if w.path else ui.sentence(str(w)) for w in report.warnings if w.code != "identity"
-            ],  # (identity warnings: shown under Identity checks)
+                str(w) if w.path else ui.sentence(str(w)) for w in report.said_once() if w.code != "identity"
+            ],  # (identity warnings: shown under Identity checks; the same words about several files said once)
             "failed": [
                 ui.md(report.failure(f) + ".")  # "<file name> was not loaded: <why>", the name as uploaded
                 if f.status == "unreadable"
@@ -145,9 +147,17 @@ def _upload(con, db_path: str) -> None:
     id_key = st.text_input(
         "Document id key",
         help="For Ragas, LangSmith, Langfuse and OpenInference logs whose passages carry their document id in "
-        "their metadata (e.g. 'id' or 'source'): that metadata key. Left empty, a passage without an id gets "
-        "the hash of its text as its document id.",
+        "their metadata (e.g. 'id' or 'source'): that metadata key. It wins over a logged id (LlamaIndex logs each "
+        "chunk's node id). Left empty, a passage without an id gets the hash of its text as its document id.",
         key="home.doc_id_key",
+    ).strip()
+    settings = st.text_input(
+        "Settings of these runs",
+        placeholder="e.g. top_k=5, chunk_size=256",
+        help="For logs that carry no settings (Ragas, LangSmith, Langfuse, OpenInference exports): the top-k, chunk "
+        "size, overlap or embedder of the runs these files make, so the pages can say what changed between runs. "
+        "Runs that log their own keep them.",
+        key="home.settings",
     ).strip()
     if files and st.button("Load the uploaded files", type="primary"):
         with st.spinner("Validating and loading…"):
@@ -158,8 +168,9 @@ def _upload(con, db_path: str) -> None:
                     catalog.uploads_dir(db_path),
                     IngestOptions(doc_id_key=id_key or None),
                     ids_are_texts=as_texts,
+                    settings=parse_settings(settings) if settings else None,
                 )
-            except IngestError as e:
+            except RagAuditError as e:  # an ingest that could not start, or settings that do not read
                 _after_load(error=str(e))
             else:
                 _after_load(report)
@@ -172,8 +183,9 @@ def _qrels_upload(con, db_path: str) -> None:
     with st.expander("Relevance labels (qrels) — for ranking quality"):
         files = st.file_uploader(
             "TREC or BEIR qrels: 'query-id<TAB>doc-id<TAB>relevance' (header or not) or TREC's "
-            "'query-id 0 doc-id relevance'; graded; a later file replaces the labels of its queries",
-            type=["tsv", "txt", "qrels", "gz"],
+            "'query-id 0 doc-id relevance'; graded; a later file replaces the labels of its queries. With BEIR's "
+            "queries.jsonl beside them, the labels also meet logs without query ids (Ragas, traces) by question",
+            type=["tsv", "txt", "qrels", "gz", "jsonl"],
             accept_multiple_files=True,
             key=f"{KEYS.uploader}.qrels.{st.session_state.get(KEYS.uploader, 0)}",
         )
@@ -185,8 +197,8 @@ def _qrels_upload(con, db_path: str) -> None:
                     )
                 except QrelsError as e:
                     st.session_state[KEYS.last_ingest] = {"error": str(e)}
-                else:
-                    st.session_state[KEYS.last_ingest] = {"notice": rep.summary()}
+                else:  # with what the load noticed (labels that label no loaded query, repeated judgements)
+                    st.session_state[KEYS.last_ingest] = {"notice": rep.summary(), "notes": rep.warnings}
             st.session_state[KEYS.uploader] = st.session_state.get(KEYS.uploader, 0) + 1
             st.cache_data.clear()
             st.rerun()
@@ -218,6 +230,8 @@ def _last_ingest() -> None:
         return
     if "notice" in last:
         st.success(ui.md(last["notice"][:1].upper() + last["notice"][1:] + "."))
+        for note in last.get("notes", [])[:20]:
+            st.warning(ui.md(ui.sentence(note) + "."))
         return
     for msg in last.get("failed", []):
         st.error(msg)
@@ -245,14 +259,16 @@ def _loaded(con, info: dict, db_path: str, writable: bool) -> None:
     _identity(con, writable)
     if info["runs"]:
         st.subheader("Runs and their configurations")
+        runs = catalog.runs_table(con)
         ui.table(
-            catalog.runs_table(con),
+            runs,
             hide_index=True,
             column_config={
                 "mean_entries": st.column_config.NumberColumn("mean entries", format="%.2f"),
                 "config": st.column_config.TextColumn("config (as logged)", width="large"),
             },
         )
+        _no_settings(runs)
         sel, _ = ui.default_selection(db_path, store.data_version(con))
         if sel.note:  # which runs the pages compare when nobody picks, and why the others are left out
             st.caption(
@@ -293,6 +309,23 @@ def _loaded(con, info: dict, db_path: str, writable: bool) -> None:
             names = warnings["path"].map(lambda p: Path(p).name if isinstance(p, str) else p)
             ui.table(warnings.assign(path=names), hide_index=True)
     _ledger(con, writable)
+
+
+def _no_settings(runs) -> None:
+    """Which runs log no settings, so the pages cannot say what changed between them, and where to give them."""
+    bare = natural_sorted(runs.loc[runs["config"].isna(), "run_id"])
+    if len(runs) < 2 or not bare:
+        return
+    names = ", ".join(repr(r) for r in bare[:5]) + (f" and {len(bare) - 5:,} more" if len(bare) > 5 else "")
+    st.caption(
+        ui.md(
+            f"{'Run' if len(bare) == 1 else 'Runs'} {names} log{'s' if len(bare) == 1 else ''} no settings (top-k, "
+            "chunk size, overlap, embedder), so the pages call what changed between runs “unknown (no config)”. "
+            "Other tools' exports carry none: give them under “Settings of these runs” when loading, or with "
+            "ragaudit ingest --settings top_k=5,chunk_size=256 (a run already loaded takes them once removed and "
+            "loaded again)."
+        )
+    )
 
 
 def _identity(con, writable: bool) -> None:

@@ -12,6 +12,7 @@ import streamlit as st
 from pages import ui
 from ragaudit_core.intervals import DEFAULT_RESAMPLES
 from ragaudit_core.logs import catalog
+from ragaudit_core.logs.qrels import unlabelled_runs_note
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.review import charts, quality_charts
@@ -43,8 +44,12 @@ def stability(db: str, data_version: str, tau: float, runs: tuple[str, ...] | No
 
 @st.cache_data(show_spinner="Ranking quality of the compared runs…", max_entries=8)
 def quality(db: str, data_version: str, runs: tuple[str, ...]):
+    """The runs' ranking quality, and why the loaded labels label no query of some of them (None, None
+    without labels)."""
     con = ui.connection(db)
-    return quality_cached(con, list(runs)) if has_labels(con) else None
+    if not has_labels(con):
+        return None, None
+    return quality_cached(con, list(runs)), unlabelled_runs_note(con, runs)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -164,9 +169,12 @@ with right:
     else:
         st.info("No pair has span information on both sides: the per-(query, pair) view needs spans.")
 
-q_res = quality(db_path, version, tuple(s.runs))
-if q_res is not None and q_res.labelled:
+q_res, q_note = quality(db_path, version, tuple(s.runs))
+if q_res is not None and (q_res.labelled or q_note):
     st.subheader("Ranking quality (relevance labels)")
+if q_note:  # labels are loaded, yet some compared run has none of its queries labelled: say why
+    st.info(ui.md(ui.sentence(q_note) + "."))
+if q_res is not None and q_res.labelled:
     q_left, q_right = st.columns([3, 2])
     with q_left:
         ui.table(

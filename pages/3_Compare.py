@@ -9,6 +9,7 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core.logs import catalog
+from ragaudit_core.logs.qrels import unlabelled_runs_note
 from ragaudit_core.logs.sanity import same_questions_other_ids
 from ragaudit_core.logs.selection import natural_sorted, runs_sharing_queries
 from ragaudit_core.quality.cache import has_labels, quality_cached
@@ -35,9 +36,10 @@ def comparison(db: str, data_version: str, a: str, b: str, tau: float):
 def pair_quality(db: str, data_version: str, a: str, b: str, tau: float):
     con = ui.connection(db)
     if not has_labels(con):
-        return None, None
+        return None, None, None
     q = quality_cached(con, [a, b], pairs=[(a, b)])
-    return q, jitter_cost(con, comparison(db, data_version, a, b, tau), k=10)
+    # why the loaded labels label no query of one of the runs, when they do not
+    return q, jitter_cost(con, comparison(db, data_version, a, b, tau), k=10), unlabelled_runs_note(con, [a, b])
 
 
 @st.cache_data(show_spinner="Comparing the answers…", max_entries=8)
@@ -142,8 +144,11 @@ if cmp.intervals is not None and not cmp.intervals.pairs.empty:
         st.caption(f"95 % bootstrap intervals over the {ui.counted(iv.n_queries, 'shared query')}: " + " · ".join(bits))
 
 # --- ranking quality --------------------------------------------------------------------------
-q_pair, cost = pair_quality(db_path, version, baseline, candidate, tau)
-if q_pair is not None and q_pair.labelled:
+q_pair, cost, q_note = pair_quality(db_path, version, baseline, candidate, tau)
+if q_note:
+    st.subheader("Does jitter cost quality?")
+    st.info(ui.md(ui.sentence(q_note) + "."))
+elif q_pair is not None and q_pair.labelled:
     st.subheader("Does jitter cost quality?")
     changes = q_pair.pairs.get((baseline, candidate), {})
     qrows = []

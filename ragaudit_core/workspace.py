@@ -20,6 +20,7 @@ from ragaudit_core.logs import catalog, derived, removal, sanity, store
 from ragaudit_core.logs.ingest import IngestOptions, IngestReport, ingest_paths
 from ragaudit_core.logs.qrels import QrelsError, QrelsReport, load_qrels, qrels_files
 from ragaudit_core.logs.report import Issue
+from ragaudit_core.logs.runs import set_settings
 from ragaudit_core.quality import cache as _quality_cache  # noqa: F401 — registers what ingest stores
 from ragaudit_core.stability import cache as _stability_cache  # noqa: F401 — registers what ingest stores
 from ragaudit_core.wording import counted, listed
@@ -44,13 +45,15 @@ def load_paths(
     progress: Callable[[str, int, str], None] | None = None,
     qrels: Iterable[str | Path] = (),
     ids_are_texts: bool = False,
+    settings: dict[str, object] | None = None,
 ) -> IngestReport:
     """:func:`ingest_paths` on a cursor of its own (its own transaction, whatever other
     sessions do on a shared connection), then the relevance labels — ``qrels`` files and those
     under each folder's ``qrels/`` (:func:`ragaudit_core.logs.qrels.qrels_files`) — and the stored
     stability overview when records were added and ``precompute_overview``. The identity checks
     (:mod:`ragaudit_core.logs.sanity`) add their warnings to the report; ``ids_are_texts`` re-reads
-    the loaded runs' document ids as passage texts first."""
+    the loaded runs' document ids as passage texts first; ``settings`` (top-k, chunk size, …) go to
+    the runs of this load that log none (:func:`ragaudit_core.logs.runs.set_settings`)."""
     paths = list(paths)
     label_files = [*(f for p in paths if Path(p).is_dir() for f in qrels_files(p)), *map(Path, qrels)]
     before = set(catalog.evidence_run_ids(con))
@@ -61,6 +64,12 @@ def load_paths(
         cur.close()
     if joined := [r for r in report.runs if r in before]:
         report.warnings.append(Issue(None, None, _joined_runs(joined), "runs"))
+    if settings and report.runs:
+        for run in set_settings(con, report.runs, settings):
+            note = f"run {run!r} logs its own settings: they are kept (the settings given apply to runs that log none)"
+            report.warnings.append(Issue(None, None, note, "runs"))
+        store.bump_data_version(con)
+    report.warnings += _named_alike(con, report)
     if ids_are_texts and report.runs:
         n = sanity.read_ids_as_texts(con, report.runs)
         texts = "a passage text" if n == 1 else "passage texts"
@@ -73,6 +82,44 @@ def load_paths(
     if report.n_records and precompute_overview:
         derived.precompute(con)  # what every page opens on (logs.derived's registry)
     return report
+
+
+def _named_alike(con: duckdb.DuckDBPyConnection, report: IngestReport) -> list[Issue]:
+    """Files of this load whose questions were read as repeats (``q:…#2``) of another file's of this load
+    in the same run (a run of an earlier load says so itself, :func:`_joined_runs`): two exports named
+    alike (``k5/spans.parquet``, ``k10/spans.parquet``) make one run, as a log that names no run is named
+    after its file — one sentence per file, saying what to do."""
+    loaded = [f.sha256 for f in report.files if f.status == "loaded"]
+    if not loaded or not report.runs:
+        return []
+    rows = con.execute(
+        """SELECT fb.path, b.run_id, fa.path, count(*)
+           FROM records a JOIN records b ON b.run_id = a.run_id AND b.query_id = a.query_id || '#2'
+           JOIN files fa ON fa.file_id = a.file_id JOIN files fb ON fb.file_id = b.file_id
+           WHERE a.file_id <> b.file_id AND list_contains(?, fa.sha256) AND list_contains(?, fb.sha256)
+             AND list_contains(?, b.run_id)
+           GROUP BY ALL ORDER BY fb.path, b.run_id""",
+        [loaded, loaded, report.runs],
+    ).fetchall()
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for path, run, other, n in rows:
+        if (path, run) in seen:
+            continue
+        seen.add((path, run))
+        out.append(
+            Issue(
+                path,
+                None,
+                f"this file and {Path(other).name} (another file of this load) both make run {run!r} (a log that "
+                "names no run is named "
+                f"after its file), so this file's {counted(n, 'question')} were read as repeats of the other's "
+                f"(q:…#2): if they are two runs, remove run {run!r} and load them with names apart (rename the "
+                "files, or one ingest each with --run-id)",
+                "runs",
+            )
+        )
+    return out
 
 
 def _joined_runs(runs: list[str]) -> str:
@@ -92,12 +139,13 @@ def load_uploads(
     options: IngestOptions = IngestOptions(),
     *,
     ids_are_texts: bool = False,
+    settings: dict[str, object] | None = None,
 ) -> IngestReport:
     """Keep uploaded ``(name, bytes)`` files under ``dest`` (:func:`catalog.keep_uploads`) and load
     them; the report names each file as it was uploaded, not where it is kept."""
     uploads = list(uploads)
     paths = catalog.keep_uploads(uploads, dest)
-    report = load_paths(con, paths, options, ids_are_texts=ids_are_texts)
+    report = load_paths(con, paths, options, ids_are_texts=ids_are_texts, settings=settings)
     return report.with_paths({str(p): name for p, (name, _data) in zip(paths, uploads)})
 
 

@@ -74,7 +74,8 @@ Qrels = Annotated[
     list[Path] | None,
     typer.Option(
         "--qrels",
-        help="Relevance labels (TREC or BEIR qrels; repeatable). A log folder's qrels/ is read with it.",
+        help="Relevance labels (TREC or BEIR qrels; repeatable). A log folder's qrels/ is read with it; BEIR's "
+        "queries.jsonl (beside qrels/, or given too) labels logs without query ids by their questions.",
     ),
 ]
 
@@ -119,7 +120,11 @@ RunId = Annotated[
 ]
 DocIdKey = Annotated[
     str | None,
-    typer.Option("--doc-id-key", help="Metadata key holding document ids in foreign records (e.g. source)."),
+    typer.Option(
+        "--doc-id-key",
+        help="Metadata key holding document ids in foreign records (e.g. source); wins over a logged "
+        "id (a chunk's node id) where a passage's metadata holds it.",
+    ),
 ]
 
 
@@ -162,15 +167,16 @@ def print_ingest(report: IngestReport, max_lines: int = 50, *, refusals_follow: 
         say(f"{'refused' if issue.code == 'unreadable' else 'rejected'}: {issue}", err=True)
     if len(shown) > max_lines:
         say(f"rejected: … and {len(shown) - max_lines} more (see the quarantine table)", err=True)
-    for w in report.warnings[:max_lines]:
+    said = report.said_once()  # the same words about several files, once
+    for w in said[:max_lines]:
         say(f"warning: {w}", err=True)
     if report.labels is not None:
         for why in report.labels.rejected[:max_lines]:
             say(f"rejected label: {why}", err=True)
         for note in report.labels.warnings[:max_lines]:
             say(f"warning: {note}", err=True)
-    if len(report.warnings) > max_lines:
-        say(f"warning: … and {len(report.warnings) - max_lines} more (see the ingest_warnings table)", err=True)
+    if len(said) > max_lines:
+        say(f"warning: … and {len(said) - max_lines} more (see the ingest_warnings table)", err=True)
 
 
 def fail_on_rejected_files(report: IngestReport) -> None:

@@ -32,6 +32,7 @@ from ragaudit_core.logs import store
 from ragaudit_core.logs.documents import DEFAULT_MAX_DEPTH
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_EXPANSION, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_LINE_BYTES
 from ragaudit_core.logs.listing import list_paths
+from ragaudit_core.logs.runs import parse_settings
 
 __all__ = ["ingest"]
 
@@ -58,6 +59,14 @@ def ingest(
     max_depth: Annotated[
         int, typer.Option("--max-depth", help="Nesting depth of a JSON value in a JSON document.")
     ] = DEFAULT_MAX_DEPTH,
+    settings: Annotated[
+        str | None,
+        typer.Option(
+            "--settings",
+            help="Settings of the runs this load makes that log none (another tool's export), e.g. "
+            "'top_k=5,chunk_size=256,embedder=bge': the pages then say what changed between runs.",
+        ),
+    ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
     ids_are_texts: Annotated[
         bool,
@@ -96,6 +105,7 @@ def ingest(
     )
     lines = progress()
     try:
+        given = parse_settings(settings) if settings is not None else None
         if not Path(db).exists():
             list_paths(list[str | Path](paths))  # a call with nothing to read fails before it makes a database
         con = connect_db(db, init=init)
@@ -107,6 +117,7 @@ def ingest(
             progress=lines,
             qrels=qrels or [],
             ids_are_texts=ids_are_texts,
+            settings=given,
         )
     except RagAuditError as e:
         fail(str(e))

@@ -10,6 +10,7 @@ import typer
 from ragaudit_core.cli.common import DbOrMemory, LogPaths, Qrels, emit_json, fail, ints, open_logs
 from ragaudit_core.cli.terminal import say
 from ragaudit_core.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
+from ragaudit_core.logs.qrels import unlabelled_runs_note
 from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.quality import DEFAULT_CUTOFFS
 from ragaudit_core.quality.summary import QualityResult, compute_quality
@@ -70,11 +71,12 @@ def quality(
     except ValueError as e:
         fail(str(e))
     if json_out != "-":
-        _print(result)
+        _print(result, unlabelled_runs_note(con, chosen))
     emit_json(result.to_json(), json_out)
 
 
-def _print(res: QualityResult) -> None:
+def _print(res: QualityResult, note: str | None = None) -> None:
+    """The table; ``note``: why the loaded labels label no query of some run (said under its rows)."""
     head = [*[m for m in res.metrics if m.startswith(("ndcg@", "recall@"))][:4], "mrr", "map"]
     say(
         "ranking quality, mean over labelled queries "
@@ -90,6 +92,8 @@ def _print(res: QualityResult) -> None:
         )
         left = f" ({r.n_unlabelled} unlabelled left out)" if r.n_unlabelled else ""
         say(f"{r.run_id}: {counted(r.n_queries, 'query')}{left}  {cells or 'no labelled query'}")
+    if note:
+        say(f"note: {note}")
     key = "ndcg@10" if "ndcg@10" in res.metrics else next(m for m in res.metrics if m.startswith("ndcg@"))
     if res.pairs:
         ci = " [interval]" if res.resamples else ""

@@ -39,6 +39,7 @@ from ragaudit_core.intervals import DEFAULT_RESAMPLES
 from ragaudit_core.logs import catalog
 from ragaudit_core.logs.identity import load_docid_map
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
+from ragaudit_core.logs.qrels import unlabelled_runs_note
 from ragaudit_core.logs.selection import comparable_runs
 from ragaudit_core.quality.summary import QualityResult, compute_quality
 from ragaudit_core.review.spreadsheet import write_csv
@@ -125,7 +126,7 @@ def stability(
     if json_out != "-":
         _print_stability(result)
         if quality is not None:
-            _print_quality(quality)
+            _print_quality(quality, unlabelled_runs_note(con, result.summary.runs))
     for w in result.summary.warnings:
         say(f"warning: {w}", err=True)
     emit_json({**result.to_json(), **({"quality": quality.to_json()} if quality is not None else {})}, json_out)
@@ -146,7 +147,8 @@ def _quality(
     return compute_quality(con, result.summary.runs, pairs=pairs, docid_map=opts.docid_map, resamples=resamples)
 
 
-def _print_quality(q: QualityResult) -> None:
+def _print_quality(q: QualityResult, note: str | None = None) -> None:
+    """Each run's nDCG@10 and recall@10; ``note``: why the loaded labels label no query of some run."""
     shown = [(r, r.metrics.get("ndcg@10"), r.metrics.get("recall@10")) for r in q.runs]
     bounded = any(e is not None and e.n and e.lo == e.lo for _, e, _ in shown)  # (no resamples: NaN bounds)
     say()
@@ -162,6 +164,8 @@ def _print_quality(q: QualityResult) -> None:
             f"  {r.run_id}: nDCG@10 {e.value:.3f}{_bounds(e.lo, e.hi)}  recall@10 {m.value:.3f}"
             f"{_bounds(m.lo, m.hi)}  ({r.n_queries} labelled, {r.n_unlabelled} without labels left out)"
         )
+    if note:
+        say(f"  note: {note}")
 
 
 def _bounds(lo: float, hi: float) -> str:

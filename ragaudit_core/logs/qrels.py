@@ -23,6 +23,7 @@ replaced; labels of other queries stay. ``source`` says where a label came from 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -34,8 +35,9 @@ import pandas as pd
 
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
+from ragaudit_core.logs.formats.base import query_id_for
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
-from ragaudit_core.wording import counted
+from ragaudit_core.wording import counted, listed
 
 __all__ = [
     "QrelsError",
@@ -46,8 +48,11 @@ __all__ = [
     "query_labels",
     "store_labels",
     "store_reference_labels",
+    "unlabelled_runs_note",
 ]
 
+_QUESTION_FILES = (".jsonl", ".jsonl.gz")  # BEIR's queries.jsonl, given with the labels
+_BY_TEXT = " (by question text)"  # the source of a file's labels stored again under their questions' hashed ids
 _HEADER = re.compile(r"^\s*query[-_ ]?id\s+(corpus|doc(ument)?)[-_ ]?id\s+(score|relevance|rel|label)\s*$", re.I)
 
 
@@ -74,12 +79,18 @@ class QrelsReport:
     replaced_queries: int = 0
     rejected: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    n_by_text: int = 0  # queries whose labels are also stored under their question's hashed id
 
     def summary(self) -> str:
         s = (
             f"loaded {counted(self.n_labels, 'relevance label')} for {counted(self.n_queries, 'query')} "
             f"({self.n_relevant:,} relevant) from {counted(len(self.files), 'file')}"
         )
+        if self.n_by_text:
+            s += (
+                f"; the labels of {counted(self.n_by_text, 'query')} also under their questions' hashed ids "
+                "(queries.jsonl), for logs without query ids"
+            )
         if self.replaced_queries:
             s += f"; replaced the earlier labels of {counted(self.replaced_queries, 'query')}"
         if self.rejected:
@@ -218,10 +229,19 @@ def store_labels(
 def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> QrelsReport:
     """Read and store label files (each in its own transaction: a bad file loses nothing else).
     A file none of whose lines is a judgement raises :class:`QrelsError` (files before it stay
-    loaded); a file with some bad lines loads the good ones and reports the others."""
+    loaded); a file with some bad lines loads the good ones and reports the others.
+
+    Questions (BEIR's ``queries.jsonl``: ``{"_id", "text"}`` per line) — given among ``paths``, else
+    beside a label file's ``qrels/`` folder as BEIR lays them out — store each label of a question
+    also under the question's hashed id (:func:`~ragaudit_core.logs.formats.base.query_id_for`), the
+    id a log without query ids (Ragas, a trace export) gives it."""
     rep = QrelsReport()
-    for path in paths:
-        p = Path(path)
+    files = [Path(f) for f in paths]
+    given = [f for f in files if f.name.lower().endswith(_QUESTION_FILES)]
+    questions = {qid: text for q in given for qid, text in _questions(q).items()}
+    if given and len(given) == len(files):
+        raise QrelsError(f"{given[0]} holds questions, not relevance labels: give the qrels file with it")
+    for p in (f for f in files if f not in given):
         labels, rejected = parse_qrels(p)
         if not labels:
             shown = "; ".join(rejected[:3]) + (" …" if len(rejected) > 3 else "")
@@ -230,10 +250,19 @@ def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Q
                 "or TREC's 'query-id 0 doc-id relevance'"
             )
         rep.rejected += rejected
+        beside = p.parent.parent / "queries.jsonl"
+        texts = questions or (_questions(beside) if p.parent.name == "qrels" and beside.is_file() else {})
+        by_text = [
+            Label(query_id_for(texts[x.query_id]), x.doc_id_raw, x.relevance, x.line_no)
+            for x in labels
+            if x.query_id in texts
+        ]
         cur = con.cursor()
         try:
             cur.execute("BEGIN TRANSACTION")
             store_labels(cur, labels, p.name, rep)
+            if by_text:
+                rep.n_by_text += store_labels(cur, by_text, p.name + _BY_TEXT).n_queries
             store.bump_data_version(cur)
             cur.execute("COMMIT")
         except BaseException:
@@ -241,7 +270,23 @@ def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Q
             raise
         finally:
             cur.close()
+    if rep.files and (note := unlabelled_runs_note(con)):
+        rep.warnings.append(note)
     return rep
+
+
+def _questions(path: Path) -> dict[str, str]:
+    """BEIR's questions file: query id → question text (lines that are not ``{"_id", "text"}`` skipped)."""
+    out: dict[str, str] = {}
+    for raw in _open_text(path):
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        qid, text = (obj.get("_id"), obj.get("text")) if isinstance(obj, dict) else (None, None)
+        if isinstance(qid, (str, int)) and not isinstance(qid, bool) and isinstance(text, str) and text.strip():
+            out[str(qid)] = text
+    return out
 
 
 def store_reference_labels(
@@ -290,3 +335,76 @@ def query_labels(con: duckdb.DuckDBPyConnection, query_id: str) -> dict[str, int
         return dict(cur.execute("SELECT doc_id, relevance FROM qrels WHERE query_id = ?", [query_id]).fetchall())
     finally:
         cur.close()
+
+
+def unlabelled_runs_note(con: duckdb.DuckDBPyConnection, runs: Iterable[str] | None = None) -> str | None:
+    """Why relevance labels are loaded and yet score no query of some of ``runs`` (every run with
+    records when None): one sentence naming those runs, an example of the labels' query ids and of
+    theirs, and what to do — when their query ids are hashes of the question texts (``q:…``, given to
+    the records of a log without query ids: Ragas, tracing exports), or when a run logged no document
+    ids (its labelled queries are not scored: a label of a document cannot meet a passage's hash).
+    None when no relevant label is loaded, or when each of the runs has a scored query."""
+    from ragaudit_core.logs.catalog import text_id_runs
+
+    cur = con.cursor()
+    try:
+        judged = cur.execute(  # as the labels name them (not the copies under their questions' hashes)
+            """SELECT query_id FROM qrels GROUP BY query_id
+               HAVING max(relevance) > 0 AND NOT bool_and(ends_with(source, ?))
+               ORDER BY length(query_id), query_id""",
+            [_BY_TEXT],
+        ).fetchall()
+        if not judged:
+            return None
+        wanted = None if runs is None else sorted(set(runs))
+        rows = cur.execute(
+            """WITH judged AS (
+                   SELECT query_id, bool_or(relevance > 0 AND starts_with(doc_id, 'text:')) AS by_text
+                   FROM qrels GROUP BY query_id HAVING max(relevance) > 0
+               )
+               SELECT r.run_id, bool_and(starts_with(r.query_id, 'q:')), min(r.query_id), count(j.query_id) > 0
+               FROM records r LEFT JOIN judged j USING (query_id)
+               WHERE ? IS NULL OR list_contains(?, r.run_id)
+               GROUP BY r.run_id
+               HAVING count(j.query_id) FILTER (j.by_text OR NOT list_contains(?, r.run_id)) = 0
+               ORDER BY r.run_id""",
+            [wanted, wanted, text_id_runs(cur)],
+        ).fetchall()
+        doc = cur.execute("SELECT min(doc_id_raw) FROM qrels WHERE NOT starts_with(doc_id, 'text:')").fetchall()[0][0]
+    finally:
+        cur.close()
+    if not rows:
+        return None
+    ids = ", ".join(repr(q) for (q,) in judged[:3]) + (" …" if len(judged) > 3 else "")
+    head = f"relevance labels are loaded for {counted(len(judged), 'query')} ({ids}) but "
+    parts = []
+    text_ids = [r for r, _h, _q, labelled in rows if labelled]
+    if text_ids:
+        they = "it" if len(text_ids) == 1 else "they"
+        parts.append(
+            f"score no query of {_runs(text_ids)}: {they} logged no document ids (each is its passage's text "
+            "hash, text:…), which "
+            f"labels of documents (such as {doc!r}) cannot meet. Give the passages their document ids (Ragas: a "
+            "retrieved_context_ids column; a trace export: the metadata key, --doc-id-key), or label passages "
+            "(Ragas' reference_contexts)"
+        )
+    other = [(r, hashed, q) for r, hashed, q, labelled in rows if not labelled]
+    if other:
+        their = "their" if len(other) > 1 else "its"
+        why = (
+            f"{their} query ids are hashes of the question texts (such as {other[0][2]!r}), as the log gave none. "
+            "Give the records the query ids the labels use (a query_id column or key), or load the questions with "
+            "the labels (BEIR's queries.jsonl: each label is then also stored under its question's hash)"
+            if all(hashed for _r, hashed, _q in other)
+            else f"{their} query ids (such as {other[0][2]!r}) are not the ones the labels use"
+        )
+        parts.append(
+            f"label no query of {_runs([r for r, _h, _q in other])}, so {their} ranking quality is not scored: {why}"
+        )
+    return head + "; and ".join(parts)
+
+
+def _runs(names: list[str]) -> str:
+    """``run 'a'`` / ``runs 'a', 'b', 'c', 4 more``."""
+    shown = [repr(r) for r in names[:3]] + ([f"{len(names) - 3:,} more"] if len(names) > 3 else [])
+    return listed("run", shown)

@@ -114,6 +114,32 @@ class IngestReport:
             warnings=[rename(w) for w in self.warnings],
         )
 
+    def said_once(self) -> list[Issue]:
+        """The warnings as a reader should get them: a file-wide warning (no line) that several files
+        raised in the same words is said once, at its first place, naming them ("a.csv, b.csv and 1 more
+        file: Ragas records carry no document ids …"), and a file's questions asked again by their run
+        (one warning a line) once for the file; the others as they are."""
+        files: dict[tuple[str, str], list[str]] = {}
+        asked = Counter(w.path for w in self.warnings if w.code == "repeated-question")
+        for w in self.warnings:
+            if w.path is not None and w.line_no is None:
+                files.setdefault((w.message, w.code), []).append(w.path)
+        out = []
+        for w in self.warnings:
+            if w.code == "repeated-question" and asked[w.path] != 1:  # several in the file: one for them all
+                if asked[w.path] > 1:  # at the file's first
+                    out.append(_asked_again(w, [x for x in self.warnings if x.code == w.code and x.path == w.path]))
+                    asked[w.path] = 0
+                continue
+            names = files.get((w.message, w.code)) if w.path is not None and w.line_no is None else None
+            if names is None or len(names) == 1:
+                out.append(w)
+            elif names[0] == w.path:  # the first of the files that said it
+                more = f" and {counted(len(names) - 3, 'more file')}" if len(names) > 3 else ""
+                shown = ", ".join(names[:3]) + more if more else ", ".join(names[:-1]) + " and " + names[-1]
+                out.append(dataclasses.replace(w, path=shown))
+        return out
+
     def summary(self) -> str:
         loaded = sum(1 for f in self.files if f.status == "loaded")
         skipped = sum(1 for f in self.files if f.status == "already-loaded")
@@ -133,3 +159,18 @@ class IngestReport:
         if self.labels is not None and self.labels.files:
             s += "; " + self.labels.summary()
         return s
+
+
+def _asked_again(first: Issue, repeats: list[Issue]) -> Issue:
+    """One warning for a file's repeated questions ("a.csv lines 4, 9, 12 …: 3 questions asked again by
+    run 'r' …"), from the first's words (``run 'r' asks the same question again (query id …)``)."""
+    lines = [r.line_no for r in repeats if r.line_no is not None]
+    shown = ", ".join(map(str, lines[:8])) + (" …" if len(lines) > 8 else "")
+    run = first.message.split(" asks the same question again", 1)[0].removeprefix("run ")
+    return Issue(
+        f"{first.path} lines {shown}",
+        None,
+        f"{counted(len(repeats), 'question')} asked again by run {run}: each kept as a sample with its occurrence in "
+        "its query id (q:…#2); runs pair by occurrence",
+        first.code,
+    )

@@ -5,12 +5,14 @@ not an integer in the column's range is stored as NULL."""
 from __future__ import annotations
 
 import json
+import re
 
 import duckdb
 
 from ragaudit_core.defaults import INT32_MAX, INT32_MIN
+from ragaudit_core.errors import RagAuditError
 
-__all__ = ["grid_setting", "new_run_rows"]
+__all__ = ["grid_setting", "new_run_rows", "parse_settings", "set_settings"]
 
 
 def grid_setting(v: object) -> int | None:
@@ -33,15 +35,52 @@ def new_run_rows(con: duckdb.DuckDBPyConnection, run_configs: dict[str, tuple[di
     for run_id, (cfg, _p, _l) in run_configs.items():
         if run_id in existing:
             continue
-        c = cfg or {}
-        rows.append(
-            (
-                run_id,
-                None if cfg is None else json.dumps(cfg, ensure_ascii=False, sort_keys=True),
-                grid_setting(c.get("top_k")),
-                grid_setting(c.get("chunk_size")),
-                grid_setting(c.get("chunk_overlap")),
-                None if c.get("embedder") is None else str(c.get("embedder")),
-            )
-        )
+        rows.append((run_id, *_columns(cfg)))
     return rows
+
+
+_KEY = re.compile(r"^[A-Za-z_][\w.-]*$")
+
+
+def parse_settings(text: str) -> dict[str, object]:
+    """Settings written ``top_k=5, chunk_size=256, embedder=bge`` (``,`` or ``;`` between pairs): each
+    value an integer where it is one, else the text as written. Anything else raises a
+    :class:`~ragaudit_core.errors.RagAuditError` in one sentence."""
+    out: dict[str, object] = {}
+    for part in re.split(r"[,;]", text):
+        key, eq, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not _KEY.match(key) or not value:
+            raise RagAuditError(
+                f"settings are KEY=VALUE pairs separated by commas (top_k=5, chunk_size=256), not {text!r}"
+            )
+        out[key] = int(value) if re.fullmatch(r"[+-]?\d+", value) else value
+    return out
+
+
+def set_settings(con: duckdb.DuckDBPyConnection, runs: list[str], settings: dict[str, object]) -> list[str]:
+    """Give ``settings`` to those of ``runs`` that log none (their config, and the grid columns it
+    names); returns the runs that log their own, which keep them."""
+    rows = con.execute("SELECT run_id, config IS NOT NULL FROM runs WHERE list_contains(?, run_id)", [runs]).fetchall()
+    own = sorted(r for r, logged in rows if logged)
+    bare = [r for r, logged in rows if not logged]
+    if bare:
+        con.execute(
+            """UPDATE runs SET config = ?, top_k = ?, chunk_size = ?, chunk_overlap = ?, embedder = ?
+               WHERE list_contains(?, run_id)""",
+            [*_columns(settings), bare],
+        )
+    return own
+
+
+def _columns(cfg: dict | None) -> tuple:
+    """A config's columns of the runs table: the config as JSON (None when none is logged) and the
+    grid settings it names."""
+    c = cfg or {}
+    return (
+        None if cfg is None else json.dumps(cfg, ensure_ascii=False, sort_keys=True),
+        grid_setting(c.get("top_k")),
+        grid_setting(c.get("chunk_size")),
+        grid_setting(c.get("chunk_overlap")),
+        None if c.get("embedder") is None else str(c.get("embedder")),
+    )

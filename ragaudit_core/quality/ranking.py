@@ -20,8 +20,11 @@ For a query with ``R`` relevant documents (labels ``rel_d``), ranks ``i = 1, 2, 
 
 Which queries count: those a run has a record for **and** that have at least one relevant label.
 A query without labels (or whose labels are all 0) is counted and left out, never scored 0; a
-labelled query the run answered with no evidence scores 0 (a miss). Reference implementation:
-:mod:`.reference` (pure Python); the tests check both against ``pytrec_eval``.
+labelled query the run answered with no evidence scores 0 (a miss). A run that logged no document
+ids (every id ``text:`` and its passage's hash: :func:`~ragaudit_core.logs.catalog.text_id_runs`)
+counts only the queries with a relevant label of a passage (a ``text:`` id, from Ragas' reference
+contexts): a label naming a document cannot meet its evidence, so it would score 0 by construction.
+Reference implementation: :mod:`.reference` (pure Python); the tests check both against ``pytrec_eval``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from collections.abc import Mapping, Sequence
 import duckdb
 import numpy as np
 import pandas as pd
+
+from ragaudit_core.logs.catalog import text_id_runs
 
 __all__ = ["DEFAULT_CUTOFFS", "DEPTH_METRICS", "label_coverage", "metric_names", "per_query_quality"]
 
@@ -51,10 +56,13 @@ WITH lab AS (
     FROM qrels l LEFT JOIN _q_map m ON m.raw = l.doc_id
     GROUP BY ALL
 ),
-judged AS (SELECT query_id FROM lab GROUP BY query_id HAVING max(rel) > 0)
+judged AS (
+    SELECT query_id, bool_or(rel > 0 AND starts_with(doc_id, 'text:')) AS by_text
+    FROM lab GROUP BY query_id HAVING max(rel) > 0
+)
 SELECT r.run_id, r.query_id
-FROM records r SEMI JOIN _q_runs ON _q_runs.run_id = r.run_id SEMI JOIN judged ON judged.query_id = r.query_id
-WHERE ? OR list_contains(?, r.query_id)
+FROM records r SEMI JOIN _q_runs ON _q_runs.run_id = r.run_id JOIN judged j ON j.query_id = r.query_id
+WHERE (? OR list_contains(?, r.query_id)) AND (j.by_text OR NOT list_contains(?, r.run_id))
 ORDER BY r.run_id, r.query_id
 """
 
@@ -180,7 +188,7 @@ def per_query_quality(
     cur = con.cursor()
     try:
         _register(cur, runs, docid_map)
-        groups = cur.execute(_GROUPS_SQL, [queries is None, list(queries or [])]).df()
+        groups = cur.execute(_GROUPS_SQL, [queries is None, list(queries or []), text_id_runs(con)]).df()
         if groups.empty:
             return pd.DataFrame(columns=cols)
         groups["gi"] = np.arange(len(groups), dtype=np.int64)
@@ -211,12 +219,19 @@ def label_coverage(con: duckdb.DuckDBPyConnection, runs: Sequence[str]) -> pd.Da
     try:
         cur.register("_q_runs", pd.DataFrame({"run_id": pd.Series(list(runs), dtype="string")}))
         return cur.execute(
-            """WITH judged AS (SELECT query_id FROM qrels GROUP BY query_id HAVING max(relevance) > 0)
-               SELECT r.run_id, count(*) AS queries,
-                      count(j.query_id) AS labelled,
-                      count(*) - count(j.query_id) AS unlabelled
-               FROM records r JOIN _q_runs USING (run_id) LEFT JOIN judged j USING (query_id)
-               GROUP BY r.run_id ORDER BY r.run_id"""
+            """WITH judged AS (
+                   SELECT query_id, bool_or(relevance > 0 AND starts_with(doc_id, 'text:')) AS by_text
+                   FROM qrels GROUP BY query_id HAVING max(relevance) > 0
+               ),
+               scored AS (
+                   SELECT r.run_id, r.query_id,
+                          j.query_id IS NOT NULL AND (j.by_text OR NOT list_contains(?, r.run_id)) AS ok
+                   FROM records r JOIN _q_runs USING (run_id) LEFT JOIN judged j USING (query_id)
+               )
+               SELECT run_id, count(*) AS queries, count(*) FILTER (ok) AS labelled,
+                      count(*) FILTER (ok IS NOT TRUE) AS unlabelled
+               FROM scored GROUP BY run_id ORDER BY run_id""",
+            [text_id_runs(con)],
         ).df()
     finally:
         cur.close()

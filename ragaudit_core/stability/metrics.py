@@ -415,18 +415,15 @@ def _text_id_warning(cur: duckdb.DuckDBPyConnection, pairs: list[tuple[str, str]
     if not text_ids:
         return []
     names = ", ".join(repr(r) for r in text_ids[:5]) + (" …" if len(text_ids) > 5 else "")
-    if len(text_ids) == 1:
-        return [
-            f"run {names} logged no document ids: its document ids are its passages' text hashes (text:…), "
-            "so it shares no document and no span with the runs that logged ids (J 0 between them at both levels, "
-            "from how it was logged, not what it retrieved). To compare it, load its logs again naming the "
-            "metadata key that holds its ids (--doc-id-key, or 'Document id key' when uploading)."
-        ]
+    one = len(text_ids) == 1
+    its, they = ("its", "it") if one else ("their", "they")
     return [
-        f"runs {names} logged no document ids: their document ids are their passages' text hashes (text:…), "
-        "so they share no document and no span with the runs that logged ids (J 0 between them at both levels, "
-        "from how they were logged, not what they retrieved). To compare them, load those logs again naming the "
-        "metadata key that holds their ids (--doc-id-key, or 'Document id key' when uploading)."
+        f"run{'' if one else 's'} {names} logged no document ids: {its} document ids are {its} passages' text "
+        f"hashes (text:…), so {they} share{'s' if one else ''} no document and no span with the runs that logged "
+        f"ids (J 0 between them at both levels, from how {they} {'was' if one else 'were'} logged, not what {they} "
+        f"retrieved). To compare {'it' if one else 'them'}, load {'its' if one else 'those'} logs again with "
+        f"{its} document ids: a Ragas export's retrieved_context_ids column, or for a trace export the metadata "
+        "key that holds them (--doc-id-key, or 'Document id key' when uploading)."
     ]
 
 

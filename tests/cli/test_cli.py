@@ -451,6 +451,38 @@ def test_quality_from_qrels_files_end_to_end(tmp_path):
     assert p.returncode == 2 and "no line is a relevance judgement" in p.stderr and "is not an integer" in p.stderr
 
 
+def test_labels_keyed_by_other_query_ids_say_why_they_score_nothing(tmp_path):
+    """SciFact's qrels (query ids '1', '3') beside Ragas exports (no query ids: each is its question's
+    hash): the ingest said "loaded 2 relevance labels" and nothing more, `quality` printed "no labelled
+    query" per run and `stability` the same — never why."""
+    qs = ["0-dimensional biomaterials show inductive properties.", "1,000 genomes project enables mapping."]
+    for name in ("ragas_k5", "ragas_k10"):
+        write_jsonl(tmp_path / f"{name}.jsonl", [{"user_input": q, "retrieved_contexts": [q, name]} for q in qs])
+    q = tmp_path / "test.tsv"
+    q.write_text("query-id\tcorpus-id\tscore\n1\t31715818\t1\n3\t14717500\t1\n")
+    db = tmp_path / "q.duckdb"
+    p = run("ingest", tmp_path / "ragas_k5.jsonl", tmp_path / "ragas_k10.jsonl", "--qrels", q, "--db", db)
+    why = "warning: relevance labels are loaded for 2 queries ('1', '3') but label no query of runs 'ragas_k10', "
+    assert p.returncode == 0 and why in p.stderr and "hashes of the question texts" in p.stderr, p.stderr
+    for cmd in ("quality", "stability"):
+        p = run(cmd, "--db", db)
+        assert p.returncode == 0, p.stderr
+        assert "but label no query of runs 'ragas_k10', 'ragas_k5'" in p.stdout, (cmd, p.stdout)
+
+
+def test_ingest_settings_for_runs_that_log_none(tmp_path):
+    """`--settings` gives another tool's runs their top-k and chunk size (a bad one: exit 2, one line)."""
+    rows = [{"user_input": "Why?", "retrieved_contexts": ["a passage"]}]
+    db = tmp_path / "s.duckdb"
+    p = run("ingest", write_jsonl(tmp_path / "k5.jsonl", rows), "--settings", "top_k=5,chunk_size=256", "--db", db)
+    assert p.returncode == 0, p.stderr
+    con = store.connect(db, read_only=True)
+    assert con.execute("SELECT run_id, top_k, chunk_size FROM runs").fetchall() == [("k5", 5, 256)]
+    con.close()
+    p = run("ingest", write_jsonl(tmp_path / "k6.jsonl", rows), "--settings", "top_k", "--db", db)
+    assert p.returncode == 2 and p.stderr.strip().endswith("chunk_size=256), not 'top_k'"), p.stderr
+
+
 def test_ingest_progress_in_a_log_shows_each_files_total(capsys):
     """Not on a terminal (a CI log): a file's first count, each 100,000 crossed, and its total."""
     from ragaudit_core.cli.common import progress

@@ -207,8 +207,8 @@ def upload_logs(page, url: str, files) -> None:
     loaded page has settled."""
     page.goto(url)
     shown(page, page.get_by_role("heading", name="Load logs"))
-    # the logs' input (the qrels expander holds a second file input)
-    page.locator('input[type="file"][accept*=".jsonl"]').set_input_files([str(f) for f in files])
+    # the logs' input (the qrels expander holds a second file input, which takes .jsonl questions too)
+    page.locator('input[type="file"][accept*=".parquet"]').set_input_files([str(f) for f in files])
     # every file uploaded (a chip each) and the rerun that offers the button finished
     from playwright.sync_api import expect
 

@@ -266,6 +266,73 @@ def test_relevance_labels_upload_on_the_home_page(app_env, tmp_path):
     assert any("empty.tsv: no line is a relevance judgement" in plain(e.value) for e in at.error)
 
 
+def test_labels_that_label_no_loaded_query_are_not_loaded_in_silence(app_env, tmp_path):
+    """SciFact's qrels uploaded beside a Ragas export (whose query ids hash its questions) showed only
+    "Loaded 2 relevance labels for 2 queries" in green: it says too that they label no loaded query."""
+    app_env()
+    at = app_test("app.py").run()
+    rows = [{"user_input": q, "retrieved_contexts": [q]} for q in ("Is coffee harmful?", "Do statins lower LDL?")]
+    at.file_uploader[0].set_value(("ragas.jsonl", write_jsonl(tmp_path / "x.jsonl", rows).read_bytes(), "x")).run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    at.file_uploader[1].set_value(("test.tsv", b"1\t31715818\t1\n3\t14717500\t1\n", "text/plain")).run()
+    next(b for b in at.button if b.label == "Load the relevance labels").click().run()
+    assert not at.exception
+    assert any("Loaded 2 relevance labels for 2 queries" in plain(s.value) for s in at.success)
+    said = [plain(w.value) for w in at.warning if "label no query of run 'ragas'" in plain(w.value)]
+    assert len(said) == 1 and said[0].startswith("Relevance labels are loaded for 2 queries ('1', '3')"), said
+    # the benchmark's questions uploaded with the labels label the Ragas rows by their question texts
+    questions = b'{"_id": "1", "text": "Is coffee harmful?"}\n{"_id": "3", "text": "Do statins lower LDL?"}\n'
+    at.file_uploader[1].set_value(
+        [("queries.jsonl", questions, "x"), ("test.tsv", b"1\t31715818\t1\n3\t14717500\t1\n", "x")]
+    ).run()
+    next(b for b in at.button if b.label == "Load the relevance labels").click().run()
+    assert not at.exception and not any("label no query" in plain(w.value) for w in at.warning)
+    assert any("also under their questions' hashed ids (queries.jsonl)" in plain(s.value) for s in at.success)
+
+
+def test_one_warning_for_the_same_words_about_several_files(app_env, tmp_path):
+    """Three Ragas exports without ids drew three yellow boxes of the same 300 characters, one per file
+    (ten exports: ten boxes above the figures): the warning is said once and names the files."""
+    app_env()
+    at = app_test("app.py").run()
+    ups = []
+    for name in ("k5.csv", "k10.csv", "k20.csv", "c128.csv"):
+        body = f"user_input,retrieved_contexts\nWhy?,['passage of {name}']\n".encode()
+        ups.append((name, body, "text/csv"))
+    at.file_uploader[0].set_value(ups).run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    assert not at.exception
+    said = [plain(w.value) for w in at.warning if "carry no document ids" in plain(w.value)]
+    assert len(said) == 1, said
+    assert said[0].startswith("k5.csv, k10.csv, k20.csv and 1 more file: Ragas records carry no document ids"), said
+
+
+def test_runs_without_settings_are_told_how_to_get_them(app_env, tmp_path):
+    """Ragas exports log no top-k or chunk size: every page called what changed "unknown (no config)"
+    with no word on how to say it. The home page says which runs lack settings and where to give them;
+    given with the upload, they fill the runs table."""
+    app_env()
+    at = app_test("app.py").run()
+
+    def upload(name, settings=""):
+        body = f"user_input,retrieved_contexts\nWhy?,['passage of {name}']\n".encode()
+        at.file_uploader[0].set_value((name, body, "text/csv")).run()
+        at.text_input(key="home.settings").set_value(settings).run()
+        next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+        assert not at.exception
+
+    upload("k5.csv")
+    upload("k10.csv")
+    said = [plain(c.value) for c in at.caption if "log no settings" in plain(c.value)]
+    assert len(said) == 1 and said[0].startswith("Runs 'k5', 'k10' log no settings (top-k, chunk size"), said
+    assert "Settings of these runs" in said[0] and "--settings" in said[0]
+    upload("k20.csv", "top_k=20, chunk_size=256")
+    runs = next(df.value for df in at.dataframe if "top_k" in df.value.columns)
+    assert runs.set_index("run_id").loc["k20", "top_k"] == 20
+    upload("bad.csv", "top_k")
+    assert any("settings are KEY=VALUE pairs" in plain(e.value) for e in at.error)
+
+
 def test_passage_like_ids_are_flagged_and_read_as_texts_in_one_click(app_env, tmp_path):
     path = app_env()
     passage = (

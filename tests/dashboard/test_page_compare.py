@@ -285,3 +285,15 @@ def test_two_runs_that_share_nothing_are_told_which_runs_share_queries_with_each
         "up and lone share no query, so there is nothing to compare. Runs that share queries with up: up2. "
         "lone shares no query with any other run."
     )
+
+
+def test_labels_that_label_neither_runs_queries_say_why(app_env, tmp_path):
+    """The compare page drew no quality section and its gate said "no relevance labels" right after
+    the labels had loaded: both say that the labels name none of the pair's queries, and why."""
+    from tests.dashboard.test_page_stability import _ragas_db_with_benchmark_labels
+
+    app_env(_ragas_db_with_benchmark_labels(tmp_path))
+    at = app_test(PAGE).run()
+    assert not at.exception
+    assert any("label no query of runs 'ragas_a', 'ragas_b'" in plain(i.value) for i in at.info)
+    assert not any("no relevance labels" in plain(e.value) for e in [*at.error, *at.success, *at.warning])

@@ -216,3 +216,31 @@ def test_a_file_that_is_not_a_database_is_said_in_one_sentence(app_env, tmp_path
         "database, or a new file name to start one. Pick another file under “Database” on the home page."
     ]
     assert notes.read_text() == "hello\n"
+
+
+def _ragas_db_with_benchmark_labels(tmp_path):
+    """Two Ragas exports (no query ids: each is the hash of its question) and qrels keyed by the
+    benchmark's own query ids, as an auditor brings SciFact's beside them."""
+    from ragaudit_core.workspace import load_paths
+    from tests.helpers import write_jsonl
+
+    qs = ["Does aspirin prevent stroke?", "Is coffee harmful?", "Do statins lower LDL?"]
+    for run in ("ragas_a", "ragas_b"):
+        write_jsonl(tmp_path / f"{run}.jsonl", [{"user_input": q, "retrieved_contexts": [q, run]} for q in qs])
+    (tmp_path / "test.tsv").write_text("1\tD1\t1\n2\tD2\t1\n3\tD3\t1\n")
+    db = tmp_path / "ragas.duckdb"
+    con = store.connect(db)
+    load_paths(con, [tmp_path / "ragas_a.jsonl", tmp_path / "ragas_b.jsonl"], qrels=[tmp_path / "test.tsv"])
+    con.close()
+    return db
+
+
+def test_labels_that_label_no_compared_query_say_why(app_env, tmp_path):
+    """The ranking-quality section vanished without a word when the loaded labels named none of the
+    compared runs' queries; it says so, and why."""
+    app_env(_ragas_db_with_benchmark_labels(tmp_path))
+    at = app_test(PAGE).run()
+    assert not at.exception
+    said = [plain(i.value) for i in at.info if "label no query of" in plain(i.value)]
+    assert len(said) == 1 and said[0].startswith("Relevance labels are loaded for 3 queries ('1', '2', '3')")
+    assert "hashes of the question texts" in said[0]

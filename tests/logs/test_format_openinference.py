@@ -121,6 +121,37 @@ def test_flattened_spans_and_the_phoenix_parquet_dataframe(tmp_path):
     assert rep.n_rejected == 0 and got == _native(tmp_path)
 
 
+def test_a_named_doc_id_key_wins_over_a_node_id(tmp_path):
+    """LlamaIndex's spans (as Phoenix exports them) give each chunk's node UUID as ``document.id`` and
+    the source document in its metadata: ``--doc-id-key doc_id`` was silently ignored (the node id
+    won), so the run shared no document with any other run or label. A key the user names wins where a
+    passage's metadata holds it; the logged id stays where it does not."""
+    docs = [
+        {"document.id": "3eca67e6-9085-5ac1-a84e-d9de0672cb92", "document.content": "The Moon's gravity.",
+         "document.metadata": {"doc_id": "moon", "chunk_index": 2}},
+        {"document.id": "8d9f6d11-4210-501c-b12e-0da279e2a647", "document.content": "Tides follow the Moon.",
+         "document.metadata": {"title": "no id here"}},
+    ]  # fmt: skip
+    rows = [
+        {"span_kind": "RETRIEVER", "context.trace_id": "t1", "attributes.input.value": Q,
+         "attributes.retrieval.documents": docs},
+        {"span_kind": "LLM", "context.trace_id": "t1", "attributes.input.value": "prompt",
+         "attributes.retrieval.documents": None},
+    ]  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "phoenix.parquet")
+    rep, (ev, _rec) = _stored(tmp_path / "phoenix.parquet", doc_id_key="doc_id")
+    assert rep.n_rejected == 0 and [e[3] for e in ev] == ["moon", "8d9f6d11-4210-501c-b12e-0da279e2a647"]
+    _rep, (ev, _rec) = _stored(tmp_path / "phoenix.parquet")  # without the key: the node ids, as logged
+    assert [e[3] for e in ev] == ["3eca67e6-9085-5ac1-a84e-d9de0672cb92", "8d9f6d11-4210-501c-b12e-0da279e2a647"]
+    smith = [
+        {"id": "r2", "run_type": "retriever", "trace_id": "t1", "inputs": {"query": Q},
+         "outputs": {"documents": [{"id": "uuid-1", "page_content": "The Moon's gravity.",
+                                    "metadata": {"doc_id": "moon"}, "type": "Document"}]}},
+    ]  # fmt: skip
+    _rep, (ev, _rec) = _stored(write_jsonl(tmp_path / "smith.jsonl", smith), doc_id_key="doc_id")
+    assert [e[3] for e in ev] == ["moon"]  # a LangChain Document's own id (newer LangChain) likewise
+
+
 def test_a_broken_span_is_quarantined_and_the_trace_still_loads(tmp_path):
     no_content = {
         "span_kind": "RETRIEVER",

@@ -111,6 +111,9 @@ def test_v01_rows_and_renamed_contexts_are_texts_not_ids(tmp_path):
     # no ids: the document id is the text's hash, and the user is told what that means
     assert [e[3] for e in ev] == ["text:" + span_hash(T1)[:16], "text:" + span_hash(T2)[:16]]
     assert any("document-level metrics equal span-level ones" in w.message for w in report.warnings)
+    # what to do, for Ragas: a row has no metadata to name a key of (the advice was --doc-id-key)
+    (said,) = [w.message for w in report.warnings if "carry no document ids" in w.message]
+    assert said.endswith("to use real ids, give the rows a retrieved_context_ids column (one id per retrieved context)")
     renamed = [{"user_input": Q1, "contexts": [T1], "response": "x"}]
     _, ev, _ = _rows(write_jsonl(tmp_path / "renamed.jsonl", renamed))
     assert ev[0][4] == span_hash(T1) and ev[0][5] == T1

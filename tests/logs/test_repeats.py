@@ -61,3 +61,28 @@ def test_the_numbering_goes_on_across_ingests_and_native_ids_keep_the_first_reco
     rep = ingest_paths(con, [write_jsonl(tmp_path / "n.jsonl", native)])
     assert rep.n_records == 2 and [i.line_no for i in rep.rejected] == [2, 4]
     assert all("only the first is kept" in i.message for i in rep.rejected)
+
+
+def test_two_exports_named_alike_are_said_to_make_one_run(tmp_path):
+    """Phoenix names every export alike: k5/spans.parquet and k10/spans.parquet (two settings) made one
+    run 'spans', the second file's questions read as repeats — 50 warnings, one per line, and then
+    "need at least two runs". The load says once what happened and what to do, and the repeats of one
+    file are one warning."""
+    from ragaudit_core.workspace import load_paths
+
+    rows = _rows([(Q, "a1"), (OTHER, "a-h"), ("Why is the sky blue?", "a-s")])
+    k5 = write_jsonl(tmp_path / "k5" / "spans.jsonl", rows)
+    k10 = write_jsonl(tmp_path / "k10" / "spans.jsonl", rows[::-1])
+    con = store.connect(":memory:")
+    rep = load_paths(con, [k5, k10], precompute_overview=False)
+    said = [str(w) for w in rep.said_once()]
+    (same,) = [w for w in said if "both make run" in w]
+    assert same == (
+        f"{k10}: this file and spans.jsonl (another file of this load) both make run 'spans' (a log that names no "
+        "run is named after its file), so this file's 3 questions were read as repeats of the other's (q:…#2): if "
+        "they are two runs, remove run 'spans' and load them with names apart (rename the files, or one ingest "
+        "each with --run-id)"
+    )
+    (repeats,) = [w for w in said if "asked again" in w]
+    assert repeats.startswith(f"{k10} lines 1, 2, 3: 3 questions asked again by run 'spans'")
+    assert not [w for w in said if "asks the same question again" in w] and len(rep.warnings) > len(said)

@@ -209,6 +209,57 @@ def test_doc_only_logs_get_a_real_verdict(con, tmp_path):
     assert v.status == "fail"
 
 
+def test_labels_that_name_none_of_the_runs_queries_are_not_called_absent(con, tmp_path):
+    """Relevance labels keyed by a benchmark's query ids beside Ragas rows (whose query ids hash their
+    questions): the quality rule said "no relevance labels for a and b" right after the labels had
+    loaded; it says why they label nothing, and the headline does not deny they are there."""
+    from ragaudit_core.workspace import load_paths
+    from tests.helpers import write_jsonl
+
+    qs = ["Does aspirin prevent stroke?", "Is coffee harmful?"]
+    for run in ("a", "b"):
+        write_jsonl(tmp_path / f"{run}.jsonl", [{"user_input": q, "retrieved_contexts": [q + run]} for q in qs])
+    (tmp_path / "test.tsv").write_text("1\tD1\t1\n2\tD2\t1\n")
+    load_paths(con, [tmp_path / "a.jsonl", tmp_path / "b.jsonl"], qrels=[tmp_path / "test.tsv"])
+    v = review(con, DEFAULT_RULES, "a", "b")
+    (q,) = [r for r in v.results if r.rule.metric == "ndcg@10"]
+    assert q.status == "not applicable"
+    assert q.message.startswith(
+        "relevance labels are loaded for 2 queries ('1', '2') but label no query of runs 'a', 'b'"
+    )
+    assert "hashes of the question texts" in q.message
+    assert "no relevance labels" not in v.headline() and v.headline().endswith("no labelled query)")
+
+
+def test_document_rules_are_not_judged_on_passage_hashes(con, tmp_path):
+    """Two Ragas exports without ids (chunk 256 vs 128): the gate failed 'J_avg (doc) 0.056' and the
+    report concluded that the candidate's 'doc-level evidence barely overlaps' — but their document ids
+    are passage hashes, so that figure is the span figure again; the documents may well be the same.
+    Beside a run with real ids, J is 0 at both levels by how they were logged. The rules that read J
+    there are not applicable, and say why; null loss (no ids needed) and the span rules still decide."""
+    from ragaudit_core.workspace import load_paths
+    from tests.helpers import write_jsonl
+
+    qs = [f"Question {i}?" for i in range(4)]
+    write_jsonl(tmp_path / "c256.jsonl", [{"user_input": q, "retrieved_contexts": [q + " long chunk"]} for q in qs])
+    write_jsonl(tmp_path / "c128.jsonl", [{"user_input": q, "retrieved_contexts": [q + " short"]} for q in qs])
+    ids = [{"user_input": q, "retrieved_contexts": [q + " long chunk"], "retrieved_context_ids": ["d"]} for q in qs]
+    write_jsonl(tmp_path / "ids.jsonl", ids)
+    load_paths(con, [tmp_path / f for f in ("c256.jsonl", "c128.jsonl", "ids.jsonl")])
+    by = {r.rule.name: r for r in review(con, _no_floor(DEFAULT_RULES), "c256", "c128").results}
+    assert by["j_avg,doc >= 0.5"].status == "not applicable"
+    assert "'c128' and 'c256' logged no document ids" in by["j_avg,doc >= 0.5"].message
+    assert by["flip_rate,doc <= 0.5"].status == "not applicable"
+    assert by["null_loss,doc <= 0.01"].status == "pass"  # whatever the ids, no query lost its evidence
+    assert by["j_avg,span >= 0.5"].status == "fail" and by["collapse_rate,span <= 0.2"].status == "fail"
+    v = review(con, _no_floor(DEFAULT_RULES), "ids", "c256")
+    by = {r.rule.name: r for r in v.results}
+    for rule in ("j_avg,doc >= 0.5", "flip_rate,doc <= 0.5", "j_avg,span >= 0.5", "collapse_rate,span <= 0.2"):
+        assert by[rule].status == "not applicable", rule
+        assert "'c256' logged no document ids and 'ids' did" in by[rule].message, by[rule].message
+    assert by["null_loss,doc <= 0.01"].status == "pass" and "no document ids" in v.headline()
+
+
 def test_attribution_means_compare_the_queries_both_runs_explained(con, three_runs):
     import json
 

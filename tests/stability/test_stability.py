@@ -185,6 +185,7 @@ def test_runs_that_logged_no_document_ids_are_named_beside_runs_that_did(con, tm
     assert _pair(res, "ids", "ragas", "doc").j_avg == 0.0 and _pair(res, "ids", "ragas", "span").j_avg == 0.0
     [warning] = [w for w in res.summary.warnings if "logged no document ids" in w]
     assert warning.startswith("run 'ragas' logged no document ids: its document ids") and "--doc-id-key" in warning
+    assert "a Ragas export's retrieved_context_ids column" in warning  # a Ragas row has no metadata key to name
     assert res.summary.gap_ratio_note is None or "by construction" not in res.summary.gap_ratio_note
     write_jsonl(tmp_path / "ragas2.jsonl", [{"user_input": "Q?", "retrieved_contexts": texts[::-1]}])
     ingest_paths(con, [tmp_path / "ragas2.jsonl"])

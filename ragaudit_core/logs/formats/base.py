@@ -9,8 +9,9 @@ neither (its records go through :mod:`ragaudit_core.logs.lines`).
 
 Identities of a mapped record, in order of preference:
 
-* document id — the format's id field (``retrieved_context_ids[i]``, ``doc_id``), else the
-  metadata key named by ``doc_id_key``, else ``"text:" + span_hash(text)[:16]`` — with a
+* document id — the metadata key named by ``doc_id_key`` where a passage's metadata holds it (the
+  user's choice wins over a logged chunk or node id), else the format's id field
+  (``retrieved_context_ids[i]``, ``doc_id``), else ``"text:" + span_hash(text)[:16]`` — with a
   warning, because document identity then equals span identity and doc-level metrics equal
   span-level ones;
 * run id — the record's (``run_id``), else the ``run_id`` option, else the file name
@@ -163,10 +164,19 @@ def text_doc_id(text: str, ctx: MapContext, label: str) -> str:
         f"{label} records carry no document ids"
         + (f" (and no metadata key {ctx.doc_id_key!r})" if ctx.doc_id_key else "")
         + ": each passage's document id is the hash of its text, so document-level metrics equal "
-        "span-level ones; to use real ids, name the metadata key that holds them (--doc-id-key, or "
-        "'Document id key' when uploading)"
+        "span-level ones; to use real ids, "
+        + _ID_HINTS.get(
+            label, "name the metadata key that holds them (--doc-id-key, or 'Document id key' when uploading)"
+        )
     )
     return "text:" + span_hash(text)[:16]
+
+
+# where a format without passage metadata keeps its ids (the others: a metadata key, --doc-id-key)
+_ID_HINTS = {
+    "Ragas": "give the rows a retrieved_context_ids column (one id per retrieved context)",
+    "RAGChecker": "give each retrieved_context its doc_id",
+}
 
 
 def evidence_entries(
@@ -182,9 +192,12 @@ def evidence_entries(
     out = []
     for i, text in enumerate(texts):
         md = metadata[i] if metadata and i < len(metadata) and isinstance(metadata[i], dict) else None
-        doc = check_id(ids[i], f"document id of passage {i}") if ids and i < len(ids) else None
-        if doc is None and ctx.doc_id_key and md is not None:
+        # a metadata key the user names wins over the logged id (a chunk's node id, as LlamaIndex logs it)
+        doc = None
+        if ctx.doc_id_key and md is not None:
             doc = check_id(md.get(ctx.doc_id_key), f"metadata {ctx.doc_id_key!r} of passage {i}")
+        if doc is None and ids and i < len(ids):
+            doc = check_id(ids[i], f"document id of passage {i}")
         if doc is None:
             doc = text_doc_id(text, ctx, label)
         entry = {"doc_id": str(doc) if not isinstance(doc, str) else doc, "text": text, "rank": i}

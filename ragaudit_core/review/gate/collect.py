@@ -77,6 +77,8 @@ def collect(
                     if e is not None:
                         pair_ci[(metric, level)] = e
     inputs = GateInputs(baseline, candidate, pair, {baseline: {}, candidate: {}}, pair_ci=pair_ci)
+    if cmp is not None:
+        _passage_hash_ids(con, inputs)
     if not {baseline, candidate} <= evidence_runs:
         inputs.pair_note = (
             f"no evidence logs for {' and '.join(sorted({baseline, candidate} - evidence_runs))} (provenance only)"
@@ -90,6 +92,38 @@ def collect(
         inputs.run_n.setdefault(run, {}).update(counts)
     _quality(con, inputs, [r for r in (baseline, candidate) if r in evidence_runs])
     return inputs
+
+
+_J_METRICS = ("j_avg", "flip_rate", "collapse_rate")  # read Jaccard, so they need comparable ids
+
+
+def _passage_hash_ids(con: duckdb.DuckDBPyConnection, inputs: GateInputs) -> None:
+    """Leave out the figures that read Jaccard where document ids are passage hashes (a run that logged
+    none: :func:`catalog.text_id_runs`): between two such runs the document level is the span level
+    again; beside a run with ids, J is 0 at both levels by how they were logged."""
+    from ragaudit_core.logs.catalog import text_id_runs
+
+    b, c = inputs.baseline, inputs.candidate
+    hashed = sorted({b, c} & set(text_id_runs(con)))
+    if not hashed:
+        return
+    if len(hashed) == 2:
+        levels = ["doc"]
+        note = (
+            f"{hashed[0]!r} and {hashed[1]!r} logged no document ids (theirs are their passages' text hashes), so "
+            "the document level is the span level again: the span rules judge it"
+        )
+    else:
+        other = c if hashed[0] == b else b
+        levels = ["doc", "span"]
+        note = (
+            f"{hashed[0]!r} logged no document ids and {other!r} did: they share no document and no span by how "
+            f"they were logged, not by what they retrieved (load {hashed[0]!r} with its document ids)"
+        )
+    for key in [k for k in inputs.pair if k[0] in _J_METRICS and k[1] in levels]:
+        inputs.pair.pop(key)
+        inputs.pair_ci.pop(key, None)
+    inputs.level_notes = dict.fromkeys(levels, note)
 
 
 def _fidelity(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str]) -> None:
@@ -132,6 +166,7 @@ def _fidelity(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str
 def _quality(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str]) -> None:
     """Ranking quality of each run (mean over its labelled queries, with intervals) and the paired
     change candidate − baseline, when relevance labels are loaded."""
+    from ragaudit_core.logs.qrels import unlabelled_runs_note
     from ragaudit_core.quality.summary import compute_quality
 
     if not runs or not con.execute("SELECT count(*) FROM qrels").fetchall()[0][0]:
@@ -139,6 +174,8 @@ def _quality(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str]
     b, c = inputs.baseline, inputs.candidate
     pairs = [(b, c)] if b != c and {b, c} <= set(runs) else []
     q = compute_quality(con, runs, pairs=pairs)
+    if not all(rq.n_queries for rq in q.runs):
+        inputs.quality_note = unlabelled_runs_note(con, runs)
     for rq in q.runs:
         if not rq.n_queries:
             continue

@@ -67,7 +67,10 @@ class GateInputs:
     ``delta_ci[key]`` for the change candidate − baseline over the queries both runs have.
     ``run_n[run][key]``: the queries behind a run metric that has no interval (records with
     citations behind a CFS figure, with a ground-truth source behind stage survival, explained
-    queries behind WARG), so that ``min_queries`` holds for every rule whose count is known."""
+    queries behind WARG), so that ``min_queries`` holds for every rule whose count is known.
+    ``quality_note``: why relevance labels that are loaded label no query of a run (its query ids
+    are not theirs), said instead of "no relevance labels". ``level_notes[level]``: why that level's
+    Jaccard figures are left out (a run that logged no document ids: passage hashes)."""
 
     baseline: str
     candidate: str
@@ -78,6 +81,8 @@ class GateInputs:
     run_ci: dict[str, dict[RunMetricKey, Estimate]] = field(default_factory=dict)
     delta_ci: dict[RunMetricKey, Estimate] = field(default_factory=dict)
     run_n: dict[str, dict[RunMetricKey, int]] = field(default_factory=dict)
+    quality_note: str | None = None
+    level_notes: dict[str, str] = field(default_factory=dict)  # why a level's J figures are left out
 
 
 class RuleResult(BaseModel):
@@ -99,6 +104,10 @@ class Verdict(BaseModel):
     min_applicable: int = 0
     require: list[Area] = []
     thin: list[str] = []  # why the verdict rests on too little (each fails it)
+    absent: dict[str, str] = {}  # what a question's not-applicable rules lacked, where not _MISSING's words
+
+    def _lacked(self, area: str) -> str:
+        return self.absent.get(area, _MISSING[area])
 
     @property
     def failed(self) -> list[RuleResult]:
@@ -116,7 +125,7 @@ class Verdict(BaseModel):
     def missing(self) -> list[str]:
         """What the not-applicable rules lacked, one phrase per question."""
         areas = [r.rule.area for r in self.results if r.status == "not applicable"]
-        return [_MISSING[a] for a in AREAS if a in areas]
+        return [self._lacked(a) for a in AREAS if a in areas]
 
     def headline(self) -> str:
         """One sentence: the status, then every rule counted by outcome (so "FAIL" is never read as
@@ -204,7 +213,11 @@ def _pair_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
     v = inputs.pair.get(key)
     b, c = inputs.baseline, inputs.candidate
     if v is None:
-        note = inputs.pair_note or ("the logs carry no span information" if rule.level == "span" else "")
+        note = (
+            inputs.level_notes.get(rule.level or "")
+            or inputs.pair_note
+            or ("the logs carry no span information" if rule.level == "span" else "")
+        )
         return RuleResult(
             rule=rule,
             status="not applicable",
@@ -273,6 +286,8 @@ def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
     if worst is not None:
         return worst
     who = c_run if not rule.relative else f"{b_run} and {c_run}"
+    if rule.area == "quality" and inputs.quality_note:  # labels are loaded: say why they label nothing here
+        return RuleResult(rule=rule, status="not applicable", message=inputs.quality_note)
     return RuleResult(rule=rule, status="not applicable", message=f"{_MISSING[rule.area]} for {who}")
 
 
@@ -291,9 +306,14 @@ def evaluate(policy: GatePolicy | list[Rule], inputs: GateInputs) -> Verdict:
             f"the policy asks for at least {pol.min_applicable}"
         )
     answered = {r.rule.area for r in applicable}
+    absent = {"quality": "no labelled query"} if inputs.quality_note else {}
+    if inputs.level_notes:
+        absent["stability"] = "no document ids"
     for area in pol.require:
         if area not in answered:
-            thin.append(f"no applicable {area} rule, and the policy requires {area} ({_MISSING[area]})")
+            thin.append(
+                f"no applicable {area} rule, and the policy requires {area} ({absent.get(area, _MISSING[area])})"
+            )
     if thin or any(r.status == "fail" for r in results):
         status: Literal["pass", "fail", "inconclusive"] = "fail"
     elif any(r.status == "inconclusive" for r in results):
@@ -308,6 +328,7 @@ def evaluate(policy: GatePolicy | list[Rule], inputs: GateInputs) -> Verdict:
         min_applicable=pol.min_applicable,
         require=list(pol.require),
         thin=thin,
+        absent=absent,
     )
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from ragaudit_core.logs.qrels import unlabelled_runs_note
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.quality.jitter import jitter_cost
 from ragaudit_core.review import quality_charts
@@ -35,8 +36,9 @@ def gather_quality(con: duckdb.DuckDBPyConnection, data: ReportData, cmp: Compar
     runs = list(stab.summary.runs) if stab is not None else list(data.runs["run_id"])
     pairs = [(cmp.baseline, cmp.candidate)] if cmp is not None else []
     q = quality_cached(con, runs if cmp is None else list(dict.fromkeys([*runs, *pairs[0]])), pairs=pairs)
-    if not q.labelled:
-        data.omitted.append("ranking quality (no compared run has a labelled query)")
+    if not q.labelled:  # labels are loaded: say why they label none of these runs' queries
+        why = unlabelled_runs_note(con, [r.run_id for r in q.runs]) or "no compared run has a labelled query"
+        data.omitted.append(f"ranking quality ({why})")
         return
     data.quality = q
     data.labels = _label_sources(con)

@@ -1,0 +1,49 @@
+"""Settings for runs whose logs carry none: another tool's export (Ragas, a trace export) logs no
+top-k or chunk size, so every page called what changed between two of them "unknown (no config)" —
+and nothing said how to tell it. ``ragaudit ingest --settings`` and the upload's "Settings of these
+runs" give them to the runs a load makes that log none."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragaudit_core.errors import RagAuditError
+from ragaudit_core.logs import store
+from ragaudit_core.logs.runs import parse_settings
+from ragaudit_core.stability.metrics import compute_stability
+from ragaudit_core.workspace import load_paths
+from tests.helpers import write_jsonl
+
+QS = ["Does aspirin prevent stroke?", "Is coffee harmful?"]
+
+
+def _ragas(tmp_path, name, passages):
+    return write_jsonl(tmp_path / f"{name}.jsonl", [{"user_input": q, "retrieved_contexts": passages} for q in QS])
+
+
+def test_settings_given_at_load_name_what_changed(tmp_path):
+    con = store.connect(":memory:")
+    r = load_paths(con, [_ragas(tmp_path, "a", ["x", "y"])], settings=parse_settings("top_k=10, chunk_size=256"))
+    assert not [w for w in r.warnings if "settings" in w.message]
+    load_paths(con, [_ragas(tmp_path, "b", ["x"])], settings=parse_settings("top_k=5; chunk_size=256; embedder=bge"))
+    rows = con.execute("SELECT run_id, top_k, chunk_size, embedder, config FROM runs ORDER BY run_id").fetchall()
+    assert rows[0][:4] == ("a", 10, 256, None) and rows[1][:4] == ("b", 5, 256, "bge")
+    assert rows[1][4] == '{"chunk_size": 256, "embedder": "bge", "top_k": 5}'
+    res = compute_stability(con)
+    assert set(res.pairs["changed"]) == {"top_k"}
+
+
+def test_a_run_that_logs_its_settings_keeps_them(tmp_path):
+    con = store.connect(":memory:")
+    native = write_jsonl(
+        tmp_path / "n.jsonl", [{"run_id": "n", "query_id": "1", "config": {"top_k": 3}, "cited": ["d"]}]
+    )
+    report = load_paths(con, [native, _ragas(tmp_path, "a", ["x"])], settings={"top_k": 7})
+    assert con.execute("SELECT run_id, top_k FROM runs ORDER BY run_id").fetchall() == [("a", 7), ("n", 3)]
+    assert any("run 'n' logs its own settings" in str(w) for w in report.warnings)
+
+
+@pytest.mark.parametrize("bad", ["top_k", "=5", "top_k=5,,", "top k=5"])
+def test_settings_that_do_not_read_are_refused_in_one_sentence(bad):
+    with pytest.raises(RagAuditError, match="settings are KEY=VALUE pairs"):
+        parse_settings(bad)
