@@ -37,6 +37,7 @@ from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
 from ragaudit_core.logs.formats.base import query_id_for
 from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
+from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.wording import counted, listed
 
 __all__ = [
@@ -405,6 +406,7 @@ def unlabelled_runs_note(con: duckdb.DuckDBPyConnection, runs: Iterable[str] | N
 
 
 def _runs(names: list[str]) -> str:
-    """``run 'a'`` / ``runs 'a', 'b', 'c', 4 more``."""
+    """``run 'a'`` / ``runs 'a', 'b', 'c', 4 more``, in natural order (k5 before k10)."""
+    names = natural_sorted(names)
     shown = [repr(r) for r in names[:3]] + ([f"{len(names) - 3:,} more"] if len(names) > 3 else [])
     return listed("run", shown)

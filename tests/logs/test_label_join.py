@@ -142,3 +142,17 @@ def test_runs_without_document_ids_are_not_scored_zero_by_labels_of_documents(tm
     assert "but score no query of run 'ragas_k5': it logged no document ids" in note, note
     assert "such as '14717500'" in note and "retrieved_context_ids" in note, note
     assert "with_ids" not in note
+
+
+def test_the_runs_a_note_names_are_in_natural_order(tmp_path):
+    """k5 before k10 before k20, as every run list of the product reads (not k10, k20, k5)."""
+    con = store.connect(":memory:")
+    logs = [
+        write_jsonl(
+            tmp_path / f"{name}.jsonl",
+            [{"user_input": q, "retrieved_contexts": [f"{name} passage"]} for q in QUESTIONS.values()],
+        )
+        for name in ("ragas_k10", "ragas_k20", "ragas_k5")
+    ]
+    load_paths(con, logs, qrels=[_labels(tmp_path)], precompute_overview=False)
+    assert "label no query of runs 'ragas_k5', 'ragas_k10', 'ragas_k20'," in (unlabelled_runs_note(con) or "")
