@@ -462,12 +462,12 @@ def test_labels_keyed_by_other_query_ids_say_why_they_score_nothing(tmp_path):
     q.write_text("query-id\tcorpus-id\tscore\n1\t31715818\t1\n3\t14717500\t1\n")
     db = tmp_path / "q.duckdb"
     p = run("ingest", tmp_path / "ragas_k5.jsonl", tmp_path / "ragas_k10.jsonl", "--qrels", q, "--db", db)
-    why = "warning: relevance labels are loaded for 2 queries ('1', '3') but label no query of runs 'ragas_k10', "
+    why = "warning: relevance labels are loaded for 2 queries ('1', '3') but label no query of runs 'ragas_k5', "
     assert p.returncode == 0 and why in p.stderr and "hashes of the question texts" in p.stderr, p.stderr
     for cmd in ("quality", "stability"):
         p = run(cmd, "--db", db)
         assert p.returncode == 0, p.stderr
-        assert "but label no query of runs 'ragas_k10', 'ragas_k5'" in p.stdout, (cmd, p.stdout)
+        assert "but label no query of runs 'ragas_k5', 'ragas_k10'" in p.stdout, (cmd, p.stdout)
 
 
 def test_ingest_settings_for_runs_that_log_none(tmp_path):
