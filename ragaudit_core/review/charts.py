@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -536,57 +537,20 @@ def warg_curves(
     better (the generator uses the documents the retriever ranks first); the y axis says so.
     """
     fig = go.Figure()
-    k = 0
+    styled: list[tuple[str, dict, dict]] = []
     for name, c in (run_means or {}).items():
-        ps = sorted(c, key=float)
-        fig.add_trace(
-            go.Scatter(
-                x=[float(p) for p in ps],
-                y=[c[p] for p in ps],
-                mode="lines",
-                name=html.escape(name),
-                opacity=0.55,
-                line=dict(width=2, dash="longdash", color=colour(k)),
-            )
-        )
-        k += 1
+        styled.append((name, c, dict(mode="lines", opacity=0.55, line=dict(width=2, dash="longdash"))))
     for name, c in curves.items():
-        ps = sorted(c, key=float)
-        fig.add_trace(
-            go.Scatter(
-                x=[float(p) for p in ps],
-                y=[c[p] for p in ps],
-                mode="lines+markers",
-                name=html.escape(name),
-                line=dict(width=3, color=colour(k)),
-                marker=dict(size=8, color=colour(k)),
-            )
-        )
-        k += 1
+        styled.append((name, c, dict(mode="lines+markers", line=dict(width=3), marker=dict(size=8))))
     for name, c in (dashed or {}).items():
-        ps = sorted(c, key=float)
-        fig.add_trace(
-            go.Scatter(
-                x=[float(p) for p in ps],
-                y=[c[p] for p in ps],
-                mode="lines",
-                name=html.escape(name),
-                line=dict(dash="dot", color=colour(k)),
-            )
-        )
-        k += 1
+        styled.append((name, c, dict(mode="lines", line=dict(dash="dot"))))
+    for k, (name, c, style) in enumerate(styled):
+        for part in ("line", "marker"):
+            if part in style:
+                style[part]["color"] = colour(k)
+        fig.add_trace(_p_curve(name, c, **style))
     if floor is not None:
-        label, c = floor
-        ps = sorted(c, key=float)
-        fig.add_trace(
-            go.Scatter(
-                x=[float(p) for p in ps],
-                y=[c[p] for p in ps],
-                mode="lines",
-                name=html.escape(label),
-                line=dict(color=GREY, dash="dash"),
-            )
-        )
+        fig.add_trace(_p_curve(floor[0], floor[1], mode="lines", line=dict(color=GREY, dash="dash")))
     fig.update_layout(
         title=wrap_title(html.escape(title)),
         xaxis_title="p",
@@ -596,3 +560,9 @@ def warg_curves(
         margin=dict(l=50, r=20, t=60, b=50),
     )
     return fig
+
+
+def _p_curve(name: str, c: dict, **style: Any) -> go.Scatter:
+    """One curve of a value against p, its points in the order of p (keys may be strings)."""
+    ps = sorted(c, key=float)
+    return go.Scatter(x=[float(p) for p in ps], y=[c[p] for p in ps], name=html.escape(name), **style)
