@@ -37,7 +37,9 @@ st.caption(
 )
 runs = natural_sorted(catalog.runs_with_texts(con))  # k5, k10, k20 as on the other pages
 c1, c2 = st.columns([1, 3])
-run = c1.selectbox("Run", runs, index=runs.index(catalog.preferred_run(runs)))
+run_label = ui.run_label(runs, ui.RUN_CHARS_NARROW)
+run = c1.selectbox("Run", runs, index=runs.index(catalog.preferred_run(runs)), format_func=run_label)
+ui.runs_in_full([run], run_label, c1)
 qid = ui.query_picker(con, st.session_state.get(KEYS.query), search_box=c2, limit=300, run=run)
 
 with st.expander("Settings (defaults chosen by measurement: docs/benchmarks.md)"):
