@@ -65,14 +65,17 @@ current = [r for r in state or [] if r in all_runs]
 if state is None or (state and not current):  # emptied by the user ("Clear all"): stays empty
     current = remembered if len(remembered) >= 2 else selection.runs  # first draw, or every pick was removed
 st.session_state["stability.runs"] = current
+run_label = ui.run_label(all_runs, ui.RUN_CHARS_NARROW)
 picked = st.sidebar.multiselect(
     "Runs compared",
     all_runs,
     key="stability.runs",
+    format_func=run_label,
     help="Default: the runs that share the most queries between the most runs (runs sharing no query, or "
     "asking other questions under the same ids, or only a few of the queries, are left out). The PDF report built "
     "on the compare page compares the same runs.",
 )
+ui.runs_in_full(picked, run_label, st.sidebar)
 st.session_state[KEYS.runs] = None if set(picked) == set(selection.runs) else natural_sorted(picked)
 if selection.note and set(picked) == set(selection.runs):
     st.info(ui.md(selection.note))
@@ -269,11 +272,12 @@ st.plotly_chart(charts.jmin_histogram(res.queries), key="stability.jmin")
 # --- one pair ---------------------------------------------------------------------------------
 st.subheader("One pair, query by query")
 index = pair_list.index(selected) if selected else pair_list.index(default_pair) if default_pair in pair_list else 0
+pair_label = ui.run_label(all_runs)  # both runs named in full in the sentence below
 choice = st.selectbox(
     "Run pair (or click a point in the scatter)",
     range(len(pair_list)),
     index=index,
-    format_func=lambda i: f"{pair_list[i][0]} vs {pair_list[i][1]}",
+    format_func=lambda i: f"{pair_label(pair_list[i][0])} vs {pair_label(pair_list[i][1])}",
 )
 a, b = pair_list[choice]
 if choice != index:  # only a change by the user: the scatter's spec (and its selection) stays put

@@ -11,7 +11,7 @@ import streamlit as st
 
 from pages import ui
 from ragaudit_core.attribution.compute import FIRST_LABELS, predicted_job_seconds
-from ragaudit_core.attribution.storage import AttributionError, batch_tables, stored_results
+from ragaudit_core.attribution.storage import AttributionError, batch_state, batch_tables, stored_results
 from ragaudit_core.attribution.uncertainty import FIGURES
 from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS as D
 from ragaudit_core.defaults import EXACT_SHAPLEY_MAX_DOCS, IG_BASELINES, IG_METHODS, SHAPLEY_METHODS
@@ -25,8 +25,15 @@ from ragaudit_core.wording import bracket
 
 st.set_page_config(page_title="Attributions · RagAudit", page_icon="🧭", layout="wide")
 db = ui.open_store("Attributions", catalog.missing_text_message)
-con, db_path = db.con, db.db_path
+con, db_path, version = db.con, db.db_path, db.version
 KEYS = ui.KEYS
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def run_tables(db: str, data_version: str, run: str, state: str):
+    """The run's section-5 tables, once per state of its stored results (``state``: batch_state)."""
+    return batch_tables(ui.connection(db), run)
+
 
 st.caption(
     "Does the generator use what the retriever ranked? (seed 001, RAG-E) Integrated Gradients scores how much "
@@ -37,7 +44,9 @@ st.caption(
 )
 runs = natural_sorted(catalog.runs_with_texts(con))  # k5, k10, k20 as on the other pages
 c1, c2 = st.columns([1, 3])
-run = c1.selectbox("Run", runs, index=runs.index(catalog.preferred_run(runs)))
+run_label = ui.run_label(runs, ui.RUN_CHARS_NARROW)
+run = c1.selectbox("Run", runs, index=runs.index(catalog.preferred_run(runs)), format_func=run_label)
+ui.runs_in_full([run], run_label, c1)
 qid = ui.query_picker(con, st.session_state.get(KEYS.query), search_box=c2, limit=300, run=run)
 
 with st.expander("Settings (defaults chosen by measurement: docs/benchmarks.md)"):
@@ -268,7 +277,7 @@ k[3].metric(
     "yes" if res.noise_distraction else "no",
     help="The generator's top document had retriever rank 4 or lower (ranks from 1).",
 )
-tables = batch_tables(con, run)
+tables = run_tables(db_path, version, run, batch_state(con, run))
 means = {}
 if tables and len(tables["warg"]):
     explained = dict(zip(tables["failure"]["condition"], tables["failure"]["queries"]))

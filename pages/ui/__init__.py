@@ -28,6 +28,7 @@ from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.review import gate, palette
 from ragaudit_core.review.labels import column_label, is_share
 from ragaudit_core.review.logtext import RTL_OR_CONTROL, bidi_safe
+from ragaudit_core.review.runlabels import RUN_LABEL_CHARS, run_labels
 from ragaudit_core.stability.cache import opening_pair
 from ragaudit_core.wording import counted
 
@@ -38,6 +39,8 @@ __all__ = [
     "PAGES",
     "PARAMS",
     "READ_ONLY_NOTE",
+    "RUN_CHARS_HALF",
+    "RUN_CHARS_NARROW",
     "Store",
     "connection",
     "counted",
@@ -58,7 +61,9 @@ __all__ = [
     "picked_runs",
     "query_picker",
     "release_connections",
+    "run_label",
     "run_pair_picker",
+    "runs_in_full",
     "sentence",
     "short_connection",
     "table",
@@ -228,6 +233,28 @@ def tau_slider(label: str = "Flip threshold τ (a query flips when J < τ)") -> 
     return tau
 
 
+RUN_CHARS_NARROW = 18
+"""Characters of a run's label in a sidebar multiselect's chip or a quarter-width selectbox: what
+they show uncut at the default sidebar and window width (measured in Chromium: a chip holds 130 px)."""
+RUN_CHARS_HALF = 44
+"""Characters of a run's label in a half-width selectbox (two pickers side by side)."""
+
+
+def run_label(runs: Sequence[str], width: int = RUN_LABEL_CHARS) -> Callable[[object], str]:
+    """A run picker's ``format_func``: a long run id as its beginning, ``…`` and its end, distinct
+    from every other run's label (:func:`ragaudit_core.review.runlabels.run_labels`), so a widget
+    that cuts at its end never shows two runs alike. The widget's value stays the run id."""
+    labels = run_labels(runs, width)
+    return lambda run: labels.get(run, str(run)) if isinstance(run, str) else str(run)
+
+
+def runs_in_full(chosen: Sequence[str], label: Callable[[object], str], where=st) -> None:
+    """A caption naming in full the chosen runs whose picker shows them cut (nothing when none is)."""
+    cut = [r for r in chosen if label(r) != r]
+    if cut:
+        where.caption(f"In full: {' · '.join(md(r) for r in cut)}")
+
+
 def run_pair_picker(
     runs: list[str],
     labels: tuple[str, str] = ("Baseline run", "Candidate run"),
@@ -249,8 +276,10 @@ def run_pair_picker(
     if second not in runs or second == first:
         second = next((r for r in (pool if len(pool) >= 2 else runs) if r != first), first)
     c1, c2 = st.columns(2)
-    a = c1.selectbox(labels[0], runs, index=runs.index(first))
-    b = c2.selectbox(labels[1], runs, index=runs.index(second))
+    label = run_label(runs, RUN_CHARS_HALF)
+    a = c1.selectbox(labels[0], runs, index=runs.index(first), format_func=label)
+    b = c2.selectbox(labels[1], runs, index=runs.index(second), format_func=label)
+    runs_in_full([a, b], label)
     st.session_state[KEYS.run_a], st.session_state[KEYS.run_b] = a, b
     return a, b
 

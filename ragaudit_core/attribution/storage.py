@@ -22,6 +22,7 @@ from ragaudit_core.logs import store
 __all__ = [
     "ATTRIBUTIONS_SCHEMA",
     "AttributionError",
+    "batch_state",
     "batch_tables",
     "query_documents",
     "result_key",
@@ -181,6 +182,23 @@ def store_payloads(con: duckdb.DuckDBPyConnection, rows: Sequence[tuple[str, dic
 def stored_results(con: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> dict[str, AttributionResult]:
     """The stored results among ``keys`` (key → :class:`AttributionResult`)."""
     return {k: AttributionResult.from_json(p) for k, p in stored_payloads(con, keys).items()}
+
+
+def batch_state(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
+    """A token that changes whenever a run's stored results change — one stored (or stored again:
+    a new ``created_at``) by a worker, which does not bump the data version: with
+    :func:`store.data_version` (clears, removals), what a page keys its cached
+    :func:`batch_tables` on. ``""`` where no result was ever stored."""
+    if not _ensure(con):
+        return ""
+    cur = con.cursor()
+    try:
+        n, last = cur.execute(
+            "SELECT count(*), max(created_at) FROM attributions WHERE run_id = ?", [run_id]
+        ).fetchone() or (0, None)
+    finally:
+        cur.close()
+    return f"{n}:{last}"
 
 
 def batch_tables(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, pd.DataFrame]:

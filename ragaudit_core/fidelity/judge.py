@@ -25,6 +25,13 @@ and in a verdict. One read from the logs is text (an integer as its decimal stri
 longer, cut by :func:`bounded_chunk_id` (kept distinct, the cut shown) before any judge sees it; a
 verdict naming a longer ``matching_chunk_id`` — only an endpoint's reply can — is invalid like any
 reply outside the schema (retried, then no vote), with the reason.
+
+**Ids in the context**: a verdict's ``matching_chunk_id`` is null or, exactly, the id of a chunk of
+the context the judge was shown. A verdict validated with the context's ids
+(``JudgeVerdict.model_validate_json(text, context={"chunk_ids": ids})``, as the endpoint judge
+validates each reply) naming any other chunk — one of another query, or none at all — is invalid
+like any reply outside the schema: a judge must not credit a citation to evidence it never saw. The
+local judge picks the id among the context's by construction (:mod:`.judge_panel`).
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from ragaudit_core.intervals import wilson
 from ragaudit_core.wording import counted
@@ -119,7 +126,9 @@ def bounded_chunk_id(chunk_id: object) -> str | None:
 
 class JudgeVerdict(BaseModel):
     """The seed's structured verdict; an explanation longer than 100 characters is cut, a
-    ``matching_chunk_id`` longer than :data:`MAX_CHUNK_ID_CHARS` makes the verdict invalid."""
+    ``matching_chunk_id`` longer than :data:`MAX_CHUNK_ID_CHARS` makes the verdict invalid, and so
+    does one outside the context's ids when validated with them (``context={"chunk_ids": ids}``,
+    module doc, "Ids in the context"). The reasons never quote the id: it is the judge's text."""
 
     verdict: Literal["ACCURATE", "PARTIAL", "HALLUCINATED", "UNVERIFIABLE"]
     confidence: float = Field(ge=0.0, le=1.0)
@@ -134,11 +143,19 @@ class JudgeVerdict(BaseModel):
 
     @field_validator("matching_chunk_id")
     @classmethod
-    def _bounded(cls, v: str | None) -> str | None:
-        if v is not None and len(v) > MAX_CHUNK_ID_CHARS:
+    def _bounded(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            return v
+        if len(v) > MAX_CHUNK_ID_CHARS:
             raise ValueError(
                 f"matching_chunk_id is {len(v):,} characters long, over the {MAX_CHUNK_ID_CHARS}-character limit "
                 "of a chunk id (the context's ids are never longer), so this verdict is not taken"
+            )
+        shown = (info.context or {}).get("chunk_ids")
+        if shown is not None and v not in shown:
+            raise ValueError(
+                f"matching_chunk_id is not one of the {counted(len(shown), 'chunk')} of the context the judge was "
+                "shown, so this verdict is not taken (a judge cannot credit a citation to evidence it never saw)"
             )
         return v
 

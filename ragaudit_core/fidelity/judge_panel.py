@@ -52,12 +52,15 @@ def skeleton(chunk_ids: Sequence[str]) -> Generator[Step, Any, JudgeVerdict]:
     explanation = yield ("text",)
     yield ("emit", '", "coordinate_fidelity": ')
     fidelity = float(SCORE_CHOICES[(yield ("choose", list(SCORE_CHOICES)))])
-    return JudgeVerdict(
-        verdict=verdict,
-        confidence=confidence,
-        matching_chunk_id=json.loads(picked),
-        explanation=explanation.strip(),
-        coordinate_fidelity=fidelity,
+    return JudgeVerdict.model_validate(
+        {
+            "verdict": verdict,
+            "confidence": confidence,
+            "matching_chunk_id": json.loads(picked),
+            "explanation": explanation.strip(),
+            "coordinate_fidelity": fidelity,
+        },
+        context={"chunk_ids": list(chunk_ids)},  # always passes: the slot offers only these and null
     )
 
 

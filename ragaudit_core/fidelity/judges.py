@@ -31,8 +31,9 @@ The same loading path as the generator (``models.load_generator``): any local fo
 ``{base_url}/chat/completions`` (vLLM, Ollama, a hosted API) with the prompt as the system
 message, ``response_format: json_object``, temperature 0 for seed 0 (the seed's setting) and
 ``temperature`` otherwise, and ``seed``.
-The reply's first JSON object is validated against :class:`JudgeVerdict`; an invalid or
-failed reply is retried ``retries`` times, then the judge casts no vote (None).
+The reply's first JSON object is validated against :class:`JudgeVerdict` with the context's chunk
+ids (its ``matching_chunk_id`` must name one of them or be null); an invalid or failed reply is
+retried ``retries`` times, then the judge casts no vote (None).
 """
 
 from __future__ import annotations
@@ -273,6 +274,7 @@ class EndpointJudge:
         from ragaudit_core.fidelity.endpoint import EndpointRedirected, mask
 
         out = []
+        shown = {"chunk_ids": list(chunk_ids)}  # a verdict names one of these or none (judge module doc)
         for seed in seeds:
             verdict, reached, last_error = None, False, ""
             for _attempt in range(1 + self.retries):
@@ -286,7 +288,7 @@ class EndpointJudge:
                     raise EndpointRedirected(mask(str(e), self.api_key)) from None
                 reached = True
                 try:
-                    verdict = JudgeVerdict.model_validate_json(_json_object(content))
+                    verdict = JudgeVerdict.model_validate_json(_json_object(content), context=shown)
                     break
                 except ValueError as e:
                     self.n_invalid += 1
@@ -303,8 +305,8 @@ class EndpointJudge:
 
 def _refused(url: str, error: ValueError, key: str | None) -> None:
     """Log why a reply was not taken as a verdict (the worker's log): the schema's reason for the
-    first field it refused (an over-long ``matching_chunk_id``, a verdict outside the four), without
-    the value."""
+    first field it refused (an over-long ``matching_chunk_id`` or one naming a chunk outside the
+    context, a verdict outside the four), without the value."""
     from ragaudit_core.fidelity.endpoint import mask
 
     errors = getattr(error, "errors", None)

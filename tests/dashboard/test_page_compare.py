@@ -297,3 +297,30 @@ def test_labels_that_label_neither_runs_queries_say_why(app_env, tmp_path):
     assert not at.exception
     assert any("label no query of runs 'ragas_a', 'ragas_b'" in plain(i.value) for i in at.info)
     assert not any("no relevance labels" in plain(e.value) for e in [*at.error, *at.success, *at.warning])
+
+
+def test_long_run_ids_read_apart_in_the_pair_picker(app_env, tmp_path):
+    """Two runs differing only at the end of a long id: the pickers' labels keep the end (and
+    runs differing in the middle are shown wider, until they read apart); the chosen runs in full."""
+    from tests.helpers import records_db
+
+    a = "ragas_scifact_bm25_top5_chunk256_overlap32_2026-11-20.csv"
+    b = "ragas_scifact_bm25_top5_chunk256_overlap32_2026-11-21.csv"
+    c = "ragas_scifact_bm25_top10_chunk256_overlap32_2026-11-20.csv"
+    recs = [
+        {"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}", f"d{(i + k) % 4}"]}
+        for k, r in ((1, a), (2, b), (3, c))
+        for i in range(3)
+    ]
+    app_env(records_db(tmp_path, recs))
+    at = app_test(PAGE).run()
+    assert not at.exception and not at.error
+    box = next(s for s in at.selectbox if s.label == "Baseline run")
+    assert len(set(box.options)) == 3
+    assert box.options[1] == "ragas_scifact_bm2…6_overlap32_2026-11-21.csv"  # 44 characters, the end kept
+    assert box.options[::2] == [a, c]  # alike when cut (top5 / top10 in the middle): shown whole
+    box.select(b).run()
+    next(s for s in at.selectbox if s.label == "Candidate run").select(c).run()
+    assert not at.exception
+    (full,) = [plain(x.value) for x in at.caption if x.value.startswith("In full")]
+    assert full == f"In full: {b}"  # the candidate is shown whole already

@@ -244,3 +244,23 @@ def test_labels_that_label_no_compared_query_say_why(app_env, tmp_path):
     said = [plain(i.value) for i in at.info if "label no query of" in plain(i.value)]
     assert len(said) == 1 and said[0].startswith("Relevance labels are loaded for 3 queries ('1', '2', '3')")
     assert "hashes of the question texts" in said[0]
+
+
+def test_long_run_ids_read_apart_in_the_runs_compared(app_env, tmp_path):
+    """Before: two runs differing only at the end of a long id showed alike in the sidebar's chips
+    (cut at their end); now each reads as its beginning, "…" and its end, named in full below."""
+    a = "ragas_scifact_bm25_top5_chunk256_overlap32_2026-11-20.csv"
+    b = "ragas_scifact_bm25_top5_chunk256_overlap32_2026-11-21.csv"
+    recs = [
+        {"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}", f"d{(i + k) % 4}"]}
+        for k, r in ((1, a), (2, b), (3, "k5"))
+        for i in range(3)
+    ]
+    app_env(records_db(tmp_path, recs))
+    at = app_test(PAGE).run()
+    assert not at.exception and not at.error
+    box = at.sidebar.multiselect[0]
+    assert box.value == ["k5", a, b]  # the values stay the run ids
+    assert box.options == ["k5", "ragas_…6-11-20.csv", "ragas_…6-11-21.csv"]
+    (full,) = [plain(c.value) for c in at.sidebar.caption if c.value.startswith("In full")]
+    assert full == f"In full: {a} · {b}"

@@ -39,9 +39,9 @@ def test_a_reply_naming_an_over_long_chunk_is_an_invalid_vote_with_the_reason(ca
     try:
         judge = EndpointJudge(server.url, "m", retries=1, timeout_s=10)
         with caplog.at_level(logging.WARNING, logger="ragaudit.judge"):
-            assert judge.verdicts("P", ["c1"], [0]) == [None]  # two attempts, both refused: no vote
+            assert judge.verdicts("P", ["c1", at_limit], [0]) == [None]  # two attempts, both refused: no vote
         assert judge.n_invalid == 2
-        (v,) = judge.verdicts("P", ["c1"], [0])
+        (v,) = judge.verdicts("P", ["c1", at_limit], [0])  # an id at the limit, of the context: taken
         assert v is not None and v.matching_chunk_id == at_limit
     finally:
         server.close()
