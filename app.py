@@ -159,6 +159,14 @@ def _upload(con, db_path: str) -> None:
         "Runs that log their own keep them.",
         key="home.settings",
     ).strip()
+    questions = st.file_uploader(
+        "Questions file (for logs without query ids)",
+        type=["jsonl", "gz", "tsv", "csv", "txt"],
+        help="The benchmark's questions (BEIR's queries.jsonl, 'id<TAB>text' or 'id,text' rows, or query_id/query "
+        "JSONL): a Ragas or trace export's record, whose query id is its question's hash (q:…), takes the question's "
+        "id, so it pairs with a native run over the same questions. Ids the logs give are kept.",
+        key=f"{KEYS.uploader}.questions.{st.session_state.get(KEYS.uploader, 0)}",
+    )
     if files and st.button("Load the uploaded files", type="primary"):
         with st.spinner("Validating and loading…"):
             try:
@@ -169,6 +177,7 @@ def _upload(con, db_path: str) -> None:
                     IngestOptions(doc_id_key=id_key or None),
                     ids_are_texts=as_texts,
                     settings=parse_settings(settings) if settings else None,
+                    questions=(questions.name, questions.getvalue()) if questions is not None else None,
                 )
             except RagAuditError as e:  # an ingest that could not start, or settings that do not read
                 _after_load(error=str(e))

@@ -10,6 +10,7 @@ while the user waits for the load anyway. The log store itself imports no metric
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -140,11 +141,15 @@ def load_uploads(
     *,
     ids_are_texts: bool = False,
     settings: dict[str, object] | None = None,
+    questions: tuple[str, bytes] | None = None,
 ) -> IngestReport:
     """Keep uploaded ``(name, bytes)`` files under ``dest`` (:func:`catalog.keep_uploads`) and load
-    them; the report names each file as it was uploaded, not where it is kept."""
+    them; the report names each file as it was uploaded, not where it is kept. ``questions``: an
+    uploaded questions file, kept there too, whose ids hashed query ids take (``IngestOptions.queries``)."""
     uploads = list(uploads)
     paths = catalog.keep_uploads(uploads, dest)
+    if questions is not None:
+        options = dataclasses.replace(options, queries=str(catalog.keep_uploads([questions], dest)[0]))
     report = load_paths(con, paths, options, ids_are_texts=ids_are_texts, settings=settings)
     return report.with_paths({str(p): name for p, (name, _data) in zip(paths, uploads)})
 

@@ -32,6 +32,7 @@ from ragaudit_core.logs import store
 from ragaudit_core.logs.documents import DEFAULT_MAX_DEPTH
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_EXPANSION, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_LINE_BYTES
 from ragaudit_core.logs.listing import list_paths
+from ragaudit_core.logs.questions import read_questions
 from ragaudit_core.logs.runs import parse_settings
 
 __all__ = ["ingest"]
@@ -65,6 +66,15 @@ def ingest(
             "--settings",
             help="Settings of the runs this load makes that log none (another tool's export), e.g. "
             "'top_k=5,chunk_size=256,embedder=bge': the pages then say what changed between runs.",
+        ),
+    ] = None,
+    queries: Annotated[
+        Path | None,
+        typer.Option(
+            "--queries",
+            help="The questions of the benchmark these logs ran (BEIR's queries.jsonl, an id,text TSV/CSV, or "
+            "query_id/query JSONL): a record without a query id (Ragas, a trace export: q:… from its question's "
+            "hash) takes its question's id, so it pairs with a native run over the same questions.",
         ),
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
@@ -101,13 +111,19 @@ def ingest(
     if min(max_file_bytes, max_expansion, max_depth) < 1:
         fail("--max-file-bytes, --max-expansion and --max-depth must be at least 1")
     options = dataclasses.replace(
-        options, max_file_bytes=max_file_bytes, max_expansion=max_expansion, max_depth=max_depth
+        options,
+        max_file_bytes=max_file_bytes,
+        max_expansion=max_expansion,
+        max_depth=max_depth,
+        queries=str(queries) if queries is not None else None,
     )
     lines = progress()
     try:
         given = parse_settings(settings) if settings is not None else None
-        if not Path(db).exists():
-            list_paths(list[str | Path](paths))  # a call with nothing to read fails before it makes a database
+        if not Path(db).exists():  # a call with nothing to read, or no questions, fails before it makes a database
+            list_paths(list[str | Path](paths))
+            if queries is not None:
+                read_questions(queries)
         con = connect_db(db, init=init)
         report = workspace.load_paths(
             con,

@@ -32,12 +32,7 @@ from ragaudit_core.logs.collect import fewer_collections
 from ragaudit_core.logs.containers import iter_rows
 from ragaudit_core.logs.contracts import EvidenceRecord
 from ragaudit_core.logs.held import HeldRows
-from ragaudit_core.logs.jsonl import (
-    InputFileError,
-    Line,
-    file_sha256,
-    iter_lines,
-)
+from ragaudit_core.logs.jsonl import InputFileError, Line, file_sha256, iter_lines
 from ragaudit_core.logs.lines import buffer_provenance
 from ragaudit_core.logs.listing import list_paths, unopened
 from ragaudit_core.logs.options import IngestError, IngestOptions, check_options
@@ -56,6 +51,7 @@ from ragaudit_core.logs.parallel import (
     with_query_ids,
 )
 from ragaudit_core.logs.qrels import store_reference_labels
+from ragaudit_core.logs.questions import QuestionIds, read_questions
 from ragaudit_core.logs.records import FileReader
 from ragaudit_core.logs.report import FileReport, IngestReport, Issue
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
@@ -102,9 +98,10 @@ def ingest_paths(
         raise IngestError(str(e)) from None
     if options.format not in (None, "auto", *formats.NAMES):
         raise IngestError(f"unknown log format {options.format!r}; formats are: auto, {', '.join(formats.NAMES)}")
+    questions = read_questions(options.queries) if options.queries else None
     with one_ingest_at_a_time(con), fewer_collections():
         check_options(con, options)  # it records the options in meta: inside too
-        return _load(con, listing.files, options, progress).listed(listing.refused, listing.warnings)
+        return _load(con, listing.files, options, progress, questions).listed(listing.refused, listing.warnings)
 
 
 def _load(
@@ -112,8 +109,10 @@ def _load(
     files: list[Path],
     options: IngestOptions,
     progress: Callable[[str, int, str], None] | None,
+    questions: QuestionIds | None = None,
 ) -> IngestReport:
     batch = _Batch(con, options, progress)
+    batch.questions = questions  # (--queries) the ids hashed query ids take
     batch.call_bytes = sum(pool_bytes(p) for p in files)
     con.execute("BEGIN TRANSACTION")
     try:
@@ -184,6 +183,7 @@ class _Batch:
         self.next_file: Path | None = None  # the call's file after the one read (set by the caller)
         self.n_records = self.n_entries = self.n_provenance = 0
         self.log_labels: list[tuple[str, str, str, str]] = []  # (query_id, kind, reference, file)
+        self.questions: QuestionIds | None = None
 
     # ------------------------------------------------------------------ reporting
 
@@ -430,8 +430,8 @@ class _Batch:
     def _numbered(self, reader: FileReader, it: DecodedLine, i: int, renamed: dict[int, str]) -> list[str]:
         """A mapped line's query id numbered by occurrence when the workers' one is taken (a
         repeated question: its line index ``i`` → the new id in ``renamed``); its warnings."""
-        if not self.taken(it.run_id, it.query_id):
-            return []
+        if self.questions is None and not self.taken(it.run_id, it.query_id):
+            return []  # (with questions, every hashed id may take its question's)
         reader.ctx.repeats.clear()
         renamed[i] = reader.ctx.occurrence_id(it.run_id, it.query_id)
         return list(reader.ctx.repeats)
@@ -589,6 +589,8 @@ class _Batch:
         if self.log_labels:
             labels = store_reference_labels(con, self.log_labels, self.options.casefold_spans)
             self.warn(None, None, "labels", "relevance labels from the logs' references: " + labels.summary(), None)
+        for msg in self.questions.sentences(self.seen.first_place) if self.questions else ():
+            self.warn(None, None, "query-ids", msg, None)
         if self.warn_rows:
             insert_rows(con, "ingest_warnings", self.warn_rows, WARNING_SCHEMA)
         if self.file_rows:

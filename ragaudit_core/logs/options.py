@@ -34,6 +34,7 @@ class IngestOptions:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # decompressed bytes of one file
     max_expansion: int = DEFAULT_MAX_EXPANSION  # times its size a compressed file may expand
     max_depth: int = DEFAULT_MAX_DEPTH  # nesting depth of a JSON value in a document
+    queries: str | None = None  # a questions file whose ids hashed query ids take (logs.questions)
 
     @property
     def limits(self) -> Limits:

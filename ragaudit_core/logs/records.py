@@ -42,6 +42,7 @@ from ragaudit_core.logs.decode import decode_native, fast_record
 from ragaudit_core.logs.formats import native
 from ragaudit_core.logs.jsonl import FileRefused, Line
 from ragaudit_core.logs.lines import decode_json, parse_evidence_object, parse_provenance_object
+from ragaudit_core.logs.questions import QuestionIds
 from ragaudit_core.logs.report import FileReport
 from ragaudit_core.logs.shapes import EMPTY, IDS_ONLY, RECORD_OF, empty_words, unwrap
 from ragaudit_core.logs.traces import DecodedSpan, TraceJoiner, provenance_record
@@ -71,6 +72,8 @@ class RecordSink(Protocol):
     def provenance(self, fr: FileReport, file_id: int, ln: Any, reason: str | None, prec: Any) -> None: ...
 
     def admit_record(self, fr: FileReport, file_id: int, ln: Any, rec: EvidenceRecord) -> bool: ...
+
+    questions: QuestionIds | None  # (--queries) the ids hashed query ids take
 
     def taken(self, run_id: str, query_id: str) -> bool: ...
 
@@ -148,7 +151,11 @@ class FileReader:
             if self.forced.read_span_fast is not None
             else ()
         )
-        self.ctx = formats.MapContext(formats.run_id_for(path, run_id), doc_id_key, taken=sink.taken)
+        if sink.questions is not None:
+            sink.questions.path = str(path)  # the file whose records are given ids
+        self.ctx = formats.MapContext(
+            formats.run_id_for(path, run_id), doc_id_key, taken=sink.taken, questions=sink.questions
+        )
         self.joiner = TraceJoiner()
         self.scratch = formats.MapContext(self.ctx.run_id, doc_id_key)  # spans mapped as they are read
         self.trace_labels: dict[str, formats.LogFormat] = {}  # (spans the workers read) label -> format

@@ -250,7 +250,7 @@ def test_relevance_labels_upload_on_the_home_page(app_env, tmp_path):
     at.file_uploader[0].set_value(("r.jsonl", body, "application/jsonl")).run()
     next(b for b in at.button if b.label == "Load the uploaded files").click().run()
     qrels = b"query-id\tcorpus-id\tscore\nq1\tD1\t2\nq1\td9\t1\nq2\td2\t1\n"
-    at.file_uploader[1].set_value(("标签.tsv", qrels, "text/tab-separated-values")).run()
+    at.file_uploader[2].set_value(("标签.tsv", qrels, "text/tab-separated-values")).run()
     next(b for b in at.button if b.label == "Load the relevance labels").click().run()
     assert not at.exception
     assert any("Loaded 3 relevance labels for 2 queries" in plain(s.value) for s in at.success)
@@ -261,7 +261,7 @@ def test_relevance_labels_upload_on_the_home_page(app_env, tmp_path):
         ("q2", "d2", 1),
     ]
     c.close()
-    at.file_uploader[1].set_value(("empty.tsv", b"nothing here\n", "text/plain")).run()
+    at.file_uploader[2].set_value(("empty.tsv", b"nothing here\n", "text/plain")).run()
     next(b for b in at.button if b.label == "Load the relevance labels").click().run()
     assert any("empty.tsv: no line is a relevance judgement" in plain(e.value) for e in at.error)
 
@@ -274,7 +274,7 @@ def test_labels_that_label_no_loaded_query_are_not_loaded_in_silence(app_env, tm
     rows = [{"user_input": q, "retrieved_contexts": [q]} for q in ("Is coffee harmful?", "Do statins lower LDL?")]
     at.file_uploader[0].set_value(("ragas.jsonl", write_jsonl(tmp_path / "x.jsonl", rows).read_bytes(), "x")).run()
     next(b for b in at.button if b.label == "Load the uploaded files").click().run()
-    at.file_uploader[1].set_value(("test.tsv", b"1\t31715818\t1\n3\t14717500\t1\n", "text/plain")).run()
+    at.file_uploader[2].set_value(("test.tsv", b"1\t31715818\t1\n3\t14717500\t1\n", "text/plain")).run()
     next(b for b in at.button if b.label == "Load the relevance labels").click().run()
     assert not at.exception
     assert any("Loaded 2 relevance labels for 2 queries" in plain(s.value) for s in at.success)
@@ -282,7 +282,7 @@ def test_labels_that_label_no_loaded_query_are_not_loaded_in_silence(app_env, tm
     assert len(said) == 1 and said[0].startswith("Relevance labels are loaded for 2 queries ('1', '3')"), said
     # the benchmark's questions uploaded with the labels label the Ragas rows by their question texts
     questions = b'{"_id": "1", "text": "Is coffee harmful?"}\n{"_id": "3", "text": "Do statins lower LDL?"}\n'
-    at.file_uploader[1].set_value(
+    at.file_uploader[2].set_value(
         [("queries.jsonl", questions, "x"), ("test.tsv", b"1\t31715818\t1\n3\t14717500\t1\n", "x")]
     ).run()
     next(b for b in at.button if b.label == "Load the relevance labels").click().run()

@@ -30,10 +30,13 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs.identity import span_hash
+
+if TYPE_CHECKING:
+    from ragaudit_core.logs.questions import QuestionIds
 
 __all__ = [
     "FormatError",
@@ -59,7 +62,9 @@ class MapContext:
     metadata key holding document ids, the warnings it raised (each once per file), and —
     set by the ingest — ``taken(run_id, query_id)``, whether a (run, query) is already loaded,
     which numbers repeated hashed query ids by occurrence. ``labels`` collects the relevance
-    labels a format carries (a Ragas row's reference contexts), stored with the file's records."""
+    labels a format carries (a Ragas row's reference contexts), stored with the file's records.
+    ``questions`` (set by the ingest, ``--queries``): the ids hashed query ids take
+    (:mod:`ragaudit_core.logs.questions`), given before a repeat is numbered."""
 
     run_id: str
     doc_id_key: str | None = None
@@ -67,13 +72,23 @@ class MapContext:
     taken: Callable[[str, str], bool] | None = None
     repeats: list[str] = field(default_factory=list)  # per-row warnings of the record being mapped
     labels: list[tuple[str, str, str]] = field(default_factory=list)  # (query_id, "id" | "text", reference)
+    questions: QuestionIds | None = None
 
     def warn_once(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
 
     def occurrence_id(self, run_id: str, query_id: str) -> str:
-        """``query_id`` when (run, query) is free, else ``query_id#n`` for the first free n ≥ 2."""
+        """``query_id`` (a hashed id; its question's id with ``questions``) when (run, query) is
+        free, else ``query_id#n`` for the first free n ≥ 2."""
+        if self.questions is not None:
+            query_id, kind = self.questions.id_for(query_id)
+            numbered = self._numbered(run_id, query_id)
+            self.questions.given_to(run_id, numbered, kind)
+            return numbered
+        return self._numbered(run_id, query_id)
+
+    def _numbered(self, run_id: str, query_id: str) -> str:
         if self.taken is None or not self.taken(run_id, query_id):
             return query_id
         n = 2
