@@ -216,13 +216,15 @@ class ReportPDF(FPDF):
         align: str = "J",
     ) -> None:
         """A paragraph, justified unless ``align`` says otherwise (``L`` for headlines: a few long
-        bold words justified leave wide gaps)."""
+        bold words justified leave wide gaps) or it holds a word over a third of the line (a long
+        run id: the words on its line would be spread several ems apart)."""
         self.set_font("Sans", style, size)
         if colour:
             self.set_text_color(*colour)
-        self.multi_cell(
-            self.epw, h or size * 0.48, self.safe(text, PARA_LIMIT), align=align, new_x=XPos.LMARGIN, new_y=YPos.NEXT
-        )
+        s = self.safe(text, PARA_LIMIT)
+        if align == "J" and any(self.get_string_width(w) > self.epw / 3 for w in s.split()):
+            align = "L"
+        self.multi_cell(self.epw, h or size * 0.48, s, align=align, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
         self.set_text_color(0)
 
     def gap(self, mm: float = 2.5) -> None:
@@ -381,8 +383,15 @@ class ReportPDF(FPDF):
         need = [w + self._PAD if w else 0.0 for w in need]
         short = sum(max(0.0, nd - w) for nd, w in zip(need, widths))
         slack = [max(0.0, w - nd) for nd, w in zip(need, widths)]
-        if short <= 0 or sum(slack) < short:
-            return widths  # already fits, or cannot: keep the layout
+        while short > 0 and sum(slack) < short:
+            # cannot fit all: the column lacking most (a long run id) keeps its width and is broken
+            # as it would be anyway, so the others (numbers, intervals) still get what they need
+            j = max(range(n), key=lambda k: need[k] - widths[k])
+            need[j] = widths[j]
+            short = sum(max(0.0, nd - w) for nd, w in zip(need, widths))
+            slack = [max(0.0, w - nd) for nd, w in zip(need, widths)]
+        if short <= 0:
+            return widths  # already fits: keep the layout
         out = []
         for w, nd, sl in zip(widths, need, slack):
             out.append(nd if nd > w else w - short * sl / sum(slack))
