@@ -411,6 +411,8 @@ def cfs_histogram(
         height=400,
         xaxis=dict(range=UNIT),
         margin=dict(l=50, r=20, t=60, b=50),
+        # the legend under the plot: at the right, long run ids squeezed the plot to a sliver
+        legend=dict(title="run", orientation="h", yanchor="top", y=-0.2, x=0),
     )
     return fig
 

@@ -145,3 +145,14 @@ def test_the_quality_chart_names_its_metric_in_words():
     fig = quality_intervals(QualityResult((10,), ["ndcg@10"], pd.DataFrame(), runs))
     assert fig.layout.xaxis.title.text == "nDCG@10"
     assert fig.layout.title.text.startswith("nDCG@10 per run")
+
+
+def test_cfs_histogram_legend_sits_under_the_plot_so_long_run_ids_leave_it_its_width():
+    """With the legend at the right, two 80-character run ids squeezed the plot to a sliver and
+    its percentile labels ran off its left edge (PDF, long run ids): the legend goes under it."""
+    long_a, long_b = "a" * 80, "b" * 80
+    fig = charts.cfs_histogram(
+        {long_a: [0.0, 1.0], long_b: [0.5]}, summaries={long_a: {"cfs_p50": 0.0}, long_b: {"cfs_p50": 0.5}}
+    )
+    legend = fig.layout.legend
+    assert legend.orientation == "h" and legend.y is not None and legend.y < 0 and legend.title.text == "run"
