@@ -381,20 +381,27 @@ class ReportPDF(FPDF):
                     if need[j] < w <= cap:
                         need[j] = w
         need = [w + self._PAD if w else 0.0 for w in need]
-        short = sum(max(0.0, nd - w) for nd, w in zip(need, widths))
-        slack = [max(0.0, w - nd) for nd, w in zip(need, widths)]
-        while short > 0 and sum(slack) < short:
-            # cannot fit all: the column lacking most (a long run id) keeps its width and is broken
-            # as it would be anyway, so the others (numbers, intervals) still get what they need
+        lack = [0.0] * n  # what a column whose token fits no width still lacks (a long run id)
+        while sum(max(0.0, nd - w) for nd, w in zip(need, widths)) > sum(
+            max(0.0, w - nd) for nd, w in zip(need, widths)
+        ):
+            # cannot fit all: the column lacking most is broken as it would be anyway, so the others
+            # (numbers, intervals) still get what they need
             j = max(range(n), key=lambda k: need[k] - widths[k])
-            need[j] = widths[j]
-            short = sum(max(0.0, nd - w) for nd, w in zip(need, widths))
-            slack = [max(0.0, w - nd) for nd, w in zip(need, widths)]
-        if short <= 0:
+            lack[j], need[j] = need[j] - widths[j], widths[j]
+        short = sum(max(0.0, nd - w) for nd, w in zip(need, widths))
+        if short <= 0 and not any(lack):
             return widths  # already fits: keep the layout
-        out = []
-        for w, nd, sl in zip(widths, need, slack):
-            out.append(nd if nd > w else w - short * sl / sum(slack))
+        slack = [max(0.0, w - nd) for nd, w in zip(need, widths)]
+        out = [
+            nd if nd > w else w - (short * sl / sum(slack) if short > 0 else 0.0)
+            for w, nd, sl in zip(widths, need, slack)
+        ]
+        # half the room still left goes to the columns that lack it: fewer lines per long run id
+        left = [0.0 if lk else max(0.0, o - nd) for o, nd, lk in zip(out, need, lack)]
+        give = min(sum(lack), sum(left) / 2)
+        if give > 0:
+            out = [o - give * lf / sum(left) + give * lk / sum(lack) for o, lf, lk in zip(out, left, lack)]
         return out
 
     def chart(self, name: str, width: float | None = None) -> None:
