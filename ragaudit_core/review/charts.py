@@ -560,6 +560,9 @@ def warg_curves(
         yaxis=dict(range=[0, 1]),
         height=380,
         margin=dict(l=50, r=20, t=60, b=50),
+        # named even when alone (Plotly hides a one-trace legend), under the plot as long ids need
+        showlegend=True,
+        legend=dict(orientation="h", yanchor="top", y=-0.2, x=0),
     )
     return fig
 

@@ -156,3 +156,10 @@ def test_cfs_histogram_legend_sits_under_the_plot_so_long_run_ids_leave_it_its_w
     )
     legend = fig.layout.legend
     assert legend.orientation == "h" and legend.y is not None and legend.y < 0 and legend.title.text == "run"
+
+
+def test_warg_curves_name_a_lone_curve_in_a_legend():
+    """The report's attribution chart with one run explained drew one dashed line and no legend
+    (Plotly hides a legend of one trace): nothing said which run and condition it was."""
+    fig = charts.warg_curves({}, run_means={"k10-c256-o32, original": {"0.5": 0.6, "0.9": 0.8}})
+    assert fig.layout.showlegend is True and [t.name for t in fig.data] == ["k10-c256-o32, original"]
