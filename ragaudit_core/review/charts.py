@@ -411,6 +411,8 @@ def cfs_histogram(
         height=400,
         xaxis=dict(range=UNIT),
         margin=dict(l=50, r=20, t=60, b=50),
+        # the legend under the plot: at the right, long run ids squeezed the plot to a sliver
+        legend=dict(title="run", orientation="h", yanchor="top", y=-0.2, x=0),
     )
     return fig
 
@@ -558,6 +560,9 @@ def warg_curves(
         yaxis=dict(range=[0, 1]),
         height=380,
         margin=dict(l=50, r=20, t=60, b=50),
+        # named even when alone (Plotly hides a one-trace legend), under the plot as long ids need
+        showlegend=True,
+        legend=dict(orientation="h", yanchor="top", y=-0.2, x=0),
     )
     return fig
 

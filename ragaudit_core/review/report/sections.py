@@ -18,6 +18,7 @@ from ragaudit_core.logs.selection import natural_key
 from ragaudit_core.review.labels import change_label, rule_label
 from ragaudit_core.review.logtext import excerpt, isolate
 from ragaudit_core.review.report.attribution_section import attributions
+from ragaudit_core.review.report.conclusion import conclusion
 from ragaudit_core.review.report.fidelity_section import fidelity_section
 from ragaudit_core.review.report.gather import ReportData
 from ragaudit_core.review.report.layout import (
@@ -72,6 +73,9 @@ def cover(pdf: ReportPDF, data: ReportData) -> None:
             1,
             ["verdict", v.headline()],
         )
+        # the executive summary's recommendation, verbatim: the cover alone says what to do and why
+        # (never capitalised: it may start with a run id)
+        info.insert(2, ["recommendation", conclusion(v, pdf.numbers, len(data.runs))[1]])
     pdf.data_table(None, info, widths=[45, W - 45], size=9)
     if not data.runs.empty:
         pdf.para("Runs audited (evidence logs)", size=10.5, style="B")
