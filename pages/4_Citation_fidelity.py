@@ -46,7 +46,7 @@ with st.sidebar:
         ["upper", "tail"],
         horizontal=True,
         help="upper: p95 is the 95th percentile of CFS (the seed as written). "
-        "tail: p95 is the value 95% of queries reach (the 5th percentile).",
+        "tail: p95 is the value 95 % of queries reach (the 5th percentile).",
     )
 rules = FidelityRules(
     p95_cfs_min=p95_min, stage_survival_min=surv_min, parse_failure_max=parse_max, percentile=convention

@@ -62,7 +62,7 @@ def quality_intervals(res: QualityResult, metric: str = "ndcg@10", *, title: str
             text=wrap_title(
                 html.escape(title)
                 if title
-                else f"{metric_label(metric)} per run, with 95% intervals over labelled queries"
+                else f"{metric_label(metric)} per run, with 95 % intervals over labelled queries"
             ),
             font=dict(size=13),
         ),

@@ -120,3 +120,4 @@ def test_counts_of_rules_read_in_the_singular_for_one():
     )
     assert conclusion(None, {}, 1)[0].endswith("the figures above describe the one run.")
     assert conclusion(None, {}, 3)[0].endswith("the figures above describe all 3 runs.")
+    assert conclusion(None, {}, 2)[0].endswith("the figures above describe both runs.")  # not "all 2 runs"

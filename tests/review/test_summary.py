@@ -61,7 +61,8 @@ def test_cfs_rows_say_what_they_rest_on_and_which_run_is_outside_the_pair():
     (row,) = [r for r in _figures(data) if "CFS" in r[1]]
     assert (
         row[1]
-        == f"CFS of {isolate('x')} (not in the reviewed pair): p95 / median, over the 28 of 60 queries with citations"
+        == f"CFS of {isolate('x')} (not in the reviewed pair): 95th percentile / median / 5th percentile (the tail "
+        "reading of p95), over the 28 of 60 queries with citations"
     )
 
 
@@ -97,3 +98,14 @@ def test_without_a_pair_the_conclusion_says_which_runs_its_figures_leave_out():
 def test_what_changed_names_settings_as_the_tables_do():
     runs = pd.DataFrame({"run_id": ["a", "b"], "top_k": [10, 6], "chunk_overlap": [32, 0]})
     assert what_changed(_data(runs), "a", "b") == "top-k 10 → 6; chunk overlap 32 → 0"
+
+
+def test_cfs_row_shows_both_readings_of_p95_whichever_convention_computed_them():
+    """Seed 002's p95 read as the 95th percentile (1.0) and as the tail (the 5th percentile, 0.0,
+    the figure the gate's tail rule judges): the row shows both, in the same order, under either
+    convention the run was computed with."""
+    for convention, p95, other in (("upper", 1.0, 0.0), ("tail", 0.0, 1.0)):
+        fid = _fid("x", p95, 0.25, 60, 28)
+        fid.summary.update(percentile_convention=convention, cfs_p95_other=other)
+        (row,) = [r for r in _figures(_data(fidelity={"x": fid})) if "CFS" in r[1]]
+        assert row[2] == "1.000 / 0.250 / 0.000 — the median is far lower: most queries' citations fail"

@@ -163,7 +163,7 @@ def conclusion(
             + (
                 f"{n_runs} of the {of} runs (the others are named where they were left out)."
                 if of is not None and of > n_runs
-                else ("the one run." if n_runs == 1 else f"all {n_runs} runs.")
+                else {1: "the one run.", 2: "both runs."}.get(n_runs, f"all {n_runs} runs.")
             ),
             "none yet: name the run in production (baseline) and the one that would replace it (candidate) to get one.",
         )

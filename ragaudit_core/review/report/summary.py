@@ -174,7 +174,7 @@ def _figures(data: ReportData) -> list[list[str]]:
         shown = [(r, outside) for r in list(fid)[:3]]
     for run, role in shown:
         s = fid[run].summary
-        upper, median = s.get("cfs_p95"), s.get("cfs_p50")
+        upper, median, tail = _readings(s)
         note = (
             " — the median is far lower: most queries' citations fail"
             if (upper is not None and median is not None and upper - median >= 0.5)
@@ -183,13 +183,23 @@ def _figures(data: ReportData) -> list[list[str]]:
         rows.append(
             [
                 "Do citations survive?" if not any(r[0].startswith("Do citations") for r in rows) else "",
-                f"CFS of {isolate(run)}{f' ({role})' if role else ''}: p95 / median" + _cited(s),
-                f"{fmt(upper)} / {fmt(median)}{note}",
+                f"CFS of {isolate(run)}{f' ({role})' if role else ''}: 95th percentile / median / "
+                "5th percentile (the tail reading of p95)" + _cited(s),
+                f"{fmt(upper)} / {fmt(median)} / {fmt(tail)}{note}",
             ]
         )
     if not rows:
         rows.append(["—", "no stability or fidelity data in this report", ""])
     return rows
+
+
+def _readings(s: dict) -> tuple[float | None, float | None, float | None]:
+    """A run's CFS at its 95th percentile, median and 5th percentile: seed 002's "p95" read both
+    ways (:func:`ragaudit_core.fidelity.score.tail_comment`), whichever convention the run was
+    computed under, so the summary shows the figure the gate's tail rule judges beside the upper one."""
+    tail_first = s.get("percentile_convention") == "tail"
+    keys = ("cfs_p95_other", "cfs_p95") if tail_first else ("cfs_p95", "cfs_p95_other")
+    return s.get(keys[0]), s.get("cfs_p50"), s.get(keys[1])
 
 
 def _cited(s: dict) -> str:
