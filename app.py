@@ -154,9 +154,9 @@ def _upload(con, db_path: str) -> None:
     settings = st.text_input(
         "Settings of these runs",
         placeholder="e.g. top_k=5, chunk_size=256",
-        help="For logs that carry no settings (Ragas, LangSmith, Langfuse, OpenInference exports): the top-k, chunk "
-        "size, overlap or embedder of the runs these files make, so the pages can say what changed between runs. "
-        "Runs that log their own keep them.",
+        help="For logs that carry no settings (Ragas exports; LangSmith, Langfuse, OpenInference exports whose "
+        "metadata names none): the top-k, chunk size, overlap or embedder of the runs these files make, so the "
+        "pages can say what changed between runs. Runs that log their own keep them.",
         key="home.settings",
     ).strip()
     questions = st.file_uploader(
@@ -330,7 +330,8 @@ def _no_settings(runs) -> None:
         ui.md(
             f"{'Run' if len(bare) == 1 else 'Runs'} {names} log{'s' if len(bare) == 1 else ''} no settings (top-k, "
             "chunk size, overlap, embedder), so the pages call what changed between runs “unknown (no config)”. "
-            "Other tools' exports carry none: give them under “Settings of these runs” when loading, or with "
+            "Ragas and RAGChecker rows carry none, nor does a trace export whose metadata names none: give them "
+            "under “Settings of these runs” when loading, or with "
             "ragaudit ingest --settings top_k=5,chunk_size=256 (a run already loaded takes them once removed and "
             "loaded again)."
         )

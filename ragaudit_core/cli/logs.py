@@ -64,7 +64,8 @@ def ingest(
         str | None,
         typer.Option(
             "--settings",
-            help="Settings of the runs this load makes that log none (another tool's export), e.g. "
+            help="Settings of the runs this load makes that log none (a Ragas export, a trace export whose "
+            "metadata names none), e.g. "
             "'top_k=5,chunk_size=256,embedder=bge': the pages then say what changed between runs.",
         ),
     ] = None,

@@ -155,7 +155,7 @@ class HeldRows:
         n_kept, dropped = evidence_rows(rec, row_opts, caches, rows.append)
         key, path, offset = self.hold_line(rows, data)
         d = DecodedLine(
-            *(line_no, offset, len(data), rec.run_id, rec.query_id, None, rec.query, None, n_kept, dropped),
+            *(line_no, offset, len(data), rec.run_id, rec.query_id, rec.config, rec.query, None, n_kept, dropped),
             *(True, notes, label, True, span.trace_id),  # mapped, its warnings, label, held, trace
         )
         return FileLine(line_no, path, offset, len(data)), d, key

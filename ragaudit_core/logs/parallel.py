@@ -13,11 +13,11 @@ and it replays the mapping's warnings in file order. A tracing format's retrieve
 (OpenInference's common shape by ``LogFormat.read_span_fast``; any other span its format's own
 reader takes, LangSmith runs and Langfuse observations among them: :func:`_general_span`) is
 read, mapped and hashed in the workers as well, without its answer: only its record (ids, query,
-trace id) and its rows cross back, and the ingesting process holds them (:mod:`held`) until the file
-is read, to join the trace's answer and admit the spans in file order
-(:meth:`records.FileReader.finish`). A line the workers do not take comes back as it is and the
-ingest reads it on its general path, so a file gives the same stored rows and the same report either
-way (tested).
+trace id, its own run settings) and its rows cross back, and the ingesting process holds them
+(:mod:`held`) until the file is read, to join the trace's answer and run settings and admit the
+spans in file order (:meth:`records.FileReader.finish`). A line the workers do not take comes back
+as it is and the ingest reads it on its general path, so a file gives the same stored rows and the
+same report either way (tested).
 
 A range's rows cross back as an Arrow file in a temporary folder of the call, which the ingesting
 process maps and removes (:mod:`.handover`): through the pipe they were pickled, copied in
@@ -145,7 +145,7 @@ class DecodedLine(NamedTuple):
     length: int
     run_id: str
     query_id: str
-    config: dict | None
+    config: dict | None  # (a held span: its own run settings; its trace's join it when its file is read)
     query: str | None
     answer: str | None
     n_kept: int
@@ -193,6 +193,7 @@ class SpanLine(NamedTuple):
     kind_of: str
     held: bool = False  # (not a retriever span's DecodedLine)
     reranked: list[dict] | None = None  # a reranker's output documents, as its format reads them
+    settings: dict | None = None  # a root span's run settings, for its trace's retriever spans
 
 
 class _OtherSpan(NamedTuple):
@@ -282,13 +283,17 @@ def _general_span(
 
 def map_span(span: Span, label: str, ctx: MapContext) -> tuple[Any, tuple[str, ...]] | None:
     """A retriever span's record, mapped without its answer as if no question had been asked
-    before, and the mapping's new warnings; None where the general path must word something (a
+    before, with its own run settings as its ``config`` (its trace's join them when the file is
+    read), and the mapping's new warnings; None where the general path must word something (a
     span with notes, a mapping error, an id the contract trims)."""
     if span.kind != "retriever" or span.notes:
         return None
     before = len(ctx.warnings)
     try:
-        built = build_record(label, ctx, span.query or "", None, span.texts, span.ids, span.metadata, span.scores)
+        built = build_record(
+            *(label, ctx, span.query or "", None, span.texts, span.ids, span.metadata, span.scores),
+            config=span.settings,
+        )
     except FormatError:
         return None
     rec = fast_record(built)
@@ -341,7 +346,7 @@ def _decode_range(
                 items.append(
                     SpanLine(
                         *(ln.line_no, ln.offset or 0, len(ln.data), got.label, sp.trace_id, sp.kind, sp.answer),
-                        *(sp.root, got.kind_of, False, sp.reranked if sp.kind == "reranker" else None),
+                        *(sp.root, got.kind_of, False, sp.reranked if sp.kind == "reranker" else None, sp.settings),
                     )
                 )
                 continue

@@ -6,7 +6,8 @@ For every line (or row, or value of a JSON document) :class:`FileReader`:
 2. else decodes it (``NaN``/``Infinity`` read as null, the fields named in one warning);
 3. unwraps a container (a JSON array, a Langfuse trace export, a LangSmith batch or run tree,
    ``{"data": [...]}``, ``{"results": [...]}`` — :func:`shapes.unwrap`), each record it holds
-   counted as a row read;
+   counted as a row read (a Langfuse trace export's own run settings, in ``trace.metadata``, kept
+   for its trace: :meth:`FileReader.trace_settings`);
 4. **detects the format of each record** (:func:`formats.detect`; provenance first), unless
    ``--format`` forces one — never from the first record of the file, so a file may mix formats
    and a cut first line, a scalar first element or a NaN changes nothing for the others;
@@ -17,11 +18,12 @@ For every line (or row, or value of a JSON document) :class:`FileReader`:
    format is mapped as it is read and held by its rows and its own bytes instead of its texts.
 
 At the end of the file (:meth:`FileReader.finish`) the held retriever spans are joined with their
-trace's answer — a retriever span the worker pool already mapped
-(:class:`~ragaudit_core.logs.traces.DecodedSpan`) is admitted as it is (a repeated question
-numbered here), unless its trace has a reranker (whose provenance needs the span's documents):
-then its line is read again here — and a file that held records but no retrieval at all (only
-LLM/chain spans, a Ragas test set) is refused with one sentence saying what it found.
+trace's answer and run settings (under the span's own: its record's ``config``) — a retriever span
+the worker pool already mapped (:class:`~ragaudit_core.logs.traces.DecodedSpan`) is admitted as it
+is (a repeated question numbered here, its trace's settings joined to its own), unless its trace
+has a reranker (whose provenance needs the span's documents): then its line is read again here —
+and a file that held records but no retrieval at all (only LLM/chain spans, a Ragas test set) is
+refused with one sentence saying what it found.
 """
 
 from __future__ import annotations
@@ -40,11 +42,21 @@ from ragaudit_core.logs import formats
 from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
 from ragaudit_core.logs.decode import decode_native, fast_record
 from ragaudit_core.logs.formats import native
+from ragaudit_core.logs.formats.settings import merged
 from ragaudit_core.logs.jsonl import FileRefused, Line
 from ragaudit_core.logs.lines import decode_json, parse_evidence_object, parse_provenance_object
 from ragaudit_core.logs.questions import QuestionIds
 from ragaudit_core.logs.report import FileReport
-from ragaudit_core.logs.shapes import EMPTY, IDS_ONLY, RECORD_OF, empty_words, unwrap
+from ragaudit_core.logs.shapes import (
+    EMPTY,
+    IDS_ONLY,
+    LANGFUSE_TRACE,
+    RECORD_OF,
+    TRACE_SETTINGS,
+    empty_words,
+    langfuse_trace_settings,
+    unwrap,
+)
 from ragaudit_core.logs.traces import DecodedSpan, TraceJoiner, provenance_record
 from ragaudit_core.wording import counted
 
@@ -173,6 +185,9 @@ class FileReader:
 
     def line(self, ln: Line) -> None:
         """One line (or row, or document value): loaded, rejected, or held."""
+        if ln.note == TRACE_SETTINGS:  # (a streamed trace export's trace, no record: not counted)
+            self.trace_settings(json.loads(ln.data))  # (read with json once already: it reads)
+            return
         fr = self.fr
         fr.n_lines += 1
         if ln.note and self.noted(ln):
@@ -255,15 +270,23 @@ class FileReader:
         if not items:
             self.empty_container(what)
             return
-        if what == "a Langfuse trace" and all(isinstance(o, str) for o in items):
-            self.sink.reject(self.fr, self.file_id, ln, IDS_ONLY)  # one reason for the trace, not one per id
-            return
+        if what == LANGFUSE_TRACE:
+            if all(isinstance(o, str) for o in items):
+                self.sink.reject(self.fr, self.file_id, ln, IDS_ONLY)  # one reason for the trace, not one per id
+                return
+            self.trace_settings(obj)
         self.containers[what] += 1
         if isinstance(obj, list) and level == 0 and self.array_hint is None:
             self.array_hint = ln.line_no
         self.fr.n_lines += len(items) - 1  # each record of the container is a row read
         for i, item in enumerate(items, 1):
             self.value(dataclasses.replace(ln, line_no=i) if by_position else ln, item, level + 1)
+
+    def trace_settings(self, obj: Any) -> None:
+        """The run settings a Langfuse trace export's trace names, for its observations."""
+        found = langfuse_trace_settings(obj)
+        if found is not None:
+            self.joiner.trace_settings("langfuse", *found)
 
     def record(self, ln: Line, obj: Any, *, own: bool = True) -> None:
         """One decoded record; ``own``: ``ln``'s bytes are this record's (not a container's)."""
@@ -370,13 +393,13 @@ class FileReader:
     def finish(self) -> None:
         """Join the held spans, word the file's warnings, refuse a file with nothing to audit."""
         fr, sink, fid = self.fr, self.sink, self.file_id
-        for ln, fmt, held, answer in self.joiner.records():
-            span = held if isinstance(held, formats.Span) else self.decoded_span(ln, fmt, held, answer)
+        for ln, fmt, held, answer, settings in self.joiner.records():
+            span = held if isinstance(held, formats.Span) else self.decoded_span(ln, fmt, held, answer, settings)
             if span is None:
                 continue
             for note in span.notes:
                 sink.warn(fr.path, ln.line_no, f"{fmt.name}-mapping", note, fid)
-            rec = self.trace_record(ln, fmt, span, answer)
+            rec = self.trace_record(ln, fmt, span, answer, settings)
             rr = self.joiner.take_reranker(fmt, span) if rec is not None else None
             if rr is not None and rec is not None:
                 prov = provenance_record(rec.run_id, rec.query_id, span, rr[1], answer)
@@ -427,7 +450,9 @@ class FileReader:
         if it.held:
             self.joiner.hold(ln, fmt, DecodedSpan(it.trace_id, it, key))
         else:
-            span = formats.Span(it.trace_id, it.kind, answer=it.answer, root=it.root, reranked=it.reranked or [])
+            span = formats.Span(
+                it.trace_id, it.kind, answer=it.answer, root=it.root, reranked=it.reranked or [], settings=it.settings
+            )
             self.hold(ln, fmt, span, kind_of=it.kind_of)
 
     def _labelled(self, label: str) -> formats.LogFormat:
@@ -436,12 +461,20 @@ class FileReader:
         return fmt
 
     def decoded_span(
-        self, ln: Any, fmt: formats.LogFormat, held: DecodedSpan, answer: str | None
+        self,
+        ln: Any,
+        fmt: formats.LogFormat,
+        held: DecodedSpan,
+        answer: str | None,
+        settings: dict[str, Any] | None = None,
     ) -> formats.Span | None:
         """Admit a span the workers mapped (None), or its span read again from its line when its
         trace has a reranker (whose provenance needs the documents: the general path). A repeated
-        question is numbered here, its warning where :meth:`trace_record` words it."""
+        question is numbered here, its warning where :meth:`trace_record` words it; the span's
+        own settings (its ``config``) go over its trace's ``settings``."""
         d = held.decoded
+        if settings is not None:
+            d = d._replace(config=merged(settings, d.config))
         if self.joiner.has_reranker(fmt, held):
             span = read_span_again(fmt, ln.data)
             if span is None:  # these bytes were read once: only a file changed meanwhile differs
@@ -483,12 +516,19 @@ class FileReader:
         return f"{what} (a test set?): nothing to audit"
 
     def trace_record(
-        self, ln: Line, fmt: formats.LogFormat, span: formats.Span, answer: str | None
+        self,
+        ln: Line,
+        fmt: formats.LogFormat,
+        span: formats.Span,
+        answer: str | None,
+        settings: dict[str, Any] | None = None,
     ) -> EvidenceRecord | None:
+        """A retriever span's record, with its trace's answer and settings (its own over them)."""
         try:
             self.ctx.repeats.clear()
             built = formats.build_record(
-                fmt.label, self.ctx, span.query or "", answer, span.texts, span.ids, span.metadata, span.scores
+                *(fmt.label, self.ctx, span.query or "", answer, span.texts, span.ids, span.metadata, span.scores),
+                config=merged(settings, span.settings),
             )
             rec: Any = fast_record(built) or EvidenceRecord.model_validate(built)  # same record either way
         except formats.FormatError as e:

@@ -33,9 +33,22 @@ from typing import Any
 
 from ragaudit_core.logs import formats
 from ragaudit_core.logs.formats import native, otlp
+from ragaudit_core.logs.formats.settings import read_settings
 from ragaudit_core.logs.jsonl import OTLP_ADVICE, FileRefused, Line, TemporaryFileError, value_too_long
 
-__all__ = ["EMPTY", "IDS_ONLY", "KEPT", "RECORD_KEYS", "RECORD_OF", "Streamed", "empty_words", "unwrap"]
+__all__ = [
+    "EMPTY",
+    "IDS_ONLY",
+    "KEPT",
+    "LANGFUSE_TRACE",
+    "RECORD_KEYS",
+    "RECORD_OF",
+    "TRACE_SETTINGS",
+    "Streamed",
+    "empty_words",
+    "langfuse_trace_settings",
+    "unwrap",
+]
 
 RECORD_OF = "a record of "
 """``Line.note`` of a record streamed out of a container too long for the limit (+ what it is)."""
@@ -47,6 +60,11 @@ IDS_ONLY = (
     "(GET /api/public/observations?traceId=…)"
 )
 """Why a Langfuse trace whose ``observations`` are all strings is rejected (once, not per id)."""
+TRACE_SETTINGS = "the run settings of a Langfuse trace"
+"""``Line.note`` of a line holding a streamed Langfuse trace export's ``trace`` member whose
+metadata names run settings (:func:`langfuse_trace_settings`): no record, read for its trace."""
+LANGFUSE_TRACE = "a Langfuse trace"
+"""What :func:`unwrap` calls a Langfuse trace export."""
 RECORD_KEYS = ("observations", "post", "patch", "data", "results", "resourceSpans")
 """Members of a top-level object whose array elements are records."""
 KEPT = ("trace", "schema")
@@ -59,7 +77,7 @@ _KEYS_OF = {
     "resourceSpans": ("resourceSpans",),
 }
 _WHAT = {
-    "observations": "a Langfuse trace",
+    "observations": LANGFUSE_TRACE,
     "runs": "a LangSmith batch",
     "data": "a JSON object holding 'data'",
     "results": "a JSON object holding 'results'",
@@ -138,7 +156,7 @@ def unwrap(obj: Any) -> tuple[str, list] | None:
         tid = trace.get("id") if isinstance(trace, dict) else None
         if isinstance(tid, (str, int)):
             obs = [{**o, "traceId": tid} if isinstance(o, dict) and "traceId" not in o else o for o in obs]
-        return ("a Langfuse trace", obs)
+        return (LANGFUSE_TRACE, obs)
     if isinstance(obj.get("post"), list) or isinstance(obj.get("patch"), list):
         post, patch = obj.get("post"), obj.get("patch")
         post = post if isinstance(post, list) else []
@@ -152,6 +170,20 @@ def unwrap(obj: Any) -> tuple[str, list] | None:
         if isinstance(obj.get(key), list):
             return (f"a JSON object holding {key!r}", obj[key])
     return _column_table(obj)
+
+
+def langfuse_trace_settings(obj: Any) -> tuple[str, dict[str, Any]] | None:
+    """(trace id, run settings) of a Langfuse trace export — the trace is its ``trace`` member, or
+    the object itself where it has none (``GET /api/public/traces/{id}`` gives the trace with its
+    observations) — when its ``metadata`` names settings (:mod:`.formats.settings`); else None."""
+    if not isinstance(obj, dict):
+        return None
+    trace = obj["trace"] if isinstance(obj.get("trace"), dict) else obj
+    tid = trace.get("id")
+    if not isinstance(tid, (str, int)) or isinstance(tid, bool) or tid == "" or "metadata" not in trace:
+        return None
+    found = read_settings(trace["metadata"])
+    return None if found is None else (str(tid), found)
 
 
 def _column_table(obj: dict) -> tuple[str, list] | None:
@@ -287,6 +319,8 @@ class Streamed:
         trace = _loads(data)
         tid = trace.get("id") if isinstance(trace, dict) else None
         self.trace_id = tid if isinstance(tid, (str, int)) else None
+        if langfuse_trace_settings({"trace": trace}) is not None:
+            yield Line(self.line_no, data, note=TRACE_SETTINGS)
         waiting, self.waiting, self.waiting_bytes = self.waiting, [], 0
         for ln in waiting:
             yield self._out(self._with_trace(ln))

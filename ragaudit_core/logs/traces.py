@@ -8,6 +8,12 @@ file's retriever spans are held (:class:`TraceJoiner`) until the file is read, t
 with their trace's answer. Traces are keyed by (format, trace id), so one file may mix tracing
 formats. Spans that carry no evidence (LLM, chain, embedding, tool, …) are counted as such,
 neither loaded nor rejected.
+
+Run settings (:mod:`ragaudit_core.logs.formats.settings`) join the same way: a retriever span's
+record gets as its ``config`` the settings of its trace — the trace's own (a Langfuse trace
+export's ``trace.metadata``), overlaid with its root span's — overlaid, key by key, with the
+retriever span's own: the retriever's win, then the root span's. The first root span (and trace)
+naming settings counts for its trace.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 from ragaudit_core.logs.formats import LogFormat, Span
 from ragaudit_core.logs.formats import get as get_format
+from ragaudit_core.logs.formats.settings import merged
 from ragaudit_core.logs.formats.spans import number
 from ragaudit_core.logs.held import SpillMap, SpillQueue
 
@@ -51,12 +58,14 @@ def _unpack(packed: tuple) -> tuple[Any, LogFormat, DecodedSpan]:
 class TraceJoiner:
     """The tracing spans of one file: retriever spans held with their line (those mapped
     elsewhere, past :data:`~ragaudit_core.logs.held.HELD_SPANS`, in a temporary file), the first
-    reranker span per trace, and the answer per trace (a root run's answer wins over an LLM
-    call's) — those two past as many traces in another (:class:`~ragaudit_core.logs.held.SpillMap`)."""
+    reranker span per trace, the answer per trace (a root run's answer wins over an LLM
+    call's) and the run settings per trace (module docstring) — those three past as many traces in
+    another (:class:`~ragaudit_core.logs.held.SpillMap`)."""
 
     pending: SpillQueue = field(default_factory=lambda: SpillQueue(_pack, _unpack))
     rerankers: SpillMap = field(default_factory=SpillMap)  # (format, trace) → (line, reranker span)
     answers: SpillMap = field(default_factory=SpillMap)  # (format, trace) → (a root run's?, answer)
+    settings: SpillMap = field(default_factory=SpillMap)  # (format, trace) → (the trace's, its root span's)
 
     def add(self, line: Any, fmt: LogFormat, span: Span) -> bool:
         """Hold a span; True when it carries no evidence (counted as skipped by the caller)."""
@@ -64,6 +73,8 @@ class TraceJoiner:
         if span.kind == "retriever":
             self.pending.append((line, fmt, span))
             return False
+        if span.settings is not None and key is not None:  # (only a root span's are read)
+            self._settle(key, 1, span.settings)
         if span.kind == "reranker" and key is not None and key not in self.rerankers:
             self.rerankers[key] = (line, span)
             return False
@@ -72,16 +83,33 @@ class TraceJoiner:
             self.answers[key] = (span.root, span.answer)
         return True
 
+    def trace_settings(self, fmt: str, trace_id: str, settings: dict[str, Any]) -> None:
+        """The run settings a trace itself names (not one of its spans: a Langfuse trace
+        export's ``trace.metadata``), under its root span's."""
+        self._settle((fmt, trace_id), 0, settings)
+
+    def _settle(self, key: tuple, level: int, settings: dict[str, Any]) -> None:
+        """Keep a trace's settings of one level (0: the trace's, 1: its root span's), the first given."""
+        got = self.settings.get(key, (None, None))
+        if got[level] is None:
+            self.settings[key] = (settings, got[1]) if level == 0 else (got[0], settings)
+
     def hold(self, line: Any, fmt: LogFormat, span: DecodedSpan) -> None:
         """Hold a retriever span mapped elsewhere (the worker pool, or as it was read): past
         :data:`~ragaudit_core.logs.held.HELD_SPANS` of them it waits in a temporary file."""
         self.pending.append((line, fmt, span), spillable=True)
 
-    def records(self) -> Iterator[tuple[Any, LogFormat, Span | DecodedSpan, str | None]]:
-        """Each held retriever span with its trace's answer, in file order."""
+    def records(self) -> Iterator[tuple[Any, LogFormat, Span | DecodedSpan, str | None, dict[str, Any] | None]]:
+        """Each held retriever span with its trace's answer and its trace's run settings (the
+        trace's, overlaid with its root span's: the span's own go over them), in file order."""
+        with_settings = len(self.settings) > 0
         for line, fmt, span in self.pending:
-            key = (fmt.name, span.trace_id) if span.trace_id is not None else None
-            yield line, fmt, span, self.answers.get(key, (False, None))[1] if key is not None else None
+            if span.trace_id is None:
+                yield line, fmt, span, None, None
+                continue
+            key = (fmt.name, span.trace_id)
+            settings = merged(*self.settings.get(key, ())) if with_settings else None
+            yield line, fmt, span, self.answers.get(key, (False, None))[1], settings
 
     def has_reranker(self, fmt: LogFormat, span: Span | DecodedSpan) -> bool:
         """Whether a reranker span of the retriever span's trace is held."""
@@ -97,6 +125,7 @@ class TraceJoiner:
         left = len(self.rerankers)
         self.rerankers.close()
         self.answers.close()
+        self.settings.close()
         return left
 
 

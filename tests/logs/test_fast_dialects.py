@@ -195,14 +195,23 @@ _span_attrs = st.one_of(
 )
 
 
+_span_metadata = st.one_of(
+    st.none(),
+    st.sampled_from(['{"top_k": 5, "chunk_size": "256"}', '{"search_kwargs": {"k": 3}}', "{}", "not json", "[1]", 7]),
+)
+
+
 @settings(max_examples=150, deadline=None)
-@given(_span_attrs, st.sampled_from(["Why?", "Why?", " ", None]), st.booleans())
-def test_the_layout_of_a_spans_keys_reads_what_the_dotted_keys_read(attrs, query, extra):
+@given(_span_attrs, st.sampled_from(["Why?", "Why?", " ", None]), st.booleans(), _span_metadata)
+def test_the_layout_of_a_spans_keys_reads_what_the_dotted_keys_read(attrs, query, extra, metadata):
     """read_span_fast looks a span's values up by a layout of its keys, compiled once per key
-    sequence: the same span (or None) as reading its dotted keys one by one."""
+    sequence: the same span (or None) as reading its dotted keys one by one — its run settings
+    (its ``metadata`` attribute) included."""
     a: dict = {"openinference.span.kind": "RETRIEVER", **attrs}
     if query is not None:
         a["input.value"] = query
+    if metadata is not None:
+        a["metadata"] = metadata
     if extra:
         a["context.trace_id.x"] = "y"
     line = json.dumps({"context": {"trace_id": "t"}, "attributes": a}).encode()

@@ -82,3 +82,107 @@ def test_a_trace_list_whose_observations_are_ids_says_so_once_per_trace(tmp_path
         "(GET /api/public/observations?traceId=…)"
     )
     assert [(i.line_no, i.message) for i in rep.rejected] == [(n, why) for n in (1, 2, 3)]
+
+
+# ---------------------------------------------------------------- run settings in the metadata
+
+
+def trace_export(trace_md: dict | None, root_md: dict | None, retriever_md: dict | None, trace="lf-t1") -> dict:
+    """A trace as Langfuse's "download trace" gives it: the trace (with the metadata the app set on
+    it) and its observations — a root span, the retriever under it, the generation."""
+    docs = [{"id": i, "page_content": t, "metadata": {"file_name": f"{i}.txt"}} for i, t in DOCS]
+    md = {"metadata": trace_md} if trace_md is not None else {}
+    return {
+        "trace": {
+            "id": trace,
+            "projectId": "cm0abc",
+            "name": "rag-query",
+            "timestamp": "2025-03-01T10:15:00.000Z",
+            "input": {"query": Q},
+            "output": "The Moon.",
+            "tags": ["eval"],
+            "scores": [],
+            "latency": 1.42,
+            **md,
+        },
+        "observations": [
+            {
+                "id": "o-root",
+                "traceId": trace,
+                "type": "SPAN",
+                "name": "query",
+                "startTime": "2025-03-01T10:15:00.010Z",
+                "parentObservationId": None,
+                "input": {"query": Q},
+                "output": {"response": "The Moon."},
+                "metadata": root_md,
+            },
+            {
+                "id": "o-ret",
+                "traceId": trace,
+                "type": "RETRIEVER",
+                "name": "retrieve",
+                "startTime": "2025-03-01T10:15:00.020Z",
+                "parentObservationId": "o-root",
+                "input": {"query": Q},
+                "output": {"documents": docs},
+                "metadata": retriever_md,
+            },
+            {
+                "id": "o-gen",
+                "traceId": trace,
+                "type": "GENERATION",
+                "name": "llm",
+                "startTime": "2025-03-01T10:15:00.900Z",
+                "parentObservationId": "o-root",
+                "model": "gpt-4o-mini",
+                "input": [{"role": "user", "content": Q}],
+                "output": {"role": "assistant", "content": "The Moon."},
+                "metadata": {"ls_provider": "openai"},
+                "usageDetails": {"input": 120, "output": 3, "total": 123},
+            },
+        ],
+    }
+
+
+def _grid(path, **opts) -> list[tuple]:
+    from ragaudit_core.logs.ingest import IngestOptions
+
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [path], IngestOptions(**opts))
+    assert rep.n_rejected == 0
+    return con.execute("SELECT run_id, top_k, chunk_size, chunk_overlap, embedder, config FROM runs").fetchall()
+
+
+def test_settings_of_the_trace_its_root_and_its_retriever_fill_the_grid_in_that_precedence(tmp_path):
+    """The retriever observation's metadata wins over its root observation's, which wins over the
+    trace's: here top-k from the retriever, the overlap from the root span, the rest from the trace."""
+    trace_md = {"similarity_top_k": 8, "chunk_size": 512, "chunk_overlap": 50, "embed_model": "BAAI/bge-small-en-v1.5"}
+    export = trace_export(trace_md, {"chunk_overlap": 64, "user": "u1"}, {"top_k": 4})
+    path = tmp_path / "fuse.json"
+    path.write_text(json.dumps(export, indent=2))
+    want = '{"chunk_overlap": 64, "chunk_size": 512, "embedder": "BAAI/bge-small-en-v1.5", "top_k": 4}'
+    assert _grid(path) == [("fuse", 4, 512, 64, "BAAI/bge-small-en-v1.5", want)]
+    # past the per-value limit the export is streamed member by member: the same settings
+    assert _grid(path, max_line_bytes=1000) == [("fuse", 4, 512, 64, "BAAI/bge-small-en-v1.5", want)]
+    # the observations alone (GET /api/public/observations?traceId=…): the root's and the retriever's
+    lines = write_jsonl(tmp_path / "obs" / "fuse.jsonl", export["observations"])
+    want = '{"chunk_overlap": 64, "top_k": 4}'
+    assert _grid(lines) == [("fuse", 4, None, 64, None, want)]
+
+
+def test_the_api_trace_with_its_observations_reads_its_metadata(tmp_path):
+    """``GET /api/public/traces/{id}`` gives the trace itself, its observations inside it."""
+    export = trace_export(None, None, None)
+    api_trace = {**export["trace"], "metadata": {"topK": 6, "chunkSize": 300}, "observations": export["observations"]}
+    path = write_jsonl(tmp_path / "fuse.jsonl", [api_trace])
+    assert _grid(path) == [("fuse", 6, 300, None, None, '{"chunk_size": 300, "top_k": 6}')]
+
+
+def test_a_setting_that_is_not_an_integer_is_kept_in_the_config_and_null_in_the_grid(tmp_path):
+    """As a native config's: the config keeps what was logged, the grid column is NULL (a whole
+    number written as text still reads); an object is no setting."""
+    md = {"top_k": "5", "chunk_size": "auto", "chunk_overlap": 12.5, "embedder": {"name": "bge"}, "k": 3}
+    path = write_jsonl(tmp_path / "fuse.jsonl", [trace_export(None, None, md)])
+    want = '{"chunk_overlap": 12.5, "chunk_size": "auto", "top_k": "5"}'
+    assert _grid(path) == [("fuse", 5, None, None, None, want)]

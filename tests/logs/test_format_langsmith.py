@@ -93,3 +93,107 @@ def test_runs_saved_as_a_table_read_their_outputs_text_as_json(tmp_path):
     no_root = [{**r, "outputs": None} if r["run_type"] == "chain" else r for r in as_text]
     pd.DataFrame(no_root).to_csv(tmp_path / "llm.csv", index=False)
     assert _stored(tmp_path / "llm.csv", doc_id_key="source")[1][1][0][3] == "the moon (draft)"
+
+
+# ---------------------------------------------------------------- run settings in the runs' metadata
+
+LANGCHAIN_LS = {  # what LangChain's VectorStoreRetriever adds to its run's metadata for tracing
+    "ls_retriever_name": "vectorstore",
+    "ls_vector_store_provider": "FAISS",
+    "ls_embedding_provider": "OpenAIEmbeddings",
+}
+
+
+def traced_runs(trace: str, question: str, root_metadata: dict, retriever_metadata: dict) -> list[dict]:
+    """One trace as the LangSmith SDK posts it (``client.list_runs`` gives the same fields): the root
+    chain's ``extra.metadata`` is what the user passed in the config; LangChain gives its runs the
+    root's metadata, and the retriever its own tracing parameters."""
+    root_id, ret_id = f"{trace}-root", f"{trace}-ret"
+    runtime = {"sdk": "langsmith-py", "sdk_version": "0.1.147", "library": "langchain-core", "runtime": "python"}
+    return [
+        {
+            "id": ret_id,
+            "name": "VectorStoreRetriever",
+            "run_type": "retriever",
+            "trace_id": trace,
+            "parent_run_id": root_id,
+            "dotted_order": f"20250301T101500000000Z{root_id}.20250301T101500100000Z{ret_id}",
+            "inputs": {"query": question},
+            "outputs": {
+                "documents": [{"page_content": t, "metadata": {"source": s}, "type": "Document"} for s, t in DOCS]
+            },
+            "extra": {"metadata": {**root_metadata, **retriever_metadata, "ls_run_depth": 1}, "runtime": runtime},
+            "tags": ["seq:step:1", "FAISS", "OpenAIEmbeddings"],
+            "session_name": "rag-eval",
+        },
+        {
+            "id": root_id,
+            "name": "RunnableSequence",
+            "run_type": "chain",
+            "trace_id": trace,
+            "parent_run_id": None,
+            "dotted_order": f"20250301T101500000000Z{root_id}",
+            "inputs": {"input": question},
+            "outputs": {"output": "The Moon."},
+            "extra": {"metadata": {**root_metadata, "ls_run_depth": 0, "revision_id": "v1"}, "runtime": runtime},
+            "tags": [],
+            "session_name": "rag-eval",
+        },
+    ]
+
+
+def _runs_table(con) -> list[tuple]:
+    return con.execute(
+        "SELECT run_id, top_k, chunk_size, chunk_overlap, embedder, config FROM runs ORDER BY 1"
+    ).fetchall()
+
+
+def test_settings_in_the_runs_metadata_fill_the_runs_grid(tmp_path):
+    """A chain invoked with ``config={"metadata": {...}}`` logs its settings in every run's
+    ``extra.metadata``: they were ignored, so the grid columns were empty and stability's "what
+    changed" read "unknown (no config)"."""
+    from ragaudit_core.stability.metrics import compute_stability
+
+    md = {"chunk_size": 256, "chunk_overlap": 32, "embedding_model": "text-embedding-3-small"}
+    files = []
+    for name, k in (("k5", 5), ("k10", 10)):
+        lines = [
+            r
+            for t in ("t1", "t2")
+            for r in traced_runs(f"{name}{t}", f"{Q} {t}", md, {**LANGCHAIN_LS, "search_kwargs": {"k": k}})
+        ]
+        files.append(write_jsonl(tmp_path / f"{name}.jsonl", lines))
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, files, IngestOptions(doc_id_key="source"))
+    assert rep.n_rejected == 0 and not [w for w in rep.warnings if w.code == "config-mismatch"]
+    config = '{"chunk_overlap": 32, "chunk_size": 256, "embedder": "text-embedding-3-small", "top_k": %d}'
+    assert _runs_table(con) == [
+        ("k10", 10, 256, 32, "text-embedding-3-small", config % 10),
+        ("k5", 5, 256, 32, "text-embedding-3-small", config % 5),
+    ]
+    assert set(compute_stability(con).pairs["changed"]) == {"top_k"}
+
+
+def test_the_retriever_runs_settings_win_over_the_root_runs(tmp_path):
+    """Each setting from the retriever run's metadata where it names one, else the root run's —
+    also in a batch payload (``{"post": [...], "patch": [...]}``), whose root run comes first."""
+    root_md = {"top_k": 10, "chunk_size": 512, "embedder": "bge-base"}
+    for shape in ("lines", "batch"):
+        runs_ = traced_runs("t1", Q, {}, {"similarity_top_k": 4, "embed_model": "bge-small"})
+        runs_[1]["extra"]["metadata"] = {**root_md, "ls_run_depth": 0}
+        path = tmp_path / shape / "smith.jsonl"
+        write_jsonl(path, runs_ if shape == "lines" else [{"post": runs_[::-1], "patch": []}])
+        con = store.connect(":memory:")
+        ingest_paths(con, [path], IngestOptions(doc_id_key="source"))
+        assert _runs_table(con)[0][1:5] == (4, 512, None, "bge-small"), shape
+
+
+def test_runs_without_settings_in_their_metadata_log_no_config(tmp_path):
+    """LangChain's own tracing keys (and ``ls_embedding_provider``, a class name, not the model)
+    are no settings: the run logs none, and ``--settings`` applies to it."""
+    from ragaudit_core.workspace import load_paths
+
+    path = write_jsonl(tmp_path / "smith.jsonl", traced_runs("t1", Q, {"user_id": "u7"}, LANGCHAIN_LS))
+    con = store.connect(":memory:")
+    load_paths(con, [path], IngestOptions(doc_id_key="source"), settings={"top_k": 3})
+    assert _runs_table(con) == [("smith", 3, None, None, None, '{"top_k": 3}')]

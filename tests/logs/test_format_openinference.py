@@ -226,3 +226,94 @@ def test_telling_spans_apart_without_flattening_decides_as_flattening_does(obj):
         deep = {"x": deep}
     for o in (obj, {"a": {"openinference.span.kind": 1}}, {"openinference.span": {"kind.": 1}}, deep):
         assert openinference.detect(o) == by_flattening(o)
+
+
+# ---------------------------------------------------------------- run settings in the spans' metadata
+
+
+def console_spans(trace: str, question: str, root_md: dict | None, retriever_md: dict | None) -> list[dict]:
+    """One trace as OpenTelemetry's console exporter writes a LangChain app that OpenInference
+    instruments: each span's ``metadata`` attribute is the run's metadata as JSON text (the root
+    chain's as the app passed it; the retriever's with LangChain's tracing keys added)."""
+
+    def span(span_id: str, parent: str | None, attrs: dict, md: dict | None) -> dict:
+        return {
+            "name": attrs["openinference.span.kind"].lower(),
+            "context": {"trace_id": trace, "span_id": span_id, "trace_state": "[]"},
+            "kind": "SpanKind.INTERNAL",
+            "parent_id": parent,
+            "start_time": "2025-03-01T10:15:00.000000Z",
+            "end_time": "2025-03-01T10:15:01.000000Z",
+            "status": {"status_code": "OK"},
+            "attributes": {**attrs, **({"metadata": json.dumps(md)} if md is not None else {})},
+            "events": [],
+            "links": [],
+            "resource": {"attributes": {"service.name": "rag"}, "schema_url": ""},
+        }
+
+    retrieved = {"openinference.span.kind": "RETRIEVER", "input.value": question}
+    for n, (i, t, sc) in enumerate(DOCS):
+        retrieved |= {
+            f"retrieval.documents.{n}.document.id": i,
+            f"retrieval.documents.{n}.document.content": t,
+            f"retrieval.documents.{n}.document.score": sc,
+        }
+    chain = {"openinference.span.kind": "CHAIN", "input.value": question, "output.value": "The Moon."}
+    llm = {"openinference.span.kind": "LLM", "output.value": "The Moon.", "llm.model_name": "gpt-4o-mini"}
+    with_ls = None if retriever_md is None else {**retriever_md, "ls_retriever_name": "vectorstore"}
+    return [
+        span(f"{trace}-r", f"{trace}-c", retrieved, with_ls),
+        span(f"{trace}-l", f"{trace}-c", llm, root_md),
+        span(f"{trace}-c", None, chain, root_md),
+    ]
+
+
+def _grid(path, **opts) -> list[tuple]:
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [path], IngestOptions(**opts))
+    assert rep.n_rejected == 0
+    return con.execute("SELECT run_id, top_k, chunk_size, chunk_overlap, embedder, config FROM runs").fetchall()
+
+
+def test_settings_in_the_spans_metadata_attribute_fill_the_grid(tmp_path):
+    """The retriever span's ``metadata`` (read on the fast path: the exporter's shape) over the
+    root span's: top-k from the retriever, the rest from the root chain."""
+    from ragaudit_core.logs.formats import openinference
+
+    root_md = {"top_k": 10, "chunk_size": 256, "chunk_overlap": 32, "embedder": "all-MiniLM-L6-v2", "session_id": "s"}
+    spans = console_spans("t1", Q, root_md, {"search_kwargs": {"k": 4}})
+    assert openinference.read_span_fast(json.dumps(spans[0]).encode()).settings == {"top_k": 4}
+    want = '{"chunk_overlap": 32, "chunk_size": 256, "embedder": "all-MiniLM-L6-v2", "top_k": 4}'
+    assert _grid(write_jsonl(tmp_path / "phoenix.jsonl", spans)) == [("phoenix", 4, 256, 32, "all-MiniLM-L6-v2", want)]
+    # the retriever without metadata: the root span's settings; nested spans (the general path) likewise
+    spans = console_spans("t1", Q, root_md, None)
+    want = '{"chunk_overlap": 32, "chunk_size": 256, "embedder": "all-MiniLM-L6-v2", "top_k": 10}'
+    assert _grid(write_jsonl(tmp_path / "b" / "phoenix.jsonl", spans))[0][1:] == (10, 256, 32, "all-MiniLM-L6-v2", want)
+    nested = nested_spans()
+    nested[1]["attributes"]["metadata"] = json.dumps({"similarity_top_k": 3, "embed_model": "bge"})
+    assert _grid(write_jsonl(tmp_path / "c" / "phoenix.jsonl", nested))[0][1:5] == (3, None, None, "bge")
+
+
+def test_the_phoenix_dataframe_and_an_otlp_export_read_the_same_settings(tmp_path):
+    """Phoenix's span dataframe holds ``attributes.metadata`` decoded (an object); an OTLP JSON
+    export holds it as a string attribute."""
+    md = {"similarity_top_k": 5, "chunk_size": 1024, "chunk_overlap": 20, "embed_model": "BAAI/bge-small-en-v1.5"}
+    want = [("phoenix", 5, 1024, 20, "BAAI/bge-small-en-v1.5")]
+    row = {**flat_span(), "name": "retrieve", "parent_id": "c", "attributes.metadata": md}
+    pq.write_table(pa.Table.from_pylist([row]), tmp_path / "phoenix.parquet")
+    assert [r[:5] for r in _grid(tmp_path / "phoenix.parquet")] == want
+    from tests.logs.test_otlp import _attr
+
+    spans = []
+    for span_id, parent, attrs in (
+        ("c", "", {"openinference.span.kind": "CHAIN", "input.value": Q, "metadata": json.dumps(md)}),
+        ("r", "c", {k.removeprefix("attributes."): v for k, v in flat_span().items() if k.startswith("attributes.")}),
+    ):
+        if span_id == "r":
+            attrs["openinference.span.kind"] = "RETRIEVER"
+        attrs = [_attr(k, v) for k, v in attrs.items()]
+        spans.append({"traceId": "t1", "spanId": span_id, "parentSpanId": parent, "name": span_id, "attributes": attrs})
+    otlp = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {}, "spans": spans}]}]}
+    (tmp_path / "otlp").mkdir()
+    (tmp_path / "otlp" / "phoenix.json").write_text(json.dumps(otlp))
+    assert [r[:5] for r in _grid(tmp_path / "otlp" / "phoenix.json")] == want

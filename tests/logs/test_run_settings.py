@@ -1,7 +1,7 @@
-"""Settings for runs whose logs carry none: another tool's export (Ragas, a trace export) logs no
-top-k or chunk size, so every page called what changed between two of them "unknown (no config)" —
-and nothing said how to tell it. ``ragaudit ingest --settings`` and the upload's "Settings of these
-runs" give them to the runs a load makes that log none."""
+"""Settings for runs whose logs carry none: another tool's export (Ragas, a trace export whose
+metadata names none) logs no top-k or chunk size, so every page called what changed between two of
+them "unknown (no config)" — and nothing said how to tell it. ``ragaudit ingest --settings`` and the
+upload's "Settings of these runs" give them to the runs a load makes that log none."""
 
 from __future__ import annotations
 

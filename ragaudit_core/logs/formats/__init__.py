@@ -16,7 +16,8 @@ format                    kind    module
 **Detection is per record** (:func:`detect`): the first format in :data:`FORMATS` whose detector
 accepts the record, else native; native is tried first, so keys of other formats on a native
 record never change what it is (:func:`foreign_keys` names them for a warning). A file may mix
-formats. Adding a format is adding a module and one entry to :data:`FORMATS`.
+formats. Adding a format is adding a module and one entry to :data:`FORMATS`. The tracing formats
+read the run settings their metadata names with :mod:`.settings` (one alias table for all).
 """
 
 from __future__ import annotations

@@ -117,6 +117,9 @@ class Span:
     reranked: list[dict] = field(default_factory=list)  # a RERANKER span's output documents (id, content)
     notes: list[str] = field(default_factory=list)  # warnings about this span (documents renumbered, …)
     scores: list[float | None] = field(default_factory=list)  # the retriever's score per document, where logged
+    # the run settings it logs (formats.settings): a retriever span's own; on another span only where it is its
+    # trace's root, for the trace's retriever spans (each overlays them with its own)
+    settings: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -224,20 +227,26 @@ def evidence_entries(
     return out
 
 
-def native_record(obj: dict, ctx: MapContext, query: str, answer: Any, evidence: list[dict]) -> dict:
+def native_record(
+    obj: dict, ctx: MapContext, query: str, answer: Any, evidence: list[dict], config: dict | None = None
+) -> dict:
     """The native record: the record's own run and query ids when it has them, else the
-    context's run id and the query text's hash (numbered by occurrence when repeated)."""
+    context's run id and the query text's hash (numbered by occurrence when repeated); ``config``:
+    the run settings its format read (none: no ``config`` key, as a native record without one)."""
     qid = check_id(obj.get("query_id"), "query_id")
     run = check_id(obj.get("run_id"), "run_id") or ctx.run_id
     if qid is None:
         qid = ctx.occurrence_id(str(run), query_id_for(query))
-    return {
+    rec: dict[str, Any] = {
         "run_id": run,
         "query_id": qid,
         "query": query,
         "answer": answer if isinstance(answer, str) else None,
         "evidence": evidence,
     }
+    if config is not None:
+        rec["config"] = config
+    return rec
 
 
 def build_record(
@@ -249,10 +258,13 @@ def build_record(
     ids: list[Any] | None = None,
     metadata: list[Any] | None = None,
     scores: list[float | None] | None = None,
+    config: dict | None = None,
 ) -> dict:
     """A native record from a query, its retrieved texts (with ids, metadata and scores when the
-    format has them) and an answer, with the identities documented above."""
-    return native_record({}, ctx, query, answer, evidence_entries(texts, ids, metadata, ctx, label, scores))
+    format has them), an answer and the run settings read for it, with the identities documented
+    above."""
+    evidence = evidence_entries(texts, ids, metadata, ctx, label, scores)
+    return native_record({}, ctx, query, answer, evidence, config)
 
 
 def query_text(obj: dict, keys: tuple[str, ...], label: str) -> str:

@@ -1,7 +1,9 @@
 """LangSmith runs: ``run_type == "retriever"`` gives evidence — query ``inputs.query`` (or
 ``inputs.input``, ``inputs.question``), documents ``outputs.documents[i].{page_content, metadata,
 id}``; trace ``trace_id``; answer: the root run's ``outputs.{answer, output, result}``, else the
-last LLM run's ``outputs.generations[0][0].text``.
+last LLM run's ``outputs.generations[0][0].text``. Run settings (:mod:`.settings`): the retriever
+run's ``extra.metadata`` over the root run's (LangChain passes a chain's metadata down to its
+runs, so the retriever's usually holds the root's too).
 
 Detector: ``run_type`` with ``inputs`` or ``outputs``. Batch payloads (``{"post", "patch"}``)
 and run trees (``child_runs``) are unwrapped into runs by :mod:`ragaudit_core.logs.documents`.
@@ -9,7 +11,10 @@ and run trees (``child_runs``) are unwrapped into runs by :mod:`ragaudit_core.lo
 
 from __future__ import annotations
 
+from typing import Any
+
 from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span
+from ragaudit_core.logs.formats.settings import read_settings
 from ragaudit_core.logs.formats.spans import doc_fields, documents, json_maybe, query_of, text_of, trace_id
 
 __all__ = ["FORMAT"]
@@ -28,7 +33,7 @@ def read_span(obj: dict) -> Span:
         query = query_of(obj.get("inputs"))
         if docs is None or query is None:
             raise FormatError("retriever run without inputs.query or outputs.documents[].page_content")
-        return Span(trace, "retriever", query, *doc_fields(docs))
+        return Span(trace, "retriever", query, *doc_fields(docs), settings=_settings(obj))
     root = not obj.get("parent_run_id") and not obj.get("parent_run_ids")
     if rt == "llm":
         gens = outputs.get("generations") if isinstance(outputs, dict) else None
@@ -42,9 +47,19 @@ def read_span(obj: dict) -> Span:
             else text_of(outputs)
         )
         return Span(trace, "answer", answer=text if isinstance(text, str) else None)
+    settings = _settings(obj) if root else None  # the root run's: its trace's retriever runs read them
     if root and text_of(outputs) is not None:
-        return Span(trace, "answer", answer=text_of(outputs), root=True)
-    return Span(trace, "other")
+        return Span(trace, "answer", answer=text_of(outputs), root=True, settings=settings)
+    return Span(trace, "other", settings=settings)
+
+
+def _settings(obj: dict) -> dict[str, Any] | None:
+    """The run settings a run's ``extra.metadata`` names (``extra`` may be JSON text: a table's cell)."""
+    extra = obj.get("extra")
+    if extra is None:
+        return None
+    extra = json_maybe(extra)
+    return read_settings(extra.get("metadata")) if isinstance(extra, dict) else None
 
 
 FORMAT = LogFormat(

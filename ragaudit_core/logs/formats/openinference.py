@@ -6,7 +6,11 @@ Kind ``openinference.span.kind`` or ``span_kind``; trace ``context.trace_id``; q
 ``input.value``; documents ``retrieval.documents[i].document.{id, content, score, metadata}``
 (metadata may be a JSON string); answer: the LLM span's ``llm.output_messages.0.message.content``,
 else its ``output.value``. A RERANKER span (``reranker.output_documents``) makes the trace a
-provenance record too (:func:`ragaudit_core.logs.traces.provenance_record`).
+provenance record too (:func:`ragaudit_core.logs.traces.provenance_record`). Run settings
+(:mod:`.settings`): the RETRIEVER span's ``metadata`` attribute (a JSON string by the conventions,
+or an object: ``attributes.metadata``, ``attributes: {"metadata": …}``) over its trace's root
+span's (no ``parent_id``); metadata spread over sub-keys (``attributes.metadata.top_k`` as keys of
+their own) is not read.
 
 The list attribute a span's kind uses (``retrieval.documents``, ``reranker.output_documents``,
 ``llm.output_messages``) may be written as text — a JSON string, or the Python literal pandas'
@@ -39,6 +43,7 @@ import msgspec
 
 from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span, check_id
 from ragaudit_core.logs.formats.lists import data_string
+from ragaudit_core.logs.formats.settings import read_settings
 from ragaudit_core.logs.formats.spans import flatten, json_maybe, number, text_of, trace_id
 
 __all__ = ["FORMAT"]
@@ -119,7 +124,9 @@ def _read_flat(flat: dict, obj: dict) -> Span:
         scores = _scores([d.get("score") for d in items], notes)
         if not items:
             notes.append(_NO_DOCUMENTS)
-        return Span(trace, "retriever", query, [d["content"] for d in items], ids, md, notes=notes, scores=scores)
+        texts = [d["content"] for d in items]
+        settings = read_settings(_span_metadata(flat, obj))
+        return Span(trace, "retriever", query, texts, ids, md, notes=notes, scores=scores, settings=settings)
     if kind == "RERANKER":
         _not_documents(flat, "reranker.output_documents")
         outs = _documents(flat, "reranker.output_documents.", notes)
@@ -128,12 +135,28 @@ def _read_flat(flat: dict, obj: dict) -> Span:
             if not isinstance(d.get("content"), str) and d["id"] is None:
                 raise FormatError("a reranker output document has neither document.id nor document.content")
         return Span(trace, "reranker", _get(flat, "reranker.query"), reranked=outs, notes=notes)
+    # a root span's settings (no parent): its trace's RETRIEVER spans read them
+    settings = None if flat.get("parent_id") else read_settings(_span_metadata(flat, obj))
     if kind == "LLM":
         answer = _get(flat, "llm.output_messages.0.message.content")
         if not isinstance(answer, str):
             answer = text_of(json_maybe(_get(flat, "output.value")))
-        return Span(trace, "answer", answer=answer)
-    return Span(trace, "other")
+        return Span(trace, "answer", answer=answer, settings=settings)
+    return Span(trace, "other", settings=settings)
+
+
+def _span_metadata(flat: dict, obj: dict) -> Any:
+    """A span's ``metadata`` attribute: JSON text (or an object's value) under
+    ``attributes.metadata``, else the object it was flattened from (``attributes: {"metadata":
+    {…}}``, or Phoenix's dataframe column ``attributes.metadata`` holding one); None without one."""
+    v = flat.get("attributes.metadata")
+    if v is not None:
+        return v
+    a = obj.get("attributes")
+    if isinstance(a, dict) and isinstance(a.get("metadata"), dict):
+        return a["metadata"]
+    v = obj.get("attributes.metadata")
+    return v if isinstance(v, dict) else None
 
 
 _LISTS = {"RETRIEVER": "retrieval.documents", "RERANKER": "reranker.output_documents", "LLM": "llm.output_messages"}
@@ -309,6 +332,7 @@ class _Layout(NamedTuple):
     ids: tuple[int | None, ...]
     metadata: tuple[int | None, ...]
     scores: tuple[int | None, ...]
+    settings: int | None = None  # the span's own ``metadata`` attribute (its run settings)
 
 
 _LAYOUTS: dict[tuple[str, ...], _Layout | None] = {}
@@ -341,6 +365,7 @@ def _layout(keys: tuple[str, ...]) -> _Layout | None:
         tuple(d.get("id") for d in fields),
         tuple(d.get("metadata") for d in fields),
         tuple(d.get("score") for d in fields),
+        keys.index("metadata") if "metadata" in keys else None,
     )
 
 
@@ -360,7 +385,8 @@ def _read_laid_out(layout: _Layout, values: list[Any], trace: str) -> Span | Non
     notes: list[str] = []
     scores = _scores([None if j is None else values[j] for j in layout.scores], notes)
     metadata = [m if isinstance(m, dict) else None for m in md]
-    return Span(trace, "retriever", query, texts, ids, metadata, notes=notes, scores=scores)
+    settings = None if layout.settings is None else read_settings(values[layout.settings])
+    return Span(trace, "retriever", query, texts, ids, metadata, notes=notes, scores=scores, settings=settings)
 
 
 FORMAT = LogFormat(
