@@ -55,7 +55,7 @@ from ragaudit_core.logs.questions import QuestionIds, read_questions
 from ragaudit_core.logs.records import FileReader
 from ragaudit_core.logs.report import FileReport, IngestReport, Issue
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
-from ragaudit_core.logs.runs import new_run_rows
+from ragaudit_core.logs.runs import RunConfigs, new_run_rows
 from ragaudit_core.logs.seen import SeenPairs, one_ingest_at_a_time
 from ragaudit_core.logs.seenfiles import SeenFiles
 from ragaudit_core.logs.writer import (
@@ -168,7 +168,7 @@ class _Batch:
         )
         self.replaced_file_ids: list[int] = []
         self.next_file_id = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM files").fetchall()[0][0]
-        self.run_configs: dict[str, tuple[dict | None, str, int]] = {}
+        self.run_configs = RunConfigs()
         self.out = BatchWriter(con)
         self.quarantine: list[tuple] = []
         self.warn_rows: list[tuple] = []
@@ -350,8 +350,7 @@ class _Batch:
         del self.report.rejected[n_rej:], self.report.warnings[n_warn:], self.quarantine[n_q:], self.warn_rows[n_w:]
         self.seen.forget_file(spath)
         self.seen_prov.forget_file(spath)
-        for run in [r for r, (_c, p, _l) in self.run_configs.items() if p == spath]:
-            del self.run_configs[run]
+        self.run_configs.forget_file(spath)
         if isinstance(e, InputFileError):
             reason = str(e).removeprefix(f"{spath}: ")
         elif isinstance(e, (MemoryError, RecursionError)):
@@ -534,11 +533,9 @@ class _Batch:
             self.out.flush()
 
     def _run_config(self, rec: EvidenceRecord | DecodedLine, spath: str, file_id: int, line_no: int) -> None:
-        """The first config logged for a run is kept; a different one later is a warning."""
-        first = self.run_configs.get(rec.run_id)
-        if first is None:
-            self.run_configs[rec.run_id] = (rec.config, spath, line_no)
-        elif rec.config is not None and first[0] is not None and rec.config != first[0]:
+        """The first config logged for a run is kept (records logging none before it do not count);
+        a different one later is a warning."""
+        if first := self.run_configs.note(rec.run_id, rec.config, spath, line_no):
             self.warn(
                 spath,
                 line_no,

@@ -12,7 +12,7 @@ import duckdb
 from ragaudit_core.defaults import INT32_MAX, INT32_MIN
 from ragaudit_core.errors import RagAuditError
 
-__all__ = ["grid_setting", "new_run_rows", "parse_settings", "set_settings"]
+__all__ = ["RunConfigs", "grid_setting", "new_run_rows", "parse_settings", "set_settings"]
 
 
 def grid_setting(v: object) -> int | None:
@@ -26,6 +26,35 @@ def grid_setting(v: object) -> int | None:
     elif isinstance(v, str) and v.strip().isdecimal():
         v = int(v.strip())
     return v if isinstance(v, int) and INT32_MIN <= v <= INT32_MAX else None
+
+
+class RunConfigs(dict[str, tuple[dict | None, str, int]]):
+    """A load's runs → (config, file, line): the first config **logged** for each run — a record
+    logging none holds the place only until one that does — and where it was logged. Undone file
+    by file: a file rolled back gives back what it changed (:meth:`forget_file`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._replaced: dict[str, list[tuple[str, tuple[dict | None, str, int]]]] = {}
+
+    def note(self, run_id: str, config: dict | None, path: str, line_no: int) -> tuple[dict, str, int] | None:
+        """Record a record's config; returns the kept entry when ``config`` differs from the
+        run's first logged one (the caller warns), else None."""
+        first = self.get(run_id)
+        if first is None or (first[0] is None and config is not None):
+            if first is not None:
+                self._replaced.setdefault(path, []).append((run_id, first))
+            self[run_id] = (config, path, line_no)
+        elif config is not None and first[0] is not None and config != first[0]:
+            return (first[0], first[1], first[2])
+        return None
+
+    def forget_file(self, path: str) -> None:
+        """Undo what ``path``'s records noted: its runs' entries go, an entry it replaced comes back."""
+        for run in [r for r, (_c, p, _l) in self.items() if p == path]:
+            del self[run]
+        for run, entry in reversed(self._replaced.pop(path, [])):
+            self[run] = entry
 
 
 def new_run_rows(con: duckdb.DuckDBPyConnection, run_configs: dict[str, tuple[dict | None, str, int]]) -> list[tuple]:

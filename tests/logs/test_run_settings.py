@@ -47,3 +47,36 @@ def test_a_run_that_logs_its_settings_keeps_them(tmp_path):
 def test_settings_that_do_not_read_are_refused_in_one_sentence(bad):
     with pytest.raises(RagAuditError, match="settings are KEY=VALUE pairs"):
         parse_settings(bad)
+
+
+def test_a_runs_first_logged_config_is_kept_even_after_records_that_log_none(tmp_path):
+    """A run's config is the first one *logged*: a first record (or trace) without one does not
+    leave the run without settings; a different one after it is still the mismatch warning."""
+    con = store.connect(":memory:")
+    log = write_jsonl(
+        tmp_path / "n.jsonl",
+        [
+            {"run_id": "n", "query_id": "1", "cited": ["d"]},
+            {"run_id": "n", "query_id": "2", "config": {"top_k": 5, "chunk_size": 128}, "cited": ["d"]},
+            {"run_id": "n", "query_id": "3", "config": {"top_k": 9}, "cited": ["d"]},
+        ],
+    )
+    report = load_paths(con, [log])
+    assert con.execute("SELECT top_k, chunk_size FROM runs").fetchall() == [(5, 128)]
+    (w,) = [w for w in report.warnings if w.code == "config-mismatch"]
+    assert w.line_no == 3 and "than at" in w.message and "line 2" in w.message
+
+
+def test_a_file_rolled_back_gives_back_the_config_it_gave_a_run(tmp_path):
+    """a.jsonl holds run n's first record (no config); b.jsonl logs n's config, then passes the
+    byte limit (~3.6 MB read in blocks: the records before the limit are noted) and is rolled
+    back: n keeps a.jsonl's record and is stored, without b's config."""
+    from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
+
+    a = write_jsonl(tmp_path / "a.jsonl", [{"run_id": "n", "query_id": "1", "cited": ["d"]}])
+    b_records = [{"run_id": "n", "query_id": str(i), "config": {"top_k": 5}, "cited": ["d"]} for i in range(2, 40_000)]
+    b = write_jsonl(tmp_path / "b.jsonl", b_records)
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [a, b], IngestOptions(max_file_bytes=2_000_000))
+    assert [f.status for f in rep.files] == ["loaded", "unreadable"]
+    assert con.execute("SELECT run_id, top_k, config FROM runs").fetchall() == [("n", None, None)]
