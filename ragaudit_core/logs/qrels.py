@@ -394,8 +394,10 @@ def unlabelled_runs_note(con: duckdb.DuckDBPyConnection, runs: Iterable[str] | N
         their = "their" if len(other) > 1 else "its"
         why = (
             f"{their} query ids are hashes of the question texts (such as {other[0][2]!r}), as the log gave none. "
-            "Give the records the query ids the labels use (a query_id column or key), or load the questions with "
-            "the labels (BEIR's queries.jsonl: each label is then also stored under its question's hash)"
+            "Give the records the query ids the labels use (a query_id column or key, or load the log again with "
+            "the benchmark's questions: ingest --queries queries.jsonl, which also pairs the run with runs logging "
+            "those ids), or load the questions with the labels (BEIR's queries.jsonl: each label is then also "
+            "stored under its question's hash)"
             if all(hashed for _r, hashed, _q in other)
             else f"{their} query ids (such as {other[0][2]!r}) are not the ones the labels use"
         )

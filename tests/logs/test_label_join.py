@@ -42,7 +42,7 @@ def test_labels_that_meet_no_hashed_query_id_say_why_when_loaded(tmp_path):
         "relevance labels are loaded for 2 queries ('1', '3') but label no query of run 'ragas_k5', so its ranking "
         "quality is not scored: its query ids are hashes of the question texts (such as 'q:"
     )
-    assert "as the log gave none" in note and "query_id" in note
+    assert "as the log gave none" in note and "query_id" in note and "ingest --queries queries.jsonl" in note
     assert report.labels is not None and note in report.labels.warnings  # said where the labels are loaded
 
 
