@@ -92,8 +92,16 @@ def strip_isolates(text: str) -> str:
 
 
 def excerpt(text: object, limit: int) -> str:
-    """The first ``limit`` characters of ``text``, with the full length stated when it is cut."""
+    """The start of ``text`` in at most ``limit`` characters (the ``…`` counted), with the full
+    length stated when it is cut. The cut falls after the last whole word when one ends in the
+    last fifth of the limit (a reader should not take "carcino…" for a word), else mid-word."""
     s = "" if text is None else str(text)
     if len(s) <= limit:
         return s
-    return s[: max(0, limit - 1)].rstrip() + f"… [excerpt: {limit:,} of {len(s):,} characters]"
+    kept = s[: max(0, limit - 1)]
+    if not s[len(kept)].isspace():  # the cut falls inside a word: end at the word before it
+        space = kept.rfind(" ")
+        if space >= 0.8 * limit:
+            kept = kept[:space]
+    kept = kept.rstrip()
+    return kept + f"… [excerpt: {len(kept) + 1:,} of {len(s):,} characters]"

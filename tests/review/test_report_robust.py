@@ -58,7 +58,10 @@ def test_logtext_isolates_shows_controls_and_excerpts():
     assert isolate("k10\u202eevil") == "\u2068k10[U+202E]evil\u2069"
     assert isolate(isolate("a")) == "\u2068a\u2069"  # not twice
     assert excerpt("abcdef", 10) == "abcdef"
-    assert excerpt("a" * 2000, 100) == "a" * 99 + "… [excerpt: 100 of 2,000 characters]"
+    assert excerpt("a" * 2000, 100) == "a" * 99 + "… [excerpt: 100 of 2,000 characters]"  # one word: cut in it
+    words = "carcinoma " * 30  # 300 characters; a cut at 22 falls in the 3rd word, the 2nd ends at 19 (≥ 0.8 × 23)
+    assert excerpt(words, 23) == "carcinoma carcinoma… [excerpt: 20 of 300 characters]"
+    assert excerpt("a" * 10 + " " + "b" * 40, 25) == "a" * 10 + " " + "b" * 13 + "… [excerpt: 25 of 51 characters]"
 
 
 def test_a_failing_step_and_a_failing_section_are_named_on_the_cover_and_the_rest_drawn(tmp_path, monkeypatch):
@@ -183,8 +186,9 @@ def test_one_mb_texts_become_excerpts_with_their_full_length(tmp_path):
     pages = _pages(blob)
     assert seconds < 30 and len(pages) <= 12, (seconds, len(pages))
     text = _flat("\n".join(pages))
-    assert "[excerpt: 240 of 1,048,576 characters]" in text  # an evidence text
-    assert "[excerpt: 720 of 1,048,576 characters]" in text  # the query
+    kept = [int(n) for n in re.findall(r"\[excerpt: (\d+) of 1048576 characters\]", text.replace(",", ""))]
+    assert any(192 <= n <= 240 for n in kept)  # an evidence text, cut after its last whole word
+    assert any(576 <= n <= 720 for n in kept)  # the query
     assert data.probes  # the probe ran on the 1 MB answers
 
 
