@@ -74,10 +74,10 @@ def test_sample_report_parses_and_holds_the_key_figures_and_verdict(sample_repor
     assert f"{s.collapse_rate:.1%}" in text
     # the reviewed pair's row of the per-pair table
     pair = compare_runs(con, BASE, CAND).pair.set_index("metric")
-    assert f"{pair.loc['j_avg', 'doc']:.3f} {pair.loc['j_avg', 'span']:.3f}" in text
-    # and under it the pair's intervals, written to fit the table (two decimals)
+    # each figure with its interval under it in the same cell, written to fit the table (two decimals)
     e = data.stability.intervals.pair(BASE, CAND, "doc", "j_avg")
-    assert f"{e.lo:.2f}–{e.hi:.2f}" in text and "Second rows: the 95 % bootstrap interval" in text
+    assert f"{pair.loc['j_avg', 'doc']:.3f} {e.lo:.2f}–{e.hi:.2f} {pair.loc['j_avg', 'span']:.3f}" in text
+    assert "Under each figure: the 95 % bootstrap interval" in text
     # what changed between two runs in words, as the scatter's legend says it (not the config keys)
     assert not {"top_k", "chunk_size", "chunk_overlap"} & set(text.replace(",", " ").split())
     assert "k5-c128-o0 k5-c128-o32 overlap " in text and "k5-c128-o0 k5-c256-o0 chunk size " in text  # pair rows

@@ -487,3 +487,30 @@ def test_a_run_id_too_long_for_its_column_gets_half_the_room_the_others_can_spar
     for j in range(1, len(row)):
         widest = max(heading_words[j] + [pdf.get_string_width(t) for t in row[j].split()])
         assert widths[j] >= widest + 2 * CELL_PAD, (heads[j], widths[j], widest)
+
+
+def test_a_pairs_intervals_stand_in_its_own_row_under_each_figure():
+    """Each figure of the per-pair table has its interval on the line under it, in the same cell:
+    as a second row of its own it could be carried to the next page, away from the run names."""
+    import pandas as pd
+
+    from ragaudit_core.review.report.sections import _pair_table_rows
+    from ragaudit_core.stability.uncertainty import StabilityIntervals
+
+    pairs = pd.DataFrame(
+        {
+            "run_a": ["a"],
+            "run_b": ["b"],
+            "level": ["doc"],
+            "metric": ["j_avg"],
+            "value": [0.5],
+            "lo": [0.25],
+            "hi": [0.75],
+        }
+    )
+    r = pd.Series({("j_avg", "doc"): 0.5, ("j_avg", "span"): 0.125, ("flip_rate", "doc"): 0.25})
+    rows = _pair_table_rows("b", "a", "top_k", r, StabilityIntervals(pairs=pairs, n_queries=8))
+    assert rows == [["b", "a", "top-k", "0.500\n0.25–0.75", "0.125", "25.0%", "n/a", "n/a", "n/a", "n/a"]]
+    assert _pair_table_rows("b", "a", "top_k", r, None) == [
+        ["b", "a", "top-k", "0.500", "0.125", "25.0%"] + ["n/a"] * 4
+    ]

@@ -248,12 +248,13 @@ _PAIR_CELLS = (
 
 
 def _pair_table_rows(a: str, b: str, changed: object, r: Any, iv: StabilityIntervals | None) -> list[list[str]]:
-    """A pair's row of the per-pair table, and under it each figure's 95 % interval when it has any."""
-    row = [a, b, change_label(changed)] + [(pct if p else fmt)(r.get((m, lv))) for m, lv, p in _PAIR_CELLS]
-    if iv is None:
-        return [row]
-    second = ["", "", ""] + [_span(iv.pair(a, b, lv, m), percent=p) for m, lv, p in _PAIR_CELLS]
-    return [row, second] if any(second) else [row]
+    """A pair's row of the per-pair table, each figure with its 95 % interval on the line under it
+    in the same cell (a row of its own could be carried to the next page away from its pair)."""
+    values = [(pct if p else fmt)(r.get((m, lv))) for m, lv, p in _PAIR_CELLS]
+    if iv is not None:
+        spans = [_span(iv.pair(a, b, lv, m), percent=p) for m, lv, p in _PAIR_CELLS]
+        values = [f"{v}\n{s}" if s else v for v, s in zip(values, spans, strict=True)]
+    return [[a, b, change_label(changed), *values]]
 
 
 def _span(e: Any, percent: bool) -> str:
@@ -327,9 +328,9 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
         widths=[25, 25, 22, 13, 13, 14, 14, 14, 15, W - 155],
         size=7,
     )
-    if res.intervals is not None and len(rows) > len(wide):
+    if res.intervals is not None and any("\n" in c for row in rows for c in row[3:]):
         pdf.para(
-            ci_note("Second rows", res.intervals)[:-1] + ", written to two decimals or whole percents.",
+            ci_note("Under each figure", res.intervals)[:-1] + ", written to two decimals or whole percents.",
             size=8,
             style="I",
         )
