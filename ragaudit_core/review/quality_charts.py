@@ -17,15 +17,18 @@ from ragaudit_core.review.labels import metric_label
 from ragaudit_core.review.palette import BLUE, GREY, LIGHT_GREY, OKABE_ITO, SKY_BLUE, VERMILLION, wrap_title
 from ragaudit_core.wording import counted
 
-__all__ = ["OUTCOME_COLOURS", "jitter_scatter", "quality_intervals", "two_places"]
+__all__ = ["OUTCOME_COLOURS", "OUTCOME_SYMBOLS", "jitter_scatter", "quality_intervals", "two_places"]
 
 OUTCOME_COLOURS = {  # no red-green pair: kept is sky blue, lost vermillion
     "relevant kept": SKY_BLUE,
     "relevant lost": VERMILLION,
     "nothing relevant to lose": GREY,
     "unlabelled": LIGHT_GREY,
-    "not collapsed": BLUE,
+    "not collapsed": BLUE,  # drawn as rings (OUTCOME_SYMBOLS): beside sky-blue dots, in print, a colour alone blurs
 }
+OUTCOME_SYMBOLS = {"not collapsed": "circle-open"}
+"""Marker symbols other than the filled circle: a query whose evidence did not collapse is a ring,
+so the collapsed queries' outcomes (the figure's question) stand out as filled dots."""
 
 
 def two_places(x: float) -> str:
@@ -93,7 +96,16 @@ def jitter_scatter(cost: JitterCost) -> go.Figure:
                 mode="markers",
                 cliponaxis=False,
                 name=f"{group} ({len(g)})",
-                marker=dict(size=7, color=OUTCOME_COLOURS[group], opacity=0.75, line=dict(width=0.5, color="white")),
+                marker=dict(
+                    size=7,
+                    color=OUTCOME_COLOURS[group],
+                    symbol=OUTCOME_SYMBOLS.get(group, "circle"),
+                    opacity=0.75,
+                    line=dict(
+                        width=1.5 if group in OUTCOME_SYMBOLS else 0.5,
+                        color=None if group in OUTCOME_SYMBOLS else "white",
+                    ),
+                ),
                 customdata=[html.escape(str(v)) for v in g["query_id"]],
                 hovertemplate="query %{customdata}<br>J = %{x:.3f}<br>Δ nDCG = %{y:+.3f}<extra></extra>",
             )
@@ -111,7 +123,8 @@ def jitter_scatter(cost: JitterCost) -> go.Figure:
                 f"Does jitter cost quality? The reviewed pair {html.escape(cost.run_a)} → {html.escape(cost.run_b)}"
             )
             + "<br>"
-            f"<sup>Δ nDCG@{cost.k} against J_{cost.level} per labelled query · {rho_text}</sup>",
+            f'<span style="font-size:12px">Δ nDCG@{cost.k} against J_{cost.level} per labelled query · {rho_text}'
+            "</span>",
             font=dict(size=13),
         ),
         xaxis=dict(title=f"J_{cost.level} (1 = the same evidence)", range=[0, 1]),

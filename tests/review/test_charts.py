@@ -119,6 +119,30 @@ def test_a_rank_correlation_that_rounds_to_zero_reads_0_00():
     assert "Spearman ρ = 0.00 [-0.20, 0.00]" in title and "-0.00" not in title
 
 
+def test_jitter_scatter_marks_uncollapsed_queries_by_shape_and_its_subtitle_is_legible():
+    """A walk of the report (p15): "not collapsed" (blue) and "relevant kept" (sky blue) dots read
+    as one colour in print, and the subtitle in <sup> was too small to read. Uncollapsed queries
+    are rings now, collapsed ones filled dots; the subtitle is set at 12 px."""
+    import pandas as pd
+
+    from ragaudit_core.intervals import Estimate
+    from ragaudit_core.quality.jitter import JitterCost
+    from ragaudit_core.review.quality_charts import jitter_scatter
+
+    qs = pd.DataFrame(
+        {
+            "query_id": ["1", "2", "3"],
+            "j": [0.2, 0.0, 0.0],
+            "delta": [0.1, 0.0, -0.5],
+            "outcome": [None, "relevant kept", "relevant lost"],
+        }
+    )
+    fig = jitter_scatter(JitterCost("a", "b", 10, "span", qs, Estimate(0.5, -1.0, 1.0, 3)))
+    symbols = {t.name: t.marker.symbol for t in fig.data}
+    assert symbols == {"not collapsed (1)": "circle-open", "relevant kept (1)": "circle", "relevant lost (1)": "circle"}
+    assert "<sup>" not in fig.layout.title.text and 'font-size:12px">Δ nDCG@10 against J_span' in fig.layout.title.text
+
+
 def test_survival_funnel_legend_does_not_sit_on_an_axis_title():
     """In the PDF report (seen in a walk of the sample's report, page 12) the legend under the funnel,
     "run ■ k10-c128-o32 ■ k10-c256-o32", was drawn over the x-axis title "queries with ground truth
