@@ -438,3 +438,19 @@ def test_intervals_bracket_the_figures_and_are_reproducible(con, three_runs):
     js = json.loads(json.dumps(res.to_json()))["intervals"]
     assert js["summary"]["mean_j_doc"]["ci"] == [iv.summary["mean_j_doc"].lo, iv.summary["mean_j_doc"].hi]
     assert compute_stability(con, StabilityOptions()).intervals is None  # resamples=0: none
+
+
+def test_a_pairs_interval_is_found_in_either_orientation_and_follows_its_frame():
+    import pandas as pd
+
+    from ragaudit_core.stability.uncertainty import StabilityIntervals
+
+    rows = {"level": ["doc", "doc"], "run_a": ["a", "a"], "run_b": ["b", "b"], "metric": ["j_avg", "j_avg"]}
+    iv = StabilityIntervals(pairs=pd.DataFrame({**rows, "value": [0.5, 0.9], "lo": [0.25, 0.8], "hi": [0.75, 1.0]}))
+    iv.n_queries = 8
+    assert iv.pair("b", "a", "doc", "j_avg") == iv.pair("a", "b", "doc", "j_avg")  # the first row: 0.5
+    assert (iv.pair("a", "b", "doc", "j_avg").lo, iv.pair("a", "b", "doc", "j_avg").n) == (0.25, 8)
+    assert iv.pair("a", "b", "span", "j_avg") is None and iv.pair("a", "c", "doc", "j_avg") is None
+    iv.pairs = pd.DataFrame({k: v[:1] for k, v in rows.items()} | {"value": [0.1], "lo": [0.0], "hi": [0.2]})
+    assert iv.pair("a", "b", "doc", "j_avg").value == 0.1  # a new frame is indexed again
+    assert StabilityIntervals().pair("a", "b", "doc", "j_avg") is None
