@@ -56,7 +56,7 @@ def test_given_settings_do_not_override_logged_ones(tmp_path):
 def test_traces_that_disagree_keep_the_rule_of_native_configs(tmp_path):
     """A run's first record's config is kept and a different one later is warned about (with its
     line), as for native records — here the second trace's retriever logs another top-k. And a run
-    whose first record logs none keeps none, as a native run does."""
+    whose first record logs none takes the first config logged after it, as a native run does."""
     spans = [
         *console_spans("t1", "q one", ROOT_MD, {"top_k": 4}),
         *console_spans("t2", "q two", ROOT_MD, {"top_k": 6}),
@@ -80,7 +80,7 @@ def test_traces_that_disagree_keep_the_rule_of_native_configs(tmp_path):
     first_bare = [*console_spans("t0", "q zero", None, None), *spans]
     native_bare = [{"run_id": "r", "query_id": "z", "evidence": ["d"]}, *natives]
     assert loaded("bare-spans", first_bare) == loaded("bare-native", native_bare)
-    assert loaded("bare-spans", first_bare)[0][0][1:] == (None, None, None, None, None)
+    assert loaded("bare-spans", first_bare)[0][0][2] == 4  # t1's, the first logged
 
 
 def _trace_lines(i: int) -> list:
@@ -142,7 +142,8 @@ def test_every_path_gives_the_same_runs_and_records(tmp_path, monkeypatch):
     runs = {r[0]: r for r in expected[1]}
     config = {**ROOT_MD, "top_k": 10}  # its first trace's: the root span's (its retriever logs none)
     assert runs["mixed_a"][1:] == (json.dumps(config, sort_keys=True), 10, 256, 32, "all-MiniLM-L6-v2")
-    assert runs["mixed_b"][1:] == (None, None, None, None, None)  # its first trace logs none
+    # its first trace (24) logs none: the next, 25, gives its root's settings and its retriever's top-k
+    assert runs["mixed_b"][1:] == (json.dumps({**ROOT_MD, "top_k": 4}, sort_keys=True), 4, 256, 32, "all-MiniLM-L6-v2")
     warnings = expected[0][2]
     assert sum(code == "config-mismatch" for _, code, _ in warnings) >= 2
     assert expected[2] and expected[0][5] == 55 and not expected[0][1]  # the reranker's trace; every retriever
