@@ -3,6 +3,7 @@ loading models once, resolving run aliases, progress output."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -118,6 +119,17 @@ RunId = Annotated[
         "--run-id", help="Run id for foreign records without one (default: the file name without extensions)."
     ),
 ]
+Queries = Annotated[
+    Path | None,
+    typer.Option(
+        "--queries",
+        help="The questions of the benchmark these logs ran (BEIR's queries.jsonl, an id,text TSV/CSV, or "
+        "query_id/query JSONL): a record without a query id (Ragas, a trace export: q:… from its question's "
+        "hash) takes its question's id, so it pairs with a native run over the same questions.",
+    ),
+]
+"""``--queries``: the ids another tool's id-less records take (:mod:`ragaudit_core.logs.questions`)."""
+
 DocIdKey = Annotated[
     str | None,
     typer.Option(
@@ -331,13 +343,16 @@ def open_logs(
     options: IngestOptions | None = None,
     qrels: list[Path] | None = None,
     keep: bool = False,
+    queries: Path | None = None,
 ) -> Any:
     """A connection to ``db``, or to an in-memory database with ``paths`` ingested first
     (their report on stderr) with the relevance labels of ``qrels`` and of each folder's
-    ``qrels/``. ``db`` alone is opened for reading (:func:`read_db`; ``keep`` as there): never
-    created, never changed; with ``paths`` or ``qrels`` they are loaded into it (a write; ``paths``
-    may create it). Exits 2 when neither is given, the database file is missing (without paths) or
-    cannot be opened, or ingestion cannot start."""
+    ``qrels/``, and the ids of ``queries`` (``--queries``: for the paths loaded; without paths it
+    exits 2, since stored runs are never renamed). ``db`` alone is opened for reading
+    (:func:`read_db`; ``keep`` as there): never created, never changed; with ``paths`` or
+    ``qrels`` they are loaded into it (a write; ``paths`` may create it). Exits 2 when neither is
+    given, the database file is missing (without paths) or cannot be opened, or ingestion cannot
+    start."""
     from ragaudit_core import workspace
     from ragaudit_core.logs.qrels import load_qrels
 
@@ -345,6 +360,11 @@ def open_logs(
         fail(f"give {what}, or --db with an ingested database")
     if db is not None and not paths and not Path(db).exists():
         fail(f"{db}: no such database file (ingest logs first: ragaudit ingest PATH... --db {db})")
+    if queries is not None and not paths:
+        fail(
+            "--queries gives ids to the records of the PATHs this call loads; the runs stored in the database keep "
+            "theirs (remove a run and load its file again with --queries to pair it)"
+        )
     try:
         if db is None or paths or qrels:
             con = connect_db(db if db is not None else ":memory:", create=bool(paths))
@@ -352,6 +372,8 @@ def open_logs(
             con = read_db(db, keep=keep)
         if paths:
             opts = options or IngestOptions()
+            if queries is not None:
+                opts = dataclasses.replace(opts, queries=str(queries))
             print_ingest(workspace.load_paths(con, paths, opts, precompute_overview=False, qrels=qrels or []))
         elif qrels:
             say(load_qrels(con, qrels).summary(), err=True)

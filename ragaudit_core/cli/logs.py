@@ -18,6 +18,7 @@ from ragaudit_core.cli.common import (
     Format,
     MaxLine,
     Qrels,
+    Queries,
     RunId,
     connect_db,
     fail,
@@ -69,15 +70,7 @@ def ingest(
             "'top_k=5,chunk_size=256,embedder=bge': the pages then say what changed between runs.",
         ),
     ] = None,
-    queries: Annotated[
-        Path | None,
-        typer.Option(
-            "--queries",
-            help="The questions of the benchmark these logs ran (BEIR's queries.jsonl, an id,text TSV/CSV, or "
-            "query_id/query JSONL): a record without a query id (Ragas, a trace export: q:… from its question's "
-            "hash) takes its question's id, so it pairs with a native run over the same questions.",
-        ),
-    ] = None,
+    queries: Queries = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
     ids_are_texts: Annotated[
         bool,

@@ -24,6 +24,7 @@ from ragaudit_core.cli.common import (
     LogPaths,
     MaxLine,
     Qrels,
+    Queries,
     RunId,
     emit_json,
     fail,
@@ -73,6 +74,7 @@ def stability(
     fmt: Format = "auto",
     run_id: RunId = None,
     doc_id_key: DocIdKey = None,
+    queries: Queries = None,
     json_out: Annotated[
         str | None, typer.Option("--json", help="Write the metrics as JSON here ('-' = stdout).")
     ] = None,
@@ -95,6 +97,7 @@ def stability(
             case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt, run_id, doc_id_key
         ),
         qrels=qrels,
+        queries=queries,
     )
     try:
         mapping = {}
