@@ -70,6 +70,7 @@ if len(runs) > OVERVIEW_MAX:
             "Runs in the overview",
             runs,
             default=runs[:OVERVIEW_MAX],
+            format_func=(half := ui.run_label(runs, ui.RUN_CHARS_HALF)),
             max_selections=OVERVIEW_MAX,
             key="fid.overview",
             help=f"{ui.counted(len(runs), 'run')}: the metrics and charts below draw up to {OVERVIEW_MAX} of "
@@ -77,6 +78,7 @@ if len(runs) > OVERVIEW_MAX:
         )
         or runs[:1]
     )
+    ui.runs_in_full(shown, half)
     with st.expander(f"Every run's figures ({ui.counted(len(runs), 'run')})", expanded=False):
         ui.table(
             [
@@ -154,7 +156,9 @@ right.plotly_chart(
 )
 
 # --- one run ----------------------------------------------------------------------------------
-run = st.selectbox("Run", runs, index=0)
+wide = ui.run_label(runs, ui.RUN_CHARS_WIDE)
+run = st.selectbox("Run", runs, index=0, format_func=wide)
+ui.runs_in_full([run], wide)
 r = res[run]
 st.subheader("Alerts")
 alerts = sorted(r.alerts, key=lambda a: {"alert": 0, "ok": 1}.get(a["status"], 2))

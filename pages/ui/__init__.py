@@ -41,6 +41,7 @@ __all__ = [
     "READ_ONLY_NOTE",
     "RUN_CHARS_HALF",
     "RUN_CHARS_NARROW",
+    "RUN_CHARS_WIDE",
     "Store",
     "connection",
     "counted",
@@ -238,6 +239,8 @@ RUN_CHARS_NARROW = 18
 they show uncut at the default sidebar and window width (measured in Chromium: a chip holds 130 px)."""
 RUN_CHARS_HALF = 44
 """Characters of a run's label in a half-width selectbox (two pickers side by side)."""
+RUN_CHARS_WIDE = 88
+"""Characters of a run's label in a full-width selectbox: twice a half-width one's."""
 
 
 def run_label(runs: Sequence[str], width: int = RUN_LABEL_CHARS) -> Callable[[object], str]:

@@ -303,3 +303,20 @@ def test_the_query_opened_before_any_pick_says_why_it_is_the_one_shown(prov_db):
     at.run()
     assert any(m.value == "**Query q1**" for m in at.markdown)
     assert why not in [c.value for c in at.caption]
+
+
+def test_long_run_ids_read_apart_in_the_run_picker(app_env, tmp_path):
+    """The full-width "Run" picker cut ids past ~100 characters at their end, so two runs differing
+    only there read alike; each now reads as its beginning, "…" and its end, named in full below."""
+    stem = "provenance_" + "scifact_bm25_top10_chunk256_overlap32_reranker_bge_base_generator_smollm2_" * 2
+    a, b = stem + "2026-11-20", stem + "2026-11-21"
+    path = app_env()
+    write_jsonl(tmp_path / "p" / "a.jsonl", [pipeline(a, "q1", text="[Source: D1, p. 2]")])
+    write_jsonl(tmp_path / "p" / "b.jsonl", [pipeline(b, "q1", text="[Source: D9, p. 1]")])
+    ingest_paths(store.connect(path), [tmp_path / "p"])
+    at = app_test(PAGE).run()
+    assert not at.exception
+    (box,) = [s for s in at.selectbox if s.label == "Run"]
+    assert box.value == a and len(set(box.options)) == 2
+    assert all(len(o) <= 88 and o.endswith(("11-20", "11-21")) and "…" in o for o in box.options)
+    assert any(plain(c.value) == f"In full: {a}" for c in at.caption)
