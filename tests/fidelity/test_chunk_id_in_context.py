@@ -12,7 +12,6 @@ import logging
 import re
 from types import SimpleNamespace
 
-import duckdb
 import pytest
 from pydantic import ValidationError
 
@@ -20,12 +19,9 @@ from ragaudit_core.fidelity import endpoint
 from ragaudit_core.fidelity.judge import JudgeVerdict
 from ragaudit_core.fidelity.judge_panel import skeleton
 from ragaudit_core.fidelity.judges import EndpointJudge, LocalJudge
-from ragaudit_core.jobs import plan_judge, queue
-from ragaudit_core.jobs.worker import work
-from ragaudit_core.logs import store
-from ragaudit_core.logs.ingest import ingest_paths
+from tests.fidelity.test_chunk_id_limit import judged_rows
 from tests.fidelity.test_judge import GOOD, _Server
-from tests.helpers import pipeline, write_jsonl
+from tests.helpers import pipeline
 
 FOREIGN = "<b>d9#never-shown</b>"  # a chunk id the judge was not shown (and markup: the log must not carry it)
 
@@ -112,22 +108,5 @@ def test_a_judge_job_stores_no_vote_for_a_reply_naming_a_chunk_it_was_not_shown(
         assert "q2-only-chunk" not in shown
         return json.dumps({**GOOD, "matching_chunk_id": shown[0] if body["seed"] == 0 else "q2-only-chunk"})
 
-    server = _Server(reply)
-    monkeypatch.setenv(endpoint.ENV_ENDPOINTS, server.url)
-    db = tmp_path / "j.duckdb"
-    try:
-        with store.connect(db) as con:
-            ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", [rec, other])])
-            spec, inputs = plan_judge(con, "base", "q1", model="m", endpoint=server.url, seeds=(0, 1))
-            queue.enqueue(con, spec, inputs)
-        assert work(str(db), idle_s=0, max_jobs=1) == 1
-    finally:
-        server.close()
-    (j,) = queue.jobs(str(db))
-    assert j.status == "done", j.error
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        rows = con.execute("SELECT seed, matching_chunk_id, verdict FROM judge_verdicts ORDER BY seed").fetchall()
-    finally:
-        con.close()
+    rows = judged_rows(tmp_path, monkeypatch, [rec, other], reply)
     assert rows == [(0, "c1", GOOD["verdict"]), (1, None, None)]

@@ -78,14 +78,27 @@ def test_a_judge_job_over_logs_with_an_over_long_chunk_id_stores_it_bounded(tmp_
         seen.append(re.search(r'"chunk_id": "([^"]*)"', body["messages"][0]["content"]).group(1))
         return json.dumps({**GOOD, "matching_chunk_id": seen[0] if body["seed"] == 0 else LONG})
 
-    server = _Server(echo_first)
+    rows = judged_rows(tmp_path, monkeypatch, [rec], echo_first, check=_context_is_bounded)
+    assert rows == [(0, bounded_chunk_id(LONG), GOOD["verdict"]), (1, None, None)]
+
+
+def _context_is_bounded(inputs) -> None:
+    assert [c["chunk_id"] for c in inputs.context] == [bounded_chunk_id(LONG), "7"]
+
+
+def judged_rows(tmp_path, monkeypatch, records, reply, *, check=None) -> list[tuple]:
+    """One judge job (seeds 0 and 1) over ``records``' first query, against a local endpoint whose
+    answers ``reply(body)`` writes, run by a real worker; the stored (seed, matching_chunk_id,
+    verdict) rows. ``check(inputs)`` sees the planned job's inputs."""
+    server = _Server(reply)
     monkeypatch.setenv(endpoint.ENV_ENDPOINTS, server.url)
     db = tmp_path / "j.duckdb"
     try:
         with store.connect(db) as con:
-            ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", [rec])])
+            ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", records)])
             spec, inputs = plan_judge(con, "base", "q1", model="m", endpoint=server.url, seeds=(0, 1))
-            assert [c["chunk_id"] for c in inputs.context] == [bounded_chunk_id(LONG), "7"]
+            if check is not None:
+                check(inputs)
             queue.enqueue(con, spec, inputs)
         assert work(str(db), idle_s=0, max_jobs=1) == 1
     finally:
@@ -94,7 +107,6 @@ def test_a_judge_job_over_logs_with_an_over_long_chunk_id_stores_it_bounded(tmp_
     assert j.status == "done", j.error
     con = duckdb.connect(str(db), read_only=True)
     try:
-        rows = con.execute("SELECT seed, matching_chunk_id, verdict FROM judge_verdicts ORDER BY seed").fetchall()
+        return con.execute("SELECT seed, matching_chunk_id, verdict FROM judge_verdicts ORDER BY seed").fetchall()
     finally:
         con.close()
-    assert rows == [(0, bounded_chunk_id(LONG), GOOD["verdict"]), (1, None, None)]
