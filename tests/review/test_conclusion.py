@@ -121,3 +121,24 @@ def test_counts_of_rules_read_in_the_singular_for_one():
     assert conclusion(None, {}, 1)[0].endswith("the figures above describe the one run.")
     assert conclusion(None, {}, 3)[0].endswith("the figures above describe all 3 runs.")
     assert conclusion(None, {}, 2)[0].endswith("the figures above describe both runs.")  # not "all 2 runs"
+
+
+def test_overlap_that_cannot_be_compared_is_not_a_pass():
+    """One run logged document ids, the other passage hashes: the J rules are left out at both
+    levels (``level_notes``), null loss passes. Nothing failed, yet the policy's question — how much
+    the evidence overlaps — went unanswered by how the runs were logged: inconclusive, saying why and
+    what would answer it, not 'b may replace a' on null loss alone."""
+    note = "'b' logged no document ids and 'a' did"
+    inputs = GateInputs("a", "b", {("null_loss", "doc"): 0.0}, {}, level_notes={"doc": note, "span": note})
+    v = evaluate(DEFAULT_RULES[:5], inputs)
+    assert [r.status for r in v.results].count("pass") == 1 and v.status == "inconclusive"
+    assert v.headline() == (
+        "INCONCLUSIVE: of 5 rules, 1 passed, 4 not applicable (no document ids); how much the evidence "
+        "overlaps cannot be judged: 'b' logged no document ids and 'a' did"
+    )
+    found, recommend = conclusion(v, {}, 2)
+    assert found.startswith(
+        "The data cannot yet tell whether b may replace a: how much the evidence overlaps cannot be judged: "
+        "'b' logged no document ids and 'a' did."
+    ), found
+    assert recommend == "Do not decide yet on b: load both runs with their document ids."

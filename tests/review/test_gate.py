@@ -258,6 +258,19 @@ def test_document_rules_are_not_judged_on_passage_hashes(con, tmp_path):
         assert by[rule].status == "not applicable", rule
         assert "'c256' logged no document ids and 'ids' did" in by[rule].message, by[rule].message
     assert by["null_loss,doc <= 0.01"].status == "pass" and "no document ids" in v.headline()
+    # nothing failed, but the overlap the rules ask about cannot be judged: not a pass on null loss alone
+    assert v.status == "inconclusive", v.headline()
+    assert v.headline().endswith(
+        "how much the evidence overlaps cannot be judged: 'c256' logged no document ids and 'ids' did: they "
+        "share no document and no span by how they were logged, not by what they retrieved (load 'c256' with "
+        "its document ids)"
+    ), v.headline()
+    # between the two runs without ids the span rules judge the overlap: no such clause
+    both = review(con, _no_floor(DEFAULT_RULES), "c256", "c128")
+    assert both.unjudged == [] and both.status == "fail"
+    # a policy that does not ask about overlap is not made inconclusive by it
+    null_only = [r for r in DEFAULT_RULES if r.metric == "null_loss"]
+    assert review(con, _no_floor(null_only), "ids", "c256").status == "pass"
 
 
 def test_attribution_means_compare_the_queries_both_runs_explained(con, three_runs):

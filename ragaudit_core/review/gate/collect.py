@@ -12,7 +12,7 @@ from ragaudit_core.attribution.uncertainty import figure_intervals, paired_chang
 from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.intervals import Estimate
 from ragaudit_core.review.gate.evaluate import GateInputs, Verdict, evaluate
-from ragaudit_core.review.gate.rules import GatePolicy, Rule
+from ragaudit_core.review.gate.rules import OVERLAP_METRICS, GatePolicy, Rule
 from ragaudit_core.stability.compare import PAIR_METRIC_LABELS, CompareResult
 
 __all__ = ["collect", "review"]
@@ -94,9 +94,6 @@ def collect(
     return inputs
 
 
-_J_METRICS = ("j_avg", "flip_rate", "collapse_rate")  # read Jaccard, so they need comparable ids
-
-
 def _passage_hash_ids(con: duckdb.DuckDBPyConnection, inputs: GateInputs) -> None:
     """Leave out the figures that read Jaccard where document ids are passage hashes (a run that logged
     none: :func:`catalog.text_id_runs`): between two such runs the document level is the span level
@@ -120,7 +117,7 @@ def _passage_hash_ids(con: duckdb.DuckDBPyConnection, inputs: GateInputs) -> Non
             f"{hashed[0]!r} logged no document ids and {other!r} did: they share no document and no span by how "
             f"they were logged, not by what they retrieved (load {hashed[0]!r} with its document ids)"
         )
-    for key in [k for k in inputs.pair if k[0] in _J_METRICS and k[1] in levels]:
+    for key in [k for k in inputs.pair if k[0] in OVERLAP_METRICS and k[1] in levels]:
         inputs.pair.pop(key)
         inputs.pair_ci.pop(key, None)
     inputs.level_notes = dict.fromkeys(levels, note)

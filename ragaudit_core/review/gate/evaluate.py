@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ragaudit_core.intervals import Estimate
-from ragaudit_core.review.gate.rules import AREAS, PAIR_METRICS, STAGES, Area, GatePolicy, Rule
+from ragaudit_core.review.gate.rules import AREAS, OVERLAP_METRICS, PAIR_METRICS, STAGES, Area, GatePolicy, Rule
 from ragaudit_core.review.labels import metric_label, rule_label
 
 __all__ = [
@@ -104,6 +104,7 @@ class Verdict(BaseModel):
     min_applicable: int = 0
     require: list[Area] = []
     thin: list[str] = []  # why the verdict rests on too little (each fails it)
+    unjudged: list[str] = []  # why a verdict with nothing failed cannot pass (each makes it inconclusive)
     absent: dict[str, str] = {}  # what a question's not-applicable rules lacked, where not _MISSING's words
 
     def _lacked(self, area: str) -> str:
@@ -147,6 +148,8 @@ class Verdict(BaseModel):
         if self.thin:
             said = [f" ({m})" for m in self.missing()]  # already given after "not applicable"
             s += "; " + "; ".join(next((t[: -len(m)] for m in said if t.endswith(m)), t) for t in self.thin)
+        if self.unjudged:
+            s += "; " + "; ".join(self.unjudged)
         return s
 
 
@@ -314,9 +317,10 @@ def evaluate(policy: GatePolicy | list[Rule], inputs: GateInputs) -> Verdict:
             thin.append(
                 f"no applicable {area} rule, and the policy requires {area} ({absent.get(area, _MISSING[area])})"
             )
+    unjudged = _unjudged(results, inputs)
     if thin or any(r.status == "fail" for r in results):
         status: Literal["pass", "fail", "inconclusive"] = "fail"
-    elif any(r.status == "inconclusive" for r in results):
+    elif unjudged or any(r.status == "inconclusive" for r in results):
         status = "inconclusive"
     else:
         status = "pass"
@@ -328,8 +332,24 @@ def evaluate(policy: GatePolicy | list[Rule], inputs: GateInputs) -> Verdict:
         min_applicable=pol.min_applicable,
         require=list(pol.require),
         thin=thin,
+        unjudged=unjudged,
         absent=absent,
     )
+
+
+def _unjudged(results: list[RuleResult], inputs: GateInputs) -> list[str]:
+    """Why nothing failed and the verdict still cannot pass: the policy asks how much the evidence
+    overlaps (a rule reading Jaccard) and no such rule could be judged because the runs' ids cannot
+    be compared (``level_notes``: one run logged document ids, the other passage hashes). That is
+    not data left out — both runs retrieved — but a comparison the logs do not allow, so the verdict
+    is inconclusive instead of passing on what remains (null loss, say)."""
+    overlap = [r for r in results if r.rule.metric in OVERLAP_METRICS]
+    if not overlap or any(r.status != "not applicable" for r in overlap):
+        return []
+    notes = {inputs.level_notes[r.rule.level] for r in overlap if r.rule.level in inputs.level_notes}
+    if not notes:
+        return []
+    return [f"how much the evidence overlaps cannot be judged: {n}" for n in sorted(notes)]
 
 
 def verdict_rows(verdict: Verdict) -> list[dict]:

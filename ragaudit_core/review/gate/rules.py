@@ -55,6 +55,7 @@ __all__ = [
     "DEFAULT_RULES",
     "MIN_ATTRIBUTION_QUERIES",
     "MIN_QUERIES",
+    "OVERLAP_METRICS",
     "PAIR_METRICS",
     "PRESETS",
     "QUALITY_METRIC",
@@ -79,6 +80,9 @@ __all__ = [
 ]
 
 PAIR_METRICS = frozenset(PAIR_METRIC_LABELS)
+# the pair metrics that read Jaccard between the runs' evidence, so need ids the two runs share a
+# meaning of (null loss and gain need none: a list is empty or not whatever its ids)
+OVERLAP_METRICS = frozenset({"j_avg", "flip_rate", "collapse_rate"})
 FIDELITY_METRICS = frozenset(
     {"cfs_p95", "cfs_p95_tail", "cfs_median", "cfs_mean", "stage_survival", "parse_failure_rate"}
 )

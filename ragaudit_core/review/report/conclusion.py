@@ -186,6 +186,9 @@ def conclusion(
         unsure = [r for r in v.results if r.status == "inconclusive"]
         refs = _refs(unsure, numbers)
         why, todo = _unsure(unsure)
+        if v.unjudged:  # nothing failed, but the overlap cannot be compared by how the runs were logged
+            why = "; ".join([*filter(None, [why]), *v.unjudged])
+            todo = " and ".join(filter(None, [todo, "load both runs with their document ids"]))
         return (
             f"The data cannot yet tell whether {cand} may replace {base}: {why}.{unchecked}",
             f"Do not decide yet on {cand}: {todo}" + (f", see {refs}." if refs else "."),
