@@ -365,6 +365,7 @@ def open_logs(
             "--queries gives ids to the records of the PATHs this call loads; the runs stored in the database keep "
             "theirs (remove a run and load its file again with --queries to pair it)"
         )
+    _runs_given_as_paths(paths, db)
     try:
         if db is None or paths or qrels:
             con = connect_db(db if db is not None else ":memory:", create=bool(paths))
@@ -385,6 +386,26 @@ def open_logs(
     except RagAuditError as e:
         fail(str(e))
     return con
+
+
+def _runs_given_as_paths(paths: list[Path] | None, db: Path | None) -> None:
+    """Exit 2 when a PATH that does not exist is the name of a run stored in ``db``: ``--runs a b``
+    reads ``b`` as a log file to load (``--runs`` takes one value, comma-separated), and "b: no such
+    file or folder" would not say so."""
+    missing = [str(p) for p in paths or () if not os.path.lexists(p)]
+    if not missing or db is None or not Path(db).is_file():
+        return
+    try:
+        with duckdb.connect(str(db), read_only=True) as con:
+            named = {r for (r,) in con.execute("SELECT run_id FROM runs WHERE run_id IN ?", [missing]).fetchall()}
+    except duckdb.Error:
+        return  # not a database these words fit: the load says what it is
+    if named:
+        first = next(m for m in missing if m in named)
+        fail(
+            f"{first}: no such file or folder, but {db} holds a run of that name: name runs with --runs, "
+            f"comma-separated (--runs a,b); PATHs are log files to load"
+        )
 
 
 def emit_json(

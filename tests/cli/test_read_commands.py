@@ -212,3 +212,22 @@ def test_ranking_quality_without_resamples_prints_no_empty_interval(tmp_path):
     assert "mrr 0.500  map 0.500" in quality.output
     # B swaps which of q2, q3 it finds second: per-query changes 0, -0.631, +0.631, mean 0, t 0, p 1
     assert "A → B: +0.000  p 1 (Holm 1), n 3" in quality.output
+
+
+@pytest.mark.parametrize("command", ["stability", "quality", "gate"])
+def test_a_run_given_as_a_path_is_named_as_one(tmp_path, command):
+    """``--runs A B`` (space-separated) leaves ``B`` as a PATH to load: 'B: no such file or folder'
+    did not say that B is a stored run and --runs takes them comma-separated. The database is left
+    as it was."""
+    db = _audit_db(tmp_path)
+    before = _digest(db)
+    extra = ["--baseline", "A", "--candidate", "B"] if command == "gate" else ["--runs", "A"]
+    r = _invoke(command, "--db", db, *extra, "B")
+    assert r.exit_code == 2, r.output
+    said = " ".join(r.output.split())
+    assert f"B: no such file or folder, but {db} holds a run of that name" in said, said
+    assert "(--runs a,b)" in said
+    assert _digest(db) == before
+    # a PATH that is neither a file nor a stored run keeps the plain refusal
+    r = _invoke(command, "--db", db, *extra, tmp_path / "nothing.jsonl")
+    assert r.exit_code == 2 and "holds a run" not in r.output
