@@ -211,6 +211,8 @@ def _print_stability(result: StabilityResult) -> None:
             "same_docs_diff_spans",
         ]
     ]
+    same = table["same_docs_diff_spans"]  # counted on span rows only: a dash on doc rows, not <NA>
+    table = table.assign(same_docs_diff_spans=same.astype(object).where(same.notna(), "—"))
     say(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"), lines=True)
     effects = effects_by_change(result.pairs, result.intervals)
     if not effects.empty and set(effects["changed"]) != {"unknown"}:

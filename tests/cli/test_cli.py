@@ -116,6 +116,10 @@ def test_ingest_then_stability_from_db(three_runs, tmp_path):
     p = run("stability", "--db", db, "--json", "-")
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["summary"]["n_queries"] == 3
+    table = run("stability", "--db", db).stdout.splitlines()
+    doc_rows = [line for line in table if " doc " in line]
+    assert doc_rows and all(line.rstrip().endswith("—") for line in doc_rows), table  # span-only count: a dash
+    assert "<NA>" not in "\n".join(table)
 
 
 def test_docid_map_and_case_sensitive(tmp_path):
