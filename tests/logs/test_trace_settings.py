@@ -8,6 +8,8 @@ none."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import TypeVar
 
 from ragaudit_core.logs import formats, records, store
 from ragaudit_core.logs import held as held_rows
@@ -21,6 +23,7 @@ from tests.logs.test_format_langsmith import LANGCHAIN_LS, traced_runs
 from tests.logs.test_format_openinference import console_spans
 from tests.logs.test_streaming import _everything, force_pool
 
+T = TypeVar("T")
 ROOT_MD = {"chunk_size": 256, "chunk_overlap": 32, "embedder": "all-MiniLM-L6-v2"}
 
 
@@ -137,8 +140,7 @@ def test_every_path_gives_the_same_runs_and_records(tmp_path, monkeypatch):
         prov = con.execute("SELECT run_id, query_id FROM prov_records ORDER BY ALL").fetchall()
         return got, grid, prov
 
-    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
-    expected = ingest()
+    expected, held = every_path(monkeypatch, ingest)
     runs = {r[0]: r for r in expected[1]}
     config = {**ROOT_MD, "top_k": 10}  # its first trace's: the root span's (its retriever logs none)
     assert runs["mixed_a"][1:] == (json.dumps(config, sort_keys=True), 10, 256, 32, "all-MiniLM-L6-v2")
@@ -147,7 +149,16 @@ def test_every_path_gives_the_same_runs_and_records(tmp_path, monkeypatch):
     warnings = expected[0][2]
     assert sum(code == "config-mismatch" for _, code, _ in warnings) >= 2
     assert expected[2] and expected[0][5] == 55 and not expected[0][1]  # the reranker's trace; every retriever
+    assert len(held) > 5 and sum(held) >= 40  # the retriever spans mapped by the workers
 
+
+def every_path(monkeypatch, ingest: Callable[[], T]) -> tuple[T, list[int]]:
+    """``ingest()`` in the process (spans held until their file ends), by the general readers alone
+    (the fast ones off), with every span mapped as it is read (its rows spilled), and by two worker
+    processes in small ranges: the same each time (asserted). Returns it, and how many retriever
+    spans each worker range mapped."""
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    expected = ingest()
     with monkeypatch.context() as m:  # the general readers alone
         m.setattr(formats, "FAST_TRACE_FORMATS", ())
         m.setattr(records, "fast_record", lambda _rec: None)
@@ -157,6 +168,5 @@ def test_every_path_gives_the_same_runs_and_records(tmp_path, monkeypatch):
         m.setattr(held_rows, "SPILL_BYTES", 1000)
         assert ingest() == expected
     held = force_pool(monkeypatch, 2000, lambda it: it.held)
-    got = ingest()
-    assert len(held) > 5 and sum(held) >= 40  # the retriever spans mapped by the workers
-    assert got == expected
+    assert ingest() == expected
+    return expected, held

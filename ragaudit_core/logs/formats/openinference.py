@@ -52,11 +52,13 @@ __all__ = ["FORMAT"]
 def detect(obj: dict) -> bool:
     """An OpenInference span: a dotted key (:func:`~.spans.flatten`) ending in
     ``openinference.span.kind``, or ``span_kind`` beside ``attributes.*``/``context.*`` keys.
-    Other formats' records are told apart without flattening them (:func:`_names_a_kind`)."""
+    Other formats' records are told apart without flattening them (:func:`_names_a_kind`). A key
+    under a top-level ``metadata`` does not count: a Langfuse observation ingested from
+    OpenTelemetry keeps its span's attributes there (``metadata.attributes``), and is Langfuse's."""
     if "span_kind" not in obj and not _names_a_kind(obj, 0):
         return False
     flat = flatten(obj)
-    return any(k.endswith("openinference.span.kind") for k in flat) or (
+    return any(k.endswith("openinference.span.kind") and not k.startswith("metadata.") for k in flat) or (
         "span_kind" in obj and any(k.startswith(("attributes.", "context.")) for k in flat)
     )
 

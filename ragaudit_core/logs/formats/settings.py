@@ -38,7 +38,7 @@ from typing import Any
 
 from ragaudit_core.logs.formats.spans import json_maybe
 
-__all__ = ["ALIASES", "merged", "read_settings"]
+__all__ = ["ALIASES", "merged", "read_observation_settings", "read_settings"]
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "top_k": ("top_k", "similarity_top_k", "search_kwargs.k", "k", "topK", "similarityTopK"),
@@ -102,6 +102,24 @@ def read_settings(metadata: Any) -> dict[str, Any] | None:
                 out[key] = v
                 break
     return out or None
+
+
+def read_observation_settings(metadata: Any) -> dict[str, Any] | None:
+    """The settings a Langfuse observation's (or trace's) ``metadata`` names: its own keys over
+    those of the OpenTelemetry span it was ingested from. Langfuse's OTel endpoint keeps the span's
+    attributes under ``metadata.attributes`` (each a text: a number as its JSON, ``"5"``; the
+    object itself JSON text where the API returns it so); there the span's plain attributes go
+    over its ``metadata`` attribute (OpenInference's JSON text, written on every span of a
+    ``using_metadata`` context). ``resourceAttributes`` and ``scope`` (the service's, the
+    instrumentation library's) are not read."""
+    md = json_maybe(metadata)
+    if not isinstance(md, dict):
+        return None
+    own = read_settings(md)
+    attrs = json_maybe(md.get("attributes"))
+    if not isinstance(attrs, dict):
+        return own
+    return merged(read_settings(attrs.get("metadata")), read_settings(attrs), own)
 
 
 def merged(*levels: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -1,0 +1,96 @@
+"""Run settings in more shapes real exports hold them, the same on every ingest path (read in
+the process, by the general readers alone, mapped as read, by worker processes): Langfuse
+observations ingested from OpenTelemetry (the span's attributes under ``metadata.attributes``)."""
+
+from __future__ import annotations
+
+import json
+
+from ragaudit_core.logs import store
+from ragaudit_core.logs.formats import detect, langfuse
+from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
+from ragaudit_core.logs.shapes import langfuse_trace_settings
+from tests.helpers import write_jsonl
+from tests.logs.test_format_openinference import Q
+from tests.logs.test_trace_settings import every_path
+from tests.logs.trace_shapes import otel_observations
+
+
+def _runs(monkeypatch, paths: list) -> list[tuple]:
+    """The runs table (and the config warnings) of ``paths`` loaded on every path (the same each time)."""
+
+    def ingest() -> tuple:
+        con = store.connect(":memory:")
+        rep = ingest_paths(con, paths, IngestOptions(doc_id_key="source"))
+        assert rep.n_rejected == 0
+        grid = con.execute("SELECT run_id, top_k, chunk_size, chunk_overlap, embedder, config FROM runs ORDER BY 1")
+        return grid.fetchall(), sorted(w.message for w in rep.warnings if w.code == "config-mismatch")
+
+    (grid, mismatches), _held = every_path(monkeypatch, ingest)
+    assert mismatches == []
+    return grid
+
+
+def test_langfuse_observations_from_otel_read_the_spans_attributes(tmp_path, monkeypatch):
+    """Langfuse keeps an OTel span's attributes under its observation's ``metadata.attributes``
+    (each value stringified; the three nested objects JSON text where the API returns them so):
+    the OpenInference ``metadata`` attribute there and the span's plain attributes name settings,
+    under the observation's own keys (``langfuse.observation.metadata.*``)."""
+    root_md = {"chunk_size": 256, "chunk_overlap": 32, "embedding_model": "text-embedding-3-small"}
+    ret_md = {**root_md, "ls_retriever_name": "vectorstore", "ls_embedding_provider": "OpenAIEmbeddings"}
+    lines = [
+        *otel_observations(
+            "a1", "What causes tides?", {"metadata": json.dumps(root_md)}, {"metadata": json.dumps(ret_md), "top_k": 4}
+        ),
+        *otel_observations(
+            "a2", "Why?", {"metadata": json.dumps(root_md)}, {"metadata": json.dumps(ret_md), "top_k": 4}, as_text=True
+        ),
+    ]
+    # the root span's own key (a langfuse.observation.metadata.* attribute) over its attributes;
+    # a plain attribute (set on the span itself) over the context-wide ``metadata`` attribute
+    own = otel_observations(
+        "b1",
+        Q,
+        {"metadata": json.dumps({**root_md, "top_k": 10}), "chunk_overlap": 64},
+        {},
+        root_own={"chunk_size": 512},
+    )
+    export = {"trace": {"id": "c1", "name": "rag", "metadata": own[0]["metadata"] | {"chunk_size": 128}}}
+    export["observations"] = [{**o, "traceId": "c1", "metadata": None} for o in own]
+    paths = [
+        write_jsonl(tmp_path / "otel.jsonl", lines),
+        write_jsonl(tmp_path / "own.jsonl", own),
+        write_jsonl(tmp_path / "export.jsonl", [export]),
+    ]
+    assert _runs(monkeypatch, paths) == [
+        (
+            "export",
+            10,
+            128,
+            64,
+            "text-embedding-3-small",
+            '{"chunk_overlap": "64", "chunk_size": 128, "embedder": "text-embedding-3-small", "top_k": 10}',
+        ),
+        (
+            "otel",
+            4,
+            256,
+            32,
+            "text-embedding-3-small",
+            '{"chunk_overlap": 32, "chunk_size": 256, "embedder": "text-embedding-3-small", "top_k": "4"}',
+        ),
+        (
+            "own",
+            10,
+            512,
+            64,
+            "text-embedding-3-small",
+            '{"chunk_overlap": "64", "chunk_size": 512, "embedder": "text-embedding-3-small", "top_k": 10}',
+        ),
+    ]
+    assert langfuse_trace_settings(export)[1]["chunk_size"] == 128
+    assert detect(own[1]) is langfuse.FORMAT  # (its span's OpenInference kind under metadata.attributes)
+    # the resource's and the scope's attributes name no setting; a Langfuse SDK span has no attributes
+    assert (
+        langfuse.read_span({**own[0], "metadata": {"resourceAttributes": {"top_k": 3}, "scope": {}}}).settings is None
+    )

@@ -1,0 +1,80 @@
+"""Trace exports in the shapes real tools write them, for the run-settings tests: Langfuse
+observations ingested from OpenTelemetry."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.logs.test_format_openinference import DOCS
+
+_RESOURCE = {
+    "telemetry.sdk.language": "python",
+    "telemetry.sdk.name": "opentelemetry",
+    "telemetry.sdk.version": "1.34.1",
+    "service.name": "rag",
+}
+_SCOPE = {"name": "openinference.instrumentation.langchain", "version": "0.1.41", "attributes": {}}
+
+
+def _langfuse_stringified(attrs: dict[str, Any]) -> dict[str, str]:
+    """Span attributes as Langfuse's OTel endpoint keeps them in ``metadata.attributes``: a text
+    as it is, anything else as its JSON (``5`` → ``"5"``)."""
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in attrs.items()}
+
+
+def otel_observations(
+    trace: str,
+    question: str,
+    root_attrs: dict[str, Any],
+    retriever_attrs: dict[str, Any],
+    *,
+    root_own: dict[str, Any] | None = None,
+    as_text: bool = False,
+) -> list[dict]:
+    """One trace of a LangChain app instrumented by OpenInference and exported over OTLP to
+    Langfuse, as ``GET /api/public/observations`` gives it back: each observation's ``metadata``
+    is ``{**langfuse.observation.metadata.*, "attributes": <every span attribute, stringified>,
+    "resourceAttributes": …, "scope": …}`` (Langfuse's OtelIngestionProcessor); ``as_text``: those
+    three nested objects as JSON text, as the ClickHouse-backed API returns them. ``root_own``:
+    keys the root span also set as ``langfuse.observation.metadata.*`` attributes."""
+
+    def metadata(attrs: dict[str, Any], own: dict[str, Any] | None) -> dict:
+        nested = {"attributes": _langfuse_stringified(attrs), "resourceAttributes": _RESOURCE, "scope": _SCOPE}
+        if as_text:
+            nested = {k: json.dumps(v) for k, v in nested.items()}
+        return {**(own or {}), **nested}
+
+    docs = [{"page_content": t, "metadata": {"source": f"{i}.txt"}, "type": "Document"} for i, t, _s in DOCS]
+    output = json.dumps({"documents": docs})
+    retriever = {"openinference.span.kind": "RETRIEVER", "input.value": question, "output.value": output}
+    for n, (i, t, _s) in enumerate(DOCS):
+        retriever |= {
+            f"retrieval.documents.{n}.document.content": t,
+            f"retrieval.documents.{n}.document.metadata": json.dumps({"source": f"{i}.txt"}),
+        }
+    root = {"openinference.span.kind": "CHAIN", "input.value": question, "output.value": "The Moon."}
+    root |= {f"langfuse.observation.metadata.{k}": v for k, v in (root_own or {}).items()}
+    llm = {"openinference.span.kind": "LLM", "output.value": "The Moon.", "llm.model_name": "gpt-4o-mini"}
+
+    def observation(oid: str, kind: str, parent: str | None, attrs: dict, own: dict | None = None) -> dict:
+        return {
+            "id": f"{trace}-{oid}",
+            "traceId": trace,
+            "type": kind,
+            "name": oid,
+            "startTime": "2025-03-01T10:15:00.010Z",
+            "endTime": "2025-03-01T10:15:01.010Z",
+            "parentObservationId": parent and f"{trace}-{parent}",
+            "input": attrs.get("input.value"),
+            "output": attrs.get("output.value"),
+            "metadata": metadata(attrs, own),
+            "level": "DEFAULT",
+            "environment": "default",
+        }
+
+    return [
+        observation("root", "CHAIN", None, {**root, **root_attrs}, root_own),
+        observation("retrieve", "RETRIEVER", "root", {**retriever, **retriever_attrs}),
+        observation("llm", "GENERATION", "root", llm),
+    ]
