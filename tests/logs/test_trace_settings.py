@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from ragaudit_core.logs import formats, records, store
 from ragaudit_core.logs import held as held_rows
+from ragaudit_core.logs import ingest as ing
 from ragaudit_core.logs.formats import query_id_for
 from ragaudit_core.logs.formats.settings import merged, read_settings
 from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
@@ -22,6 +23,7 @@ from tests.logs.test_format_langfuse import trace_export
 from tests.logs.test_format_langsmith import LANGCHAIN_LS, traced_runs
 from tests.logs.test_format_openinference import console_spans
 from tests.logs.test_streaming import _everything, force_pool
+from tests.logs.trace_shapes import EMBEDDER, embedding_span, otel_observations
 
 T = TypeVar("T")
 ROOT_MD = {"chunk_size": 256, "chunk_overlap": 32, "embedder": "all-MiniLM-L6-v2"}
@@ -90,8 +92,11 @@ def _trace_lines(i: int) -> list:
     """Trace ``i`` of a mixed export: OpenInference spans in the exporter's shape (their retriever
     read by the fast reader), LangSmith runs and Langfuse observations (the general readers), root
     spans before or after their retriever, settings from the root, the retriever or both (the
-    retrievers of traces 7 and 20 disagree with the others: a warning), none in some."""
-    q = f"question {i % 11}"
+    retrievers of traces 7 and 20 disagree with the others: a warning), none in some. Some in other
+    shapes (:data:`SHAPED`, their questions their own): Langfuse observations ingested from
+    OpenTelemetry (settings in ``metadata.attributes``), OpenInference traces with an EMBEDDING
+    span before or after the retriever (its model their embedder where no metadata names one)."""
+    q = f"shaped question {i}" if i in SHAPED else f"question {i % 11}"
     root_md = None if i % 5 == 4 else {**ROOT_MD, "top_k": 10}
     ret_md = {"top_k": 6 if i in (7, 20) else 4} if i % 3 else None
     kind = i % 3
@@ -99,8 +104,13 @@ def _trace_lines(i: int) -> list:
         lines = console_spans(f"t{i}", q, root_md, ret_md)
     elif kind == 1:
         lines = traced_runs(f"t{i}", q, root_md or {}, {**LANGCHAIN_LS, **(ret_md or {})})
+    elif i % 4 == 3:
+        attrs = [{} if md is None else {"metadata": json.dumps(md)} for md in (root_md, ret_md)]
+        lines = otel_observations(f"t{i}", q, *attrs, as_text=i % 8 == 7)
     else:
         lines = [{**o, "traceId": f"t{i}"} for o in trace_export(None, root_md, ret_md, trace=f"t{i}")["observations"]]
+    if kind == 0 and (i % 4 == 2 or i == 39):
+        lines.append(embedding_span(f"t{i}", f"t{i}-r", EMBEDDER, q))
     if i % 2:
         lines.reverse()  # the root span first
     if i == 9:  # a reranker: the retriever span is read again here for the trace's provenance graph
@@ -118,6 +128,15 @@ def _trace_lines(i: int) -> list:
     if i == 13:  # NaN: the line is read in the ingesting process
         lines.append(json.dumps(console_spans("t13b", "nan?", None, {"chunk_size": 64})[0]).replace("0.91", "NaN"))
     return lines
+
+
+SHAPED = {
+    11: {**ROOT_MD, "top_k": 4},  # Langfuse from OTel: the root's metadata attribute, the retriever's top-k
+    23: {**ROOT_MD, "top_k": 4},  # (the same, its metadata's objects JSON text)
+    39: {"embedder": EMBEDDER},  # no metadata: its embedding span's model (the span first in the file)
+    42: {**ROOT_MD, "top_k": 10},  # the root's metadata names an embedder: it wins over the embedding span's
+}
+"""Traces in other shapes: the config each one's record gets."""
 
 
 def _mixed_files(tmp_path) -> list:
@@ -138,7 +157,18 @@ def test_every_path_gives_the_same_runs_and_records(tmp_path, monkeypatch):
         got = _everything(con, ingest_paths(con, paths, IngestOptions(doc_id_key="id")))
         grid = con.execute("SELECT * FROM runs ORDER BY run_id").fetchall()
         prov = con.execute("SELECT run_id, query_id FROM prov_records ORDER BY ALL").fetchall()
-        return got, grid, prov
+        configs = dict(noted)
+        noted.clear()
+        return got, grid, prov, configs
+
+    noted: list[tuple[str, dict | None]] = []
+    note = ing._Batch._run_config
+
+    def spy(self, rec, *args) -> None:  # each record's config, by its query id
+        noted.append((rec.query_id, rec.config))
+        note(self, rec, *args)
+
+    monkeypatch.setattr(ing._Batch, "_run_config", spy)
 
     expected, held = every_path(monkeypatch, ingest)
     runs = {r[0]: r for r in expected[1]}
@@ -150,6 +180,7 @@ def test_every_path_gives_the_same_runs_and_records(tmp_path, monkeypatch):
     assert sum(code == "config-mismatch" for _, code, _ in warnings) >= 2
     assert expected[2] and expected[0][5] == 55 and not expected[0][1]  # the reranker's trace; every retriever
     assert len(held) > 5 and sum(held) >= 40  # the retriever spans mapped by the workers
+    assert {i: expected[3][query_id_for(f"shaped question {i}")] for i in SHAPED} == SHAPED
 
 
 def every_path(monkeypatch, ingest: Callable[[], T]) -> tuple[T, list[int]]:

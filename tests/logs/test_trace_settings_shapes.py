@@ -1,19 +1,20 @@
 """Run settings in more shapes real exports hold them, the same on every ingest path (read in
 the process, by the general readers alone, mapped as read, by worker processes): Langfuse
-observations ingested from OpenTelemetry (the span's attributes under ``metadata.attributes``)."""
+observations ingested from OpenTelemetry (the span's attributes under ``metadata.attributes``) and
+the model an OpenInference EMBEDDING span of the trace names."""
 
 from __future__ import annotations
 
 import json
 
 from ragaudit_core.logs import store
-from ragaudit_core.logs.formats import detect, langfuse
+from ragaudit_core.logs.formats import detect, langfuse, openinference
 from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
 from ragaudit_core.logs.shapes import langfuse_trace_settings
 from tests.helpers import write_jsonl
-from tests.logs.test_format_openinference import Q
+from tests.logs.test_format_openinference import Q, console_spans
 from tests.logs.test_trace_settings import every_path
-from tests.logs.trace_shapes import otel_observations
+from tests.logs.trace_shapes import EMBEDDER, embedding_span, otel_observations
 
 
 def _runs(monkeypatch, paths: list) -> list[tuple]:
@@ -94,3 +95,34 @@ def test_langfuse_observations_from_otel_read_the_spans_attributes(tmp_path, mon
     assert (
         langfuse.read_span({**own[0], "metadata": {"resourceAttributes": {"top_k": 3}, "scope": {}}}).settings is None
     )
+
+
+def test_an_embedding_span_names_the_embedder_where_no_metadata_does(tmp_path, monkeypatch):
+    """An OpenInference EMBEDDING span (LlamaIndex embeds the query under its retriever span) names
+    its trace's embedder in ``embedding.model_name``, before or after the retriever span in the
+    file; an embedder in the metadata wins; a model-less embedding span names none."""
+
+    def trace(t: str, root_md: dict | None, model: str | None, first: bool) -> list[dict]:
+        spans = console_spans(t, f"{Q} {t}", root_md, None)
+        emb = embedding_span(t, f"{t}-r", model, Q)
+        return [emb, *spans] if first else [*spans, emb]
+
+    top = {"similarity_top_k": 2}
+    paths = [
+        write_jsonl(tmp_path / "after.jsonl", [*trace("a1", top, EMBEDDER, False), *trace("a2", top, EMBEDDER, True)]),
+        write_jsonl(
+            tmp_path / "before.jsonl", [*trace("b1", None, EMBEDDER, True), *trace("b2", None, EMBEDDER, False)]
+        ),
+        write_jsonl(
+            tmp_path / "metadata.jsonl", trace("m1", {"embed_model": {"model_name": "bge-large"}}, EMBEDDER, True)
+        ),
+        write_jsonl(tmp_path / "nameless.jsonl", trace("n1", top, None, True)),
+    ]
+    assert _runs(monkeypatch, paths) == [
+        ("after", 2, None, None, EMBEDDER, json.dumps({"embedder": EMBEDDER, "top_k": 2})),
+        ("before", None, None, None, EMBEDDER, json.dumps({"embedder": EMBEDDER})),
+        ("metadata", None, None, None, "bge-large", '{"embedder": "bge-large"}'),
+        ("nameless", 2, None, None, None, '{"top_k": 2}'),
+    ]
+    span = openinference.read_span(embedding_span("e", "r", EMBEDDER, Q))
+    assert (span.kind, span.embedder, span.settings) == ("other", EMBEDDER, None)

@@ -1,5 +1,5 @@
 """Trace exports in the shapes real tools write them, for the run-settings tests: Langfuse
-observations ingested from OpenTelemetry."""
+observations ingested from OpenTelemetry, an OpenInference EMBEDDING span."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 from tests.logs.test_format_openinference import DOCS
+
+EMBEDDER = "BAAI/bge-small-en-v1.5"
 
 _RESOURCE = {
     "telemetry.sdk.language": "python",
@@ -45,7 +47,7 @@ def otel_observations(
             nested = {k: json.dumps(v) for k, v in nested.items()}
         return {**(own or {}), **nested}
 
-    docs = [{"page_content": t, "metadata": {"source": f"{i}.txt"}, "type": "Document"} for i, t, _s in DOCS]
+    docs = [{"id": i, "page_content": t, "metadata": {"source": f"{i}.txt"}, "type": "Document"} for i, t, _s in DOCS]
     output = json.dumps({"documents": docs})
     retriever = {"openinference.span.kind": "RETRIEVER", "input.value": question, "output.value": output}
     for n, (i, t, _s) in enumerate(DOCS):
@@ -78,3 +80,28 @@ def otel_observations(
         observation("retrieve", "RETRIEVER", "root", {**retriever, **retriever_attrs}),
         observation("llm", "GENERATION", "root", llm),
     ]
+
+
+def embedding_span(trace: str, parent: str, model: str | None, question: str) -> dict:
+    """An OpenInference EMBEDDING span as OpenTelemetry's console exporter writes it (LlamaIndex
+    embeds the query under its retriever span): the model, the text and its vector (a list)."""
+    attrs: dict[str, Any] = {
+        "openinference.span.kind": "EMBEDDING",
+        "embedding.embeddings.0.embedding.text": question,
+        "embedding.embeddings.0.embedding.vector": [0.0123, -0.0456, 0.0789],
+    }
+    if model is not None:
+        attrs["embedding.model_name"] = model
+    return {
+        "name": "OpenAIEmbedding._get_query_embedding" if model is None else "HuggingFaceEmbedding",
+        "context": {"trace_id": trace, "span_id": f"{trace}-e", "trace_state": "[]"},
+        "kind": "SpanKind.INTERNAL",
+        "parent_id": parent,
+        "start_time": "2025-03-01T10:15:00.100000Z",
+        "end_time": "2025-03-01T10:15:00.200000Z",
+        "status": {"status_code": "OK"},
+        "attributes": attrs,
+        "events": [],
+        "links": [],
+        "resource": {"attributes": {"service.name": "rag"}, "schema_url": ""},
+    }

@@ -10,7 +10,8 @@ provenance record too (:func:`ragaudit_core.logs.traces.provenance_record`). Run
 (:mod:`.settings`): the RETRIEVER span's ``metadata`` attribute (a JSON string by the conventions,
 or an object: ``attributes.metadata``, ``attributes: {"metadata": …}``) over its trace's root
 span's (no ``parent_id``); metadata spread over sub-keys (``attributes.metadata.top_k`` as keys of
-their own) is not read.
+their own) is not read. An EMBEDDING span's ``embedding.model_name`` names its trace's embedder
+where no metadata does (:class:`~ragaudit_core.logs.traces.TraceJoiner`).
 
 The list attribute a span's kind uses (``retrieval.documents``, ``reranker.output_documents``,
 ``llm.output_messages``) may be written as text — a JSON string, or the Python literal pandas'
@@ -144,6 +145,11 @@ def _read_flat(flat: dict, obj: dict) -> Span:
         if not isinstance(answer, str):
             answer = text_of(json_maybe(_get(flat, "output.value")))
         return Span(trace, "answer", answer=answer, settings=settings)
+    if kind == "EMBEDDING":  # its model: the trace's embedder where no metadata names one
+        model = _get(flat, "embedding.model_name")
+        return Span(
+            trace, "other", settings=settings, embedder=model if isinstance(model, str) and model.strip() else None
+        )
     return Span(trace, "other", settings=settings)
 
 
