@@ -23,7 +23,7 @@ from tests.logs.test_format_langfuse import trace_export
 from tests.logs.test_format_langsmith import LANGCHAIN_LS, traced_runs
 from tests.logs.test_format_openinference import console_spans
 from tests.logs.test_streaming import _everything, force_pool
-from tests.logs.trace_shapes import EMBEDDER, embedding_span, otel_observations
+from tests.logs.trace_shapes import EMBEDDER, embedding_span, flattened, otel_observations, phoenix_frame
 
 T = TypeVar("T")
 ROOT_MD = {"chunk_size": 256, "chunk_overlap": 32, "embedder": "all-MiniLM-L6-v2"}
@@ -95,13 +95,20 @@ def _trace_lines(i: int) -> list:
     retrievers of traces 7 and 20 disagree with the others: a warning), none in some. Some in other
     shapes (:data:`SHAPED`, their questions their own): Langfuse observations ingested from
     OpenTelemetry (settings in ``metadata.attributes``), OpenInference traces with an EMBEDDING
-    span before or after the retriever (its model their embedder where no metadata names one)."""
+    span before or after the retriever (its model their embedder where no metadata names one),
+    Phoenix's span dataframe with its metadata spread into columns (``pd.json_normalize``, saved
+    by ``to_json``), an exporter's span with an attribute ``metadata.top_k`` (not the fast
+    reader's layout)."""
     q = f"shaped question {i}" if i in SHAPED else f"question {i % 11}"
     root_md = None if i % 5 == 4 else {**ROOT_MD, "top_k": 10}
     ret_md = {"top_k": 6 if i in (7, 20) else 4} if i % 3 else None
     kind = i % 3
-    if kind == 0:
+    if kind == 0 and i % 7 == 5:
+        lines = json.loads(flattened(phoenix_frame([(f"t{i}", q, root_md, ret_md)])).to_json(orient="records"))
+    elif kind == 0:
         lines = console_spans(f"t{i}", q, root_md, ret_md)
+        if i == 30:
+            lines[0]["attributes"]["metadata.top_k"] = 5
     elif kind == 1:
         lines = traced_runs(f"t{i}", q, root_md or {}, {**LANGCHAIN_LS, **(ret_md or {})})
     elif i % 4 == 3:
@@ -133,6 +140,9 @@ def _trace_lines(i: int) -> list:
 SHAPED = {
     11: {**ROOT_MD, "top_k": 4},  # Langfuse from OTel: the root's metadata attribute, the retriever's top-k
     23: {**ROOT_MD, "top_k": 4},  # (the same, its metadata's objects JSON text)
+    12: {**ROOT_MD, "top_k": 10},  # Phoenix's dataframe, the root row's metadata in columns
+    30: {**ROOT_MD, "top_k": 5},  # the retriever's metadata.top_k attribute
+    33: {**ROOT_MD, "top_k": 10},
     39: {"embedder": EMBEDDER},  # no metadata: its embedding span's model (the span first in the file)
     42: {**ROOT_MD, "top_k": 10},  # the root's metadata names an embedder: it wins over the embedding span's
 }

@@ -1,7 +1,8 @@
 """Run settings in more shapes real exports hold them, the same on every ingest path (read in
 the process, by the general readers alone, mapped as read, by worker processes): Langfuse
-observations ingested from OpenTelemetry (the span's attributes under ``metadata.attributes``) and
-the model an OpenInference EMBEDDING span of the trace names."""
+observations ingested from OpenTelemetry (the span's attributes under ``metadata.attributes``),
+the model an OpenInference EMBEDDING span of the trace names, and Phoenix's span dataframe with its
+metadata spread into columns or written by ``to_csv``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ragaudit_core.logs.shapes import langfuse_trace_settings
 from tests.helpers import write_jsonl
 from tests.logs.test_format_openinference import Q, console_spans
 from tests.logs.test_trace_settings import every_path
-from tests.logs.trace_shapes import EMBEDDER, embedding_span, otel_observations
+from tests.logs.trace_shapes import EMBEDDER, embedding_span, flattened, otel_observations, phoenix_frame
 
 
 def _runs(monkeypatch, paths: list) -> list[tuple]:
@@ -126,3 +127,27 @@ def test_an_embedding_span_names_the_embedder_where_no_metadata_does(tmp_path, m
     ]
     span = openinference.read_span(embedding_span("e", "r", EMBEDDER, Q))
     assert (span.kind, span.embedder, span.settings) == ("other", EMBEDDER, None)
+
+
+def test_phoenix_dataframe_metadata_in_columns_or_written_by_to_csv(tmp_path, monkeypatch):
+    """Phoenix's span dataframe holds a span's metadata decoded in ``attributes.metadata``: saved
+    with ``to_csv`` it is the Python literal pandas writes; ``pd.json_normalize`` spreads it into
+    ``attributes.metadata.<key>`` columns (or ``metadata.<key>``, a frame of the attributes alone),
+    saved as Parquet, CSV or JSON Lines (read by the worker processes too)."""
+    root_md = {"chunk_size": 512, "chunk_overlap": 64, "embed_model": EMBEDDER}
+    frame = phoenix_frame(
+        [("t1", Q, root_md, {"similarity_top_k": 5}), ("t2", "Why?", root_md, {"similarity_top_k": 5})]
+    )
+    frame.to_csv(tmp_path / "literal.csv", index=False)
+    assert "{'similarity_top_k': 5}" in (tmp_path / "literal.csv").read_text()
+    spread = flattened(frame)
+    assert "attributes.metadata.similarity_top_k" in spread.columns
+    spread.to_parquet(tmp_path / "columns.parquet")
+    spread.to_csv(tmp_path / "columns_csv.csv", index=False)  # (the columns' numbers written "5.0")
+    spread.to_json(tmp_path / "columns_jsonl.jsonl", orient="records", lines=True)
+    flattened(frame, bare=True).to_parquet(tmp_path / "bare.parquet")
+    names = ("literal.csv", "columns.parquet", "columns_csv.csv", "columns_jsonl.jsonl", "bare.parquet")
+    got = _runs(monkeypatch, [tmp_path / f for f in names])
+    runs = ("bare", "columns", "columns_csv", "columns_jsonl", "literal")
+    assert [r[:5] for r in got] == [(r, 5, 512, 64, EMBEDDER) for r in runs]
+    assert got[-1][5] == json.dumps({"chunk_overlap": 64, "chunk_size": 512, "embedder": EMBEDDER, "top_k": 5})

@@ -1,10 +1,13 @@
 """Trace exports in the shapes real tools write them, for the run-settings tests: Langfuse
-observations ingested from OpenTelemetry, an OpenInference EMBEDDING span."""
+observations ingested from OpenTelemetry, an OpenInference EMBEDDING span, and Phoenix's span
+dataframe (as ``get_spans_dataframe`` returns it, and flattened by ``pd.json_normalize``)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+import pandas as pd
 
 from tests.logs.test_format_openinference import DOCS
 
@@ -105,3 +108,56 @@ def embedding_span(trace: str, parent: str, model: str | None, question: str) ->
         "links": [],
         "resource": {"attributes": {"service.name": "rag"}, "schema_url": ""},
     }
+
+
+def phoenix_frame(traces: list[tuple[str, str, dict | None, dict | None]]) -> pd.DataFrame:
+    """Phoenix's span dataframe as ``get_spans_dataframe()`` returns it: semantic-convention
+    attributes as ``attributes.*`` columns, ``attributes.metadata`` the span's metadata decoded (a
+    dict; NaN where a span has none). Per (trace, question, root metadata, retriever metadata): a
+    root CHAIN, its RETRIEVER and an LLM span."""
+    rows = []
+    for trace, question, root_md, ret_md in traces:
+        base = {"context.trace_id": trace, "attributes.input.value": question}
+        docs = [{"document.id": i, "document.content": t, "document.score": s} for i, t, s in DOCS]
+        rows += [
+            {
+                **base,
+                "name": "query",
+                "span_kind": "CHAIN",
+                "parent_id": None,
+                "context.span_id": f"{trace}-c",
+                "attributes.openinference.span.kind": "CHAIN",
+                "attributes.output.value": "The Moon.",
+                "attributes.metadata": root_md,
+            },
+            {
+                **base,
+                "name": "retrieve",
+                "span_kind": "RETRIEVER",
+                "parent_id": f"{trace}-c",
+                "context.span_id": f"{trace}-r",
+                "attributes.openinference.span.kind": "RETRIEVER",
+                "attributes.retrieval.documents": docs,
+                "attributes.metadata": ret_md,
+            },
+            {
+                **base,
+                "name": "llm",
+                "span_kind": "LLM",
+                "parent_id": f"{trace}-c",
+                "context.span_id": f"{trace}-l",
+                "attributes.openinference.span.kind": "LLM",
+                "attributes.output.value": "The Moon.",
+            },
+        ]
+    return pd.DataFrame(rows)
+
+
+def flattened(frame: pd.DataFrame, *, bare: bool = False) -> pd.DataFrame:
+    """The dataframe with its metadata spread into columns of their own, as ``pd.json_normalize``
+    of its records gives it (``attributes.metadata.similarity_top_k``, …); ``bare``: without the
+    ``attributes.`` prefix (``metadata.similarity_top_k``: a frame of the attributes alone)."""
+    out = pd.json_normalize(frame.to_dict("records"))
+    if bare:
+        out = out.rename(columns=lambda c: c.removeprefix("attributes."))
+    return out
