@@ -194,6 +194,7 @@ class SpanLine(NamedTuple):
     held: bool = False  # (not a retriever span's DecodedLine)
     reranked: list[dict] | None = None  # a reranker's output documents, as its format reads them
     settings: dict | None = None  # a root span's run settings, for its trace's retriever spans
+    embedder: str | None = None  # an embedding span's model, for its trace's retriever spans
 
 
 class _OtherSpan(NamedTuple):
@@ -347,6 +348,7 @@ def _decode_range(
                     SpanLine(
                         *(ln.line_no, ln.offset or 0, len(ln.data), got.label, sp.trace_id, sp.kind, sp.answer),
                         *(sp.root, got.kind_of, False, sp.reranked if sp.kind == "reranker" else None, sp.settings),
+                        sp.embedder,
                     )
                 )
                 continue

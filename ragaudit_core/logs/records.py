@@ -451,7 +451,12 @@ class FileReader:
             self.joiner.hold(ln, fmt, DecodedSpan(it.trace_id, it, key))
         else:
             span = formats.Span(
-                it.trace_id, it.kind, answer=it.answer, root=it.root, reranked=it.reranked or [], settings=it.settings
+                *(it.trace_id, it.kind),
+                answer=it.answer,
+                root=it.root,
+                reranked=it.reranked or [],
+                settings=it.settings,
+                embedder=it.embedder,
             )
             self.hold(ln, fmt, span, kind_of=it.kind_of)
 

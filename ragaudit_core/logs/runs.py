@@ -15,6 +15,11 @@ from ragaudit_core.errors import RagAuditError
 __all__ = ["RunConfigs", "grid_setting", "new_run_rows", "parse_settings", "set_settings"]
 
 
+_WHOLE = re.compile(r"(\d+)(?:\.0*)?")
+"""A whole number written as text: digits, and a fraction of zeros (pandas writes a column of numbers
+with gaps as floats: ``5.0``)."""
+
+
 def grid_setting(v: object) -> int | None:
     """A grid setting (top-k, chunk size, overlap) as an INTEGER column value; None when the
     config holds none, or a value that is not an integer in the column's range (the config
@@ -23,8 +28,8 @@ def grid_setting(v: object) -> int | None:
         return None
     if isinstance(v, float) and v.is_integer():
         v = int(v)
-    elif isinstance(v, str) and v.strip().isdecimal():
-        v = int(v.strip())
+    elif isinstance(v, str) and (whole := _WHOLE.fullmatch(v.strip())):  # "5", and "5.0" as a CSV cell writes it
+        v = int(whole[1])
     return v if isinstance(v, int) and INT32_MIN <= v <= INT32_MAX else None
 
 

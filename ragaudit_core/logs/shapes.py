@@ -33,7 +33,7 @@ from typing import Any
 
 from ragaudit_core.logs import formats
 from ragaudit_core.logs.formats import native, otlp
-from ragaudit_core.logs.formats.settings import read_settings
+from ragaudit_core.logs.formats.settings import read_observation_settings
 from ragaudit_core.logs.jsonl import OTLP_ADVICE, FileRefused, Line, TemporaryFileError, value_too_long
 
 __all__ = [
@@ -182,7 +182,7 @@ def langfuse_trace_settings(obj: Any) -> tuple[str, dict[str, Any]] | None:
     tid = trace.get("id")
     if not isinstance(tid, (str, int)) or isinstance(tid, bool) or tid == "" or "metadata" not in trace:
         return None
-    found = read_settings(trace["metadata"])
+    found = read_observation_settings(trace["metadata"])
     return None if found is None else (str(tid), found)
 
 

@@ -13,7 +13,9 @@ Run settings (:mod:`ragaudit_core.logs.formats.settings`) join the same way: a r
 record gets as its ``config`` the settings of its trace — the trace's own (a Langfuse trace
 export's ``trace.metadata``), overlaid with its root span's — overlaid, key by key, with the
 retriever span's own: the retriever's win, then the root span's. The first root span (and trace)
-naming settings counts for its trace.
+naming settings counts for its trace. Under all of them, the model an embedding span of the trace
+names (OpenInference's EMBEDDING span, ``embedding.model_name``) is its embedder where no
+metadata names one: the first such span counts.
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ class TraceJoiner:
     pending: SpillQueue = field(default_factory=lambda: SpillQueue(_pack, _unpack))
     rerankers: SpillMap = field(default_factory=SpillMap)  # (format, trace) → (line, reranker span)
     answers: SpillMap = field(default_factory=SpillMap)  # (format, trace) → (a root run's?, answer)
-    settings: SpillMap = field(default_factory=SpillMap)  # (format, trace) → (the trace's, its root span's)
+    # (format, trace) → (its embedding span's model as settings, the trace's settings, its root span's)
+    settings: SpillMap = field(default_factory=SpillMap)
 
     def add(self, line: Any, fmt: LogFormat, span: Span) -> bool:
         """Hold a span; True when it carries no evidence (counted as skipped by the caller)."""
@@ -74,7 +77,9 @@ class TraceJoiner:
             self.pending.append((line, fmt, span))
             return False
         if span.settings is not None and key is not None:  # (only a root span's are read)
-            self._settle(key, 1, span.settings)
+            self._settle(key, 2, span.settings)
+        if span.embedder is not None and key is not None:
+            self._settle(key, 0, {"embedder": span.embedder})
         if span.kind == "reranker" and key is not None and key not in self.rerankers:
             self.rerankers[key] = (line, span)
             return False
@@ -86,13 +91,14 @@ class TraceJoiner:
     def trace_settings(self, fmt: str, trace_id: str, settings: dict[str, Any]) -> None:
         """The run settings a trace itself names (not one of its spans: a Langfuse trace
         export's ``trace.metadata``), under its root span's."""
-        self._settle((fmt, trace_id), 0, settings)
+        self._settle((fmt, trace_id), 1, settings)
 
     def _settle(self, key: tuple, level: int, settings: dict[str, Any]) -> None:
-        """Keep a trace's settings of one level (0: the trace's, 1: its root span's), the first given."""
-        got = self.settings.get(key, (None, None))
+        """Keep a trace's settings of one level (0: its embedding span's model, 1: the trace's, 2:
+        its root span's; a later level wins key by key), the first given."""
+        got = self.settings.get(key, (None, None, None))
         if got[level] is None:
-            self.settings[key] = (settings, got[1]) if level == 0 else (got[0], settings)
+            self.settings[key] = (*got[:level], settings, *got[level + 1 :])
 
     def hold(self, line: Any, fmt: LogFormat, span: DecodedSpan) -> None:
         """Hold a retriever span mapped elsewhere (the worker pool, or as it was read): past
@@ -100,8 +106,9 @@ class TraceJoiner:
         self.pending.append((line, fmt, span), spillable=True)
 
     def records(self) -> Iterator[tuple[Any, LogFormat, Span | DecodedSpan, str | None, dict[str, Any] | None]]:
-        """Each held retriever span with its trace's answer and its trace's run settings (the
-        trace's, overlaid with its root span's: the span's own go over them), in file order."""
+        """Each held retriever span with its trace's answer and its trace's run settings (its
+        embedding span's model, overlaid with the trace's, then its root span's: the span's own go
+        over them), in file order."""
         with_settings = len(self.settings) > 0
         for line, fmt, span in self.pending:
             if span.trace_id is None:

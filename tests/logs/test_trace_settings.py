@@ -8,9 +8,12 @@ none."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import TypeVar
 
 from ragaudit_core.logs import formats, records, store
 from ragaudit_core.logs import held as held_rows
+from ragaudit_core.logs import ingest as ing
 from ragaudit_core.logs.formats import query_id_for
 from ragaudit_core.logs.formats.settings import merged, read_settings
 from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
@@ -20,7 +23,9 @@ from tests.logs.test_format_langfuse import trace_export
 from tests.logs.test_format_langsmith import LANGCHAIN_LS, traced_runs
 from tests.logs.test_format_openinference import console_spans
 from tests.logs.test_streaming import _everything, force_pool
+from tests.logs.trace_shapes import EMBEDDER, embedding_span, flattened, otel_observations, phoenix_frame
 
+T = TypeVar("T")
 ROOT_MD = {"chunk_size": 256, "chunk_overlap": 32, "embedder": "all-MiniLM-L6-v2"}
 
 
@@ -87,17 +92,32 @@ def _trace_lines(i: int) -> list:
     """Trace ``i`` of a mixed export: OpenInference spans in the exporter's shape (their retriever
     read by the fast reader), LangSmith runs and Langfuse observations (the general readers), root
     spans before or after their retriever, settings from the root, the retriever or both (the
-    retrievers of traces 7 and 20 disagree with the others: a warning), none in some."""
-    q = f"question {i % 11}"
+    retrievers of traces 7 and 20 disagree with the others: a warning), none in some. Some in other
+    shapes (:data:`SHAPED`, their questions their own): Langfuse observations ingested from
+    OpenTelemetry (settings in ``metadata.attributes``), OpenInference traces with an EMBEDDING
+    span before or after the retriever (its model their embedder where no metadata names one),
+    Phoenix's span dataframe with its metadata spread into columns (``pd.json_normalize``, saved
+    by ``to_json``), an exporter's span with an attribute ``metadata.top_k`` (not the fast
+    reader's layout)."""
+    q = f"shaped question {i}" if i in SHAPED else f"question {i % 11}"
     root_md = None if i % 5 == 4 else {**ROOT_MD, "top_k": 10}
     ret_md = {"top_k": 6 if i in (7, 20) else 4} if i % 3 else None
     kind = i % 3
-    if kind == 0:
+    if kind == 0 and i % 7 == 5:
+        lines = json.loads(flattened(phoenix_frame([(f"t{i}", q, root_md, ret_md)])).to_json(orient="records"))
+    elif kind == 0:
         lines = console_spans(f"t{i}", q, root_md, ret_md)
+        if i == 30:
+            lines[0]["attributes"]["metadata.top_k"] = 5
     elif kind == 1:
         lines = traced_runs(f"t{i}", q, root_md or {}, {**LANGCHAIN_LS, **(ret_md or {})})
+    elif i % 4 == 3:
+        attrs = [{} if md is None else {"metadata": json.dumps(md)} for md in (root_md, ret_md)]
+        lines = otel_observations(f"t{i}", q, *attrs, as_text=i % 8 == 7)
     else:
         lines = [{**o, "traceId": f"t{i}"} for o in trace_export(None, root_md, ret_md, trace=f"t{i}")["observations"]]
+    if kind == 0 and (i % 4 == 2 or i == 39):
+        lines.append(embedding_span(f"t{i}", f"t{i}-r", EMBEDDER, q))
     if i % 2:
         lines.reverse()  # the root span first
     if i == 9:  # a reranker: the retriever span is read again here for the trace's provenance graph
@@ -115,6 +135,18 @@ def _trace_lines(i: int) -> list:
     if i == 13:  # NaN: the line is read in the ingesting process
         lines.append(json.dumps(console_spans("t13b", "nan?", None, {"chunk_size": 64})[0]).replace("0.91", "NaN"))
     return lines
+
+
+SHAPED = {
+    11: {**ROOT_MD, "top_k": 4},  # Langfuse from OTel: the root's metadata attribute, the retriever's top-k
+    23: {**ROOT_MD, "top_k": 4},  # (the same, its metadata's objects JSON text)
+    12: {**ROOT_MD, "top_k": 10},  # Phoenix's dataframe, the root row's metadata in columns
+    30: {**ROOT_MD, "top_k": 5},  # the retriever's metadata.top_k attribute
+    33: {**ROOT_MD, "top_k": 10},
+    39: {"embedder": EMBEDDER},  # no metadata: its embedding span's model (the span first in the file)
+    42: {**ROOT_MD, "top_k": 10},  # the root's metadata names an embedder: it wins over the embedding span's
+}
+"""Traces in other shapes: the config each one's record gets."""
 
 
 def _mixed_files(tmp_path) -> list:
@@ -135,10 +167,20 @@ def test_every_path_gives_the_same_runs_and_records(tmp_path, monkeypatch):
         got = _everything(con, ingest_paths(con, paths, IngestOptions(doc_id_key="id")))
         grid = con.execute("SELECT * FROM runs ORDER BY run_id").fetchall()
         prov = con.execute("SELECT run_id, query_id FROM prov_records ORDER BY ALL").fetchall()
-        return got, grid, prov
+        configs = dict(noted)
+        noted.clear()
+        return got, grid, prov, configs
 
-    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
-    expected = ingest()
+    noted: list[tuple[str, dict | None]] = []
+    note = ing._Batch._run_config
+
+    def spy(self, rec, *args) -> None:  # each record's config, by its query id
+        noted.append((rec.query_id, rec.config))
+        note(self, rec, *args)
+
+    monkeypatch.setattr(ing._Batch, "_run_config", spy)
+
+    expected, held = every_path(monkeypatch, ingest)
     runs = {r[0]: r for r in expected[1]}
     config = {**ROOT_MD, "top_k": 10}  # its first trace's: the root span's (its retriever logs none)
     assert runs["mixed_a"][1:] == (json.dumps(config, sort_keys=True), 10, 256, 32, "all-MiniLM-L6-v2")
@@ -147,7 +189,17 @@ def test_every_path_gives_the_same_runs_and_records(tmp_path, monkeypatch):
     warnings = expected[0][2]
     assert sum(code == "config-mismatch" for _, code, _ in warnings) >= 2
     assert expected[2] and expected[0][5] == 55 and not expected[0][1]  # the reranker's trace; every retriever
+    assert len(held) > 5 and sum(held) >= 40  # the retriever spans mapped by the workers
+    assert {i: expected[3][query_id_for(f"shaped question {i}")] for i in SHAPED} == SHAPED
 
+
+def every_path(monkeypatch, ingest: Callable[[], T]) -> tuple[T, list[int]]:
+    """``ingest()`` in the process (spans held until their file ends), by the general readers alone
+    (the fast ones off), with every span mapped as it is read (its rows spilled), and by two worker
+    processes in small ranges: the same each time (asserted). Returns it, and how many retriever
+    spans each worker range mapped."""
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    expected = ingest()
     with monkeypatch.context() as m:  # the general readers alone
         m.setattr(formats, "FAST_TRACE_FORMATS", ())
         m.setattr(records, "fast_record", lambda _rec: None)
@@ -157,6 +209,5 @@ def test_every_path_gives_the_same_runs_and_records(tmp_path, monkeypatch):
         m.setattr(held_rows, "SPILL_BYTES", 1000)
         assert ingest() == expected
     held = force_pool(monkeypatch, 2000, lambda it: it.held)
-    got = ingest()
-    assert len(held) > 5 and sum(held) >= 40  # the retriever spans mapped by the workers
-    assert got == expected
+    assert ingest() == expected
+    return expected, held

@@ -4,7 +4,9 @@ query ``input`` (a string, or ``input.{query, input, question}``); trace ``trace
 ``GENERATION`` observation's ``output`` (a string or ``output.content``). Run settings
 (:mod:`.settings`): the retriever observation's ``metadata`` over its trace's root observation's
 (no ``parentObservationId``) over the trace's own (a trace export's ``trace.metadata``, read by
-:class:`~ragaudit_core.logs.records.FileReader` where it unwraps the export).
+:class:`~ragaudit_core.logs.records.FileReader` where it unwraps the export); in each, where the
+observation was ingested from OpenTelemetry, its span's attributes (``metadata.attributes``) under
+its own keys (:func:`~.settings.read_observation_settings`).
 
 Detector: ``traceId`` with ``type``. A trace export (``{"trace": {...}, "observations": [...]}``)
 is unwrapped into observations by :mod:`ragaudit_core.logs.documents`.
@@ -13,7 +15,7 @@ is unwrapped into observations by :mod:`ragaudit_core.logs.documents`.
 from __future__ import annotations
 
 from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span
-from ragaudit_core.logs.formats.settings import read_settings
+from ragaudit_core.logs.formats.settings import read_observation_settings
 from ragaudit_core.logs.formats.spans import doc_fields, documents, json_maybe, query_of, text_of, trace_id
 
 __all__ = ["FORMAT"]
@@ -32,11 +34,13 @@ def read_span(obj: dict) -> Span:
             query = query_of(obj.get("input"))
             if query is None:
                 raise FormatError("retriever observation without an input query")
-            return Span(trace, "retriever", query, *doc_fields(docs), settings=read_settings(obj.get("metadata")))
+            return Span(
+                trace, "retriever", query, *doc_fields(docs), settings=read_observation_settings(obj.get("metadata"))
+            )
         if kind == "RETRIEVER":
             raise FormatError("retriever observation whose output holds no documents")
     # a root observation's settings: its trace's retriever observations read them
-    settings = None if obj.get("parentObservationId") else read_settings(obj.get("metadata"))
+    settings = None if obj.get("parentObservationId") else read_observation_settings(obj.get("metadata"))
     if kind == "GENERATION":
         return Span(trace, "answer", answer=text_of(json_maybe(obj.get("output"))), settings=settings)
     return Span(trace, "other", settings=settings)

@@ -7,10 +7,12 @@ Kind ``openinference.span.kind`` or ``span_kind``; trace ``context.trace_id``; q
 (metadata may be a JSON string); answer: the LLM span's ``llm.output_messages.0.message.content``,
 else its ``output.value``. A RERANKER span (``reranker.output_documents``) makes the trace a
 provenance record too (:func:`ragaudit_core.logs.traces.provenance_record`). Run settings
-(:mod:`.settings`): the RETRIEVER span's ``metadata`` attribute (a JSON string by the conventions,
-or an object: ``attributes.metadata``, ``attributes: {"metadata": …}``) over its trace's root
-span's (no ``parent_id``); metadata spread over sub-keys (``attributes.metadata.top_k`` as keys of
-their own) is not read.
+(:mod:`.settings`): the RETRIEVER span's ``metadata`` attribute over its trace's root span's (no
+``parent_id``) — a JSON string by the conventions, the Python literal of an object (Phoenix's
+dataframe saved by ``to_csv``), or an object, whole or spread over keys of its own
+(``attributes.metadata.top_k``, ``metadata.top_k``: :func:`_span_settings`). An EMBEDDING
+span's ``embedding.model_name`` names its trace's embedder where no metadata does
+(:class:`~ragaudit_core.logs.traces.TraceJoiner`).
 
 The list attribute a span's kind uses (``retrieval.documents``, ``reranker.output_documents``,
 ``llm.output_messages``) may be written as text — a JSON string, or the Python literal pandas'
@@ -43,7 +45,7 @@ import msgspec
 
 from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span, check_id
 from ragaudit_core.logs.formats.lists import data_string
-from ragaudit_core.logs.formats.settings import read_settings
+from ragaudit_core.logs.formats.settings import merged, read_settings
 from ragaudit_core.logs.formats.spans import flatten, json_maybe, number, text_of, trace_id
 
 __all__ = ["FORMAT"]
@@ -52,11 +54,13 @@ __all__ = ["FORMAT"]
 def detect(obj: dict) -> bool:
     """An OpenInference span: a dotted key (:func:`~.spans.flatten`) ending in
     ``openinference.span.kind``, or ``span_kind`` beside ``attributes.*``/``context.*`` keys.
-    Other formats' records are told apart without flattening them (:func:`_names_a_kind`)."""
+    Other formats' records are told apart without flattening them (:func:`_names_a_kind`). A key
+    under a top-level ``metadata`` does not count: a Langfuse observation ingested from
+    OpenTelemetry keeps its span's attributes there (``metadata.attributes``), and is Langfuse's."""
     if "span_kind" not in obj and not _names_a_kind(obj, 0):
         return False
     flat = flatten(obj)
-    return any(k.endswith("openinference.span.kind") for k in flat) or (
+    return any(k.endswith("openinference.span.kind") and not k.startswith("metadata.") for k in flat) or (
         "span_kind" in obj and any(k.startswith(("attributes.", "context.")) for k in flat)
     )
 
@@ -125,7 +129,7 @@ def _read_flat(flat: dict, obj: dict) -> Span:
         if not items:
             notes.append(_NO_DOCUMENTS)
         texts = [d["content"] for d in items]
-        settings = read_settings(_span_metadata(flat, obj))
+        settings = _span_settings(flat)
         return Span(trace, "retriever", query, texts, ids, md, notes=notes, scores=scores, settings=settings)
     if kind == "RERANKER":
         _not_documents(flat, "reranker.output_documents")
@@ -136,27 +140,35 @@ def _read_flat(flat: dict, obj: dict) -> Span:
                 raise FormatError("a reranker output document has neither document.id nor document.content")
         return Span(trace, "reranker", _get(flat, "reranker.query"), reranked=outs, notes=notes)
     # a root span's settings (no parent): its trace's RETRIEVER spans read them
-    settings = None if flat.get("parent_id") else read_settings(_span_metadata(flat, obj))
+    settings = None if flat.get("parent_id") else _span_settings(flat)
     if kind == "LLM":
         answer = _get(flat, "llm.output_messages.0.message.content")
         if not isinstance(answer, str):
             answer = text_of(json_maybe(_get(flat, "output.value")))
         return Span(trace, "answer", answer=answer, settings=settings)
+    if kind == "EMBEDDING":  # its model: the trace's embedder where no metadata names one
+        model = _get(flat, "embedding.model_name")
+        return Span(
+            trace, "other", settings=settings, embedder=model if isinstance(model, str) and model.strip() else None
+        )
     return Span(trace, "other", settings=settings)
 
 
-def _span_metadata(flat: dict, obj: dict) -> Any:
-    """A span's ``metadata`` attribute: JSON text (or an object's value) under
-    ``attributes.metadata``, else the object it was flattened from (``attributes: {"metadata":
-    {…}}``, or Phoenix's dataframe column ``attributes.metadata`` holding one); None without one."""
-    v = flat.get("attributes.metadata")
-    if v is not None:
-        return v
-    a = obj.get("attributes")
-    if isinstance(a, dict) and isinstance(a.get("metadata"), dict):
-        return a["metadata"]
-    v = obj.get("attributes.metadata")
-    return v if isinstance(v, dict) else None
+_METADATA_KEYS = ("attributes.metadata.", "metadata.")
+
+
+def _span_settings(flat: dict) -> dict[str, Any] | None:
+    """The run settings a span's ``metadata`` attribute names: its text under
+    ``attributes.metadata`` (else ``metadata``, as :func:`_get` reads any attribute) — JSON, or the
+    Python literal ``to_csv`` writes for Phoenix's dataframe column — overlaid by the keys an
+    object was spread into (``attributes.metadata.top_k``: the object flattened, nested as
+    ``attributes: {"metadata": {…}}``, decoded in Phoenix's column, or spread into columns of
+    their own by ``pd.json_normalize``; ``metadata.top_k``). None when it names none."""
+    whole = flat.get("attributes.metadata")
+    if whole is None:
+        whole = flat.get("metadata")
+    spread = {k.partition("metadata.")[2]: v for k, v in flat.items() if k.startswith(_METADATA_KEYS)}
+    return merged(read_settings(whole), read_settings(spread) if spread else None)
 
 
 _LISTS = {"RETRIEVER": "retrieval.documents", "RERANKER": "reranker.output_documents", "LLM": "llm.output_messages"}
@@ -342,12 +354,14 @@ _DOCS = "retrieval.documents."
 
 def _layout(keys: tuple[str, ...]) -> _Layout | None:
     """The layout ``_read_flat`` reads these keys by; None when it would do more than look values
-    up (a key it rejects or words a note about, document metadata spread over sub-keys, a list
-    attribute written as text, no documents at all)."""
+    up (a key it rejects or words a note about, document metadata or the span's own spread over
+    sub-keys, a list attribute written as text, no documents at all)."""
     docs: dict[int, dict[str, int]] = {}
     spelled: dict[int, str] = {}
     for pos, k in enumerate(keys):
-        if not k or k.endswith(".") or k.startswith("context.trace_id.") or ".document.id." in k or k in _LIST_KEYS:
+        if not k or k.endswith(".") or k.startswith(("context.trace_id.", "metadata.")) or ".document.id." in k:
+            return None
+        if k in _LIST_KEYS:
             return None
         parsed = _parse_key(k, _DOCS) if k.startswith(_DOCS) else None
         if parsed is None:

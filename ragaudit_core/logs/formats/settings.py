@@ -2,7 +2,8 @@
 
 LangSmith keeps a run's metadata in ``extra.metadata``, Langfuse in a trace's or an observation's
 ``metadata``, OpenInference in a span's ``metadata`` attribute (a JSON string by its semantic
-conventions; an object where a tool decoded it, as Phoenix's span dataframe does). A retrieval
+conventions; an object where a tool decoded it, as Phoenix's span dataframe does; the Python
+literal of one where pandas' ``to_csv`` wrote that dataframe). A retrieval
 pipeline that logs its settings there names them as its framework does; each of our settings is
 the first of its aliases (in this order) that the metadata holds as a value that is not blank:
 
@@ -36,9 +37,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ragaudit_core.logs.formats.base import FormatError
+from ragaudit_core.logs.formats.lists import data_string
 from ragaudit_core.logs.formats.spans import json_maybe
 
-__all__ = ["ALIASES", "merged", "read_settings"]
+__all__ = ["ALIASES", "merged", "read_observation_settings", "read_settings"]
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "top_k": ("top_k", "similarity_top_k", "search_kwargs.k", "k", "topK", "similarityTopK"),
@@ -87,9 +90,15 @@ def _is_setting(v: Any) -> bool:
 
 
 def read_settings(metadata: Any) -> dict[str, Any] | None:
-    """The settings a metadata object (or its JSON text) names, as a config; None when it names
-    none (or is no object)."""
+    """The settings a metadata object names — or its JSON text, or the Python literal pandas'
+    ``to_csv`` writes for a column of dicts (parsed as data, bounded: :func:`~.lists.data_string`)
+    — as a config; None when it names none (or is no object)."""
     md = json_maybe(metadata)
+    if isinstance(md, str) and md[:1] == "{":  # not JSON (only then: JSON text is decoded above)
+        try:
+            md = data_string(md, "metadata")
+        except FormatError:
+            return None
     if not isinstance(md, dict) or _HEADS.isdisjoint(md):
         return None
     out: dict[str, Any] = {}
@@ -102,6 +111,24 @@ def read_settings(metadata: Any) -> dict[str, Any] | None:
                 out[key] = v
                 break
     return out or None
+
+
+def read_observation_settings(metadata: Any) -> dict[str, Any] | None:
+    """The settings a Langfuse observation's (or trace's) ``metadata`` names: its own keys over
+    those of the OpenTelemetry span it was ingested from. Langfuse's OTel endpoint keeps the span's
+    attributes under ``metadata.attributes`` (each a text: a number as its JSON, ``"5"``; the
+    object itself JSON text where the API returns it so); there the span's plain attributes go
+    over its ``metadata`` attribute (OpenInference's JSON text, written on every span of a
+    ``using_metadata`` context). ``resourceAttributes`` and ``scope`` (the service's, the
+    instrumentation library's) are not read."""
+    md = json_maybe(metadata)
+    if not isinstance(md, dict):
+        return None
+    own = read_settings(md)
+    attrs = json_maybe(md.get("attributes"))
+    if not isinstance(attrs, dict):
+        return own
+    return merged(read_settings(attrs.get("metadata")), read_settings(attrs), own)
 
 
 def merged(*levels: dict[str, Any] | None) -> dict[str, Any] | None:
