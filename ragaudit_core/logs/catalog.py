@@ -511,12 +511,16 @@ def span_capable_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 @derived.memoized("catalog.text_id_runs/1", derived.JSON)
-def text_id_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
+def text_id_runs(con: duckdb.DuckDBPyConnection, among: list[str] | None = None) -> list[str]:
     """Runs whose logs named no document: every stored document id is ``text:`` and the hash of
     its passage (:func:`~ragaudit_core.logs.formats.base.evidence_entries`: a Ragas row or a trace
-    without ids), in id order. Their documents are no other run's documents by id."""
+    without ids), in id order; ``among``: only of those runs. Their documents are no other run's
+    documents by id."""
+    where, args = ("WHERE run_id IN ? ", [among]) if among is not None else ("", [])
     rows = con.execute(
-        "SELECT run_id FROM evidence GROUP BY run_id HAVING bool_and(starts_with(doc_id, 'text:')) ORDER BY run_id"
+        f"SELECT run_id FROM evidence {where}GROUP BY run_id HAVING bool_and(starts_with(doc_id, 'text:')) "
+        "ORDER BY run_id",
+        args,
     ).fetchall()
     return [r for (r,) in rows]
 

@@ -514,3 +514,31 @@ def test_a_pairs_intervals_stand_in_its_own_row_under_each_figure():
     assert _pair_table_rows("b", "a", "top_k", r, None) == [
         ["b", "a", "top-k", "0.500", "0.125", "25.0%"] + ["n/a"] * 4
     ]
+
+
+def test_worst_queries_leave_out_a_pair_whose_ids_cannot_be_compared(tmp_path):
+    """Reviewed pair: a Ragas run with document ids against one without (passage hashes). J is 0 on
+    every query by how they were logged, so 'the reviewed pair's least stable queries' would be any
+    of them, each at J 0; the section shows each query's worst pair over every run instead, and says
+    why. The pair of the two runs without ids (whose doc level is their span level) still gets its own."""
+    qs = [f"Question {i}?" for i in range(3)]
+    rows = {
+        "c256": [{"user_input": q, "retrieved_contexts": [q + " long chunk", "shared"]} for q in qs],
+        "c128": [{"user_input": q, "retrieved_contexts": [q + " short", "shared"]} for q in qs],
+        "ids": [
+            {"user_input": q, "retrieved_contexts": [q + " long chunk"], "retrieved_context_ids": ["d"]} for q in qs
+        ],
+    }
+    for name, recs in rows.items():
+        write_jsonl(tmp_path / f"{name}.jsonl", recs)
+    con = store.connect(":memory:")
+    ingest_paths(con, [tmp_path / f"{n}.jsonl" for n in rows])
+    data = gather(con, ReportOptions(baseline="ids", candidate="c256"))
+    assert data.verdict is not None and data.verdict.status == "inconclusive"
+    assert data.worst_scope.startswith("every run pair: each query's worst pair at span level (J_min) — not the ")
+    assert "share no document and no span by how they were logged" in data.worst_scope
+    assert {(w.run_a, w.run_b) for w in data.worst} != {("ids", "c256")}
+    data = gather(con, ReportOptions(baseline="c128", candidate="c256"))
+    assert data.worst_scope == "the reviewed pair, c128 (A) vs c256 (B)"
+    # J_span per query by hand: {q long chunk, shared} vs {q short, shared} → 1/3
+    assert [round(w.j_span, 6) for w in data.worst] == [round(1 / 3, 6)] * 3

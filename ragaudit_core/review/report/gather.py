@@ -308,7 +308,14 @@ def _ties(j: pd.Series, shown: int, name: str, order: str) -> str:
 def _worst_queries(
     con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOptions, cmp: CompareResult | None
 ) -> None:
-    """The reviewed pair's least stable queries, else each query's worst pair (J_min)."""
+    """The reviewed pair's least stable queries, else each query's worst pair (J_min). A reviewed
+    pair whose runs' ids cannot be compared (one logged document ids, the other passage hashes) is
+    at J = 0 on every query by how it was logged: its 'least stable' queries would be any five, so
+    the worst pairs over every run are shown instead, saying why."""
+    hashed = set(catalog.text_id_runs(con, [cmp.baseline, cmp.candidate])) if cmp is not None else set()
+    unlike = cmp is not None and len({cmp.baseline, cmp.candidate} & hashed) == 1
+    if unlike:
+        cmp = None
     if cmp is not None:
         a, b = cmp.baseline, cmp.candidate
         data.worst_scope = f"the reviewed pair, {a} (A) vs {b} (B)"
@@ -323,6 +330,11 @@ def _worst_queries(
         level = "span" if (q["level"] == "span").any() else "doc"
         q = q[q["level"] == level].sort_values(["j_min", "query_id"])
         data.worst_scope = f"every run pair: each query's worst pair at {level} level (J_min)"
+        if unlike:
+            data.worst_scope += (
+                " — not the reviewed pair, whose runs share no document and no span by how they were logged "
+                "(one logged document ids, the other its passages' text hashes)"
+            )
         data.worst_ties = _ties(q["j_min"], opts.worst_queries, f"J_{level}", "query id")
         picks = [(r.query_id, r.run_a, r.run_b, None, None) for r in q.head(opts.worst_queries).itertuples()]
     else:
