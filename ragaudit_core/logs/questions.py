@@ -31,8 +31,9 @@ Rules (docs/log-contract.md, "Query ids from a questions file"):
   ("412 queries of run 'ragas_k5' took their ids from queries.jsonl; 3 matched no question of it …").
 
 Records already stored are not renamed afterwards: an id the audit has reported (judge verdicts,
-reviews, a cited gate) keeps meaning what it meant. To pair a stored run, remove it and load its
-file again with the questions file.
+reviews, a cited gate) keeps meaning what it meant. To pair a stored run, remove its file and load
+it again with the questions file. Without a questions file the stored runs' questions serve as one
+(:mod:`.stored_questions`, a subclass of :class:`QuestionIds`).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ nothing more where nothing is stored (an empty database): see docs/benchmarks.md
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import duckdb
@@ -39,10 +40,16 @@ from ragaudit_core.logs.questions import SHARED, TOOK, QuestionIds
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.wording import listed
 
-__all__ = ["HASHED_ID", "StoredQuestions", "stored_questions", "unpaired"]
+__all__ = ["HASHED_ID", "StoredQuestions", "hashed_id", "stored_questions", "unpaired"]
 
 HASHED_ID = r"q:[0-9a-f]{16}(#[0-9]+)?"
 """A query id the ingest made from a question's text (numbered as a repeat or not)."""
+
+
+def hashed_id(query_id: str) -> bool:
+    """Whether ``query_id`` looks made from a question's text (:data:`HASHED_ID`)."""
+    return re.fullmatch(HASHED_ID, query_id) is not None
+
 
 _NORM = "lower(trim(regexp_replace(query, '\\s+', ' ', 'g')))"  # (as sanity compares texts)
 
