@@ -113,18 +113,19 @@ class StoredQuestions(QuestionIds):
             n = counts[run]
             if not (n[TOOK] or n[SHARED]):
                 continue
-            source = f"{self.name} ({self._runs((took or {}).get(run, set()))})"
+            runs = self._runs((took or {}).get(run, set()))
+            source = f"{self.name} ({runs})" if runs else self.name
             shared = sorted(shared_ids.get(run, ()))
             out.append(self.sentence(run, n, shared, source, "none of them", "of their questions"))
         return out
 
     def _runs(self, took: set[str]) -> str:
-        """The runs that stored the questions ``took`` names (up to 3, then how many more)."""
+        """The runs that stored the questions ``took`` names (up to 3, then how many more; "" for none)."""
         runs = natural_sorted(
             {r for qid in took for r in self.runs_of.get(qid if qid in self.runs_of else qid.rpartition("#")[0], ())}
         )
         shown = [repr(r) for r in runs[:3]] + ([f"{len(runs) - 3:,} more"] if len(runs) > 3 else [])
-        return listed("run", shown)
+        return listed("run", shown) if runs else ""
 
 
 def _sample_of(qid: str, ids: set[str]) -> bool:

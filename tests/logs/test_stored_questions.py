@@ -67,6 +67,11 @@ def test_a_text_two_stored_ids_share_keeps_its_hash_and_is_counted(tmp_path):
         "2 queries of run 'ragas_k5' took their ids from the stored runs' questions (run 'native'); 1 matched 2 "
         "of their questions (ids '3', '9': the same text once normalised) and keeps its hashed id"
     ]
+    rep = ingest_paths(con, [_ragas(tmp_path, RAGAS_ROWS[1:2], "ragas_k10")])  # (only the shared one: no run named)
+    assert _said(rep) == [
+        "0 queries of run 'ragas_k10' took their ids from the stored runs' questions; 1 matched 2 of their "
+        "questions (ids '3', '9': the same text once normalised) and keeps its hashed id"
+    ]
 
 
 def test_an_id_stored_with_two_texts_gives_it_to_both(tmp_path):
