@@ -167,6 +167,14 @@ def _upload(con, db_path: str) -> None:
         "id, so it pairs with a native run over the same questions. Ids the logs give are kept.",
         key=f"{KEYS.uploader}.questions.{st.session_state.get(KEYS.uploader, 0)}",
     )
+    stored = st.checkbox(
+        "Without a questions file, take the ids of the questions already loaded",
+        value=True,
+        help="A record whose query id is its question's hash (q:…) takes the id a run loaded before logs for the "
+        "same question (a native run's), so the two runs pair; a text two ids share keeps its hash. Untick to keep "
+        "the hashes. Runs loaded before are never renamed: load the native runs first.",
+        key="home.stored_questions",
+    )
     if files and st.button("Load the uploaded files", type="primary"):
         with st.spinner("Validating and loading…"):
             try:
@@ -174,7 +182,7 @@ def _upload(con, db_path: str) -> None:
                     con,
                     [(f.name, f.getvalue()) for f in files],
                     catalog.uploads_dir(db_path),
-                    IngestOptions(doc_id_key=id_key or None),
+                    IngestOptions(doc_id_key=id_key or None, stored_questions=stored),
                     ids_are_texts=as_texts,
                     settings=parse_settings(settings) if settings else None,
                     questions=(questions.name, questions.getvalue()) if questions is not None else None,

@@ -12,6 +12,7 @@ from ragaudit_core.logs import catalog
 from ragaudit_core.logs.qrels import unlabelled_runs_note
 from ragaudit_core.logs.sanity import same_questions_other_ids
 from ragaudit_core.logs.selection import natural_sorted, runs_sharing_queries
+from ragaudit_core.logs.stored_questions import hashed_id
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.quality.jitter import jitter_cost
 from ragaudit_core.review import charts, gate, quality_charts
@@ -70,6 +71,22 @@ def _sharing_note(baseline: str, candidate: str, compared: list[str]) -> str:
     )
 
 
+def _pairing_advice(a: str, b: str, id_a: str, id_b: str) -> str:
+    """How to pair two runs asking the same questions under other ids: a run of hashed ids takes the other's
+    when its file is loaded again after it (the stored runs' questions); two runs of logged ids need the same."""
+    if hashed_id(id_a) != hashed_id(id_b):
+        hashed, other = (a, b) if hashed_id(id_a) else (b, a)
+        return (
+            f"To compare them, remove the file of {hashed} on the home page and upload it again: loaded after "
+            f"{other}, its questions take the ids {other} logs for them (or upload it with the benchmark's questions "
+            "file, or give it those ids in a query_id field)."
+        )
+    return (
+        "To compare them, give both logs the same ids (a query_id field) and load them again (remove the old "
+        "files on the home page first)."
+    )
+
+
 selection, _evidence_runs = ui.default_selection(db_path, version)
 compared = ui.picked_runs() or selection.runs
 all_runs = natural_sorted(catalog.runs_table(con)["run_id"].tolist())
@@ -86,8 +103,7 @@ except NoSharedQueries:
         ui.md(
             f"{baseline} and {candidate} share no query id, but ask {same.n:,} of the same questions under other ids "
             f"(e.g. {same.id_a} in {baseline} is {same.id_b} in {candidate}): a log without query ids gets one from "
-            "its question's hash (q:…). To compare them, give both logs the same ids (a query_id field) and load "
-            "them again (remove the old files on the home page first)."
+            "its question's hash (q:…). " + _pairing_advice(baseline, candidate, same.id_a, same.id_b)
             if same
             else f"{baseline} and {candidate} share no query, so there is nothing to compare. "
             + _sharing_note(baseline, candidate, compared)

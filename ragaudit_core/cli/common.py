@@ -125,10 +125,20 @@ Queries = Annotated[
         "--queries",
         help="The questions of the benchmark these logs ran (BEIR's queries.jsonl, an id,text TSV/CSV, or "
         "query_id/query JSONL): a record without a query id (Ragas, a trace export: q:… from its question's "
-        "hash) takes its question's id, so it pairs with a native run over the same questions.",
+        "hash) takes its question's id, so it pairs with a native run over the same questions. Without it, "
+        "the questions the database's runs already store (with their ids) serve as the file.",
     ),
 ]
 """``--queries``: the ids another tool's id-less records take (:mod:`ragaudit_core.logs.questions`)."""
+NoStoredQuestions = Annotated[
+    bool,
+    typer.Option(
+        "--no-stored-questions",
+        help="Without --queries, keep the hashed query ids (q:…) of records that log none, instead of giving them "
+        "the ids the runs stored earlier log for the same questions.",
+    ),
+]
+"""``--no-stored-questions``: the stored runs' questions give no ids (:mod:`ragaudit_core.logs.stored_questions`)."""
 
 DocIdKey = Annotated[
     str | None,
@@ -344,15 +354,17 @@ def open_logs(
     qrels: list[Path] | None = None,
     keep: bool = False,
     queries: Path | None = None,
+    stored_questions: bool = True,
 ) -> Any:
     """A connection to ``db``, or to an in-memory database with ``paths`` ingested first
     (their report on stderr) with the relevance labels of ``qrels`` and of each folder's
     ``qrels/``, and the ids of ``queries`` (``--queries``: for the paths loaded; without paths it
-    exits 2, since stored runs are never renamed). ``db`` alone is opened for reading
-    (:func:`read_db`; ``keep`` as there): never created, never changed; with ``paths`` or
-    ``qrels`` they are loaded into it (a write; ``paths`` may create it). Exits 2 when neither is
-    given, the database file is missing (without paths) or cannot be opened, or ingestion cannot
-    start."""
+    exits 2, since stored runs are never renamed), else of the stored questions unless not
+    ``stored_questions`` (``--no-stored-questions``, which exits 2 without paths too). ``db`` alone
+    is opened for reading (:func:`read_db`; ``keep`` as there): never created, never changed; with
+    ``paths`` or ``qrels`` they are loaded into it (a write; ``paths`` may create it). Exits 2 when
+    neither is given, the database file is missing (without paths) or cannot be opened, or ingestion
+    cannot start."""
     from ragaudit_core import workspace
     from ragaudit_core.logs.qrels import load_qrels
 
@@ -363,7 +375,12 @@ def open_logs(
     if queries is not None and not paths:
         fail(
             "--queries gives ids to the records of the PATHs this call loads; the runs stored in the database keep "
-            "theirs (remove a run and load its file again with --queries to pair it)"
+            "theirs (remove a run's file and load it again with --queries to pair it)"
+        )
+    if not stored_questions and not paths:
+        fail(
+            "--no-stored-questions is about the records of the PATHs a call loads; the runs stored in the database "
+            "keep their ids"
         )
     _runs_given_as_paths(paths, db)
     try:
@@ -373,8 +390,10 @@ def open_logs(
             con = read_db(db, keep=keep)
         if paths:
             opts = options or IngestOptions()
-            if queries is not None:
-                opts = dataclasses.replace(opts, queries=str(queries))
+            if queries is not None or not stored_questions:
+                opts = dataclasses.replace(
+                    opts, queries=str(queries) if queries is not None else None, stored_questions=stored_questions
+                )
             print_ingest(workspace.load_paths(con, paths, opts, precompute_overview=False, qrels=qrels or []))
         elif qrels:
             say(load_qrels(con, qrels).summary(), err=True)

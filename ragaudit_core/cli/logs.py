@@ -17,6 +17,7 @@ from ragaudit_core.cli.common import (
     DocIdKey,
     Format,
     MaxLine,
+    NoStoredQuestions,
     Qrels,
     Queries,
     RunId,
@@ -71,6 +72,7 @@ def ingest(
         ),
     ] = None,
     queries: Queries = None,
+    no_stored_questions: NoStoredQuestions = False,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
     ids_are_texts: Annotated[
         bool,
@@ -110,6 +112,7 @@ def ingest(
         max_expansion=max_expansion,
         max_depth=max_depth,
         queries=str(queries) if queries is not None else None,
+        stored_questions=not no_stored_questions,
     )
     lines = progress()
     try:

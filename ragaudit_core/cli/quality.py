@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from ragaudit_core.cli.common import DbOrMemory, LogPaths, Qrels, Queries, emit_json, fail, ints, open_logs
+from ragaudit_core.cli.common import (
+    DbOrMemory,
+    LogPaths,
+    NoStoredQuestions,
+    Qrels,
+    Queries,
+    emit_json,
+    fail,
+    ints,
+    open_logs,
+)
 from ragaudit_core.cli.terminal import say
 from ragaudit_core.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
 from ragaudit_core.logs.qrels import unlabelled_runs_note
@@ -24,6 +34,7 @@ def quality(
     db: DbOrMemory = None,
     qrels: Qrels = None,
     queries: Queries = None,
+    no_stored_questions: NoStoredQuestions = False,
     k: Annotated[str, typer.Option("--k", help="Cut-offs, comma-separated.")] = ",".join(map(str, DEFAULT_CUTOFFS)),
     runs: Annotated[
         str | None, typer.Option("--runs", help="Comma-separated runs (default: those sharing queries).")
@@ -45,7 +56,7 @@ def quality(
     if resamples < 0:
         fail("--resamples must be 0 or more")
     cutoffs = ints(k, "--k")
-    con = open_logs(paths, db, qrels=qrels, queries=queries)
+    con = open_logs(paths, db, qrels=qrels, queries=queries, stored_questions=not no_stored_questions)
     if not con.execute("SELECT count(*) FROM qrels").fetchall()[0][0]:
         fail(
             "no relevance labels are loaded: give --qrels FILE (TREC or BEIR qrels), "

@@ -23,6 +23,7 @@ from ragaudit_core.cli.common import (
     LazyModels,
     LogPaths,
     MaxLine,
+    NoStoredQuestions,
     Qrels,
     Queries,
     RunId,
@@ -75,6 +76,7 @@ def stability(
     run_id: RunId = None,
     doc_id_key: DocIdKey = None,
     queries: Queries = None,
+    no_stored_questions: NoStoredQuestions = False,
     json_out: Annotated[
         str | None, typer.Option("--json", help="Write the metrics as JSON here ('-' = stdout).")
     ] = None,
@@ -98,6 +100,7 @@ def stability(
         ),
         qrels=qrels,
         queries=queries,
+        stored_questions=not no_stored_questions,
     )
     try:
         mapping = {}

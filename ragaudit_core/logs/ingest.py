@@ -58,6 +58,7 @@ from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, ev
 from ragaudit_core.logs.runs import RunConfigs, new_run_rows
 from ragaudit_core.logs.seen import SeenPairs, one_ingest_at_a_time
 from ragaudit_core.logs.seenfiles import SeenFiles
+from ragaudit_core.logs.stored_questions import stored_questions
 from ragaudit_core.logs.writer import (
     NO_SPACE,
     QUARANTINE_SCHEMA,
@@ -101,6 +102,7 @@ def ingest_paths(
     questions = read_questions(options.queries) if options.queries else None
     with one_ingest_at_a_time(con), fewer_collections():
         check_options(con, options)  # it records the options in meta: inside too
+        questions = questions or stored_questions(con, options)  # (no file: the stored runs' questions)
         return _load(con, listing.files, options, progress, questions).listed(listing.refused, listing.warnings)
 
 
@@ -112,7 +114,7 @@ def _load(
     questions: QuestionIds | None = None,
 ) -> IngestReport:
     batch = _Batch(con, options, progress)
-    batch.questions = questions  # (--queries) the ids hashed query ids take
+    batch.questions = questions  # (--queries, or the stored runs' questions) the ids hashed query ids take
     batch.call_bytes = sum(pool_bytes(p) for p in files)
     con.execute("BEGIN TRANSACTION")
     try:
@@ -429,7 +431,7 @@ class _Batch:
     def _numbered(self, reader: FileReader, it: DecodedLine, i: int, renamed: dict[int, str]) -> list[str]:
         """A mapped line's query id numbered by occurrence when the workers' one is taken (a
         repeated question: its line index ``i`` → the new id in ``renamed``); its warnings."""
-        if self.questions is None and not self.taken(it.run_id, it.query_id):
+        if (self.questions is None or not self.questions.gives_ids()) and not self.taken(it.run_id, it.query_id):
             return []  # (with questions, every hashed id may take its question's)
         reader.ctx.repeats.clear()
         renamed[i] = reader.ctx.occurrence_id(it.run_id, it.query_id)

@@ -35,6 +35,7 @@ class IngestOptions:
     max_expansion: int = DEFAULT_MAX_EXPANSION  # times its size a compressed file may expand
     max_depth: int = DEFAULT_MAX_DEPTH  # nesting depth of a JSON value in a document
     queries: str | None = None  # a questions file whose ids hashed query ids take (logs.questions)
+    stored_questions: bool = True  # without one, the stored runs' questions serve (logs.stored_questions)
 
     @property
     def limits(self) -> Limits:

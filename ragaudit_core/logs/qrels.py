@@ -394,8 +394,9 @@ def unlabelled_runs_note(con: duckdb.DuckDBPyConnection, runs: Iterable[str] | N
         their = "their" if len(other) > 1 else "its"
         why = (
             f"{their} query ids are hashes of the question texts (such as {other[0][2]!r}), as the log gave none. "
-            "Give the records the query ids the labels use (a query_id column or key, or load the log again with "
-            "the benchmark's questions: ingest --queries queries.jsonl, which also pairs the run with runs logging "
+            "Give the records the query ids the labels use (a query_id column or key; or remove the log's file and "
+            "load it again after a run that logs those ids, whose ids its questions then take, or with the "
+            "benchmark's questions: ingest --queries queries.jsonl — either also pairs the run with runs logging "
             "those ids), or load the questions with the labels (BEIR's queries.jsonl: each label is then also "
             "stored under its question's hash)"
             if all(hashed for _r, hashed, _q in other)

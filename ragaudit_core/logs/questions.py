@@ -31,8 +31,9 @@ Rules (docs/log-contract.md, "Query ids from a questions file"):
   ("412 queries of run 'ragas_k5' took their ids from queries.jsonl; 3 matched no question of it …").
 
 Records already stored are not renamed afterwards: an id the audit has reported (judge verdicts,
-reviews, a cited gate) keeps meaning what it meant. To pair a stored run, remove it and load its
-file again with the questions file.
+reviews, a cited gate) keeps meaning what it meant. To pair a stored run, remove its file and load
+it again with the questions file. Without a questions file the stored runs' questions serve as one
+(:mod:`.stored_questions`, a subclass of :class:`QuestionIds`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ class QuestionIds:
     given: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (run, id) → (kind, file)
     path: str = ""  # the log file being read
 
+    def gives_ids(self) -> bool:
+        """Whether a hashed id may take another here (a file read holds a question: always)."""
+        return True
+
     def id_for(self, hashed: str) -> tuple[str, str]:
         """The id a hashed query id takes and why (``took``, ``missed`` or ``shared``)."""
         got = self.by_hash.get(hashed)
@@ -89,6 +94,23 @@ class QuestionIds:
         the pair, ``(path, line)``, or None)."""
         said = ["; ".join(self.notes[:3]) + (f"; and {len(self.notes) - 3:,} more" if len(self.notes) > 3 else "")]
         said = said if self.notes else []
+        counts, shared_ids, _took = self.tally(admitted_from)
+        if not counts:
+            return [
+                *said,
+                f"{self.name} gave no query its id: every record of this load logs its own query id "
+                "(only ids made from question texts, q:…, take the file's)",
+            ]
+        words = (self.name, "no question of it", "questions of it")
+        return said + [
+            self.sentence(run, counts[run], sorted(shared_ids.get(run, ())), *words) for run in natural_sorted(counts)
+        ]
+
+    def tally(
+        self, admitted_from: object, took: dict[str, set[str]] | None = None
+    ) -> tuple[dict[str, Counter[str]], dict[str, set[str]], dict[str, set[str]] | None]:
+        """Per run, the admitted records' kinds (``admitted_from`` as for :meth:`sentences`), the ids
+        of the questions sharing a text they asked, and (into ``took``, when given) the ids they took."""
         counts: dict[str, Counter[str]] = {}
         shared_ids: dict[str, set[str]] = {}
         for (run, qid), (kind, path) in self.given.items():
@@ -98,25 +120,22 @@ class QuestionIds:
             counts.setdefault(run, Counter())[kind] += 1
             if kind == SHARED:
                 shared_ids.setdefault(run, set()).update(self.shared[qid.split("#", 1)[0]])
-        if not counts:
-            return [
-                *said,
-                f"{self.name} gave no query its id: every record of this load logs its own query id "
-                "(only ids made from question texts, q:…, take the file's)",
-            ]
-        return said + [
-            self._sentence(run, counts[run], sorted(shared_ids.get(run, ()))) for run in natural_sorted(counts)
-        ]
+            elif kind == TOOK and took is not None:
+                took.setdefault(run, set()).add(qid)
+        return counts, shared_ids, took
 
-    def _sentence(self, run: str, n: Counter[str], shared: list[str]) -> str:
+    @staticmethod
+    def sentence(run: str, n: Counter[str], shared: list[str], source: str, none_of: str, of: str) -> str:
+        """A run's sentence: how many took their ids from ``source``, matched ``none_of`` it, or matched
+        several ``of`` it sharing a text (``shared``: their ids)."""
         took = n[TOOK]
-        s = f"{counted(took, 'query')} of run {run!r} took {'its id' if took == 1 else 'their ids'} from {self.name}"
+        s = f"{counted(took, 'query')} of run {run!r} took {'its id' if took == 1 else 'their ids'} from {source}"
         if n[MISSED]:
-            s += f"; {n[MISSED]:,} matched no question of it and {_keeps(n[MISSED])} (q:…)"
+            s += f"; {n[MISSED]:,} matched {none_of} and {_keeps(n[MISSED])} (q:…)"
         if n[SHARED]:
             ids = [repr(i) for i in shared[:4]] + (["…"] if len(shared) > 4 else [])
             s += (
-                f"; {n[SHARED]:,} matched {len(shared)} questions of it ({listed('id', ids)}: the same text once "
+                f"; {n[SHARED]:,} matched {len(shared)} {of} ({listed('id', ids)}: the same text once "
                 f"normalised) and {_keeps(n[SHARED])}"
             )
         return s

@@ -85,7 +85,7 @@ class RecordSink(Protocol):
 
     def admit_record(self, fr: FileReport, file_id: int, ln: Any, rec: EvidenceRecord) -> bool: ...
 
-    questions: QuestionIds | None  # (--queries) the ids hashed query ids take
+    questions: QuestionIds | None  # (--queries, or the stored runs' questions) the ids hashed query ids take
 
     def taken(self, run_id: str, query_id: str) -> bool: ...
 

@@ -236,6 +236,7 @@ def test_runs_asking_the_same_questions_under_other_ids_are_told_why_they_share_
         f"(e.g. {first[0]} in rag is {first[1]} in k5)" in note
     )
     assert "query_id" in note
+    assert "remove the file of rag on the home page and upload it again: loaded after k5, its questions take" in note
 
 
 def test_does_jitter_cost_quality(app_env, sample_db):

@@ -63,8 +63,8 @@ class MapContext:
     set by the ingest — ``taken(run_id, query_id)``, whether a (run, query) is already loaded,
     which numbers repeated hashed query ids by occurrence. ``labels`` collects the relevance
     labels a format carries (a Ragas row's reference contexts), stored with the file's records.
-    ``questions`` (set by the ingest, ``--queries``): the ids hashed query ids take
-    (:mod:`ragaudit_core.logs.questions`), given before a repeat is numbered."""
+    ``questions`` (set by the ingest: ``--queries``, or the stored runs' questions): the ids hashed
+    query ids take (:mod:`ragaudit_core.logs.questions`), given before a repeat is numbered."""
 
     run_id: str
     doc_id_key: str | None = None
@@ -81,7 +81,7 @@ class MapContext:
     def occurrence_id(self, run_id: str, query_id: str) -> str:
         """``query_id`` (a hashed id; its question's id with ``questions``) when (run, query) is
         free, else ``query_id#n`` for the first free n ≥ 2."""
-        if self.questions is not None:
+        if self.questions is not None and self.questions.gives_ids():
             query_id, kind = self.questions.id_for(query_id)
             numbered = self._numbered(run_id, query_id)
             self.questions.given_to(run_id, numbered, kind)

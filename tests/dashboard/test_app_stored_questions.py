@@ -1,0 +1,47 @@
+"""AppTest: on the home page, a Ragas export uploaded after the native run takes the ids the native
+run logs for its questions (ragaudit_core.logs.stored_questions), and the load says so; unticking
+"take the ids of the questions already loaded" keeps the hashes."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragaudit_core.logs import store
+from ragaudit_core.logs.formats import query_id_for
+from tests.helpers import app_test, plain
+from tests.logs.test_query_ids import RAGAS_ROWS, _native, _ragas_csv
+
+pytestmark = pytest.mark.slow
+
+BOX = "Without a questions file, take the ids of the questions already loaded"
+
+
+def _upload(at, path):
+    at.file_uploader[0].set_value([(path.name, path.read_bytes(), "x")]).run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    assert not at.exception
+
+
+def _ids(path):
+    c = store.connect(path, read_only=True)
+    try:
+        rows = c.execute("SELECT query_id FROM records WHERE run_id = 'ragas_k5' ORDER BY line_no").fetchall()
+    finally:
+        c.close()
+    return [q for (q,) in rows]
+
+
+@pytest.mark.parametrize("ticked", [True, False])
+def test_a_ragas_upload_after_the_native_run_takes_its_ids(app_env, tmp_path, ticked):
+    path = app_env()
+    at = app_test("app.py").run()
+    _upload(at, _native(tmp_path))
+    next(c for c in at.checkbox if c.label == BOX).set_value(ticked).run()
+    _upload(at, _ragas_csv(tmp_path, RAGAS_ROWS))
+    said = [plain(w.value) for w in at.warning if "took their ids" in plain(w.value)]
+    if ticked:
+        assert said == ["3 queries of run 'ragas_k5' took their ids from the stored runs' questions (run 'native')"]
+        assert _ids(path) == ["1", "3", "5"]
+    else:
+        assert said == []
+        assert _ids(path) == [query_id_for(q) for q, _docs in RAGAS_ROWS]
