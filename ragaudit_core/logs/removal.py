@@ -6,7 +6,8 @@ registers for its results (attributions, verdicts, jobs…) is emptied of the re
 without this module naming it:
 
 - a **run**: every row of every registered table whose run columns name it (``run_id``, or either
-  of ``run_a``/``run_b`` for pair results);
+  of ``run_a``/``run_b`` for pair results); a file it leaves with nothing loaded goes too (its
+  rejected lines, warnings and ledger row), so that file loads again when given again;
 - a **file**: its records, evidence, provenance, rejected lines, warnings and its ``files`` row; a
   run left with no record and no provenance is removed as a run (above); for runs that keep other
   files' records, the rows of registered tables keyed by ``(run_id, query_id)`` for the file's
@@ -126,7 +127,27 @@ def remove_runs(con: duckdb.DuckDBPyConnection, runs: list[str]) -> Removed:
     missing = [r for r in runs if r not in known]
     if missing:
         raise RemovalError(f"no run named {missing[0]!r} is loaded; loaded runs: {', '.join(sorted(known)[:10])}")
-    return _transaction(con, lambda cur, out: _remove_runs(cur, list(runs), out))
+    return _transaction(con, lambda cur, out: _remove_runs_and_emptied_files(cur, list(runs), out))
+
+
+def _remove_runs_and_emptied_files(cur: duckdb.DuckDBPyConnection, runs: list[str], out: Removed) -> None:
+    """The runs, then each file they emptied — every record and provenance record it loaded was of
+    these runs — with its rejected lines, warnings and ledger row: a file left in the ledger with
+    nothing loaded would be skipped as already loaded if given again, so the run could not be loaded
+    back from it. A file that keeps another run's records stays (load it again by removing it)."""
+    files = """SELECT DISTINCT file_id FROM records WHERE run_id IN (SELECT unnest(?::VARCHAR[]))
+               UNION SELECT DISTINCT file_id FROM prov_records WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"""
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE _touched AS {files}", [runs, runs])
+    _remove_runs(cur, runs, out)
+    emptied = """f.file_id IN (SELECT file_id FROM _touched)
+                 AND NOT EXISTS (SELECT 1 FROM records r WHERE r.file_id = f.file_id)
+                 AND NOT EXISTS (SELECT 1 FROM prov_records p WHERE p.file_id = f.file_id)"""
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE _emptied AS SELECT f.file_id FROM files f WHERE {emptied}")
+    for table in ("quarantine", "ingest_warnings", "files"):
+        n = _delete(cur, table, "file_id IN (SELECT file_id FROM _emptied)", [])
+        out.rows[table] = out.rows.get(table, 0) + n
+    for temp in ("_touched", "_emptied"):
+        cur.execute(f"DROP TABLE {temp}")
 
 
 def remove_file(con: duckdb.DuckDBPyConnection, file_id: int) -> Removed:

@@ -122,3 +122,15 @@ def test_a_removal_words_the_workspace_warnings_again(tmp_path):
     assert len(c.execute(sql).fetchall()) == 1
     removal.remove_runs(c, ["d"])
     assert c.execute(sql).fetchall() == []
+
+
+def test_a_file_whose_runs_were_all_removed_loads_again(con, tmp_path):
+    """Removing runs b and c empties file B (its runs' records, and its one rejected line with it):
+    B's ledger row goes, so loading B again loads it instead of skipping it as already loaded. File
+    A keeps run a's records, so it stays in the ledger."""
+    done = removal.remove_runs(con, ["b", "c"])
+    assert catalog.files_ledger(con)["file"].tolist() == ["A.jsonl"]
+    assert done.rows["files"] == 1 and done.rows["quarantine"] == 1
+    report = ingest_paths(con, [tmp_path / "B.jsonl"])
+    assert report.n_records == 2  # (b, q2) and (c, q1) again; file A's (b, q1) went with run b
+    assert {r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()} == {"a", "b", "c"}
