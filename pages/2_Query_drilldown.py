@@ -103,6 +103,8 @@ if mats:
     jd = mats["doc"].loc[run_a, run_b] if "doc" in mats else None
     js = mats["span"].loc[run_a, run_b] if "span" in mats else None
     st.write(f"J_doc = **{jd:.3f}**" + (f" · J_span = **{js:.3f}**" if js is not None else " · J_span n/a (no spans)"))
+if note := drilldown.passage_ids_note(a, b, run_a, run_b):  # J 0 by how one run was logged: say so
+    st.warning(ui.md(note))
 labels, qq = query_quality(db_path, version, qid, (run_a, run_b))
 if labels and qq is not None and len(qq):
     by_run = qq.set_index("run_id")

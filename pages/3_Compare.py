@@ -117,7 +117,7 @@ s = cmp.summary
 for w in s.warnings:
     st.warning(ui.md(ui.sentence(w)))
 
-m = st.columns(5)
+m = ui.metric_strip(5)
 m[0].metric("J_avg, doc", ui.fmt(cmp.pair_value("j_avg", "doc")))
 m[1].metric("J_avg, span", ui.fmt(cmp.pair_value("j_avg", "span")))
 m[2].metric("queries flipped", f"{s.n_flipped:,} / {s.n_queries:,}", help=f"J_{s.level} < τ = {tau}")
@@ -375,7 +375,7 @@ probe = answer_probe(db_path, version, baseline, candidate, tau)
 if not db.writable:  # nothing can be stored in the file: the next interaction shows the probe again
     asked[(db_path, version, baseline, candidate)] = True
 ps = probe.summary
-p = st.columns(6)
+p = ui.metric_strip(6)
 p[0].metric("answered queries", ps["n_queries"])
 p[1].metric("mean J_span", "n/a" if ps["mean_j_span"] is None else f"{ps['mean_j_span']:.3f}")
 p[2].metric("mean answer similarity", f"{ps['mean_sim']:.3f}")

@@ -39,6 +39,11 @@ def test_the_ingest_report_counts_in_words():
         files=[FileReport(path="a.jsonl", sha256="0" * 64, status="loaded")], runs=["r"], n_records=1, n_entries=1
     )
     assert one.summary() == "loaded 1 record (1 evidence entry) from 1 file into 1 run; rejected 0 lines"
+    # a load of files all loaded before (the walk uploaded one again): not "loaded 0 records … from 0 files into 0 runs"
+    again = IngestReport(files=[FileReport(path="a.jsonl", sha256="0" * 64, status="already-loaded")])
+    assert again.summary() == "nothing new loaded: 1 file was already in the database and was skipped"
+    both = IngestReport(files=[*one.files, *again.files], runs=["r"], n_records=1, n_entries=1)
+    assert both.summary() == one.summary() + "; 1 file was already in the database and was skipped"
     rejected = [FileReport(path=f"d/{n}.jsonl", sha256="0" * 64, status="rejected", n_rejected=n) for n in (1, 2)]
     assert [one.failure(f) for f in rejected] == [
         "no record of 1.jsonl could be loaded: its only line was rejected",

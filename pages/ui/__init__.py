@@ -243,6 +243,13 @@ RUN_CHARS_WIDE = 88
 """Characters of a run's label in a full-width selectbox: twice a half-width one's."""
 
 
+def metric_strip(n: int) -> list:
+    """``n`` places for ``st.metric`` side by side, filled in order, that wrap onto another line in a
+    narrow window: ``st.columns(n)`` cut each figure there to its first character (the walk at 900 px
+    with the sidebar open: "0…", "2…", "9…" for the stability headline)."""
+    return [st.container(horizontal=True)] * n
+
+
 def run_label(runs: Sequence[str], width: int = RUN_LABEL_CHARS) -> Callable[[object], str]:
     """A run picker's ``format_func``: a long run id as its beginning, ``…`` and its end, distinct
     from every other run's label (:func:`ragaudit_core.review.runlabels.run_labels`), so a widget

@@ -588,7 +588,8 @@ class _Batch:
         if self.log_labels:
             labels = store_reference_labels(con, self.log_labels, self.options.casefold_spans)
             self.warn(None, None, "labels", "relevance labels from the logs' references: " + labels.summary(), None)
-        for msg in self.questions.sentences(self.seen.first_place) if self.questions else ():
+        loaded = bool(report.n_records)
+        for msg in self.questions.sentences(self.seen.first_place, loaded=loaded) if self.questions else ():
             self.warn(None, None, "query-ids", msg, None)
         if self.warn_rows:
             insert_rows(con, "ingest_warnings", self.warn_rows, WARNING_SCHEMA)

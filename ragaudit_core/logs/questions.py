@@ -88,19 +88,22 @@ class QuestionIds:
         """A record of ``run_id`` given ``query_id`` (its final id, numbered) by the file being read."""
         self.given[(run_id, query_id)] = (kind, self.path)
 
-    def sentences(self, admitted_from: object) -> list[str]:
+    def sentences(self, admitted_from: object, *, loaded: bool = True) -> list[str]:
         """What reading the file noticed (its first 3 notes), then one sentence per run whose records
         had hashed ids, counting those admitted (``admitted_from(run, id)``: where the load admitted
-        the pair, ``(path, line)``, or None)."""
+        the pair, ``(path, line)``, or None). ``loaded``: whether the load added any record (a load
+        whose files were all loaded before, or all rejected, gave no id because it read none)."""
         said = ["; ".join(self.notes[:3]) + (f"; and {len(self.notes) - 3:,} more" if len(self.notes) > 3 else "")]
         said = said if self.notes else []
         counts, shared_ids, _took = self.tally(admitted_from)
         if not counts:
-            return [
-                *said,
-                f"{self.name} gave no query its id: every record of this load logs its own query id "
-                "(only ids made from question texts, q:…, take the file's)",
-            ]
+            why = (
+                "every record of this load logs its own query id (only ids made from question texts, q:…, take "
+                "the file's)"
+                if loaded
+                else "this load added no record (its files were loaded before, or none of their lines was loaded)"
+            )
+            return [*said, f"the questions file {self.name} gave no query its id: {why}"]
         words = (self.name, "no question of it", "questions of it")
         return said + [
             self.sentence(run, counts[run], sorted(shared_ids.get(run, ())), *words) for run in natural_sorted(counts)

@@ -144,6 +144,10 @@ class IngestReport:
         loaded = sum(1 for f in self.files if f.status == "loaded")
         skipped = sum(1 for f in self.files if f.status == "already-loaded")
         refused = sum(1 for i in self.rejected if i.code == "unreadable")
+        were = "was" if skipped == 1 else "were"
+        labelled = self.labels is not None and self.labels.files
+        if skipped and not (loaded or self.n_records or self.n_provenance or self.rejected or labelled):
+            return f"nothing new loaded: {counted(skipped, 'file')} {were} already in the database and {were} skipped"
         s = (
             f"loaded {counted(self.n_records, 'record')} ({counted(self.n_entries, 'evidence entry')}) from "
             f"{counted(loaded, 'file')} into {counted(len(self.runs), 'run')}; "
@@ -154,7 +158,6 @@ class IngestReport:
         if self.n_provenance:
             s += f"; {counted(self.n_provenance, 'provenance record')}"
         if skipped:
-            were = "was" if skipped == 1 else "were"
             s += f"; {counted(skipped, 'file')} {were} already in the database and {were} skipped"
         if self.labels is not None and self.labels.files:
             s += "; " + self.labels.summary()

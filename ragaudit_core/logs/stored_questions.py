@@ -104,9 +104,10 @@ class StoredQuestions(QuestionIds):
             else:
                 self.shared[h] = natural_sorted(got)
 
-    def sentences(self, admitted_from: object) -> list[str]:
+    def sentences(self, admitted_from: object, *, loaded: bool = True) -> list[str]:
         """One sentence per run some of whose records took a stored question's id or matched several
-        (a load whose questions the database does not hold says nothing: it asked for nothing)."""
+        (a load whose questions the database does not hold says nothing: it asked for nothing; so does
+        one that added no record, whatever ``loaded`` says)."""
         counts, shared_ids, took = self.tally(admitted_from, {})
         out = []
         for run in natural_sorted(counts):

@@ -27,6 +27,7 @@ __all__ = [
     "chunk_overlap",
     "evidence_side_by_side",
     "overlap_candidates",
+    "passage_ids_note",
     "query_matrix",
     "query_runs",
     "question_groups",
@@ -125,6 +126,31 @@ def evidence_side_by_side(
     a["same_doc_other_span"] = (a["status"] != _STATUS_BOTH) & a["doc_id"].isin(set(b["doc_id"]))
     b["same_doc_other_span"] = (b["status"] != _STATUS_BOTH) & b["doc_id"].isin(set(a["doc_id"]))
     return a, b
+
+
+def passage_ids_note(a: pd.DataFrame, b: pd.DataFrame, run_a: str, run_b: str) -> str | None:
+    """Why two lists of :func:`evidence_side_by_side` share nothing when one run logged no document
+    ids (every id ``text:`` and its passage's hash: a Ragas row or a trace without ids) and the other
+    did: no document, so no span, is the same between them by how they were logged, not what they
+    retrieved (the stability page's words, :func:`~ragaudit_core.logs.catalog.text_id_runs`). Says
+    how many of its passages the other list holds word for word (the same span hash); None otherwise."""
+
+    def hashed(d: pd.DataFrame) -> bool:
+        return bool(len(d)) and bool(d["doc_id"].astype(str).str.startswith("text:").all())
+
+    if hashed(a) == hashed(b) or not (len(a) and len(b)):
+        return None
+    run, other, mine, theirs = (run_a, run_b, a, b) if hashed(a) else (run_b, run_a, b, a)
+    same = mine["span_hash"].dropna().isin(set(theirs["span_hash"].dropna())).sum()
+    n = len(mine)
+    return (
+        f"{run} logged no document ids: its document ids are its passages' text hashes (text:…), so it shares no "
+        f"document and no span with {other} (J 0, from how it was logged, not what it retrieved). "
+        f"{same:,} of its {n:,} passage{'' if n == 1 else 's'} {'is' if same == 1 else 'are'} in {other}'s list word "
+        "for word. To compare them, load its logs again with its document ids: a Ragas export's "
+        "retrieved_context_ids column, or for a trace export the metadata key that holds them (--doc-id-key, or "
+        "'Document id key' when uploading)."
+    )
 
 
 def overlap_candidates(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:

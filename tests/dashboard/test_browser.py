@@ -154,3 +154,45 @@ def test_html_in_an_uploaded_log_shows_as_text(server, browser, shots, tmp_path)
     page.screenshot(path=str(shots / "xss.png"), full_page=True)
     assert dialogs == []
     page.close()
+
+
+# a metric's label or value the browser cuts with an ellipsis (its text wider than its box)
+_CUT_METRICS = """() => [...document.querySelectorAll(
+    '[data-testid="stMetricLabel"] p, [data-testid="stMetricValue"] div'
+  )].filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
+
+
+def test_headline_figures_wrap_in_a_narrow_window_instead_of_being_cut(server, browser, shots):
+    """At 900 px with the sidebar open, st.columns cut the home page's seven counts and the stability
+    page's six headline figures to their first character ("0…", "2…"): the walk's screenshots. They
+    wrap onto a second line instead, every label and value whole."""
+    url, _tmp = server
+    page = new_page(browser, width=900, height=900)
+    page.goto(url)
+    shown(page, page.get_by_role("heading", name="Load logs"))
+    if page.get_by_role("button", name="Clear data").count():  # another test's logs
+        page.get_by_role("button", name="Clear data").click()
+        page.get_by_role("button", name="Yes, clear everything").click()
+        shown(page, "No logs loaded yet")
+    page.get_by_role("button", name="Open the sample logs").click()
+    shown(page, "Runs and their configurations")
+    pages = {
+        "": ["Runs", "Queries", "Evidence entries", "Answers", "Provenance records", "Files", "Rejected lines"],
+        "Stability": [
+            "mean J_doc",
+            "mean J_span",
+            "gap ratio",
+            "collapse rate",
+            "flip rate (span)",
+            "null transitions",
+        ],
+        "Compare": ["J_avg, doc", "J_avg, span", "queries flipped", "queries collapsed", "null transitions"],
+    }
+    for path, labels in pages.items():
+        page.goto(f"{url}/{path}")
+        for label in labels:
+            metric(page, label)
+        assert page.evaluate(_CUT_METRICS) == [], path or "home"
+    assert metric(page, "queries flipped") == "300 / 300"  # the longest value, whole
+    page.screenshot(path=str(shots / "narrow-compare.png"))
+    page.close()

@@ -194,3 +194,34 @@ def test_the_chunk_text_is_not_hidden_behind_columns_the_logs_left_empty(app_env
     for shown in (a, b):
         assert list(shown.columns) == ["rank", "doc_id", "status", "same_doc_other_span", "text", "score"]
     assert list(a["text"]) == ["a passage 1", "a passage 2"]
+
+
+def test_a_run_without_document_ids_beside_one_with_them_says_why_j_is_0(app_env, tmp_path):
+    """The walk's mixed workspace: a Ragas export (no document ids: each is its passage's text hash)
+    beside the native run it came from, over the same question. Their lists hold the same passages,
+    yet every row reads "only in A/B" and J is 0; the page says that this is how the Ragas run was
+    logged, how many of its passages the native list holds word for word, and what to do."""
+    from ragaudit_core.logs.formats import query_id_for
+
+    question, passages = "What causes tides?", ["The Moon's gravity pulls the oceans.", "Tides follow the Moon."]
+    native = {
+        "run_id": "native",
+        "query_id": query_id_for(question),
+        "query": question,
+        "answer": "The Moon.",
+        "evidence": [{"doc_id": f"d{i}", "text": t} for i, t in enumerate([*passages, "Unrelated passage."])],
+    }
+    ragas = {"user_input": question, "retrieved_contexts": passages, "response": "The Moon."}
+    path = app_env()
+    con = store.connect(path)
+    ingest_paths(
+        con, [write_jsonl(tmp_path / "native.jsonl", [native]), write_jsonl(tmp_path / "ragas.jsonl", [ragas])]
+    )
+    con.close()
+    at = app_test(PAGE).run()
+    assert not at.exception and not at.error
+    assert next(s for s in at.selectbox if s.label == "Run A").value == "native"
+    (note,) = [plain(w.value) for w in at.warning if "logged no document ids" in w.value]
+    assert note.startswith("ragas logged no document ids: its document ids are its passages' text hashes (text:…)")
+    assert "shares no document and no span with native (J 0, from how it was logged" in note
+    assert "2 of its 2 passages are in native's list word for word." in note

@@ -122,6 +122,20 @@ def test_a_question_the_file_lacks_keeps_its_hash_and_is_counted(tmp_path):
     ]
 
 
+def test_a_load_that_added_no_record_says_so_not_that_its_records_log_their_ids(tmp_path):
+    """The walk uploaded a Ragas export again with the questions file: the file was skipped (loaded
+    before), and the load said its records log their own ids — of records it never read."""
+    con = store.connect(":memory:")
+    ragas, queries = _ragas_csv(tmp_path, RAGAS_ROWS), IngestOptions(queries=str(_queries_jsonl(tmp_path)))
+    ingest_paths(con, [ragas], queries)
+    again = ingest_paths(con, [ragas], queries)
+    assert again.n_records == 0 and _ids(con, "ragas_k5") == ["1", "3", "5"]
+    assert _said(again) == [
+        "the questions file queries.jsonl gave no query its id: this load added no record (its files were "
+        "loaded before, or none of their lines was loaded)"
+    ]
+
+
 def test_the_ids_records_log_themselves_are_never_rewritten(tmp_path):
     """A native record whose logged id happens to be a question's hash (a log written with our hash)
     keeps it, as the native ids "1", "3", "5" keep theirs; the load says the file renamed nothing."""
@@ -134,7 +148,7 @@ def test_the_ids_records_log_themselves_are_never_rewritten(tmp_path):
     assert _ids(con, "native") == ["1", "3", "5"]
     assert _ids(con, "own") == [query_id_for(Q["3"])]
     assert _said(rep) == [
-        "queries.jsonl gave no query its id: every record of this load logs its own query id "
+        "the questions file queries.jsonl gave no query its id: every record of this load logs its own query id "
         "(only ids made from question texts, q:…, take the file's)"
     ]
 

@@ -26,3 +26,22 @@ def test_the_matrix_of_a_query_ignores_how_runs_cover_other_queries(tmp_path):
     assert m.loc["C", "C"] == 1.0
     m2 = drilldown.query_matrix(con, "q2")["doc"]
     assert list(m2.index) == ["A", "B"] and m2.loc["A", "B"] == 1 / 2
+
+
+def test_the_passage_ids_note_only_between_a_run_without_ids_and_one_with_them():
+    """Said when exactly one of the two lists has passage-hash ids (text:…), counting its passages
+    the other list holds word for word; never between two runs of the same kind, nor beside an empty list."""
+    import pandas as pd
+
+    def frame(ids, hashes):
+        return pd.DataFrame({"doc_id": ids, "span_hash": hashes})
+
+    ids = frame(["d1", "d2", "d3"], ["h1", "h2", "h3"])
+    hashed = frame(["text:h2", "text:h9"], ["h2", "h9"])
+    note = drilldown.passage_ids_note(ids, hashed, "native", "ragas")
+    assert note is not None and note.startswith("ragas logged no document ids")
+    assert "1 of its 2 passages is in native's list word for word." in note
+    assert drilldown.passage_ids_note(hashed, ids, "ragas", "native") == note  # either side
+    assert drilldown.passage_ids_note(ids, ids, "a", "b") is None
+    assert drilldown.passage_ids_note(hashed, hashed, "a", "b") is None
+    assert drilldown.passage_ids_note(ids, hashed.iloc[:0], "native", "ragas") is None
