@@ -11,6 +11,7 @@ while the user waits for the load anyway. The log store itself imports no metric
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -155,7 +156,9 @@ def load_uploads(
     if questions is not None:
         options = dataclasses.replace(options, queries=str(catalog.keep_uploads([questions], dest)[0]))
     report = load_paths(con, paths, options, ids_are_texts=ids_are_texts, settings=settings)
-    return report.with_paths({str(p): name for p, (name, _data) in zip(paths, uploads)})
+    kept = re.compile(re.escape(str(dest)) + r"[/\\][0-9a-f]{16}[/\\]")  # an earlier upload's kept path
+    renamed = report.with_paths({str(p): name for p, (name, _data) in zip(paths, uploads)})
+    return renamed.with_messages(lambda m: kept.sub("", m))  # "same content as a.csv", not its folder
 
 
 def load_qrels_uploads(con: duckdb.DuckDBPyConnection, uploads: Iterable[tuple[str, bytes]], dest: Path) -> QrelsReport:

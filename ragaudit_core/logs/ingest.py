@@ -191,7 +191,8 @@ class _Batch:
 
     def warn(self, path: str | None, line_no: int | None, code: str, message: str, file_id: int | None) -> None:
         self.report.warnings.append(Issue(path, line_no, message, code))
-        self.warn_rows.append((file_id, path, line_no, code, message))
+        if code != "already-loaded":  # about this call, not the database: said, not kept for later pages
+            self.warn_rows.append((file_id, path, line_no, code, message))
 
     def reject(self, fr: FileReport, file_id: int, ln: _AnyLine, reason: str) -> None:
         """Report a bad line (file, line, reason) and keep it verbatim in quarantine."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,6 +113,15 @@ class IngestReport:
             files=[dataclasses.replace(f, path=names.get(f.path, f.path)) for f in self.files],
             rejected=[rename(i) for i in self.rejected],
             warnings=[rename(w) for w in self.warnings],
+        )
+
+    def with_messages(self, rewrite: Callable[[str], str]) -> IngestReport:
+        """The same report with each rejection's and warning's words passed through ``rewrite``
+        (e.g. an earlier upload's kept path → its uploaded name)."""
+        return dataclasses.replace(
+            self,
+            rejected=[dataclasses.replace(i, message=rewrite(i.message)) for i in self.rejected],
+            warnings=[dataclasses.replace(w, message=rewrite(w.message)) for w in self.warnings],
         )
 
     def said_once(self) -> list[Issue]:

@@ -124,3 +124,19 @@ def test_a_gzipped_parquet_file_past_the_limit_is_refused_in_one_sentence(tmp_pa
     assert con.execute("SELECT count(*) FROM evidence").fetchone() == (0,)
     assert len(report.rejected) == 1 and str(report.rejected[0]).startswith(f"{f}: ")
     assert "more than 500 bytes (decompressed)" in str(report.rejected[0])
+
+
+def test_an_upload_given_again_is_named_as_uploaded_and_not_kept_as_a_warning(tmp_path):
+    """The same bytes uploaded again under another name: the warning names the first upload as it was
+    uploaded ('same content as ragas.csv'), not the folder it is kept in, and the skip is said to this
+    call only — the stored warnings (what the home page lists for the database) gain no row."""
+    con = store.connect(tmp_path / "w.duckdb")
+    dest = tmp_path / "w.duckdb.uploads"
+    workspace.load_uploads(con, [("ragas.csv", _csv())], dest)
+    stored = con.execute("SELECT count(*) FROM ingest_warnings").fetchone()[0]
+    again = workspace.load_uploads(con, [("ragas copy.csv", _csv())], dest)
+    [w] = [w for w in again.warnings if w.code == "already-loaded"]
+    assert w.path == "ragas copy.csv"
+    assert w.message.startswith("same content as ragas.csv (SHA-256 "), w.message
+    assert str(dest) not in w.message
+    assert con.execute("SELECT count(*) FROM ingest_warnings").fetchone()[0] == stored
