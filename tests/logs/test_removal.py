@@ -134,3 +134,24 @@ def test_a_file_whose_runs_were_all_removed_loads_again(con, tmp_path):
     report = ingest_paths(con, [tmp_path / "B.jsonl"])
     assert report.n_records == 2  # (b, q2) and (c, q1) again; file A's (b, q1) went with run b
     assert {r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()} == {"a", "b", "c"}
+
+
+def test_what_a_load_said_of_a_removed_runs_query_ids_goes_with_it(tmp_path):
+    """A Ragas run that took its ids from the stored questions: the load's sentence about it is kept
+    for the home page; removing the run (or its file) removes that sentence, and no other."""
+    from tests.helpers import write_jsonl as put
+
+    qs = ["What is A?", "What is B?"]
+    native = put(
+        tmp_path / "n.jsonl",
+        [{"run_id": "n", "query_id": str(i), "query": q, "cited": ["d"]} for i, q in enumerate(qs)],
+    )
+    ragas = put(tmp_path / "r.jsonl", [{"user_input": q, "retrieved_contexts": ["p"]} for q in qs])
+    c = store.connect(":memory:")
+    ingest_paths(c, [native])
+    ingest_paths(c, [ragas])
+    said = lambda: [m for (m,) in c.execute("SELECT message FROM ingest_warnings WHERE code = 'query-ids'").fetchall()]  # noqa: E731
+    assert any(" of run 'r' took their ids" in m for m in said()), said()
+    f = catalog.files_ledger(c)
+    removal.remove_file(c, int(f.loc[f["file"] == "r.jsonl", "file_id"].iloc[0]))
+    assert not [m for m in said() if " of run 'r' " in m]
