@@ -194,3 +194,16 @@ def test_the_chunk_text_is_not_hidden_behind_columns_the_logs_left_empty(app_env
     for shown in (a, b):
         assert list(shown.columns) == ["rank", "doc_id", "status", "same_doc_other_span", "text", "score"]
     assert list(a["text"]) == ["a passage 1", "a passage 2"]
+
+
+def test_a_pair_whose_ids_cannot_meet_reads_n_a_not_0(app_env, tmp_path):
+    """'ids' logged document ids and 'ragas' did not: their J is 0 by how they were logged, so the
+    matrix and the pair's line say n/a, and a caption says why (not J_doc = 0.000, not "nan")."""
+    from tests.dashboard.test_page_stability import _mixed_ids_db
+
+    app_env(_mixed_ids_db(tmp_path, ("ids", "ragas")))
+    at = app_test(PAGE).run()
+    assert not at.exception and not at.error
+    assert any(m.value == "J_doc n/a · J_span n/a (their ids cannot meet)" for m in at.markdown)
+    assert any(c.value.startswith("n/a: a run that logged no document ids") for c in at.caption)
+    assert not any("nan" in m.value for m in at.markdown)
