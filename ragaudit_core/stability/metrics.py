@@ -94,7 +94,9 @@ class StabilityOptions:
 
     ``runs`` — the runs to include (default: every run in the store).
     ``baseline`` — compare every other run with this one instead of all pairs.
-    ``pairs`` — explicit, oriented (run_a, run_b) pairs; overrides ``baseline``.
+    ``pairs`` — explicit, oriented (run_a, run_b) pairs; overrides ``baseline``. Compared as asked,
+    even a pair mixing document ids with passage hashes, which the pairs formed by default (all
+    pairs, ``baseline``) leave out (:mod:`.mixed_ids`).
     ``flip_threshold`` — τ of the flip rate (``J < τ``).
     ``topk`` — keep only the first k entries of each logged list.
     ``allow_missing`` — evaluate the intersection of the runs' query sets instead of
