@@ -20,7 +20,7 @@ from ragaudit_core.review.labels import change_label, metric_label
 from ragaudit_core.stability.cache import DEFAULT_DENSITY_BINS as BINS
 from ragaudit_core.stability.cache import compare_cached, default_options, stability_cached
 from ragaudit_core.stability.effects import effects_by_change
-from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError, StabilityOptions
+from ragaudit_core.stability.metrics import NoComparablePairs, NoSharedQueries, StabilityError, StabilityOptions
 from ragaudit_core.stability.uncertainty import EFFECT_INTERVAL_METRICS
 from ragaudit_core.wording import bracket
 
@@ -95,6 +95,9 @@ except NoSharedQueries:  # a choice of runs, not a failure: say what to pick ins
             f"{ui.counted(len(selection.runs), 'run')} sharing {ui.counted(selection.n_shared, 'query')} ({default})."
         )
     )
+    st.stop()
+except NoComparablePairs as e:  # every pair sets a run without document ids beside one with: a choice too
+    st.info(ui.md(ui.sentence(str(e)) + " (under “Runs compared” in the sidebar)."))
     st.stop()
 except StabilityError as e:
     st.error(ui.md(str(e)))

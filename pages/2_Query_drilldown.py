@@ -76,6 +76,12 @@ if mats:
                 charts.matrix_heatmap(mats[lvl], title=f"J_{lvl} between every two runs for query {qid}"),
                 key=f"drill.matrix.{lvl}",
             )
+    if any(m.isna().to_numpy().any() for m in mats.values()):
+        st.caption(
+            "n/a: a run that logged no document ids (its ids are its passages' text hashes) beside one that did. "
+            "They share no document and no span by how they were logged, not by what they retrieved, so their J "
+            "is not compared; load such a run again with its document ids to compare it."
+        )
 else:
     st.info("Only one run logged this query: there is nothing to compare it with.")
 
@@ -102,7 +108,12 @@ a, b = lists(db_path, version, qid, run_a, run_b)
 if mats:
     jd = mats["doc"].loc[run_a, run_b] if "doc" in mats else None
     js = mats["span"].loc[run_a, run_b] if "span" in mats else None
-    st.write(f"J_doc = **{jd:.3f}**" + (f" · J_span = **{js:.3f}**" if js is not None else " · J_span n/a (no spans)"))
+    if jd != jd:  # n/a: one run logged no document ids and the other did (the caption above says why)
+        st.write("J_doc n/a · J_span n/a (their ids cannot meet)")
+    else:
+        st.write(
+            f"J_doc = **{jd:.3f}**" + (f" · J_span = **{js:.3f}**" if js is not None else " · J_span n/a (no spans)")
+        )
 if note := drilldown.passage_ids_note(a, b, run_a, run_b):  # J 0 by how one run was logged: say so
     st.warning(ui.md(note))
 labels, qq = query_quality(db_path, version, qid, (run_a, run_b))

@@ -46,7 +46,7 @@ from ragaudit_core.logs.selection import comparable_runs
 from ragaudit_core.quality.summary import QualityResult, compute_quality
 from ragaudit_core.review.spreadsheet import write_csv
 from ragaudit_core.stability.effects import effects_by_change
-from ragaudit_core.stability.metrics import StabilityOptions, StabilityResult, compute_stability
+from ragaudit_core.stability.metrics import NoComparablePairs, StabilityOptions, StabilityResult, compute_stability
 from ragaudit_core.stability.uncertainty import EFFECT_INTERVAL_METRICS
 from ragaudit_core.wording import bracket
 
@@ -127,6 +127,8 @@ def stability(
         )
         result = compute_stability(con, opts)
         quality = _quality(con, result, opts, resamples)
+    except NoComparablePairs as e:  # every pair mixes document ids with passage hashes: name the runs to pick
+        fail(f"{e} (--runs)")
     except RagAuditError as e:
         fail(str(e))
     if json_out != "-":

@@ -345,13 +345,14 @@ _PAIR: derived.Codec[tuple[str, str] | None] = derived.Codec(
 )
 
 
-@derived.memoized("catalog.default_pair/1", _PAIR)
+@derived.memoized("catalog.default_pair/2", _PAIR)  # 2: never a pair mixing text ids with real ones
 def default_pair(con: duckdb.DuckDBPyConnection, runs: list[str]) -> tuple[str, str] | None:
     """The pair of ``runs`` a comparison opens on: among pairs sharing at least half as many
     queries as the best-sharing pair, the one whose runs carry the most of answers and provenance
     (each present on each side counts 1: fidelity rules and the answer probe then apply), then the
     one sharing the most queries, then natural run order. The baseline is the sample's base run
-    when it is one of the two. None when no two runs share a query."""
+    when it is one of the two. Never a pair of a run that logged no document ids (:func:`text_id_runs`)
+    and one that did: J is 0 there by how they were logged. None when no other two runs share a query."""
     if len(runs) < 2:
         return None
     order = _pair_candidates(con, natural_sorted(runs))
@@ -362,6 +363,7 @@ def default_pair(con: duckdb.DuckDBPyConnection, runs: list[str]) -> tuple[str, 
         shared AS (
             SELECT a.run_id AS a, b.run_id AS b, count(*) AS n
             FROM r a JOIN r b ON a.query_id = b.query_id AND a.run_id < b.run_id
+            WHERE list_contains(?::VARCHAR[], a.run_id) = list_contains(?::VARCHAR[], b.run_id)
             GROUP BY ALL),
         rich AS (
             SELECT run_id, (count(answer) > 0)::INT
@@ -374,7 +376,7 @@ def default_pair(con: duckdb.DuckDBPyConnection, runs: list[str]) -> tuple[str, 
         WHERE 2 * c.n >= c.most
         ORDER BY c.richness DESC, c.n DESC, least(oa.pos, ob.pos), greatest(oa.pos, ob.pos)
         LIMIT 1""",
-        [order, order],
+        [order, order, *[text_id_runs(con)] * 2],
     ).fetchall()
     if not rows:
         return None

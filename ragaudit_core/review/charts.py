@@ -211,7 +211,8 @@ def jmin_histogram(queries: pd.DataFrame) -> go.Figure:
 
 def matrix_heatmap(matrix: pd.DataFrame, *, title: str) -> go.Figure:
     """A run × run Jaccard matrix (one query) as a heatmap with the values written in, runs in
-    natural order, on the colour-blind-safe sequential scale (dark = different, yellow = the same)."""
+    natural order, on the colour-blind-safe sequential scale (dark = different, yellow = the same); a
+    NaN cell (a pair not compared: :func:`ragaudit_core.stability.drilldown.query_matrix`) reads n/a."""
     order = natural_order([str(r) for r in matrix.index])
     matrix = matrix.rename(index=str, columns=str).loc[order, order]
     names = _esc(matrix.index)
@@ -224,9 +225,10 @@ def matrix_heatmap(matrix: pd.DataFrame, *, title: str) -> go.Figure:
             zmin=0,
             zmax=1,
             colorscale=SEQUENTIAL,
-            text=np.round(z, 2),
+            text=np.where(np.isnan(z), "n/a", np.round(z, 2).astype(object)),  # n/a: a pair not compared
             texttemplate="%{text}",
             hovertemplate="%{y} vs %{x}<br>J = %{z:.3f}<extra></extra>",
+            hoverongaps=False,
         )
     )
     fig.update_layout(  # 60 px of title, 120 for the run names below; a plot of 34 px a run, 200 at least

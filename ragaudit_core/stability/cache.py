@@ -107,7 +107,7 @@ def stability_cached(
     """:func:`compute_stability` (without cells), read from the database when stored."""
     return derived.stored(
         con,
-        "stability/5",  # 4: the gap ratio has its interval; 5: the effects by what changed have theirs
+        "stability/6",  # 4: gap ratio interval; 5: effects intervals; 6: mixed-id pairs left out
         {"opts": _options_json(opts), "bins": density_bins},
         lambda: compute_stability(con, opts, density_bins=density_bins),
         _STABILITY,

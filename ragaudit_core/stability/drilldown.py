@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ragaudit_core.defaults import INT32_MAX
-from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
+from ragaudit_core.stability.metrics import NoComparablePairs, StabilityOptions, compute_stability, span_capable_runs
 
 __all__ = [
     "ChunkOverlap",
@@ -67,22 +67,32 @@ def query_matrix(
 
     The diagonal is 1.0 (a list compared with itself). ``span`` is absent when fewer
     than two of the runs carry span information. Runs that did not log the query are
-    left out.
+    left out. A pair of a run that logged no document ids and one that did is NaN (n/a): its J
+    is 0 by how they were logged (:mod:`.mixed_ids`), so it is not compared.
     """
     logged = query_runs(con, query_id)["run_id"].tolist()
     runs = [r for r in (runs if runs is not None else logged) if r in logged]
     if len(runs) < 2:
         return {}
     # allow_missing: the runs all logged this query; their coverage of other queries does not matter here
-    res = compute_stability(
-        con, StabilityOptions(runs=runs, queries=[query_id], topk=topk, allow_missing=True), keep_cells=True
-    )
+    try:
+        res = compute_stability(
+            con, StabilityOptions(runs=runs, queries=[query_id], topk=topk, allow_missing=True), keep_cells=True
+        )
+        assert res.cells is not None  # keep_cells=True
+        cells = res.cells
+    except NoComparablePairs:  # every pair sets a run without document ids beside one with: all n/a
+        cells = pd.DataFrame(columns=["level", "run_a", "run_b", "j"])
+    spans = span_capable_runs(con, runs)
     out = {}
-    assert res.cells is not None  # keep_cells=True
-    for level, cells in res.cells.groupby("level"):
-        names = sorted(set(cells["run_a"]) | set(cells["run_b"]))
-        m = pd.DataFrame(np.eye(len(names)), index=names, columns=names)
-        for a, b, j in zip(cells["run_a"], cells["run_b"], cells["j"]):
+    for level, names in (("doc", sorted(runs)), ("span", sorted(r for r in runs if r in spans))):
+        if len(names) < 2:
+            continue
+        grid = np.full((len(names), len(names)), np.nan)  # a pair left out (mixed ids) stays n/a, never 0
+        np.fill_diagonal(grid, 1.0)
+        m = pd.DataFrame(grid, index=names, columns=names)
+        at = cells[cells["level"] == level]
+        for a, b, j in zip(at["run_a"], at["run_b"], at["j"]):
             m.loc[a, b] = m.loc[b, a] = j
         out[level] = m
     return out

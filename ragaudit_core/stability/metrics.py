@@ -28,6 +28,10 @@ A run has span information when every entry it logged carries a span hash (given
 computed from its text). Span metrics of a pair are computed only when both runs have
 span information; otherwise they are reported as unavailable — never as 0.
 
+A pair setting a run that logged no document ids (its ids are passage hashes) beside one that did
+is at J = 0 by how they were logged: left out of the pairs formed by default, named in a sentence
+(:mod:`.mixed_ids`); a pair the caller names is compared as asked.
+
 The metric SQL uses only plain SQL (joins, GROUP BY, window functions, CASE); the
 optional alias map is applied as a LEFT JOIN, top-k as a filter on the logged list
 position (before de-duplication, as RagCiteCheck truncates the raw list).
@@ -49,6 +53,7 @@ from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import catalog
 from ragaudit_core.stability.cells import build_cells
 from ragaudit_core.stability.effects import effects_by_change
+from ragaudit_core.stability.mixed_ids import pairs_to_compare
 from ragaudit_core.stability.sql import PAIRS_SQL, QUERIES_SQL, RUNS_SQL
 from ragaudit_core.stability.summary import LevelStats, StabilitySummary
 from ragaudit_core.stability.uncertainty import EFFECT_INTERVAL_METRICS, StabilityIntervals, intervals_from_batches
@@ -57,6 +62,7 @@ from ragaudit_core.wording import listed
 __all__ = [
     "CONFIG_PARAMETERS",
     "MAX_PAIRS",
+    "NoComparablePairs",
     "NoSharedQueries",
     "StabilityError",
     "StabilityOptions",
@@ -77,13 +83,20 @@ class NoSharedQueries(StabilityError):
     """The selected runs logged no query in common."""
 
 
+class NoComparablePairs(StabilityError):
+    """Every pair formed by default sets a run that logged no document ids beside one that did
+    (:mod:`.mixed_ids`): nothing is left to compare; the message says so in one sentence."""
+
+
 @dataclass(frozen=True)
 class StabilityOptions:
     """What to compare and how.
 
     ``runs`` — the runs to include (default: every run in the store).
     ``baseline`` — compare every other run with this one instead of all pairs.
-    ``pairs`` — explicit, oriented (run_a, run_b) pairs; overrides ``baseline``.
+    ``pairs`` — explicit, oriented (run_a, run_b) pairs; overrides ``baseline``. Compared as asked,
+    even a pair mixing document ids with passage hashes, which the pairs formed by default (all
+    pairs, ``baseline``) leave out (:mod:`.mixed_ids`).
     ``flip_threshold`` — τ of the flip rate (``J < τ``).
     ``topk`` — keep only the first k entries of each logged list.
     ``allow_missing`` — evaluate the intersection of the runs' query sets instead of
@@ -302,7 +315,10 @@ def _compute(
         raise StabilityError("--topk must be at least 1")
     if not (0.0 <= opts.flip_threshold <= 1.0):
         raise StabilityError("the flip threshold must be between 0 and 1")
-    pairs = _resolve_pairs(runs, opts)
+    hashed = set(catalog.text_id_runs(cur))  # once per computation (stored per data version)
+    pairs, id_warnings, nothing_left = pairs_to_compare(_resolve_pairs(runs, opts), hashed, opts.pairs is not None)
+    if nothing_left:
+        raise NoComparablePairs(nothing_left)
     pair_runs = sorted({r for p in pairs for r in p})
     queries, warnings = evaluation_queries(cur, pair_runs, opts.allow_missing)
     if opts.queries is not None:
@@ -325,7 +341,7 @@ def _compute(
             "(no text or span_hash): " + ", ".join(map(repr, no_span))
         )
 
-    warnings += _text_id_warning(cur, pairs)
+    warnings += id_warnings
 
     pair_levels = [("doc", a, b) for a, b in pairs]
     pair_levels += [("span", a, b) for a, b in pairs if a in span_runs and b in span_runs]
@@ -360,6 +376,7 @@ def _compute(
         queries,
         pairs,
         tau,
+        hashed,
         warnings=warnings,
         span_unavailable_runs=no_span,
         runs=pair_runs,
@@ -401,30 +418,6 @@ def _compute(
         density=density,
         intervals=intervals,
     )
-
-
-def _text_id_warning(cur: duckdb.DuckDBPyConnection, pairs: list[tuple[str, str]]) -> list[str]:
-    """One sentence when some compared pair sets a run that logged no document ids
-    (:func:`catalog.text_id_runs`: theirs are passage hashes) beside one that did: between the two
-    kinds every document differs by id, and so every span (a span is a document's passage), so J is
-    0 at both levels for reasons of logging, not of retrieval. Only the runs of such pairs are named
-    (a baseline or explicit pairs may compare text-id runs only with each other)."""
-    hashed = set(catalog.text_id_runs(cur))
-    mixed = {r for a, b in pairs if (a in hashed) != (b in hashed) for r in (a, b)}
-    text_ids = sorted(r for r in mixed if r in hashed)
-    if not text_ids:
-        return []
-    names = ", ".join(repr(r) for r in text_ids[:5]) + (" …" if len(text_ids) > 5 else "")
-    one = len(text_ids) == 1
-    its, they = ("its", "it") if one else ("their", "they")
-    return [
-        f"run{'' if one else 's'} {names} logged no document ids: {its} document ids are {its} passages' text "
-        f"hashes (text:…), so {they} share{'s' if one else ''} no document and no span with the runs that logged "
-        f"ids (J 0 between them at both levels, from how {they} {'was' if one else 'were'} logged, not what {they} "
-        f"retrieved). To compare {'it' if one else 'them'}, load {'its' if one else 'those'} logs again with "
-        f"{its} document ids: a Ragas export's retrieved_context_ids column, or for a trace export the metadata "
-        "key that holds them (--doc-id-key, or 'Document id key' when uploading)."
-    ]
 
 
 def _collisions(cur: duckdb.DuckDBPyConnection, opts: StabilityOptions, pair_runs: list[str]) -> list:
@@ -530,6 +523,7 @@ def _summary(
     queries: list[str],
     pairs: list[tuple[str, str]],
     tau: float,
+    hashed: set[str],
     **settings: Any,
 ) -> StabilitySummary:
     def level_stats(level: str) -> LevelStats:
@@ -564,7 +558,6 @@ def _summary(
         ).fetchall()[0]
         if js and js > 0:
             gap = jd / js
-            hashed = set(catalog.text_id_runs(cur))
             if all(a in hashed and b in hashed for a, b in pairs):  # no run logged ids: not a finding
                 gap_note = (
                     "gap ratio 1 by construction: the compared runs logged no document ids, so each passage's "

@@ -551,3 +551,28 @@ def test_an_ingest_with_nothing_to_read_makes_no_database(tmp_path):
     p = run("ingest", tmp_path / "nope.jsonl", "--db", db)
     assert p.returncode == 2 and "nope.jsonl: no such file or folder" in p.stderr
     assert not db.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_stability_leaves_out_pairs_whose_ids_cannot_meet(tmp_path):
+    """'ids' logged document ids, the Ragas exports 'ragas' and 'ragas2' did not (passage hashes):
+    only (ragas, ragas2) is compared — Q1 {A, B} vs {A, C} → 1/3, Q2 → 1, mean 2/3 — and stderr
+    names the two pairs left out; with one run of each kind, one sentence and exit 2."""
+    contexts = {"ids": (["A", "B"], ["D"]), "ragas": (["A", "B"], ["D"]), "ragas2": (["A", "C"], ["D"])}
+    for name, per_q in contexts.items():
+        rows = [{"user_input": q, "retrieved_contexts": [f"{p} passage." for p in ps]} for q, ps in
+                zip(("Q1?", "Q2?"), per_q)]  # fmt: skip
+        if name == "ids":
+            rows = [r | {"retrieved_context_ids": [p[0] for p in r["retrieved_contexts"]]} for r in rows]
+        write_jsonl(tmp_path / f"{name}.jsonl", rows)
+    files = [tmp_path / f"{n}.jsonl" for n in contexts]
+    p = run("stability", *files, "--json", "-", "--resamples", "0")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert {(r["run_a"], r["run_b"]) for r in data["pairs"]} == {("ragas", "ragas2")}
+    assert data["summary"]["doc"]["mean_j"] == pytest.approx(2 / 3) and data["summary"]["n_pairs"] == 1
+    assert "warning: Left out 2 pairs between runs 'ragas', 'ragas2', which logged no document ids" in p.stderr
+    p = run("stability", *files[:2], "--resamples", "0")
+    assert p.returncode == 2 and not p.stdout, p.stdout
+    said = p.stderr.strip().splitlines()[-1]  # after the ingest's lines
+    assert said.startswith("error: no pair of the compared runs can be compared: each sets run 'ragas'"), said
+    assert said.endswith("or compare runs that logged their ids the same way (--runs)"), said

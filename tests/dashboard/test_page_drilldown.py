@@ -225,3 +225,16 @@ def test_a_run_without_document_ids_beside_one_with_them_says_why_j_is_0(app_env
     assert note.startswith("ragas logged no document ids: its document ids are its passages' text hashes (text:…)")
     assert "shares no document and no span with native (J 0, from how it was logged" in note
     assert "2 of its 2 passages are in native's list word for word." in note
+
+
+def test_a_pair_whose_ids_cannot_meet_reads_n_a_not_0(app_env, tmp_path):
+    """'ids' logged document ids and 'ragas' did not: their J is 0 by how they were logged, so the
+    matrix and the pair's line say n/a, and a caption says why (not J_doc = 0.000, not "nan")."""
+    from tests.dashboard.test_page_stability import _mixed_ids_db
+
+    app_env(_mixed_ids_db(tmp_path, ("ids", "ragas")))
+    at = app_test(PAGE).run()
+    assert not at.exception and not at.error
+    assert any(m.value == "J_doc n/a · J_span n/a (their ids cannot meet)" for m in at.markdown)
+    assert any(c.value.startswith("n/a: a run that logged no document ids") for c in at.caption)
+    assert not any("nan" in m.value for m in at.markdown)

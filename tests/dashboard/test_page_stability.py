@@ -264,3 +264,48 @@ def test_long_run_ids_read_apart_in_the_runs_compared(app_env, tmp_path):
     assert box.options == ["k5", "ragas_…6-11-20.csv", "ragas_…6-11-21.csv"]
     (full,) = [plain(c.value) for c in at.sidebar.caption if c.value.startswith("In full")]
     assert full == f"In full: {a} · {b}"
+
+
+def _mixed_ids_db(tmp_path, names: tuple[str, ...]):
+    """Runs over two questions as Ragas rows: 'ids' with document ids, 'ragas'/'ragas2' without
+    (their ids are passage hashes). Q1: ids/ragas {A, B}, ragas2 {A, C}; Q2: every run {D}."""
+    from ragaudit_core.logs.ingest import ingest_paths
+    from tests.helpers import write_jsonl
+
+    contexts = {"ids": (["A", "B"], ["D"]), "ragas": (["A", "B"], ["D"]), "ragas2": (["A", "C"], ["D"])}
+    for name in names:
+        rows = [{"user_input": q, "retrieved_contexts": [f"{p} passage." for p in ps]} for q, ps in
+                zip(("Q1?", "Q2?"), contexts[name])]  # fmt: skip
+        if name == "ids":
+            rows = [r | {"retrieved_context_ids": [p[0] for p in r["retrieved_contexts"]]} for r in rows]
+        write_jsonl(tmp_path / f"{name}.jsonl", rows)
+    db = tmp_path / "mixed.duckdb"
+    con = store.connect(db)
+    ingest_paths(con, [tmp_path / f"{n}.jsonl" for n in names])
+    con.close()
+    return db
+
+
+def test_pairs_mixing_document_ids_with_passage_hashes_are_left_out_and_named(app_env, tmp_path):
+    """'ids' logged document ids, 'ragas' and 'ragas2' did not: the headline is (ragas, ragas2)'s
+    alone — Q1 1/3, Q2 1, mean 2/3 (with the mixed pairs at J 0 by construction it read 2/9) — and
+    one warning names the two pairs left out."""
+    app_env(_mixed_ids_db(tmp_path, ("ids", "ragas", "ragas2")))
+    at = app_test(PAGE).run()
+    assert not at.exception and not at.error
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["mean J_doc"] == "0.667" and shown["mean J_span"] == "0.667" and shown["collapse rate"] == "0.0%"
+    said = [plain(w.value) for w in at.warning if "logged no document ids" in plain(w.value)]
+    assert len(said) == 1 and said[0].startswith("Left out 2 pairs between runs 'ragas', 'ragas2', which logged no")
+    pairs = next(df.value for df in at.dataframe if "j_avg_span" in df.value.columns)
+    assert len(pairs) == 1
+
+
+def test_runs_whose_every_pair_mixes_the_two_kinds_of_ids_are_told_so(app_env, tmp_path):
+    """One run with document ids and one without: nothing to compare, said in one sentence (not an
+    error, not J 0)."""
+    app_env(_mixed_ids_db(tmp_path, ("ids", "ragas")))
+    at = app_test(PAGE).run()
+    assert not at.exception and not at.error and not at.metric
+    said = [plain(i.value) for i in at.info if "can be compared" in plain(i.value)]
+    assert len(said) == 1 and said[0].startswith("No pair of the compared runs can be compared: each sets run 'ragas'")

@@ -41,6 +41,29 @@ def test_the_default_pair_shares_the_most_queries_and_prefers_answers(tmp_path):
     assert catalog.default_pair(con, ["a"]) is None
 
 
+def test_the_default_pair_is_never_one_whose_ids_cannot_meet(tmp_path):
+    """'ids' and 'ragas' logged answers, 'ragas2' none: (ids, ragas) is the richest pair, but 'ragas'
+    logged no document ids (its ids are passage hashes), so J is 0 there by how they were logged.
+    The pages open on (ragas, ragas2), which can be compared; with no such pair, on none."""
+    qs = ["What causes tides?", "Why is the sky blue?"]
+
+    def rows(ids: bool, answer: bool) -> list[dict]:
+        return [
+            {"user_input": q, "retrieved_contexts": [q + " passage"]}
+            | ({"retrieved_context_ids": ["d"]} if ids else {})
+            | ({"response": "yes"} if answer else {})
+            for q in qs
+        ]
+
+    write_jsonl(tmp_path / "ids.jsonl", rows(ids=True, answer=True))
+    write_jsonl(tmp_path / "ragas.jsonl", rows(ids=False, answer=True))
+    write_jsonl(tmp_path / "ragas2.jsonl", rows(ids=False, answer=False))
+    con = store.connect(":memory:")
+    ingest_paths(con, [tmp_path / f"{n}.jsonl" for n in ("ids", "ragas", "ragas2")])
+    assert catalog.default_pair(con, ["ids", "ragas", "ragas2"]) == ("ragas", "ragas2")
+    assert catalog.default_pair(con, ["ids", "ragas"]) is None
+
+
 def test_the_sample_opens_on_its_answered_provenance_pair(sample_con):
     runs = catalog.evidence_run_ids(sample_con)
     assert catalog.default_pair(sample_con, runs) == ("k10-c256-o32", "k10-c128-o32")

@@ -537,8 +537,32 @@ def test_worst_queries_leave_out_a_pair_whose_ids_cannot_be_compared(tmp_path):
     assert data.verdict is not None and data.verdict.status == "inconclusive"
     assert data.worst_scope.startswith("every run pair: each query's worst pair at span level (J_min) — not the ")
     assert "share no document and no span by how they were logged" in data.worst_scope
-    assert {(w.run_a, w.run_b) for w in data.worst} != {("ids", "c256")}
+    # the J_min fallback compares only pairs whose ids can meet: (c128, ids) and (c256, ids) are left
+    # out of the stability section too, so each query's worst pair is (c128, c256), at J_span 1/3
+    assert {(w.run_a, w.run_b) for w in data.worst} == {("c128", "c256")} and len(data.worst) == 3
+    assert [round(w.j_span, 6) for w in data.worst] == [round(1 / 3, 6)] * 3
+    assert data.stability is not None and data.stability.summary.n_pairs == 1
+    assert any(w.startswith("Left out 2 pairs between runs 'c128', 'c256'") for w in data.stability.summary.warnings)
     data = gather(con, ReportOptions(baseline="c128", candidate="c256"))
     assert data.worst_scope == "the reviewed pair, c128 (A) vs c256 (B)"
     # J_span per query by hand: {q long chunk, shared} vs {q short, shared} → 1/3
     assert [round(w.j_span, 6) for w in data.worst] == [round(1 / 3, 6)] * 3
+
+
+def test_stability_is_left_out_and_named_when_every_pair_mixes_ids_with_passage_hashes(tmp_path):
+    """One run that logged document ids and one Ragas export without: their only pair is at J 0 by
+    how they were logged, so the stability section has nothing to compare; the cover names it with
+    the reason, the worst queries are none, and the report still builds."""
+    qs = [f"Question {i}?" for i in range(3)]
+    write_jsonl(tmp_path / "c256.jsonl", [{"user_input": q, "retrieved_contexts": [q + " chunk"]} for q in qs])
+    write_jsonl(
+        tmp_path / "ids.jsonl",
+        [{"user_input": q, "retrieved_contexts": [q + " chunk"], "retrieved_context_ids": ["d"]} for q in qs],
+    )
+    con = store.connect(":memory:")
+    ingest_paths(con, [tmp_path / "c256.jsonl", tmp_path / "ids.jsonl"])
+    data = gather(con, ReportOptions())
+    assert data.stability is None and data.worst == []
+    [said] = [o for o in data.omitted if o.startswith("evidence stability (")]
+    assert said.startswith("evidence stability (no pair of the compared runs can be compared: each sets run 'c256'")
+    assert "beside run 'ids', which did" in said

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
@@ -56,3 +57,25 @@ def test_clear_data_drops_stored_results(con, three_runs):
     store.clear_data(con)
     assert con.execute("SELECT count(*) FROM derived_results").fetchall()[0][0] == 0
     assert derived.precompute(con) is None  # nothing to compare
+
+
+def test_the_overview_stored_at_ingest_leaves_out_pairs_whose_ids_cannot_meet(con, tmp_path):
+    """The overview the pages open on, stored at ingest: a Ragas export without ids ('ragas', 'ragas2':
+    passage hashes) beside one with ('ids') is compared only where ids can meet — (ragas, ragas2),
+    {A, B} vs {A, C} → J 1/3 —, and the pages' opening pair is that pair; one run of each kind
+    stores no overview (the page says why when opened)."""
+    from ragaudit_core.workspace import load_paths as ingest  # stores what the pages open on
+
+    def ragas(name: str, passages: list[str], ids: bool = False) -> object:
+        row = {"user_input": "Q?", "retrieved_contexts": [f"{p} passage." for p in passages]}
+        return write_jsonl(tmp_path / f"{name}.jsonl", [row | ({"retrieved_context_ids": passages} if ids else {})])
+
+    ingest(con, [ragas("ids", ["A", "B"], ids=True), ragas("ragas", ["A", "B"])])
+    assert _stored(con) == 0 and derived.precompute(con) is None
+    assert derived.opening_pair(con) is None
+    ingest(con, [ragas("ragas2", ["A", "C"])])
+    assert _stored(con) == 1
+    res = derived.stability_cached(con, derived.default_options(con))  # read back, as the page opens
+    assert res.summary.n_pairs == 1 and res.summary.mean_j_doc == pytest.approx(1 / 3)
+    assert any(w.startswith("Left out 2 pairs between runs 'ragas', 'ragas2'") for w in res.summary.warnings)
+    assert derived.opening_pair(con) == ("ragas", "ragas2")

@@ -45,3 +45,33 @@ def test_the_passage_ids_note_only_between_a_run_without_ids_and_one_with_them()
     assert drilldown.passage_ids_note(ids, ids, "a", "b") is None
     assert drilldown.passage_ids_note(hashed, hashed, "a", "b") is None
     assert drilldown.passage_ids_note(ids, hashed.iloc[:0], "native", "ragas") is None
+
+
+def test_the_matrix_leaves_blank_a_pair_whose_ids_cannot_meet(tmp_path):
+    """'ids' logged document ids, 'ragas' and 'ragas2' (Ragas rows) did not: their ids are passage
+    hashes, so J between 'ids' and either is 0 by how they were logged. Those cells are n/a (NaN),
+    never 0; (ragas, ragas2) by hand: {A, B} vs {A, C} → 1/3 at both levels. With only a mixed pair
+    the matrix is there, blank off the diagonal."""
+    import math
+
+    from ragaudit_core.logs.formats import query_id_for
+
+    rows = {"ids": ["A", "B"], "ragas": ["A", "B"], "ragas2": ["A", "C"]}
+    for name, ps in rows.items():
+        row = {"user_input": "Q?", "retrieved_contexts": [f"{p} passage." for p in ps]}
+        write_jsonl(tmp_path / f"{name}.jsonl", [row | ({"retrieved_context_ids": ps} if name == "ids" else {})])
+    con = store.connect(":memory:")
+    ingest_paths(con, [tmp_path / f"{n}.jsonl" for n in rows])
+    mats = drilldown.query_matrix(con, query_id_for("Q?"))
+    for level in ("doc", "span"):
+        m = mats[level]
+        assert list(m.index) == ["ids", "ragas", "ragas2"]
+        assert abs(m.loc["ragas", "ragas2"] - 1 / 3) < 1e-12 and m.loc["ids", "ids"] == 1.0
+        assert math.isnan(m.loc["ids", "ragas"]) and math.isnan(m.loc["ragas2", "ids"])
+    m = drilldown.query_matrix(con, query_id_for("Q?"), runs=["ids", "ragas"])["doc"]
+    assert math.isnan(m.loc["ids", "ragas"]) and m.loc["ragas", "ragas"] == 1.0
+    # the chart writes n/a in a blank cell, not "nan" and not 0
+    from ragaudit_core.review.charts import matrix_heatmap
+
+    text = matrix_heatmap(m, title="t").data[0].text
+    assert [list(row) for row in text] == [[1.0, "n/a"], ["n/a", 1.0]]

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragaudit_core.logs import store
+from ragaudit_core.logs.formats import query_id_for
 from ragaudit_core.logs.ingest import ingest_paths
-from ragaudit_core.stability.metrics import StabilityError, StabilityOptions, compute_stability
+from ragaudit_core.stability.metrics import NoComparablePairs, StabilityError, StabilityOptions, compute_stability
 from ragaudit_core.stability.reference import reference_stability
 from tests.helpers import ev, write_jsonl
 
@@ -169,38 +170,97 @@ def test_doc_only_runs_have_no_span_metrics_not_zero(con, tmp_path):
     assert all(p["level"] == "doc" for p in js["pairs"])
 
 
-def test_runs_that_logged_no_document_ids_are_named_beside_runs_that_did(con, tmp_path):
-    """A Ragas row names no document: its ids are its passages' hashes (text:…). Beside a run with
-    real ids over the same passages J is 0 at both levels (logging, not retrieval: a span is a
-    document's passage); the warning says why. Two runs that both logged none compare as they are,
-    without it."""
+def _mixed_ids(con, tmp_path):
+    """Three runs over two questions: 'ids' logged document ids, 'ragas' and 'ragas2' (Ragas rows)
+    none, so theirs are their passages' hashes (text:…).
+        Q1: ids {d0: Alpha, d1: Beta}   ragas {Alpha, Beta}   ragas2 {Alpha, Gamma}
+        Q2: ids {d2: Delta}             ragas {Delta}         ragas2 {Delta}"""
     from ragaudit_core.logs.formats import query_id_for
 
-    texts = ["Alpha passage text.", "Beta passage text."]
-    entries = [ev(f"d{i}", text=t) for i, t in enumerate(texts)]
-    write_jsonl(tmp_path / "ids.jsonl", [{"run_id": "ids", "query_id": query_id_for("Q?"), "evidence": entries}])
-    write_jsonl(tmp_path / "ragas.jsonl", [{"user_input": "Q?", "retrieved_contexts": texts}])
-    ingest_paths(con, [tmp_path / "ids.jsonl", tmp_path / "ragas.jsonl"])
+    alpha, beta, gamma, delta = (f"{w} passage text." for w in ("Alpha", "Beta", "Gamma", "Delta"))
+    ids = [
+        {"run_id": "ids", "query_id": query_id_for("Q1?"), "evidence": [ev("d0", text=alpha), ev("d1", text=beta)]},
+        {"run_id": "ids", "query_id": query_id_for("Q2?"), "evidence": [ev("d2", text=delta)]},
+    ]
+    write_jsonl(tmp_path / "ids.jsonl", ids)
+    write_jsonl(
+        tmp_path / "ragas.jsonl",
+        [
+            {"user_input": "Q1?", "retrieved_contexts": [alpha, beta]},
+            {"user_input": "Q2?", "retrieved_contexts": [delta]},
+        ],
+    )
+    write_jsonl(
+        tmp_path / "ragas2.jsonl",
+        [
+            {"user_input": "Q1?", "retrieved_contexts": [alpha, gamma]},
+            {"user_input": "Q2?", "retrieved_contexts": [delta]},
+        ],
+    )
+    ingest_paths(con, [tmp_path / f"{n}.jsonl" for n in ("ids", "ragas", "ragas2")])
+
+
+def test_pairs_between_runs_that_logged_no_document_ids_and_runs_that_did_are_left_out(con, tmp_path):
+    """A Ragas row names no document: its ids are its passages' hashes (text:…). Beside a run with
+    real ids over the same passages J is 0 at both levels by how they were logged (a span is a
+    document's passage), not by what they retrieved: such pairs are left out of every pair formed by
+    default, and one sentence names them. Runs that both logged none compare as they are."""
+    _mixed_ids(con, tmp_path)
     res = compute_stability(con)
-    assert _pair(res, "ids", "ragas", "doc").j_avg == 0.0 and _pair(res, "ids", "ragas", "span").j_avg == 0.0
-    [warning] = [w for w in res.summary.warnings if "logged no document ids" in w]
-    assert warning.startswith("run 'ragas' logged no document ids: its document ids") and "--doc-id-key" in warning
-    assert "a Ragas export's retrieved_context_ids column" in warning  # a Ragas row has no metadata key to name
-    assert res.summary.gap_ratio_note is None or "by construction" not in res.summary.gap_ratio_note
-    write_jsonl(tmp_path / "ragas2.jsonl", [{"user_input": "Q?", "retrieved_contexts": texts[::-1]}])
-    ingest_paths(con, [tmp_path / "ragas2.jsonl"])
+    # only (ragas, ragas2): Q1 |{Alpha}| / |{Alpha, Beta, Gamma}| = 1/3, Q2 1 → mean (1/3 + 1) / 2 = 2/3
+    # (with the two mixed pairs at J 0 by construction it read (0 + 0 + 1/3 + 0 + 0 + 1) / 6 = 2/9)
+    assert res.summary.n_pairs == 1 and res.summary.runs == ["ragas", "ragas2"]
+    assert set(res.pairs.run_a + "/" + res.pairs.run_b) == {"ragas/ragas2"}
+    assert res.summary.mean_j_doc == pytest.approx(2 / 3) and res.summary.mean_j_span == pytest.approx(2 / 3)
+    assert res.summary.flip_rate["doc"] == pytest.approx(1 / 2)  # Q1's 1/3 < 0.5
+    assert res.summary.collapse_rate == 0.0  # was 1.0: both queries had a mixed pair at J_span 0
+    assert _query(res, query_id_for("Q1?"), "span").j_min == pytest.approx(1 / 3)
+    assert _query(res, query_id_for("Q1?"), "span").worst_pair == "ragas vs ragas2"
+    # the doc level is the span level among runs without ids: the gap ratio says so
+    assert res.summary.gap_ratio == 1.0 and res.summary.gap_ratio_note.startswith("gap ratio 1 by construction")
+    [said] = [w for w in res.summary.warnings if "logged no document ids" in w]
+    assert said.startswith(
+        "Left out 2 pairs between runs 'ragas', 'ragas2', which logged no document ids (their document ids are "
+        "their passages' text hashes, text:…), and run 'ids', which did:"
+    )
+    assert "J would be 0 at both levels" in said and "--doc-id-key" in said
+    assert "a Ragas export's retrieved_context_ids column" in said  # a Ragas row has no metadata key to name
+    # a baseline that logged no ids: compared with 'ragas2'; (ids, ragas) left out and named
+    res = compute_stability(con, StabilityOptions(baseline="ragas"))
+    assert res.summary.n_pairs == 1 and res.summary.mean_j_doc == pytest.approx(2 / 3)
+    [said] = [w for w in res.summary.warnings if "logged no document ids" in w]
+    assert said.startswith("Left out 1 pair between run 'ragas', which logged no document ids (its document ids")
+    # among runs that logged none: nothing left out, nothing said
     res = compute_stability(con, StabilityOptions(runs=["ragas", "ragas2"]))
     assert not [w for w in res.summary.warnings if "logged no document ids" in w]
-    assert _pair(res, "ragas", "ragas2", "doc").j_avg == 1.0
-    # the gap ratio is 1 by construction there, and the summary says so (the stability page's caption)
-    assert res.summary.gap_ratio == 1.0 and res.summary.gap_ratio_note.startswith("gap ratio 1 by construction")
-    # a baseline that logged no ids: 'ragas2' is compared with it only, and is not named
-    res = compute_stability(con, StabilityOptions(baseline="ragas"))
-    [warning] = [w for w in res.summary.warnings if "logged no document ids" in w]
-    assert warning.startswith("run 'ragas' logged no document ids")
-    res = compute_stability(con, StabilityOptions(baseline="ids"))  # both compared with a run that logged ids
-    [warning] = [w for w in res.summary.warnings if "logged no document ids" in w]
-    assert warning.startswith("runs 'ragas', 'ragas2' logged no document ids: their document ids")
+    assert res.summary.mean_j_doc == pytest.approx(2 / 3)
+
+
+def test_when_every_pair_mixes_the_two_kinds_of_ids_nothing_is_compared_and_it_is_said(con, tmp_path):
+    """A baseline with ids against runs without, or one run of each kind: no pair is left to compare,
+    and the error says so in one sentence (the pages and the CLI show it; the overview is not stored)."""
+    _mixed_ids(con, tmp_path)
+    for opts in (StabilityOptions(baseline="ids"), StabilityOptions(runs=["ids", "ragas"])):
+        with pytest.raises(NoComparablePairs) as e:
+            compute_stability(con, opts)
+        msg = str(e.value)
+        assert msg.startswith("no pair of the compared runs can be compared: ") and msg.count(". ") == 0, msg
+        assert "logged no document ids" in msg and "--doc-id-key" in msg
+    assert issubclass(NoComparablePairs, StabilityError)
+
+
+def test_a_pair_asked_for_by_name_is_compared_whatever_its_ids(con, tmp_path):
+    """An explicit pair (the compare page's, the gate's, the probe's) is the user's choice: it is
+    computed — its null loss and gain, and each run's figures, hold whatever the ids — and the
+    sentence says its J is 0 by how the runs were logged (the gate reads its Jaccard rules as not
+    applicable)."""
+    _mixed_ids(con, tmp_path)
+    res = compute_stability(con, StabilityOptions(pairs=[("ids", "ragas")]))
+    assert _pair(res, "ids", "ragas", "doc").j_avg == 0.0 and _pair(res, "ids", "ragas", "span").j_avg == 0.0
+    assert _pair(res, "ids", "ragas", "doc").null_loss == 0.0
+    [said] = [w for w in res.summary.warnings if "logged no document ids" in w]
+    assert said.startswith("run 'ragas' logged no document ids: its document ids") and "--doc-id-key" in said
+    assert "J 0 between them at both levels" in said
     res = compute_stability(con, StabilityOptions(pairs=[("ragas", "ragas2")], runs=["ids", "ragas", "ragas2"]))
     assert not [w for w in res.summary.warnings if "logged no document ids" in w]
 

@@ -311,7 +311,8 @@ def _worst_queries(
     """The reviewed pair's least stable queries, else each query's worst pair (J_min). A reviewed
     pair whose runs' ids cannot be compared (one logged document ids, the other passage hashes) is
     at J = 0 on every query by how it was logged: its 'least stable' queries would be any five, so
-    the worst pairs over every run are shown instead, saying why."""
+    the worst pairs over every run are shown instead, saying why — among the pairs the stability
+    section compares, which leave out every such pair (:mod:`ragaudit_core.stability.mixed_ids`)."""
     hashed = set(catalog.text_id_runs(con, [cmp.baseline, cmp.candidate])) if cmp is not None else set()
     unlike = cmp is not None and len({cmp.baseline, cmp.candidate} & hashed) == 1
     if unlike:
