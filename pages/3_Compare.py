@@ -17,7 +17,7 @@ from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.quality.jitter import jitter_cost
 from ragaudit_core.review import charts, gate, quality_charts
 from ragaudit_core.stability.cache import compare_cached
-from ragaudit_core.stability.compare import PAIR_METRIC_LABELS, RUN_METRIC_LABELS
+from ragaudit_core.stability.compare import OVERLAP_METRICS, PAIR_METRIC_LABELS, RUN_METRIC_LABELS
 from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError
 from ragaudit_core.stability.probe import has_answers, lookup_similarities, probe_pair
 from ragaudit_core.wording import bracket
@@ -118,23 +118,29 @@ for w in s.warnings:
     st.warning(ui.md(ui.sentence(w)))
 
 m = ui.metric_strip(5)
-m[0].metric("J_avg, doc", ui.fmt(cmp.pair_value("j_avg", "doc")))
-m[1].metric("J_avg, span", ui.fmt(cmp.pair_value("j_avg", "span")))
-m[2].metric("queries flipped", f"{s.n_flipped:,} / {s.n_queries:,}", help=f"J_{s.level} < τ = {tau}")
-m[3].metric(
-    "queries collapsed",
-    "n/a" if s.n_collapsed is None else f"{s.n_collapsed:,}",
-    help="J_span = 0 while both lists are non-empty",
-)
+unmet = "n/a: one run logged document ids, the other only its passages' text hashes (see above)"
+if s.ids_meet:
+    m[0].metric("J_avg, doc", ui.fmt(cmp.pair_value("j_avg", "doc")))
+    m[1].metric("J_avg, span", ui.fmt(cmp.pair_value("j_avg", "span")))
+    m[2].metric("queries flipped", f"{s.n_flipped:,} / {s.n_queries:,}", help=f"J_{s.level} < τ = {tau}")
+    m[3].metric(
+        "queries collapsed",
+        "n/a" if s.n_collapsed is None else f"{s.n_collapsed:,}",
+        help="J_span = 0 while both lists are non-empty",
+    )
+else:  # J is 0 on every query by how the runs were logged: no figure to show, the warning says why
+    for tile, label in zip(m[:4], ("J_avg, doc", "J_avg, span", "queries flipped", "queries collapsed"), strict=True):
+        tile.metric(label, "n/a", help=unmet)
 m[4].metric("null transitions", f"{s.n_null_changes:,}")
 
 left, right = st.columns(2)
 with left:
     st.markdown("**Between the two runs**")
+    pair = cmp.pair
+    if not s.ids_meet:  # Jaccard's figures are 0 by how the runs were logged: left blank (the tiles say n/a)
+        pair = pair.assign(**{lvl: pair[lvl].where(~pair["metric"].isin(OVERLAP_METRICS)) for lvl in ("doc", "span")})
     ui.table(
-        ui.metric_rows(
-            cmp.pair.assign(metric=cmp.pair["metric"].map(PAIR_METRIC_LABELS)), cmp.pair["metric"], ["doc", "span"]
-        ),
+        ui.metric_rows(pair.assign(metric=pair["metric"].map(PAIR_METRIC_LABELS)), pair["metric"], ["doc", "span"]),
         hide_index=True,
         column_config={"doc": "document level", "span": "span level"},
     )
@@ -149,7 +155,7 @@ with right:
         hide_index=True,
         column_config={c: c for c in ("baseline", "candidate", "delta")},  # formatted per row by metric_rows
     )
-if cmp.intervals is not None and not cmp.intervals.pairs.empty:
+if s.ids_meet and cmp.intervals is not None and not cmp.intervals.pairs.empty:
     iv = cmp.intervals
     bits = [
         f"{PAIR_METRIC_LABELS[m]} ({lvl}) {bracket(e.lo, e.hi)}"
@@ -332,6 +338,8 @@ with st.container(border=True):
 st.subheader("Queries")
 only = st.toggle("Only queries that flipped, collapsed or lost evidence", value=True)
 q = cmp.queries
+if not s.ids_meet:  # every query "flipped" and "collapsed" by how the runs were logged: not findings
+    q = q.assign(j_doc=float("nan"), j_span=float("nan"), flipped=False, collapsed=False)
 if only:
     q = q[q["flipped"] | q["collapsed"] | (q["null_change"] != "")]
 st.caption(f"{ui.counted(len(q), 'query')}, worst first. Select a row to open it in the drill-down.")

@@ -126,7 +126,7 @@ def compare_cached(
     database when stored for this data version; the compare page's default pair is stored at ingest."""
     return derived.stored(
         con,
-        "compare/1",
+        "compare/2",  # 2: CompareSummary.ids_meet
         [baseline, candidate, tau, resamples],
         lambda: compare_runs(con, baseline, candidate, tau=tau, resamples=resamples),
         _COMPARE,

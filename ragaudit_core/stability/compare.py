@@ -17,10 +17,18 @@ import pandas as pd
 
 from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.intervals import DEFAULT_RESAMPLES
+from ragaudit_core.logs.catalog import text_id_runs
 from ragaudit_core.stability.metrics import StabilityOptions, compute_stability
 from ragaudit_core.stability.uncertainty import StabilityIntervals
 
-__all__ = ["PAIR_METRIC_LABELS", "RUN_METRIC_LABELS", "CompareResult", "CompareSummary", "compare_runs"]
+__all__ = [
+    "OVERLAP_METRICS",
+    "PAIR_METRIC_LABELS",
+    "RUN_METRIC_LABELS",
+    "CompareResult",
+    "CompareSummary",
+    "compare_runs",
+]
 
 PAIR_METRIC_LABELS = {
     "j_avg": "J_avg",
@@ -31,6 +39,10 @@ PAIR_METRIC_LABELS = {
 }
 """Pair metrics between the two runs, by key (the ``metric`` column of :attr:`CompareResult.pair`),
 with the label a page or report draws for each."""
+
+OVERLAP_METRICS = frozenset({"j_avg", "flip_rate", "collapse_rate"})
+"""The pair metrics that read Jaccard between the runs' evidence, so need ids whose meaning the two
+runs share (null loss and gain need none: a list is empty or not whatever its ids)."""
 
 RUN_METRIC_LABELS = {
     "null_rate": "null rate",
@@ -54,6 +66,9 @@ class CompareSummary:
     n_null_changes: int
     n_answered: int  # queries both runs answered
     warnings: list[str]
+    # False when one run logged document ids and the other only passage hashes (text:…): J, flips and
+    # collapses are 0 / every query by how the two were logged, so a page shows them as n/a
+    ids_meet: bool = True
 
 
 @dataclass
@@ -158,5 +173,6 @@ def compare_runs(
         n_null_changes=int((q["null_change"] != "").sum()),
         n_answered=int(q["both_answered"].sum()),
         warnings=list(res.summary.warnings),
+        ids_meet=len(set(text_id_runs(con, [baseline, candidate]))) != 1 or baseline == candidate,
     )
     return CompareResult(baseline, candidate, pair, runs, q, summary, res.intervals)

@@ -325,3 +325,30 @@ def test_long_run_ids_read_apart_in_the_pair_picker(app_env, tmp_path):
     assert not at.exception
     (full,) = [plain(x.value) for x in at.caption if x.value.startswith("In full")]
     assert full == f"In full: {b}"  # the candidate is shown whole already
+
+
+def test_a_pair_whose_ids_cannot_meet_shows_no_overlap_figures(app_env, tmp_path):
+    """'ids' logged document ids, 'ragas' did not: picked by hand, the pair's J is 0 and every query
+    'flipped' and 'collapsed' by how the two were logged. The tiles read n/a, the overlap rows of the
+    pair table are blank, no query is listed as flipped or collapsed, the gate is inconclusive — and
+    null loss (which needs no ids) is still shown, at 0."""
+    from tests.dashboard.test_page_stability import _mixed_ids_db
+
+    app_env(_mixed_ids_db(tmp_path, ("ids", "ragas", "ragas2")))
+    at = app_test(PAGE).run()
+    next(s for s in at.selectbox if s.label == "Baseline run").select("ids").run()
+    next(s for s in at.selectbox if s.label == "Candidate run").select("ragas").run()
+    assert not at.exception and not at.error
+    tiles = {m.label: m.value for m in at.metric}
+    for label in ("J_avg, doc", "J_avg, span", "queries flipped", "queries collapsed"):
+        assert tiles[label] == "n/a", (label, tiles)
+    assert tiles["null transitions"] == "0"
+    pair = at.dataframe[0].value
+    if hasattr(pair, "data"):
+        pair = pair.data
+    by = pair.set_index("metric")
+    for row in ("J_avg", "flip rate (J < τ)", "collapse rate"):
+        assert by.loc[row, ["doc", "span"]].isna().all(), by
+    assert by.filter(like="null loss", axis=0)["doc"].tolist() == [0.0]
+    assert any("0 queries" in plain(c.value) for c in at.caption), [c.value for c in at.caption]
+    assert any("INCONCLUSIVE" in plain(x.value) for x in [*at.warning, *at.info, *at.success, *at.error])

@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ragaudit_core import tomlfile
 from ragaudit_core.fidelity.graph import FIDELITY_STAGES
-from ragaudit_core.stability.compare import PAIR_METRIC_LABELS
+from ragaudit_core.stability.compare import OVERLAP_METRICS, PAIR_METRIC_LABELS
 
 __all__ = [
     "AREAS",
@@ -80,9 +80,6 @@ __all__ = [
 ]
 
 PAIR_METRICS = frozenset(PAIR_METRIC_LABELS)
-# the pair metrics that read Jaccard between the runs' evidence, so need ids the two runs share a
-# meaning of (null loss and gain need none: a list is empty or not whatever its ids)
-OVERLAP_METRICS = frozenset({"j_avg", "flip_rate", "collapse_rate"})
 FIDELITY_METRICS = frozenset(
     {"cfs_p95", "cfs_p95_tail", "cfs_median", "cfs_mean", "stage_survival", "parse_failure_rate"}
 )
