@@ -47,6 +47,7 @@ from ragaudit_core.quality.summary import QualityResult, compute_quality
 from ragaudit_core.review.spreadsheet import write_csv
 from ragaudit_core.stability.effects import effects_by_change
 from ragaudit_core.stability.metrics import NoComparablePairs, StabilityOptions, StabilityResult, compute_stability
+from ragaudit_core.stability.mixed_ids import pairs_to_compare
 from ragaudit_core.stability.uncertainty import EFFECT_INTERVAL_METRICS
 from ragaudit_core.wording import bracket
 
@@ -297,4 +298,11 @@ def _probe_pairs(con: duckdb.DuckDBPyConnection, pair: list[str] | None) -> list
     if len(answered) < 2:
         fail("fewer than two runs carry answers; nothing to probe")
     base = catalog.preferred_run(answered)
-    return [(base, r) for r in answered if r != base]
+    pairs, said, none_left = pairs_to_compare(
+        [(base, r) for r in answered if r != base], catalog.text_id_runs(con, answered), named=False
+    )
+    if none_left:  # J_span and its correlation with the answers would be 0 by how the runs were logged
+        fail(f"{none_left} (--pair A:B probes a pair as named)")
+    for sentence in said:
+        say(f"warning: {sentence}", err=True)
+    return pairs

@@ -576,3 +576,19 @@ def test_stability_leaves_out_pairs_whose_ids_cannot_meet(tmp_path):
     said = p.stderr.strip().splitlines()[-1]  # after the ingest's lines
     assert said.startswith("error: no pair of the compared runs can be compared: each sets run 'ragas'"), said
     assert said.endswith("or compare runs that logged their ids the same way (--runs)"), said
+
+
+def test_probe_leaves_out_pairs_whose_ids_cannot_meet(tmp_path):
+    """Two answered runs, one with document ids and one with passage hashes: the only default pair
+    would show J_span 0 beside its answers by how the two were logged — refused in one sentence that
+    says how to probe it anyway (--pair), before any model is loaded."""
+    qs = ["Question 0?", "Question 1?"]
+    for name in ("ids", "ragas"):
+        rows = [{"user_input": q, "retrieved_contexts": [q + " passage"], "response": "yes"} for q in qs]
+        if name == "ids":
+            rows = [r | {"retrieved_context_ids": ["d"]} for r in rows]
+        write_jsonl(tmp_path / f"{name}.jsonl", rows)
+    p = run("probe", tmp_path / "ids.jsonl", tmp_path / "ragas.jsonl")
+    assert p.returncode == 2, p.stderr
+    said = " ".join(p.stderr.split())
+    assert "no pair of the compared runs can be compared" in said and "(--pair A:B probes a pair as named)" in said

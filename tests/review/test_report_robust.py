@@ -535,7 +535,9 @@ def test_worst_queries_leave_out_a_pair_whose_ids_cannot_be_compared(tmp_path):
     ingest_paths(con, [tmp_path / f"{n}.jsonl" for n in rows])
     data = gather(con, ReportOptions(baseline="ids", candidate="c256"))
     assert data.verdict is not None and data.verdict.status == "inconclusive"
-    assert data.worst_scope.startswith("every run pair: each query's worst pair at span level (J_min) — not the ")
+    assert data.worst_scope.startswith(
+        "every compared run pair: each query's worst pair at span level (J_min) — not the "
+    )
     assert "share no document and no span by how they were logged" in data.worst_scope
     # the J_min fallback compares only pairs whose ids can meet: (c128, ids) and (c256, ids) are left
     # out of the stability section too, so each query's worst pair is (c128, c256), at J_span 1/3
@@ -566,3 +568,26 @@ def test_stability_is_left_out_and_named_when_every_pair_mixes_ids_with_passage_
     [said] = [o for o in data.omitted if o.startswith("evidence stability (")]
     assert said.startswith("evidence stability (no pair of the compared runs can be compared: each sets run 'c256'")
     assert "beside run 'ids', which did" in said
+
+
+def test_the_probe_leaves_out_pairs_whose_ids_cannot_meet_and_names_them(tmp_path):
+    """Answered runs 'ids' (document ids), 'ragas' and 'ragas2' (passage hashes): a pair of 'ids' with
+    either would show J_span 0 beside its answers' similarity by how it was logged; such pairs are not
+    probed, and the cover names them with why."""
+    from ragaudit_core.review.report.gather import _probe_pairs
+
+    qs = ["Question 0?", "Question 1?"]
+    for name in ("ids", "ragas", "ragas2"):
+        rows = [{"user_input": q, "retrieved_contexts": [q + " passage"], "response": f"{name} says"} for q in qs]
+        if name == "ids":
+            rows = [r | {"retrieved_context_ids": ["d"]} for r in rows]
+        write_jsonl(tmp_path / f"{name}.jsonl", rows)
+    con = store.connect(":memory:")
+    ingest_paths(con, [tmp_path / f"{n}.jsonl" for n in ("ids", "ragas", "ragas2")])
+    pairs, mixed = _probe_pairs(con, ReportOptions(baseline="ragas", candidate="ragas2"))
+    assert pairs == [("ragas", "ragas2")] and mixed == [("ragas", "ids")]
+    pairs, mixed = _probe_pairs(con, ReportOptions(baseline="ragas", candidate="ids"))
+    assert pairs == [("ragas", "ids"), ("ragas", "ragas2")] and mixed == []  # the reviewed pair, as asked
+    data = gather(con, ReportOptions(baseline="ragas", candidate="ragas2", probe=False))
+    [said] = [o for o in data.omitted if "one run logged document ids" in o]
+    assert said.startswith("answer probe for ragas vs ids (one run logged document ids, the other only passage")

@@ -48,6 +48,7 @@ from ragaudit_core.stability.metrics import (
     StabilityOptions,
     list_runs,
 )
+from ragaudit_core.stability.mixed_ids import split_mixed
 from ragaudit_core.stability.probe import DEFAULT_SIMILARITY_MODEL, has_answers, lookup_similarities, probe_pair
 from ragaudit_core.wording import counted
 
@@ -330,7 +331,7 @@ def _worst_queries(
         q = data.stability.queries
         level = "span" if (q["level"] == "span").any() else "doc"
         q = q[q["level"] == level].sort_values(["j_min", "query_id"])
-        data.worst_scope = f"every run pair: each query's worst pair at {level} level (J_min)"
+        data.worst_scope = f"every compared run pair: each query's worst pair at {level} level (J_min)"
         if unlike:
             data.worst_scope += (
                 " — not the reviewed pair, whose runs share no document and no span by how they were logged "
@@ -395,12 +396,16 @@ def _entries(frame: pd.DataFrame, opts: ReportOptions) -> list[dict]:
     return out
 
 
-def _probe_pairs(con: duckdb.DuckDBPyConnection, opts: ReportOptions) -> list[tuple[str, str]] | None:
+def _probe_pairs(
+    con: duckdb.DuckDBPyConnection, opts: ReportOptions
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | None:
     """Every answered run that shares a query with one anchor (the reviewed baseline, else the
     sample's base run), against it; the reviewed pair first, shared queries or not (it is the one
     the report is about: when it shares none, the cover says so). A run sharing no query with the
     anchor is not a pair the report was asked about, so it is neither probed nor listed as left
-    out. None when fewer than two runs carry answers."""
+    out. A pair whose ids cannot meet (one run logged document ids, the other passage hashes) is
+    left out, and returned second to be named, unless it is the reviewed pair. None when fewer
+    than two runs carry answers."""
     answered = catalog.answered_runs(con)
     if len(answered) < 2:
         return None
@@ -408,16 +413,24 @@ def _probe_pairs(con: duckdb.DuckDBPyConnection, opts: ReportOptions) -> list[tu
     anchor = pair[0] if pair and pair[0] in answered else catalog.preferred_run(answered)
     sharing = set(runs_sharing_queries(con, anchor))
     pairs = [(anchor, r) for r in answered if r != anchor and r in sharing]
+    # a pair whose ids cannot meet has J_span 0 by how it was logged: not probed unless it is the reviewed one
+    pairs, mixed = split_mixed(pairs, catalog.text_id_runs(con, answered))
     if pair and pair[0] != pair[1] and all(r in answered for r in pair) and pair not in pairs:
         pairs.insert(0, pair)
-    return pairs
+    return pairs, [p for p in mixed if p != pair]
 
 
 def _probes(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOptions) -> None:
-    pairs = _probe_pairs(con, opts)
-    if pairs is None:
+    probed = _probe_pairs(con, opts)
+    if probed is None:
         data.omitted.append("answer probe (fewer than two runs carry answers)")
         return
+    pairs, mixed = probed
+    if mixed:
+        data.omitted.append(
+            "answer probe for " + _first_of([f"{a} vs {b}" for a, b in mixed]) + " (one run logged document ids, the "
+            "other only passage hashes: their J_span would be 0 by how they were logged)"
+        )
     loaded: list = []
 
     def encoder():
