@@ -293,6 +293,12 @@ st.write(
     f"{ds.n_flipped:,} flipped (J_{ds.level} < τ), "
     + (f"{ds.n_collapsed:,} collapsed, " if ds.n_collapsed is not None else "")
     + f"{ui.counted(ds.n_null_changes, 'null transition')}."
+    + (
+        f" Over the queries both runs have; the figures above are over the {ui.counted(s.n_queries, 'query')} "
+        "every compared run has."
+        if ds.n_queries != s.n_queries
+        else ""
+    )
 )
 shown_queries = ui.first_rows(detail.queries)
 q_pick = ui.table(

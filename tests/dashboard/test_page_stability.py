@@ -309,3 +309,26 @@ def test_runs_whose_every_pair_mixes_the_two_kinds_of_ids_are_told_so(app_env, t
     assert not at.exception and not at.error and not at.metric
     said = [plain(i.value) for i in at.info if "can be compared" in plain(i.value)]
     assert len(said) == 1 and said[0].startswith("No pair of the compared runs can be compared: each sets run 'ragas'")
+
+
+def test_a_pair_over_more_queries_than_the_headline_says_so(app_env, tmp_path):
+    """Runs a and b ask q1–q3, run c only q1, all three picked: the headline is over the 1 query every
+    run has, while the pair (a, b) is over its 3 — the pair's line says both counts, so '3 queries'
+    beside a headline of 1 does not read as a contradiction."""
+    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}", r]} for r in ("a", "b") for i in (1, 2, 3)]
+    recs.append({"run_id": "c", "query_id": "q1", "evidence": ["d1"]})
+    app_env(records_db(tmp_path, recs))
+    at = app_test(PAGE)
+    at.session_state["ragaudit.runs"] = ["a", "b", "c"]
+    at.run()
+    assert not at.exception
+    box = next(s for s in at.selectbox if s.label.startswith("Run pair"))
+    box.set_value(box.options.index("a vs b")).run()
+    line = plain(next(m.value for m in at.markdown if "**a** vs **b**" in m.value))
+    assert line.startswith("**a** vs **b**: 3 queries,"), line
+    assert line.endswith(
+        "Over the queries both runs have; the figures above are over the 1 query every compared run has."
+    )
+    box.set_value(box.options.index("a vs c")).run()
+    line = plain(next(m.value for m in at.markdown if "**a** vs **c**" in m.value))
+    assert "figures above" not in line
