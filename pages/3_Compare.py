@@ -224,9 +224,13 @@ headline = ui.md(verdict.headline())
 if verdict.status == "pass":
     st.success(f"{ui.md(candidate)} may replace {ui.md(baseline)} — {headline}.", icon=":material/check_circle:")
 elif verdict.status == "inconclusive":
+    # more queries or a looser rule help a rule that was inconclusive, not runs whose ids cannot meet
+    # (the headline says what to load instead)
+    advice = (
+        " Gather more queries, or loosen the rule." if any(r.status == "inconclusive" for r in verdict.results) else ""
+    )
     st.warning(
-        f"{ui.md(candidate)} cannot yet be judged against {ui.md(baseline)} — {headline}. "
-        "Gather more queries, or loosen the rule.",
+        f"{ui.md(candidate)} cannot yet be judged against {ui.md(baseline)} — {headline}.{advice}",
         icon=":material/help:",  # Streamlit's bundled icon font: "❔" drew as a missing-glyph box (no emoji font)
     )
 else:

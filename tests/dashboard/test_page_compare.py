@@ -352,3 +352,28 @@ def test_a_pair_whose_ids_cannot_meet_shows_no_overlap_figures(app_env, tmp_path
     assert by.filter(like="null loss", axis=0)["doc"].tolist() == [0.0]
     assert any("0 queries" in plain(c.value) for c in at.caption), [c.value for c in at.caption]
     assert any("INCONCLUSIVE" in plain(x.value) for x in [*at.warning, *at.info, *at.success, *at.error])
+
+
+def test_a_gate_left_inconclusive_only_by_ids_that_cannot_meet_does_not_ask_for_more_queries(app_env, tmp_path):
+    """Over 40 queries (enough for every rule), the gate between a run with document ids and one
+    without is inconclusive only because their ids cannot meet: the verdict says to load the run with
+    its ids, not 'Gather more queries, or loosen the rule' (neither would make the ids meet)."""
+    from ragaudit_core.logs.ingest import ingest_paths
+    from tests.helpers import write_jsonl
+
+    rows = [{"user_input": f"Q{i}?", "retrieved_contexts": [f"P{i} passage.", f"R{i} passage."]} for i in range(40)]
+    write_jsonl(tmp_path / "ids.jsonl", [r | {"retrieved_context_ids": [f"p{i}", f"r{i}"]} for i, r in enumerate(rows)])
+    write_jsonl(tmp_path / "ragas.jsonl", rows)
+    db = tmp_path / "mixed40.duckdb"
+    con = store.connect(db)
+    ingest_paths(con, [tmp_path / "ids.jsonl", tmp_path / "ragas.jsonl"])
+    con.close()
+    app_env(db)
+    at = app_test(PAGE).run()
+    next(s for s in at.selectbox if s.label == "Baseline run").select("ids").run()
+    next(s for s in at.selectbox if s.label == "Candidate run").select("ragas").run()
+    assert not at.exception and not at.error
+    (gate,) = [plain(x.value) for x in at.warning if "INCONCLUSIVE" in plain(x.value)]
+    assert "0 inconclusive" not in gate and " inconclusive (" not in gate, gate  # no rule itself inconclusive
+    assert "with its document ids" in gate, gate
+    assert "Gather more queries" not in gate, gate
