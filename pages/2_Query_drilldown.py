@@ -145,10 +145,12 @@ STATUS_COLOURS = {"in both": "#cce3f0", "only in A": "#fae6b3", "only in B": "#f
 # the chunk text right after the status columns: placed last, it sat past the table's right edge;
 # a column no entry of either list fills (a Ragas log's chunk ids, scores, offsets) is left out,
 # but not the relevance labels' (there, blank says "unjudged")
-WANTED = ["rank", "doc_id", "relevance", "chunk_id", "status", "same_doc_other_span", "text", "score", "char_start",
-          "char_end"]  # fmt: skip
+WANTED = ["rank", "doc_id", "relevance", "chunk_id", "status", "same_doc_other_span", "same_text_other_id", "text",
+          "score", "char_start", "char_end"]  # fmt: skip
 ALWAYS = {"rank", "doc_id", "relevance", "status", "same_doc_other_span"}
 shown_columns = [c for c in WANTED if any(c in d.columns and (c in ALWAYS or d[c].notna().any()) for d in (a, b))]
+if not any(d["same_text_other_id"].any() for d in (a, b) if "same_text_other_id" in d):
+    shown_columns = [c for c in shown_columns if c != "same_text_other_id"]  # only where some row has it
 
 
 def styled(df):
@@ -172,6 +174,11 @@ cols = {
         "relevance label", help="From the relevance labels (qrels); blank: unjudged", width=60
     ),
     "same_doc_other_span": st.column_config.CheckboxColumn("same doc, other span", width=70),
+    "same_text_other_id": st.column_config.CheckboxColumn(
+        "same text, other id",
+        help="The other list holds this passage word for word under another document id",
+        width=70,
+    ),
     "score": st.column_config.NumberColumn(format="%.4f"),
 }
 # one list above the other, each the page's width: side by side, half a page left the passages a few

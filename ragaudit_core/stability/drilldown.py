@@ -111,7 +111,9 @@ def evidence_side_by_side(
     Each row carries ``status``: "in both" when the same span (or, for runs without
     span information, the same document) is in the other list, else "only in A" /
     "only in B"; and ``same_doc_other_span``: the document is in the other list but
-    with a different span — the Stability Gap in one row.
+    with a different span — the Stability Gap in one row; ``same_text_other_id``: the same
+    passage text (span hash) is in the other list under another document id (a run that logged
+    no ids beside one that did: the same words, not the same evidence by identity).
     """
     cur = con.cursor()
     try:
@@ -135,6 +137,10 @@ def evidence_side_by_side(
     b["status"] = np.where(kb.isin(set(ka)), _STATUS_BOTH, _ONLY_B)
     a["same_doc_other_span"] = (a["status"] != _STATUS_BOTH) & a["doc_id"].isin(set(b["doc_id"]))
     b["same_doc_other_span"] = (b["status"] != _STATUS_BOTH) & b["doc_id"].isin(set(a["doc_id"]))
+    # the same passage text (span hash) under another document id: a run that logged no ids beside
+    # one that did, or a passage two documents hold — not the same evidence by identity, but the words
+    a["same_text_other_id"] = (a["status"] != _STATUS_BOTH) & a["span_hash"].isin(set(b["span_hash"].dropna()))
+    b["same_text_other_id"] = (b["status"] != _STATUS_BOTH) & b["span_hash"].isin(set(a["span_hash"].dropna()))
     return a, b
 
 
@@ -155,7 +161,7 @@ def passage_ids_note(a: pd.DataFrame, b: pd.DataFrame, run_a: str, run_b: str) -
     n = len(mine)
     return (
         f"{run} logged no document ids: its document ids are its passages' text hashes (text:…), so it shares no "
-        f"document and no span with {other} (J 0, from how it was logged, not what it retrieved). "
+        f"document and no span with {other} (J would be 0, from how it was logged, not what it retrieved). "
         f"{same:,} of its {n:,} passage{'' if n == 1 else 's'} {'is' if same == 1 else 'are'} in {other}'s list word "
         "for word. To compare them, load its logs again with its document ids: a Ragas export's "
         "retrieved_context_ids column, or for a trace export the metadata key that holds them (--doc-id-key, or "

@@ -223,8 +223,13 @@ def test_a_run_without_document_ids_beside_one_with_them_says_why_j_is_0(app_env
     assert next(s for s in at.selectbox if s.label == "Run A").value == "native"
     (note,) = [plain(w.value) for w in at.warning if "logged no document ids" in w.value]
     assert note.startswith("ragas logged no document ids: its document ids are its passages' text hashes (text:…)")
-    assert "shares no document and no span with native (J 0, from how it was logged" in note
+    assert "shares no document and no span with native (J would be 0, from how it was logged" in note
     assert "2 of its 2 passages are in native's list word for word." in note
+    # each of those passages is marked in both lists: the same words under another id
+    a, b = (df.value.data if hasattr(df.value, "data") else df.value for df in at.dataframe[-2:])
+    assert a["same_text_other_id"].tolist() == [True, True, False]  # native: d0, d1 in ragas' list, d2 not
+    assert b["same_text_other_id"].tolist() == [True, True]
+    assert set(a["status"]) == {"only in A"}  # not the same evidence by identity
 
 
 def test_a_pair_whose_ids_cannot_meet_reads_n_a_not_0(app_env, tmp_path):

@@ -91,7 +91,7 @@ class WorstQuery:
     run_b: str
     j_doc: float
     j_span: float | None
-    a: list[dict]  # rank, doc_id, status, same_doc_other_span, text (an excerpt)
+    a: list[dict]  # rank, doc_id, status, same_doc_other_span, same_text_other_id, text (an excerpt)
     b: list[dict]
     n_a: int
     n_b: int
@@ -390,6 +390,7 @@ def _entries(frame: pd.DataFrame, opts: ReportOptions) -> list[dict]:
                 "doc_id": r.doc_id,
                 "status": r.status,
                 "same_doc_other_span": bool(r.same_doc_other_span),
+                "same_text_other_id": bool(r.same_text_other_id),
                 "text": text,
             }
         )

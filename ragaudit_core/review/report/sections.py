@@ -408,6 +408,7 @@ def worst_queries(pdf: ReportPDF, data: ReportData) -> None:
                 if i < len(side):
                     e = side[i]
                     tag = e["status"] + (", same doc, other span" if e["same_doc_other_span"] else "")
+                    tag += ", same text, other id" if e.get("same_text_other_id") else ""
                     cells.append(f"#{e['rank']} {e['doc_id']} ({tag})\n{e['text']}".rstrip())
                 else:
                     cells.append("")
