@@ -259,7 +259,7 @@ def _last_ingest() -> None:
 
 def _loaded(con, info: dict, db_path: str, writable: bool) -> None:
     info = {**info, "rejected_lines": info["rejected"] - info["refused"]}
-    c = ui.metric_strip(7)
+    c = ui.wrapping_row(7)
     for col, (label, key) in zip(
         c,
         [
@@ -299,7 +299,7 @@ def _loaded(con, info: dict, db_path: str, writable: bool) -> None:
                     + sel.note
                 )
             )
-        nav = [st.container(horizontal=True)] * 5  # wraps in a narrow window (columns cut the labels)
+        nav = ui.wrapping_row(5)  # wraps in a narrow window (columns cut the labels)
         nav[0].page_link(PAGES.stability, label="Evidence stability →", icon=":material/scatter_plot:")
         nav[1].page_link(PAGES.drilldown, label="Query drill-down →", icon=":material/search:")
         nav[2].page_link(PAGES.compare, label="Compare two runs →", icon=":material/compare_arrows:")

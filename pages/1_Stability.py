@@ -107,7 +107,7 @@ for w in s.warnings:
     st.warning(ui.md(ui.sentence(w)))
 
 
-m = ui.metric_strip(6)
+m = ui.wrapping_row(6)
 m[0].metric("mean J_doc", fmt(s.mean_j_doc), help="Mean document-level Jaccard over every (query, pair).")
 m[1].metric("mean J_span", fmt(s.mean_j_span), help="Mean span-level Jaccard; n/a when the logs carry no spans.")
 m[2].metric("gap ratio", fmt(s.gap_ratio), help="mean J_doc / mean J_span: the Stability Gap.")

@@ -117,7 +117,7 @@ s = cmp.summary
 for w in s.warnings:
     st.warning(ui.md(ui.sentence(w)))
 
-m = ui.metric_strip(5)
+m = ui.wrapping_row(5)
 unmet = "n/a: one run logged document ids, the other only its passages' text hashes (see above)"
 if s.ids_meet:
     m[0].metric("J_avg, doc", ui.fmt(cmp.pair_value("j_avg", "doc")))
@@ -387,7 +387,7 @@ probe = answer_probe(db_path, version, baseline, candidate, tau)
 if not db.writable:  # nothing can be stored in the file: the next interaction shows the probe again
     asked[(db_path, version, baseline, candidate)] = True
 ps = probe.summary
-p = ui.metric_strip(6)
+p = ui.wrapping_row(6)
 p[0].metric("answered queries", ps["n_queries"])
 p[1].metric("mean J_span", "n/a" if ps["mean_j_span"] is None else f"{ps['mean_j_span']:.3f}")
 p[2].metric("mean answer similarity", f"{ps['mean_sim']:.3f}")

@@ -274,7 +274,7 @@ judge_jobs = [j for j in queue.jobs(db_path, run_id=run) if j.spec.kind == "judg
 active = [j for j in judge_jobs if j.status in ("queued", "running")]
 if js["n_citations"]:
     a, d = js["agreement"], js["disagreement"]
-    jm = ui.metric_strip(4)
+    jm = ui.wrapping_row(4)
     jm[0].metric("citations judged", f"{js['n_citations']:,}")
 
     def _ci(x: dict) -> str:

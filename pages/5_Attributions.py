@@ -260,7 +260,7 @@ fig = charts.influence_bars(
 st.plotly_chart(fig, key="attr.influence")
 
 st.subheader("Alignment")
-k = ui.metric_strip(4)
+k = ui.wrapping_row(4)
 k[0].metric(
     "generator ranking",
     " > ".join(str(i + 1) for i in res.generator_ranking),

@@ -70,6 +70,7 @@ __all__ = [
     "table",
     "tau_slider",
     "through_app",
+    "wrapping_row",
     "writable",
 ]
 
@@ -243,10 +244,10 @@ RUN_CHARS_WIDE = 88
 """Characters of a run's label in a full-width selectbox: twice a half-width one's."""
 
 
-def metric_strip(n: int) -> list:
-    """``n`` places for ``st.metric`` side by side, filled in order, that wrap onto another line in a
-    narrow window: ``st.columns(n)`` cut each figure there to its first character (the walk at 900 px
-    with the sidebar open: "0…", "2…", "9…" for the stability headline)."""
+def wrapping_row(n: int) -> list:
+    """``n`` places side by side (``st.metric`` figures, page links), filled in order, that wrap onto
+    another line in a narrow window: ``st.columns(n)`` cut each figure there to its first character
+    (the walk at 900 px with the sidebar open: "0…", "2…", "9…" for the stability headline)."""
     return [st.container(horizontal=True)] * n
 
 

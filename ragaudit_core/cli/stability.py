@@ -299,7 +299,7 @@ def _probe_pairs(con: duckdb.DuckDBPyConnection, pair: list[str] | None) -> list
         fail("fewer than two runs carry answers; nothing to probe")
     base = catalog.preferred_run(answered)
     pairs, said, none_left = pairs_to_compare(
-        [(base, r) for r in answered if r != base], catalog.text_id_runs(con, answered), named=False
+        [(base, r) for r in answered if r != base], set(catalog.text_id_runs(con)), named=False
     )
     if none_left:  # J_span and its correlation with the answers would be 0 by how the runs were logged
         fail(f"{none_left} (--pair A:B probes a pair as named)")

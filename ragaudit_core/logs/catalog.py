@@ -513,16 +513,13 @@ def span_capable_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 @derived.memoized("catalog.text_id_runs/1", derived.JSON)
-def text_id_runs(con: duckdb.DuckDBPyConnection, among: list[str] | None = None) -> list[str]:
+def text_id_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Runs whose logs named no document: every stored document id is ``text:`` and the hash of
     its passage (:func:`~ragaudit_core.logs.formats.base.evidence_entries`: a Ragas row or a trace
-    without ids), in id order; ``among``: only of those runs. Their documents are no other run's
-    documents by id."""
-    where, args = ("WHERE run_id IN ? ", [among]) if among is not None else ("", [])
+    without ids), in id order. Their documents are no other run's documents by id. Stored per data
+    version: callers asking about a few runs intersect it (one stored row, not one per question)."""
     rows = con.execute(
-        f"SELECT run_id FROM evidence {where}GROUP BY run_id HAVING bool_and(starts_with(doc_id, 'text:')) "
-        "ORDER BY run_id",
-        args,
+        "SELECT run_id FROM evidence GROUP BY run_id HAVING bool_and(starts_with(doc_id, 'text:')) ORDER BY run_id"
     ).fetchall()
     return [r for (r,) in rows]
 

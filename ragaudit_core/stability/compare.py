@@ -173,6 +173,6 @@ def compare_runs(
         n_null_changes=int((q["null_change"] != "").sum()),
         n_answered=int(q["both_answered"].sum()),
         warnings=list(res.summary.warnings),
-        ids_meet=len(set(text_id_runs(con, [baseline, candidate]))) != 1 or baseline == candidate,
+        ids_meet=len({baseline, candidate} & set(text_id_runs(con))) != 1,
     )
     return CompareResult(baseline, candidate, pair, runs, q, summary, res.intervals)

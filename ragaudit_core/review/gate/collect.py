@@ -101,7 +101,7 @@ def _passage_hash_ids(con: duckdb.DuckDBPyConnection, inputs: GateInputs) -> Non
     from ragaudit_core.logs.catalog import text_id_runs
 
     b, c = inputs.baseline, inputs.candidate
-    hashed = sorted({b, c} & set(text_id_runs(con, [b, c])))
+    hashed = sorted({b, c} & set(text_id_runs(con)))
     if not hashed:
         return
     if len(hashed) == 2:

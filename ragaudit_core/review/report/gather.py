@@ -314,7 +314,7 @@ def _worst_queries(
     at J = 0 on every query by how it was logged: its 'least stable' queries would be any five, so
     the worst pairs over every run are shown instead, saying why — among the pairs the stability
     section compares, which leave out every such pair (:mod:`ragaudit_core.stability.mixed_ids`)."""
-    hashed = set(catalog.text_id_runs(con, [cmp.baseline, cmp.candidate])) if cmp is not None else set()
+    hashed = set(catalog.text_id_runs(con)) if cmp is not None else set()
     unlike = cmp is not None and len({cmp.baseline, cmp.candidate} & hashed) == 1
     if unlike:
         cmp = None
@@ -415,7 +415,7 @@ def _probe_pairs(
     sharing = set(runs_sharing_queries(con, anchor))
     pairs = [(anchor, r) for r in answered if r != anchor and r in sharing]
     # a pair whose ids cannot meet has J_span 0 by how it was logged: not probed unless it is the reviewed one
-    pairs, mixed = split_mixed(pairs, catalog.text_id_runs(con, answered))
+    pairs, mixed = split_mixed(pairs, set(catalog.text_id_runs(con)))
     if pair and pair[0] != pair[1] and all(r in answered for r in pair) and pair not in pairs:
         pairs.insert(0, pair)
     return pairs, [p for p in mixed if p != pair]
