@@ -142,3 +142,15 @@ def test_overlap_that_cannot_be_compared_is_not_a_pass():
         "'b' logged no document ids and 'a' did."
     ), found
     assert recommend == "Do not decide yet on b: load both runs with their document ids."
+
+
+def test_the_summary_titles_what_could_be_checked_when_the_overlap_could_not_be():
+    """The PDF's summary put the one passing rule (null loss) under 'What decided it:' for a verdict
+    left inconclusive because the overlap could not be judged; it is what could be checked."""
+    from ragaudit_core.review.report.summary import _decided_by
+
+    note = "'b' logged no document ids and 'a' did"
+    unmet = GateInputs("a", "b", {("null_loss", "doc"): 0.0}, {}, level_notes={"doc": note, "span": note})
+    assert _decided_by(evaluate(DEFAULT_RULES[:5], unmet)).startswith("What could be checked (the overlap could not")
+    failing = evaluate(DEFAULT_RULES[:3], GateInputs("a", "b", {("j_avg", "doc"): 0.2, ("flip_rate", "doc"): 0.9}, {}))
+    assert _decided_by(failing) == "What decided it (failed rules first):"

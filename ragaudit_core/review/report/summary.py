@@ -10,6 +10,7 @@ in the report to look next, and a plain-language conclusion with a recommendatio
 
 from __future__ import annotations
 
+from ragaudit_core.review.gate import Verdict
 from ragaudit_core.review.labels import column_label, rule_label
 from ragaudit_core.review.logtext import isolate
 from ragaudit_core.review.report.conclusion import conclusion
@@ -60,7 +61,7 @@ def executive_summary(pdf: ReportPDF, data: ReportData) -> None:
             align="L",
         )
         pdf.para(f"What changed: {what_changed(data, v.baseline, v.candidate)}.", size=10)
-        pdf.para("What decided it" + (" (failed rules first)" if v.failed else "") + ":", size=10.5, style="B")
+        pdf.para(_decided_by(v), size=10.5, style="B")
         applicable = [r for r in v.sorted_results() if r.status != "not applicable"]
         top = applicable[:4]
         rows, styles = pdf.status_rows(
@@ -200,6 +201,15 @@ def _readings(s: dict) -> tuple[float | None, float | None, float | None]:
     tail_first = s.get("percentile_convention") == "tail"
     keys = ("cfs_p95_other", "cfs_p95") if tail_first else ("cfs_p95", "cfs_p95_other")
     return s.get(keys[0]), s.get("cfs_p50"), s.get(keys[1])
+
+
+def _decided_by(v: Verdict) -> str:
+    """The title over the rules the verdict rests on. A verdict left inconclusive only because the
+    overlap could not be judged (``unjudged``) was not decided by the rules that passed: the title
+    says they are what could be checked."""
+    if v.unjudged and not any(r.status == "inconclusive" for r in v.results):
+        return "What could be checked (the overlap could not, as said above):"
+    return "What decided it" + (" (failed rules first)" if v.failed else "") + ":"
 
 
 def _cited(s: dict) -> str:
