@@ -48,7 +48,7 @@ from ragaudit_core.logs.formats.lists import data_string
 from ragaudit_core.logs.formats.settings import merged, read_settings
 from ragaudit_core.logs.formats.spans import flatten, json_maybe, number, text_of, trace_id
 
-__all__ = ["FORMAT"]
+__all__ = ["FORMAT", "retrieved_documents"]
 
 
 def detect(obj: dict) -> bool:
@@ -117,18 +117,11 @@ def _read_flat(flat: dict, obj: dict) -> Span:
     notes: list[str] = []
     if kind == "RETRIEVER":
         query = _get(flat, "input.value")
-        _not_documents(flat, "retrieval.documents")
-        items = _documents(flat, "retrieval.documents.", notes)
         if not isinstance(query, str) or not query.strip():
             raise FormatError("RETRIEVER span without input.value (the query)")
-        if any(not isinstance(d.get("content"), str) for d in items):
-            raise FormatError("a retrieved document has no document.content text")
-        md = [_metadata(d) for d in items]
-        ids = [check_id(d.get("id"), f"retrieved document {i}'s document.id") for i, d in enumerate(items)]
-        scores = _scores([d.get("score") for d in items], notes)
-        if not items:
+        texts, ids, md, scores = retrieved_documents(flat, notes)
+        if not texts:
             notes.append(_NO_DOCUMENTS)
-        texts = [d["content"] for d in items]
         settings = _span_settings(flat)
         return Span(trace, "retriever", query, texts, ids, md, notes=notes, scores=scores, settings=settings)
     if kind == "RERANKER":
@@ -152,6 +145,25 @@ def _read_flat(flat: dict, obj: dict) -> Span:
             trace, "other", settings=settings, embedder=model if isinstance(model, str) and model.strip() else None
         )
     return Span(trace, "other", settings=settings)
+
+
+def retrieved_documents(
+    flat: dict, notes: list[str]
+) -> tuple[list[str], list[str | int | None], list[dict | None], list[float | None]]:
+    """Texts, ids, metadata and scores of the documents a RETRIEVER span's dotted keys hold
+    (``retrieval.documents.{i}.document.*``, with or without the ``attributes.`` prefix; the list
+    written as text is parsed first) in index order: an index written twice, a document without a
+    text or with an id that is neither a string nor an integer raises; gaps and scores that are not
+    numbers are noted. A Langfuse observation's span attributes are read by it too."""
+    _read_lists(flat, _LISTS_OF["RETRIEVER"])
+    _not_documents(flat, "retrieval.documents")
+    items = _documents(flat, "retrieval.documents.", notes)
+    if any(not isinstance(d.get("content"), str) for d in items):
+        raise FormatError("a retrieved document has no document.content text")
+    md = [_metadata(d) for d in items]
+    ids = [check_id(d.get("id"), f"retrieved document {i}'s document.id") for i, d in enumerate(items)]
+    scores = _scores([d.get("score") for d in items], notes)
+    return [d["content"] for d in items], ids, md, scores
 
 
 _METADATA_KEYS = ("attributes.metadata.", "metadata.")

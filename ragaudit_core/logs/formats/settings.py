@@ -41,7 +41,7 @@ from ragaudit_core.logs.formats.base import FormatError
 from ragaudit_core.logs.formats.lists import data_string
 from ragaudit_core.logs.formats.spans import json_maybe
 
-__all__ = ["ALIASES", "merged", "read_observation_settings", "read_settings"]
+__all__ = ["ALIASES", "merged", "observation_attributes", "read_observation_settings", "read_settings"]
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "top_k": ("top_k", "similarity_top_k", "search_kwargs.k", "k", "topK", "similarityTopK"),
@@ -125,10 +125,19 @@ def read_observation_settings(metadata: Any) -> dict[str, Any] | None:
     if not isinstance(md, dict):
         return None
     own = read_settings(md)
-    attrs = json_maybe(md.get("attributes"))
-    if not isinstance(attrs, dict):
+    attrs = observation_attributes(md)
+    if attrs is None:
         return own
     return merged(read_settings(attrs.get("metadata")), read_settings(attrs), own)
+
+
+def observation_attributes(metadata: Any) -> dict[str, Any] | None:
+    """The attributes of the OpenTelemetry span a Langfuse observation (or trace) was ingested from:
+    its ``metadata.attributes`` (the metadata, and the attributes, an object or its JSON text; each
+    attribute that is not a text written as its JSON by Langfuse); None where there are none."""
+    md = json_maybe(metadata)
+    attrs = json_maybe(md.get("attributes")) if isinstance(md, dict) else None
+    return attrs if isinstance(attrs, dict) else None
 
 
 def merged(*levels: dict[str, Any] | None) -> dict[str, Any] | None:
