@@ -1,6 +1,7 @@
-"""Trace exports in the shapes real tools write them, for the run-settings tests: Langfuse
-observations ingested from OpenTelemetry, an OpenInference EMBEDDING span, and Phoenix's span
-dataframe (as ``get_spans_dataframe`` returns it, and flattened by ``pd.json_normalize``)."""
+"""Trace exports in the shapes real tools write them, for the run-settings and documents tests:
+Langfuse observations ingested from OpenTelemetry (documents in their output, or only in the span's
+attributes), an OpenInference EMBEDDING span, and Phoenix's span dataframe (as
+``get_spans_dataframe`` returns it, and flattened by ``pd.json_normalize``)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,47 @@ def _langfuse_stringified(attrs: dict[str, Any]) -> dict[str, str]:
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in attrs.items()}
 
 
+def _otel_metadata(attrs: dict[str, Any], own: dict[str, Any] | None, as_text: bool) -> dict:
+    """An observation's ``metadata`` as Langfuse's OtelIngestionProcessor writes it:
+    ``{**langfuse.observation.metadata.*, "attributes": <every span attribute, stringified>,
+    "resourceAttributes": …, "scope": …}``; ``as_text``: those three nested objects as JSON text, as
+    the ClickHouse-backed API returns them."""
+    nested = {"attributes": _langfuse_stringified(attrs), "resourceAttributes": _RESOURCE, "scope": _SCOPE}
+    if as_text:
+        nested = {k: json.dumps(v) for k, v in nested.items()}
+    return {**(own or {}), **nested}
+
+
+def otel_observation(
+    trace: str,
+    oid: str,
+    kind: str,
+    parent: str | None,
+    attrs: dict[str, Any],
+    *,
+    own: dict[str, Any] | None = None,
+    as_text: bool = False,
+    **keys: Any,
+) -> dict:
+    """One observation of an OTel span (``attrs``) as ``GET /api/public/observations`` gives it
+    back: ``input``/``output`` from ``input.value``/``output.value`` unless ``keys`` says otherwise."""
+    return {
+        "id": f"{trace}-{oid}",
+        "traceId": trace,
+        "type": kind,
+        "name": oid,
+        "startTime": "2025-03-01T10:15:00.010Z",
+        "endTime": "2025-03-01T10:15:01.010Z",
+        "parentObservationId": parent and f"{trace}-{parent}",
+        "input": attrs.get("input.value"),
+        "output": attrs.get("output.value"),
+        "metadata": _otel_metadata(attrs, own, as_text),
+        "level": "DEFAULT",
+        "environment": "default",
+        **keys,
+    }
+
+
 def otel_observations(
     trace: str,
     question: str,
@@ -38,18 +80,8 @@ def otel_observations(
     as_text: bool = False,
 ) -> list[dict]:
     """One trace of a LangChain app instrumented by OpenInference and exported over OTLP to
-    Langfuse, as ``GET /api/public/observations`` gives it back: each observation's ``metadata``
-    is ``{**langfuse.observation.metadata.*, "attributes": <every span attribute, stringified>,
-    "resourceAttributes": …, "scope": …}`` (Langfuse's OtelIngestionProcessor); ``as_text``: those
-    three nested objects as JSON text, as the ClickHouse-backed API returns them. ``root_own``:
-    keys the root span also set as ``langfuse.observation.metadata.*`` attributes."""
-
-    def metadata(attrs: dict[str, Any], own: dict[str, Any] | None) -> dict:
-        nested = {"attributes": _langfuse_stringified(attrs), "resourceAttributes": _RESOURCE, "scope": _SCOPE}
-        if as_text:
-            nested = {k: json.dumps(v) for k, v in nested.items()}
-        return {**(own or {}), **nested}
-
+    Langfuse (:func:`otel_observation`; ``as_text``: the metadata's nested objects as JSON text).
+    ``root_own``: keys the root span also set as ``langfuse.observation.metadata.*`` attributes."""
     docs = [{"id": i, "page_content": t, "metadata": {"source": f"{i}.txt"}, "type": "Document"} for i, t, _s in DOCS]
     output = json.dumps({"documents": docs})
     retriever = {"openinference.span.kind": "RETRIEVER", "input.value": question, "output.value": output}
@@ -61,27 +93,51 @@ def otel_observations(
     root = {"openinference.span.kind": "CHAIN", "input.value": question, "output.value": "The Moon."}
     root |= {f"langfuse.observation.metadata.{k}": v for k, v in (root_own or {}).items()}
     llm = {"openinference.span.kind": "LLM", "output.value": "The Moon.", "llm.model_name": "gpt-4o-mini"}
-
-    def observation(oid: str, kind: str, parent: str | None, attrs: dict, own: dict | None = None) -> dict:
-        return {
-            "id": f"{trace}-{oid}",
-            "traceId": trace,
-            "type": kind,
-            "name": oid,
-            "startTime": "2025-03-01T10:15:00.010Z",
-            "endTime": "2025-03-01T10:15:01.010Z",
-            "parentObservationId": parent and f"{trace}-{parent}",
-            "input": attrs.get("input.value"),
-            "output": attrs.get("output.value"),
-            "metadata": metadata(attrs, own),
-            "level": "DEFAULT",
-            "environment": "default",
-        }
-
     return [
-        observation("root", "CHAIN", None, {**root, **root_attrs}, root_own),
-        observation("retrieve", "RETRIEVER", "root", {**retriever, **retriever_attrs}),
-        observation("llm", "GENERATION", "root", llm),
+        otel_observation(trace, "root", "CHAIN", None, {**root, **root_attrs}, own=root_own, as_text=as_text),
+        otel_observation(trace, "retrieve", "RETRIEVER", "root", {**retriever, **retriever_attrs}, as_text=as_text),
+        otel_observation(trace, "llm", "GENERATION", "root", llm, as_text=as_text),
+    ]
+
+
+def otel_retrieval(
+    trace: str,
+    question: str,
+    docs: list[tuple[str, Any, str, Any]],
+    *,
+    kind: str = "RETRIEVER",
+    model: str | None = None,
+    model_attribute: str | None = None,
+    as_text: bool = False,
+    **retriever_keys: Any,
+) -> list[dict]:
+    """One trace of a LlamaIndex query engine instrumented by OpenInference and exported over OTLP
+    to Langfuse: its retrieved documents only in the RETRIEVER span's attributes (``docs``: index as
+    written, id, text, score), which Langfuse keeps under ``metadata.attributes`` (each stringified,
+    a score ``"0.91"``); the retriever's ``output`` None, its ``kind`` ``RETRIEVER`` (``SPAN``: as
+    Langfuse typed it before observation types); ``retriever_keys`` replace its own keys (``input``,
+    ``output``). An EMBEDDING observation under the retriever names the model in ``model`` (as
+    Langfuse's ingestion or SDK sets it) and/or its ``embedding.model_name`` attribute."""
+    retriever: dict[str, Any] = {"openinference.span.kind": "RETRIEVER", "input.value": question}
+    for n, i, t, s in docs:
+        retriever |= {
+            f"retrieval.documents.{n}.document.id": i,
+            f"retrieval.documents.{n}.document.content": t,
+            f"retrieval.documents.{n}.document.score": s,
+            f"retrieval.documents.{n}.document.metadata": json.dumps({"file_name": f"{i}.txt"}),
+        }
+    embedding = {"openinference.span.kind": "EMBEDDING", "embedding.embeddings.0.embedding.text": question}
+    if model_attribute is not None:
+        embedding["embedding.model_name"] = model_attribute
+    root = {"openinference.span.kind": "CHAIN", "input.value": question, "output.value": "The Moon."}
+    llm = {"openinference.span.kind": "LLM", "output.value": "The Moon.", "llm.model_name": "gpt-4o-mini"}
+    return [
+        otel_observation(trace, "root", "CHAIN", None, root, as_text=as_text),
+        otel_observation(
+            trace, "retrieve", kind, "root", retriever, as_text=as_text, **{"output": None, **retriever_keys}
+        ),
+        otel_observation(trace, "embed", "EMBEDDING", "retrieve", embedding, as_text=as_text, model=model),
+        otel_observation(trace, "llm", "GENERATION", "root", llm, as_text=as_text, model="gpt-4o-mini"),
     ]
 
 

@@ -8,17 +8,34 @@ query ``input`` (a string, or ``input.{query, input, question}``); trace ``trace
 observation was ingested from OpenTelemetry, its span's attributes (``metadata.attributes``) under
 its own keys (:func:`~.settings.read_observation_settings`).
 
+An observation ingested from OpenTelemetry keeps its span's attributes in ``metadata.attributes``
+(each one that is not a text as its JSON: a score ``"0.91"``). Where its ``output`` holds no
+documents (null, a text: an OpenInference RETRIEVER span of LlamaIndex's), a ``RETRIEVER`` or
+``SPAN`` observation whose attributes hold OpenInference's flattened documents
+(``retrieval.documents.{i}.document.{id, content, score, metadata}``) is a retriever, its documents
+read by OpenInference's rules (:func:`~.openinference.retrieved_documents`: index order, gaps
+noted, an index written twice rejected), the query its ``input``, else the ``input.value``
+attribute. An ``EMBEDDING`` observation (or a ``SPAN`` whose attributes name the OpenInference kind
+``EMBEDDING``) names its trace's embedder where no metadata does: its ``model``, else its
+``embedding.model_name`` attribute. The observation's own keys win over its attributes.
+
 Detector: ``traceId`` with ``type``. A trace export (``{"trace": {...}, "observations": [...]}``)
 is unwrapped into observations by :mod:`ragaudit_core.logs.documents`.
 """
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span
-from ragaudit_core.logs.formats.settings import read_observation_settings
+from ragaudit_core.logs.formats.openinference import retrieved_documents
+from ragaudit_core.logs.formats.settings import observation_attributes, read_observation_settings
 from ragaudit_core.logs.formats.spans import doc_fields, documents, json_maybe, query_of, text_of, trace_id
 
 __all__ = ["FORMAT"]
+
+_DOCUMENTS = "retrieval.documents"
 
 
 def detect(obj: dict) -> bool:
@@ -28,22 +45,62 @@ def detect(obj: dict) -> bool:
 def read_span(obj: dict) -> Span:
     trace = trace_id(obj.get("traceId"))
     kind = str(obj.get("type", "")).upper()
+    attrs = observation_attributes(obj.get("metadata"))
     if kind in ("RETRIEVER", "SPAN"):
-        docs = documents(obj.get("output"))
-        if docs is not None:
-            query = query_of(obj.get("input"))
-            if query is None:
-                raise FormatError("retriever observation without an input query")
-            return Span(
-                trace, "retriever", query, *doc_fields(docs), settings=read_observation_settings(obj.get("metadata"))
-            )
-        if kind == "RETRIEVER":
-            raise FormatError("retriever observation whose output holds no documents")
+        span = _retriever(obj, trace, kind, attrs)
+        if span is not None:
+            return span
     # a root observation's settings: its trace's retriever observations read them
     settings = None if obj.get("parentObservationId") else read_observation_settings(obj.get("metadata"))
     if kind == "GENERATION":
         return Span(trace, "answer", answer=text_of(json_maybe(obj.get("output"))), settings=settings)
+    if kind == "EMBEDDING" or (kind == "SPAN" and attrs and attrs.get("openinference.span.kind") == "EMBEDDING"):
+        return Span(trace, "other", settings=settings, embedder=_model(obj, attrs))
     return Span(trace, "other", settings=settings)
+
+
+def _retriever(obj: dict, trace: str | None, kind: str, attrs: dict | None) -> Span | None:
+    """A RETRIEVER or SPAN observation as a retriever span: its documents from its ``output``, else
+    from its span's attributes; None for a SPAN holding none."""
+    notes: list[str] = []
+    scores: list[float | None] = []
+    docs = documents(obj.get("output"))
+    if docs is not None:
+        texts, ids, md = doc_fields(docs)
+    elif attrs is not None and any(k.startswith(_DOCUMENTS) for k in attrs):
+        flat = {k: _score(v) if k.endswith(".document.score") else v for k, v in attrs.items()}
+        texts, ids, md, scores = retrieved_documents(flat, notes)
+    elif kind == "RETRIEVER":
+        raise FormatError("retriever observation whose output and span attributes hold no documents")
+    else:
+        return None
+    query = query_of(obj.get("input"))
+    if not (query and query.strip()) and attrs is not None:
+        query = query_of(attrs.get("input.value")) or query
+    if query is None:
+        raise FormatError("retriever observation without an input query")
+    settings = read_observation_settings(obj.get("metadata"))
+    return Span(trace, "retriever", query, texts, ids, md, notes=notes, scores=scores, settings=settings)
+
+
+def _score(v: Any) -> Any:
+    """A ``document.score`` attribute as Langfuse keeps it — a number written as its JSON (``"0.91"``,
+    ``"null"`` for NaN) — as the number; any other value as it is (the reader notes it)."""
+    if not isinstance(v, str):
+        return v
+    try:
+        n = json.loads(v)
+    except (ValueError, RecursionError):
+        return v
+    return n if n is None or (isinstance(n, (int, float)) and not isinstance(n, bool)) else v
+
+
+def _model(obj: dict, attrs: dict | None) -> str | None:
+    """An embedding observation's model: its ``model``, else its span's ``embedding.model_name``."""
+    for v in (obj.get("model"), (attrs or {}).get("embedding.model_name")):
+        if isinstance(v, str) and v.strip():
+            return v
+    return None
 
 
 FORMAT = LogFormat(
