@@ -14,8 +14,8 @@ record gets as its ``config`` the settings of its trace — the trace's own (a L
 export's ``trace.metadata``), overlaid with its root span's — overlaid, key by key, with the
 retriever span's own: the retriever's win, then the root span's. The first root span (and trace)
 naming settings counts for its trace. Under all of them, the model an embedding span of the trace
-names (OpenInference's EMBEDDING span, ``embedding.model_name``) is its embedder where no
-metadata names one: the first such span counts.
+names (OpenInference's EMBEDDING span, ``embedding.model_name``; Langfuse's EMBEDDING observation,
+``model``) is its embedder where no metadata names one: the first such span counts.
 """
 
 from __future__ import annotations

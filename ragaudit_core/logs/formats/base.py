@@ -120,7 +120,8 @@ class Span:
     # the run settings it logs (formats.settings): a retriever span's own; on another span only where it is its
     # trace's root, for the trace's retriever spans (each overlays them with its own)
     settings: dict[str, Any] | None = None
-    # an embedding span's model (OpenInference's embedding.model_name): its trace's embedder where no metadata names one
+    # an embedding span's model (OpenInference's embedding.model_name, a Langfuse EMBEDDING observation's model): its
+    # trace's embedder where no metadata names one
     embedder: str | None = None
 
 
