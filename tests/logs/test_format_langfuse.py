@@ -186,3 +186,18 @@ def test_a_setting_that_is_not_an_integer_is_kept_in_the_config_and_null_in_the_
     path = write_jsonl(tmp_path / "fuse.jsonl", [trace_export(None, None, md)])
     want = '{"chunk_overlap": 12.5, "chunk_size": "auto", "top_k": "5"}'
     assert _grid(path) == [("fuse", 5, None, None, None, want)]
+
+
+def _js_documents(obs: list[dict]) -> list[dict]:
+    """``obs`` as LangChain.js writes documents (``pageContent``, not ``page_content``)."""
+    out = json.loads(json.dumps(obs))
+    docs = out[0]["output"]["documents"]
+    out[0]["output"]["documents"] = [{"pageContent": d.pop("page_content"), **d} for d in docs]
+    return out
+
+
+def test_langchain_js_documents_page_content_in_camel_case_load_as_the_python_ones(tmp_path):
+    rep, got = _stored(write_jsonl(tmp_path / "a" / "fuse.jsonl", _js_documents(observations())))
+    assert rep.n_rejected == 0
+    assert got == _stored(write_jsonl(tmp_path / "b" / "fuse.jsonl", observations()))[1]
+    assert [e[5] for e in got[0]] == [t for _, t in DOCS]

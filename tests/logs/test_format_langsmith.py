@@ -197,3 +197,13 @@ def test_runs_without_settings_in_their_metadata_log_no_config(tmp_path):
     con = store.connect(":memory:")
     load_paths(con, [path], IngestOptions(doc_id_key="source"), settings={"top_k": 3})
     assert _runs_table(con) == [("smith", 3, None, None, None, '{"top_k": 3}')]
+
+
+def test_langchain_js_documents_page_content_in_camel_case_load_as_the_python_ones(tmp_path):
+    js = runs()
+    js[1]["outputs"]["documents"] = [
+        {"pageContent": d["page_content"], "metadata": d["metadata"]} for d in js[1]["outputs"]["documents"]
+    ]
+    rep, got = _stored(write_jsonl(tmp_path / "a" / "smith.jsonl", js), doc_id_key="source")
+    assert rep.n_rejected == 0
+    assert got == _stored(write_jsonl(tmp_path / "b" / "smith.jsonl", runs()), doc_id_key="source")[1]

@@ -133,6 +133,8 @@ def test_trace_export_documents_and_a_trace_without_retriever(tmp_path, monkeypa
     )
     assert rejected == [(None, sentence)]
     with pytest.raises(
-        FormatError, match=r"^retriever observation whose output and span attributes hold no documents$"
+        FormatError,
+        match=r"^retriever observation whose output and span attributes hold no documents \(a list of objects "
+        r"with a text under page_content, pageContent",
     ):
         langfuse.read_span(otel_retrieval("e1", Q, [])[1])

@@ -1,5 +1,5 @@
 """Langfuse observations: ``type`` ``RETRIEVER``, or ``SPAN`` whose ``output`` holds documents
-(a list, or ``{"documents": [...]}``; ``page_content``/``content``/``text``), give evidence —
+(a list, or ``{"documents": [...]}``; ``page_content``/``pageContent``/``content``/``text``), give evidence —
 query ``input`` (a string, or ``input.{query, input, question}``); trace ``traceId``; answer: a
 ``GENERATION`` observation's ``output`` (a string or ``output.content``). Run settings
 (:mod:`.settings`): the retriever observation's ``metadata`` over its trace's root observation's
@@ -71,7 +71,10 @@ def _retriever(obj: dict, trace: str | None, kind: str, attrs: dict | None) -> S
         flat = {k: _score(v) if k.endswith(".document.score") else v for k, v in attrs.items()}
         texts, ids, md, scores = retrieved_documents(flat, notes)
     elif kind == "RETRIEVER":
-        raise FormatError("retriever observation whose output and span attributes hold no documents")
+        raise FormatError(
+            "retriever observation whose output and span attributes hold no documents (a list of objects "
+            "with a text under page_content, pageContent, content or text; or retrieval.documents.* attributes)"
+        )
     else:
         return None
     query = query_of(obj.get("input"))

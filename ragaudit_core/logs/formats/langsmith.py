@@ -1,9 +1,10 @@
 """LangSmith runs: ``run_type == "retriever"`` gives evidence — query ``inputs.query`` (or
 ``inputs.input``, ``inputs.question``), documents ``outputs.documents[i].{page_content, metadata,
-id}``; trace ``trace_id``; answer: the root run's ``outputs.{answer, output, result}``, else the
-last LLM run's ``outputs.generations[0][0].text``. Run settings (:mod:`.settings`): the retriever
-run's ``extra.metadata`` over the root run's (LangChain passes a chain's metadata down to its
-runs, so the retriever's usually holds the root's too).
+id}`` (``pageContent`` from LangChain.js: :data:`~.spans.DOC_TEXT_KEYS`); trace ``trace_id``;
+answer: the root run's ``outputs.{answer, output, result}``, else the last LLM run's
+``outputs.generations[0][0].text``. Run settings (:mod:`.settings`): the retriever run's
+``extra.metadata`` over the root run's (LangChain passes a chain's metadata down to its runs, so
+the retriever's usually holds the root's too).
 
 Detector: ``run_type`` with ``inputs`` or ``outputs``. Batch payloads (``{"post", "patch"}``)
 and run trees (``child_runs``) are unwrapped into runs by :mod:`ragaudit_core.logs.documents`.
@@ -32,7 +33,7 @@ def read_span(obj: dict) -> Span:
         docs = documents(outputs)
         query = query_of(obj.get("inputs"))
         if docs is None or query is None:
-            raise FormatError("retriever run without inputs.query or outputs.documents[].page_content")
+            raise FormatError("retriever run without inputs.query or outputs.documents[].page_content (or pageContent)")
         return Span(trace, "retriever", query, *doc_fields(docs), settings=_settings(obj))
     root = not obj.get("parent_run_id") and not obj.get("parent_run_ids")
     if rt == "llm":

@@ -10,7 +10,17 @@ from typing import Any
 from ragaudit_core.logs.formats.base import check_id
 from ragaudit_core.logs.jsontext import lone_surrogate
 
-__all__ = ["doc_fields", "documents", "flatten", "json_maybe", "number", "query_of", "text_of", "trace_id"]
+__all__ = [
+    "DOC_TEXT_KEYS",
+    "doc_fields",
+    "documents",
+    "flatten",
+    "json_maybe",
+    "number",
+    "query_of",
+    "text_of",
+    "trace_id",
+]
 
 
 def flatten(obj: Any, prefix: str = "", out: dict | None = None, depth: int = 0) -> dict[str, Any]:
@@ -60,21 +70,32 @@ def trace_id(v: Any) -> str | None:
     return None if t is None else str(t)
 
 
+DOC_TEXT_KEYS = ("page_content", "pageContent", "content", "text")
+"""Where a LangChain-style document holds its text, first found wins: LangChain's Python
+``Document.page_content``, LangChain.js's ``pageContent`` (LangSmith and Langfuse traces of JS
+apps), then ``content`` and ``text``."""
+
+
+def _doc_text(d: dict) -> Any:
+    return next((d[k] for k in DOC_TEXT_KEYS if k in d), None)
+
+
 def documents(v: Any) -> list[dict] | None:
-    """A list of LangChain-style documents, or None when ``v`` holds none."""
+    """A list of LangChain-style documents (each one's text under a key of :data:`DOC_TEXT_KEYS`),
+    or None when ``v`` holds none."""
     v = json_maybe(v)
     if isinstance(v, dict):
         v = v.get("documents", v.get("output"))
     if not isinstance(v, list) or not all(isinstance(d, dict) for d in v):
         return None
-    if not all(isinstance(d.get("page_content", d.get("content", d.get("text"))), str) for d in v):
+    if not all(isinstance(_doc_text(d), str) for d in v):
         return None
     return v
 
 
 def doc_fields(docs: list[dict]) -> tuple[list[str], list[Any], list[dict | None]]:
     """Texts, ids (checked) and metadata of documents accepted by :func:`documents`."""
-    texts = [str(d.get("page_content", d.get("content", d.get("text")))) for d in docs]
+    texts = [str(_doc_text(d)) for d in docs]
     mds = [d.get("metadata") if isinstance(d.get("metadata"), dict) else None for d in docs]
     ids = [check_id(d.get("id"), f"document {i}'s id") for i, d in enumerate(docs)]
     return texts, ids, mds
