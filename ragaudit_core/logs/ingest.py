@@ -65,6 +65,7 @@ from ragaudit_core.logs.writer import (
     RUN_SCHEMA,
     WARNING_SCHEMA,
     BatchWriter,
+    delete_file_rows,
     drop_workspace_warnings,
     insert_rows,
     no_space_message,
@@ -336,19 +337,7 @@ class _Batch:
         self.held.close()
         self.out.flush()
         self.out.drain()
-        con = self.con
-        con.execute(
-            "DELETE FROM evidence USING records r WHERE r.file_id = ? AND evidence.run_id = r.run_id "
-            "AND evidence.query_id = r.query_id",
-            [file_id],
-        )
-        con.execute("DELETE FROM records WHERE file_id = ?", [file_id])
-        con.execute(
-            "DELETE FROM prov_nodes USING prov_records p WHERE p.file_id = ? AND prov_nodes.run_id = p.run_id "
-            "AND prov_nodes.query_id = p.query_id",
-            [file_id],
-        )
-        con.execute("DELETE FROM prov_records WHERE file_id = ?", [file_id])
+        delete_file_rows(self.con, file_id)
         n_rej, n_warn, n_q, n_w, self.n_records, self.n_entries, self.n_provenance = mark
         del self.report.rejected[n_rej:], self.report.warnings[n_warn:], self.quarantine[n_q:], self.warn_rows[n_w:]
         self.seen.forget_file(spath)

@@ -36,6 +36,7 @@ __all__ = [
     "WARNING_SCHEMA",
     "BatchWriter",
     "arrow_schema",
+    "delete_file_rows",
     "drop_workspace_warnings",
     "insert_rows",
     "no_space_message",
@@ -102,6 +103,22 @@ def drop_workspace_warnings(con: duckdb.DuckDBPyConnection) -> None:
     """Delete the stored warnings about the whole database (:func:`~.catalog.workspace_warnings`):
     a load or a removal changed what they say."""
     con.execute("DELETE FROM ingest_warnings WHERE file_id IS NULL AND code IN ('collision', 'coverage')")
+
+
+def delete_file_rows(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
+    """Delete the evidence, records and provenance a file loaded (a file refused as a whole)."""
+    con.execute(
+        "DELETE FROM evidence USING records r WHERE r.file_id = ? AND evidence.run_id = r.run_id "
+        "AND evidence.query_id = r.query_id",
+        [file_id],
+    )
+    con.execute("DELETE FROM records WHERE file_id = ?", [file_id])
+    con.execute(
+        "DELETE FROM prov_nodes USING prov_records p WHERE p.file_id = ? AND prov_nodes.run_id = p.run_id "
+        "AND prov_nodes.query_id = p.query_id",
+        [file_id],
+    )
+    con.execute("DELETE FROM prov_records WHERE file_id = ?", [file_id])
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple], schema: pa.Schema) -> None:
