@@ -158,8 +158,7 @@ class HeldRows:
         key, path, offset = self.hold_line(rows, data)
         d = DecodedLine(
             *(line_no, offset, len(data), rec.run_id, rec.query_id, rec.config, rec.query, None, n_kept, dropped),
-            *(True, notes, label, True, span.trace_id, ctx.made > made),  # mapped, its warnings, label, held, trace,
-            # whether it made a text: id
+            *(True, notes, label, True, span.trace_id, ctx.made > made),  # mapped, warnings, label, held, trace, made
         )
         return FileLine(line_no, path, offset, len(data)), d, key
 
