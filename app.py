@@ -168,11 +168,13 @@ def _upload(con, db_path: str) -> None:
         key=f"{KEYS.uploader}.questions.{st.session_state.get(KEYS.uploader, 0)}",
     )
     stored = st.checkbox(
-        "Without a questions file, take the ids of the questions already loaded",
+        "Take missing ids from the runs already loaded (questions and passages, by text)",
         value=True,
         help="A record whose query id is its question's hash (q:…) takes the id a run loaded before logs for the "
-        "same question (a native run's), so the two runs pair; a text two ids share keeps its hash. Untick to keep "
-        "the hashes. Runs loaded before are never renamed: load the native runs first.",
+        "same question (a native run's; without a questions file), and a passage whose document id is its text's "
+        "hash (text:…) the document id a run loaded before logs for the same passage word for word, so the runs "
+        "pair and their documents meet; a text two ids share keeps its hash. Untick to keep the hashes. Runs "
+        "loaded before are never renamed: load the native runs first.",
         key="home.stored_questions",
     )
     if files and st.button("Load the uploaded files", type="primary"):
@@ -182,7 +184,7 @@ def _upload(con, db_path: str) -> None:
                     con,
                     [(f.name, f.getvalue()) for f in files],
                     catalog.uploads_dir(db_path),
-                    IngestOptions(doc_id_key=id_key or None, stored_questions=stored),
+                    IngestOptions(doc_id_key=id_key or None, stored_questions=stored, stored_passages=stored),
                     ids_are_texts=as_texts,
                     settings=parse_settings(settings) if settings else None,
                     questions=(questions.name, questions.getvalue()) if questions is not None else None,

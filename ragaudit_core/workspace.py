@@ -23,6 +23,7 @@ from ragaudit_core.logs.ingest import IngestOptions, IngestReport, ingest_paths
 from ragaudit_core.logs.qrels import QrelsError, QrelsReport, load_qrels, qrels_files
 from ragaudit_core.logs.report import Issue
 from ragaudit_core.logs.runs import set_settings
+from ragaudit_core.logs.stored_passages import unpaired as unpaired_passages
 from ragaudit_core.logs.stored_questions import unpaired
 from ragaudit_core.quality import cache as _quality_cache  # noqa: F401 — registers what ingest stores
 from ragaudit_core.stability import cache as _stability_cache  # noqa: F401 — registers what ingest stores
@@ -73,9 +74,10 @@ def load_paths(
             report.warnings.append(Issue(None, None, note, "runs"))
         store.bump_data_version(con)
     report.warnings += _named_alike(con, report)
-    if report.n_records:  # a run of hashed ids asking this load's questions: why they do not pair, what to do
+    if report.n_records:  # a run of hashed ids asking this load's questions (or passages): why no pair, what to do
         loaded = [f.sha256 for f in report.files if f.status == "loaded"]
         report.warnings += [Issue(None, None, m, "query-ids") for m in unpaired(con, loaded)]
+        report.warnings += [Issue(None, None, m, "doc-ids") for m in unpaired_passages(con, loaded)]
     if ids_are_texts and report.runs:
         n = sanity.read_ids_as_texts(con, report.runs)
         texts = "a passage text" if n == 1 else "passage texts"

@@ -139,6 +139,15 @@ NoStoredQuestions = Annotated[
     ),
 ]
 """``--no-stored-questions``: the stored runs' questions give no ids (:mod:`ragaudit_core.logs.stored_questions`)."""
+NoStoredPassages = Annotated[
+    bool,
+    typer.Option(
+        "--no-stored-passages",
+        help="Keep the text-hash document ids (text:…) of passages logged without an id, instead of giving them "
+        "the document ids the runs stored earlier log for the same passages word for word.",
+    ),
+]
+"""``--no-stored-passages``: the stored passages give no document ids (:mod:`ragaudit_core.logs.stored_passages`)."""
 
 DocIdKey = Annotated[
     str | None,
@@ -355,12 +364,14 @@ def open_logs(
     keep: bool = False,
     queries: Path | None = None,
     stored_questions: bool = True,
+    stored_passages: bool = True,
 ) -> Any:
     """A connection to ``db``, or to an in-memory database with ``paths`` ingested first
     (their report on stderr) with the relevance labels of ``qrels`` and of each folder's
     ``qrels/``, and the ids of ``queries`` (``--queries``: for the paths loaded; without paths it
     exits 2, since stored runs are never renamed), else of the stored questions unless not
-    ``stored_questions`` (``--no-stored-questions``, which exits 2 without paths too). ``db`` alone
+    ``stored_questions`` (``--no-stored-questions``, which exits 2 without paths too; so does
+    ``--no-stored-passages``, ``stored_passages``: the stored runs' passages give no document ids). ``db`` alone
     is opened for reading (:func:`read_db`; ``keep`` as there): never created, never changed; with
     ``paths`` or ``qrels`` they are loaded into it (a write; ``paths`` may create it). Exits 2 when
     neither is given, the database file is missing (without paths) or cannot be opened, or ingestion
@@ -377,11 +388,11 @@ def open_logs(
             "--queries gives ids to the records of the PATHs this call loads; the runs stored in the database keep "
             "theirs (remove a run's file and load it again with --queries to pair it)"
         )
-    if not stored_questions and not paths:
-        fail(
-            "--no-stored-questions is about the records of the PATHs a call loads; the runs stored in the database "
-            "keep their ids"
-        )
+    for off, flag in ((stored_questions, "--no-stored-questions"), (stored_passages, "--no-stored-passages")):
+        if not off and not paths:
+            fail(
+                f"{flag} is about the records of the PATHs a call loads; the runs stored in the database keep their ids"
+            )
     _runs_given_as_paths(paths, db)
     try:
         if db is None or paths or qrels:
@@ -390,9 +401,12 @@ def open_logs(
             con = read_db(db, keep=keep)
         if paths:
             opts = options or IngestOptions()
-            if queries is not None or not stored_questions:
+            if queries is not None or not stored_questions or not stored_passages:
                 opts = dataclasses.replace(
-                    opts, queries=str(queries) if queries is not None else None, stored_questions=stored_questions
+                    opts,
+                    queries=str(queries) if queries is not None else None,
+                    stored_questions=stored_questions,
+                    stored_passages=stored_passages,
                 )
             print_ingest(workspace.load_paths(con, paths, opts, precompute_overview=False, qrels=qrels or []))
         elif qrels:

@@ -17,6 +17,7 @@ from ragaudit_core.cli.common import (
     DocIdKey,
     Format,
     MaxLine,
+    NoStoredPassages,
     NoStoredQuestions,
     Qrels,
     Queries,
@@ -73,6 +74,7 @@ def ingest(
     ] = None,
     queries: Queries = None,
     no_stored_questions: NoStoredQuestions = False,
+    no_stored_passages: NoStoredPassages = False,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 2 if any line was rejected.")] = False,
     ids_are_texts: Annotated[
         bool,
@@ -113,6 +115,7 @@ def ingest(
         max_depth=max_depth,
         queries=str(queries) if queries is not None else None,
         stored_questions=not no_stored_questions,
+        stored_passages=not no_stored_passages,
     )
     lines = progress()
     try:

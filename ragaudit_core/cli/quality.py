@@ -10,6 +10,7 @@ import typer
 from ragaudit_core.cli.common import (
     DbOrMemory,
     LogPaths,
+    NoStoredPassages,
     NoStoredQuestions,
     Qrels,
     Queries,
@@ -35,6 +36,7 @@ def quality(
     qrels: Qrels = None,
     queries: Queries = None,
     no_stored_questions: NoStoredQuestions = False,
+    no_stored_passages: NoStoredPassages = False,
     k: Annotated[str, typer.Option("--k", help="Cut-offs, comma-separated.")] = ",".join(map(str, DEFAULT_CUTOFFS)),
     runs: Annotated[
         str | None, typer.Option("--runs", help="Comma-separated runs (default: those sharing queries).")
@@ -56,7 +58,14 @@ def quality(
     if resamples < 0:
         fail("--resamples must be 0 or more")
     cutoffs = ints(k, "--k")
-    con = open_logs(paths, db, qrels=qrels, queries=queries, stored_questions=not no_stored_questions)
+    con = open_logs(
+        paths,
+        db,
+        qrels=qrels,
+        queries=queries,
+        stored_questions=not no_stored_questions,
+        stored_passages=not no_stored_passages,
+    )
     if not con.execute("SELECT count(*) FROM qrels").fetchall()[0][0]:
         fail(
             "no relevance labels are loaded: give --qrels FILE (TREC or BEIR qrels), "

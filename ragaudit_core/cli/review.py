@@ -15,6 +15,7 @@ from ragaudit_core.cli.common import (
     Device,
     LazyModels,
     LogPaths,
+    NoStoredPassages,
     NoStoredQuestions,
     Queries,
     emit_json,
@@ -46,6 +47,7 @@ def gate(
     db: DbOrMemory = None,
     queries: Queries = None,
     no_stored_questions: NoStoredQuestions = False,
+    no_stored_passages: NoStoredPassages = False,
     baseline: Annotated[str, typer.Option("--baseline", help="The run in production (id or alias).")] = ...,  # type: ignore[assignment]  # typer: required
     candidate: Annotated[str, typer.Option("--candidate", help="The run that would replace it (id or alias).")] = ...,  # type: ignore[assignment]  # typer: required
     rules: Annotated[Path | None, typer.Option("--rules", help="TOML rules (preset and/or [[rule]] tables).")] = None,
@@ -69,7 +71,13 @@ def gate(
         fail(f"--preset must be one of {', '.join(PRESETS)}, not {preset!r}")
     if not policy.rules:
         fail("no rules to evaluate")
-    con = open_logs(paths, db, queries=queries, stored_questions=not no_stored_questions)
+    con = open_logs(
+        paths,
+        db,
+        queries=queries,
+        stored_questions=not no_stored_questions,
+        stored_passages=not no_stored_passages,
+    )
     runs = known_runs(con)
     try:
         verdict = review(con, policy, resolve_run(baseline, runs), resolve_run(candidate, runs), tau=flip_threshold)
@@ -87,6 +95,7 @@ def report(
     db: DbOrMemory = None,
     queries: Queries = None,
     no_stored_questions: NoStoredQuestions = False,
+    no_stored_passages: NoStoredPassages = False,
     out: Annotated[Path, typer.Option("--out", help="Where to write the PDF.")] = Path("audit.pdf"),
     baseline: Annotated[str | None, typer.Option("--baseline", help="Run in production (for the verdict).")] = None,
     candidate: Annotated[str | None, typer.Option("--candidate", help="Run that would replace it.")] = None,
@@ -119,7 +128,13 @@ def report(
     if not out.parent.is_dir():
         fail(f"{out}: the folder {out.parent} does not exist")
     the_rules, source = (None, "default preset") if rules is None else (_rules_file(rules), str(rules))
-    con = open_logs(paths, db, queries=queries, stored_questions=not no_stored_questions)
+    con = open_logs(
+        paths,
+        db,
+        queries=queries,
+        stored_questions=not no_stored_questions,
+        stored_passages=not no_stored_passages,
+    )
     known = known_runs(con)
     pair = [None if r is None else resolve_run(r, known) for r in (baseline, candidate)]
     chosen = None if runs is None else [resolve_run(r.strip(), known) for r in runs.split(",") if r.strip()]

@@ -23,6 +23,7 @@ from ragaudit_core.cli.common import (
     LazyModels,
     LogPaths,
     MaxLine,
+    NoStoredPassages,
     NoStoredQuestions,
     Qrels,
     Queries,
@@ -78,6 +79,7 @@ def stability(
     doc_id_key: DocIdKey = None,
     queries: Queries = None,
     no_stored_questions: NoStoredQuestions = False,
+    no_stored_passages: NoStoredPassages = False,
     json_out: Annotated[
         str | None, typer.Option("--json", help="Write the metrics as JSON here ('-' = stdout).")
     ] = None,
@@ -102,6 +104,7 @@ def stability(
         qrels=qrels,
         queries=queries,
         stored_questions=not no_stored_questions,
+        stored_passages=not no_stored_passages,
     )
     try:
         mapping = {}

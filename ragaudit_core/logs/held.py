@@ -86,6 +86,7 @@ class _Slot:
     n_lines: int  # the held lines whose rows the slot has
     kept: list[int] = field(default_factory=list)  # the lines (``rec_idx``) admitted
     renamed: dict[int, str] = field(default_factory=dict)  # lines admitted under another query id
+    made: list[int] = field(default_factory=list)  # lines admitted whose mapping made a text: document id
     batches: int = 0
 
 
@@ -147,6 +148,7 @@ class HeldRows:
         and held by its rows and its bytes ``data`` (:meth:`hold_line`): its line (read back from
         the temporary file), its :class:`DecodedLine` and key; None where the general path must
         map it when the file ends (:func:`~ragaudit_core.logs.parallel.map_span` declines)."""
+        made = ctx.made
         got = map_span(span, label, ctx)
         if got is None:
             return None
@@ -156,7 +158,7 @@ class HeldRows:
         key, path, offset = self.hold_line(rows, data)
         d = DecodedLine(
             *(line_no, offset, len(data), rec.run_id, rec.query_id, rec.config, rec.query, None, n_kept, dropped),
-            *(True, notes, label, True, span.trace_id),  # mapped, its warnings, label, held, trace
+            *(True, notes, label, True, span.trace_id, ctx.made > made),  # mapped, warnings, label, held, trace, made
         )
         return FileLine(line_no, path, offset, len(data)), d, key
 
@@ -174,12 +176,15 @@ class HeldRows:
             self._spill(table.schema)
         return len(self.slots) - 1
 
-    def keep(self, slot: int, line: int, query_id: str | None = None) -> None:
+    def keep(self, slot: int, line: int, query_id: str | None = None, made: bool = False) -> None:
         """Mark a held line of a slot as admitted (its rows are written), under ``query_id`` when
-        given (a repeated question, numbered when admitted)."""
+        given (a repeated question, numbered when admitted); ``made``: its mapping made a ``text:``
+        document id (:mod:`.stored_passages`)."""
         if slot == len(self.slots):  # the slot still being gathered
             self._flush_buffer()
         self.slots[slot].kept.append(line)
+        if made:
+            self.slots[slot].made.append(line)
         if query_id is not None:
             self.slots[slot].renamed[line] = query_id
 
@@ -201,9 +206,9 @@ class HeldRows:
                 s.table, s.batches = None, len(batches)
         self.in_memory = 0
 
-    def rows(self) -> Iterator[tuple[pa.Table, list[int], int]]:
-        """Each slot's (rows, admitted lines, held lines), in order; spilled slots read back; the
-        rows of a line admitted under another query id carry that id."""
+    def rows(self) -> Iterator[tuple[pa.Table, list[int], int, list[int]]]:
+        """Each slot's (rows, admitted lines, held lines, admitted lines that made a ``text:`` id), in
+        order; spilled slots read back; the rows of a line admitted under another query id carry that id."""
         self._flush_buffer()
         reader = None
         with _temporary_files():
@@ -219,7 +224,7 @@ class HeldRows:
                 assert reader is not None
                 with _temporary_files():
                     table = pa.Table.from_batches([reader.read_next_batch() for _ in range(s.batches)], reader.schema)
-            yield with_query_ids(table, s.renamed), s.kept, s.n_lines
+            yield with_query_ids(table, s.renamed), s.kept, s.n_lines, s.made
         self.close()
 
     def close(self) -> None:

@@ -58,6 +58,7 @@ from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, ev
 from ragaudit_core.logs.runs import RunConfigs, new_run_rows
 from ragaudit_core.logs.seen import SeenPairs, one_ingest_at_a_time
 from ragaudit_core.logs.seenfiles import SeenFiles
+from ragaudit_core.logs.stored_passages import stored_passages
 from ragaudit_core.logs.stored_questions import stored_questions
 from ragaudit_core.logs.writer import (
     NO_SPACE,
@@ -65,6 +66,7 @@ from ragaudit_core.logs.writer import (
     RUN_SCHEMA,
     WARNING_SCHEMA,
     BatchWriter,
+    delete_file_rows,
     drop_workspace_warnings,
     insert_rows,
     no_space_message,
@@ -171,7 +173,8 @@ class _Batch:
         self.replaced_file_ids: list[int] = []
         self.next_file_id = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM files").fetchall()[0][0]
         self.run_configs = RunConfigs()
-        self.out = BatchWriter(con)
+        self.passages = stored_passages(con, options)  # the document ids text: ids take (before any write)
+        self.out = BatchWriter(con, self.passages.rename_rows)
         self.quarantine: list[tuple] = []
         self.warn_rows: list[tuple] = []
         self.file_rows: list[tuple] = []
@@ -273,6 +276,7 @@ class _Batch:
 
     def _read_file(self, path: Path, fr: FileReport, file_id: int) -> None:
         spath, opts = str(path), self.options
+        self.passages.path = spath  # (the entries it renames are counted under their file)
         self.held.close()  # (a refused file's held rows are dropped with it)
         self.held_span_bytes = 0  # bytes of the span lines this file holds in the process
         notes: list[str] = []
@@ -336,19 +340,8 @@ class _Batch:
         self.held.close()
         self.out.flush()
         self.out.drain()
-        con = self.con
-        con.execute(
-            "DELETE FROM evidence USING records r WHERE r.file_id = ? AND evidence.run_id = r.run_id "
-            "AND evidence.query_id = r.query_id",
-            [file_id],
-        )
-        con.execute("DELETE FROM records WHERE file_id = ?", [file_id])
-        con.execute(
-            "DELETE FROM prov_nodes USING prov_records p WHERE p.file_id = ? AND prov_nodes.run_id = p.run_id "
-            "AND prov_nodes.query_id = p.query_id",
-            [file_id],
-        )
-        con.execute("DELETE FROM prov_records WHERE file_id = ?", [file_id])
+        delete_file_rows(self.con, file_id)
+        self.passages.forget_file(spath)  # (its entries renamed at the flush above are not counted)
         n_rej, n_warn, n_q, n_w, self.n_records, self.n_entries, self.n_provenance = mark
         del self.report.rejected[n_rej:], self.report.warnings[n_warn:], self.quarantine[n_q:], self.warn_rows[n_w:]
         self.seen.forget_file(spath)
@@ -374,10 +367,10 @@ class _Batch:
         """Whether (run, query) is loaded already (by an earlier ingest or this call)."""
         return self.seen.taken(run_id, query_id)
 
-    def admit_record(self, fr: FileReport, file_id: int, ln: _AnyLine, rec: EvidenceRecord) -> bool:
+    def admit_record(self, fr: FileReport, file_id: int, ln: _AnyLine, rec: EvidenceRecord, made: bool = False) -> bool:
         if self.admit(fr, file_id, ln, None, rec, "record", self.seen) is None:
             return False
-        self._add_record(fr, file_id, ln, rec)
+        self._add_record(fr, file_id, ln, rec, made)
         return True
 
     def native_lines_in_workers(self, reader: FileReader, path: Path) -> None:
@@ -413,7 +406,8 @@ class _Batch:
                 for msg in repeats:
                     self.warn(fr.path, ln.line_no, "repeated-question", msg, file_id)
             base += n_lines
-            self._add_rows(with_query_ids(table, renamed), admitted, sum(isinstance(it, DecodedLine) for it in items))
+            n_decoded, made = sum(isinstance(it, DecodedLine) for it in items), [i for i in admitted if items[i].made]
+            self._add_rows(with_query_ids(table, renamed), admitted, n_decoded, made)  # (made: text: ids to rename)
             if self.progress is not None:
                 self.progress(fr.path, fr.n_lines, fr.unit)
         if self.next_file is None:  # the workers' memory is given back before the held spans are joined and written
@@ -438,10 +432,12 @@ class _Batch:
         renamed[i] = reader.ctx.occurrence_id(it.run_id, it.query_id)
         return list(reader.ctx.repeats)
 
-    def _add_rows(self, table: pa.Table, kept: list[int], n_lines: int) -> None:
-        """The rows of ``n_lines`` decoded lines whose line index (``rec_idx``) is in ``kept``."""
+    def _add_rows(self, table: pa.Table, kept: list[int], n_lines: int, made: list[int]) -> None:
+        """The rows of ``n_lines`` decoded lines whose line index (``rec_idx``) is in ``kept`` (those of
+        ``made`` with the stored passages' document ids)."""
         if kept:
-            self.out.add_table((rows_of(table, kept) if len(kept) < n_lines else table).drop_columns(["rec_idx"]))
+            rows = self.passages.rename_table(rows_of(table, kept) if len(kept) < n_lines else table, made)
+            self.out.add_table(rows.drop_columns(["rec_idx"]))
         if self.out.n_entries >= FLUSH_ENTRIES:
             self.out.flush()
 
@@ -479,7 +475,7 @@ class _Batch:
         :meth:`add_held`, under the ``renamed`` query id when it was numbered as a repeat; the
         records go to the writer as they gather, not all at the file's end)."""
         if self._admit_decoded_line(fr, file_id, ln, decoded, answer):
-            self.held.keep(*key, renamed)
+            self.held.keep(*key, renamed, decoded.made)
             if len(self.out.rec_rows) >= FLUSH_ENTRIES:
                 self.out.flush()
 
@@ -504,8 +500,8 @@ class _Batch:
 
     def add_held(self) -> None:
         """The rows of the held spans admitted when their file was read."""
-        for table, kept, n_lines in self.held.rows():
-            self._add_rows(table, kept, n_lines)
+        for table, kept, n_lines, made in self.held.rows():
+            self._add_rows(table, kept, n_lines, made)
 
     def provenance(self, fr: FileReport, file_id: int, ln: _AnyLine, reason: str | None, prec: Any) -> None:
         if self.admit(fr, file_id, ln, reason, prec, "provenance record", self.seen_prov) is not None:
@@ -526,9 +522,12 @@ class _Batch:
         if self.admit(fr, file_id, ln, reason, rec, "record", self.seen) is not None:
             self._add_record(fr, file_id, ln, rec)
 
-    def _add_record(self, fr: FileReport, file_id: int, ln: _AnyLine, rec: EvidenceRecord) -> None:
+    def _add_record(self, fr: FileReport, file_id: int, ln: _AnyLine, rec: EvidenceRecord, made: bool = False) -> None:
         self._run_config(rec, fr.path, file_id, ln.line_no)
+        start = len(self.out.ev_rows)
         n_kept = self._entries(rec, fr.path, file_id, ln.line_no)
+        if made:  # its mapping made text: ids: they may take the stored passages' (renamed as the writer flushes)
+            self.passages.made_rows(start, len(self.out.ev_rows))
         self.out.rec_rows.append((rec.run_id, rec.query_id, file_id, ln.line_no, rec.query, rec.answer, n_kept))
         self.n_records += 1
         self.n_entries += n_kept
@@ -587,11 +586,13 @@ class _Batch:
             for code, msg in workspace_warnings(con):
                 self.warn(None, None, code, msg, None)
         if self.log_labels:
-            labels = store_reference_labels(con, self.log_labels, self.options.casefold_spans)
+            labels = store_reference_labels(con, self.log_labels, self.options.casefold_spans, self.passages.doc_id_of)
             self.warn(None, None, "labels", "relevance labels from the logs' references: " + labels.summary(), None)
         loaded = bool(report.n_records)
         for msg in self.questions.sentences(self.seen.first_place, loaded=loaded) if self.questions else ():
             self.warn(None, None, "query-ids", msg, None)
+        for msg in self.passages.sentences(con):
+            self.warn(None, None, "doc-ids", msg, None)
         if self.warn_rows:
             insert_rows(con, "ingest_warnings", self.warn_rows, WARNING_SCHEMA)
         if self.file_rows:

@@ -36,6 +36,7 @@ class IngestOptions:
     max_depth: int = DEFAULT_MAX_DEPTH  # nesting depth of a JSON value in a document
     queries: str | None = None  # a questions file whose ids hashed query ids take (logs.questions)
     stored_questions: bool = True  # without one, the stored runs' questions serve (logs.stored_questions)
+    stored_passages: bool = True  # text: document ids take the stored runs' ids (logs.stored_passages)
 
     @property
     def limits(self) -> Limits:

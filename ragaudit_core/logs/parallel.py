@@ -155,6 +155,7 @@ class DecodedLine(NamedTuple):
     label: str = "native"  # the format it was read as (the file ledger's count)
     held: bool = False  # a tracing format's retriever span: admitted when its file is read, with its trace's answer
     trace_id: str | None = None  # (held) the span's trace
+    made: bool = False  # its mapping made a text: document id from a passage (logs.stored_passages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,6 +339,7 @@ def _decode_range(
     with open(path, "rb") as f:
         f.seek(start)
         for ln in range_lines(f, length, start, max_line_bytes=_WORKER["max_line_bytes"], counted=counted):
+            made = ctx.made if ctx is not None else 0
             got = _decoded(ln.data, ctx, mapped_first) if ln.error is None and ln.note is None else None
             if got is None:
                 items.append(ln)
@@ -373,6 +375,7 @@ def _decode_range(
                     label,
                     held,
                     trace,
+                    ctx is not None and ctx.made > made,
                 )
             )
     table = rows_table(rows, EVIDENCE_SCHEMA).append_column("rec_idx", pa.array(rec_idx, type=pa.int32()))

@@ -26,7 +26,7 @@ import gzip
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -291,7 +291,10 @@ def _questions(path: Path) -> dict[str, str]:
 
 
 def store_reference_labels(
-    con: duckdb.DuckDBPyConnection, refs: Iterable[tuple[str, str, str, str]], casefold: bool = False
+    con: duckdb.DuckDBPyConnection,
+    refs: Iterable[tuple[str, str, str, str]],
+    casefold: bool = False,
+    stored: Callable[[str], str | None] | None = None,
 ) -> QrelsReport:
     """Store relevance labels a log carries (``(query_id, kind, reference, file)``; Ragas
     ``reference_context_ids`` are ``"id"`` references, ``reference_contexts`` ``"text"`` ones), each
@@ -299,8 +302,10 @@ def store_reference_labels(
 
     A text reference is a passage: it labels the document of every evidence entry of the same
     query whose span hash is the passage's (span identity, :func:`span_hash` with the database's
-    span options), else ``text:`` + 16 hex digits of that hash — the id another tool's passage
-    without an id is stored under, so a passage retrieved later still matches."""
+    span options), else the document id ``stored`` gives that hash (the stored runs' passages, by
+    their rules: :meth:`~ragaudit_core.logs.stored_passages.StoredPassages.doc_id_of` — the id the
+    load's entries of that passage took), else ``text:`` + 16 hex digits of that hash — the id another
+    tool's passage without an id is stored under, so a passage retrieved later still matches."""
     by_file: dict[str, list[tuple[str, str, str]]] = {}
     for qid, kind, ref, path in refs:
         by_file.setdefault(path, []).append((qid, kind, ref))
@@ -324,7 +329,8 @@ def store_reference_labels(
                 labels.append(Label(qid, ref, 1, 0))
                 continue
             h = texts[ref]
-            labels += [Label(qid, doc, 1, 0) for doc in found.get((qid, h), [f"text:{h[:16]}"])]
+            ids = found.get((qid, h)) or [(stored(h) if stored is not None else None) or f"text:{h[:16]}"]
+            labels += [Label(qid, doc, 1, 0) for doc in ids]
         store_labels(con, labels, f"{Path(path).name} (references)", rep)
     return rep
 

@@ -83,7 +83,7 @@ class RecordSink(Protocol):
 
     def provenance(self, fr: FileReport, file_id: int, ln: Any, reason: str | None, prec: Any) -> None: ...
 
-    def admit_record(self, fr: FileReport, file_id: int, ln: Any, rec: EvidenceRecord) -> bool: ...
+    def admit_record(self, fr: FileReport, file_id: int, ln: Any, rec: EvidenceRecord, made: bool = False) -> bool: ...
 
     questions: QuestionIds | None  # (--queries, or the stored runs' questions) the ids hashed query ids take
 
@@ -203,6 +203,7 @@ class FileReader:
                 return
         for fmt in self.fast_formats:  # another format's common shape (Ragas rows)
             self.ctx.repeats.clear()
+            self.ctx.made = 0  # (text: ids made by the mapping: admit_mapped)
             assert fmt.decode_fast is not None
             recs = fmt.decode_fast(ln.data, self.ctx)
             if recs is not None:
@@ -327,6 +328,7 @@ class FileReader:
         """A record of a record format: its native records admitted one by one."""
         fr, sink = self.fr, self.sink
         self.ctx.repeats.clear()
+        self.ctx.made = 0
         recs: list[EvidenceRecord] = []
         reason = None
         try:
@@ -341,14 +343,15 @@ class FileReader:
         self.admit_mapped(ln, fmt, recs)
 
     def admit_mapped(self, ln: Line, fmt: formats.LogFormat, recs: list[Any]) -> None:
-        """The native records one record of a record format mapped to (none: a row without retrieval)."""
+        """The native records one record of a record format mapped to (none: a row without retrieval),
+        with whether the mapping made a ``text:`` document id (:attr:`formats.MapContext.made`)."""
         fr, sink = self.fr, self.sink
         if not recs:
             fr.n_skipped += 1
             self.without[(fmt.label, fmt.unit, NO_CONTEXTS)] += 1
             return
         for rec in recs:
-            sink.admit_record(fr, self.file_id, ln, rec)
+            sink.admit_record(fr, self.file_id, ln, rec, self.ctx.made > 0)
         for msg in self.ctx.repeats:
             sink.warn(fr.path, ln.line_no, "repeated-question", msg, self.file_id)
 
@@ -531,6 +534,7 @@ class FileReader:
         """A retriever span's record, with its trace's answer and settings (its own over them)."""
         try:
             self.ctx.repeats.clear()
+            self.ctx.made = 0
             built = formats.build_record(
                 *(fmt.label, self.ctx, span.query or "", answer, span.texts, span.ids, span.metadata, span.scores),
                 config=merged(settings, span.settings),
@@ -546,4 +550,4 @@ class FileReader:
             return None
         for msg in self.ctx.repeats:
             self.sink.warn(self.fr.path, ln.line_no, "repeated-question", msg, self.file_id)
-        return rec if self.sink.admit_record(self.fr, self.file_id, ln, rec) else None
+        return rec if self.sink.admit_record(self.fr, self.file_id, ln, rec, self.ctx.made > 0) else None

@@ -92,9 +92,10 @@ def _remove_runs(cur: duckdb.DuckDBPyConnection, runs: list[str], out: Removed) 
         n = _delete(cur, table.name, where, [runs] * len(cols))
         out.rows[table.name] = out.rows.get(table.name, 0) + n
     out.runs += [r for r in runs if r not in out.runs]
-    # what loads said about a removed run's query ids ("3 queries of run 'x' took their ids from …")
+    # what loads said about a removed run's query or document ids ("3 queries of run 'x' took their ids from …")
     named = (
-        "file_id IS NULL AND code = 'query-ids' AND len(list_filter(?::VARCHAR[], lambda s: contains(message, s))) > 0"
+        "file_id IS NULL AND code IN ('query-ids', 'doc-ids') "
+        "AND len(list_filter(?::VARCHAR[], lambda s: contains(message, s))) > 0"
     )
     n = _delete(cur, "ingest_warnings", named, [[f" of run {r!r} " for r in runs]])
     out.rows["ingest_warnings"] = out.rows.get("ingest_warnings", 0) + n

@@ -1,6 +1,6 @@
 """AppTest: on the home page, a Ragas export uploaded after the native run takes the ids the native
 run logs for its questions (ragaudit_core.logs.stored_questions), and the load says so; unticking
-"take the ids of the questions already loaded" keeps the hashes."""
+"take missing ids from the runs already loaded" keeps the hashes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tests.logs.test_query_ids import RAGAS_ROWS, _native, _ragas_csv
 
 pytestmark = pytest.mark.slow
 
-BOX = "Without a questions file, take the ids of the questions already loaded"
+BOX = "Take missing ids from the runs already loaded (questions and passages, by text)"
 
 
 def _upload(at, path):
@@ -45,3 +45,25 @@ def test_a_ragas_upload_after_the_native_run_takes_its_ids(app_env, tmp_path, ti
     else:
         assert said == []
         assert _ids(path) == [query_id_for(q) for q, _docs in RAGAS_ROWS]
+
+
+@pytest.mark.parametrize("ticked", [True, False])
+def test_the_same_box_gives_a_ragas_upload_without_ids_the_native_runs_document_ids(app_env, tmp_path, ticked):
+    """ragaudit_core.logs.stored_passages: passages the native run logs word for word take its ids."""
+    from tests.logs.test_stored_passages import TOOK
+    from tests.logs.test_stored_passages import _native as native_with_texts
+    from tests.logs.test_stored_passages import _ragas_csv as ragas_without_ids
+
+    path = app_env()
+    at = app_test("app.py").run()
+    _upload(at, native_with_texts(tmp_path))
+    next(c for c in at.checkbox if c.label == BOX).set_value(ticked).run()
+    _upload(at, ragas_without_ids(tmp_path))
+    said = [plain(w.value) for w in at.warning if "document ids from the stored runs' passages" in plain(w.value)]
+    c = store.connect(path, read_only=True)
+    try:
+        docs = [d for (d,) in c.execute("SELECT doc_id FROM evidence WHERE run_id = 'ragas' ORDER BY ALL").fetchall()]
+    finally:
+        c.close()
+    assert said == ([TOOK] if ticked else [])
+    assert [d for d in docs if not d.startswith("text:")] == (["d1", "d3", "d5"] if ticked else [])

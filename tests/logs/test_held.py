@@ -27,8 +27,8 @@ def test_spilled_rows_come_back_as_they_went_and_the_file_goes():
     held.keep(slots[0], 1)
     held.keep(slots[2], 4)
     got = list(held.rows())
-    assert [t.equals(want) for (t, _, _), want in zip(got, tables, strict=True)] == [True] * 4
-    assert [k for _, k, _ in got] == [[1], [], [4], []] and [n for _, _, n in got] == [3, 0, 5, 2]
+    assert [t.equals(want) for (t, _, _, _), want in zip(got, tables, strict=True)] == [True] * 4
+    assert [k for _, k, _, _ in got] == [[1], [], [4], []] and [n for _, _, n, _ in got] == [3, 0, 5, 2]
     assert not Path(path).exists() and held.path is None
 
 

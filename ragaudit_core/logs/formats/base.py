@@ -64,7 +64,9 @@ class MapContext:
     which numbers repeated hashed query ids by occurrence. ``labels`` collects the relevance
     labels a format carries (a Ragas row's reference contexts), stored with the file's records.
     ``questions`` (set by the ingest: ``--queries``, or the stored runs' questions): the ids hashed
-    query ids take (:mod:`ragaudit_core.logs.questions`), given before a repeat is numbered."""
+    query ids take (:mod:`ragaudit_core.logs.questions`), given before a repeat is numbered. ``made``
+    counts the ``text:`` document ids made from passages (:func:`text_doc_id`): a record whose mapping
+    made one may take the stored runs' ids for them (:mod:`ragaudit_core.logs.stored_passages`)."""
 
     run_id: str
     doc_id_key: str | None = None
@@ -73,6 +75,7 @@ class MapContext:
     repeats: list[str] = field(default_factory=list)  # per-row warnings of the record being mapped
     labels: list[tuple[str, str, str]] = field(default_factory=list)  # (query_id, "id" | "text", reference)
     questions: QuestionIds | None = None
+    made: int = 0
 
     def warn_once(self, message: str) -> None:
         if message not in self.warnings:
@@ -190,6 +193,7 @@ def text_doc_id(text: str, ctx: MapContext, label: str) -> str:
             label, "name the metadata key that holds them (--doc-id-key, or 'Document id key' when uploading)"
         )
     )
+    ctx.made += 1
     return "text:" + span_hash(text)[:16]
 
 
