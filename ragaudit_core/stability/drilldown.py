@@ -165,7 +165,13 @@ def passage_ids_note(a: pd.DataFrame, b: pd.DataFrame, run_a: str, run_b: str) -
         f"{same:,} of its {n:,} passage{'' if n == 1 else 's'} {'is' if same == 1 else 'are'} in {other}'s list word "
         "for word. To compare them, load its logs again with its document ids: a Ragas export's "
         "retrieved_context_ids column, or for a trace export the metadata key that holds them (--doc-id-key, or "
-        "'Document id key' when uploading)."
+        "'Document id key' when uploading)"
+        + (
+            f"; or remove its file (on the home page: “Remove a file or a run…”) and load it again: the passages "
+            f"{other} holds word for word then take {other}'s document ids."
+            if same
+            else "."
+        )
     )
 
 

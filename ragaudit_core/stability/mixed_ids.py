@@ -22,6 +22,11 @@ __all__ = ["left_out_sentence", "named_pairs_sentence", "nothing_left_sentence",
 _WHERE_IDS = "a Ragas export's retrieved_context_ids column, or for a trace export the metadata key that holds them"
 _ID_KEY = "--doc-id-key, or 'Document id key' when uploading"
 _LOAD_WITH_IDS = f"{_WHERE_IDS}: {_ID_KEY}"
+_RELOAD = (
+    "; or, where the runs with ids hold the same passages, remove {its} file{s} (on the home page: “Remove a file or a "
+    "run…”) and load {it} again: a passage a stored run holds word for word takes its document id "
+    "(logs.stored_passages)"
+)
 
 
 def split_mixed(
@@ -83,7 +88,9 @@ def left_out_sentence(mixed: list[tuple[str, str]], text_id_runs: Collection[str
     return (
         f"Left out {counted(len(mixed), 'pair')} between {without}, and {with_ids}: between the two kinds every "
         "document differs by id, and so every span, so J would be 0 at both levels from how they were logged, not "
-        f"from what they retrieved; to compare {it}, load {its} logs again with {its} document ids ({_LOAD_WITH_IDS})."
+        f"from what they retrieved; to compare {it}, load {its} logs again with {its} document ids ({_LOAD_WITH_IDS})"
+        + _RELOAD.format(its=its, s="" if one else "s", it=it)
+        + "."
     )
 
 
@@ -94,7 +101,9 @@ def nothing_left_sentence(mixed: list[tuple[str, str]], text_id_runs: Collection
     return (
         f"no pair of the compared runs can be compared: each sets {without}, beside {with_ids}, so J would be 0 at "
         f"both levels from how they were logged, not from what they retrieved; load {its} logs again with {its} "
-        f"document ids ({_LOAD_WITH_IDS}), or compare runs that logged their ids the same way"
+        f"document ids ({_LOAD_WITH_IDS})"
+        + _RELOAD.format(its=its, s="" if one else "s", it="it" if one else "them")
+        + "; or compare runs that logged their ids the same way"
     )
 
 
@@ -108,5 +117,7 @@ def named_pairs_sentence(mixed: list[tuple[str, str]], text_id_runs: Collection[
         f"text hashes (text:…), so {they} share{'s' if one else ''} no document and no span with the runs that "
         f"logged ids (J 0 between them at both levels, from how {they} {'was' if one else 'were'} logged, not what "
         f"{they} retrieved). To compare {'it' if one else 'them'}, load {'its' if one else 'those'} logs again with "
-        f"{its} document ids: {_LOAD_WITH_IDS.replace(': --', ' (--', 1)})."
+        f"{its} document ids: {_LOAD_WITH_IDS.replace(': --', ' (--', 1)})"
+        + _RELOAD.format(its=its, s="" if one else "s", it="it" if one else "them")
+        + "."
     )
