@@ -275,12 +275,12 @@ st.plotly_chart(charts.jmin_histogram(res.queries), key="stability.jmin")
 # --- one pair ---------------------------------------------------------------------------------
 st.subheader("One pair, query by query")
 index = pair_list.index(selected) if selected else pair_list.index(default_pair) if default_pair in pair_list else 0
-pair_label = ui.run_label(all_runs)  # both runs named in full in the sentence below
+pair_label = ui.run_pair_label(all_runs)  # both runs named in full in the sentence below
 choice = st.selectbox(
     "Run pair (or click a point in the scatter)",
     range(len(pair_list)),
     index=index,
-    format_func=lambda i: f"{pair_label(pair_list[i][0])} vs {pair_label(pair_list[i][1])}",
+    format_func=lambda i: pair_label(*pair_list[i]),
 )
 a, b = pair_list[choice]
 if choice != index:  # only a change by the user: the scatter's spec (and its selection) stays put
