@@ -156,7 +156,7 @@ if default_pair is not None and default_pair[::-1] in pair_list:
 selected = st.session_state.get(KEYS.pair)
 selected = tuple(selected) if selected and tuple(selected) in pair_list else None
 
-left, right = st.columns(2)
+left, right = ui.side_by_side(ui.CHART_WIDTH, ui.CHART_WIDTH)  # one under the other in a narrow window
 with left:
     event = st.plotly_chart(
         charts.stability_scatter(pairs, gap_ratio=s.gap_ratio, highlight=selected),
@@ -181,7 +181,7 @@ if q_res is not None and (q_res.labelled or q_note):
 if q_note:  # labels are loaded, yet some compared run has none of its queries labelled: say why
     st.info(ui.md(ui.sentence(q_note) + "."))
 if q_res is not None and q_res.labelled:
-    q_left, q_right = st.columns([3, 2])
+    q_left, q_right = ui.side_by_side(560, 420)  # side by side from about 1,460 px (its title: 340 px)
     with q_left:
         ui.table(
             q_res.run_table(),

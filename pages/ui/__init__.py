@@ -42,6 +42,7 @@ from ragaudit_core.stability.cache import opening_pair
 from ragaudit_core.wording import counted
 
 __all__ = [
+    "CHART_WIDTH",
     "DB_WAIT_S",
     "DOC_COLOURS",
     "KEYS",
@@ -77,6 +78,7 @@ __all__ = [
     "runs_in_full",
     "sentence",
     "short_connection",
+    "side_by_side",
     "table",
     "tau_slider",
     "through_app",
@@ -250,6 +252,20 @@ def wrapping_row(n: int) -> list:
     another line in a narrow window: ``st.columns(n)`` cut each figure there to its first character
     (the walk at 900 px with the sidebar open: "0…", "2…", "9…" for the stability headline)."""
     return [st.container(horizontal=True)] * n
+
+
+CHART_WIDTH = 460
+"""Pixels of a chart that stands beside another (:func:`side_by_side`): its title of up to 60
+characters (``palette.wrap_title``, about 410 px) and a square plot beside its legend or colour bar."""
+
+
+def side_by_side(*widths: int) -> list:
+    """Places of ``widths`` pixels in a row where the window holds them all, else one under the
+    other, each as wide as the page allows up to its width: ``st.columns(2)`` halved a narrow page
+    instead (at 900 px with the sidebar open the stability page's two charts got 212 px each, their
+    titles cut and their square plots 60 px wide)."""
+    row = st.container(horizontal=True, horizontal_alignment="distribute")
+    return [row.container(width=w) for w in widths]
 
 
 _WHOLE_COLUMNS = {"page", "paragraph", "rank", "logged_rank", "position", "char_start", "char_end", "line_no", "stage"}
