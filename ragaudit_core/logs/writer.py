@@ -13,8 +13,10 @@ between :meth:`flush` and :meth:`drain`; the caller touches it only after :meth:
 
 from __future__ import annotations
 
+import json
 import re
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -37,6 +39,7 @@ __all__ = [
     "BatchWriter",
     "arrow_schema",
     "drop_workspace_warnings",
+    "insert_files",
     "insert_rows",
     "no_space_message",
     "rows_table",
@@ -102,6 +105,19 @@ def drop_workspace_warnings(con: duckdb.DuckDBPyConnection) -> None:
     """Delete the stored warnings about the whole database (:func:`~.catalog.workspace_warnings`):
     a load or a removal changed what they say."""
     con.execute("DELETE FROM ingest_warnings WHERE file_id IS NULL AND code IN ('collision', 'coverage')")
+
+
+def insert_files(con: duckdb.DuckDBPyConnection, rows: list[tuple], options: dict) -> None:
+    """The ``files`` ledger's rows of one load (each ``(file_id, path, sha256, kind, bytes, n_lines,
+    n_loaded, n_rejected, formats)``), stamped with the load's time (UTC) and its ``options``."""
+    if rows:
+        now = datetime.now(UTC).replace(tzinfo=None)
+        opts_json = json.dumps(options, sort_keys=True)
+        con.executemany(
+            "INSERT INTO files (file_id, path, sha256, kind, bytes, n_lines, n_loaded, n_rejected, formats, "
+            "ingested_at, options) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*row, now, opts_json) for row in rows],
+        )
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple], schema: pa.Schema) -> None:
