@@ -19,6 +19,7 @@ from ragaudit_core.logs.ingest import IngestOptions
 from ragaudit_core.logs.qrels import QrelsError
 from ragaudit_core.logs.runs import parse_settings
 from ragaudit_core.logs.selection import natural_sorted
+from ragaudit_core.wording import NOTE
 
 KEYS, PAGES = ui.KEYS, ui.PAGES
 st.set_page_config(page_title="RagAudit", page_icon="🔎", layout="wide")
@@ -117,8 +118,8 @@ def _after_load(report=None, error: str | None = None) -> None:
         st.session_state[KEYS.last_ingest] = {
             "summary": report.summary() + _read_as(report.files),
             "rejected": [(i.path, i.line_no, i.message) for i in report.rejected],
-            "warnings": [  # a file's start with its name (as written); the database's are sentences
-                str(w) if w.path else ui.sentence(str(w)) for w in report.said_once() if w.code != "identity"
+            "warnings": [  # (kind, words): a file's start with its name (as written); the database's are sentences
+                (w.kind, str(w) if w.path else ui.sentence(str(w))) for w in report.said_once() if w.code != "identity"
             ],  # (identity warnings: shown under Identity checks; the same words about several files said once)
             "failed": [
                 ui.md(report.failure(f) + ".")  # "<file name> was not loaded: <why>", the name as uploaded
@@ -255,8 +256,8 @@ def _last_ingest() -> None:
     for msg in last.get("failed", []):
         st.error(msg)
     (st.warning if last["rejected"] else st.success)(ui.md(ui.sentence(last["summary"]) + "."))
-    for w in last["warnings"][:20]:
-        st.warning(ui.md(w))
+    for kind, w in last["warnings"][:20]:  # a note (what the load did, as asked) is information, not a warning
+        (st.info if kind == NOTE else st.warning)(ui.md(w))
 
 
 def _loaded(con, info: dict, db_path: str, writable: bool) -> None:

@@ -156,7 +156,7 @@ if default_pair is not None and default_pair[::-1] in pair_list:
 selected = st.session_state.get(KEYS.pair)
 selected = tuple(selected) if selected and tuple(selected) in pair_list else None
 
-left, right = st.columns(2)
+left, right = ui.side_by_side(ui.CHART_WIDTH, ui.CHART_WIDTH)  # one under the other in a narrow window
 with left:
     event = st.plotly_chart(
         charts.stability_scatter(pairs, gap_ratio=s.gap_ratio, highlight=selected),
@@ -181,7 +181,7 @@ if q_res is not None and (q_res.labelled or q_note):
 if q_note:  # labels are loaded, yet some compared run has none of its queries labelled: say why
     st.info(ui.md(ui.sentence(q_note) + "."))
 if q_res is not None and q_res.labelled:
-    q_left, q_right = st.columns([3, 2])
+    q_left, q_right = ui.side_by_side(560, 420)  # side by side from about 1,460 px (its title: 340 px)
     with q_left:
         ui.table(
             q_res.run_table(),
@@ -275,12 +275,12 @@ st.plotly_chart(charts.jmin_histogram(res.queries), key="stability.jmin")
 # --- one pair ---------------------------------------------------------------------------------
 st.subheader("One pair, query by query")
 index = pair_list.index(selected) if selected else pair_list.index(default_pair) if default_pair in pair_list else 0
-pair_label = ui.run_label(all_runs)  # both runs named in full in the sentence below
+pair_label = ui.run_pair_label(all_runs)  # both runs named in full in the sentence below
 choice = st.selectbox(
     "Run pair (or click a point in the scatter)",
     range(len(pair_list)),
     index=index,
-    format_func=lambda i: f"{pair_label(pair_list[i][0])} vs {pair_label(pair_list[i][1])}",
+    format_func=lambda i: pair_label(*pair_list[i]),
 )
 a, b = pair_list[choice]
 if choice != index:  # only a change by the user: the scatter's spec (and its selection) stays put

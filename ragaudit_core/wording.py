@@ -4,7 +4,26 @@ meets a noun: the ingest's report, the CLI, the pages."""
 
 from __future__ import annotations
 
-__all__ = ["bracket", "counted", "listed", "one_line"]
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["NOTE", "WARNING", "Kind", "Said", "bracket", "counted", "listed", "one_line"]
+
+Kind = Literal["note", "warning"]
+NOTE: Kind = "note"
+WARNING: Kind = "warning"
+
+
+@dataclass(frozen=True)
+class Said:
+    """A sentence and its kind, decided where it is worded: a *warning* asks the reader to look into
+    something (records that did not pair, a guess refused, data left out); a *note* says what was done
+    as asked or as documented (ids taken from a questions file, labels loaded). The command line
+    starts each with its kind (``warning:``, ``note:``); the home page shows a note as information."""
+
+    text: str
+    kind: Kind = WARNING
+
 
 _PLURALS = {
     "query": "queries",

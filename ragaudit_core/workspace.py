@@ -21,7 +21,7 @@ from ragaudit_core.jobs import queue
 from ragaudit_core.logs import catalog, derived, removal, sanity, store
 from ragaudit_core.logs.ingest import IngestOptions, IngestReport, ingest_paths
 from ragaudit_core.logs.qrels import QrelsError, QrelsReport, load_qrels, qrels_files
-from ragaudit_core.logs.report import Issue
+from ragaudit_core.logs.report import NOTE, Issue
 from ragaudit_core.logs.runs import set_settings
 from ragaudit_core.logs.stored_passages import unpaired as unpaired_passages
 from ragaudit_core.logs.stored_questions import unpaired
@@ -71,7 +71,7 @@ def load_paths(
     if settings and report.runs:
         for run in set_settings(con, report.runs, settings):
             note = f"run {run!r} logs its own settings: they are kept (the settings given apply to runs that log none)"
-            report.warnings.append(Issue(None, None, note, "runs"))
+            report.warnings.append(Issue(None, None, note, "runs", NOTE))
         store.bump_data_version(con)
     report.warnings += _named_alike(con, report)
     if report.n_records:  # a run of hashed ids asking this load's questions (or passages): why no pair, what to do
@@ -82,7 +82,7 @@ def load_paths(
         n = sanity.read_ids_as_texts(con, report.runs)
         texts = "a passage text" if n == 1 else "passage texts"
         note = f"read {counted(n, 'document id')} of this load as {texts}"
-        report.warnings.append(Issue(None, None, note, "identity"))
+        report.warnings.append(Issue(None, None, note, "identity", NOTE))
     if report.n_records:
         report.warnings += [Issue(None, None, w, "identity") for w in sanity.identity_warnings(con, report.runs)]
     if label_files:

@@ -1,9 +1,9 @@
 """The dashboard's helpers, in one place: used only by ``app.py`` and the pages.
 
-Opening the store with a page's precondition, the shared τ slider, the run-pair and query
-pickers, number formatting, the gate-rule editor, and the cached models. The session keys
-live in :mod:`.session`, the HTML built from escaped text in :mod:`.render`. This is the
-only Python outside ``ragaudit_core`` that imports Streamlit; it sits in a folder of
+Opening the store with a page's precondition, the shared τ slider, number formatting, the
+gate-rule editor, and the cached models. The session keys live in :mod:`.session`, the HTML
+built from escaped text in :mod:`.render`, the run and query pickers in :mod:`.pickers`. This
+is the only Python outside ``ragaudit_core`` that imports Streamlit; it sits in a folder of
 ``pages/`` so Streamlit does not list it as a page.
 """
 
@@ -19,6 +19,16 @@ import pandas as pd
 import streamlit as st
 from pandas.io.formats.style import Styler
 
+from pages.ui.pickers import (
+    RUN_CHARS_HALF,
+    RUN_CHARS_NARROW,
+    RUN_CHARS_WIDE,
+    query_picker,
+    run_label,
+    run_pair_label,
+    run_pair_picker,
+    runs_in_full,
+)
 from pages.ui.render import DOC_COLOURS, diverging_html, legend_html, md, owner_html
 from pages.ui.session import KEYS, PAGES, PARAMS
 from ragaudit_core import models
@@ -28,11 +38,11 @@ from ragaudit_core.logs.selection import comparable_runs, natural_sorted
 from ragaudit_core.review import gate, palette
 from ragaudit_core.review.labels import column_label, is_share
 from ragaudit_core.review.logtext import RTL_OR_CONTROL, bidi_safe
-from ragaudit_core.review.runlabels import RUN_LABEL_CHARS, run_labels
 from ragaudit_core.stability.cache import opening_pair
 from ragaudit_core.wording import counted
 
 __all__ = [
+    "CHART_WIDTH",
     "DB_WAIT_S",
     "DOC_COLOURS",
     "KEYS",
@@ -63,10 +73,12 @@ __all__ = [
     "query_picker",
     "release_connections",
     "run_label",
+    "run_pair_label",
     "run_pair_picker",
     "runs_in_full",
     "sentence",
     "short_connection",
+    "side_by_side",
     "table",
     "tau_slider",
     "through_app",
@@ -235,15 +247,6 @@ def tau_slider(label: str = "Flip threshold τ (a query flips when J < τ)") -> 
     return tau
 
 
-RUN_CHARS_NARROW = 18
-"""Characters of a run's label in a sidebar multiselect's chip or a quarter-width selectbox: what
-they show uncut at the default sidebar and window width (measured in Chromium: a chip holds 130 px)."""
-RUN_CHARS_HALF = 44
-"""Characters of a run's label in a half-width selectbox (two pickers side by side)."""
-RUN_CHARS_WIDE = 88
-"""Characters of a run's label in a full-width selectbox: twice a half-width one's."""
-
-
 def wrapping_row(n: int) -> list:
     """``n`` places side by side (``st.metric`` figures, page links), filled in order, that wrap onto
     another line in a narrow window: ``st.columns(n)`` cut each figure there to its first character
@@ -251,70 +254,18 @@ def wrapping_row(n: int) -> list:
     return [st.container(horizontal=True)] * n
 
 
-def run_label(runs: Sequence[str], width: int = RUN_LABEL_CHARS) -> Callable[[object], str]:
-    """A run picker's ``format_func``: a long run id as its beginning, ``…`` and its end, distinct
-    from every other run's label (:func:`ragaudit_core.review.runlabels.run_labels`), so a widget
-    that cuts at its end never shows two runs alike. The widget's value stays the run id."""
-    labels = run_labels(runs, width)
-    return lambda run: labels.get(run, str(run)) if isinstance(run, str) else str(run)
+CHART_WIDTH = 460
+"""Pixels of a chart that stands beside another (:func:`side_by_side`): its title of up to 60
+characters (``palette.wrap_title``, about 410 px) and a square plot beside its legend or colour bar."""
 
 
-def runs_in_full(chosen: Sequence[str], label: Callable[[object], str], where=st) -> None:
-    """A caption naming in full the chosen runs whose picker shows them cut (nothing when none is)."""
-    cut = [r for r in chosen if label(r) != r]
-    if cut:
-        where.caption(f"In full: {' · '.join(md(r) for r in cut)}")
-
-
-def run_pair_picker(
-    runs: list[str],
-    labels: tuple[str, str] = ("Baseline run", "Candidate run"),
-    prefer_sample_run: bool = True,
-    preferred: list[str] | None = None,
-    default: tuple[str, str] | None = None,
-) -> tuple[str, str]:
-    """Two runs side by side, remembered across pages; defaults: ``default`` when given (e.g.
-    :func:`catalog.default_pair`), else two of ``preferred`` when it holds two (e.g. the runs that
-    logged answers), else the sample's base run (or the first run) and the next one."""
-    first, second = st.session_state.get(KEYS.run_a), st.session_state.get(KEYS.run_b)
-    if default is not None and not (first in runs and second in runs and first != second):
-        first, second = default
-    pool = [r for r in (preferred or []) if r in runs]
-    if len(pool) >= 2 and not (first in runs and second in runs and first != second):
-        first, second = (catalog.preferred_run(pool) if prefer_sample_run else pool[0]), None
-    if first not in runs:
-        first = catalog.preferred_run(runs) if prefer_sample_run else runs[0]
-    if second not in runs or second == first:
-        second = next((r for r in (pool if len(pool) >= 2 else runs) if r != first), first)
-    c1, c2 = st.columns(2)
-    label = run_label(runs, RUN_CHARS_HALF)
-    a = c1.selectbox(labels[0], runs, index=runs.index(first), format_func=label)
-    b = c2.selectbox(labels[1], runs, index=runs.index(second), format_func=label)
-    runs_in_full([a, b], label)
-    st.session_state[KEYS.run_a], st.session_state[KEYS.run_b] = a, b
-    return a, b
-
-
-def query_picker(con, current: str | None, *, search_box=st, limit: int = 500, run: str | None = None) -> str:
-    """Search a query by id or text and pick one — of ``run``'s queries when given (stops the page
-    when nothing matches)."""
-    search = search_box.text_input("Find a query by id or text", value="", placeholder="e.g. 1012, or stem cells")
-    found = catalog.list_queries(con, search, limit=limit, run=run)
-    if current and current not in set(found["query_id"]) and not search:
-        exact = catalog.list_queries(con, current, run=run)
-        exact = exact[exact.query_id == current]
-        found = exact if len(exact) else found
-    if found.empty:
-        st.warning("No query matches that search.")
-        st.stop()
-    ids = found["query_id"].tolist()
-    labels = dict(zip(found["query_id"], found["query"].fillna("")))
-    return st.selectbox(
-        "Query",
-        ids,
-        index=ids.index(current) if current in ids else 0,
-        format_func=lambda q: f"{q} — {labels.get(q, '')[:110]}",
-    )
+def side_by_side(*widths: int) -> list:
+    """Places of ``widths`` pixels in a row where the window holds them all, else one under the
+    other, each as wide as the page allows up to its width: ``st.columns(2)`` halved a narrow page
+    instead (at 900 px with the sidebar open the stability page's two charts got 212 px each, their
+    titles cut and their square plots 60 px wide)."""
+    row = st.container(horizontal=True, horizontal_alignment="distribute")
+    return [row.container(width=w) for w in widths]
 
 
 _WHOLE_COLUMNS = {"page", "paragraph", "rank", "logged_rank", "position", "char_start", "char_end", "line_no", "stage"}

@@ -200,7 +200,7 @@ def print_ingest(report: IngestReport, max_lines: int = 50, *, refusals_follow: 
         say(f"rejected: … and {len(shown) - max_lines} more (see the quarantine table)", err=True)
     said = report.said_once()  # the same words about several files, once
     for w in said[:max_lines]:
-        say(f"warning: {w}", err=True)
+        say(f"{w.kind}: {w}", err=True)  # warning: / note: (what the load did as asked or documented)
     if report.labels is not None:
         for why in report.labels.rejected[:max_lines]:
             say(f"rejected label: {why}", err=True)

@@ -39,6 +39,7 @@ __all__ = [
     "EvidenceEntry",
     "EvidenceRecord",
     "describe_validation_error",
+    "nothing_of_a_log",
 ]
 
 
@@ -162,6 +163,13 @@ class EvidenceEntry(BaseModel):
         return self
 
 
+def nothing_of_a_log(v: dict) -> bool:
+    """Whether a JSON object holds no key of a record: no run id, no query id, no ``id`` and no evidence
+    list (a configuration, a row of something else) — nothing of a log, not a record with a flaw."""
+    ids = (*RUN_ID_KEYS, *QUERY_ID_KEYS, "id")
+    return all(v.get(k) is None for k in ids) and not any(k in v for k in EVIDENCE_KEYS)
+
+
 class EvidenceRecord(BaseModel):
     """One (run, query) record: the ordered evidence list a run produced for a query."""
 
@@ -189,7 +197,7 @@ class EvidenceRecord(BaseModel):
             raise ValueError(
                 "the only id key is 'id', which could be the run or the query; name them 'run_id' and 'query_id'"
             )
-        if run_key is None and query_key is None and not has_id and not any(k in v for k in EVIDENCE_KEYS):
+        if nothing_of_a_log(v):
             keys = sorted(v)  # nothing of a log at all (a CSV of something else): not "missing run id"
             raise ValueError(
                 "not an evidence record: it has no run id, no query id and no evidence list (keys found: "

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +51,7 @@ from ragaudit_core.logs.parallel import (
 from ragaudit_core.logs.qrels import store_reference_labels
 from ragaudit_core.logs.questions import QuestionIds, read_questions
 from ragaudit_core.logs.records import FileReader
-from ragaudit_core.logs.report import FileReport, IngestReport, Issue
+from ragaudit_core.logs.report import NOTE, WARNING, FileReport, IngestReport, Issue, Kind
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
 from ragaudit_core.logs.runs import RunConfigs, new_run_rows
 from ragaudit_core.logs.seen import SeenPairs, one_ingest_at_a_time
@@ -68,6 +66,7 @@ from ragaudit_core.logs.writer import (
     BatchWriter,
     delete_file_rows,
     drop_workspace_warnings,
+    insert_files,
     insert_rows,
     no_space_message,
 )
@@ -192,8 +191,12 @@ class _Batch:
 
     # ------------------------------------------------------------------ reporting
 
-    def warn(self, path: str | None, line_no: int | None, code: str, message: str, file_id: int | None) -> None:
-        self.report.warnings.append(Issue(path, line_no, message, code))
+    def warn(
+        self, path: str | None, line_no: int | None, code: str, message: str, file_id: int | None, kind: Kind = WARNING
+    ) -> None:
+        """A sentence about the load (a warning, or a note: ``kind``), said and kept in ``ingest_warnings``
+        (whose columns are as they were: the kind is said, not stored)."""
+        self.report.warnings.append(Issue(path, line_no, message, code, kind))
         if code != "already-loaded":  # about this call, not the database: said, not kept for later pages
             self.warn_rows.append((file_id, path, line_no, code, message))
 
@@ -568,14 +571,7 @@ class _Batch:
         report.n_records, report.n_entries, report.n_provenance = self.n_records, self.n_entries, self.n_provenance
         for table in ("quarantine", "ingest_warnings", "files"):
             con.execute(f"DELETE FROM {table} WHERE list_contains(?, file_id)", [self.replaced_file_ids])
-        now = datetime.now(UTC).replace(tzinfo=None)
-        opts_json = json.dumps(self.options.fingerprint(), sort_keys=True)
-        if self.file_rows:
-            con.executemany(
-                "INSERT INTO files (file_id, path, sha256, kind, bytes, n_lines, n_loaded, n_rejected, formats, "
-                "ingested_at, options) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(*row, now, opts_json) for row in self.file_rows],
-            )
+        insert_files(con, self.file_rows, self.options.fingerprint())
         new_runs = new_run_rows(con, self.run_configs)
         if new_runs:
             insert_rows(con, "runs", new_runs, RUN_SCHEMA)  # a log may hold a run per record
@@ -587,12 +583,13 @@ class _Batch:
                 self.warn(None, None, code, msg, None)
         if self.log_labels:
             labels = store_reference_labels(con, self.log_labels, self.options.casefold_spans, self.passages.doc_id_of)
-            self.warn(None, None, "labels", "relevance labels from the logs' references: " + labels.summary(), None)
+            what = "relevance labels from the logs' references: " + labels.summary()
+            self.warn(None, None, "labels", what, None, NOTE)
         loaded = bool(report.n_records)
-        for msg in self.questions.sentences(self.seen.first_place, loaded=loaded) if self.questions else ():
-            self.warn(None, None, "query-ids", msg, None)
-        for msg in self.passages.sentences(con):
-            self.warn(None, None, "doc-ids", msg, None)
+        for said in self.questions.sentences(self.seen.first_place, loaded=loaded) if self.questions else ():
+            self.warn(None, None, "query-ids", said.text, None, said.kind)
+        for said in self.passages.sentences(con):
+            self.warn(None, None, "doc-ids", said.text, None, said.kind)
         if self.warn_rows:
             insert_rows(con, "ingest_warnings", self.warn_rows, WARNING_SCHEMA)
         if self.file_rows:

@@ -49,7 +49,7 @@ from pathlib import Path
 from ragaudit_core.logs.formats.base import query_id_for
 from ragaudit_core.logs.options import IngestError
 from ragaudit_core.logs.selection import natural_sorted
-from ragaudit_core.wording import counted, listed
+from ragaudit_core.wording import NOTE, WARNING, Said, counted, listed
 
 __all__ = ["QuestionIds", "read_questions"]
 
@@ -88,13 +88,13 @@ class QuestionIds:
         """A record of ``run_id`` given ``query_id`` (its final id, numbered) by the file being read."""
         self.given[(run_id, query_id)] = (kind, self.path)
 
-    def sentences(self, admitted_from: object, *, loaded: bool = True) -> list[str]:
+    def sentences(self, admitted_from: object, *, loaded: bool = True) -> list[Said]:
         """What reading the file noticed (its first 3 notes), then one sentence per run whose records
         had hashed ids, counting those admitted (``admitted_from(run, id)``: where the load admitted
         the pair, ``(path, line)``, or None). ``loaded``: whether the load added any record (a load
         whose files were all loaded before, or all rejected, gave no id because it read none)."""
-        said = ["; ".join(self.notes[:3]) + (f"; and {len(self.notes) - 3:,} more" if len(self.notes) > 3 else "")]
-        said = said if self.notes else []
+        more = f"; and {len(self.notes) - 3:,} more" if len(self.notes) > 3 else ""
+        said = [Said("; ".join(self.notes[:3]) + more)] if self.notes else []  # lines passed over: a warning
         counts, shared_ids, _took = self.tally(admitted_from)
         if not counts:
             why = (
@@ -103,7 +103,7 @@ class QuestionIds:
                 if loaded
                 else "this load added no record (its files were loaded before, or none of their lines was loaded)"
             )
-            return [*said, f"the questions file {self.name} gave no query its id: {why}"]
+            return [*said, Said(f"the questions file {self.name} gave no query its id: {why}")]
         words = (self.name, "no question of it", "questions of it")
         return said + [
             self.sentence(run, counts[run], sorted(shared_ids.get(run, ())), *words) for run in natural_sorted(counts)
@@ -128,9 +128,10 @@ class QuestionIds:
         return counts, shared_ids, took
 
     @staticmethod
-    def sentence(run: str, n: Counter[str], shared: list[str], source: str, none_of: str, of: str) -> str:
+    def sentence(run: str, n: Counter[str], shared: list[str], source: str, none_of: str, of: str) -> Said:
         """A run's sentence: how many took their ids from ``source``, matched ``none_of`` it, or matched
-        several ``of`` it sharing a text (``shared``: their ids)."""
+        several ``of`` it sharing a text (``shared``: their ids) — a note when every one took its id, a
+        warning when some kept their hash (they do not pair)."""
         took = n[TOOK]
         s = f"{counted(took, 'query')} of run {run!r} took {'its id' if took == 1 else 'their ids'} from {source}"
         if n[MISSED]:
@@ -141,7 +142,7 @@ class QuestionIds:
                 f"; {n[SHARED]:,} matched {len(shared)} {of} ({listed('id', ids)}: the same text once "
                 f"normalised) and {_keeps(n[SHARED])}"
             )
-        return s
+        return Said(s, NOTE if not (n[MISSED] or n[SHARED]) else WARNING)
 
 
 def _keeps(n: int) -> str:

@@ -39,7 +39,7 @@ import orjson
 from pydantic import ValidationError
 
 from ragaudit_core.logs import formats
-from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type
+from ragaudit_core.logs.contracts import EvidenceRecord, describe_validation_error, json_type, nothing_of_a_log
 from ragaudit_core.logs.decode import decode_native, fast_record
 from ragaudit_core.logs.formats import native
 from ragaudit_core.logs.formats.settings import merged
@@ -58,7 +58,7 @@ from ragaudit_core.logs.shapes import (
     unwrap,
 )
 from ragaudit_core.logs.traces import DecodedSpan, TraceJoiner, provenance_record
-from ragaudit_core.wording import counted
+from ragaudit_core.wording import counted, listed
 
 __all__ = ["FileReader", "RecordSink"]
 
@@ -130,6 +130,14 @@ def read_span_again(fmt: formats.LogFormat, data: bytes) -> formats.Span | None:
         return fmt.read_span(obj)
     except formats.FormatError:
         return None
+
+
+def _not_a_log(obj: dict) -> str:
+    """Why a file whose only value is ``obj`` (a JSON object holding no key of a record) is refused."""
+    keys = sorted(obj)
+    shown = [*keys[:12], f"{len(keys) - 12} more"] if len(keys) > 12 else keys
+    what = f"a JSON object with no records in it ({listed('key', shown)})" if keys else "an empty JSON object"
+    return f"{what}: not a log; nothing of it was loaded"
 
 
 class FileReader:
@@ -300,6 +308,8 @@ class FileReader:
             sink.provenance(fr, self.file_id, ln, *parse_provenance_object(obj))
             return
         fmt = self.forced or formats.detect(obj)
+        if fmt.kind == "native" and own and self.whole_document(ln) and nothing_of_a_log(obj):
+            raise FileRefused(f"{fr.path}: {_not_a_log(obj)}")  # a configuration beside the logs, say
         if fmt.kind != "native":
             fr.formats[fmt.label] += 1
         if fmt.kind == "native":
@@ -308,6 +318,10 @@ class FileReader:
             self.mapped(ln, fmt, obj)
         else:
             self.span(ln, fmt, obj, own)
+
+    def whole_document(self, ln: Line) -> bool:
+        """Whether ``ln`` is the file's only value, a JSON one (not a CSV or Parquet row)."""
+        return self.whole_first and ln.line_no == 1 and self.fr.n_lines == 1 and not ln.cells
 
     def native_record(self, ln: Line, obj: dict) -> None:
         """A record of our contract; keys of other formats on it are noted (one warning per file). A CSV

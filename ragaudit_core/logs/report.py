@@ -13,17 +13,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragaudit_core.logs.qrels import QrelsReport
-from ragaudit_core.wording import counted
+from ragaudit_core.wording import NOTE, WARNING, Kind, counted
 
-__all__ = ["FileReport", "IngestReport", "Issue"]
+__all__ = ["NOTE", "WARNING", "FileReport", "IngestReport", "Issue", "Kind"]
 
 
 @dataclass(frozen=True)
 class Issue:
+    """A rejected line, a refused file or what a load says about its data: a warning, or a note
+    (``kind``: :class:`ragaudit_core.wording.Said`), decided where the sentence is made."""
+
     path: str | None
     line_no: int | None
     message: str
     code: str = ""
+    kind: Kind = WARNING
 
     def __str__(self) -> str:
         where = self.path or ""

@@ -58,7 +58,7 @@ import pyarrow.compute as pc
 from ragaudit_core.logs.identity import span_hash
 from ragaudit_core.logs.options import IngestOptions
 from ragaudit_core.logs.selection import natural_sorted
-from ragaudit_core.wording import counted, listed
+from ragaudit_core.wording import NOTE, WARNING, Said, counted, listed
 
 __all__ = ["StoredPassages", "stored_passages", "unpaired"]
 
@@ -239,7 +239,7 @@ class StoredPassages:
 
     # ------------------------------------------------------------------ what the load says
 
-    def sentences(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+    def sentences(self, con: duckdb.DuckDBPyConnection) -> list[Said]:
         """One sentence per run some of whose entries made a ``text:`` id, when passages with ids are
         stored (a load beside no stored id says nothing: it asked for nothing). ``con``: the load's."""
         self.close()
@@ -251,7 +251,11 @@ class StoredPassages:
         if not per_run:
             return []
         sources = self._sources(con, [r for r, n in per_run.items() if n[TOOK]])
-        return [_sentence(run, per_run[run], sources.get(run, [])) for run in natural_sorted(per_run)]
+        return [  # a note where every passage took an id; a warning where some kept their hashes
+            Said(_sentence(run, n, sources.get(run, [])), NOTE if not (n[MISSED] or n[SHARED]) else WARNING)
+            for run in natural_sorted(per_run)
+            for n in (per_run[run],)
+        ]
 
     def _sources(self, con: duckdb.DuckDBPyConnection, runs: list[str]) -> dict[str, list[str]]:
         """Per run of ``runs``, the stored runs holding its entries' passages under the same ids."""

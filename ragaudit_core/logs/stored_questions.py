@@ -38,7 +38,7 @@ from ragaudit_core.logs.formats.base import query_id_for
 from ragaudit_core.logs.options import IngestOptions
 from ragaudit_core.logs.questions import SHARED, TOOK, QuestionIds
 from ragaudit_core.logs.selection import natural_sorted
-from ragaudit_core.wording import listed
+from ragaudit_core.wording import Said, listed
 
 __all__ = ["HASHED_ID", "StoredQuestions", "hashed_id", "stored_questions", "unpaired"]
 
@@ -104,7 +104,7 @@ class StoredQuestions(QuestionIds):
             else:
                 self.shared[h] = natural_sorted(got)
 
-    def sentences(self, admitted_from: object, *, loaded: bool = True) -> list[str]:
+    def sentences(self, admitted_from: object, *, loaded: bool = True) -> list[Said]:
         """One sentence per run some of whose records took a stored question's id or matched several
         (a load whose questions the database does not hold says nothing: it asked for nothing; so does
         one that added no record, whatever ``loaded`` says)."""

@@ -13,9 +13,11 @@ between :meth:`flush` and :meth:`drain`; the caller touches it only after :meth:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -39,6 +41,7 @@ __all__ = [
     "arrow_schema",
     "delete_file_rows",
     "drop_workspace_warnings",
+    "insert_files",
     "insert_rows",
     "no_space_message",
     "rows_table",
@@ -120,6 +123,19 @@ def delete_file_rows(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
         [file_id],
     )
     con.execute("DELETE FROM prov_records WHERE file_id = ?", [file_id])
+
+
+def insert_files(con: duckdb.DuckDBPyConnection, rows: list[tuple], options: dict) -> None:
+    """The ``files`` ledger's rows of one load (each ``(file_id, path, sha256, kind, bytes, n_lines,
+    n_loaded, n_rejected, formats)``), stamped with the load's time (UTC) and its ``options``."""
+    if rows:
+        now = datetime.now(UTC).replace(tzinfo=None)
+        opts_json = json.dumps(options, sort_keys=True)
+        con.executemany(
+            "INSERT INTO files (file_id, path, sha256, kind, bytes, n_lines, n_loaded, n_rejected, formats, "
+            "ingested_at, options) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*row, now, opts_json) for row in rows],
+        )
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple], schema: pa.Schema) -> None:

@@ -5,14 +5,19 @@ and its ``…-11-21.csv`` twin — which a widget cutting at the end shows alike
 :func:`run_labels` gives every run of a list its label: at most ``width`` characters where that
 keeps each label distinct from the others; runs whose labels would clash (two ids differing only
 in their middle) are shown wider, step by step, up to their full id. A label is for the eye only:
-the widget's value stays the run id, and a page names the chosen runs in full beside it."""
+the widget's value stays the run id, and a page names the chosen runs in full beside it.
+
+A picker's typed search (Streamlit's selectbox and multiselect filter on the option's label) finds
+only what the label holds, so a picker's label is :func:`picker_labels`: the cut label followed by
+the whole id in brackets. A narrow widget shows the cut (and cuts the rest at its edge), the label's
+tooltip shows all of it, and every word of the id is found by typing it."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
 
-__all__ = ["ELLIPSIS", "RUN_LABEL_CHARS", "middle_cut", "run_labels"]
+__all__ = ["ELLIPSIS", "RUN_LABEL_CHARS", "middle_cut", "pair_label", "picker_labels", "run_labels"]
 
 ELLIPSIS = "…"
 RUN_LABEL_CHARS = 32
@@ -49,3 +54,16 @@ def run_labels(runs: Iterable[str], width: int = RUN_LABEL_CHARS) -> dict[str, s
             return labels
         for r in clashing:
             widths[r] = min(len(r), widths[r] + _STEP)
+
+
+def picker_labels(runs: Iterable[str], width: int = RUN_LABEL_CHARS) -> dict[str, str]:
+    """Each run's label in a picker (module doc): its :func:`run_labels` label, and after a cut one
+    the whole id in brackets, so that the picker's search matches every word of the id."""
+    return {r: label if label == r else f"{label} ({r})" for r, label in run_labels(runs, width).items()}
+
+
+def pair_label(labels: dict[str, str], a: str, b: str) -> str:
+    """A run pair's label in a picker: ``a vs b`` with the runs' :func:`run_labels` ``labels``, then
+    (when either is cut) both ids whole in brackets, which the picker's search matches."""
+    shown = f"{labels.get(a, a)} vs {labels.get(b, b)}"
+    return shown if shown == f"{a} vs {b}" else f"{shown} ({a} vs {b})"

@@ -318,7 +318,8 @@ def test_long_run_ids_read_apart_in_the_pair_picker(app_env, tmp_path):
     assert not at.exception and not at.error
     box = next(s for s in at.selectbox if s.label == "Baseline run")
     assert len(set(box.options)) == 3
-    assert box.options[1] == "ragas_scifact_bm2…6_overlap32_2026-11-21.csv"  # 44 characters, the end kept
+    # 44 characters, the end kept; then the whole id, which the picker's type-to-search matches
+    assert box.options[1] == f"ragas_scifact_bm2…6_overlap32_2026-11-21.csv ({b})"
     assert box.options[::2] == [a, c]  # alike when cut (top5 / top10 in the middle): shown whole
     box.select(b).run()
     next(s for s in at.selectbox if s.label == "Candidate run").select(c).run()

@@ -318,5 +318,8 @@ def test_long_run_ids_read_apart_in_the_run_picker(app_env, tmp_path):
     assert not at.exception
     (box,) = [s for s in at.selectbox if s.label == "Run"]
     assert box.value == a and len(set(box.options)) == 2
-    assert all(len(o) <= 88 and o.endswith(("11-20", "11-21")) and "…" in o for o in box.options)
+    # the cut (what the widget shows) and then the whole id, which its type-to-search matches
+    cuts = [o.removesuffix(f" ({r})") for o, r in zip(box.options, (a, b))]
+    assert all(len(c) <= 88 and c.endswith(("11-20", "11-21")) and "…" in c for c in cuts)
+    assert all(o.endswith(f" ({r})") for o, r in zip(box.options, (a, b)))
     assert any(plain(c.value) == f"In full: {a}" for c in at.caption)

@@ -261,9 +261,14 @@ def test_long_run_ids_read_apart_in_the_runs_compared(app_env, tmp_path):
     assert not at.exception and not at.error
     box = at.sidebar.multiselect[0]
     assert box.value == ["k5", a, b]  # the values stay the run ids
-    assert box.options == ["k5", "ragas_…6-11-20.csv", "ragas_…6-11-21.csv"]
+    # each cut label, then the whole id: the picker's type-to-search matches the label only, and found
+    # no word of the cut middle ("chunk256") while the label was the cut alone
+    assert box.options == ["k5", f"ragas_…6-11-20.csv ({a})", f"ragas_…6-11-21.csv ({b})"]
     (full,) = [plain(c.value) for c in at.sidebar.caption if c.value.startswith("In full")]
     assert full == f"In full: {a} · {b}"
+    pair = next(s for s in at.selectbox if s.label.startswith("Run pair"))
+    assert len(pair.options) == 3 and all("ragas" in o and "chunk256" in o for o in pair.options)  # its search too
+    assert any(o.endswith((f"({a} vs {b})", f"({b} vs {a})")) for o in pair.options)
 
 
 def _mixed_ids_db(tmp_path, names: tuple[str, ...]):

@@ -169,22 +169,56 @@ def test_qrels_folders_are_found_without_hidden_folders_and_past_unreadable_ones
 
 
 def test_the_cli_names_what_was_not_loaded_and_says_the_others_were(tmp_path):
+    """A configuration beside the logs (a JSON object and nothing else) was "config.json read as native:
+    nothing loaded (every line rejected)", a rejected "line 1" and "its only line was rejected": it is no
+    log, and one sentence says what it is and that it was refused."""
     logs = tmp_path / "logs"
     write_jsonl(logs / "a.jsonl", [_rec("a")])
     write_jsonl(logs / "b.jsonl", [_rec("b")])
-    write_jsonl(logs / "config.json", [{"k": 1}])  # a configuration beside the logs: no record in it
+    (logs / "config.json").write_text('{"model": "x", "top_k": 5}\n', encoding="utf-8")
     db = tmp_path / "audit.duckdb"
     r = CliRunner().invoke(app, ["ingest", str(logs), "--db", str(db)])
     assert r.exit_code == 2
     assert r.stderr.splitlines()[-3:] == [
         f"database: {db}",
-        "error: no record of config.json could be loaded: its only line was rejected (see the reasons above)",
+        "error: config.json was not loaded: a JSON object with no records in it (keys model, top_k): not a log; "
+        "nothing of it was loaded",
         "error: 1 file of 3 not loaded (above); the 2 other files are in the database",
     ]
-    assert (
-        f"rejected: {logs / 'config.json'} line 1: not an evidence record: it has no run id, no query id and no "
-        "evidence list (keys found: k)"
-    ) in r.stderr.splitlines()
+    assert "config.json read as" not in r.stderr and "rejected:" not in r.stderr  # said once, as what it is
+
+
+@pytest.mark.parametrize(
+    ("content", "what"),
+    [
+        ('{"k": 1}', "a JSON object with no records in it (key k)"),
+        ("{}", "an empty JSON object"),
+        ('{"model": "x",\n "top_k": 5}\n', "a JSON object with no records in it (keys model, top_k)"),
+    ],
+)
+def test_a_json_object_holding_no_record_is_refused_as_no_log(con, tmp_path, content, what):
+    (tmp_path / "config.json").write_text(content, encoding="utf-8")
+    write_jsonl(tmp_path / "a.jsonl", [_rec("a")])
+    rep = ingest_paths(con, [tmp_path])
+    (f,) = rep.failed_files
+    assert f.path.endswith("config.json") and f.status == "unreadable" and not f.formats
+    assert rep.failure(f) == f"config.json was not loaded: {what}: not a log; nothing of it was loaded"
+    assert rep.runs == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [  # a record with a flaw, or a log line among others: rejected with its reason, as before
+        ('{"run_id": "r"}', "missing query id"),
+        ('{"id": "x", "cited": []}', "the only id key is 'id'"),
+        ('{"k": 1}\n{"k": 2}\n', "not an evidence record"),
+    ],
+)
+def test_a_record_with_a_flaw_is_still_a_rejected_line(con, tmp_path, content, why):
+    (tmp_path / "one.json").write_text(content, encoding="utf-8")
+    rep = ingest_paths(con, [tmp_path / "one.json", write_jsonl(tmp_path / "a.jsonl", [_rec("a")])])
+    assert rep.failed_files[0].status == "rejected"
+    assert all(why in i.message for i in rep.rejected)
 
 
 def test_unreadable_files_and_folders_for_real(tmp_path):

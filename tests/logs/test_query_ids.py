@@ -14,6 +14,7 @@ from ragaudit_core.logs import store
 from ragaudit_core.logs.formats import query_id_for
 from ragaudit_core.logs.ingest import IngestError, IngestOptions, ingest_paths
 from ragaudit_core.logs.questions import read_questions
+from ragaudit_core.logs.report import NOTE, WARNING
 from ragaudit_core.stability import StabilityOptions, compute_stability
 from tests.helpers import write_jsonl
 
@@ -97,6 +98,7 @@ def test_a_ragas_run_takes_the_questions_ids_and_pairs_with_the_native_run(tmp_p
     assert _ids(con, "ragas_k5") == ["1", "3", "5"]
     assert _ids(con, "native") == ["1", "3", "5"]
     assert _said(rep) == ["3 queries of run 'ragas_k5' took their ids from queries.jsonl"]
+    assert [w.kind for w in rep.warnings if w.code == "query-ids"] == [NOTE]  # what was done, not a warning
     res = compute_stability(con, StabilityOptions(resamples=0))
     doc = res.pairs[res.pairs["level"] == "doc"].iloc[0]
     assert doc["n_queries"] == 3
@@ -120,6 +122,7 @@ def test_a_question_the_file_lacks_keeps_its_hash_and_is_counted(tmp_path):
         "3 queries of run 'ragas_k5' took their ids from queries.jsonl; 1 matched no question of it "
         "and keeps its hashed id (q:…)"
     ]
+    assert [w.kind for w in rep.warnings if w.code == "query-ids"] == [WARNING]  # one did not pair: a warning
 
 
 def test_a_load_that_added_no_record_says_so_not_that_its_records_log_their_ids(tmp_path):

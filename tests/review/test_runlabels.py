@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from ragaudit_core.review.runlabels import ELLIPSIS, RUN_LABEL_CHARS, middle_cut, run_labels
+from ragaudit_core.review.runlabels import (
+    ELLIPSIS,
+    RUN_LABEL_CHARS,
+    middle_cut,
+    pair_label,
+    picker_labels,
+    run_labels,
+)
 
 A = "ragas_scifact_bm25_top5_chunk256_overlap32_2026-11-20.csv"
 B = "ragas_scifact_bm25_top5_chunk256_overlap32_2026-11-21.csv"
@@ -43,3 +50,23 @@ def test_labels_stay_distinct_whatever_the_ids():
         head, _, tail = label.partition(ELLIPSIS)
         assert label == r or (r.startswith(head) and r.endswith(tail))
     assert run_labels([]) == {}
+
+
+def test_a_picker_label_holds_every_word_of_a_cut_id():
+    """Before: a picker's label was the cut id, and a widget's type-to-search matches only the label,
+    so typing a word of the cut middle ("top10") found nothing. The label keeps the cut (what a narrow
+    widget shows) and ends with the whole id, which the search matches."""
+    labels = picker_labels([B, MIDDLE, "k5-c128-o0"])
+    assert labels["k5-c128-o0"] == "k5-c128-o0"  # shown whole already: as it is
+    cut = run_labels([B, MIDDLE, "k5-c128-o0"])
+    for run in (B, MIDDLE):
+        assert labels[run] == f"{cut[run]} ({run})" and "top10" not in cut[MIDDLE]
+    assert "top10" in labels[MIDDLE] and len(set(labels.values())) == 3
+
+
+def test_a_pair_label_holds_both_ids_whole():
+    labels = run_labels([B, MIDDLE, "k5"])
+    assert labels[B] != B and labels[MIDDLE] != MIDDLE
+    assert pair_label(labels, B, MIDDLE) == f"{labels[B]} vs {labels[MIDDLE]} ({B} vs {MIDDLE})"
+    assert pair_label(labels, "k5", B) == f"k5 vs {labels[B]} (k5 vs {B})"
+    assert pair_label({"a": "a", "b": "b"}, "a", "b") == "a vs b"  # nothing cut: nothing repeated
