@@ -57,7 +57,7 @@ from ragaudit_core.logs.runs import RunConfigs, new_run_rows
 from ragaudit_core.logs.seen import SeenPairs, one_ingest_at_a_time
 from ragaudit_core.logs.seenfiles import SeenFiles
 from ragaudit_core.logs.stored_passages import stored_passages
-from ragaudit_core.logs.stored_questions import stored_questions
+from ragaudit_core.logs.stored_questions import settle_shared, stored_questions
 from ragaudit_core.logs.writer import (
     NO_SPACE,
     QUARANTINE_SCHEMA,
@@ -103,6 +103,7 @@ def ingest_paths(
     questions = read_questions(options.queries) if options.queries else None
     with one_ingest_at_a_time(con), fewer_collections():
         check_options(con, options)  # it records the options in meta: inside too
+        settle_shared(con, options, questions)  # (a text several of a file's ids share: the one stored runs ask)
         questions = questions or stored_questions(con, options)  # (no file: the stored runs' questions)
         return _load(con, listing.files, options, progress, questions).listed(listing.refused, listing.warnings)
 
@@ -590,6 +591,7 @@ class _Batch:
             self.warn(None, None, "query-ids", said.text, None, said.kind)
         for said in self.passages.sentences(con):
             self.warn(None, None, "doc-ids", said.text, None, said.kind)
+        self.passages.drop_answered(self.report.warnings, self.warn_rows)  # (every passage took a stored id)
         if self.warn_rows:
             insert_rows(con, "ingest_warnings", self.warn_rows, WARNING_SCHEMA)
         if self.file_rows:

@@ -25,7 +25,8 @@ Rules (docs/log-contract.md, "Query ids from a questions file"):
   question ``1`` in a run is ``1#2`` (as it would have been ``q:…#2``): the first asking pairs with
   the native run's ``1``, the later ones stay samples of their own.
 * **No guess**: a question the file lacks keeps its hashed id; so does one whose text two ids of the
-  file share once normalised (which one the log asked cannot be told). A line that is not a question
+  file share once normalised (which one the log asked cannot be told) — unless the stored runs ask
+  exactly one of them (:meth:`QuestionIds.settle`: the only id the record can pair with). A line that is not a question
   is said and passed over; an id given again with another text keeps its first.
 * **Counted**: the load says, per run, how many records took their ids and how many kept their hash
   ("412 queries of run 'ragas_k5' took their ids from queries.jsonl; 3 matched no question of it …").
@@ -71,6 +72,7 @@ class QuestionIds:
     shared: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     given: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (run, id) → (kind, file)
+    settled: dict[str, list[str]] = field(default_factory=dict)  # id → the ids sharing its text (:meth:`settle`)
     path: str = ""  # the log file being read
 
     def gives_ids(self) -> bool:
@@ -84,6 +86,18 @@ class QuestionIds:
             return got, TOOK
         return hashed, SHARED if hashed in self.shared else MISSED
 
+    def settle(self, stored: set[str]) -> None:
+        """A text several ids of the file share takes the one of them the database's runs ask, when they
+        ask exactly one (``stored``: the query ids stored): it is the only one a record asking that text
+        can pair with, and a retriever given that text saw the same question under either id. Both
+        asked, or neither: the hash stays (no guess)."""
+        for h, ids in list(self.shared.items()):
+            asked = [i for i in ids if i in stored]
+            if len(asked) == 1:
+                self.by_hash[h] = asked[0]
+                self.settled[asked[0]] = ids
+                del self.shared[h]
+
     def given_to(self, run_id: str, query_id: str, kind: str) -> None:
         """A record of ``run_id`` given ``query_id`` (its final id, numbered) by the file being read."""
         self.given[(run_id, query_id)] = (kind, self.path)
@@ -95,7 +109,7 @@ class QuestionIds:
         whose files were all loaded before, or all rejected, gave no id because it read none)."""
         more = f"; and {len(self.notes) - 3:,} more" if len(self.notes) > 3 else ""
         said = [Said("; ".join(self.notes[:3]) + more)] if self.notes else []  # lines passed over: a warning
-        counts, shared_ids, _took = self.tally(admitted_from)
+        counts, shared_ids, took = self.tally(admitted_from, {})
         if not counts:
             why = (
                 "every record of this load logs its own query id (only ids made from question texts, q:…, take "
@@ -106,8 +120,25 @@ class QuestionIds:
             return [*said, Said(f"the questions file {self.name} gave no query its id: {why}")]
         words = (self.name, "no question of it", "questions of it")
         return said + [
-            self.sentence(run, counts[run], sorted(shared_ids.get(run, ())), *words) for run in natural_sorted(counts)
+            self._settled_said(
+                self.sentence(run, counts[run], sorted(shared_ids.get(run, ())), *words), (took or {}).get(run, set())
+            )
+            for run in natural_sorted(counts)
         ]
+
+    def _settled_said(self, said: Said, took: set[str]) -> Said:
+        """``said`` with how many of the ids ``took`` were settled (:meth:`settle`), and how."""
+        chosen = natural_sorted({q.split("#", 1)[0] for q in took} & self.settled.keys())
+        n = sum(q.split("#", 1)[0] in self.settled for q in took)
+        if not chosen:
+            return said
+        if len(chosen) == 1:
+            ids = [repr(i) for i in self.settled[chosen[0]]]
+            how = f"asked a text {len(ids)} ids of it share ({listed('id', ids)}) and took {chosen[0]!r}, the one"
+        else:
+            names = listed("id", [repr(i) for i in chosen])
+            how = f"asked texts several ids of it share and took, of each, the one ({names})"
+        return Said(f"{said.text}; {n:,} of them {how} the stored runs ask", said.kind)
 
     def tally(
         self, admitted_from: object, took: dict[str, set[str]] | None = None

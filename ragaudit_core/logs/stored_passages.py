@@ -55,8 +55,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragaudit_core.logs.formats.base import NO_DOC_IDS
 from ragaudit_core.logs.identity import span_hash
 from ragaudit_core.logs.options import IngestOptions
+from ragaudit_core.logs.report import Issue
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.wording import NOTE, WARNING, Said, counted, listed
 
@@ -159,6 +161,24 @@ class StoredPassages:
     def forget_file(self, path: str) -> None:
         """A refused file's entries are not counted (the writer has flushed them: nothing pending)."""
         self.counts = {k: n for k, n in self.counts.items() if k[0] != path}
+
+    def drop_answered(self, warnings: list[Issue], warn_rows: list[tuple]) -> None:
+        """Drop, from a load's ``warnings`` (issues) and ``warn_rows`` (``ingest_warnings`` rows), the
+        warning that a file's records carry no document ids (:data:`~.formats.base.NO_DOC_IDS`) where
+        every passage of that file took a stored run's id: its passages have ids now, and the run's
+        sentence says where they came from."""
+        whole: dict[str, bool] = {}
+        for (path, _run), n in self.counts.items():
+            whole[path] = whole.get(path, True) and n[TOOK] > 0 and not (n[MISSED] or n[SHARED])
+        answered = {p for p, ok in whole.items() if ok}
+        if not answered:
+            return
+
+        def said(path: object, code: object, message: object) -> bool:
+            return code == "mapping" and path in answered and NO_DOC_IDS in str(message)
+
+        warnings[:] = [w for w in warnings if not said(w.path, w.code, w.message)]
+        warn_rows[:] = [r for r in warn_rows if not said(r[1], r[3], r[4])]
 
     def doc_id_of(self, h: str) -> str | None:
         """The raw document id the stored passage of span hash ``h`` gives, by the rules (None: it

@@ -40,7 +40,7 @@ from ragaudit_core.logs.questions import SHARED, TOOK, QuestionIds
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.wording import Said, listed
 
-__all__ = ["HASHED_ID", "StoredQuestions", "hashed_id", "stored_questions", "unpaired"]
+__all__ = ["HASHED_ID", "StoredQuestions", "hashed_id", "settle_shared", "stored_questions", "unpaired"]
 
 HASHED_ID = r"q:[0-9a-f]{16}(#[0-9]+)?"
 """A query id the ingest made from a question's text (numbered as a repeat or not)."""
@@ -62,6 +62,18 @@ def stored_questions(con: duckdb.DuckDBPyConnection, options: IngestOptions) -> 
         return None
     (last,) = con.execute("SELECT coalesce(max(file_id), 0) FROM files").fetchone() or (0,)
     return StoredQuestions("the stored runs' questions", con=con, last_file=int(last))
+
+
+def settle_shared(con: duckdb.DuckDBPyConnection, options: IngestOptions, questions: QuestionIds | None) -> None:
+    """A questions file's texts that several of its ids share (SciFact's claims 1291 and 1292) take
+    the one id of them the stored runs ask, where they ask exactly one (:meth:`QuestionIds.settle`);
+    not with ``--no-stored-questions`` (the stored runs then give no id). One query, only when the
+    file has such a text; call it before the load writes a file (the stored runs are those before)."""
+    if questions is None or not questions.shared or not options.stored_questions:
+        return
+    ids = sorted({i for got in questions.shared.values() for i in got})
+    rows = con.execute("SELECT DISTINCT query_id FROM records WHERE list_contains(?::VARCHAR[], query_id)", [ids])
+    questions.settle({q for (q,) in rows.fetchall()})
 
 
 @dataclass

@@ -182,6 +182,40 @@ def test_a_text_two_questions_share_keeps_its_hash(tmp_path):
     ]
 
 
+def test_a_shared_text_takes_the_one_of_its_ids_the_stored_runs_ask(tmp_path):
+    """SciFact's claims 1291 and 1292 are one text: when the stored runs ask only one of the ids
+    that share a text, a record asking it takes that id (the only one it can pair with; the
+    retriever saw the same text under either) and the sentence says so. Both stored, or neither:
+    the hash stays, as above."""
+    con = store.connect(":memory:")
+    native = _native(tmp_path)  # asks '1', '3', '5'
+    ingest_paths(con, [native])
+    queries = write_jsonl(
+        tmp_path / "queries.jsonl",
+        [{"_id": "1", "text": Q["1"]}, {"_id": "3", "text": Q["3"]}, {"_id": "9", "text": Q["3"].upper()}],
+    )
+    rep = ingest_paths(con, [_ragas_csv(tmp_path, RAGAS_ROWS)], IngestOptions(queries=str(queries)))
+    assert _ids(con, "ragas_k5") == ["1", "3", query_id_for(Q["5"])]
+    assert _said(rep) == [
+        "2 queries of run 'ragas_k5' took their ids from queries.jsonl; 1 matched no question of it "
+        "and keeps its hashed id (q:…); 1 of them asked a text 2 ids of it share (ids '3', '9') and took "
+        "'3', the one the stored runs ask"
+    ]
+
+
+def test_a_shared_text_both_of_whose_ids_are_stored_keeps_its_hash(tmp_path):
+    con = store.connect(":memory:")
+    ingest_paths(con, [_native(tmp_path)])
+    also_9 = {"run_id": "native2", "query_id": "9", "query": Q["3"].upper(), "evidence": [{"doc_id": "d3"}]}
+    ingest_paths(con, [write_jsonl(tmp_path / "n2.jsonl", [also_9])])
+    queries = write_jsonl(
+        tmp_path / "queries.jsonl",
+        [{"_id": "1", "text": Q["1"]}, {"_id": "3", "text": Q["3"]}, {"_id": "9", "text": Q["3"].upper()}],
+    )
+    ingest_paths(con, [_ragas_csv(tmp_path, RAGAS_ROWS)], IngestOptions(queries=str(queries)))
+    assert _ids(con, "ragas_k5") == ["1", query_id_for(Q["3"]), query_id_for(Q["5"])]
+
+
 @pytest.mark.parametrize(
     ("name", "content"),
     [

@@ -123,6 +123,26 @@ def test_a_ragas_run_loaded_after_the_native_run_takes_its_document_ids(tmp_path
     assert not any("logged no document ids" in w for w in res.summary.warnings)
 
 
+def _no_ids_warnings(con, rep):
+    said = [w.message for w in rep.warnings if "records carry no document ids" in w.message]
+    kept = con.execute("SELECT message FROM ingest_warnings WHERE message LIKE '%records carry no document ids%'")
+    return said, [m for (m,) in kept.fetchall()]
+
+
+def test_the_no_document_ids_warning_goes_when_every_passage_took_a_stored_id(tmp_path):
+    """Every passage of the file took an id (A, C, E: one stored id each): the file's 'carry no
+    document ids' warning would contradict the run's sentence, so it is dropped, said and stored;
+    a file some of whose passages keep their hash (X) keeps it."""
+    con = store.connect(":memory:")
+    ingest_paths(con, [_native(tmp_path)])
+    rep = ingest_paths(con, [_ragas_csv(tmp_path, [(Q["1"], ["A"]), (Q["3"], ["C"])], name="ragas_all")])
+    assert _docs(con, "ragas_all") == [("1", "d1"), ("3", "d3")]
+    assert _no_ids_warnings(con, rep) == ([], [])
+    rep = ingest_paths(con, [_ragas_csv(tmp_path, [(Q["1"], ["A", "X"])], name="ragas_some")])
+    said, kept = _no_ids_warnings(con, rep)
+    assert len(said) == 1 and len(kept) == 1
+
+
 def test_no_stored_passages_keeps_the_text_ids_and_the_pair_stays_mixed(tmp_path):
     con = store.connect(":memory:")
     ingest_paths(con, [_native(tmp_path)])

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ragaudit_core.logs.questions import QuestionIds
 
 __all__ = [
+    "NO_DOC_IDS",
     "FormatError",
     "LogFormat",
     "MapContext",
@@ -181,11 +182,16 @@ def check_id(v: Any, what: str) -> str | int | None:
     return v
 
 
+NO_DOC_IDS = " records carry no document ids"
+"""What the warning :func:`text_doc_id` raises says after the format's label (a load whose every
+such passage took a stored run's id drops it: :mod:`ragaudit_core.logs.stored_passages`)."""
+
+
 def text_doc_id(text: str, ctx: MapContext, label: str) -> str:
     """The document id of a passage logged without one: ``"text:"`` + 16 hex digits of its span
     hash, with the warning (once per mapping) that document identity then equals span identity."""
     ctx.warn_once(
-        f"{label} records carry no document ids"
+        f"{label}{NO_DOC_IDS}"
         + (f" (and no metadata key {ctx.doc_id_key!r})" if ctx.doc_id_key else "")
         + ": each passage's document id is the hash of its text, so document-level metrics equal "
         "span-level ones; to use real ids, "
