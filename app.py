@@ -323,7 +323,12 @@ def _loaded(con, info: dict, db_path: str, writable: bool) -> None:
     else:
         st.caption("None: every line of every file was loaded.")
     if info["warnings"]:
-        with st.expander(f"Ingest warnings ({info['warnings']:,})"):
+        with st.expander(f"What the loads said: warnings and notes ({info['warnings']:,})"):
+            st.caption(
+                "Every sentence a load said about its data, kept with the database: a warning asks you to look "
+                "into something (records that did not pair, data left out); a note says what was done as asked "
+                "(ids taken from a questions file or from the runs already loaded, labels read)."
+            )
             warnings = catalog.warnings_table(con)
             # a file by its name, as uploaded (not where it is kept); no path (NULL): about the database
             names = warnings["path"].map(lambda p: Path(p).name if isinstance(p, str) else p)
