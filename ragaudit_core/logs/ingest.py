@@ -253,7 +253,7 @@ class _Batch:
         same = self.seen_sha.same_content(path, sha)
         if same is not None:
             self.report.files.append(FileReport(spath, sha, "already-loaded"))
-            self.warn(spath, None, "already-loaded", f"same content as {same}, already loaded; skipped", None)
+            self.warn(spath, None, "already-loaded", f"same content as {same}, already loaded; skipped", None, NOTE)
             return
         self.seen_sha[sha] = spath
         file_id = self.next_file_id

@@ -50,12 +50,14 @@ is stored with ids.
 
 from __future__ import annotations
 
+import dataclasses
+
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragaudit_core.logs.formats.base import NO_DOC_IDS
+from ragaudit_core.logs.formats.base import ALL_HASHED, NO_DOC_IDS
 from ragaudit_core.logs.identity import span_hash
 from ragaudit_core.logs.options import IngestOptions
 from ragaudit_core.logs.report import Issue
@@ -166,19 +168,34 @@ class StoredPassages:
         """Drop, from a load's ``warnings`` (issues) and ``warn_rows`` (``ingest_warnings`` rows), the
         warning that a file's records carry no document ids (:data:`~.formats.base.NO_DOC_IDS`) where
         every passage of that file took a stored run's id: its passages have ids now, and the run's
-        sentence says where they came from."""
+        sentence says where they came from. Where only some did, the warning no longer says that each
+        passage's id is its text's hash (:data:`~.formats.base.ALL_HASHED`): only the others' is."""
         whole: dict[str, bool] = {}
+        some: set[str] = set()
         for (path, _run), n in self.counts.items():
             whole[path] = whole.get(path, True) and n[TOOK] > 0 and not (n[MISSED] or n[SHARED])
+            if n[TOOK]:
+                some.add(path)
         answered = {p for p, ok in whole.items() if ok}
-        if not answered:
+        if not some:
             return
 
         def said(path: object, code: object, message: object) -> bool:
-            return code == "mapping" and path in answered and NO_DOC_IDS in str(message)
+            return code == "mapping" and path in some and NO_DOC_IDS in str(message)
 
-        warnings[:] = [w for w in warnings if not said(w.path, w.code, w.message)]
-        warn_rows[:] = [r for r in warn_rows if not said(r[1], r[3], r[4])]
+        def partly(message: str) -> str:
+            return message.replace(ALL_HASHED, PARTLY_HASHED)
+
+        warnings[:] = [
+            dataclasses.replace(w, message=partly(w.message)) if said(w.path, w.code, w.message) else w
+            for w in warnings
+            if not (said(w.path, w.code, w.message) and w.path in answered)
+        ]
+        warn_rows[:] = [
+            (*r[:4], partly(r[4]), *r[5:]) if said(r[1], r[3], r[4]) else r
+            for r in warn_rows
+            if not (said(r[1], r[3], r[4]) and r[1] in answered)
+        ]
 
     def doc_id_of(self, h: str) -> str | None:
         """The raw document id the stored passage of span hash ``h`` gives, by the rules (None: it
@@ -296,6 +313,11 @@ class StoredPassages:
 
 
 _COLUMNS = ("run_id", "doc_id_raw", "span_hash", "text")
+PARTLY_HASHED = (
+    ": the passages that took no stored run's document id keep their text's hash as theirs (the run's sentence "
+    "counts them)"
+)
+"""What a file's 'carry no document ids' warning says of its passages when some took a stored run's id."""
 
 
 def _named(runs: list[str]) -> str:

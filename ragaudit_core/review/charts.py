@@ -38,6 +38,7 @@ from ragaudit_core.review.palette import (
     natural_order,
     wrap_title,
 )
+from ragaudit_core.review.runlabels import run_labels
 
 __all__ = [
     "CHANGE_COLOURS",
@@ -209,13 +210,21 @@ def jmin_histogram(queries: pd.DataFrame) -> go.Figure:
     return fig
 
 
+MATRIX_RUN_CHARS = 20
+"""Characters of a run's label on a query's J matrix axes (what its 120 px margins hold)."""
+
+
 def matrix_heatmap(matrix: pd.DataFrame, *, title: str) -> go.Figure:
     """A run × run Jaccard matrix (one query) as a heatmap with the values written in, runs in
     natural order, on the colour-blind-safe sequential scale (dark = different, yellow = the same); a
-    NaN cell (a pair not compared: :func:`ragaudit_core.stability.drilldown.query_matrix`) reads n/a."""
+    NaN cell (a pair not compared: :func:`ragaudit_core.stability.drilldown.query_matrix`) reads n/a.
+    A long run id is cut in its middle on the axes (a whole one squeezed the plot to a few pixels and
+    was cut at the chart's edge), whole in the hover."""
     order = natural_order([str(r) for r in matrix.index])
     matrix = matrix.rename(index=str, columns=str).loc[order, order]
     names = _esc(matrix.index)
+    cut = run_labels(order, MATRIX_RUN_CHARS)
+    ticks = dict(tickmode="array", tickvals=names, ticktext=_esc(cut[r] for r in order), automargin=True)
     z = matrix.to_numpy(dtype=float)
     fig = go.Figure(
         go.Heatmap(
@@ -234,7 +243,8 @@ def matrix_heatmap(matrix: pd.DataFrame, *, title: str) -> go.Figure:
     fig.update_layout(  # 60 px of title, 120 for the run names below; a plot of 34 px a run, 200 at least
         title=wrap_title(html.escape(title)),
         height=60 + 120 + max(200, 34 * len(names)),
-        yaxis=dict(autorange="reversed"),
+        xaxis=ticks,
+        yaxis=dict(autorange="reversed", **ticks),
         margin=dict(l=120, r=20, t=60, b=120),
     )
     return fig

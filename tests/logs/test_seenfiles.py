@@ -12,6 +12,7 @@ import pytest
 from ragaudit_core.logs import store
 from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.logs.seenfiles import SeenFiles
+from ragaudit_core.wording import NOTE
 
 ROWS = [{"user_input": f"question {i}?", "retrieved_contexts": [f"passage {i}", "a shared passage"]} for i in range(3)]
 
@@ -48,6 +49,8 @@ def test_a_gzipped_copy_of_a_log_loaded_by_an_earlier_call_is_skipped(tmp_path):
     rep = ingest_paths(con, [packed])
     assert len(_records(con)) == 3
     assert [f.status for f in rep.files] == ["already-loaded"]
+    # a file loaded before adds nothing, as a second load of it asks: a note, not a warning
+    assert [w.kind for w in rep.warnings if w.code == "already-loaded"] == [NOTE]
 
 
 def test_a_gzipped_file_of_the_same_name_with_other_content_loads(tmp_path):

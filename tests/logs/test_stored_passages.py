@@ -12,8 +12,10 @@ import pytest
 
 from ragaudit_core import workspace
 from ragaudit_core.logs import catalog, store
+from ragaudit_core.logs.formats.base import ALL_HASHED
 from ragaudit_core.logs.identity import span_hash
 from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
+from ragaudit_core.logs.stored_passages import PARTLY_HASHED
 from ragaudit_core.stability import StabilityOptions, compute_stability
 from tests.helpers import write_jsonl
 
@@ -141,6 +143,8 @@ def test_the_no_document_ids_warning_goes_when_every_passage_took_a_stored_id(tm
     rep = ingest_paths(con, [_ragas_csv(tmp_path, [(Q["1"], ["A", "X"])], name="ragas_some")])
     said, kept = _no_ids_warnings(con, rep)
     assert len(said) == 1 and len(kept) == 1
+    # ... without saying that each passage's id is its text's hash (A took one): only the others' is
+    assert said == kept and ALL_HASHED not in said[0] and PARTLY_HASHED in said[0], said
 
 
 def test_no_stored_passages_keeps_the_text_ids_and_the_pair_stays_mixed(tmp_path):

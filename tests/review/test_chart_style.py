@@ -215,3 +215,16 @@ def test_the_jmin_histogram_is_counted_before_it_is_drawn():
     assert len(doc.x) == len(span.x) == 20
     assert list(doc.y[:2]) == [2, 0] and doc.y[10] == 1 and doc.y[19] == 1 and sum(doc.y) == 4
     assert list(span.y[:2]) == [1, 1] and span.y[19] == 1 and sum(span.y) == 3
+
+
+def test_a_long_run_id_is_cut_on_the_matrix_axes_and_whole_in_its_hover():
+    """A 100-character run id on the axes squeezed a query's J matrix to a few pixels at 900 px and
+    was cut at the chart's edge: the ticks show it cut in its middle, the cells (hover) whole."""
+    long = "retrieval-sweep-2026-11-27-bge-large-en-v1.5-top10-chunk512-overlap64-hybrid-bm25-reranker-off-final"
+    m = pd.DataFrame([[1.0, 0.5], [0.5, 1.0]], index=["k5", long], columns=["k5", long])
+    fig = charts.matrix_heatmap(m, title="t")
+    assert list(fig.data[0].x) == ["k5", long] and list(fig.data[0].y) == ["k5", long]
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert list(axis.tickvals) == ["k5", long]
+        assert axis.ticktext[0] == "k5" and len(axis.ticktext[1]) == charts.MATRIX_RUN_CHARS
+        assert axis.ticktext[1].startswith("retriev") and axis.ticktext[1].endswith("off-final")

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ragaudit_core.logs.questions import QuestionIds
 
 __all__ = [
+    "ALL_HASHED",
     "NO_DOC_IDS",
     "FormatError",
     "LogFormat",
@@ -186,6 +187,10 @@ NO_DOC_IDS = " records carry no document ids"
 """What the warning :func:`text_doc_id` raises says after the format's label (a load whose every
 such passage took a stored run's id drops it: :mod:`ragaudit_core.logs.stored_passages`)."""
 
+ALL_HASHED = ": each passage's document id is the hash of its text, so document-level metrics equal span-level ones"
+"""What that warning says of the file's passages (a load some of whose passages took a stored run's id
+says instead that the others keep their hash: :mod:`ragaudit_core.logs.stored_passages`)."""
+
 
 def text_doc_id(text: str, ctx: MapContext, label: str) -> str:
     """The document id of a passage logged without one: ``"text:"`` + 16 hex digits of its span
@@ -193,8 +198,8 @@ def text_doc_id(text: str, ctx: MapContext, label: str) -> str:
     ctx.warn_once(
         f"{label}{NO_DOC_IDS}"
         + (f" (and no metadata key {ctx.doc_id_key!r})" if ctx.doc_id_key else "")
-        + ": each passage's document id is the hash of its text, so document-level metrics equal "
-        "span-level ones; to use real ids, "
+        + ALL_HASHED
+        + "; to use real ids, "
         + _ID_HINTS.get(
             label, "name the metadata key that holds them (--doc-id-key, or 'Document id key' when uploading)"
         )
