@@ -390,7 +390,7 @@ def unpaired(con: duckdb.DuckDBPyConnection, loaded: list[str]) -> list[str]:
 
 def _unpaired_sentence(run: str, here: bool, n: int, logging: list[str]) -> str:
     again = "remove its file (on the home page: “Remove a file or a run…”) and load it again"
-    held = f"{counted(n, 'passage')} of {_named(logging)}"
+    held = f"{counted(n, 'distinct passage')} of {_named(logging)}"  # (texts; a load's sentence counts entries)
     hashed = "word for word under hashed document ids (text:…), so they share no document"
     if here:
         return (

@@ -193,7 +193,7 @@ def test_a_run_loaded_before_the_native_run_is_not_renamed_and_the_load_says_how
     rep = workspace.load_paths(con, [_native(tmp_path)], precompute_overview=False)
     assert _doc_ids(con, "ragas") == [d for _q, d in HASHED]
     assert _said(rep) == [
-        "run 'ragas', loaded before, holds 3 passages of run 'native' word for word under hashed document ids "
+        "run 'ragas', loaded before, holds 3 distinct passages of run 'native' word for word under hashed document ids "
         "(text:…), so they share no document: stored runs are not renamed; to pair them, remove its file (on the "
         "home page: “Remove a file or a run…”) and load it again: its passages then take the stored runs' "
         "document ids"
@@ -210,8 +210,8 @@ def test_passages_of_the_same_load_do_not_serve_and_the_load_says_how_to_pair(tm
     rep = workspace.load_paths(con, [_native(tmp_path), _ragas_csv(tmp_path)], precompute_overview=False)
     assert _doc_ids(con, "ragas") == [d for _q, d in HASHED]
     assert _said(rep) == [
-        "run 'ragas' holds 3 passages of run 'native', loaded with it, word for word under hashed document ids "
-        "(text:…), so they share no document: the stored runs' passages give document ids to later loads only; "
+        "run 'ragas' holds 3 distinct passages of run 'native', loaded with it, word for word under hashed document "
+        "ids (text:…), so they share no document: the stored runs' passages give document ids to later loads only; "
         "to pair them, remove its file (on the home page: “Remove a file or a run…”) and load it again"
     ]
 
