@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ragaudit_core.stability.joint import Joint, joint_by_sql
 from ragaudit_core.stability.sql import CELLS_SQL, EV_KEYED_SQL, EV_MAPPED_SQL, KEYED_CELLS_SQL, MASKS_SQL
 
 __all__ = ["CHUNK_CELLS", "CHUNK_ENTRIES", "MASK_MAX_RUNS", "PART_CELLS", "build_cells"]
@@ -70,11 +71,17 @@ _CELL_TYPES = {
 
 
 def build_cells(
-    cur: duckdb.DuckDBPyConnection, keyed: bool, topk: int, queries: list[str], pair_runs: list[str]
+    cur: duckdb.DuckDBPyConnection,
+    keyed: bool,
+    topk: int,
+    queries: list[str],
+    pair_runs: list[str],
+    density_bins: int | None = None,
 ) -> None:
     """``_cells``, ``_sizes_all`` and ``_evn`` for ``queries`` (indexed as in ``_eval_q``) over the
     entries of ``pair_runs`` at positions below ``topk``; by run masks up to :data:`MASK_MAX_RUNS`
-    runs, by the items' self-join beyond."""
+    runs, by the items' self-join beyond. Then the levels side by side (:mod:`.joint`): ``_sdds``,
+    and ``_density`` on a ``density_bins`` grid when asked."""
     entries = cur.execute(
         "SELECT count(*) FROM evidence WHERE list_contains(?::VARCHAR[], run_id)", [pair_runs]
     ).fetchall()[0][0]
@@ -94,6 +101,7 @@ def build_cells(
     # the joins' written order (the large side built) holds within 512 MB
     cur.execute("SET disabled_optimizers = 'build_side_probe_side'")
     made = False
+    joint = Joint({(int(a), int(b)) for lv, a, b in zip(*pairs.values(), strict=True) if lv == 1}, density_bins)
 
     def emit(part: pa.Table) -> None:  # a part of a chunk's run-mask cells into _cells
         nonlocal made
@@ -110,13 +118,17 @@ def build_cells(
             for stmt in statements:
                 cur.execute(stmt, [topk] if "e.position < ?" in stmt else [])
             if masked:
-                cur.register("_sizes", _mask_cells(cur, lo, hi - lo, pairs, emit))
+                cur.register("_sizes", _mask_cells(cur, lo, hi - lo, pairs, emit, joint))
             _append(cur, i == 0, cells=not masked)
             if masked:
                 cur.unregister("_sizes")
             cur.unregister("_chunk_q")
     finally:
         cur.execute("RESET disabled_optimizers")
+    if masked:
+        joint.store(cur)
+    else:
+        joint_by_sql(cur, density_bins)
     for table in ("_ev", "_items", "_mcount", "_inter", "_cells_part", "_sizes"):
         cur.execute(f"DROP TABLE IF EXISTS {table}")
 
@@ -149,12 +161,18 @@ def _part(cur: duckdb.DuckDBPyConnection, part: pa.Table, create: bool) -> None:
 
 
 def _mask_cells(
-    cur: duckdb.DuckDBPyConnection, lo: int, n_q: int, pairs: dict, emit: Callable[[pa.Table], None]
+    cur: duckdb.DuckDBPyConnection,
+    lo: int,
+    n_q: int,
+    pairs: dict,
+    emit: Callable[[pa.Table], None],
+    joint: Joint,
 ) -> pa.Table:
     """A chunk's cells from ``_mcount`` (level, query, run mask → items), handed to ``emit`` about
-    :data:`PART_CELLS` at a time (doc pairs, then span pairs, in ``pairs``' order), and its document
-    sizes, returned: ``n(r, q)`` sums the items whose mask holds r's bit, ``n_inter(a, b, q)`` those
-    holding both (queries ``lo`` … ``lo + n_q − 1``, local index ``qi − lo``)."""
+    :data:`PART_CELLS` at a time (doc pairs, then span pairs, in ``pairs``' order) and to ``joint``
+    pair by pair, and its document sizes, returned: ``n(r, q)`` sums the items whose mask holds r's
+    bit, ``n_inter(a, b, q)`` those holding both (queries ``lo`` … ``lo + n_q − 1``, local index
+    ``qi − lo``)."""
     m = cur.execute("SELECT lv::INTEGER AS lv, (qi - ?)::INTEGER AS q, mask, n FROM _mcount", [lo]).fetchnumpy()
     lv_all, q_all = np.asarray(m["lv"]), np.asarray(m["q"])
     mask_all, n_all = np.asarray(m["mask"], dtype=np.uint64), np.asarray(m["n"], dtype=np.float64)
@@ -176,7 +194,7 @@ def _mask_cells(
             doc_sizes = sizes
         for start in range(0, len(ra), per_part):
             part = slice(start, start + per_part)
-            emit(_cells_part(lv, ra[part].tolist(), rb[part].tolist(), qi, q, n, held, sizes))
+            emit(_cells_part(lv, ra[part].tolist(), rb[part].tolist(), qi, q, n, held, sizes, joint))
         del held
     ri = np.array(sorted(doc_sizes), dtype=np.int32)
     counts = np.stack([doc_sizes[r] for r in ri.tolist()]) if len(ri) else np.zeros((0, n_q), np.int64)
@@ -202,6 +220,7 @@ def _cells_part(
     n: np.ndarray,
     held: dict[int, np.ndarray],
     sizes: dict[int, np.ndarray],
+    joint: Joint,
 ) -> pa.Table:
     """The cells of pairs ``ra[i], rb[i]`` at level ``lv`` over the chunk's queries ``qi``, each
     column written in place (lists of per-pair arrays concatenated held a chunk's cells twice)."""
@@ -219,5 +238,6 @@ def _cells_part(
         j[:] = 1.0
         np.divide(inter, union, out=j, where=union > 0)  # as the SQL: n_inter * 1.0 / union
         out["n_a"][at], out["n_b"][at], out["n_inter"][at] = sizes[a], sizes[b], inter
+        joint.add(lv, a, b, sizes[a], sizes[b], inter, j)
     level = pa.DictionaryArray.from_arrays(out.pop("level"), pa.array(["doc", "span"]))
     return pa.table({"level": level.cast(pa.string()), **out})

@@ -127,18 +127,12 @@ WITH agg AS (
          avg(CASE WHEN n_a > 0 AND n_b = 0 THEN 1.0 ELSE 0.0 END) AS null_loss,
          avg(CASE WHEN n_a = 0 AND n_b > 0 THEN 1.0 ELSE 0.0 END) AS null_gain,
          avg(CASE WHEN n_a > 0 AND n_b > 0 AND n_inter = 0 THEN 1.0 ELSE 0.0 END) AS collapse_rate
-  FROM _cells GROUP BY level, ra, rb),
-sdds AS (
-  SELECT s.ra, s.rb, sum(CASE WHEN d.n_inter = d.n_a AND d.n_a = d.n_b
-                                      AND NOT (s.n_inter = s.n_a AND s.n_a = s.n_b) THEN 1 ELSE 0 END) AS n
-  FROM _cells s JOIN _cells d
-    ON d.level = 'doc' AND s.level = 'span' AND d.ra = s.ra AND d.rb = s.rb AND d.qi = s.qi
-  GROUP BY s.ra, s.rb)
+  FROM _cells GROUP BY level, ra, rb)
 SELECT agg.level, pl.run_a, pl.run_b, agg.n_queries, agg.j_avg, agg.flip_rate, agg.null_rate_a, agg.null_rate_b,
        agg.null_loss, agg.null_gain, agg.collapse_rate,
        CASE WHEN agg.level = 'span' THEN sdds.n END AS same_docs_diff_spans
 FROM agg JOIN _pair_levels pl ON pl.level = agg.level AND pl.ra = agg.ra AND pl.rb = agg.rb
-LEFT JOIN sdds ON sdds.ra = agg.ra AND sdds.rb = agg.rb
+LEFT JOIN _sdds sdds ON sdds.ra = agg.ra AND sdds.rb = agg.rb
 ORDER BY agg.level, pl.run_a, pl.run_b
 """
 
