@@ -36,8 +36,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.stability.joint import Joint, joint_by_sql
 from ragaudit_core.stability.sql import CELLS_SQL, EV_KEYED_SQL, EV_MAPPED_SQL, KEYED_CELLS_SQL, MASKS_SQL
+from ragaudit_core.stability.worst import Worst, worst_by_sql
 
 __all__ = ["CHUNK_CELLS", "CHUNK_ENTRIES", "MASK_MAX_RUNS", "PART_CELLS", "build_cells"]
 
@@ -77,11 +79,13 @@ def build_cells(
     queries: list[str],
     pair_runs: list[str],
     density_bins: int | None = None,
+    tau: float = FLIP_THRESHOLD,
 ) -> None:
     """``_cells``, ``_sizes_all`` and ``_evn`` for ``queries`` (indexed as in ``_eval_q``) over the
     entries of ``pair_runs`` at positions below ``topk``; by run masks up to :data:`MASK_MAX_RUNS`
     runs, by the items' self-join beyond. Then the levels side by side (:mod:`.joint`): ``_sdds``,
-    and ``_density`` on a ``density_bins`` grid when asked."""
+    and ``_density`` on a ``density_bins`` grid when asked; and each query's worst pair, collapse and
+    flip at threshold ``tau`` (:mod:`.worst`): ``_qworst``."""
     entries = cur.execute(
         "SELECT count(*) FROM evidence WHERE list_contains(?::VARCHAR[], run_id)", [pair_runs]
     ).fetchall()[0][0]
@@ -102,6 +106,7 @@ def build_cells(
     cur.execute("SET disabled_optimizers = 'build_side_probe_side'")
     made = False
     joint = Joint({(int(a), int(b)) for lv, a, b in zip(*pairs.values(), strict=True) if lv == 1}, density_bins)
+    worst = Worst(len(queries), tau)
 
     def emit(part: pa.Table) -> None:  # a part of a chunk's run-mask cells into _cells
         nonlocal made
@@ -118,7 +123,7 @@ def build_cells(
             for stmt in statements:
                 cur.execute(stmt, [topk] if "e.position < ?" in stmt else [])
             if masked:
-                cur.register("_sizes", _mask_cells(cur, lo, hi - lo, pairs, emit, joint))
+                cur.register("_sizes", _mask_cells(cur, lo, hi - lo, pairs, emit, (joint, worst)))
             _append(cur, i == 0, cells=not masked)
             if masked:
                 cur.unregister("_sizes")
@@ -127,8 +132,10 @@ def build_cells(
         cur.execute("RESET disabled_optimizers")
     if masked:
         joint.store(cur)
+        worst.store(cur)
     else:
         joint_by_sql(cur, density_bins)
+        worst_by_sql(cur, tau)
     for table in ("_ev", "_items", "_mcount", "_inter", "_cells_part", "_sizes"):
         cur.execute(f"DROP TABLE IF EXISTS {table}")
 
@@ -166,10 +173,10 @@ def _mask_cells(
     n_q: int,
     pairs: dict,
     emit: Callable[[pa.Table], None],
-    joint: Joint,
+    sinks: tuple[Joint, Worst],
 ) -> pa.Table:
     """A chunk's cells from ``_mcount`` (level, query, run mask → items), handed to ``emit`` about
-    :data:`PART_CELLS` at a time (doc pairs, then span pairs, in ``pairs``' order) and to ``joint``
+    :data:`PART_CELLS` at a time (doc pairs, then span pairs, in ``pairs``' order) and to ``sinks``
     pair by pair, and its document sizes, returned: ``n(r, q)`` sums the items whose mask holds r's
     bit, ``n_inter(a, b, q)`` those holding both (queries ``lo`` … ``lo + n_q − 1``, local index
     ``qi − lo``)."""
@@ -194,7 +201,7 @@ def _mask_cells(
             doc_sizes = sizes
         for start in range(0, len(ra), per_part):
             part = slice(start, start + per_part)
-            emit(_cells_part(lv, ra[part].tolist(), rb[part].tolist(), qi, q, n, held, sizes, joint))
+            emit(_cells_part(lv, ra[part].tolist(), rb[part].tolist(), qi, q, n, held, sizes, sinks))
         del held
     ri = np.array(sorted(doc_sizes), dtype=np.int32)
     counts = np.stack([doc_sizes[r] for r in ri.tolist()]) if len(ri) else np.zeros((0, n_q), np.int64)
@@ -220,7 +227,7 @@ def _cells_part(
     n: np.ndarray,
     held: dict[int, np.ndarray],
     sizes: dict[int, np.ndarray],
-    joint: Joint,
+    sinks: tuple[Joint, Worst],
 ) -> pa.Table:
     """The cells of pairs ``ra[i], rb[i]`` at level ``lv`` over the chunk's queries ``qi``, each
     column written in place (lists of per-pair arrays concatenated held a chunk's cells twice)."""
@@ -238,6 +245,7 @@ def _cells_part(
         j[:] = 1.0
         np.divide(inter, union, out=j, where=union > 0)  # as the SQL: n_inter * 1.0 / union
         out["n_a"][at], out["n_b"][at], out["n_inter"][at] = sizes[a], sizes[b], inter
-        joint.add(lv, a, b, sizes[a], sizes[b], inter, j)
+        for sink in sinks:
+            sink.add(lv, a, b, sizes[a], sizes[b], inter, j, int(qi[0]))
     level = pa.DictionaryArray.from_arrays(out.pop("level"), pa.array(["doc", "span"]))
     return pa.table({"level": level.cast(pa.string()), **out})

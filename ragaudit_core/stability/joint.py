@@ -51,8 +51,9 @@ def joint_by_sql(cur: duckdb.DuckDBPyConnection, bins: int | None) -> None:
 
 class Joint:
     """``_sdds`` and ``_density`` totalled from cells as they are made: ``add`` each pair's cells of
-    one chunk of queries, its doc level before its span level; ``store`` writes the tables. Only the
-    pairs compared at span level (``span_pairs``, run indices) count."""
+    one chunk of queries (the first, ``lo``, not needed here), its doc level before its span level;
+    ``store`` writes the tables. Only the pairs compared at span level (``span_pairs``, run indices)
+    count."""
 
     def __init__(self, span_pairs: set[tuple[int, int]], bins: int | None) -> None:
         self.span_pairs, self.bins = span_pairs, bins
@@ -60,7 +61,9 @@ class Joint:
         self.sdds: dict[tuple[int, int], int] = {}
         self.grid = np.zeros(bins * bins if bins else 0, dtype=np.int64)
 
-    def add(self, lv: int, a: int, b: int, n_a: np.ndarray, n_b: np.ndarray, inter: np.ndarray, j: np.ndarray) -> None:
+    def add(
+        self, lv: int, a: int, b: int, n_a: np.ndarray, n_b: np.ndarray, inter: np.ndarray, j: np.ndarray, lo: int
+    ) -> None:
         if (a, b) not in self.span_pairs:
             return
         same = (inter == n_a) & (n_a == n_b)  # the two sets are equal

@@ -350,12 +350,12 @@ def _compute(
     keyed = not opts.docid_map and catalog.hash_keys_unique(cur)
     if density_bins is not None and density_bins < 1:
         raise StabilityError("density bins must be at least 1")
-    build_cells(cur, keyed, topk, queries, pair_runs, density_bins)
-
     tau = opts.flip_threshold
+    build_cells(cur, keyed, topk, queries, pair_runs, density_bins, tau)
+
     pairs_df = cur.execute(PAIRS_SQL, [tau]).df()
     pairs_df["same_docs_diff_spans"] = pairs_df["same_docs_diff_spans"].astype("Int64")
-    queries_df = cur.execute(QUERIES_SQL, [tau]).df()
+    queries_df = cur.execute(QUERIES_SQL).df()
     runs_df = cur.execute(RUNS_SQL).df()
     runs_df["has_spans"] = runs_df["run_id"].isin(span_runs)
     cfg = {

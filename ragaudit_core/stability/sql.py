@@ -137,19 +137,15 @@ ORDER BY agg.level, pl.run_a, pl.run_b
 """
 
 QUERIES_SQL = """
-WITH g AS (  -- per (level, query): the worst pair (lowest J; ties: run ids in order), collapse, flip
-  SELECT level, qi, min(struct_pack(j := j, ra := ra, rb := rb)) AS w,
-         max(CASE WHEN n_a > 0 AND n_b > 0 AND n_inter = 0 THEN 1 ELSE 0 END) AS collapsed,
-         max(CASE WHEN j < ? THEN 1 ELSE 0 END) AS flipped
-  FROM _cells GROUP BY level, qi)
-SELECT g.level, q.query_id, g.w.j AS j_min, pl.run_a || ' vs ' || pl.run_b AS worst_pair, pl.run_a, pl.run_b,
+SELECT g.level, q.query_id, g.j AS j_min, pl.run_a || ' vs ' || pl.run_b AS worst_pair, pl.run_a, pl.run_b,
        g.collapsed, g.flipped
-FROM g JOIN _eval_q q ON q.qi = g.qi
-JOIN _pair_levels pl ON pl.level = g.level AND pl.ra = g.w.ra AND pl.rb = g.w.rb
+FROM _qworst g JOIN _eval_q q ON q.qi = g.qi
+JOIN _pair_levels pl ON pl.level = g.level AND pl.ra = g.ra AND pl.rb = g.rb
 ORDER BY g.level, j_min, q.query_id
 """
-"""Run indices follow the runs' sorted order (``_sel_runs``), so the tie-break on (ra, rb) is the
-tie-break on the run ids."""
+"""Per (level, query) the worst pair (lowest J; ties: run ids in order), collapse and flip, from
+``_qworst`` (:mod:`.worst`). Run indices follow the runs' sorted order (``_sel_runs``), so the
+tie-break on (ra, rb) is the tie-break on the run ids."""
 
 RUNS_SQL = """
 WITH grid AS (
