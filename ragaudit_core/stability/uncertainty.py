@@ -328,7 +328,9 @@ class _Columns:
         v["null"] = v["loss"] + v["gain"]
         for lvl in (0, 1):
             m = span == lvl
-            if m.any():
+            if m.all():  # the cells come by level: a batch is mostly of one, used without a copy
+                self._headline(lvl, v)
+            elif m.any():
                 self._headline(lvl, {k: x[m] for k, x in v.items()})
         pkey = (span * self.n_r + np.asarray(b["ra"], dtype=np.int64)) * self.n_r + np.asarray(b["rb"], dtype=np.int64)
         cuts = np.flatnonzero(np.diff(pkey)) + 1
@@ -355,12 +357,15 @@ class _Columns:
             return
         cells = {k: np.concatenate([b[k] for b in self.buf]) for k in self.buf[0]}
         q = cells["qi"]
-        cnt = np.bincount(q, minlength=self.n_q).astype(float)
+        # one cell per query, in order (a pair's cells as _cells holds them): each mean over one
+        # value is 0.0 + that value, as the sums below make it, without a bincount per metric
+        one_each = len(q) == self.n_q and bool(np.array_equal(q, np.arange(self.n_q)))
+        cnt = np.bincount(q, minlength=self.n_q).astype(float) if not one_each else None
         cols = {}
         level, ra, rb = self.cur // (self.n_r * self.n_r), (self.cur // self.n_r) % self.n_r, self.cur % self.n_r
         group = self.groups.get((ra, rb))
         for metric, name in zip(PAIR_INTERVAL_METRICS, ("j", "flip", "collapse", "loss", "gain")):
-            per = _mean_per_query(q, cells[name], cnt, self.n_q)
+            per = cells[name] + 0.0 if cnt is None else _mean_per_query(q, cells[name], cnt, self.n_q)
             if group is not None and metric in EFFECT_INTERVAL_METRICS:
                 self.effects.setdefault((level, group, metric), _Group(self.n_q)).add(per)
             if metric == "collapse_rate" and level == 0:
