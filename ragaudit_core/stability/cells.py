@@ -16,7 +16,9 @@ Two ways to the same numbers (``tests/stability/test_cells.py`` compares them ta
   the items of each (level, query, mask). A run's set size is the sum of the counts whose mask
   holds its bit, a pair's intersection the sum of those holding both — a few ``bincount`` calls per
   run and per pair over ``_mcount``, which holds one row per distinct mask of a query, not one per
-  (item, run). The cells then go back to DuckDB as one Arrow table per chunk.
+  (item, run). The cells then go back to DuckDB as Arrow tables of :data:`PART_CELLS`, and while
+  they are in numpy the per-query figures that would otherwise join or group all of ``_cells`` are
+  kept (:mod:`.joint`, :mod:`.worst`).
 * **The items' self-join** (:data:`.sql.CELLS_SQL`, :data:`.sql.KEYED_CELLS_SQL`), for more runs
   than a mask has bits.
 

@@ -11,7 +11,8 @@ DuckDB's memory, so the work grows linearly with the queries instead of spilling
 ``MASKS_SQL`` gives :mod:`.cells` each item's runs as a bitmask (up to 64 runs); beyond,
 ``CELLS_SQL`` (or ``KEYED_CELLS_SQL``) builds ``_cells`` by the items' self-join: one row per
 (level, pair, query) with the two sets' sizes, their intersection and ``J`` (both empty → 1.0).
-The other statements aggregate the cells per pair, per query and per run. Kept apart so the
+The other statements aggregate the cells per pair, per query (over ``_qworst``, :mod:`.worst`)
+and per run, "same documents, different spans" coming from ``_sdds`` (:mod:`.joint`). Kept apart so the
 metric definitions read as one page. Inside a chunk the level is the integer ``lv`` (0 doc,
 1 span): the items' self-join and the cells' joins compare one byte instead of a string (1.10 →
 0.95 s for the cells of 1M entries in 12 runs).
