@@ -92,3 +92,31 @@ def test_percentile_intervals_with_and_without_gaps_agree_with_nanquantile():
     np.testing.assert_allclose(lo[:4], want_lo[:4], rtol=1e-12)  # the same interpolation, another summation order
     np.testing.assert_allclose(hi[:4], want_hi[:4], rtol=1e-12)
     assert np.isnan(lo[4]) and np.isnan(hi[4])
+
+
+@pytest.mark.parametrize(("n", "m", "resamples"), [(2_000, 4_801, 70), (50_000, 301, 170)])
+@pytest.mark.parametrize("block_cells", [0, 3 << 21, 1 << 30])
+def test_replicates_read_a_block_of_columns_at_a_time_are_the_same_numbers(block_cells, n, m, resamples):
+    """The resampling reads a large matrix a block of columns at a time, the resamples drawn once
+    and kept: every replicate and count the same, bit for bit, as the whole matrix at once (the
+    BLAS sums each entry of a large product in the same order whatever rows are beside it)."""
+    from ragaudit_core.intervals import bootstrap_replicates, bootstrap_row_replicates
+
+    rng = np.random.default_rng(5)
+    # 9.6M and 15M cells: blocks of at least 2²¹; the second drawn 80 resamples at a time (80, 80, 10)
+    x = np.where(rng.random((n, m)) < 0.5, rng.integers(0, 7, (n, m)) / 7, rng.integers(0, 2, (n, m)))
+    x = x.astype(np.float32)
+    x[rng.random((n, m)) < 0.01] = np.nan  # gaps in some columns only
+    x[:, : m // 2] = np.nan_to_num(x[:, : m // 2])
+    xt = np.ascontiguousarray(x.T)
+    asked = []
+
+    def rows(lo, hi):
+        asked.append(hi - lo)
+        return xt[lo:hi]
+
+    _, counts, reps = bootstrap_replicates(x, resamples=resamples, seed=3)
+    bcounts, breps = bootstrap_row_replicates(rows, m, n, resamples=resamples, seed=3, block_cells=block_cells)
+    assert sum(asked) == m and len(asked) == (1 if block_cells > m * n else m * n // max(block_cells, 1 << 22))
+    assert np.array_equal(bcounts, counts)
+    assert np.array_equal(breps, reps, equal_nan=True)

@@ -16,7 +16,9 @@ Two ways to the same numbers (``tests/stability/test_cells.py`` compares them ta
   the items of each (level, query, mask). A run's set size is the sum of the counts whose mask
   holds its bit, a pair's intersection the sum of those holding both — a few ``bincount`` calls per
   run and per pair over ``_mcount``, which holds one row per distinct mask of a query, not one per
-  (item, run). The cells then go back to DuckDB as one Arrow table per chunk.
+  (item, run). The cells then go back to DuckDB as Arrow tables of :data:`PART_CELLS`, and while
+  they are in numpy the per-query figures that would otherwise join or group all of ``_cells`` are
+  kept (:mod:`.joint`, :mod:`.worst`).
 * **The items' self-join** (:data:`.sql.CELLS_SQL`, :data:`.sql.KEYED_CELLS_SQL`), for more runs
   than a mask has bits.
 
@@ -29,15 +31,19 @@ one run's list counts once; entries past the top-k cut (``position < topk``) are
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ragaudit_core.defaults import FLIP_THRESHOLD
+from ragaudit_core.stability.joint import Joint, joint_by_sql
 from ragaudit_core.stability.sql import CELLS_SQL, EV_KEYED_SQL, EV_MAPPED_SQL, KEYED_CELLS_SQL, MASKS_SQL
+from ragaudit_core.stability.worst import Worst, worst_by_sql
 
-__all__ = ["CHUNK_CELLS", "CHUNK_ENTRIES", "MASK_MAX_RUNS", "build_cells"]
+__all__ = ["CHUNK_CELLS", "CHUNK_ENTRIES", "MASK_MAX_RUNS", "PART_CELLS", "build_cells"]
 
 CHUNK_ENTRIES = 2_000_000
 """Evidence entries per chunk of queries the cells are built from: about what DuckDB's default
@@ -45,6 +51,10 @@ CHUNK_ENTRIES = 2_000_000
 
 MASK_MAX_RUNS = 64
 """Run masks hold one bit per compared run in a ``UBIGINT``: up to 64 runs."""
+
+PART_CELLS = 1 << 20
+"""Cells of the run-mask path handed to DuckDB at once (47 MB of numpy columns): a chunk of 4M cells
+was built whole before it went over, 180 MB at 24 runs."""
 
 CHUNK_CELLS = 4_000_000
 """Cells (pairs × levels × queries) per chunk of the run-mask path, whose cells are numpy arrays
@@ -65,11 +75,19 @@ _CELL_TYPES = {
 
 
 def build_cells(
-    cur: duckdb.DuckDBPyConnection, keyed: bool, topk: int, queries: list[str], pair_runs: list[str]
+    cur: duckdb.DuckDBPyConnection,
+    keyed: bool,
+    topk: int,
+    queries: list[str],
+    pair_runs: list[str],
+    density_bins: int | None = None,
+    tau: float = FLIP_THRESHOLD,
 ) -> None:
     """``_cells``, ``_sizes_all`` and ``_evn`` for ``queries`` (indexed as in ``_eval_q``) over the
     entries of ``pair_runs`` at positions below ``topk``; by run masks up to :data:`MASK_MAX_RUNS`
-    runs, by the items' self-join beyond."""
+    runs, by the items' self-join beyond. Then the levels side by side (:mod:`.joint`): ``_sdds``,
+    and ``_density`` on a ``density_bins`` grid when asked; and each query's worst pair, collapse and
+    flip at threshold ``tau`` (:mod:`.worst`): ``_qworst``."""
     entries = cur.execute(
         "SELECT count(*) FROM evidence WHERE list_contains(?::VARCHAR[], run_id)", [pair_runs]
     ).fetchall()[0][0]
@@ -88,6 +106,15 @@ def build_cells(
     # so DuckDB would build its hash tables on it and run out of its 512 MB (measured at 10M);
     # the joins' written order (the large side built) holds within 512 MB
     cur.execute("SET disabled_optimizers = 'build_side_probe_side'")
+    made = False
+    joint = Joint({(int(a), int(b)) for lv, a, b in zip(*pairs.values(), strict=True) if lv == 1}, density_bins)
+    worst = Worst(len(queries), tau)
+
+    def emit(part: pa.Table) -> None:  # a part of a chunk's run-mask cells into _cells
+        nonlocal made
+        _part(cur, part, create=not made)
+        made = True
+
     try:
         for i, lo in enumerate(range(0, len(queries), size)):
             hi = min(lo + size, len(queries))
@@ -98,68 +125,86 @@ def build_cells(
             for stmt in statements:
                 cur.execute(stmt, [topk] if "e.position < ?" in stmt else [])
             if masked:
-                cells, sizes = _mask_cells(cur, lo, hi - lo, pairs)
-                cur.register("_cells_part", cells)
-                cur.register("_sizes", sizes)
-            _append(cur, i == 0)
+                cur.register("_sizes", _mask_cells(cur, lo, hi - lo, pairs, emit, (joint, worst)))
+            _append(cur, i == 0, cells=not masked)
             if masked:
-                cur.unregister("_cells_part")
                 cur.unregister("_sizes")
             cur.unregister("_chunk_q")
     finally:
         cur.execute("RESET disabled_optimizers")
+    if masked:
+        joint.store(cur)
+        worst.store(cur)
+    else:
+        joint_by_sql(cur, density_bins)
+        worst_by_sql(cur, tau)
     for table in ("_ev", "_items", "_mcount", "_inter", "_cells_part", "_sizes"):
         cur.execute(f"DROP TABLE IF EXISTS {table}")
 
 
-def _append(cur: duckdb.DuckDBPyConnection, first: bool) -> None:
-    """Append a chunk's cells, document sizes and entry counts to the whole call's tables."""
+_CELLS_SELECT = "SELECT level, ra, rb, qi, n_a, n_b, n_inter, j FROM _cells_part"
+
+
+def _append(cur: duckdb.DuckDBPyConnection, first: bool, *, cells: bool = True) -> None:
+    """Append a chunk's cells (unless handed over part by part, :func:`_part`), document sizes and
+    entry counts to the whole call's tables."""
     for table, select in (
-        ("_cells", "SELECT level, ra, rb, qi, n_a, n_b, n_inter, j FROM _cells_part"),
+        *((("_cells", _CELLS_SELECT),) if cells else ()),
         ("_sizes_all", "SELECT lv, level, ri, qi, n FROM _sizes"),
         ("_evn", "SELECT ri, qi, count(*) AS n FROM _ev GROUP BY ri, qi"),
     ):
         cur.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {select}" if first else f"INSERT INTO {table} {select}")
 
 
-def _mask_cells(cur: duckdb.DuckDBPyConnection, lo: int, n_q: int, pairs: dict) -> tuple[pa.Table, pa.Table]:
-    """A chunk's cells and document sizes from ``_mcount`` (level, query, run mask → items):
-    ``n(r, q)`` sums the items whose mask holds r's bit, ``n_inter(a, b, q)`` those holding both
-    (queries ``lo`` … ``lo + n_q − 1``, local index ``qi − lo``)."""
+def _part(cur: duckdb.DuckDBPyConnection, part: pa.Table, create: bool) -> None:
+    """Append a part of a chunk's run-mask cells to ``_cells`` (``create``: the table's first)."""
+    cur.register("_cells_part", part)
+    try:
+        cur.execute(
+            f"CREATE OR REPLACE TEMP TABLE _cells AS {_CELLS_SELECT}"
+            if create
+            else f"INSERT INTO _cells {_CELLS_SELECT}"
+        )
+    finally:
+        cur.unregister("_cells_part")
+
+
+def _mask_cells(
+    cur: duckdb.DuckDBPyConnection,
+    lo: int,
+    n_q: int,
+    pairs: dict,
+    emit: Callable[[pa.Table], None],
+    sinks: tuple[Joint, Worst],
+) -> pa.Table:
+    """A chunk's cells from ``_mcount`` (level, query, run mask → items), handed to ``emit`` about
+    :data:`PART_CELLS` at a time (doc pairs, then span pairs, in ``pairs``' order) and to ``sinks``
+    pair by pair, and its document sizes, returned: ``n(r, q)`` sums the items whose mask holds r's
+    bit, ``n_inter(a, b, q)`` those holding both (queries ``lo`` … ``lo + n_q − 1``, local index
+    ``qi − lo``)."""
     m = cur.execute("SELECT lv::INTEGER AS lv, (qi - ?)::INTEGER AS q, mask, n FROM _mcount", [lo]).fetchnumpy()
     lv_all, q_all = np.asarray(m["lv"]), np.asarray(m["q"])
     mask_all, n_all = np.asarray(m["mask"], dtype=np.uint64), np.asarray(m["n"], dtype=np.float64)
+    del m
     p_lv, p_ra, p_rb = (np.asarray(pairs[k]) for k in ("lv", "ra", "rb"))
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in _CELL_TYPES}
-    doc_sizes: dict[int, np.ndarray] = {}
     qi = np.arange(lo, lo + n_q, dtype=np.int32)
+    per_part = max(1, PART_CELLS // max(n_q, 1))
+    doc_sizes: dict[int, np.ndarray] = {}
     for lv in (0, 1):
         at = lv_all == lv
         q, mask, n = q_all[at], mask_all[at], n_all[at]
         here = p_lv == lv
         ra, rb = p_ra[here], p_rb[here]
-        # each run's items as weights: the mask rows holding its bit, weighted by their item counts
-        held = {int(r): ((mask >> np.uint64(r)) & np.uint64(1)).astype(np.float64) * n for r in np.union1d(ra, rb)}
-        sizes = {r: np.bincount(q, weights=w, minlength=n_q).astype(np.int64) for r, w in held.items()}
+        # each run's rows: the masks holding its bit (a byte a row, not float64 weights); its items
+        # are the counts of those rows
+        held = {int(r): ((mask >> np.uint64(r)) & np.uint64(1)).astype(bool) for r in np.union1d(ra, rb)}
+        sizes = {r: np.bincount(q, weights=n * w, minlength=n_q).astype(np.int64) for r, w in held.items()}
         if lv == 0:
             doc_sizes = sizes
-        for a, b in zip(ra.tolist(), rb.tolist(), strict=True):
-            both = held[a] * (held[b] > 0)  # the rows holding both bits, with their counts
-            inter = np.bincount(q, weights=both, minlength=n_q).astype(np.int64)
-            union = sizes[a] + sizes[b] - inter
-            j = np.ones(n_q)
-            np.divide(inter, union, out=j, where=union > 0)  # as the SQL: n_inter * 1.0 / union
-            cols["level"].append(np.full(n_q, lv, np.int8))
-            cols["ra"].append(np.full(n_q, a, np.int32))
-            cols["rb"].append(np.full(n_q, b, np.int32))
-            cols["qi"].append(qi)
-            cols["n_a"].append(sizes[a])
-            cols["n_b"].append(sizes[b])
-            cols["n_inter"].append(inter)
-            cols["j"].append(j)
-    arrays = {k: np.concatenate(v) if v else np.array([], dtype=_CELL_TYPES[k]) for k, v in cols.items()}
-    level = pa.DictionaryArray.from_arrays(arrays.pop("level"), pa.array(["doc", "span"]))
-    cells = pa.table({"level": level.cast(pa.string()), **arrays})
+        for start in range(0, len(ra), per_part):
+            part = slice(start, start + per_part)
+            emit(_cells_part(lv, ra[part].tolist(), rb[part].tolist(), qi, q, n, held, sizes, sinks))
+        del held
     ri = np.array(sorted(doc_sizes), dtype=np.int32)
     counts = np.stack([doc_sizes[r] for r in ri.tolist()]) if len(ri) else np.zeros((0, n_q), np.int64)
     r_idx, q_idx = np.nonzero(counts)
@@ -172,4 +217,37 @@ def _mask_cells(cur: duckdb.DuckDBPyConnection, lo: int, n_q: int, pairs: dict) 
             "n": counts[r_idx, q_idx],
         }
     )
-    return cells, sizes_t
+    return sizes_t
+
+
+def _cells_part(
+    lv: int,
+    ra: list[int],
+    rb: list[int],
+    qi: np.ndarray,
+    q: np.ndarray,
+    n: np.ndarray,
+    held: dict[int, np.ndarray],
+    sizes: dict[int, np.ndarray],
+    sinks: tuple[Joint, Worst],
+) -> pa.Table:
+    """The cells of pairs ``ra[i], rb[i]`` at level ``lv`` over the chunk's queries ``qi``, each
+    column written in place (lists of per-pair arrays concatenated held a chunk's cells twice)."""
+    n_q = len(qi)
+    out = {k: np.empty(len(ra) * n_q, dtype=t) for k, t in _CELL_TYPES.items()}
+    out["level"][:] = lv
+    out["ra"][:] = np.repeat(np.asarray(ra, dtype=np.int32), n_q)
+    out["rb"][:] = np.repeat(np.asarray(rb, dtype=np.int32), n_q)
+    out["qi"][:] = np.tile(qi, len(ra))
+    for i, (a, b) in enumerate(zip(ra, rb, strict=True)):
+        at = slice(i * n_q, (i + 1) * n_q)
+        inter = np.bincount(q, weights=n * (held[a] & held[b]), minlength=n_q).astype(np.int64)
+        union = sizes[a] + sizes[b] - inter
+        j = out["j"][at]
+        j[:] = 1.0
+        np.divide(inter, union, out=j, where=union > 0)  # as the SQL: n_inter * 1.0 / union
+        out["n_a"][at], out["n_b"][at], out["n_inter"][at] = sizes[a], sizes[b], inter
+        for sink in sinks:
+            sink.add(lv, a, b, sizes[a], sizes[b], inter, j, int(qi[0]))
+    level = pa.DictionaryArray.from_arrays(out.pop("level"), pa.array(["doc", "span"]))
+    return pa.table({"level": level.cast(pa.string()), **out})

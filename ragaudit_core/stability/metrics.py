@@ -348,12 +348,14 @@ def _compute(
     _register_inputs(cur, opts, pair_runs, queries, span_runs, pair_levels)
     topk = opts.topk if opts.topk is not None else INT32_MAX
     keyed = not opts.docid_map and catalog.hash_keys_unique(cur)
-    build_cells(cur, keyed, topk, queries, pair_runs)
-
+    if density_bins is not None and density_bins < 1:
+        raise StabilityError("density bins must be at least 1")
     tau = opts.flip_threshold
+    build_cells(cur, keyed, topk, queries, pair_runs, density_bins, tau)
+
     pairs_df = cur.execute(PAIRS_SQL, [tau]).df()
     pairs_df["same_docs_diff_spans"] = pairs_df["same_docs_diff_spans"].astype("Int64")
-    queries_df = cur.execute(QUERIES_SQL, [tau]).df()
+    queries_df = cur.execute(QUERIES_SQL).df()
     runs_df = cur.execute(RUNS_SQL).df()
     runs_df["has_spans"] = runs_df["run_id"].isin(span_runs)
     cfg = {
@@ -393,18 +395,8 @@ def _compute(
         else None
     )
     density = None
-    if density_bins is not None:
-        if density_bins < 1:
-            raise StabilityError("density bins must be at least 1")
-        density = cur.execute(
-            """SELECT least(floor(d.j * ?), ? - 1)::INTEGER AS doc_bin,
-                      least(floor(s.j * ?), ? - 1)::INTEGER AS span_bin,
-                      count(*) AS n
-               FROM _cells s JOIN _cells d
-               ON d.level = 'doc' AND s.level = 'span' AND d.ra = s.ra AND d.rb = s.rb AND d.qi = s.qi
-               GROUP BY ALL ORDER BY doc_bin, span_bin""",
-            [density_bins] * 4,
-        ).df()
+    if density_bins is not None:  # counted with the cells (.joint)
+        density = cur.execute("SELECT doc_bin, span_bin, n FROM _density ORDER BY doc_bin, span_bin").df()
     groups = dict(zip(zip(pairs_df["run_a"], pairs_df["run_b"]), pairs_df["changed"]))
     intervals = _intervals(cur, pair_runs, len(queries), tau, opts, groups) if opts.resamples > 0 else None
     for name in ("_sel_runs", "_eval_q", "_span_runs", "_pair_levels", "_map"):
@@ -552,11 +544,15 @@ def _summary(
     gap = None
     gap_note = None
     if span.available:
-        jd, js = cur.execute(
-            """SELECT avg(d.j), avg(s.j) FROM _cells s JOIN _cells d
-               ON d.level = 'doc' AND s.level = 'span' AND d.ra = s.ra AND d.rb = s.rb AND d.qi = s.qi"""
-        ).fetchall()[0]
-        if js and js > 0:
+        # mean J_doc and J_span over the (pair, query) cells at both levels: every span cell, and
+        # the doc cells of the pairs compared at span level (every doc cell when all are)
+        js, jd = span.mean_j, doc.mean_j
+        if span.n_pairs != doc.n_pairs:
+            jd = cur.execute(
+                """SELECT avg(j) FROM _cells d WHERE level = 'doc' AND EXISTS
+                   (SELECT 1 FROM _pair_levels p WHERE p.level = 'span' AND p.ra = d.ra AND p.rb = d.rb)"""
+            ).fetchall()[0][0]
+        if js and js > 0 and jd is not None:
             gap = jd / js
             if all(a in hashed and b in hashed for a, b in pairs):  # no run logged ids: not a finding
                 gap_note = (

@@ -11,7 +11,8 @@ DuckDB's memory, so the work grows linearly with the queries instead of spilling
 ``MASKS_SQL`` gives :mod:`.cells` each item's runs as a bitmask (up to 64 runs); beyond,
 ``CELLS_SQL`` (or ``KEYED_CELLS_SQL``) builds ``_cells`` by the items' self-join: one row per
 (level, pair, query) with the two sets' sizes, their intersection and ``J`` (both empty → 1.0).
-The other statements aggregate the cells per pair, per query and per run. Kept apart so the
+The other statements aggregate the cells per pair, per query (over ``_qworst``, :mod:`.worst`)
+and per run, "same documents, different spans" coming from ``_sdds`` (:mod:`.joint`). Kept apart so the
 metric definitions read as one page. Inside a chunk the level is the integer ``lv`` (0 doc,
 1 span): the items' self-join and the cells' joins compare one byte instead of a string (1.10 →
 0.95 s for the cells of 1M entries in 12 runs).
@@ -127,35 +128,25 @@ WITH agg AS (
          avg(CASE WHEN n_a > 0 AND n_b = 0 THEN 1.0 ELSE 0.0 END) AS null_loss,
          avg(CASE WHEN n_a = 0 AND n_b > 0 THEN 1.0 ELSE 0.0 END) AS null_gain,
          avg(CASE WHEN n_a > 0 AND n_b > 0 AND n_inter = 0 THEN 1.0 ELSE 0.0 END) AS collapse_rate
-  FROM _cells GROUP BY level, ra, rb),
-sdds AS (
-  SELECT s.ra, s.rb, sum(CASE WHEN d.n_inter = d.n_a AND d.n_a = d.n_b
-                                      AND NOT (s.n_inter = s.n_a AND s.n_a = s.n_b) THEN 1 ELSE 0 END) AS n
-  FROM _cells s JOIN _cells d
-    ON d.level = 'doc' AND s.level = 'span' AND d.ra = s.ra AND d.rb = s.rb AND d.qi = s.qi
-  GROUP BY s.ra, s.rb)
+  FROM _cells GROUP BY level, ra, rb)
 SELECT agg.level, pl.run_a, pl.run_b, agg.n_queries, agg.j_avg, agg.flip_rate, agg.null_rate_a, agg.null_rate_b,
        agg.null_loss, agg.null_gain, agg.collapse_rate,
        CASE WHEN agg.level = 'span' THEN sdds.n END AS same_docs_diff_spans
 FROM agg JOIN _pair_levels pl ON pl.level = agg.level AND pl.ra = agg.ra AND pl.rb = agg.rb
-LEFT JOIN sdds ON sdds.ra = agg.ra AND sdds.rb = agg.rb
+LEFT JOIN _sdds sdds ON sdds.ra = agg.ra AND sdds.rb = agg.rb
 ORDER BY agg.level, pl.run_a, pl.run_b
 """
 
 QUERIES_SQL = """
-WITH g AS (  -- per (level, query): the worst pair (lowest J; ties: run ids in order), collapse, flip
-  SELECT level, qi, min(struct_pack(j := j, ra := ra, rb := rb)) AS w,
-         max(CASE WHEN n_a > 0 AND n_b > 0 AND n_inter = 0 THEN 1 ELSE 0 END) AS collapsed,
-         max(CASE WHEN j < ? THEN 1 ELSE 0 END) AS flipped
-  FROM _cells GROUP BY level, qi)
-SELECT g.level, q.query_id, g.w.j AS j_min, pl.run_a || ' vs ' || pl.run_b AS worst_pair, pl.run_a, pl.run_b,
+SELECT g.level, q.query_id, g.j AS j_min, pl.run_a || ' vs ' || pl.run_b AS worst_pair, pl.run_a, pl.run_b,
        g.collapsed, g.flipped
-FROM g JOIN _eval_q q ON q.qi = g.qi
-JOIN _pair_levels pl ON pl.level = g.level AND pl.ra = g.w.ra AND pl.rb = g.w.rb
+FROM _qworst g JOIN _eval_q q ON q.qi = g.qi
+JOIN _pair_levels pl ON pl.level = g.level AND pl.ra = g.ra AND pl.rb = g.rb
 ORDER BY g.level, j_min, q.query_id
 """
-"""Run indices follow the runs' sorted order (``_sel_runs``), so the tie-break on (ra, rb) is the
-tie-break on the run ids."""
+"""Per (level, query) the worst pair (lowest J; ties: run ids in order), collapse and flip, from
+``_qworst`` (:mod:`.worst`). Run indices follow the runs' sorted order (``_sel_runs``), so the
+tie-break on (ra, rb) is the tie-break on the run ids."""
 
 RUNS_SQL = """
 WITH grid AS (

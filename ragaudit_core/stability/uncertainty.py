@@ -23,7 +23,7 @@ All columns share one resampling of the queries (:func:`ragaudit_core.intervals.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,7 +33,7 @@ from ragaudit_core.intervals import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     Estimate,
-    bootstrap_replicates,
+    bootstrap_row_replicates,
     percentile_intervals,
 )
 
@@ -241,8 +241,9 @@ def intervals_from_batches(
 ) -> StabilityIntervals:
     """The same from batches of cells (arrays named as :func:`intervals_from_cells`' arguments)
     **ordered by level, pair and query**, so that a pair's cells are contiguous: one pair's
-    per-query columns are built at a time and the cells are never all in memory. Memory: the
-    (queries × columns) float32 matrix the resampling multiplies, and one pair's columns.
+    per-query columns are built at a time and the cells are never all in memory. Memory: every
+    column kept compact (a pair's rates as bits, its J as float32) and a block of the (queries ×
+    columns) float32 matrix the resampling multiplies (:func:`bootstrap_row_replicates`).
 
     ``groups`` maps a pair (run_a, run_b) to its group (what changed between the two runs); each
     group's figures get intervals too (:attr:`StabilityIntervals.effects`), their replicates drawn
@@ -256,9 +257,9 @@ def intervals_from_batches(
     out = StabilityIntervals(resamples=resamples, seed=seed, n_queries=n_queries)
     if not acc.pairs:
         return out
-    names, means, matrix = acc.matrix()
-    _, counts, reps = bootstrap_replicates(matrix, resamples=resamples, seed=seed)
-    del matrix
+    names, means, rows = acc.columns()
+    counts, reps = bootstrap_row_replicates(rows, len(means), n_queries, resamples=resamples, seed=seed)
+    del rows
     lo, hi = percentile_intervals(reps)
     k = len(names)
     out.summary = {
@@ -298,7 +299,7 @@ def _mean_per_query(q: np.ndarray, weights: np.ndarray, cnt: np.ndarray, n_q: in
 
 class _Columns:
     """Per-query columns built from cells ordered by pair: the headline sums per level, and each
-    pair's five per-query values (float32, with their float64 means) once its last cell is seen."""
+    pair's five per-query values (:func:`_compact`, with their float64 means) once its last cell is seen."""
 
     def __init__(self, n_q: int, n_r: int, tau: float, groups: Mapping[tuple[int, int], str] | None = None) -> None:
         self.n_q, self.n_r, self.tau = n_q, n_r, tau
@@ -307,7 +308,7 @@ class _Columns:
         z = lambda: np.zeros(n_q)  # noqa: E731
         self.head = {lvl: {"cnt": z(), "j": z(), "flip": z(), "collapse": z(), "null": z()} for lvl in (0, 1)}
         self.seen = {0: False, 1: False}
-        self.pairs: dict[int, dict[str, tuple[float, np.ndarray]]] = {}
+        self.pairs: dict[int, dict[str, tuple[float, np.ndarray | _Bits]]] = {}
         self.cur: int | None = None
         self.buf: list[dict[str, np.ndarray]] = []
 
@@ -327,7 +328,9 @@ class _Columns:
         v["null"] = v["loss"] + v["gain"]
         for lvl in (0, 1):
             m = span == lvl
-            if m.any():
+            if m.all():  # the cells come by level: a batch is mostly of one, used without a copy
+                self._headline(lvl, v)
+            elif m.any():
                 self._headline(lvl, {k: x[m] for k, x in v.items()})
         pkey = (span * self.n_r + np.asarray(b["ra"], dtype=np.int64)) * self.n_r + np.asarray(b["rb"], dtype=np.int64)
         cuts = np.flatnonzero(np.diff(pkey)) + 1
@@ -354,17 +357,20 @@ class _Columns:
             return
         cells = {k: np.concatenate([b[k] for b in self.buf]) for k in self.buf[0]}
         q = cells["qi"]
-        cnt = np.bincount(q, minlength=self.n_q).astype(float)
+        # one cell per query, in order (a pair's cells as _cells holds them): each mean over one
+        # value is 0.0 + that value, as the sums below make it, without a bincount per metric
+        one_each = len(q) == self.n_q and bool(np.array_equal(q, np.arange(self.n_q)))
+        cnt = np.bincount(q, minlength=self.n_q).astype(float) if not one_each else None
         cols = {}
         level, ra, rb = self.cur // (self.n_r * self.n_r), (self.cur // self.n_r) % self.n_r, self.cur % self.n_r
         group = self.groups.get((ra, rb))
         for metric, name in zip(PAIR_INTERVAL_METRICS, ("j", "flip", "collapse", "loss", "gain")):
-            per = _mean_per_query(q, cells[name], cnt, self.n_q)
+            per = cells[name] + 0.0 if cnt is None else _mean_per_query(q, cells[name], cnt, self.n_q)
             if group is not None and metric in EFFECT_INTERVAL_METRICS:
                 self.effects.setdefault((level, group, metric), _Group(self.n_q)).add(per)
             if metric == "collapse_rate" and level == 0:
                 continue  # collapse is a span-level event (the pair intervals leave out the doc level's)
-            cols[metric] = (_nanmean(per), per.astype(np.float32))
+            cols[metric] = (_nanmean(per), _compact(per))
         self.pairs[self.cur] = cols
         self.cur, self.buf = None, []
 
@@ -388,26 +394,37 @@ class _Columns:
         out.append(("null_transition_rate", null if null is not None else np.full(self.n_q, np.nan)))
         return out
 
-    def matrix(self) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """Headline names, every column's mean (float64), and the (queries × columns) float32
-        matrix: headline columns, then per metric every pair in (level, run_a, run_b) order, then
-        every group (level, group, metric) in that order."""
+    def columns(self) -> tuple[list[str], np.ndarray, Callable[[int, int], np.ndarray]]:
+        """Headline names, every column's mean (float64), and the (queries × columns) float32 matrix
+        as rows of its transpose, a block at a time (``rows(lo, hi)``: columns lo … hi − 1): headline
+        columns, then per metric every pair in (level, run_a, run_b) order, then every group (level,
+        group, metric) in that order."""
         head = self._headline_columns()
         order = [(metric, key) for metric in PAIR_INTERVAL_METRICS for key in sorted(self.pairs)]
         order = [(m, key) for m, key in order if m in self.pairs[key]]
         self._effect_order = sorted(self.effects)
-        xt = np.empty(
-            (len(head) + len(order) + len(self._effect_order), self.n_q), dtype=np.float32
-        )  # a column per row
-        means = np.empty(xt.shape[0])
+        cols: list[np.ndarray | _Bits] = []
+        means = np.empty(len(head) + len(order) + len(self._effect_order))
         for i, (_name, col) in enumerate(head):
-            xt[i], means[i] = col, _nanmean(col)
+            means[i] = _nanmean(col)
+            cols.append(col)
         for i, (metric, key) in enumerate(order, start=len(head)):
-            means[i], xt[i] = self.pairs[key].pop(metric)
+            means[i], kept = self.pairs[key].pop(metric)
+            cols.append(kept)
         for i, gkey in enumerate(self._effect_order, start=len(head) + len(order)):
-            means[i], xt[i] = self.effects[gkey].column()
+            means[i], group_col = self.effects[gkey].column()
+            cols.append(group_col)
         self._order = order
-        return [n for n, _c in head], means, xt.T  # column-major: bootstrap_replicates takes it as is
+        n_q = self.n_q
+
+        def rows(lo: int, hi: int) -> np.ndarray:
+            out = np.empty((hi - lo, n_q), dtype=np.float32)
+            for i in range(lo, hi):
+                col = cols[i]
+                out[i - lo] = col.unpack(n_q) if isinstance(col, _Bits) else col
+            return out
+
+        return [n for n, _c in head], means, rows
 
     def pair_rows(self, runs: list[str]) -> list[tuple[str, str, str, str]]:
         n_r = self.n_r
@@ -417,7 +434,7 @@ class _Columns:
         ]
 
     def effect_rows(self) -> list[tuple[str, str, str, int]]:
-        """The groups' (changed, level, metric, n_pairs), in the order of :meth:`matrix`'s columns."""
+        """The groups' (changed, level, metric, n_pairs), in the order of :meth:`columns`."""
         return [
             (group, "span" if level else "doc", metric, self.effects[(level, group, metric)].n_pairs)
             for level, group, metric in self._effect_order
@@ -448,6 +465,32 @@ class _Group:
         return (self.mean_sum / self.n_means if self.n_means else float("nan")), col
 
 
+class _Bits:
+    """A per-query column of 0 and 1 only (a pair's rate over one cell per query) as bits: an
+    eighth of a byte a query until the resampling reads it back as float32."""
+
+    __slots__ = ("bits",)
+
+    def __init__(self, col: np.ndarray) -> None:
+        self.bits = np.packbits(col.astype(bool))
+
+    def unpack(self, n: int) -> np.ndarray:
+        return np.unpackbits(self.bits, count=n)
+
+
+def _compact(per_query: np.ndarray) -> np.ndarray | _Bits:
+    """A pair's per-query column as kept until the resampling: bits when it holds only 0 and 1,
+    else float32 (what the resampling multiplies; NaN where the pair has no cell)."""
+    if bool(np.all((per_query == 0.0) | (per_query == 1.0))):
+        return _Bits(per_query)
+    return per_query.astype(np.float32)
+
+
 def _nanmean(col: np.ndarray) -> float:
-    n = int(np.count_nonzero(~np.isnan(col)))
-    return float(np.nansum(col) / n) if n else float("nan")
+    """The mean of a column's values (NaN left out; NaN when none): ``np.nansum`` sums a copy with
+    NaN replaced by 0, so a column without NaN is summed as it is, the same sum without the copy
+    (4,000 columns of 41,666 queries: 1.5 → 0.1 s)."""
+    n = col.size - int(np.count_nonzero(np.isnan(col)))
+    if not n:
+        return float("nan")
+    return float((np.sum(col) if n == col.size else np.nansum(col)) / n)

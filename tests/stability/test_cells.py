@@ -77,14 +77,19 @@ def test_past_64_runs_the_self_join_gives_the_cells(con, tmp_path, monkeypatch):
     assert res.pairs["j_avg"].tolist() == pytest.approx([1 / 3] * 4290)
 
 
-@pytest.mark.parametrize(("chunk_entries", "chunk_cells"), [(5_000, 4_000_000), (40, 4_000_000), (10**9, 5_000)])
-def test_mask_cells_in_chunks_equal_one_pass(sample_con, monkeypatch, chunk_entries, chunk_cells):
+@pytest.mark.parametrize(
+    ("chunk_entries", "chunk_cells", "part_cells"),
+    [(5_000, 4_000_000, 1 << 20), (40, 4_000_000, 1 << 20), (10**9, 5_000, 1 << 20), (10**9, 4_000_000, 1_000)],
+)
+def test_mask_cells_in_chunks_equal_one_pass(sample_con, monkeypatch, chunk_entries, chunk_cells, part_cells):
     """The sample's 42,000 entries in chunks of about 34 queries, or of one query each; or chunks
-    bounded by cells (132 pair-levels × 37 queries ≤ 5,000)."""
+    bounded by cells (132 pair-levels × 37 queries ≤ 5,000); or one chunk handed to DuckDB in parts
+    of 3 pairs (1,000 cells of 300 queries)."""
     opts = StabilityOptions(allow_missing=True, resamples=50, topk=7)
     whole = compute_stability(sample_con, opts, keep_cells=True, density_bins=10)
     monkeypatch.setattr(cells, "CHUNK_ENTRIES", chunk_entries)
     monkeypatch.setattr(cells, "CHUNK_CELLS", chunk_cells)
+    monkeypatch.setattr(cells, "PART_CELLS", part_cells)
     chunked = compute_stability(sample_con, opts, keep_cells=True, density_bins=10)
     for name in ("pairs", "queries", "runs", "density", "cells"):
         pd.testing.assert_frame_equal(getattr(whole, name), getattr(chunked, name), rtol=1e-12)
