@@ -22,22 +22,33 @@ def _upload(at, path):
     assert not at.exception
 
 
-def _ids(path):
+def _column(path, sql: str) -> list:
+    """The first column of ``sql`` read from the database file at ``path``."""
     c = store.connect(path, read_only=True)
     try:
-        rows = c.execute("SELECT query_id FROM records WHERE run_id = 'ragas_k5' ORDER BY line_no").fetchall()
+        return [v for (v, *_rest) in c.execute(sql).fetchall()]
     finally:
         c.close()
-    return [q for (q,) in rows]
+
+
+def _ids(path):
+    return _column(path, "SELECT query_id FROM records WHERE run_id = 'ragas_k5' ORDER BY line_no")
+
+
+def _after_native(app_env, native, other, ticked: bool):
+    """The home page: ``native`` uploaded, the stored-ids box set to ``ticked``, then ``other``
+    uploaded; the database file and the page."""
+    path = app_env()
+    at = app_test("app.py").run()
+    _upload(at, native)
+    next(c for c in at.checkbox if c.label == BOX).set_value(ticked).run()
+    _upload(at, other)
+    return path, at
 
 
 @pytest.mark.parametrize("ticked", [True, False])
 def test_a_ragas_upload_after_the_native_run_takes_its_ids(app_env, tmp_path, ticked):
-    path = app_env()
-    at = app_test("app.py").run()
-    _upload(at, _native(tmp_path))
-    next(c for c in at.checkbox if c.label == BOX).set_value(ticked).run()
-    _upload(at, _ragas_csv(tmp_path, RAGAS_ROWS))
+    path, at = _after_native(app_env, _native(tmp_path), _ragas_csv(tmp_path, RAGAS_ROWS), ticked)
     said = [plain(w.value) for w in at.info if "took their ids" in plain(w.value)]  # a note: st.info
     assert not [w for w in at.warning if "took their ids" in plain(w.value)]
     if ticked:
@@ -55,16 +66,8 @@ def test_the_same_box_gives_a_ragas_upload_without_ids_the_native_runs_document_
     from tests.logs.test_stored_passages import _native as native_with_texts
     from tests.logs.test_stored_passages import _ragas_csv as ragas_without_ids
 
-    path = app_env()
-    at = app_test("app.py").run()
-    _upload(at, native_with_texts(tmp_path))
-    next(c for c in at.checkbox if c.label == BOX).set_value(ticked).run()
-    _upload(at, ragas_without_ids(tmp_path))
+    path, at = _after_native(app_env, native_with_texts(tmp_path), ragas_without_ids(tmp_path), ticked)
     said = [plain(w.value) for w in at.warning if "document ids from the stored runs' passages" in plain(w.value)]
-    c = store.connect(path, read_only=True)
-    try:
-        docs = [d for (d,) in c.execute("SELECT doc_id FROM evidence WHERE run_id = 'ragas' ORDER BY ALL").fetchall()]
-    finally:
-        c.close()
+    docs = _column(path, "SELECT doc_id FROM evidence WHERE run_id = 'ragas' ORDER BY ALL")
     assert said == ([TOOK] if ticked else [])
     assert [d for d in docs if not d.startswith("text:")] == (["d1", "d3", "d5"] if ticked else [])

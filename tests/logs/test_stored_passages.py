@@ -284,7 +284,7 @@ def test_worker_processes_give_the_ids_the_process_gives(tmp_path, monkeypatch, 
     under two, 2 not at all: the same rows, warnings and counts whether the workers map the lines (and
     hold the spans) or the process does."""
     from tests.logs.test_fast_dialects import TEXTS, _oi_file, _ragas_file
-    from tests.logs.test_streaming import _everything, force_pool
+    from tests.logs.test_streaming import after_stored_run
 
     stored = [("n0", 0), ("n1", 1), ("n3", 3), ("n3b", 3)]
     native = write_jsonl(
@@ -296,18 +296,10 @@ def test_worker_processes_give_the_ids_the_process_gives(tmp_path, monkeypatch, 
     )
     path = tmp_path / "log.jsonl"
     (_ragas_file if kind == "ragas" else _oi_file)(path)
-    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
-    serial = store.connect(":memory:")
-    ingest_paths(serial, [native])
-    expected = _everything(serial, ingest_paths(serial, [path]))
+    serial, expected, got, worked = after_stored_run(monkeypatch, native, path, 300 if kind == "ragas" else 600)
     docs = {d for (d,) in serial.execute("SELECT doc_id FROM evidence WHERE run_id = 'log'").fetchall()}
     assert "n0" in docs and "text:" + span_hash(TEXTS[0])[:16] not in docs  # (passage 0 took its id)
-    worked = force_pool(monkeypatch, 300 if kind == "ragas" else 600)
-    pooled = store.connect(":memory:")
-    ingest_paths(pooled, [native])
-    worked.clear()
-    got = _everything(pooled, ingest_paths(pooled, [path]))
-    assert sum(worked) >= 30
+    assert worked >= 30
     assert got == expected
     said = [m for _line, code, m in expected[2] if code == "doc-ids"]
     assert len(said) == 1

@@ -177,25 +177,17 @@ def test_worker_processes_give_the_ids_the_process_gives(tmp_path, monkeypatch, 
     as Q0 … Q8, question 9 under two ids (kept hashed, counted), the others matching none — the same
     ids, rows, warnings and counts whether the workers map the lines or the process does."""
     from tests.logs.test_fast_dialects import _oi_file, _ragas_file
-    from tests.logs.test_streaming import _everything, force_pool
+    from tests.logs.test_streaming import after_stored_run
 
     native = _other_native(
         tmp_path, [*((f"Q{i}", f"question {i}") for i in range(10)), ("X9", "Question 9")], run="native"
     )
     path = tmp_path / "log.jsonl"
     (_ragas_file if kind == "ragas" else _oi_file)(path)
-    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
-    serial = store.connect(":memory:")
-    ingest_paths(serial, [native])
-    expected = _everything(serial, ingest_paths(serial, [path]))
+    serial, expected, got, worked = after_stored_run(monkeypatch, native, path, 300 if kind == "ragas" else 600)
     ids = {q for (q,) in serial.execute("SELECT query_id FROM records WHERE run_id = 'log'").fetchall()}
     assert {"Q0", "Q0#2", "Q8", query_id_for("question 9"), query_id_for("question 10")} <= ids
-    worked = force_pool(monkeypatch, 300 if kind == "ragas" else 600)
-    pooled = store.connect(":memory:")
-    ingest_paths(pooled, [native])
-    worked.clear()
-    got = _everything(pooled, ingest_paths(pooled, [path]))
-    assert sum(worked) >= 30
+    assert worked >= 30
     assert got == expected
     said = [m for _line, code, m in expected[2] if code == "query-ids"]
     assert len(said) == 1

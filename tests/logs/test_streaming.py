@@ -101,6 +101,23 @@ def force_pool(monkeypatch, chunk_bytes: int, counts=lambda _it: True) -> list[i
     return seen
 
 
+def after_stored_run(monkeypatch, stored, path, chunk_bytes: int):
+    """``path`` ingested after the log ``stored``, once by the process alone and once by worker
+    processes (:func:`force_pool`, ranges of ``chunk_bytes``), each into a fresh database: the
+    process's connection, what each stored and said (:func:`_everything`), and how many lines the
+    workers decoded."""
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    serial = store.connect(":memory:")
+    ing.ingest_paths(serial, [stored])
+    expected = _everything(serial, ing.ingest_paths(serial, [path]))
+    worked = force_pool(monkeypatch, chunk_bytes)
+    pooled = store.connect(":memory:")
+    ing.ingest_paths(pooled, [stored])
+    worked.clear()
+    got = _everything(pooled, ing.ingest_paths(pooled, [path]))
+    return serial, expected, got, sum(worked)
+
+
 def test_worker_processes_store_and_report_what_the_process_does(tmp_path, monkeypatch):
     """A large file's lines go to worker processes (here: every file, ranges of ~300 bytes, 2
     workers); fast lines, lines the workers leave (aliases, bad lines, a BOM), duplicates of a
