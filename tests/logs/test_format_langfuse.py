@@ -201,3 +201,44 @@ def test_langchain_js_documents_page_content_in_camel_case_load_as_the_python_on
     assert rep.n_rejected == 0
     assert got == _stored(write_jsonl(tmp_path / "b" / "fuse.jsonl", observations()))[1]
     assert [e[5] for e in got[0]] == [t for _, t in DOCS]
+
+
+def _nothing(tmp_path, name: str, **retriever):
+    obs = observations()
+    obs[0] = {k: v for k, v in (obs[0] | retriever).items() if v != "absent"}
+    return _stored(write_jsonl(tmp_path / name / "fuse.jsonl", obs))
+
+
+def test_a_retriever_observation_that_returned_nothing_is_a_record_that_retrieved_nothing(tmp_path):
+    """Output null or absent (a retriever that failed, or found nothing and logged no list): the
+    record is loaded with no evidence and a warning, as an OpenInference RETRIEVER span without
+    documents is; it was rejected, so the run looked as if it had not asked the question."""
+    qid = query_id_for(Q)
+    for name, extra, why in (
+        ("null", {"output": None, "endTime": "2026-01-01T00:00:01Z"}, ""),
+        ("absent", {"output": "absent"}, ""),
+        (
+            "error",
+            {"output": None, "level": "ERROR", "statusMessage": "index timed out"},
+            ": level ERROR, 'index timed out'",
+        ),
+    ):
+        rep, (ev, recs) = _nothing(tmp_path, name, **extra)
+        assert (rep.n_rejected, ev, recs) == (0, [], [("fuse", qid, Q, "The Moon.", 0)]), name
+        assert [w.message for w in rep.warnings if w.code == "langfuse-mapping"] == [
+            f"RETRIEVER observation without output (null{why}): loaded as a record that retrieved nothing"
+        ], name
+
+
+def test_a_retriever_observation_that_had_not_ended_is_rejected_saying_so(tmp_path):
+    rep, (ev, recs) = _nothing(tmp_path, "open", output=None, endTime=None)
+    assert (rep.n_rejected, ev, recs) == (1, [], [])
+    assert rep.rejected[0].message.endswith(
+        "retriever observation that had not ended when it was exported (endTime null, no output): "
+        "export the trace again once it has ended"
+    )
+
+
+def test_a_retriever_observation_whose_output_is_not_documents_is_still_rejected(tmp_path):
+    rep, _ = _nothing(tmp_path, "text", output="three passages about tides")
+    assert rep.n_rejected == 1 and "hold no documents" in rep.rejected[0].message

@@ -207,3 +207,41 @@ def test_langchain_js_documents_page_content_in_camel_case_load_as_the_python_on
     rep, got = _stored(write_jsonl(tmp_path / "a" / "smith.jsonl", js), doc_id_key="source")
     assert rep.n_rejected == 0
     assert got == _stored(write_jsonl(tmp_path / "b" / "smith.jsonl", runs()), doc_id_key="source")[1]
+
+
+def _nothing(tmp_path, name: str, **retriever):
+    rs = runs()
+    rs[1] = {k: v for k, v in (rs[1] | retriever).items() if v != "absent"}
+    return _stored(write_jsonl(tmp_path / name / "smith.jsonl", rs))
+
+
+def test_a_retriever_run_that_returned_nothing_is_a_record_that_retrieved_nothing(tmp_path):
+    """Outputs null or absent on a run that ended (or raised: its ``error``): the record is loaded
+    with no evidence and a warning, as an OpenInference RETRIEVER span without documents is."""
+    qid = query_id_for(Q)
+    for name, extra, why in (
+        ("null", {"outputs": None, "end_time": "2026-01-01T00:00:01Z"}, ""),
+        ("cell", {"outputs": "null", "end_time": "2026-01-01T00:00:01Z"}, ""),  # a table's cell
+        (
+            "error",
+            {"outputs": "absent", "error": "TimeoutError('index')", "end_time": None},
+            " (error: \"TimeoutError('index')\")",
+        ),
+    ):
+        rep, (ev, recs) = _nothing(tmp_path, name, **extra)
+        assert (rep.n_rejected, ev, recs) == (0, [], [("smith", qid, Q, "The Moon.", 0)]), name
+        assert [w.message for w in rep.warnings if w.code == "langsmith-mapping"] == [
+            f"retriever run without outputs{why}: loaded as a record that retrieved nothing"
+        ], name
+
+
+def test_a_retriever_run_that_had_not_ended_is_rejected_saying_so(tmp_path):
+    """A run posted and never patched (a batch export cut short, a trace still running): no
+    outputs, no end time, no error. Not a retrieval of nothing: rejected, with what to do."""
+    for name, extra in (("absent", {"outputs": "absent"}), ("null", {"outputs": None, "end_time": None})):
+        rep, (ev, recs) = _nothing(tmp_path, name, **extra)
+        assert (rep.n_rejected, ev, recs) == (1, [], []), name
+        assert rep.rejected[0].message.endswith(
+            "retriever run that had not ended when it was exported (no end_time, no outputs, no error): "
+            "export the trace again once it has ended"
+        ), name

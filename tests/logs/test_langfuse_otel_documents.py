@@ -114,8 +114,9 @@ def test_indices_with_gaps_or_written_twice_and_the_observations_own_keys(tmp_pa
 def test_trace_export_documents_and_a_trace_without_retriever(tmp_path, monkeypatch):
     """A trace export (``{"trace", "observations"}``, pretty-printed or on a line of JSON Lines)
     reads the same; the trace's metadata names the embedder over its EMBEDDING observation. A trace
-    of such observations without a retriever is still refused in one sentence, and a RETRIEVER
-    observation with documents neither in its output nor in its attributes is rejected."""
+    of such observations without a retriever is still refused in one sentence; a RETRIEVER
+    observation with documents neither in its output nor in its attributes retrieved nothing where
+    its output is null, and is rejected where its output is a text."""
     pretty = tmp_path / "export.json"
     pretty.write_text(
         json.dumps(_export("x1", otel_retrieval("x1", Q, TWO, model=EMBEDDER), {"embedder": "e5"}), indent=2)
@@ -137,4 +138,7 @@ def test_trace_export_documents_and_a_trace_without_retriever(tmp_path, monkeypa
         match=r"^retriever observation whose output and span attributes hold no documents \(a list of objects "
         r"with a text under page_content, pageContent",
     ):
-        langfuse.read_span(otel_retrieval("e1", Q, [])[1])
+        langfuse.read_span({**otel_retrieval("e1", Q, [])[1], "output": "three passages"})
+    nothing = langfuse.read_span(otel_retrieval("e1", Q, [])[1])
+    assert (nothing.kind, nothing.query, nothing.texts) == ("retriever", Q, [])
+    assert nothing.notes == ["RETRIEVER observation without output (null): loaded as a record that retrieved nothing"]

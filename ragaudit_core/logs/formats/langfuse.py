@@ -17,7 +17,10 @@ read by OpenInference's rules (:func:`~.openinference.retrieved_documents`: inde
 noted, an index written twice rejected), the query its ``input``, else the ``input.value``
 attribute. An ``EMBEDDING`` observation (or a ``SPAN`` whose attributes name the OpenInference kind
 ``EMBEDDING``) names its trace's embedder where no metadata does: its ``model``, else its
-``embedding.model_name`` attribute. The observation's own keys win over its attributes.
+``embedding.model_name`` attribute. The observation's own keys win over its attributes. A
+``RETRIEVER`` observation whose output is null (or absent) and whose attributes hold no documents
+retrieved nothing (a record with no evidence, and a warning); one still open when exported
+(``endTime`` null) is rejected.
 
 Detector: ``traceId`` with ``type``. A trace export (``{"trace": {...}, "observations": [...]}``)
 is unwrapped into observations by :mod:`ragaudit_core.logs.documents`.
@@ -31,7 +34,7 @@ from typing import Any
 from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span
 from ragaudit_core.logs.formats.openinference import retrieved_documents
 from ragaudit_core.logs.formats.settings import observation_attributes, read_observation_settings
-from ragaudit_core.logs.formats.spans import doc_fields, documents, json_maybe, query_of, text_of, trace_id
+from ragaudit_core.logs.formats.spans import absent, doc_fields, documents, json_maybe, query_of, text_of, trace_id
 
 __all__ = ["FORMAT"]
 
@@ -70,6 +73,9 @@ def _retriever(obj: dict, trace: str | None, kind: str, attrs: dict | None) -> S
     elif attrs is not None and any(k.startswith(_DOCUMENTS) for k in attrs):
         flat = {k: _score(v) if k.endswith(".document.score") else v for k, v in attrs.items()}
         texts, ids, md, scores = retrieved_documents(flat, notes)
+    elif kind == "RETRIEVER" and absent(obj.get("output")):
+        texts, ids, md = [], [], []
+        notes.append(_returned_nothing(obj))
     elif kind == "RETRIEVER":
         raise FormatError(
             "retriever observation whose output and span attributes hold no documents (a list of objects "
@@ -84,6 +90,22 @@ def _retriever(obj: dict, trace: str | None, kind: str, attrs: dict | None) -> S
         raise FormatError("retriever observation without an input query")
     settings = read_observation_settings(obj.get("metadata"))
     return Span(trace, "retriever", query, texts, ids, md, notes=notes, scores=scores, settings=settings)
+
+
+def _returned_nothing(obj: dict) -> str:
+    """The warning of a RETRIEVER observation whose output is null or absent (and whose attributes
+    hold no documents): a record that retrieved nothing, as an OpenInference span without
+    documents is. One still open when exported (``endTime`` null, not at level ERROR) is rejected:
+    its output was not yet known."""
+    failed = str(obj.get("level", "")).upper() == "ERROR"
+    if "endTime" in obj and obj["endTime"] is None and not failed:
+        raise FormatError(
+            "retriever observation that had not ended when it was exported (endTime null, no output): "
+            "export the trace again once it has ended"
+        )
+    status = obj.get("statusMessage")
+    why = f": level ERROR, {str(status)[:200]!r}" if failed and status else ": level ERROR" if failed else ""
+    return f"RETRIEVER observation without output (null{why}): loaded as a record that retrieved nothing"
 
 
 def _score(v: Any) -> Any:

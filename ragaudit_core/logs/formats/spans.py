@@ -12,6 +12,7 @@ from ragaudit_core.logs.jsontext import lone_surrogate
 
 __all__ = [
     "DOC_TEXT_KEYS",
+    "absent",
     "doc_fields",
     "documents",
     "flatten",
@@ -50,6 +51,11 @@ def json_maybe(v: Any) -> Any:
             return v
         return v if "\\u" in v and lone_surrogate(out) is not None else out
     return v
+
+
+def absent(v: Any) -> bool:
+    """An output that holds nothing: null, or as a table's cell writes null (empty, ``"null"``, NaN)."""
+    return v is None or (isinstance(v, str) and v.strip() in ("", "null")) or (isinstance(v, float) and v != v)
 
 
 def text_of(v: Any) -> str | None:
