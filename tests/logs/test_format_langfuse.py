@@ -242,3 +242,20 @@ def test_a_retriever_observation_that_had_not_ended_is_rejected_saying_so(tmp_pa
 def test_a_retriever_observation_whose_output_is_not_documents_is_still_rejected(tmp_path):
     rep, _ = _nothing(tmp_path, "text", output="three passages about tides")
     assert rep.n_rejected == 1 and "hold no documents" in rep.rejected[0].message
+
+
+def test_the_root_observation_s_output_is_the_answer_over_a_generation_s(tmp_path):
+    """The trace's root observation (no parent; a SPAN, CHAIN or AGENT, as LangChain's callback
+    handler and OpenTelemetry ingestion write the chain) holds the pipeline's final output: it is
+    the answer, over a GENERATION's (a draft, a query rewrite), before or after it in the file, as a
+    LangSmith root run's is. Without a root output the GENERATION's stays the answer."""
+    qid = query_id_for(Q)
+    pull = "The Moon's pull."
+    for kind, output in (("SPAN", {"output": pull}), ("CHAIN", pull), ("AGENT", pull)):
+        root = {"id": "o0", "traceId": "t1", "type": kind, "name": "rag", "input": Q, "output": output}
+        obs = [{**o, "parentObservationId": "o0"} for o in observations()]
+        for order in ([*obs[:1], root, *obs[1:]], [*obs, root]):
+            _rep, (_ev, recs) = _stored(write_jsonl(tmp_path / kind / "fuse.jsonl", order))
+            assert recs == [("fuse", qid, Q, pull, 2)], (kind, order)
+    _rep, (_ev, recs) = _stored(write_jsonl(tmp_path / "none" / "fuse.jsonl", observations()))
+    assert recs == [("fuse", qid, Q, "The Moon.", 2)]

@@ -1,7 +1,9 @@
 """Langfuse observations: ``type`` ``RETRIEVER``, or ``SPAN`` whose ``output`` holds documents
 (a list, or ``{"documents": [...]}``; ``page_content``/``pageContent``/``content``/``text``), give evidence —
-query ``input`` (a string, or ``input.{query, input, question}``); trace ``traceId``; answer: a
-``GENERATION`` observation's ``output`` (a string or ``output.content``). Run settings
+query ``input`` (a string, or ``input.{query, input, question}``); trace ``traceId``; answer: the
+root observation's ``output`` (no ``parentObservationId``; a ``SPAN``, ``CHAIN`` or ``AGENT``: the
+pipeline's output, as a LangSmith root run's), else a ``GENERATION`` observation's (a string or
+``output.content``/``text``/``output``/``answer``/``result``). Run settings
 (:mod:`.settings`): the retriever observation's ``metadata`` over its trace's root observation's
 (no ``parentObservationId``) over the trace's own (a trace export's ``trace.metadata``, read by
 :class:`~ragaudit_core.logs.records.FileReader` where it unwraps the export); in each, where the
@@ -39,6 +41,7 @@ from ragaudit_core.logs.formats.spans import absent, doc_fields, documents, json
 __all__ = ["FORMAT"]
 
 _DOCUMENTS = "retrieval.documents"
+_CHAINS = frozenset({"SPAN", "CHAIN", "AGENT"})  # a root observation of these kinds holds the pipeline's output
 
 
 def detect(obj: dict) -> bool:
@@ -54,7 +57,10 @@ def read_span(obj: dict) -> Span:
         if span is not None:
             return span
     # a root observation's settings: its trace's retriever observations read them
-    settings = None if obj.get("parentObservationId") else read_observation_settings(obj.get("metadata"))
+    root = not obj.get("parentObservationId")
+    settings = read_observation_settings(obj.get("metadata")) if root else None
+    if root and kind in _CHAINS and text_of(json_maybe(obj.get("output"))) is not None:  # the pipeline's output
+        return Span(trace, "answer", answer=text_of(json_maybe(obj.get("output"))), root=True, settings=settings)
     if kind == "GENERATION":
         return Span(trace, "answer", answer=text_of(json_maybe(obj.get("output"))), settings=settings)
     if kind == "EMBEDDING" or (kind == "SPAN" and attrs and attrs.get("openinference.span.kind") == "EMBEDDING"):
