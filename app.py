@@ -133,7 +133,8 @@ def _after_load(report=None, error: str | None = None) -> None:
 
 def _upload(con, db_path: str) -> None:
     files = st.file_uploader(
-        "Evidence or provenance logs — ours, Ragas, RAGChecker, OpenInference/Phoenix, LangSmith or Langfuse "
+        "Evidence or provenance logs — ours, Ragas, RAGChecker, OpenInference/Phoenix, LangSmith, Langfuse or "
+        "DeepEval "
         "(JSONL, JSON, CSV, TSV or Parquet, or a table saved as .txt; .gz; several files at once)",
         type=["jsonl", "gz", "json", "ndjson", "csv", "tsv", "txt", "parquet"],
         accept_multiple_files=True,
@@ -346,7 +347,8 @@ def _no_settings(runs) -> None:
         ui.md(
             f"{'Run' if len(bare) == 1 else 'Runs'} {names} log{'s' if len(bare) == 1 else ''} no settings (top-k, "
             "chunk size, overlap, embedder), so the pages call what changed between runs “unknown (no config)”. "
-            "Ragas and RAGChecker rows carry none, nor does a trace export whose metadata names none: give them "
+            "Ragas and RAGChecker rows and DeepEval test cases carry none, nor does a trace export whose metadata "
+            "names none: give them "
             "under “Settings of these runs” when loading, or with "
             "ragaudit ingest --settings top_k=5,chunk_size=256 (a run already loaded takes them once removed and "
             "loaded again)."

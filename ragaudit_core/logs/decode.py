@@ -107,6 +107,12 @@ class FastRecord(msgspec.Struct):
     traceId: msgspec.UnsetType = msgspec.UNSET  # noqa: N815 — Langfuse's key
     parentObservationId: msgspec.UnsetType = msgspec.UNSET  # noqa: N815 — Langfuse's key
     observations: msgspec.UnsetType = msgspec.UNSET
+    actual_output: msgspec.UnsetType = msgspec.UNSET
+    actualOutput: msgspec.UnsetType = msgspec.UNSET  # noqa: N815 — DeepEval's key
+    expected_output: msgspec.UnsetType = msgspec.UNSET
+    expectedOutput: msgspec.UnsetType = msgspec.UNSET  # noqa: N815 — DeepEval's key
+    retrieval_context: msgspec.UnsetType = msgspec.UNSET
+    retrievalContext: msgspec.UnsetType = msgspec.UNSET  # noqa: N815 — DeepEval's key
 
     def __post_init__(self) -> None:
         if _padded(self.run_id) or _padded(self.query_id):

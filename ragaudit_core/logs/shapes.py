@@ -8,7 +8,8 @@ streamed (:class:`Streamed`).
   completes the run posted with its id) and run trees (``child_runs``, flattened; children get the
   root's trace id and their parent's id); an OTLP JSON trace export ``{"resourceSpans": [...]}``
   (its spans read as OpenInference spans: :mod:`ragaudit_core.logs.formats.otlp`);
-  ``{"data": [...]}``, ``{"results": [...]}``. A record (a native record, a provenance record, a
+  ``{"data": [...]}``, ``{"results": [...]}``, DeepEval's ``{"testCases": [...]}`` and
+  ``{"goldens": [...]}``. A record (a native record, a provenance record, a
   span …) is not a container.
 * :class:`Streamed` — the same records for a top-level object longer than ``--max-line-bytes``
   (:func:`documents.iter_values` reads it member by member): the elements of its record arrays
@@ -65,7 +66,7 @@ TRACE_SETTINGS = "the run settings of a Langfuse trace"
 metadata names run settings (:func:`langfuse_trace_settings`): no record, read for its trace."""
 LANGFUSE_TRACE = "a Langfuse trace"
 """What :func:`unwrap` calls a Langfuse trace export."""
-RECORD_KEYS = ("observations", "post", "patch", "data", "results", "resourceSpans")
+RECORD_KEYS = ("observations", "post", "patch", "data", "results", "testCases", "goldens", "resourceSpans")
 """Members of a top-level object whose array elements are records."""
 KEPT = ("trace", "schema")
 """Other members a container past the limit is read for (each under the per-value limit)."""
@@ -74,6 +75,8 @@ _KEYS_OF = {
     "runs": ("post", "patch"),
     "data": ("data",),
     "results": ("results",),
+    "testCases": ("testCases",),
+    "goldens": ("goldens",),
     "resourceSpans": ("resourceSpans",),
 }
 _WHAT = {
@@ -81,8 +84,13 @@ _WHAT = {
     "runs": "a LangSmith batch",
     "data": "a JSON object holding 'data'",
     "results": "a JSON object holding 'results'",
+    "testCases": "a DeepEval test run",
+    "goldens": "a DeepEval dataset",
     "resourceSpans": "an OTLP trace export",
 }
+_LISTS = ("data", "results", "testCases", "goldens")
+"""Members that are a list of records and nothing else (a DeepEval test run's ``testCases``, a
+pulled DeepEval dataset's ``goldens``)."""
 _MARKS = frozenset(
     {*native._STRONG, *native._IDS, "contexts", "nodes", "schema", "child_runs", "run_type", "id", "resourceSpans"}
 )
@@ -95,6 +103,8 @@ def empty_words(what: str) -> str:
         "a Langfuse trace": "a Langfuse trace with no observations",
         "a LangSmith batch": "a LangSmith batch with no runs",
         "an OTLP trace export": "an OTLP trace export with no spans",
+        "a DeepEval test run": "a DeepEval test run with no test cases",
+        "a DeepEval dataset": "a DeepEval dataset with no goldens",
     }.get(what, what.replace(" holding ", " with an empty "))
 
 
@@ -166,9 +176,9 @@ def unwrap(obj: Any) -> tuple[str, list] | None:
         return ("a LangSmith run tree", _flatten_runs([obj]))
     if otlp.is_export(obj):  # its spans read as OpenInference spans (:mod:`.formats.otlp`)
         return ("an OTLP trace export", otlp.spans(obj))
-    for key in ("data", "results"):
+    for key in _LISTS:
         if isinstance(obj.get(key), list):
-            return (f"a JSON object holding {key!r}", obj[key])
+            return (_WHAT[key], obj[key])
     return _column_table(obj)
 
 
@@ -277,7 +287,7 @@ class Streamed:
         if key not in RECORD_KEYS:
             return False
         if self.kind is None:
-            if self.is_record() or (key in ("data", "results") and self.run_tree()):
+            if self.is_record() or (key in _LISTS and self.run_tree()):
                 return False
             self.kind = {"post": "runs", "patch": "runs"}.get(key, key)
             if self.kind == "runs":

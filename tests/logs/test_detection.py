@@ -36,14 +36,14 @@ def _load(path, **opts):
 
 
 def test_every_format_is_one_registered_module_with_a_detector_and_a_mapper():
-    assert formats.NAMES == ("native", "ragchecker", "ragas", "openinference", "langsmith", "langfuse")
+    assert formats.NAMES == ("native", "ragchecker", "ragas", "openinference", "langsmith", "langfuse", "deepeval")
     for f in formats.FORMATS:
         module = (ROOT / "ragaudit_core/logs/formats" / f"{f.name}.py").read_text(encoding="utf-8")
         assert "FORMAT = LogFormat(" in module, f.name
         assert callable(f.detect)
         assert (f.kind == "record") == (f.map_record is not None)
         assert (f.kind == "trace") == (f.read_span is not None)
-    assert formats.FOREIGN_FORMATS == ("ragchecker", "ragas")
+    assert formats.FOREIGN_FORMATS == ("ragchecker", "ragas", "deepeval")
     assert formats.TRACE_FORMATS == ("openinference", "langsmith", "langfuse")
     with pytest.raises(formats.FormatError, match="formats are: native, ragchecker"):
         formats.get("bogus")

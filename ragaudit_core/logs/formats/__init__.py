@@ -11,6 +11,7 @@ format                    kind    module
 ``openinference``         trace   :mod:`.openinference`
 ``langsmith``             trace   :mod:`.langsmith`
 ``langfuse``              trace   :mod:`.langfuse`
+``deepeval``              record  :mod:`.deepeval`
 ========================  ======  ==================================================
 
 **Detection is per record** (:func:`detect`): the first format in :data:`FORMATS` whose detector
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragaudit_core.logs.formats import langfuse, langsmith, native, openinference, ragas, ragchecker
+from ragaudit_core.logs.formats import deepeval, langfuse, langsmith, native, openinference, ragas, ragchecker
 from ragaudit_core.logs.formats.base import (
     FormatError,
     LogFormat,
@@ -62,6 +63,7 @@ FORMATS: tuple[LogFormat, ...] = (
     openinference.FORMAT,
     langsmith.FORMAT,
     langfuse.FORMAT,
+    deepeval.FORMAT,
 )
 """Every format, in detection order."""
 

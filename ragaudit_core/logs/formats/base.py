@@ -212,6 +212,7 @@ def text_doc_id(text: str, ctx: MapContext, label: str) -> str:
 _ID_HINTS = {
     "Ragas": "give the rows a retrieved_context_ids column (one id per retrieved context)",
     "RAGChecker": "give each retrieved_context its doc_id",
+    "DeepEval": "load a log of the same run that has them first: its passages give theirs by their text",
 }
 
 

@@ -1,0 +1,98 @@
+"""DeepEval test cases: an ``LLMTestCase`` (or a ``Golden``) as JSON — ``input``,
+``actual_output``, ``expected_output``, ``context``, ``retrieval_context`` as
+``EvaluationDataset.add_test_cases_from_json_file`` reads them, or the camelCase keys DeepEval
+serialises them with (``actualOutput``, ``expectedOutput``, ``retrievalContext``: a test run's
+``testCases``, a pulled dataset's ``goldens``; those containers are unwrapped by
+:mod:`ragaudit_core.logs.shapes`).
+
+Detector: ``input`` with any of ``actual_output``, ``expected_output``, ``retrieval_context`` (or
+their camelCase forms), and no Langfuse ``traceId``/``type`` (an observation has an ``input``
+too). Mapper: one test case → one record: the query its ``input``, the passages its
+``retrieval_context`` in order (texts, never ids: DeepEval keeps no document ids, so each passage's
+id is its text's hash, which takes the id the stored runs log for the same passage, as a Ragas
+row's does), the answer its ``actual_output``. ``context`` — in DeepEval's words "the ideal
+retrieval results" for the input — is read as relevance labels (passages, matched by span
+identity), as a Ragas row's ``reference_contexts``; a ``context`` that is not a list of texts is
+skipped with a warning, never rejecting the test case. A test case without ``retrieval_context``
+(a golden as ``save_as`` writes it: ``input``, ``expected_output``, ``context``) retrieved
+nothing: counted, and a file of only such test cases is refused as a test set.
+
+Reading: a ``retrieval_context`` written as text in a table's cell is read as data (JSON, or the
+Python literal pandas writes); a text that is neither is split on ``;`` — DeepEval's CSV reader
+(``add_test_cases_from_csv_file``) splits that column so by default — with a warning once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragaudit_core.logs.formats.base import FormatError, LogFormat, MapContext, build_record, query_text
+from ragaudit_core.logs.formats.lists import text_list
+
+__all__ = ["FORMAT"]
+
+_ANSWER = ("actual_output", "actualOutput")
+_EXPECTED = ("expected_output", "expectedOutput")
+_RETRIEVED = ("retrieval_context", "retrievalContext")
+_COMPANIONS = (*_ANSWER, *_EXPECTED, *_RETRIEVED)
+SPLIT = (
+    "DeepEval retrieval_context given as text that is not a list: split on ';', as DeepEval's CSV "
+    "reader splits that column"
+)
+
+
+def detect(obj: dict) -> bool:
+    return "input" in obj and any(k in obj for k in _COMPANIONS) and not ("traceId" in obj and "type" in obj)
+
+
+def _first(obj: dict, keys: tuple[str, ...]) -> Any:
+    return next((obj[k] for k in keys if obj.get(k) is not None), None)
+
+
+def _passages(raw: Any, ctx: MapContext) -> list[str]:
+    """The retrieved passages: a list of texts; text in a cell as data, else split on ``;``."""
+    try:
+        return text_list(raw, "retrieval_context")
+    except FormatError:
+        if not isinstance(raw, str):
+            raise
+    ctx.warn_once(SPLIT)
+    return [p for p in raw.split(";") if p.strip()]
+
+
+def map_record(obj: dict, ctx: MapContext) -> list[dict]:
+    """One record; none for a test case without ``retrieval_context`` (a golden), which the ingest
+    counts as a test case without retrieval."""
+    query = query_text(obj, ("input",), "DeepEval")
+    raw = _first(obj, _RETRIEVED)
+    if raw is None:
+        return []
+    answer = _first(obj, _ANSWER)
+    rec = build_record("DeepEval", ctx, query, answer if isinstance(answer, str) else None, _passages(raw, ctx))
+    _ideal_context(obj.get("context"), rec["query_id"], ctx)
+    return [rec]
+
+
+def _ideal_context(raw: Any, query_id: str, ctx: MapContext) -> None:
+    """``context`` as relevance labels of the query (passages); a malformed one is skipped with a warning."""
+    if raw is None:
+        return
+    try:
+        refs = text_list(raw, "context")
+    except FormatError as e:
+        ctx.warn_once(f"DeepEval context could not be read as relevance labels ({e}); those test cases carry none")
+        return
+    ctx.labels += [(query_id, "text", r) for r in refs if r.strip()]
+
+
+FORMAT = LogFormat(
+    name="deepeval",
+    label="DeepEval",
+    kind="record",
+    detect=detect,
+    keys=frozenset(
+        {"actual_output", "actualOutput", "expected_output", "expectedOutput", "retrieval_context", "retrievalContext"}
+    ),
+    map_record=map_record,
+    unit="test case",
+)

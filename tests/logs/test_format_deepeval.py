@@ -1,0 +1,126 @@
+"""DeepEval test cases (LLMTestCase / Golden fields, snake_case or camelCase; a test run's
+``testCases``, a dataset's ``goldens``) load as records; ``context`` labels the query's relevant
+passages; goldens without retrieval are refused as a test set."""
+
+from __future__ import annotations
+
+import json
+
+from ragaudit_core.logs import store
+from ragaudit_core.logs.formats import deepeval, query_id_for
+from ragaudit_core.logs.identity import span_hash
+from ragaudit_core.logs.ingest import ingest_paths
+from ragaudit_core.quality.ranking import per_query_quality
+from tests.helpers import write_jsonl
+
+A = "Aspirin lowers the risk of a second stroke in adults with a first ischaemic stroke."
+B = "Coffee intake was not associated with mortality in the cohort."
+C = "Statins reduce LDL cholesterol by about a third."
+Q1, Q2 = "Does aspirin prevent stroke?", "Is coffee harmful?"
+
+
+def _hashed(text: str) -> str:
+    return "text:" + span_hash(text)[:16]
+
+
+def _load(*paths):
+    con = store.connect(":memory:")
+    return con, ingest_paths(con, list(paths))
+
+
+def _stored(con):
+    ev = con.execute(
+        "SELECT run_id, query_id, position, doc_id, text FROM evidence ORDER BY run_id, query_id, position"
+    ).fetchall()
+    recs = con.execute("SELECT run_id, query_id, query, answer, n_evidence FROM records ORDER BY run_id, query_id")
+    return ev, recs.fetchall()
+
+
+def test_test_cases_as_deepeval_reads_them_from_json(tmp_path):
+    """A JSON list of LLMTestCase fields (``add_test_cases_from_json_file``'s keys): query, passages
+    in order under their text's hash, answer; ``context`` labels the relevant passage; a test case
+    without ``retrieval_context`` is counted, not loaded."""
+    cases = [
+        {"input": Q1, "actual_output": "Yes.", "expected_output": "Yes", "retrieval_context": [B, A], "context": [A]},
+        {"input": Q2, "actual_output": "No.", "retrieval_context": [C]},
+        {"input": "Unanswered?", "expected_output": "x", "context": [C]},  # a golden: nothing retrieved
+    ]
+    f = tmp_path / "deep.json"
+    f.write_text(json.dumps(cases, indent=2))
+    con, rep = _load(f)
+    q1, q2 = query_id_for(Q1), query_id_for(Q2)
+    ev, recs = _stored(con)
+    assert sorted(recs) == sorted([("deep", q1, Q1, "Yes.", 2), ("deep", q2, Q2, "No.", 1)])
+    assert [(q, p, d, t) for _r, q, p, d, t in ev if q == q1] == [(q1, 0, _hashed(B), B), (q1, 1, _hashed(A), A)]
+    assert rep.n_rejected == 0 and rep.files[0].n_skipped == 1
+    assert con.execute("SELECT query_id, doc_id FROM qrels").fetchall() == [(q1, _hashed(A))]
+    ids = [w.message for w in rep.warnings if "records carry no document ids" in w.message]
+    assert len(ids) == 1 and "load a log of the same run that has them first" in ids[0]
+    q = per_query_quality(con, ["deep"], cutoffs=(1, 2))
+    assert sorted(zip(q["mrr"], q["recall@2"])) == [(0.5, 1.0)]  # q1: A at rank 2; q2 has no label
+
+
+def test_a_test_run_in_camel_case_and_a_pulled_dataset(tmp_path):
+    """``deepeval test run``'s results (``testCases``, camelCase keys) and a dataset's ``goldens``
+    are containers of test cases."""
+    run = {
+        "testFile": "test_rag.py",
+        "testCases": [
+            {"name": "t0", "input": Q1, "actualOutput": "Yes.", "retrievalContext": [A], "success": True},
+            {"name": "t1", "input": Q2, "actualOutput": "No.", "retrievalContext": [B, C], "metricsData": []},
+        ],
+    }
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    goldens = {"goldens": [{"input": Q1, "expectedOutput": "Yes", "retrievalContext": [C]}], "datasetId": "d"}
+    (tmp_path / "set.json").write_text(json.dumps(goldens))
+    con, rep = _load(tmp_path / "run.json", tmp_path / "set.json")
+    ev, recs = _stored(con)
+    assert sorted((r, n) for r, _q, _t, _a, n in recs) == [("run", 1), ("run", 2), ("set", 1)]
+    assert [(r, t) for r, _q, _p, _d, t in ev if r == "set"] == [("set", C)]
+    assert rep.n_rejected == 0 and {f.formats.most_common(1)[0][0] for f in rep.files} == {"DeepEval"}
+
+
+def test_goldens_without_retrieval_are_refused_as_a_test_set(tmp_path):
+    """``EvaluationDataset.save_as('json')`` writes goldens (input, actual_output, expected_output,
+    context, source_file): nothing retrieved, nothing to audit."""
+    golden = {"input": Q1, "actual_output": None, "expected_output": "Yes", "context": [A], "source_file": "a.pdf"}
+    f = tmp_path / "goldens.json"
+    f.write_text(json.dumps([golden, {**golden, "input": Q2}], indent=4))
+    con, rep = _load(f)
+    assert _stored(con) == ([], [])
+    assert [r.message for r in rep.rejected] == [
+        "2 DeepEval test cases without retrieved contexts (a test set?): nothing to audit"
+    ]
+
+
+def test_a_csv_whose_retrieval_context_deepeval_joins_with_semicolons(tmp_path):
+    """DeepEval's CSV reader splits ``retrieval_context`` on ';' (its default): so are they read,
+    with one warning; a cell holding a JSON list is read as the list."""
+    f = tmp_path / "cases.csv"
+    f.write_text(
+        "input,actual_output,retrieval_context\n"
+        f'"{Q1}",Yes.,"{B};{A}"\n'
+        f'"{Q2}",No.,"{json.dumps([C]).replace(chr(34), chr(34) * 2)}"\n',
+        encoding="utf-8",
+    )
+    con, rep = _load(f)
+    ev, _recs = _stored(con)
+    by_query = {q: [t for _r, q2, _p, _d, t in ev if q2 == q] for q in (query_id_for(Q1), query_id_for(Q2))}
+    assert by_query == {query_id_for(Q1): [B, A], query_id_for(Q2): [C]}
+    assert rep.n_rejected == 0 and [w.message for w in rep.warnings].count(deepeval.SPLIT) == 1
+
+
+def test_passages_take_the_ids_of_a_native_run_loaded_before(tmp_path):
+    """DeepEval keeps no document ids: beside a native log of the same passages, loaded first, each
+    passage takes the native document id (stored passages), so the two runs pair."""
+    native = [
+        {"run_id": "native", "query_id": query_id_for(Q1), "query": Q1, "evidence": [{"doc_id": "d-b", "text": B}]},
+    ]
+    n = write_jsonl(tmp_path / "native.jsonl", native)
+    d = write_jsonl(tmp_path / "deep.jsonl", [{"input": Q1, "actual_output": "Yes.", "retrieval_context": [B, A]}])
+    con = store.connect(":memory:")
+    ingest_paths(con, [n])
+    rep = ingest_paths(con, [d])
+    docs = con.execute("SELECT doc_id FROM evidence WHERE run_id = 'deep' ORDER BY position").fetchall()
+    assert docs == [("d-b",), (_hashed(A),)]
+    assert rep.n_rejected == 0
