@@ -124,3 +124,22 @@ def test_passages_take_the_ids_of_a_native_run_loaded_before(tmp_path):
     docs = con.execute("SELECT doc_id FROM evidence WHERE run_id = 'deep' ORDER BY position").fetchall()
     assert docs == [("d-b",), (_hashed(A),)]
     assert rep.n_rejected == 0
+
+
+def test_a_test_run_longer_than_the_value_limit_streams_case_by_case(tmp_path):
+    """A test run's results past ``--max-line-bytes`` are read test case by test case (each under
+    the limit), as a ``{"results": [...]}`` document is: the same records."""
+    from ragaudit_core.logs.ingest import IngestOptions
+
+    cases = [
+        {"input": f"q{i}?", "actualOutput": "Yes.", "retrievalContext": [f"p{i} a", f"p{i} b"]} for i in range(200)
+    ]
+    f = tmp_path / "run.json"
+    f.write_text(json.dumps({"testFile": "t.py", "testCases": cases, "metricsScores": []}, indent=2))
+    got = []
+    for opts in (IngestOptions(), IngestOptions(max_line_bytes=2_000)):
+        con = store.connect(":memory:")
+        rep = ingest_paths(con, [f], opts)
+        assert (rep.n_records, rep.n_entries, rep.n_rejected) == (200, 400, 0)
+        got.append(_stored(con))
+    assert f.stat().st_size > 20_000 and got[0] == got[1]
