@@ -110,6 +110,22 @@ def test_a_csv_whose_retrieval_context_deepeval_joins_with_semicolons(tmp_path):
     assert rep.n_rejected == 0 and [w.message for w in rep.warnings].count(deepeval.SPLIT) == 1
 
 
+def test_a_test_case_whose_passages_are_not_texts_is_rejected_with_the_reason(tmp_path):
+    cases = [
+        {"input": Q1, "actual_output": "Yes.", "retrieval_context": [A, 7]},
+        {"input": Q2, "actual_output": "No.", "retrieval_context": '{"passages": ["x"]}'},  # data, not a list
+        {"input": ["not", "a", "question"], "retrieval_context": [A]},
+        {"input": Q2, "actual_output": "No.", "retrieval_context": [B]},
+    ]
+    con, rep = _load(write_jsonl(tmp_path / "deep.jsonl", cases))
+    assert [(r.line_no, r.message) for r in rep.rejected] == [
+        (1, "not a DeepEval record: retrieval_context[1] must be a text, got int"),
+        (2, "not a DeepEval record: retrieval_context must be a list of texts, got dict"),
+        (3, "not a DeepEval record: DeepEval record without a query (input)"),
+    ]
+    assert _stored(con)[1] == [("deep", query_id_for(Q2), Q2, "No.", 1)]
+
+
 def test_passages_take_the_ids_of_a_native_run_loaded_before(tmp_path):
     """DeepEval keeps no document ids: beside a native log of the same passages, loaded first, each
     passage takes the native document id (stored passages), so the two runs pair."""

@@ -54,7 +54,7 @@ def _passages(raw: Any, ctx: MapContext) -> list[str]:
     try:
         return text_list(raw, "retrieval_context")
     except FormatError:
-        if not isinstance(raw, str):
+        if not isinstance(raw, str) or raw.lstrip()[:1] in ("[", "{", "("):  # data that is not a list of texts
             raise
     ctx.warn_once(SPLIT)
     return [p for p in raw.split(";") if p.strip()]
