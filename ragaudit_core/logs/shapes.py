@@ -65,6 +65,7 @@ TRACE_SETTINGS = "the run settings of a Langfuse trace"
 """``Line.note`` of a line holding a streamed Langfuse trace export's ``trace`` member whose
 metadata names run settings (:func:`langfuse_trace_settings`): no record, read for its trace."""
 LANGFUSE_TRACE = "a Langfuse trace"
+MLFLOW_TRACE = "an MLflow trace"
 """What :func:`unwrap` calls a Langfuse trace export."""
 RECORD_KEYS = ("observations", "post", "patch", "data", "results", "testCases", "goldens", "resourceSpans")
 """Members of a top-level object whose array elements are records."""
@@ -104,6 +105,7 @@ def empty_words(what: str) -> str:
         "a LangSmith batch": "a LangSmith batch with no runs",
         "an OTLP trace export": "an OTLP trace export with no spans",
         "a DeepEval test run": "a DeepEval test run with no test cases",
+        MLFLOW_TRACE: "an MLflow trace with no spans",
         "a DeepEval dataset": "a DeepEval dataset with no goldens",
     }.get(what, what.replace(" holding ", " with an empty "))
 
@@ -176,6 +178,8 @@ def unwrap(obj: Any) -> tuple[str, list] | None:
         return ("a LangSmith run tree", _flatten_runs([obj]))
     if otlp.is_export(obj):  # its spans read as OpenInference spans (:mod:`.formats.otlp`)
         return ("an OTLP trace export", otlp.spans(obj))
+    if isinstance(obj.get("data"), dict) and isinstance(obj["data"].get("spans"), list):
+        return (MLFLOW_TRACE, obj["data"]["spans"])  # ``mlflow traces get``, ``Trace.to_json``
     for key in _LISTS:
         if isinstance(obj.get(key), list):
             return (_WHAT[key], obj[key])

@@ -11,6 +11,7 @@ format                    kind    module
 ``openinference``         trace   :mod:`.openinference`
 ``langsmith``             trace   :mod:`.langsmith`
 ``langfuse``              trace   :mod:`.langfuse`
+``mlflow``                trace   :mod:`.mlflow`
 ``deepeval``              record  :mod:`.deepeval`
 ========================  ======  ==================================================
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragaudit_core.logs.formats import deepeval, langfuse, langsmith, native, openinference, ragas, ragchecker
+from ragaudit_core.logs.formats import deepeval, langfuse, langsmith, mlflow, native, openinference, ragas, ragchecker
 from ragaudit_core.logs.formats.base import (
     FormatError,
     LogFormat,
@@ -63,6 +64,7 @@ FORMATS: tuple[LogFormat, ...] = (
     openinference.FORMAT,
     langsmith.FORMAT,
     langfuse.FORMAT,
+    mlflow.FORMAT,
     deepeval.FORMAT,
 )
 """Every format, in detection order."""
