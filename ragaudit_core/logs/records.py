@@ -54,7 +54,7 @@ from ragaudit_core.logs.shapes import (
     RECORD_OF,
     TRACE_SETTINGS,
     empty_words,
-    langfuse_trace_settings,
+    langfuse_trace,
     unwrap,
 )
 from ragaudit_core.logs.traces import DecodedSpan, TraceJoiner, provenance_record
@@ -292,10 +292,13 @@ class FileReader:
             self.value(dataclasses.replace(ln, line_no=i) if by_position else ln, item, level + 1)
 
     def trace_settings(self, obj: Any) -> None:
-        """The run settings a Langfuse trace export's trace names, for its observations."""
-        found = langfuse_trace_settings(obj)
-        if found is not None:
-            self.joiner.trace_settings("langfuse", *found)
+        """The run settings a Langfuse trace export's trace names, for its observations, and its
+        output, their answer where no root observation gives one."""
+        found = langfuse_trace(obj)
+        if found is not None and found[1] is not None:
+            self.joiner.trace_settings("langfuse", found[0], found[1])
+        if found is not None and found[2] is not None:
+            self.joiner.trace_answer("langfuse", found[0], found[2])
 
     def record(self, ln: Line, obj: Any, *, own: bool = True) -> None:
         """One decoded record; ``own``: ``ln``'s bytes are this record's (not a container's)."""

@@ -35,6 +35,7 @@ from typing import Any
 from ragaudit_core.logs import formats
 from ragaudit_core.logs.formats import native, otlp
 from ragaudit_core.logs.formats.settings import read_observation_settings
+from ragaudit_core.logs.formats.spans import json_maybe, text_of
 from ragaudit_core.logs.jsonl import OTLP_ADVICE, FileRefused, Line, TemporaryFileError, value_too_long
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "TRACE_SETTINGS",
     "Streamed",
     "empty_words",
+    "langfuse_trace",
     "langfuse_trace_settings",
     "unwrap",
 ]
@@ -61,9 +63,9 @@ IDS_ONLY = (
     "(GET /api/public/observations?traceId=…)"
 )
 """Why a Langfuse trace whose ``observations`` are all strings is rejected (once, not per id)."""
-TRACE_SETTINGS = "the run settings of a Langfuse trace"
+TRACE_SETTINGS = "the run settings or output of a Langfuse trace"
 """``Line.note`` of a line holding a streamed Langfuse trace export's ``trace`` member whose
-metadata names run settings (:func:`langfuse_trace_settings`): no record, read for its trace."""
+metadata names run settings or that has an output (:func:`langfuse_trace`): no record, read for its trace."""
 LANGFUSE_TRACE = "a Langfuse trace"
 MLFLOW_TRACE = "an MLflow trace"
 """What :func:`unwrap` calls a Langfuse trace export."""
@@ -190,14 +192,22 @@ def langfuse_trace_settings(obj: Any) -> tuple[str, dict[str, Any]] | None:
     """(trace id, run settings) of a Langfuse trace export — the trace is its ``trace`` member, or
     the object itself where it has none (``GET /api/public/traces/{id}`` gives the trace with its
     observations) — when its ``metadata`` names settings (:mod:`.formats.settings`); else None."""
+    got = langfuse_trace(obj)
+    return None if got is None or got[1] is None else (got[0], got[1])
+
+
+def langfuse_trace(obj: Any) -> tuple[str, dict[str, Any] | None, str | None] | None:
+    """(trace id, the run settings its ``metadata`` names, its ``output`` as a text) of a Langfuse
+    trace export's trace (as :func:`langfuse_trace_settings` finds it), when it has either; else None."""
     if not isinstance(obj, dict):
         return None
     trace = obj["trace"] if isinstance(obj.get("trace"), dict) else obj
     tid = trace.get("id")
-    if not isinstance(tid, (str, int)) or isinstance(tid, bool) or tid == "" or "metadata" not in trace:
+    if not isinstance(tid, (str, int)) or isinstance(tid, bool) or tid == "":
         return None
-    found = read_observation_settings(trace["metadata"])
-    return None if found is None else (str(tid), found)
+    found = read_observation_settings(trace["metadata"]) if "metadata" in trace else None
+    output = text_of(json_maybe(trace.get("output")))
+    return None if found is None and output is None else (str(tid), found, output)
 
 
 def _column_table(obj: dict) -> tuple[str, list] | None:
@@ -333,7 +343,7 @@ class Streamed:
         trace = _loads(data)
         tid = trace.get("id") if isinstance(trace, dict) else None
         self.trace_id = tid if isinstance(tid, (str, int)) else None
-        if langfuse_trace_settings({"trace": trace}) is not None:
+        if langfuse_trace({"trace": trace}) is not None:
             yield Line(self.line_no, data, note=TRACE_SETTINGS)
         waiting, self.waiting, self.waiting_bytes = self.waiting, [], 0
         for ln in waiting:

@@ -93,6 +93,13 @@ class TraceJoiner:
         export's ``trace.metadata``), under its root span's."""
         self._settle((fmt, trace_id), 1, settings)
 
+    def trace_answer(self, fmt: str, trace_id: str, answer: str) -> None:
+        """The answer a trace itself gives (a Langfuse trace export's ``trace.output``): a root
+        answer where no root span has given one (a root span's, before or after, wins)."""
+        key = (fmt, trace_id)
+        if answer and not self.answers.get(key, (False, ""))[0]:
+            self.answers[key] = (True, answer)
+
     def _settle(self, key: tuple, level: int, settings: dict[str, Any]) -> None:
         """Keep a trace's settings of one level (0: its embedding span's model, 1: the trace's, 2:
         its root span's; a later level wins key by key), the first given."""

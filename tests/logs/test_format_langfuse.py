@@ -259,3 +259,29 @@ def test_the_root_observation_s_output_is_the_answer_over_a_generation_s(tmp_pat
             assert recs == [("fuse", qid, Q, pull, 2)], (kind, order)
     _rep, (_ev, recs) = _stored(write_jsonl(tmp_path / "none" / "fuse.jsonl", observations()))
     assert recs == [("fuse", qid, Q, "The Moon.", 2)]
+
+
+def test_a_trace_export_s_own_output_is_the_answer_where_no_root_observation_gives_one(tmp_path):
+    """``{"trace": {..., "output": ...}, "observations": [...]}``: the trace's output (what the app
+    set as its final output) is the answer over a GENERATION's; a root observation's output wins
+    over it. Read whole and streamed past the value limit alike."""
+    from ragaudit_core.logs.ingest import IngestOptions
+
+    qid = query_id_for(Q)
+    trace = {"id": "t1", "name": "rag", "output": {"output": "The Moon's pull."}, "metadata": {}}
+    nested = [{**o, "parentObservationId": "o0"} for o in observations()]
+    root = {"id": "o0", "traceId": "t1", "type": "SPAN", "name": "rag", "output": "The root's answer."}
+    for name, obs, want in (
+        ("generation", nested, "The Moon's pull."),
+        ("root", [*nested, root], "The root's answer."),
+        ("root-first", [root, *nested], "The root's answer."),
+    ):
+        f = tmp_path / name / "fuse.json"
+        f.parent.mkdir()
+        f.write_text(json.dumps({"trace": trace, "observations": obs}, indent=2))
+        assert f.stat().st_size > 800
+        for opts in (IngestOptions(), IngestOptions(max_line_bytes=800)):
+            con = store.connect(":memory:")
+            rep = ingest_paths(con, [f], opts)
+            recs = con.execute("SELECT run_id, query_id, query, answer, n_evidence FROM records").fetchall()
+            assert (rep.n_rejected, recs) == (0, [("fuse", qid, Q, want, 2)]), (name, opts.max_line_bytes)

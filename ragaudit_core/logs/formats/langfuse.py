@@ -2,7 +2,8 @@
 (a list, or ``{"documents": [...]}``; ``page_content``/``pageContent``/``content``/``text``), give evidence —
 query ``input`` (a string, or ``input.{query, input, question}``); trace ``traceId``; answer: the
 root observation's ``output`` (no ``parentObservationId``; a ``SPAN``, ``CHAIN`` or ``AGENT``: the
-pipeline's output, as a LangSmith root run's), else a ``GENERATION`` observation's (a string or
+pipeline's output, as a LangSmith root run's), else the trace's own ``output`` (a trace export's
+``trace.output``, read where the export is unwrapped), else a ``GENERATION`` observation's (a string or
 ``output.content``/``text``/``output``/``answer``/``result``). Run settings
 (:mod:`.settings`): the retriever observation's ``metadata`` over its trace's root observation's
 (no ``parentObservationId``) over the trace's own (a trace export's ``trace.metadata``, read by
