@@ -65,7 +65,7 @@ __all__ = ["FileReader", "RecordSink"]
 
 def _a(label: str) -> str:
     """A format's name with its article, as a reason reads it: "a Ragas", "an OpenInference"."""
-    return f"{'an' if label[:1] in 'AEIOU' else 'a'} {label}"
+    return f"{'an' if label[:1] in 'AEIOU' or label.startswith('ML') else 'a'} {label}"  # an MLflow
 
 
 _MAX_UNWRAP = 3  # containers inside containers (an array of trace exports) read this deep

@@ -67,8 +67,9 @@ TRACE_SETTINGS = "the run settings or output of a Langfuse trace"
 """``Line.note`` of a line holding a streamed Langfuse trace export's ``trace`` member whose
 metadata names run settings or that has an output (:func:`langfuse_trace`): no record, read for its trace."""
 LANGFUSE_TRACE = "a Langfuse trace"
-MLFLOW_TRACE = "an MLflow trace"
 """What :func:`unwrap` calls a Langfuse trace export."""
+MLFLOW_TRACE = "an MLflow trace"
+"""What :func:`unwrap` calls an MLflow trace (``{"info", "data": {"spans"}}``)."""
 RECORD_KEYS = ("observations", "post", "patch", "data", "results", "testCases", "goldens", "resourceSpans")
 """Members of a top-level object whose array elements are records."""
 KEPT = ("trace", "schema")

@@ -159,3 +159,22 @@ def test_a_test_run_longer_than_the_value_limit_streams_case_by_case(tmp_path):
         assert (rep.n_records, rep.n_entries, rep.n_rejected) == (200, 400, 0)
         got.append(_stored(con))
     assert f.stat().st_size > 20_000 and got[0] == got[1]
+
+
+def test_odd_cells_and_a_langfuse_dataset_item(tmp_path):
+    """A cell of citations that looks like a list but is not data ("[1] …; [2] …") is split on ';';
+    a 'null' cell is no retrieval (a golden); a ``context`` cell joined with ';' labels both
+    passages; a Langfuse dataset item (``datasetId``) is not read as DeepEval's."""
+    f = tmp_path / "cases.csv"
+    f.write_text(
+        f'input,actual_output,retrieval_context,context\n"{Q1}",Yes.,"[1] {A}; [2] {B}","{A};{B}"\n"{Q2}",No.,null,\n',
+        encoding="utf-8",
+    )
+    con, rep = _load(f)
+    ev, recs = _stored(con)
+    assert [t for *_x, t in ev] == [f"[1] {A}", f" [2] {B}"] and len(recs) == 1
+    assert rep.files[0].n_skipped == 1 and sorted(
+        d for (d,) in con.execute("SELECT doc_id FROM qrels").fetchall()
+    ) == sorted([_hashed(A), _hashed(B)])
+    item = {"id": "i1", "datasetId": "d1", "input": {"q": Q1}, "expectedOutput": "Yes", "status": "ACTIVE"}
+    assert not deepeval.detect(item) and deepeval.detect({"input": Q1, "expectedOutput": "Yes"})

@@ -245,19 +245,22 @@ def test_a_retriever_observation_whose_output_is_not_documents_is_still_rejected
 
 
 def test_the_root_observation_s_output_is_the_answer_over_a_generation_s(tmp_path):
-    """The trace's root observation (no parent; a SPAN, CHAIN or AGENT, as LangChain's callback
-    handler and OpenTelemetry ingestion write the chain) holds the pipeline's final output: it is
-    the answer, over a GENERATION's (a draft, a query rewrite), before or after it in the file, as a
-    LangSmith root run's is. Without a root output the GENERATION's stays the answer."""
+    """The trace's root observation (no parent; a CHAIN or AGENT) holds the pipeline's final
+    output: it is the answer, over a GENERATION's (a draft, a query rewrite), before or after it in
+    the file, as a LangSmith root run's is. Without a root output the GENERATION's stays the answer;
+    a parentless plain SPAN (the low-level SDK writes several: a feedback log) is not the root."""
     qid = query_id_for(Q)
     pull = "The Moon's pull."
-    for kind, output in (("SPAN", {"output": pull}), ("CHAIN", pull), ("AGENT", pull)):
+    for kind, output in (("CHAIN", {"output": pull}), ("AGENT", pull)):
         root = {"id": "o0", "traceId": "t1", "type": kind, "name": "rag", "input": Q, "output": output}
         obs = [{**o, "parentObservationId": "o0"} for o in observations()]
         for order in ([*obs[:1], root, *obs[1:]], [*obs, root]):
             _rep, (_ev, recs) = _stored(write_jsonl(tmp_path / kind / "fuse.jsonl", order))
             assert recs == [("fuse", qid, Q, pull, 2)], (kind, order)
     _rep, (_ev, recs) = _stored(write_jsonl(tmp_path / "none" / "fuse.jsonl", observations()))
+    assert recs == [("fuse", qid, Q, "The Moon.", 2)]
+    log = {"id": "o9", "traceId": "t1", "type": "SPAN", "name": "log-feedback", "input": None, "output": "ok"}
+    _rep, (_ev, recs) = _stored(write_jsonl(tmp_path / "flat" / "fuse.jsonl", [*observations(), log]))
     assert recs == [("fuse", qid, Q, "The Moon.", 2)]
 
 
@@ -270,7 +273,7 @@ def test_a_trace_export_s_own_output_is_the_answer_where_no_root_observation_giv
     qid = query_id_for(Q)
     trace = {"id": "t1", "name": "rag", "output": {"output": "The Moon's pull."}, "metadata": {}}
     nested = [{**o, "parentObservationId": "o0"} for o in observations()]
-    root = {"id": "o0", "traceId": "t1", "type": "SPAN", "name": "rag", "output": "The root's answer."}
+    root = {"id": "o0", "traceId": "t1", "type": "CHAIN", "name": "rag", "output": "The root's answer."}
     for name, obs, want in (
         ("generation", nested, "The Moon's pull."),
         ("root", [*nested, root], "The root's answer."),

@@ -145,3 +145,19 @@ def test_the_workers_store_what_the_process_stores(tmp_path, monkeypatch):
     rep2, *got = _stored(path)
     assert got == expected and sum(seen) > 0
     assert [(w.line_no, w.message) for w in rep2.warnings] == [(w.line_no, w.message) for w in rep.warnings]
+
+
+def test_half_a_character_in_an_attribute_rejects_its_span_not_the_call(tmp_path):
+    """A lone surrogate inside an attribute's JSON (``"ans\\ud800"``: a text cut inside an emoji)
+    was read as a character no UTF-8 text holds, and storing it failed the whole call. Now that
+    span is rejected with the reason; the rest of the file and the other files load."""
+    spans = trace_spans()
+    spans[0]["attributes"]["mlflow.spanOutputs"] = '"The Moon.\\ud83d"'
+    bad = write_jsonl(tmp_path / "bad" / "flow.jsonl", spans)
+    good = write_jsonl(tmp_path / "good" / "other.jsonl", trace_spans("tr-2"))
+    rep, _ev, recs = _stored(bad, good)
+    assert [r.message for r in rep.rejected] == [
+        "not an MLflow span: mlflow.spanOutputs holds \\ud83d, half of a character "
+        "(a text cut inside an emoji?): not text"
+    ]
+    assert [(r, a, n) for r, _q, _t, a, n in recs] == [("flow", "the moon (draft)", 2), ("other", "The Moon.", 2)]

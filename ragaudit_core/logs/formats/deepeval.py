@@ -17,17 +17,21 @@ skipped with a warning, never rejecting the test case. A test case without ``ret
 (a golden as ``save_as`` writes it: ``input``, ``expected_output``, ``context``) retrieved
 nothing: counted, and a file of only such test cases is refused as a test set.
 
-Reading: a ``retrieval_context`` written as text in a table's cell is read as data (JSON, or the
-Python literal pandas writes); a text that is neither is split on ``;`` — DeepEval's CSV reader
-(``add_test_cases_from_csv_file``) splits that column so by default — with a warning once.
+Reading: a ``retrieval_context`` (or ``context``) written as text in a table's cell is read as
+data (JSON, or the Python literal pandas writes); a text that is neither is split on ``;`` —
+DeepEval's CSV reader (``add_test_cases_from_csv_file``) splits those columns so by default — with
+a warning once; an empty or ``null`` cell is no retrieval (a golden's). Text that is JSON but not a
+list of texts rejects the test case.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ragaudit_core.logs.formats.base import FormatError, LogFormat, MapContext, build_record, query_text
 from ragaudit_core.logs.formats.lists import text_list
+from ragaudit_core.logs.formats.spans import absent
 
 __all__ = ["FORMAT"]
 
@@ -42,22 +46,36 @@ SPLIT = (
 
 
 def detect(obj: dict) -> bool:
-    return "input" in obj and any(k in obj for k in _COMPANIONS) and not ("traceId" in obj and "type" in obj)
+    """``input`` with a DeepEval key; not a Langfuse observation (``traceId``, ``type``) nor a
+    Langfuse dataset item (``datasetId``, ``expectedOutput``), which share ``input``."""
+    if "input" not in obj or ("traceId" in obj and "type" in obj) or "datasetId" in obj:
+        return False
+    return any(k in obj for k in _COMPANIONS)
 
 
 def _first(obj: dict, keys: tuple[str, ...]) -> Any:
     return next((obj[k] for k in keys if obj.get(k) is not None), None)
 
 
-def _passages(raw: Any, ctx: MapContext) -> list[str]:
-    """The retrieved passages: a list of texts; text in a cell as data, else split on ``;``."""
+def _texts(raw: Any, what: str, ctx: MapContext) -> list[str]:
+    """A list of texts: a list, or text in a cell read as data (JSON, a Python literal); a text that
+    is not data at all is split on ``;`` as DeepEval's CSV reader splits it (warned once). Text
+    that is JSON but not a list of texts raises :class:`FormatError`."""
     try:
-        return text_list(raw, "retrieval_context")
+        return text_list(raw, what)
     except FormatError:
-        if not isinstance(raw, str) or raw.lstrip()[:1] in ("[", "{", "("):  # data that is not a list of texts
+        if not isinstance(raw, str) or _is_json(raw):
             raise
-    ctx.warn_once(SPLIT)
+    ctx.warn_once(SPLIT.replace("retrieval_context", what))
     return [p for p in raw.split(";") if p.strip()]
+
+
+def _is_json(s: str) -> bool:
+    try:
+        json.loads(s)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def map_record(obj: dict, ctx: MapContext) -> list[dict]:
@@ -65,20 +83,21 @@ def map_record(obj: dict, ctx: MapContext) -> list[dict]:
     counts as a test case without retrieval."""
     query = query_text(obj, ("input",), "DeepEval")
     raw = _first(obj, _RETRIEVED)
-    if raw is None:
+    if absent(raw):  # (null, or as a table's cell writes it)
         return []
     answer = _first(obj, _ANSWER)
-    rec = build_record("DeepEval", ctx, query, answer if isinstance(answer, str) else None, _passages(raw, ctx))
+    texts = _texts(raw, "retrieval_context", ctx)
+    rec = build_record("DeepEval", ctx, query, answer if isinstance(answer, str) else None, texts)
     _ideal_context(obj.get("context"), rec["query_id"], ctx)
     return [rec]
 
 
 def _ideal_context(raw: Any, query_id: str, ctx: MapContext) -> None:
     """``context`` as relevance labels of the query (passages); a malformed one is skipped with a warning."""
-    if raw is None:
+    if absent(raw):
         return
     try:
-        refs = text_list(raw, "context")
+        refs = _texts(raw, "context", ctx)
     except FormatError as e:
         ctx.warn_once(f"DeepEval context could not be read as relevance labels ({e}); those test cases carry none")
         return

@@ -1,8 +1,9 @@
 """Langfuse observations: ``type`` ``RETRIEVER``, or ``SPAN`` whose ``output`` holds documents
 (a list, or ``{"documents": [...]}``; ``page_content``/``pageContent``/``content``/``text``), give evidence —
 query ``input`` (a string, or ``input.{query, input, question}``); trace ``traceId``; answer: the
-root observation's ``output`` (no ``parentObservationId``; a ``SPAN``, ``CHAIN`` or ``AGENT``: the
-pipeline's output, as a LangSmith root run's), else the trace's own ``output`` (a trace export's
+root observation's ``output`` (no ``parentObservationId``; a ``CHAIN`` or ``AGENT``, or a ``SPAN``
+whose OpenTelemetry attributes name that kind: the pipeline's output, as a LangSmith root run's —
+not any parentless ``SPAN``, as the low-level SDK writes several), else the trace's own ``output`` (a trace export's
 ``trace.output``, read where the export is unwrapped), else a ``GENERATION`` observation's (a string or
 ``output.content``/``text``/``output``/``answer``/``result``). Run settings
 (:mod:`.settings`): the retriever observation's ``metadata`` over its trace's root observation's
@@ -42,7 +43,7 @@ from ragaudit_core.logs.formats.spans import absent, doc_fields, documents, json
 __all__ = ["FORMAT"]
 
 _DOCUMENTS = "retrieval.documents"
-_CHAINS = frozenset({"SPAN", "CHAIN", "AGENT"})  # a root observation of these kinds holds the pipeline's output
+_CHAINS = frozenset({"CHAIN", "AGENT"})  # a root observation of these kinds holds the pipeline's output
 
 
 def detect(obj: dict) -> bool:
@@ -60,13 +61,22 @@ def read_span(obj: dict) -> Span:
     # a root observation's settings: its trace's retriever observations read them
     root = not obj.get("parentObservationId")
     settings = read_observation_settings(obj.get("metadata")) if root else None
-    if root and kind in _CHAINS and text_of(json_maybe(obj.get("output"))) is not None:  # the pipeline's output
+    if root and _chain(kind, attrs) and text_of(json_maybe(obj.get("output"))) is not None:  # the pipeline's output
         return Span(trace, "answer", answer=text_of(json_maybe(obj.get("output"))), root=True, settings=settings)
     if kind == "GENERATION":
         return Span(trace, "answer", answer=text_of(json_maybe(obj.get("output"))), settings=settings)
     if kind == "EMBEDDING" or (kind == "SPAN" and attrs and attrs.get("openinference.span.kind") == "EMBEDDING"):
         return Span(trace, "other", settings=settings, embedder=_model(obj, attrs))
     return Span(trace, "other", settings=settings)
+
+
+def _chain(kind: str, attrs: dict | None) -> bool:
+    """Whether an observation is a chain or an agent: its type (Langfuse's observation types), or
+    a SPAN whose OpenTelemetry attributes name OpenInference's kind CHAIN or AGENT. A plain SPAN
+    is not: traces made with the low-level SDK have several parentless spans (a feedback log …)."""
+    if kind in _CHAINS:
+        return True
+    return kind == "SPAN" and attrs is not None and str(attrs.get("openinference.span.kind", "")).upper() in _CHAINS
 
 
 def _retriever(obj: dict, trace: str | None, kind: str, attrs: dict | None) -> Span | None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span
 from ragaudit_core.logs.formats.spans import absent, doc_fields, documents, query_of, text_of, trace_id
+from ragaudit_core.logs.jsontext import lone_surrogate
 
 __all__ = ["FORMAT"]
 
@@ -45,16 +46,23 @@ def _attr(obj: dict, key: str) -> Any:
     """An attribute's value: MLflow stores each as its JSON (a text ``'"RETRIEVER"'``); a value
     that is not JSON text is taken as it is."""
     v = obj["attributes"].get(key)
-    if isinstance(v, str):
-        try:
-            return json.loads(v)
-        except (ValueError, RecursionError):
-            return v
-    return v
+    if not isinstance(v, str):
+        return v
+    try:
+        out = json.loads(v)
+    except (ValueError, RecursionError):
+        return v
+    bad = lone_surrogate(out) if "\\u" in v else None
+    if bad is not None:
+        raise FormatError(f"{key} holds {bad}, half of a character (a text cut inside an emoji?): not text")
+    return out
 
 
 def _kind(obj: dict) -> str:
-    v = _attr(obj, _TYPE) if isinstance(obj.get("attributes"), dict) else None
+    try:
+        v = _attr(obj, _TYPE) if isinstance(obj.get("attributes"), dict) else None
+    except FormatError:
+        v = None
     return str(v or "UNKNOWN").upper()
 
 
