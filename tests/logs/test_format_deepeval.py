@@ -178,3 +178,13 @@ def test_odd_cells_and_a_langfuse_dataset_item(tmp_path):
     ) == sorted([_hashed(A), _hashed(B)])
     item = {"id": "i1", "datasetId": "d1", "input": {"q": Q1}, "expectedOutput": "Yes", "status": "ACTIVE"}
     assert not deepeval.detect(item) and deepeval.detect({"input": Q1, "expectedOutput": "Yes"})
+
+
+def test_run_settings_from_additional_metadata(tmp_path):
+    """``additional_metadata`` naming the retrieval's settings (``top_k``, ``chunk_size``) gives
+    the run its config, as a trace's metadata does; other keys are not settings."""
+    md = {"top_k": 5, "chunk_size": 256, "user": "ann"}
+    cases = [{"input": Q1, "actualOutput": "Yes.", "retrievalContext": [A], "additionalMetadata": md}]
+    con, rep = _load(write_jsonl(tmp_path / "deep.jsonl", cases))
+    got = con.execute("SELECT run_id, top_k, chunk_size, chunk_overlap, config FROM runs").fetchall()
+    assert rep.n_rejected == 0 and got == [("deep", 5, 256, None, json.dumps({"chunk_size": 256, "top_k": 5}))]

@@ -161,3 +161,15 @@ def test_half_a_character_in_an_attribute_rejects_its_span_not_the_call(tmp_path
         "(a text cut inside an emoji?): not text"
     ]
     assert [(r, a, n) for r, _q, _t, a, n in recs] == [("flow", "the moon (draft)", 2), ("other", "The Moon.", 2)]
+
+
+def test_run_settings_from_the_spans_own_attributes(tmp_path):
+    """Attributes a pipeline sets on its spans (``span.set_attribute("top_k", 5)``, stored as JSON
+    like MLflow's own) name the run's settings: the retriever's over the root span's."""
+    spans = trace_spans()
+    spans[0]["attributes"] |= {"top_k": json.dumps(3), "chunk_size": json.dumps(256)}
+    spans[1]["attributes"] |= {"top_k": json.dumps(5), "mlflow.spanFunctionName": json.dumps("retrieve")}
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [write_jsonl(tmp_path / "flow.jsonl", spans)])
+    got = con.execute("SELECT top_k, chunk_size, chunk_overlap FROM runs").fetchall()
+    assert rep.n_rejected == 0 and got == [(5, 256, None)]

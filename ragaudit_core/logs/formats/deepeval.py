@@ -10,7 +10,8 @@ their camelCase forms), and no Langfuse ``traceId``/``type`` (an observation has
 too). Mapper: one test case → one record: the query its ``input``, the passages its
 ``retrieval_context`` in order (texts, never ids: DeepEval keeps no document ids, so each passage's
 id is its text's hash, which takes the id the stored runs log for the same passage, as a Ragas
-row's does), the answer its ``actual_output``. ``context`` — in DeepEval's words "the ideal
+row's does), the answer its ``actual_output``, the run settings those its ``additional_metadata`` names
+(:mod:`.settings`: ``top_k``, ``chunk_size`` …). ``context`` — in DeepEval's words "the ideal
 retrieval results" for the input — is read as relevance labels (passages, matched by span
 identity), as a Ragas row's ``reference_contexts``; a ``context`` that is not a list of texts is
 skipped with a warning, never rejecting the test case. A test case without ``retrieval_context``
@@ -31,7 +32,8 @@ from typing import Any
 
 from ragaudit_core.logs.formats.base import FormatError, LogFormat, MapContext, build_record, query_text
 from ragaudit_core.logs.formats.lists import text_list
-from ragaudit_core.logs.formats.spans import absent
+from ragaudit_core.logs.formats.settings import read_settings
+from ragaudit_core.logs.formats.spans import absent, json_maybe
 
 __all__ = ["FORMAT"]
 
@@ -39,6 +41,7 @@ _ANSWER = ("actual_output", "actualOutput")
 _EXPECTED = ("expected_output", "expectedOutput")
 _RETRIEVED = ("retrieval_context", "retrievalContext")
 _COMPANIONS = (*_ANSWER, *_EXPECTED, *_RETRIEVED)
+_METADATA = ("additional_metadata", "additionalMetadata")
 SPLIT = (
     "DeepEval retrieval_context given as text that is not a list: split on ';', as DeepEval's CSV "
     "reader splits that column"
@@ -87,7 +90,8 @@ def map_record(obj: dict, ctx: MapContext) -> list[dict]:
         return []
     answer = _first(obj, _ANSWER)
     texts = _texts(raw, "retrieval_context", ctx)
-    rec = build_record("DeepEval", ctx, query, answer if isinstance(answer, str) else None, texts)
+    config = read_settings(json_maybe(_first(obj, _METADATA)))
+    rec = build_record("DeepEval", ctx, query, answer if isinstance(answer, str) else None, texts, config=config)
     _ideal_context(obj.get("context"), rec["query_id"], ctx)
     return [rec]
 

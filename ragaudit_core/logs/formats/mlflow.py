@@ -14,7 +14,8 @@ root span's outputs (no parent: the pipeline's) are the answer, over an ``LLM`` 
 span's (a string, a chat completion's ``choices[0].message.content``, LangChain's
 ``generations[0][0].text``). A retriever whose outputs are null retrieved nothing when it ended or
 failed (a record with no evidence, and a warning quoting its error); one still open (no end time)
-is rejected. MLflow spans name no run settings: give them with ``--settings``.
+is rejected. Run settings (:mod:`.settings`): the retriever span's own attributes (those that are
+not ``mlflow.*``: ``span.set_attribute("top_k", 5)``) over the root span's; else ``--settings``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 from typing import Any
 
 from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span
+from ragaudit_core.logs.formats.settings import read_settings
 from ragaudit_core.logs.formats.spans import absent, doc_fields, documents, query_of, text_of, trace_id
 from ragaudit_core.logs.jsontext import lone_surrogate
 
@@ -73,11 +75,20 @@ def read_span(obj: dict) -> Span:
     outputs = _attr(obj, _OUTPUTS)
     if kind == "RETRIEVER":
         return _retriever(obj, trace, outputs)
-    if not (obj.get("parent_span_id") or obj.get("parent_id")) and text_of(outputs) is not None:
-        return Span(trace, "answer", answer=text_of(outputs), root=True)  # the pipeline's output
+    root = not (obj.get("parent_span_id") or obj.get("parent_id"))
+    settings = _settings(obj) if root else None  # the root span's: its trace's retrievers read them
+    if root and text_of(outputs) is not None:
+        return Span(trace, "answer", answer=text_of(outputs), root=True, settings=settings)  # the pipeline's output
     if kind in _LLMS:
-        return Span(trace, "answer", answer=_completion(outputs))
-    return Span(trace, "other")
+        return Span(trace, "answer", answer=_completion(outputs), settings=settings)
+    return Span(trace, "other", settings=settings)
+
+
+def _settings(obj: dict) -> dict[str, Any] | None:
+    """The run settings a span's own attributes name (those MLflow does not write, ``mlflow.*``;
+    set with ``span.set_attribute("top_k", 5)``): :mod:`.settings`' aliases."""
+    own = {k: _attr(obj, k) for k in obj["attributes"] if not str(k).startswith("mlflow.")}
+    return read_settings(own) if own else None
 
 
 def _retriever(obj: dict, trace: str | None, outputs: Any) -> Span:
@@ -85,14 +96,14 @@ def _retriever(obj: dict, trace: str | None, outputs: Any) -> Span:
     if query is None or not query.strip():
         raise FormatError("RETRIEVER span without its query in mlflow.spanInputs (a text, or query/input/question)")
     if absent(outputs):
-        return Span(trace, "retriever", query, [], [], [], notes=[_returned_nothing(obj)])
+        return Span(trace, "retriever", query, [], [], [], notes=[_returned_nothing(obj)], settings=_settings(obj))
     docs = documents(outputs)
     if docs is None:
         raise FormatError(
             "RETRIEVER span whose mlflow.spanOutputs hold no documents (a list of objects with a text under "
             "page_content, pageContent, content or text)"
         )
-    return Span(trace, "retriever", query, *doc_fields(docs))
+    return Span(trace, "retriever", query, *doc_fields(docs), settings=_settings(obj))
 
 
 def _returned_nothing(obj: dict) -> str:
