@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.dashboard.browser_support import launch_chromium, new_page, settled, shown, streamlit_server
+from tests.dashboard.browser_support import TIMEOUT_MS, launch_chromium, new_page, settled, shown, streamlit_server
 from tests.helpers import records_db
 
 pytestmark = pytest.mark.slow
@@ -21,34 +21,45 @@ RUNS = [STEM.format(w) for w in ("marmalade", "quantumleap", "zebrafinch")]
 
 _FILTERED = """word => {
   const boxes = document.querySelectorAll('[role="listbox"]');
-  const text = boxes.length ? boxes[boxes.length - 1].innerText : '';
-  return text.includes(word) || text.includes('No results');
+  if (!boxes.length) return null;
+  const box = boxes[boxes.length - 1];
+  const text = box.innerText;
+  if (!text.includes(word) && !text.includes('No results')) return null;
+  const options = [...box.querySelectorAll('[role="option"]')].map(o => o.innerText);
+  return options.length ? options : [text];
 }"""
 
 
-def _type_into(page, widget, word: str) -> list[str]:
+def _type_into(page, widget, word: str, timeout: float = TIMEOUT_MS) -> list[str]:
     """Type ``word`` into ``widget``'s search and return the options its dropdown then shows (one
-    "No results" row when none matches)."""
+    "No results" row when none matches). The options are read in the same script that sees the
+    dropdown filtered: a rerun drawing the page again may close it between two calls (CI saw the
+    listbox gone when its text was read after the wait)."""
     widget.locator("input").click()
     page.keyboard.press("Control+A")  # (a search left from a try before is typed over)
     page.keyboard.type(word)
-    page.wait_for_function(_FILTERED, arg=word)
-    listbox = page.get_by_role("listbox").last
-    return listbox.get_by_role("option").all_inner_texts() or [listbox.inner_text()]
+    shown_options = page.wait_for_function(_FILTERED, arg=word, timeout=timeout).json_value()
+    return [str(o).strip() for o in shown_options]
 
 
 def _after_rerun(page, widget, word: str, tries: int = 4) -> list[str]:
-    """:func:`_type_into`, again after a second while it finds nothing: a widget whose options follow
-    another widget's choice has them once the page's rerun has drawn it, which ``settled`` alone cannot
-    tell from the run before (on a loaded machine the first try may see the old options)."""
-    found = _type_into(page, widget, word)
-    for _ in range(tries - 1):
-        if found != ["No results"]:
-            break
+    """:func:`_type_into`, again after a second while it finds nothing or its dropdown does not
+    stay open: a widget whose options follow another widget's choice has them once the page's
+    rerun has drawn it, which ``settled`` alone cannot tell from the run before (on a loaded
+    machine the first try may see the old options, or type into the widget the rerun replaces)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    found: list[str] = []
+    for _ in range(tries):
+        try:
+            found = _type_into(page, widget, word, timeout=15_000)
+        except PlaywrightTimeout:
+            found = []  # no dropdown showed the search: the rerun drew the widget again
+        if found and found != ["No results"]:
+            return found
         page.keyboard.press("Escape")
         page.wait_for_timeout(1000)
         settled(page)
-        found = _type_into(page, widget, word)
     return found
 
 
