@@ -44,6 +44,7 @@ from ragaudit_core.logs.decode import decode_native, fast_record
 from ragaudit_core.logs.formats import native
 from ragaudit_core.logs.formats.settings import merged
 from ragaudit_core.logs.jsonl import FileRefused, Line
+from ragaudit_core.logs.jsontext import lone_surrogate
 from ragaudit_core.logs.lines import decode_json, parse_evidence_object, parse_provenance_object
 from ragaudit_core.logs.questions import QuestionIds
 from ragaudit_core.logs.report import FileReport
@@ -295,6 +296,11 @@ class FileReader:
         """The run settings a Langfuse trace export's trace names, for its observations, and its
         output, their answer where no root observation gives one."""
         found = langfuse_trace(obj)
+        bad = None if found is None else lone_surrogate([found[1], found[2]])
+        if bad is not None:  # (a line's decoder rejects these; a streamed export's trace member comes here)
+            why = f"the Langfuse trace's output or metadata holds {bad}, half of a character: neither is read"
+            self.sink.warn(self.fr.path, None, "langfuse-mapping", why, self.file_id)
+            return
         if found is not None and found[1] is not None:
             self.joiner.trace_settings("langfuse", found[0], found[1])
         if found is not None and found[2] is not None:

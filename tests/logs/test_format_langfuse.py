@@ -288,3 +288,24 @@ def test_a_trace_export_s_own_output_is_the_answer_where_no_root_observation_giv
             rep = ingest_paths(con, [f], opts)
             recs = con.execute("SELECT run_id, query_id, query, answer, n_evidence FROM records").fetchall()
             assert (rep.n_rejected, recs) == (0, [("fuse", qid, Q, want, 2)]), (name, opts.max_line_bytes)
+
+
+def test_half_a_character_in_a_streamed_trace_s_output_is_warned_and_the_call_kept(tmp_path):
+    """A trace export past the value limit whose ``trace.output`` holds a lone surrogate (a text cut
+    inside an emoji): the output was read as the answer and storing it failed the whole call, the
+    good file beside it lost. Now neither it nor the trace's metadata is read, with a warning; the
+    observations load (the GENERATION's answer) and so does the other file."""
+    from ragaudit_core.logs.ingest import IngestOptions
+
+    obs = [{**o, "parentObservationId": "o0"} for o in observations()]
+    text = json.dumps({"trace": {"id": "t1", "output": "ans"}, "observations": obs}, indent=2)
+    f = tmp_path / "fuse.json"
+    f.write_text(text.replace('"ans"', '"ans\\ud800"'))
+    good = write_jsonl(tmp_path / "good.jsonl", [{"run_id": "g", "query_id": "1", "evidence": ["d"]}])
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [f, good], IngestOptions(max_line_bytes=800))
+    recs = con.execute("SELECT run_id, answer FROM records ORDER BY run_id").fetchall()
+    assert (rep.n_rejected, recs) == (0, [("fuse", "The Moon."), ("g", None)])
+    assert [w.message for w in rep.warnings if w.code == "langfuse-mapping"] == [
+        "the Langfuse trace's output or metadata holds \\ud800, half of a character: neither is read"
+    ]
