@@ -1,26 +1,32 @@
-"""MLflow spans against our own format: the same retrievals (N traces of 10 documents with
-~470-character texts, a root chain with the answer, a chat model's draft) written as MLflow's span
-dicts (every attribute JSON-encoded) and as canonical records, each loaded by ``ragaudit ingest
---no-precompute`` into a fresh database, alternately; wall time, user CPU and peak RSS.
+"""MLflow traces and DeepEval test cases against our own format: the same retrievals (N traces of
+10 documents with ~470-character texts, a root chain with the answer, a chat model's draft)
+written as MLflow's span dicts (every attribute JSON-encoded) in JSON Lines, as the DataFrame
+``mlflow.search_traces()`` returns saved with ``to_parquet`` (a trace per row, its spans a column
+of structs), as a DeepEval test run (``{"testCases": [...]}``, one JSON document, streamed case by
+case past ``--max-line-bytes``), and as canonical records; each loaded by ``ragaudit ingest
+--no-precompute`` into a fresh database, the shapes alternating: wall time (an unobserved run),
+the peak memory of the process tree (PSS of the command and its workers, sampled: the ingest
+bench's meter) and the peak RSS of its largest process.
 
-    .venv/bin/python bench/mlflow_bench.py --traces 10000 --rounds 2
+    .venv/bin/python bench/mlflow_bench.py --traces 10000 40000 --rounds 2
 
-MLflow spans take the general path (no fast path): this is what it costs (docs/benchmarks.md,
-"Fourteenth session")."""
+These shapes take the general path (no fast path): this is what they cost at 1× and 4× the input
+(docs/benchmarks.md, "Fourteenth session" and "Fifteenth session")."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import random
-import resource
-import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
+from ingest_bench import _measure  # the ingest bench's meter (unobserved time, sampled tree PSS)
+
 WORDS = ("cell", "patient", "dose", "stability", "expression", "pathway", "analysis", "assay", "index", "score")
+SHAPES = ("spans", "search-parquet", "deepeval", "canonical")
 
 
 def _span(kind: str, trace: str, span_id: str, parent: str | None, inputs, outputs) -> dict:
@@ -30,51 +36,86 @@ def _span(kind: str, trace: str, span_id: str, parent: str | None, inputs, outpu
     return ids | {"start_time_unix_nano": 1, "end_time_unix_nano": 2, "status": {"code": "OK"}, "attributes": attrs}
 
 
-def write(folder: Path, n: int) -> tuple[Path, Path]:
+def _traces(n: int) -> Iterator[tuple[int, str, list[str]]]:
     rng = random.Random(0)
-    flow, canon = folder / "flow.jsonl", folder / "canon.jsonl"
-    with flow.open("w") as f, canon.open("w") as g:
-        for i in range(n):
-            t, q = f"tr-{i}", f"question {i}"
-            texts = [" ".join(rng.choice(WORDS) for _ in range(64)).capitalize() + "." for _ in range(10)]
-            docs = [{"page_content": x, "metadata": {}, "id": f"d{i}-{j}"} for j, x in enumerate(texts)]
-            chat = {"choices": [{"message": {"content": "draft"}}]}
-            for s in (
-                _span("CHAIN", t, "a", None, {"query": q}, {"result": "answer"}),
-                _span("RETRIEVER", t, "b", "a", q, docs),
-                _span("CHAT_MODEL", t, "c", "a", {"messages": []}, chat),
-            ):
-                f.write(json.dumps(s) + "\n")
-            ev = [{"doc_id": d["id"], "text": d["page_content"], "rank": j} for j, d in enumerate(docs)]
-            rec = {"run_id": "canon", "query_id": str(i), "query": q, "answer": "answer", "evidence": ev}
-            g.write(json.dumps(rec) + "\n")
-    return flow, canon
+    for i in range(n):
+        texts = [" ".join(rng.choice(WORDS) for _ in range(64)).capitalize() + "." for _ in range(10)]
+        yield i, f"question {i}", texts
 
 
-def ingest(path: Path, db: Path) -> tuple[float, float, float]:
-    """Wall seconds, user CPU seconds of the command and its workers, peak RSS (GB) of the largest."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    cmd = [str(Path(sys.executable).with_name("ragaudit")), "ingest", str(path), "--db", str(db), "--no-precompute"]
-    subprocess.run(cmd, check=True, capture_output=True)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, after.ru_utime - before.ru_utime, after.ru_maxrss / 1e6
+def _spans(i: int, q: str, texts: list[str]) -> list[dict]:
+    t = f"tr-{i}"
+    docs = [{"page_content": x, "metadata": {}, "id": f"d{i}-{j}"} for j, x in enumerate(texts)]
+    chat = {"choices": [{"message": {"content": "draft"}}]}
+    return [
+        _span("CHAIN", t, "a", None, {"query": q}, {"result": "answer"}),
+        _span("RETRIEVER", t, "b", "a", q, docs),
+        _span("CHAT_MODEL", t, "c", "a", {"messages": []}, chat),
+    ]
+
+
+def _search_parquet(path: Path, n: int) -> None:
+    import pandas as pd
+
+    rows = [
+        {"trace_id": f"tr-{i}", "state": "OK", "request": json.dumps({"query": q}), "response": "answer"}
+        | {"tags": {"mlflow.traceName": "chain"}, "spans": _spans(i, q, texts)}
+        for i, q, texts in _traces(n)
+    ]
+    pd.DataFrame(rows).to_parquet(path)
+
+
+def write(folder: Path, n: int, shape: str) -> Path:
+    """The file of ``shape`` for ``n`` traces (the same questions and passages in every shape)."""
+    name = {"spans": "flow.jsonl", "search-parquet": "flow.parquet", "deepeval": "cases.json"}
+    path = folder / name.get(shape, "canon.jsonl")
+    if shape == "search-parquet":
+        _search_parquet(path, n)
+        return path
+    with path.open("w") as f:
+        if shape == "deepeval":
+            f.write('{"testFile": "test_rag.py", "testCases": [')
+        for i, q, texts in _traces(n):
+            if shape == "spans":
+                f.writelines(json.dumps(s) + "\n" for s in _spans(i, q, texts))
+            elif shape == "deepeval":
+                case = {"input": q, "actualOutput": "answer", "retrievalContext": texts, "success": True}
+                f.write(("," if i else "") + json.dumps(case))
+            else:
+                ev = [{"doc_id": f"d{i}-{j}", "text": x, "rank": j} for j, x in enumerate(texts)]
+                rec = {"run_id": "canon", "query_id": str(i), "query": q, "answer": "answer", "evidence": ev}
+                f.write(json.dumps(rec) + "\n")
+        if shape == "deepeval":
+            f.write("]}")
+    return path
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--traces", type=int, default=10_000)
+    ap.add_argument("--traces", type=int, nargs="+", default=[10_000])
+    ap.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as d:
-        folder = Path(d)
-        paths = write(folder, args.traces)
-        for r in range(args.rounds):
-            for path in paths:
-                wall, user, rss = ingest(path, folder / f"{path.stem}-{r}.duckdb")
-                what = f"{path.stem}: {args.traces * 10:,} entries"
-                print(f"{what}, {wall:.2f} s, {user:.2f} user CPU-s, {rss:.2f} GB max RSS")
+    exe = str(Path(sys.executable).with_name("ragaudit"))
+    for n in args.traces:
+        with tempfile.TemporaryDirectory() as d:
+            folder = Path(d)
+            paths = {shape: write(folder, n, shape) for shape in args.shapes}
+            for r in range(args.rounds):
+                for shape, path in paths.items():
+                    db = folder / f"{shape}-{r}.duckdb"
+
+                    def fresh(db: Path = db) -> None:
+                        db.unlink(missing_ok=True)
+                        db.with_name(db.name + ".wal").unlink(missing_ok=True)
+
+                    cmd = [exe, "ingest", str(path), "--db", str(db), "--no-precompute"]
+                    wall, tree, largest = _measure(cmd, fresh)
+                    print(
+                        f"{shape} ({path.stat().st_size / 1e6:.0f} MB): {n * 10:,} entries, {wall:.2f} s, "
+                        f"tree peak {tree:.2f} GB, largest process {largest:.2f} GB",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ragaudit_core.logs import formats
-from ragaudit_core.logs.formats import native, otlp
+from ragaudit_core.logs.formats import mlflow, native, otlp
+from ragaudit_core.logs.formats.base import FormatError
 from ragaudit_core.logs.formats.settings import read_observation_settings
 from ragaudit_core.logs.formats.spans import json_maybe, text_of
 from ragaudit_core.logs.jsonl import OTLP_ADVICE, FileRefused, Line, TemporaryFileError, value_too_long
@@ -109,6 +110,7 @@ def empty_words(what: str) -> str:
         "an OTLP trace export": "an OTLP trace export with no spans",
         "a DeepEval test run": "a DeepEval test run with no test cases",
         MLFLOW_TRACE: "an MLflow trace with no spans",
+        mlflow.SEARCH_TRACES_ROW: "mlflow.search_traces() rows without their spans: search with include_spans=True",
         "a DeepEval dataset": "a DeepEval dataset with no goldens",
     }.get(what, what.replace(" holding ", " with an empty "))
 
@@ -183,6 +185,12 @@ def unwrap(obj: Any) -> tuple[str, list] | None:
         return ("an OTLP trace export", otlp.spans(obj))
     if isinstance(obj.get("data"), dict) and isinstance(obj["data"].get("spans"), list):
         return (MLFLOW_TRACE, obj["data"]["spans"])  # ``mlflow traces get``, ``Trace.to_json``
+    try:
+        spans = mlflow.search_traces_spans(obj)
+    except FormatError:
+        spans = None  # (rejected with its reason as a record: ``mlflow.read_span``)
+    if spans is not None:
+        return (mlflow.SEARCH_TRACES_ROW, spans)
     for key in _LISTS:
         if isinstance(obj.get(key), list):
             return (_WHAT[key], obj[key])

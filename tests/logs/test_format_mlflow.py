@@ -173,3 +173,108 @@ def test_run_settings_from_the_spans_own_attributes(tmp_path):
     rep = ingest_paths(con, [write_jsonl(tmp_path / "flow.jsonl", spans)])
     got = con.execute("SELECT top_k, chunk_size, chunk_overlap FROM runs").fetchall()
     assert rep.n_rejected == 0 and got == [(5, 256, None)]
+
+
+def _search_traces(traces, *, mlflow2=False):
+    """The DataFrame ``mlflow.search_traces()`` returns for ``traces`` (trace id → spans): MLflow 3's
+    columns (``trace`` as its JSON text), or MLflow 2's (``request_id``; its Trace object dropped,
+    as it must be before ``to_parquet``)."""
+    import pandas as pd
+
+    rows = []
+    for tid, spans in traces.items():
+        if mlflow2:
+            row = {"request_id": tid, "timestamp_ms": 1, "status": "OK", "execution_time_ms": 5}
+            row |= {"request": json.dumps({"query": Q}), "response": json.dumps({"result": "The Moon."})}
+            meta, tags = {"mlflow.trace_schema.version": "2"}, {"mlflow.traceName": "RetrievalQA"}
+            rows.append(row | {"request_metadata": meta, "spans": spans, "tags": tags})
+            continue
+        doc = json.dumps({"info": {"trace_id": tid, "state": "OK"}, "data": {"spans": spans}})
+        row = {"trace_id": tid, "trace": doc, "client_request_id": None, "state": "OK", "request_time": 1}
+        row |= {"execution_duration": 5, "request": {"query": Q}, "response": {"result": "The Moon."}}
+        meta, tags = {"mlflow.trace_schema.version": "3"}, {"mlflow.traceName": "RetrievalQA"}
+        rows.append(row | {"trace_metadata": meta, "tags": tags, "spans": spans, "assessments": []})
+    return pd.DataFrame(rows)
+
+
+def test_a_search_traces_dataframe_saved_every_way_equals_the_native_log(tmp_path):
+    """``mlflow.search_traces()`` gives a DataFrame, one trace per row, its spans in a ``spans``
+    column; auditors save it with ``to_parquet`` (a column of structs), ``to_csv`` (the spans'
+    Python literal in a cell), ``to_json`` (records, lines, or pandas' column-by-column default).
+    Each row is read as its trace: the same rows as the native log, in MLflow 3's columns and 2's;
+    a CSV without the spans column is read from the trace's JSON text."""
+    natives = [  # (the same question twice: two samples, as the rows are)
+        {"run_id": "flow", "query_id": qid, "query": Q, "answer": "The Moon."}
+        | {"evidence": [{"doc_id": d, "text": t} for d, t in DOCS]}
+        for qid in (query_id_for(Q), query_id_for(Q) + "#2")
+    ]
+    _, want_ev, want_recs = _stored(write_jsonl(tmp_path / "native" / "flow.jsonl", natives))
+    for i, (name, save) in enumerate(
+        [
+            ("flow.parquet", lambda df, p: df.to_parquet(p)),
+            ("flow.csv", lambda df, p: df.to_csv(p, index=False)),
+            ("flow.jsonl", lambda df, p: df.to_json(p, orient="records", lines=True)),
+            ("flow.json", lambda df, p: df.to_json(p)),
+            ("flow.csv", lambda df, p: df.drop(columns=["spans"]).to_csv(p, index=False)),
+            ("flow.parquet", lambda df, p: df.to_parquet(p)),
+        ]
+    ):
+        mlflow2 = i == 5
+        spans = {f"tr-{k}": trace_spans(f"tr-{k}", shape=span_v2 if mlflow2 else span_v4) for k in (1, 2)}
+        path = tmp_path / str(i) / name
+        path.parent.mkdir()
+        save(_search_traces(spans, mlflow2=mlflow2), path)
+        rep, ev, recs = _stored(path)
+        assert (rep.n_rejected, rep.n_records) == (0, 2), (i, rep.rejected)
+        assert (ev, recs) == (want_ev, want_recs), i
+        assert rep.files[0].formats["MLflow"] == 6, i
+
+
+def test_search_traces_rows_without_spans_and_a_spans_cell_that_is_not_data(tmp_path):
+    """Rows searched with ``include_spans=False`` hold no spans: a warning saying so, nothing
+    loaded. A spans cell that is neither JSON nor a Python literal rejects its row with the
+    reason; the next row loads."""
+    df = _search_traces({"tr-1": []})
+    df.to_json(tmp_path / "none.jsonl", orient="records", lines=True)
+    rep, _, recs = _stored(tmp_path / "none.jsonl")
+    assert recs == [] and [w.message for w in rep.warnings] == [
+        "file holds no records (mlflow.search_traces() rows without their spans: search with include_spans=True)"
+    ]
+    df = _search_traces({"tr-1": trace_spans("tr-1"), "tr-2": trace_spans("tr-2")}, mlflow2=True)
+    df["spans"] = df["spans"].astype(str)
+    df.loc[0, "spans"] = "[{'name': 'retrieve', 'attributes': {'mlflow.spanType': run()}}]"
+    df.to_csv(tmp_path / "bad.csv", index=False)
+    rep, ev, recs = _stored(tmp_path / "bad.csv")
+    assert [(r.line_no, r.message) for r in rep.rejected] == [
+        (
+            2,
+            "not an MLflow span: an MLflow search_traces() row whose spans cannot be read: its spans cell is text "
+            "that is neither JSON nor a Python literal (\"[{'name': 'retrieve', 'attributes': {'ml…\"): "
+            "write it as a JSON list or object",
+        )
+    ]
+    assert [(r[0], r[3], r[4]) for r in recs] == [("bad", "The Moon.", 2)] and len(ev) == 2
+
+
+def test_search_traces_parquet_settings_and_the_workers(tmp_path, monkeypatch):
+    """Parquet writes the spans as structs holding every key any span has (a key a span lacks is
+    null): a null attribute names no setting, so the retriever's ``top_k`` and the root's
+    ``chunk_size`` both hold. JSON Lines of 20 rows read by two worker processes store what the
+    process stores."""
+    from tests.logs.test_streaming import force_pool
+
+    spans = trace_spans()
+    spans[0]["attributes"]["chunk_size"] = json.dumps(256)
+    spans[1]["attributes"]["top_k"] = json.dumps(5)
+    _search_traces({"tr-1": spans}).to_parquet(tmp_path / "flow.parquet")
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [tmp_path / "flow.parquet"])
+    assert rep.n_records == 1 and con.execute("SELECT top_k, chunk_size FROM runs").fetchall() == [(5, 256)]
+    df = _search_traces({f"tr-{i}": trace_spans(f"tr-{i}") for i in range(20)})
+    df.to_json(tmp_path / "rows.jsonl", orient="records", lines=True)
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    rep, *expected = _stored(tmp_path / "rows.jsonl")
+    assert (rep.n_records, rep.n_entries, rep.n_rejected) == (20, 40, 0)
+    force_pool(monkeypatch, 4_000)
+    rep2, *got = _stored(tmp_path / "rows.jsonl")
+    assert got == expected and rep2.n_records == 20

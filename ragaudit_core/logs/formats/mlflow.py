@@ -3,8 +3,11 @@
 ``parent_id``, ``status_code``, ``end_time``), each attribute value JSON-encoded as MLflow stores
 it — ``mlflow.spanType``, ``mlflow.spanInputs``, ``mlflow.spanOutputs``,
 ``mlflow.traceRequestId``. A trace as ``mlflow traces get`` or ``Trace.to_json`` writes it
-(``{"info": {...}, "data": {"spans": [...]}}``) is unwrapped into its spans by
-:mod:`ragaudit_core.logs.shapes`.
+(``{"info": {...}, "data": {"spans": [...]}}``), and a row of the DataFrame
+``mlflow.search_traces()`` returns (saved with ``to_parquet``, ``to_csv`` or ``to_json``:
+``trace_id`` or MLflow 2's ``request_id``, ``spans``, the ``trace`` as its JSON text, ``request``,
+``response``, ``tags`` …), are unwrapped into their spans by :mod:`ragaudit_core.logs.shapes`
+(:func:`search_traces_spans`).
 
 Detector: an ``attributes`` object naming ``mlflow.spanType`` or ``mlflow.traceRequestId``.
 Reader: a ``RETRIEVER`` span gives evidence — the query its inputs (a string, or
@@ -24,11 +27,12 @@ import json
 from typing import Any
 
 from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span
+from ragaudit_core.logs.formats.lists import data_string
 from ragaudit_core.logs.formats.settings import read_settings
 from ragaudit_core.logs.formats.spans import absent, doc_fields, documents, query_of, text_of, trace_id
 from ragaudit_core.logs.jsontext import lone_surrogate
 
-__all__ = ["FORMAT"]
+__all__ = ["FORMAT", "SEARCH_TRACES_ROW", "search_traces_spans"]
 
 _TYPE, _INPUTS, _OUTPUTS, _REQUEST = (
     "mlflow.spanType",
@@ -37,11 +41,61 @@ _TYPE, _INPUTS, _OUTPUTS, _REQUEST = (
     "mlflow.traceRequestId",
 )
 _LLMS = frozenset({"LLM", "CHAT_MODEL"})
+SEARCH_TRACES_ROW = "an MLflow search_traces() row"
+"""What :mod:`ragaudit_core.logs.shapes` calls a row of ``mlflow.search_traces()``' DataFrame."""
+_ROW_COLUMNS = ("request", "response", "state", "status", "tags", "trace_metadata", "request_metadata")
 
 
 def detect(obj: dict) -> bool:
     attrs = obj.get("attributes")
-    return isinstance(attrs, dict) and (_TYPE in attrs or _REQUEST in attrs)
+    return (isinstance(attrs, dict) and (_TYPE in attrs or _REQUEST in attrs)) or _is_row(obj)
+
+
+def _is_row(obj: dict) -> bool:
+    """A row of ``mlflow.search_traces()``' DataFrame: its id column (``trace_id``; MLflow 2:
+    ``request_id``), ``spans`` or ``trace``, and one more of its columns; not a span."""
+    return (
+        ("trace_id" in obj or "request_id" in obj)
+        and ("spans" in obj or "trace" in obj)
+        and "attributes" not in obj
+        and any(k in obj for k in _ROW_COLUMNS)
+    )
+
+
+def search_traces_spans(obj: Any) -> list | None:
+    """The spans of a row of ``mlflow.search_traces()``' DataFrame — its ``spans`` column (a list
+    of span dicts; a CSV cell holds the list's JSON or Python literal, read as data by
+    :func:`~.lists.data_string`), else the spans of its ``trace`` column (MLflow 3 writes the trace
+    as its JSON text, ``{"info", "data": {"spans"}}``; MLflow 2's Trace object printed as
+    ``Trace(request_id=…)`` holds none) — ``[]`` when the row has no spans (searched with
+    ``include_spans=False``); None for anything that is not such a row. Raises
+    :class:`FormatError` when neither column can be read (the row is rejected with the reason)."""
+    if not isinstance(obj, dict) or not _is_row(obj):
+        return None
+    why = None
+    spans = obj.get("spans")
+    if isinstance(spans, str):
+        try:
+            spans = data_string(spans, "its spans cell")
+        except FormatError as e:
+            why, spans = str(e), None
+    if isinstance(spans, list) and spans:
+        return spans
+    trace = obj.get("trace")
+    if isinstance(trace, str) and trace.lstrip().startswith("{"):
+        try:
+            trace = data_string(trace, "its trace cell")
+        except FormatError as e:
+            why = why or str(e)
+    data = trace.get("data") if isinstance(trace, dict) else None
+    inner = data.get("spans") if isinstance(data, dict) else None
+    if isinstance(inner, list) and inner:
+        return inner
+    if why is not None:
+        raise FormatError(f"{SEARCH_TRACES_ROW} whose spans cannot be read: {why}")
+    if spans in (None, []) and inner in (None, []):
+        return []
+    raise FormatError(f"{SEARCH_TRACES_ROW} whose spans column holds no list of spans (got {type(spans).__name__})")
 
 
 def _attr(obj: dict, key: str) -> Any:
@@ -69,6 +123,9 @@ def _kind(obj: dict) -> str:
 
 
 def read_span(obj: dict) -> Span:
+    if _is_row(obj):  # (a row :mod:`..shapes` did not unwrap: the reason its spans were not read)
+        search_traces_spans(obj)
+        raise FormatError(f"{SEARCH_TRACES_ROW} inside containers nested too deep to read")
     context: dict = obj["context"] if isinstance(obj.get("context"), dict) else {}
     trace = trace_id(_attr(obj, _REQUEST) or obj.get("trace_id") or context.get("trace_id"))
     kind = _kind(obj)
