@@ -333,7 +333,9 @@ def _sentence(run: str, n: list[int], sources: list[str]) -> str:
     took, missed, shared = n[TOOK], n[MISSED], n[SHARED]
     ids = "its document id" if took == 1 else "their document ids"
     s = f"{counted(took, 'passage')} of run {run!r} took {ids} from the stored runs' passages"
-    s += f" ({_named(sources)})" if sources else ""
+    # (the runs that hold those passages under those ids: the run they came from, and any run loaded
+    # later that took them from it too — which one gave them is not stored, so none is called the source)
+    s += f" (as {_named(sources)} {'holds' if len(sources) == 1 else 'hold'} them)" if sources else ""
     if missed:
         meets = "it meets" if missed == 1 else "they meet"
         s += (

@@ -126,19 +126,22 @@ class StoredQuestions(QuestionIds):
             n = counts[run]
             if not (n[TOOK] or n[SHARED]):
                 continue
-            runs = self._runs((took or {}).get(run, set()))
-            source = f"{self.name} ({runs})" if runs else self.name
+            runs, n_runs = self._runs((took or {}).get(run, set()))
+            # (the runs asking those questions under those ids: the run they came from, and any run loaded
+            # later that took them from it too — which one gave them is not stored, so none is called the source)
+            source = f"{self.name} (as {runs} {'asks' if n_runs == 1 else 'ask'} them)" if runs else self.name
             shared = sorted(shared_ids.get(run, ()))
             out.append(self.sentence(run, n, shared, source, "none of them", "of their questions"))
         return out
 
-    def _runs(self, took: set[str]) -> str:
-        """The runs that stored the questions ``took`` names (up to 3, then how many more; "" for none)."""
+    def _runs(self, took: set[str]) -> tuple[str, int]:
+        """The runs that stored the questions ``took`` names (up to 3, then how many more; "" for
+        none), and how many they are."""
         runs = natural_sorted(
             {r for qid in took for r in self.runs_of.get(qid if qid in self.runs_of else qid.rpartition("#")[0], ())}
         )
         shown = [repr(r) for r in runs[:3]] + ([f"{len(runs) - 3:,} more"] if len(runs) > 3 else [])
-        return listed("run", shown) if runs else ""
+        return (listed("run", shown) if runs else "", len(runs))
 
 
 def _sample_of(qid: str, ids: set[str]) -> bool:

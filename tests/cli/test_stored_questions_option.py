@@ -29,7 +29,10 @@ def test_ingest_after_the_native_run_pairs_and_says_so(tmp_path):
     assert p.returncode == 0, p.stderr
     said = " ".join(p.stderr.split())
     # what the load did, not something to look into: a note, not a warning
-    assert "note: 3 queries of run 'ragas_k5' took their ids from the stored runs' questions (run 'native')" in said
+    assert (
+        "note: 3 queries of run 'ragas_k5' took their ids from the stored runs' questions (as run 'native' asks them)"
+        in said
+    )
     assert "warning: 3 queries" not in said
     assert _shared(db) == 3
 

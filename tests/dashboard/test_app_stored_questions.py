@@ -52,7 +52,9 @@ def test_a_ragas_upload_after_the_native_run_takes_its_ids(app_env, tmp_path, ti
     said = [plain(w.value) for w in at.info if "took their ids" in plain(w.value)]  # a note: st.info
     assert not [w for w in at.warning if "took their ids" in plain(w.value)]
     if ticked:
-        assert said == ["3 queries of run 'ragas_k5' took their ids from the stored runs' questions (run 'native')"]
+        assert said == [
+            "3 queries of run 'ragas_k5' took their ids from the stored runs' questions (as run 'native' asks them)"
+        ]
         assert _ids(path) == ["1", "3", "5"]
     else:
         assert said == []

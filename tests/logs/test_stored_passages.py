@@ -94,7 +94,8 @@ def _said(report, code="doc-ids"):
 RENAMED = [("1", "d1"), ("1", text_id("X")), ("3", "d3"), ("3", text_id("S")), ("5", "d5")]
 HASHED = [("1", text_id("A")), ("1", text_id("X")), ("3", text_id("C")), ("3", text_id("S")), ("5", text_id("E"))]
 TOOK = (
-    "3 passages of run 'ragas' took their document ids from the stored runs' passages (run 'native'); 1 matched "
+    "3 passages of run 'ragas' took their document ids from the stored runs' passages (as run 'native' holds them); "
+    "1 matched "
     "no stored passage word for word and keeps its text hash (text:…): at the document level it meets no other "
     "run's documents (a different chunking?); 1 matched a passage stored under several document ids and keeps its "
     "text hash (which one cannot be told)"
@@ -172,8 +173,9 @@ def test_passages_no_stored_run_holds_are_counted_and_named_by_run(tmp_path):
     rep = ingest_paths(con, [_ragas_csv(tmp_path, [(Q["1"], ["A"]), (Q["5"], ["X"])], name="ragas_k10")])
     assert _docs(con, "ragas_k10") == [("1", "d1"), ("5", text_id("X"))]
     assert _said(rep) == [
-        "1 passage of run 'ragas_k10' took its document id from the stored runs' passages (runs 'native', "
-        "'ragas'); 1 matched no stored passage word for word and keeps its text hash (text:…): at the document "
+        "1 passage of run 'ragas_k10' took its document id from the stored runs' passages (as runs 'native', "
+        "'ragas' hold them); 1 matched no stored passage word for word and keeps its text hash (text:…): at the "
+        "document "
         "level it meets no other run's documents (a different chunking?)"
     ]
     rep = ingest_paths(con, [_ragas_csv(tmp_path, [(Q["1"], ["X"])], name="ragas_k20")])
@@ -303,7 +305,7 @@ def test_worker_processes_give_the_ids_the_process_gives(tmp_path, monkeypatch, 
     assert got == expected
     said = [m for _line, code, m in expected[2] if code == "doc-ids"]
     assert len(said) == 1
-    assert "of run 'log' took their document ids from the stored runs' passages (run 'native')" in said[0]
+    assert "of run 'log' took their document ids from the stored runs' passages (as run 'native' holds them)" in said[0]
 
 
 def test_spans_mapped_as_they_are_read_give_the_same_ids(tmp_path, monkeypatch):
@@ -330,7 +332,9 @@ def test_spans_mapped_as_they_are_read_give_the_same_ids(tmp_path, monkeypatch):
     monkeypatch.setattr(held, "PREMAP_BYTES", 0)
     assert ingest() == expected
     said = [m for _line, code, m in expected[2] if code == "doc-ids"]
-    assert said == ["9 passages of run 'log' took their document ids from the stored runs' passages (run 'native')"]
+    assert said == [
+        "9 passages of run 'log' took their document ids from the stored runs' passages (as run 'native' holds them)"
+    ]
 
 
 def test_with_case_folded_spans_passages_match_in_any_case(tmp_path):

@@ -29,7 +29,8 @@ def test_a_ragas_run_loaded_after_the_native_run_takes_its_ids(tmp_path):
     rep = ingest_paths(con, [_ragas_csv(tmp_path, [*RAGAS_ROWS, (OTHER, ["d9"])])])
     assert _ids(con, "ragas_k5") == ["1", "3", "5", query_id_for(OTHER)]
     assert _said(rep) == [
-        "3 queries of run 'ragas_k5' took their ids from the stored runs' questions (run 'native'); 1 matched "
+        "3 queries of run 'ragas_k5' took their ids from the stored runs' questions (as run 'native' asks them); "
+        "1 matched "
         "none of them and keeps its hashed id (q:…)"
     ]
     doc = _j_doc(con)
@@ -64,7 +65,8 @@ def test_a_text_two_stored_ids_share_keeps_its_hash_and_is_counted(tmp_path):
     rep = ingest_paths(con, [_ragas_csv(tmp_path, RAGAS_ROWS)])
     assert _ids(con, "ragas_k5") == ["1", query_id_for(Q["3"]), "5"]
     assert _said(rep) == [
-        "2 queries of run 'ragas_k5' took their ids from the stored runs' questions (run 'native'); 1 matched 2 "
+        "2 queries of run 'ragas_k5' took their ids from the stored runs' questions (as run 'native' asks them); "
+        "1 matched 2 "
         "of their questions (ids '3', '9': the same text once normalised) and keeps its hashed id"
     ]
     rep = ingest_paths(con, [_ragas(tmp_path, RAGAS_ROWS[1:2], "ragas_k10")])  # (only the shared one: no run named)
@@ -82,7 +84,8 @@ def test_an_id_stored_with_two_texts_gives_it_to_both(tmp_path):
     rep = ingest_paths(con, [_ragas_csv(tmp_path, [("Do 0-D biomaterials induce?", ["d1"]), RAGAS_ROWS[0]])])
     assert _ids(con, "ragas_k5") == ["1", "1#2"]
     assert _said(rep) == [
-        "2 queries of run 'ragas_k5' took their ids from the stored runs' questions (runs 'native', 'other')"
+        "2 queries of run 'ragas_k5' took their ids from the stored runs' questions "
+        "(as runs 'native', 'other' ask them)"
     ]
 
 
@@ -96,7 +99,7 @@ def test_a_repeat_is_numbered_after_it_takes_its_id_and_numbered_ids_are_no_ques
     rep = ingest_paths(con, [_ragas(tmp_path, RAGAS_ROWS[:1], "ragas_k10")])
     assert _ids(con, "ragas_k10") == ["1"]
     assert _said(rep) == [
-        "1 query of run 'ragas_k10' took its id from the stored runs' questions (runs 'native', 'ragas_k5')"
+        "1 query of run 'ragas_k10' took its id from the stored runs' questions (as runs 'native', 'ragas_k5' ask them)"
     ]
 
 
@@ -168,7 +171,9 @@ def test_a_native_run_loaded_after_renames_no_stored_run_and_says_how_to_pair(tm
     workspace.remove_file(con, file_id)
     rep = workspace.load_paths(con, [_ragas_csv(tmp_path, RAGAS_ROWS)], precompute_overview=False)
     assert _ids(con, "ragas_k5") == ["1", "3", "5"]
-    assert _said(rep) == ["3 queries of run 'ragas_k5' took their ids from the stored runs' questions (run 'native')"]
+    assert _said(rep) == [
+        "3 queries of run 'ragas_k5' took their ids from the stored runs' questions (as run 'native' asks them)"
+    ]
 
 
 @pytest.mark.parametrize("kind", ["ragas", "openinference"])
@@ -191,5 +196,5 @@ def test_worker_processes_give_the_ids_the_process_gives(tmp_path, monkeypatch, 
     assert got == expected
     said = [m for _line, code, m in expected[2] if code == "query-ids"]
     assert len(said) == 1
-    assert "took their ids from the stored runs' questions (run 'native')" in said[0]
+    assert "took their ids from the stored runs' questions (as run 'native' asks them)" in said[0]
     assert "of their questions (ids 'Q9', 'X9': the same text once normalised)" in said[0]
