@@ -134,7 +134,7 @@ def _after_load(report=None, error: str | None = None) -> None:
 def _upload(con, db_path: str) -> None:
     files = st.file_uploader(
         "Evidence or provenance logs — ours, Ragas, RAGChecker, OpenInference/Phoenix, LangSmith, Langfuse, "
-        "MLflow or DeepEval "
+        "MLflow, TruLens or DeepEval "
         "(JSONL, JSON, CSV, TSV or Parquet, or a table saved as .txt; .gz; several files at once)",
         type=["jsonl", "gz", "json", "ndjson", "csv", "tsv", "txt", "parquet"],
         accept_multiple_files=True,

@@ -113,6 +113,8 @@ class FastRecord(msgspec.Struct):
     expectedOutput: msgspec.UnsetType = msgspec.UNSET  # noqa: N815 — DeepEval's key
     retrieval_context: msgspec.UnsetType = msgspec.UNSET
     retrievalContext: msgspec.UnsetType = msgspec.UNSET  # noqa: N815 — DeepEval's key
+    record_attributes: msgspec.UnsetType = msgspec.UNSET  # TruLens' event table
+    resource_attributes: msgspec.UnsetType = msgspec.UNSET
 
     def __post_init__(self) -> None:
         if _padded(self.run_id) or _padded(self.query_id):

@@ -36,7 +36,7 @@ def _load(path, **opts):
 
 
 def test_every_format_is_one_registered_module_with_a_detector_and_a_mapper():
-    names = ("native", "ragchecker", "ragas", "openinference", "langsmith", "langfuse", "mlflow", "deepeval")
+    names = ("native", "ragchecker", "ragas", "openinference", "langsmith", "langfuse", "mlflow", "trulens", "deepeval")
     assert names == formats.NAMES
     for f in formats.FORMATS:
         module = (ROOT / "ragaudit_core/logs/formats" / f"{f.name}.py").read_text(encoding="utf-8")
@@ -45,7 +45,7 @@ def test_every_format_is_one_registered_module_with_a_detector_and_a_mapper():
         assert (f.kind == "record") == (f.map_record is not None)
         assert (f.kind == "trace") == (f.read_span is not None)
     assert formats.FOREIGN_FORMATS == ("ragchecker", "ragas", "deepeval")
-    assert formats.TRACE_FORMATS == ("openinference", "langsmith", "langfuse", "mlflow")
+    assert formats.TRACE_FORMATS == ("openinference", "langsmith", "langfuse", "mlflow", "trulens")
     with pytest.raises(formats.FormatError, match="formats are: native, ragchecker"):
         formats.get("bogus")
 

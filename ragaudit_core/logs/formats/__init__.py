@@ -12,6 +12,7 @@ format                    kind    module
 ``langsmith``             trace   :mod:`.langsmith`
 ``langfuse``              trace   :mod:`.langfuse`
 ``mlflow``                trace   :mod:`.mlflow`
+``trulens``               trace   :mod:`.trulens`
 ``deepeval``              record  :mod:`.deepeval`
 ========================  ======  ==================================================
 
@@ -26,7 +27,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragaudit_core.logs.formats import deepeval, langfuse, langsmith, mlflow, native, openinference, ragas, ragchecker
+from ragaudit_core.logs.formats import (
+    deepeval,
+    langfuse,
+    langsmith,
+    mlflow,
+    native,
+    openinference,
+    ragas,
+    ragchecker,
+    trulens,
+)
 from ragaudit_core.logs.formats.base import (
     FormatError,
     LogFormat,
@@ -65,6 +76,7 @@ FORMATS: tuple[LogFormat, ...] = (
     langsmith.FORMAT,
     langfuse.FORMAT,
     mlflow.FORMAT,
+    trulens.FORMAT,
     deepeval.FORMAT,
 )
 """Every format, in detection order."""

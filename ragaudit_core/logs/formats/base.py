@@ -213,6 +213,7 @@ _ID_HINTS = {
     "Ragas": "give the rows a retrieved_context_ids column (one id per retrieved context)",
     "RAGChecker": "give each retrieved_context its doc_id",
     "DeepEval": "load a log of the same run that has them first: its passages give theirs by their text",
+    "TruLens": "load a log of the same run that has them first: its passages give theirs by their text",
 }
 
 

@@ -10,7 +10,8 @@ attributes (``openinference.span.kind``, ``input.value``, ``retrieval.documents.
 value read from its ``stringValue``, ``boolValue``, ``intValue`` (a decimal string in OTLP JSON),
 ``doubleValue``, ``bytesValue``, ``arrayValue.values`` (a list) or ``kvlistValue.values`` (an
 object). A span without ``openinference.span.kind`` (an HTTP or database span of the same
-service) is a span of kind UNKNOWN, as Phoenix shows it: counted as carrying no evidence. The
+service) is a span of kind UNKNOWN, as Phoenix shows it: counted as carrying no evidence — unless
+TruLens' ``ai.observability.span_type`` marks it (read by :mod:`.trulens`). The
 resource's and scope's attributes are not read. Nesting deeper than :data:`MAX_DEPTH` is kept as
 it is written.
 """
@@ -54,8 +55,8 @@ def _span(s: dict) -> dict:
         "parent_id": s.get("parentSpanId") or None,
         "attributes": attrs,
     }
-    if "openinference.span.kind" not in attrs:
-        span["span_kind"] = "UNKNOWN"
+    if "openinference.span.kind" not in attrs and "ai.observability.span_type" not in attrs:
+        span["span_kind"] = "UNKNOWN"  # (a TruLens span, marked by its span type, is TruLens': :mod:`.trulens`)
     return span
 
 

@@ -1,0 +1,137 @@
+"""TruLens traces: spans as TruLens 1.x writes them with OpenTelemetry, under its semantic
+conventions (``trulens.otel.semconv``: ``ai.observability.span_type``,
+``ai.observability.retrieval.query_text``, ``ai.observability.retrieval.retrieved_contexts``,
+``ai.observability.record_root.output`` …), in either shape a user gets them in:
+
+* an OpenTelemetry span — ``{"name", "context": {"trace_id", "span_id"}, "parent_id",
+  "attributes": {...}}`` as the SDK's ``span.to_json()`` and the console exporter print it, and
+  each span of an OTLP JSON export (:mod:`.otlp` turns those into this shape);
+* a row of TruLens' event table — ``{"event_id", "record": {"name", "kind", "parent_span_id",
+  "status"}, "record_attributes": {...}, "record_type": "SPAN", "resource_attributes", "trace":
+  {"trace_id", "span_id", "parent_id"}, …}`` as ``session.connector.get_events()`` returns it (a
+  DataFrame its user saves), and as Snowflake's AI Observability event table holds it (the same
+  columns in upper case); in a CSV each object column is a cell of JSON (or the Python literal
+  pandas writes), read as data.
+
+Detector: a ``attributes`` (or ``record_attributes``) object naming ``ai.observability.span_type``.
+Reader: a ``retrieval`` span gives evidence — its ``query_text`` the query, its
+``retrieved_contexts`` (a list of texts) the passages, in order (TruLens logs no document ids: each
+passage's id is its text's hash, or a stored run's id for the same text), its ``num_contexts`` (the
+contexts asked for) the run's top-k. A ``record_root`` span's ``record_root.output`` is the answer
+(the app's output, as the RAG triad's groundedness reads it). Spans are joined per record —
+``ai.observability.record_id``, every span of one app call carries it — else per trace id. A
+retrieval span without ``retrieved_contexts`` retrieved nothing (a record with no evidence, and a
+warning quoting its error when it failed); one without a query is rejected with the reason.
+Evaluation spans (``eval_root``, ``eval``: a feedback function's judge call, which repeats the
+contexts as its arguments) carry no evidence.
+"""
+
+from __future__ import annotations
+
+from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span
+from ragaudit_core.logs.formats.lists import data_string, text_list
+from ragaudit_core.logs.formats.settings import read_settings
+from ragaudit_core.logs.formats.spans import absent, text_of, trace_id
+
+__all__ = ["FORMAT", "SPAN_TYPE"]
+
+_NS = "ai.observability."
+SPAN_TYPE = _NS + "span_type"
+"""The attribute that marks a TruLens span (``retrieval``, ``record_root``, ``generation`` …)."""
+_RECORD_ID = _NS + "record_id"
+_QUERY, _CONTEXTS, _NUM = (_NS + "retrieval." + k for k in ("query_text", "retrieved_contexts", "num_contexts"))
+_OUTPUT = _NS + "record_root.output"
+_ATTRIBUTE_KEYS = ("attributes", "record_attributes", "RECORD_ATTRIBUTES")
+
+
+def _attributes(obj: dict) -> dict | None:
+    """A span's attributes: its ``attributes`` (an OpenTelemetry span) or ``record_attributes``
+    (an event-table row; a CSV cell of JSON read as data), when they name a TruLens span type."""
+    for key in _ATTRIBUTE_KEYS:
+        v = obj.get(key)
+        if isinstance(v, str) and SPAN_TYPE in v:
+            try:
+                v = data_string(v, key)
+            except FormatError:
+                return None
+        if isinstance(v, dict) and SPAN_TYPE in v:
+            return v
+    return None
+
+
+def detect(obj: dict) -> bool:
+    return _attributes(obj) is not None
+
+
+def _kind(obj: dict) -> str:
+    attrs = _attributes(obj)
+    v = attrs.get(SPAN_TYPE) if attrs is not None else None
+    return str(v).lower() if isinstance(v, str) and v.strip() else "unknown"
+
+
+def _member(obj: dict, key: str) -> dict:
+    """An object column of the span (``context``, ``trace``, ``record``; upper case in Snowflake's
+    table; a CSV cell of JSON read as data), or ``{}``."""
+    v = obj.get(key, obj.get(key.upper()))
+    if isinstance(v, str) and v.lstrip().startswith("{"):
+        try:
+            v = data_string(v, key)
+        except FormatError:
+            return {}
+    return v if isinstance(v, dict) else {}
+
+
+def _join_key(obj: dict, attrs: dict) -> str | None:
+    """What joins a record's spans: its TruLens record id, else its OpenTelemetry trace id."""
+    record = attrs.get(_RECORD_ID)
+    if isinstance(record, (str, int)) and not isinstance(record, bool) and str(record).strip():
+        return trace_id(record)
+    return trace_id(_member(obj, "context").get("trace_id") or _member(obj, "trace").get("trace_id"))
+
+
+def read_span(obj: dict) -> Span:
+    attrs = _attributes(obj)
+    if attrs is None:
+        raise FormatError(f"its attributes do not name {SPAN_TYPE}")
+    key, kind = _join_key(obj, attrs), _kind(obj)
+    if kind == "retrieval":
+        return _retrieval(obj, attrs, key)
+    if kind == "record_root":
+        answer = text_of(attrs.get(_OUTPUT))
+        return Span(key, "answer", answer=answer, root=True) if answer is not None else Span(key, "other")
+    return Span(key, "other")
+
+
+def _retrieval(obj: dict, attrs: dict, key: str | None) -> Span:
+    query = attrs.get(_QUERY)
+    if not isinstance(query, str) or not query.strip():
+        raise FormatError(f"retrieval span without its query ({_QUERY}, a text)")
+    n = attrs.get(_NUM)
+    settings = read_settings({"top_k": n}) if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+    contexts = attrs.get(_CONTEXTS)
+    if absent(contexts):
+        return Span(key, "retriever", query, [], [], [], notes=[_returned_nothing(obj)], settings=settings)
+    texts = text_list(contexts, _CONTEXTS)
+    return Span(key, "retriever", query, texts, [None] * len(texts), [None] * len(texts), settings=settings)
+
+
+def _returned_nothing(obj: dict) -> str:
+    """The warning of a retrieval span without contexts (its error quoted when it failed)."""
+    status = obj.get("status", _member(obj, "record").get("status"))
+    code = status.get("status_code", status.get("code")) if isinstance(status, dict) else status
+    message = status.get("description", status.get("message")) if isinstance(status, dict) else None
+    failed = "ERROR" in str(code or "").upper()
+    why = f" (status ERROR: {str(message)[:200]!r})" if failed and message else " (status ERROR)" if failed else ""
+    return f"retrieval span without {_CONTEXTS}{why}: loaded as a record that retrieved nothing"
+
+
+FORMAT = LogFormat(
+    name="trulens",
+    label="TruLens",
+    kind="trace",
+    detect=detect,
+    keys=frozenset({"record_attributes", "resource_attributes"}),
+    read_span=read_span,
+    unit="span",
+    kind_of=_kind,
+)
