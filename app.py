@@ -324,7 +324,13 @@ def _loaded(con, info: dict, db_path: str, writable: bool) -> None:
     else:
         st.caption("None: every line of every file was loaded.")
     if info["warnings"]:
-        with st.expander(f"What the loads said: warnings and notes ({info['warnings']:,})"):
+        n_notes = info["notes"]
+        said = (
+            f"{ui.counted(info['warnings'] - n_notes, 'warning')}, {ui.counted(n_notes, 'note')}"
+            if n_notes
+            else f"{info['warnings']:,}"
+        )
+        with st.expander(f"What the loads said: warnings and notes ({said})"):
             st.caption(
                 "Every sentence a load said about its data, kept with the database: a warning asks you to look "
                 "into something (records that did not pair, data left out); a note says what was done as asked "

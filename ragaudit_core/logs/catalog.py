@@ -79,7 +79,8 @@ def sample_logs_dir() -> Path | None:
 
 def overview(con: duckdb.DuckDBPyConnection) -> dict:
     """Counts of what is loaded (all zero on an empty database); ``rejected`` counts the
-    quarantine's rows, ``refused`` those of them that are whole files (no line)."""
+    quarantine's rows, ``refused`` those of them that are whole files (no line); ``warnings``
+    every sentence the loads kept, ``notes`` those of them that are notes."""
     row = _q(
         con,
         """
@@ -92,7 +93,8 @@ def overview(con: duckdb.DuckDBPyConnection) -> dict:
                (SELECT count(*) FROM files) AS files,
                (SELECT count(*) FROM quarantine) AS rejected,
                (SELECT count(*) FROM quarantine WHERE line_no IS NULL) AS refused,
-               (SELECT count(*) FROM ingest_warnings) AS warnings""",
+               (SELECT count(*) FROM ingest_warnings) AS warnings,
+               (SELECT count(*) FROM ingest_warnings WHERE kind = 'note') AS notes""",
     ).iloc[0]
     return {k: int(v) for k, v in row.items()}
 
@@ -254,9 +256,9 @@ def distinct_query_count(con: duckdb.DuckDBPyConnection) -> int:
 def files_ledger(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """One row per loaded file, newest first: the format(s) it was read as, what it holds
     (evidence, provenance or both), its runs, records and provenance records, rejected lines and
-    warnings — counts from the stored rows, so they agree with the rest of the page. Columns:
-    file_id, file (the name as uploaded), read_as, kind, runs, records, provenance, rejected,
-    warnings, ingested_at."""
+    warnings (its notes left out) — counts from the stored rows, so they agree with the rest of the
+    page. Columns: file_id, file (the name as uploaded), read_as, kind, runs, records, provenance,
+    rejected, warnings, ingested_at."""
     return _q(
         con,
         """
@@ -265,7 +267,8 @@ def files_ledger(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         runs_of AS (
             SELECT file_id, string_agg(DISTINCT run_id, ', ' ORDER BY run_id) AS runs
             FROM (SELECT file_id, run_id FROM rec UNION SELECT file_id, run_id FROM prov) GROUP BY file_id),
-        warn AS (SELECT file_id, count(*) AS n FROM ingest_warnings GROUP BY file_id),
+        warn AS (SELECT file_id, count(*) AS n FROM ingest_warnings
+                 WHERE kind IS DISTINCT FROM 'note' GROUP BY file_id),
         quar AS (SELECT file_id, count(*) AS n FROM quarantine GROUP BY file_id)
         SELECT f.file_id, f.path AS file, coalesce(f.formats, '') AS read_as, f.kind, coalesce(r.runs, '') AS runs,
                coalesce((SELECT sum(n) FROM rec WHERE rec.file_id = f.file_id), 0)::BIGINT AS records,
@@ -313,7 +316,14 @@ def _raw_text(raw: object, raw_bytes: object) -> str | None:
 
 
 def warnings_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    return _q(con, "SELECT path, line_no, code, message FROM ingest_warnings ORDER BY path NULLS LAST, line_no")
+    """Every sentence the loads kept: its kind (``warning``: something to look into; ``note``: what
+    was done as asked — a row kept before the kind was stored reads as a warning), the file and line
+    it is about (none: the database), its code and message."""
+    return _q(
+        con,
+        "SELECT coalesce(kind, 'warning') AS kind, path, line_no, code, message FROM ingest_warnings "
+        "ORDER BY path NULLS LAST, line_no",
+    )
 
 
 def list_queries(

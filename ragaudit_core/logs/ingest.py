@@ -195,11 +195,10 @@ class _Batch:
     def warn(
         self, path: str | None, line_no: int | None, code: str, message: str, file_id: int | None, kind: Kind = WARNING
     ) -> None:
-        """A sentence about the load (a warning, or a note: ``kind``), said and kept in ``ingest_warnings``
-        (whose columns are as they were: the kind is said, not stored)."""
+        """A sentence about the load (a warning, or a note: ``kind``), said and kept in ``ingest_warnings``."""
         self.report.warnings.append(Issue(path, line_no, message, code, kind))
         if code != "already-loaded":  # about this call, not the database: said, not kept for later pages
-            self.warn_rows.append((file_id, path, line_no, code, message))
+            self.warn_rows.append((file_id, path, line_no, code, message, kind))
 
     def reject(self, fr: FileReport, file_id: int, ln: _AnyLine, reason: str) -> None:
         """Report a bad line (file, line, reason) and keep it verbatim in quarantine."""

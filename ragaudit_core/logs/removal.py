@@ -32,7 +32,7 @@ from ragaudit_core.logs.catalog import workspace_warnings
 from ragaudit_core.logs.store import bump_data_version
 from ragaudit_core.logs.tables import run_tables
 from ragaudit_core.logs.writer import WARNING_SCHEMA, drop_workspace_warnings, insert_rows
-from ragaudit_core.wording import counted
+from ragaudit_core.wording import WARNING, counted
 
 __all__ = ["RemovalError", "Removed", "remove_file", "remove_runs"]
 
@@ -122,7 +122,7 @@ def _reword_workspace(cur: duckdb.DuckDBPyConnection) -> None:
     """The warnings about the whole database (no file) as the ingest words them, for what the
     removal left: a removed file's coverage gap or id collision is no longer warned about."""
     drop_workspace_warnings(cur)
-    rows = [(None, None, None, code, m) for code, m in workspace_warnings(cur)]
+    rows = [(None, None, None, code, m, WARNING) for code, m in workspace_warnings(cur)]
     if rows:
         insert_rows(cur, "ingest_warnings", rows, WARNING_SCHEMA)
 

@@ -171,7 +171,8 @@ CREATE TABLE IF NOT EXISTS ingest_warnings (
     path    VARCHAR,
     line_no INTEGER,
     code    VARCHAR NOT NULL,
-    message VARCHAR NOT NULL
+    message VARCHAR NOT NULL,
+    kind    VARCHAR  -- 'warning' or 'note' (NULL: kept before the kind was: read as a warning)
 );
 """
 """The spine's tables (those :mod:`ragaudit_core.logs.store` owns), declared once: the database

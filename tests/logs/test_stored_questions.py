@@ -198,3 +198,35 @@ def test_worker_processes_give_the_ids_the_process_gives(tmp_path, monkeypatch, 
     assert len(said) == 1
     assert "took their ids from the stored runs' questions (as run 'native' asks them)" in said[0]
     assert "of their questions (ids 'Q9', 'X9': the same text once normalised)" in said[0]
+
+
+def test_the_database_keeps_which_sentences_are_notes(tmp_path):
+    """A load's sentences are kept with their kind: the ids taken from the stored runs' questions
+    are a note (done as asked), another format's keys ignored on a native record a warning. The
+    overview counts both and the notes among them; a file's warning count leaves the notes out. A
+    database kept before the kind was stored gets the column at its next writable open, and its
+    rows read as warnings."""
+    from ragaudit_core.logs import catalog
+
+    path = tmp_path / "w.duckdb"
+    con = store.connect(path)
+    ingest_paths(con, [_native(tmp_path)])
+    ingest_paths(con, [_ragas_csv(tmp_path, RAGAS_ROWS)])
+    extra = {"run_id": "extra", "query_id": "z", "evidence": [{"doc_id": "d1", "text": "t"}], "user_input": "?"}
+    ingest_paths(con, [write_jsonl(tmp_path / "x" / "extra.jsonl", [extra])])  # its ignored key: a warning
+    kinds = catalog.warnings_table(con)[["kind", "code"]].values.tolist()
+    assert ["note", "query-ids"] in kinds and ["warning", "ignored-keys"] in kinds
+    info = catalog.overview(con)
+    assert (info["warnings"], info["notes"]) == (len(kinds), sum(k == "note" for k, _ in kinds))
+    per_file = catalog.files_ledger(con).set_index("file")["warnings"].to_dict()
+    stored = con.execute(
+        "SELECT f.path, count(*) FROM ingest_warnings w JOIN files f USING (file_id) "
+        "WHERE w.kind = 'warning' GROUP BY ALL"
+    ).fetchall()
+    assert sum(per_file.values()) == sum(n for _p, n in stored)
+    con.execute("ALTER TABLE ingest_warnings DROP COLUMN kind")  # as an older RagAudit kept it
+    con.close()
+    with pytest.raises(store.DatabaseRefused, match="needs its tables brought up to date"):
+        store.connect(path, read_only=True)
+    con = store.connect(path)
+    assert set(catalog.warnings_table(con)["kind"]) == {"warning"} and catalog.overview(con)["notes"] == 0
