@@ -110,7 +110,8 @@ Format = Annotated[
     str,
     typer.Option(
         "--format",
-        help="auto (each record by its fields), native, ragas, ragchecker, openinference, langsmith or langfuse.",
+        help="auto (each record by its fields), native, ragas, ragchecker, openinference, langsmith, langfuse, "
+        "mlflow, trulens or deepeval.",
     ),
 ]
 RunId = Annotated[

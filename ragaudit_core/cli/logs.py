@@ -100,8 +100,8 @@ def ingest(
         ),
     ] = False,
 ) -> None:
-    """Validate logs (ours or another tool's: Ragas, RAGChecker, OpenInference, LangSmith, Langfuse) and load them
-    into a DuckDB file (one transaction)."""
+    """Validate logs (ours or another tool's: Ragas, RAGChecker, OpenInference, LangSmith, Langfuse, MLflow,
+    TruLens, DeepEval) and load them into a DuckDB file (one transaction per file)."""
     db = db or store.default_db_path()
     options = ingest_options(
         case_sensitive, collapse_internal_whitespace, casefold_spans, max_line_bytes, fmt, run_id, doc_id_key

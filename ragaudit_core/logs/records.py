@@ -53,6 +53,7 @@ from ragaudit_core.logs.shapes import (
     IDS_ONLY,
     LANGFUSE_TRACE,
     RECORD_OF,
+    SAID_EMPTY,
     TRACE_SETTINGS,
     empty_words,
     langfuse_trace,
@@ -188,6 +189,7 @@ class FileReader:
         self.spans_without = 0  # tracing spans among the records without retrieval
         self.array_hint: int | None = None
         self.empty: str | None = None  # the first container with no record in it
+        self.left_out = 0  # containers whose export left their records out (SAID_EMPTY), beside records
         self.whole_first = True  # the file's first value is its only one (the ingest peeks)
 
     # ------------------------------------------------------------------ per line
@@ -257,6 +259,7 @@ class FileReader:
         self.containers.setdefault(what, 1)
         self.fr.n_skipped += 1
         self.empty = self.empty or what
+        self.left_out += what in SAID_EMPTY
 
     def value(self, ln: Line, obj: Any, level: int) -> None:
         if (
@@ -466,6 +469,10 @@ class FileReader:
             raise FileRefused(f"{fr.path}: {self.nothing_to_audit()}")
         if fr.n_loaded == 0 and fr.n_rejected == 0 and self.empty is not None:  # as an empty file is
             sink.warn(fr.path, None, "empty-file", f"file holds no records ({empty_words(self.empty)})", fid)
+        elif self.left_out:  # beside records: traces the export left out (an empty array says nothing)
+            n, what = self.left_out, empty_words(next(iter(SAID_EMPTY)))
+            why = f"{counted(n, 'value')} of the file held no records and {'was' if n == 1 else 'were'} skipped"
+            sink.warn(fr.path, None, "empty-container", f"{why} ({what})", fid)
 
     def held_span(self, ln: Any, it: Any, key: Any) -> None:
         """A span the workers read (its line counted by the caller): a retriever span they mapped

@@ -46,6 +46,7 @@ __all__ = [
     "LANGFUSE_TRACE",
     "RECORD_KEYS",
     "RECORD_OF",
+    "SAID_EMPTY",
     "TRACE_SETTINGS",
     "Streamed",
     "empty_words",
@@ -71,6 +72,10 @@ LANGFUSE_TRACE = "a Langfuse trace"
 """What :func:`unwrap` calls a Langfuse trace export."""
 MLFLOW_TRACE = "an MLflow trace"
 """What :func:`unwrap` calls an MLflow trace (``{"info", "data": {"spans"}}``)."""
+SAID_EMPTY = frozenset({mlflow.SEARCH_TRACES_ROW})
+"""Containers whose emptiness means the export left their records out (rows of
+``mlflow.search_traces(include_spans=False)``): skipped with a warning even beside records, where
+an empty array or page says nothing (nothing of it is lost)."""
 RECORD_KEYS = ("observations", "post", "patch", "data", "results", "testCases", "goldens", "resourceSpans")
 """Members of a top-level object whose array elements are records."""
 KEPT = ("trace", "schema")
@@ -185,8 +190,8 @@ def unwrap(obj: Any) -> tuple[str, list] | None:
         return ("an OTLP trace export", otlp.spans(obj))
     if isinstance(obj.get("data"), dict) and isinstance(obj["data"].get("spans"), list):
         return (MLFLOW_TRACE, obj["data"]["spans"])  # ``mlflow traces get``, ``Trace.to_json``
-    try:
-        spans = mlflow.search_traces_spans(obj)
+    try:  # (a record another format reads, with such keys, is that format's: detection order decides)
+        spans = mlflow.search_traces_spans(obj) if mlflow.is_row(obj) and formats.detect(obj) is mlflow.FORMAT else None
     except FormatError:
         spans = None  # (rejected with its reason as a record: ``mlflow.read_span``)
     if spans is not None:

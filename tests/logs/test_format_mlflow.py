@@ -278,3 +278,20 @@ def test_search_traces_parquet_settings_and_the_workers(tmp_path, monkeypatch):
     force_pool(monkeypatch, 4_000)
     rep2, *got = _stored(tmp_path / "rows.jsonl")
     assert got == expected and rep2.n_records == 20
+
+
+def test_other_formats_records_with_a_rows_keys_stay_theirs_and_rows_without_spans_are_said(tmp_path):
+    """A LangSmith run that carries ``trace_id``, ``status``, ``tags`` and a null ``trace`` is a
+    LangSmith run (review finding: it was taken for a search_traces row with no spans and dropped
+    without a word). A row without spans beside rows with them is skipped with a warning."""
+    run = {"id": "r1", "run_type": "retriever", "trace_id": "t1", "status": "success", "tags": [], "trace": None}
+    run |= {"inputs": {"query": Q}, "outputs": {"documents": [{"page_content": DOCS[0][1]}]}, "end_time": "2024"}
+    rep, ev, recs = _stored(write_jsonl(tmp_path / "ls" / "flow.jsonl", [run]))
+    assert (rep.n_records, len(ev), rep.files[0].formats["LangSmith"]) == (1, 1, 1)
+    df = _search_traces({"tr-1": trace_spans("tr-1"), "tr-2": []})
+    df.to_json(tmp_path / "rows.jsonl", orient="records", lines=True)
+    rep, _ev, recs = _stored(tmp_path / "rows.jsonl")
+    assert len(recs) == 1 and [w.message for w in rep.warnings if w.code == "empty-container"] == [
+        "1 value of the file held no records and was skipped (mlflow.search_traces() rows without their spans: "
+        "search with include_spans=True)"
+    ]

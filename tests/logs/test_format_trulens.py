@@ -180,3 +180,32 @@ def test_the_workers_store_what_the_process_stores(tmp_path, monkeypatch):
     rep2, *got, _ = _stored(path)
     assert got == expected and sum(seen) > 0
     assert [(w.line_no, w.message) for w in rep2.warnings] == [(w.line_no, w.message) for w in rep.warnings]
+
+
+def test_unreadable_attributes_a_bad_record_id_and_a_failed_retrieval_in_an_otlp_export(tmp_path):
+    """Review findings: attributes whose text cannot be read (a CSV cell that is neither JSON nor a
+    literal) reject their span with the reason, not as "not an evidence record"; a record id that is
+    an array rejects its span (its answer could not be joined); a failed retrieval in an OTLP export
+    has its error quoted (OTLP's status code 2)."""
+    rows = events()
+    rows[1]["record_attributes"] = "{'ai.observability.span_type': 'retrieval', 'x': run()}"
+    rows[2]["record_attributes"] = rows[2]["record_attributes"] | {NS + "record_id": ["rec-1"]}
+    rep, _ev, _recs, _ = _stored(write_jsonl(tmp_path / "bad" / "rag.jsonl", rows))
+    assert [(r.line_no, r.message.split(":")[0]) for r in rep.rejected] == [
+        (2, "not a TruLens span"),
+        (3, "not a TruLens span"),
+    ]
+    assert "record_attributes is text that is neither JSON nor a Python literal" in rep.rejected[0].message
+    assert "ai.observability.record_id must be a string or an integer" in rep.rejected[1].message
+    doc = otlp()
+    span = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][1]
+    span["attributes"] = [a for a in span["attributes"] if a["key"] != NS + "retrieval.retrieved_contexts"]
+    span["status"] = {"code": 2, "message": "index timed out"}
+    (tmp_path / "otlp.json").write_text(json.dumps(doc))
+    rep, ev, recs, _ = _stored(tmp_path / "otlp.json")
+    assert (ev, [r[4] for r in recs]) == ([], [0]) and [
+        w.message for w in rep.warnings if "retrieval" in w.message
+    ] == [
+        "retrieval span without ai.observability.retrieval.retrieved_contexts (status ERROR: 'index timed out'): "
+        "loaded as a record that retrieved nothing"
+    ]

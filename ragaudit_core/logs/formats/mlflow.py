@@ -32,7 +32,7 @@ from ragaudit_core.logs.formats.settings import read_settings
 from ragaudit_core.logs.formats.spans import absent, doc_fields, documents, query_of, text_of, trace_id
 from ragaudit_core.logs.jsontext import lone_surrogate
 
-__all__ = ["FORMAT", "SEARCH_TRACES_ROW", "search_traces_spans"]
+__all__ = ["FORMAT", "SEARCH_TRACES_ROW", "is_row", "search_traces_spans"]
 
 _TYPE, _INPUTS, _OUTPUTS, _REQUEST = (
     "mlflow.spanType",
@@ -48,18 +48,24 @@ _ROW_COLUMNS = ("request", "response", "state", "status", "tags", "trace_metadat
 
 def detect(obj: dict) -> bool:
     attrs = obj.get("attributes")
-    return (isinstance(attrs, dict) and (_TYPE in attrs or _REQUEST in attrs)) or _is_row(obj)
+    return (isinstance(attrs, dict) and (_TYPE in attrs or _REQUEST in attrs)) or is_row(obj)
 
 
-def _is_row(obj: dict) -> bool:
+def is_row(obj: dict) -> bool:
     """A row of ``mlflow.search_traces()``' DataFrame: its id column (``trace_id``; MLflow 2:
-    ``request_id``), ``spans`` or ``trace``, and one more of its columns; not a span."""
-    return (
-        ("trace_id" in obj or "request_id" in obj)
-        and ("spans" in obj or "trace" in obj)
-        and "attributes" not in obj
-        and any(k in obj for k in _ROW_COLUMNS)
-    )
+    ``request_id``), one more of its columns, and a ``spans`` column holding a list (a CSV cell: a
+    list's text) or a ``trace`` column holding a trace (``{"info", "data"}``, or its JSON text); not
+    a span. Another format's record with such keys (a LangSmith run's null ``trace``) is not one."""
+    if not ("trace_id" in obj or "request_id" in obj) or "attributes" in obj:
+        return False
+    if not any(k in obj for k in _ROW_COLUMNS):
+        return False
+    spans, trace = obj.get("spans"), obj.get("trace")
+    if isinstance(spans, list) or (isinstance(spans, str) and spans.lstrip().startswith("[")):
+        return True
+    if isinstance(trace, dict):
+        return "data" in trace and "info" in trace
+    return isinstance(trace, str) and trace.lstrip().startswith("{") and '"data"' in trace
 
 
 def search_traces_spans(obj: Any) -> list | None:
@@ -70,7 +76,7 @@ def search_traces_spans(obj: Any) -> list | None:
     ``Trace(request_id=…)`` holds none) — ``[]`` when the row has no spans (searched with
     ``include_spans=False``); None for anything that is not such a row. Raises
     :class:`FormatError` when neither column can be read (the row is rejected with the reason)."""
-    if not isinstance(obj, dict) or not _is_row(obj):
+    if not isinstance(obj, dict) or not is_row(obj):
         return None
     why = None
     spans = obj.get("spans")
@@ -123,7 +129,7 @@ def _kind(obj: dict) -> str:
 
 
 def read_span(obj: dict) -> Span:
-    if _is_row(obj):  # (a row :mod:`..shapes` did not unwrap: the reason its spans were not read)
+    if is_row(obj):  # (a row :mod:`..shapes` did not unwrap: the reason its spans were not read)
         search_traces_spans(obj)
         raise FormatError(f"{SEARCH_TRACES_ROW} inside containers nested too deep to read")
     context: dict = obj["context"] if isinstance(obj.get("context"), dict) else {}

@@ -55,6 +55,8 @@ def _span(s: dict) -> dict:
         "parent_id": s.get("parentSpanId") or None,
         "attributes": attrs,
     }
+    if isinstance(s.get("status"), dict):  # (``code`` 2: an error; its ``message`` is quoted where a reader words one)
+        span["status"] = s["status"]
     if "openinference.span.kind" not in attrs and "ai.observability.span_type" not in attrs:
         span["span_kind"] = "UNKNOWN"  # (a TruLens span, marked by its span type, is TruLens': :mod:`.trulens`)
     return span

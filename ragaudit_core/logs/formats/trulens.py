@@ -28,7 +28,7 @@ contexts as its arguments) carry no evidence.
 
 from __future__ import annotations
 
-from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span
+from ragaudit_core.logs.formats.base import FormatError, LogFormat, Span, check_id
 from ragaudit_core.logs.formats.lists import data_string, text_list
 from ragaudit_core.logs.formats.settings import read_settings
 from ragaudit_core.logs.formats.spans import absent, text_of, trace_id
@@ -44,28 +44,38 @@ _OUTPUT = _NS + "record_root.output"
 _ATTRIBUTE_KEYS = ("attributes", "record_attributes", "RECORD_ATTRIBUTES")
 
 
-def _attributes(obj: dict) -> dict | None:
-    """A span's attributes: its ``attributes`` (an OpenTelemetry span) or ``record_attributes``
-    (an event-table row; a CSV cell of JSON read as data), when they name a TruLens span type."""
+def _marked(obj: dict) -> str | None:
+    """The key of the span's attributes — ``attributes`` (an OpenTelemetry span) or
+    ``record_attributes`` (an event-table row; in a CSV, a cell of their text) — when they name a
+    TruLens span type; None otherwise."""
     for key in _ATTRIBUTE_KEYS:
         v = obj.get(key)
-        if isinstance(v, str) and SPAN_TYPE in v:
-            try:
-                v = data_string(v, key)
-            except FormatError:
-                return None
-        if isinstance(v, dict) and SPAN_TYPE in v:
-            return v
+        if (isinstance(v, dict) and SPAN_TYPE in v) or (isinstance(v, str) and SPAN_TYPE in v):
+            return key
     return None
 
 
+def _attributes(obj: dict) -> dict:
+    """The span's attributes (a cell's text read as data, bounded: :func:`~.lists.data_string`);
+    raises :class:`FormatError` with the reason when they cannot be read."""
+    key = _marked(obj)
+    v = obj.get(key) if key is not None else None
+    if isinstance(v, str):
+        v = data_string(v, key or "attributes")
+    if not isinstance(v, dict) or SPAN_TYPE not in v:
+        raise FormatError(f"its attributes do not name {SPAN_TYPE}")
+    return v
+
+
 def detect(obj: dict) -> bool:
-    return _attributes(obj) is not None
+    return _marked(obj) is not None
 
 
 def _kind(obj: dict) -> str:
-    attrs = _attributes(obj)
-    v = attrs.get(SPAN_TYPE) if attrs is not None else None
+    try:
+        v = _attributes(obj).get(SPAN_TYPE)
+    except FormatError:
+        v = None
     return str(v).lower() if isinstance(v, str) and v.strip() else "unknown"
 
 
@@ -82,17 +92,16 @@ def _member(obj: dict, key: str) -> dict:
 
 
 def _join_key(obj: dict, attrs: dict) -> str | None:
-    """What joins a record's spans: its TruLens record id, else its OpenTelemetry trace id."""
-    record = attrs.get(_RECORD_ID)
-    if isinstance(record, (str, int)) and not isinstance(record, bool) and str(record).strip():
-        return trace_id(record)
+    """What joins a record's spans: its TruLens record id, else its OpenTelemetry trace id (an id
+    that is not a text or an integer rejects the span: its answer could not be joined)."""
+    record = check_id(attrs.get(_RECORD_ID), _RECORD_ID)
+    if record is not None and str(record).strip():
+        return str(record)
     return trace_id(_member(obj, "context").get("trace_id") or _member(obj, "trace").get("trace_id"))
 
 
 def read_span(obj: dict) -> Span:
     attrs = _attributes(obj)
-    if attrs is None:
-        raise FormatError(f"its attributes do not name {SPAN_TYPE}")
     key, kind = _join_key(obj, attrs), _kind(obj)
     if kind == "retrieval":
         return _retrieval(obj, attrs, key)
@@ -120,7 +129,7 @@ def _returned_nothing(obj: dict) -> str:
     status = obj.get("status", _member(obj, "record").get("status"))
     code = status.get("status_code", status.get("code")) if isinstance(status, dict) else status
     message = status.get("description", status.get("message")) if isinstance(status, dict) else None
-    failed = "ERROR" in str(code or "").upper()
+    failed = "ERROR" in str(code or "").upper() or code in (2, "2")  # (OTLP's STATUS_CODE_ERROR is 2)
     why = f" (status ERROR: {str(message)[:200]!r})" if failed and message else " (status ERROR)" if failed else ""
     return f"retrieval span without {_CONTEXTS}{why}: loaded as a record that retrieved nothing"
 
