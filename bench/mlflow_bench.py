@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -65,10 +66,14 @@ def _search_parquet(path: Path, n: int) -> None:
     pd.DataFrame(rows).to_parquet(path)
 
 
+def _path(folder: Path, shape: str) -> Path:
+    name = {"spans": "flow.jsonl", "search-parquet": "flow.parquet", "deepeval": "cases.json"}
+    return folder / name.get(shape, "canon.jsonl")
+
+
 def write(folder: Path, n: int, shape: str) -> Path:
     """The file of ``shape`` for ``n`` traces (the same questions and passages in every shape)."""
-    name = {"spans": "flow.jsonl", "search-parquet": "flow.parquet", "deepeval": "cases.json"}
-    path = folder / name.get(shape, "canon.jsonl")
+    path = _path(folder, shape)
     if shape == "search-parquet":
         _search_parquet(path, n)
         return path
@@ -95,12 +100,20 @@ def main() -> None:
     ap.add_argument("--traces", type=int, nargs="+", default=[10_000])
     ap.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--write", nargs=3, metavar=("FOLDER", "TRACES", "SHAPE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.write:  # (in a process of its own: see below)
+        write(Path(args.write[0]), int(args.write[1]), args.write[2])
+        return
     exe = str(Path(sys.executable).with_name("ragaudit"))
     for n in args.traces:
         with tempfile.TemporaryDirectory() as d:
             folder = Path(d)
-            paths = {shape: write(folder, n, shape) for shape in args.shapes}
+            # written by a child process: a command forked from a bench that had built a large
+            # DataFrame would count the bench's pages in its own peak RSS until it executes
+            for shape in args.shapes:
+                subprocess.run([sys.executable, __file__, "--write", d, str(n), shape], check=True)
+            paths = {shape: _path(folder, shape) for shape in args.shapes}
             for r in range(args.rounds):
                 for shape, path in paths.items():
                     db = folder / f"{shape}-{r}.duckdb"
