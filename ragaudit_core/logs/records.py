@@ -471,7 +471,7 @@ class FileReader:
             sink.warn(fr.path, None, "empty-file", f"file holds no records ({empty_words(self.empty)})", fid)
         elif self.left_out:  # beside records: traces the export left out (an empty array says nothing)
             n, what = self.left_out, empty_words(next(iter(SAID_EMPTY)))
-            why = f"{counted(n, 'value')} of the file held no records and {'was' if n == 1 else 'were'} skipped"
+            why = f"{counted(n, 'row')} of the file held no records and {'was' if n == 1 else 'were'} skipped"
             sink.warn(fr.path, None, "empty-container", f"{why} ({what})", fid)
 
     def held_span(self, ln: Any, it: Any, key: Any) -> None:

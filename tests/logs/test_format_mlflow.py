@@ -292,6 +292,6 @@ def test_other_formats_records_with_a_rows_keys_stay_theirs_and_rows_without_spa
     df.to_json(tmp_path / "rows.jsonl", orient="records", lines=True)
     rep, _ev, recs = _stored(tmp_path / "rows.jsonl")
     assert len(recs) == 1 and [w.message for w in rep.warnings if w.code == "empty-container"] == [
-        "1 value of the file held no records and was skipped (mlflow.search_traces() rows without their spans: "
+        "1 row of the file held no records and was skipped (mlflow.search_traces() rows without their spans: "
         "search with include_spans=True)"
     ]
