@@ -9,7 +9,8 @@ streamed (:class:`Streamed`).
   root's trace id and their parent's id); an OTLP JSON trace export ``{"resourceSpans": [...]}``
   (its spans read as OpenInference spans: :mod:`ragaudit_core.logs.formats.otlp`);
   ``{"data": [...]}``, ``{"results": [...]}``, DeepEval's ``{"testCases": [...]}`` and
-  ``{"goldens": [...]}``. A record (a native record, a provenance record, a
+  ``{"goldens": [...]}``, and ``mlflow traces search --output json``'s ``{"traces": [...],
+  "next_page_token": …}`` (each trace a container of its spans). A record (a native record, a provenance record, a
   span …) is not a container.
 * :class:`Streamed` — the same records for a top-level object longer than ``--max-line-bytes``
   (:func:`documents.iter_values` reads it member by member): the elements of its record arrays
@@ -76,7 +77,7 @@ SAID_EMPTY = frozenset({mlflow.SEARCH_TRACES_ROW})
 """Containers whose emptiness means the export left their records out (rows of
 ``mlflow.search_traces(include_spans=False)``): skipped with a warning even beside records, where
 an empty array or page says nothing (nothing of it is lost)."""
-RECORD_KEYS = ("observations", "post", "patch", "data", "results", "testCases", "goldens", "resourceSpans")
+RECORD_KEYS = ("observations", "post", "patch", "data", "results", "testCases", "goldens", "traces", "resourceSpans")
 """Members of a top-level object whose array elements are records."""
 KEPT = ("trace", "schema")
 """Other members a container past the limit is read for (each under the per-value limit)."""
@@ -87,6 +88,7 @@ _KEYS_OF = {
     "results": ("results",),
     "testCases": ("testCases",),
     "goldens": ("goldens",),
+    "traces": ("traces",),
     "resourceSpans": ("resourceSpans",),
 }
 _WHAT = {
@@ -96,11 +98,13 @@ _WHAT = {
     "results": "a JSON object holding 'results'",
     "testCases": "a DeepEval test run",
     "goldens": "a DeepEval dataset",
+    "traces": "an MLflow trace search",
     "resourceSpans": "an OTLP trace export",
 }
-_LISTS = ("data", "results", "testCases", "goldens")
+_LISTS = ("data", "results", "testCases", "goldens", "traces")
 """Members that are a list of records and nothing else (a DeepEval test run's ``testCases``, a
-pulled DeepEval dataset's ``goldens``)."""
+pulled DeepEval dataset's ``goldens``, the traces ``mlflow traces search --output json`` prints —
+each an MLflow trace document, itself a container of its spans)."""
 _MARKS = frozenset(
     {*native._STRONG, *native._IDS, "contexts", "nodes", "schema", "child_runs", "run_type", "id", "resourceSpans"}
 )
@@ -117,6 +121,7 @@ def empty_words(what: str) -> str:
         MLFLOW_TRACE: "an MLflow trace with no spans",
         mlflow.SEARCH_TRACES_ROW: "mlflow.search_traces() rows without their spans: search with include_spans=True",
         "a DeepEval dataset": "a DeepEval dataset with no goldens",
+        "an MLflow trace search": "an MLflow trace search that found no traces",
     }.get(what, what.replace(" holding ", " with an empty "))
 
 

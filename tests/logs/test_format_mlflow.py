@@ -295,3 +295,32 @@ def test_other_formats_records_with_a_rows_keys_stay_theirs_and_rows_without_spa
         "1 row of the file held no records and was skipped (mlflow.search_traces() rows without their spans: "
         "search with include_spans=True)"
     ]
+
+
+def test_mlflow_traces_search_output_and_past_the_value_limit_trace_by_trace(tmp_path):
+    """``mlflow traces search --output json`` prints ``{"traces": [trace.to_dict(), …],
+    "next_page_token": …}``, pretty-printed: each trace a document of its spans. It was refused as
+    "a JSON object with no records"; now each trace loads, and past ``--max-line-bytes`` the traces
+    are read one by one (each under the limit): the same records either way. A search that found
+    nothing loads nothing, saying so."""
+    from ragaudit_core.logs.ingest import IngestOptions
+
+    traces = []
+    for i in range(40):
+        spans = trace_spans(f"tr-{i}")
+        spans[1]["attributes"]["mlflow.spanInputs"] = json.dumps(f"{Q} ({i})")
+        traces.append({"info": {"trace_id": f"tr-{i}", "state": "OK"}, "data": {"spans": spans}})
+    f = tmp_path / "search.json"
+    f.write_text(json.dumps({"traces": traces, "next_page_token": None}, indent=2))
+    got = []
+    for opts in (IngestOptions(), IngestOptions(max_line_bytes=8_000)):
+        con = store.connect(":memory:")
+        rep = ingest_paths(con, [f], opts)
+        assert (rep.n_records, rep.n_entries, rep.n_rejected) == (40, 80, 0)
+        got.append(con.execute("SELECT query_id, query, answer, n_evidence FROM records ORDER BY all").fetchall())
+    assert f.stat().st_size > 40_000 and got[0] == got[1] and got[0][0][2] == "The Moon."
+    (tmp_path / "none.json").write_text(json.dumps({"traces": [], "next_page_token": None}))
+    rep, _ev, recs = _stored(tmp_path / "none.json")
+    assert recs == [] and [w.message for w in rep.warnings] == [
+        "file holds no records (an MLflow trace search that found no traces)"
+    ]
