@@ -45,6 +45,7 @@ from __future__ import annotations
 import functools
 import http.client
 import io
+import ipaddress
 import json
 import os
 import re
@@ -111,8 +112,15 @@ _KEY_WORDS = frozenset(
         "session",
         "sessionid",
         "bearer",
+        "code",  # Azure Functions' function key (?code=…)
     ]
 )
+
+
+def _query(query: str) -> list[tuple[str, str]]:
+    """A query's parameters, split at ``&`` and at ``;`` (which some servers take as ``&``: a key
+    after one must be seen as well)."""
+    return [kv for part in query.split(";") for kv in urllib.parse.parse_qsl(part, keep_blank_values=True)]
 
 
 def _keylike(name: str) -> bool:
@@ -140,8 +148,7 @@ def _redact(url: str) -> str:
     netloc = p.netloc.rsplit("@", 1)[-1]
     if "@" in p.netloc:
         netloc = "***@" + netloc
-    q = urllib.parse.parse_qsl(p.query, keep_blank_values=True)
-    query = "&".join(f"{k}=***" if _keylike(k) else f"{k}={v}" for k, v in q)
+    query = "&".join(f"{k}=***" if _keylike(k) else f"{k}={v}" for k, v in _query(p.query))
     return urllib.parse.urlunsplit((p.scheme, netloc, p.path, query, ""))
 
 
@@ -170,7 +177,7 @@ def check_url(url: str) -> str:
             f"the judge endpoint {shown!r} carries user info (a name or key before '@'); a URL is stored "
             f"with the job, so a key never goes in it: remove it and set {ENV_KEY} or use --key-file"
         )
-    bad = [k for k, _v in urllib.parse.parse_qsl(p.query, keep_blank_values=True) if _keylike(k)]
+    bad = [k for k, _v in _query(p.query) if _keylike(k)]
     if bad:
         raise EndpointRefused(
             f"the judge endpoint {shown!r} carries {', '.join(map(repr, bad))} in its query; a URL is "
@@ -271,8 +278,17 @@ def check_key_transport(url: str, key: str | None) -> None:
 
 
 def _loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine: the name ``localhost`` (``*.localhost``, which
+    resolvers answer with a loopback address, RFC 6761) or a literal loopback address (127.0.0.0/8,
+    ``::1``) — not a name that merely starts like one (``127.0.0.1.nip.io``, ``127.attacker.example``
+    resolve wherever their owner likes)."""
     host = (urllib.parse.urlsplit(url).hostname or "").lower()
-    return host == "localhost" or host.endswith(".localhost") or host == "::1" or host.startswith("127.")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class _Deadline:
@@ -453,4 +469,7 @@ def post_json(
         raise error
     if len(out["reply"]) > MAX_REPLY_BYTES:
         raise ValueError(f"the reply is longer than {MAX_REPLY_BYTES} bytes")
-    return json.loads(out["reply"])
+    try:
+        return json.loads(out["reply"])
+    except RecursionError:
+        raise ValueError("the reply is JSON nested too deep to read") from None

@@ -38,6 +38,7 @@ retried ``retries`` times, then the judge casts no vote (None).
 
 from __future__ import annotations
 
+import http.client
 import logging
 import urllib.error
 from collections.abc import Sequence
@@ -280,7 +281,15 @@ class EndpointJudge:
             for _attempt in range(1 + self.retries):
                 try:
                     content = self._ask(prompt, seed)
-                except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as e:
+                except (
+                    urllib.error.URLError,
+                    OSError,
+                    ValueError,
+                    KeyError,
+                    IndexError,
+                    TypeError,
+                    http.client.HTTPException,  # a malformed status line (it may echo the request: masked)
+                ) as e:
                     last_error = mask(f"{type(e).__name__}: {getattr(e, 'reason', None) or e}", self.api_key)
                     self.n_invalid += 1
                     continue

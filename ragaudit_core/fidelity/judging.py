@@ -104,28 +104,43 @@ def judge_citations(
 
 
 def store_verdicts(con: duckdb.DuckDBPyConnection, job_key: str, run_id: str, query_id: str, rows: list[dict]) -> None:
-    """Replace the verdicts of one judge job (one query, one panel)."""
+    """Replace the verdicts of one judge job (one query, one panel), in one transaction: a writer
+    killed half-way leaves the verdicts as they were, never a part of them that
+    :func:`has_verdicts` would take for the whole (a batch would skip the query as judged)."""
     con.execute(_SCHEMA)
-    con.execute("DELETE FROM judge_verdicts WHERE job_key = ?", [job_key])
-    for r in rows:
-        con.execute(
-            "INSERT INTO judge_verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
-            [
-                job_key,
-                run_id,
-                query_id,
-                r["citation_index"],
-                r["citation"],
-                r["rule_score"],
-                r["judge"],
-                r["seed"],
-                r["verdict"],
-                r["confidence"],
-                r["matching_chunk_id"],
-                r["explanation"],
-                r["coordinate_fidelity"],
-            ],
-        )
+    cur = con.cursor()  # (a transaction of its own, whatever the caller's connection holds)
+    cur.execute("BEGIN TRANSACTION")
+    try:
+        cur.execute("DELETE FROM judge_verdicts WHERE job_key = ?", [job_key])
+        if rows:
+            cur.executemany(
+                "INSERT INTO judge_verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
+                [_verdict_row(job_key, run_id, query_id, r) for r in rows],
+            )
+        cur.execute("COMMIT")
+    except BaseException:
+        cur.execute("ROLLBACK")
+        raise
+    finally:
+        cur.close()
+
+
+def _verdict_row(job_key: str, run_id: str, query_id: str, r: dict) -> list:
+    return [
+        job_key,
+        run_id,
+        query_id,
+        r["citation_index"],
+        r["citation"],
+        r["rule_score"],
+        r["judge"],
+        r["seed"],
+        r["verdict"],
+        r["confidence"],
+        r["matching_chunk_id"],
+        r["explanation"],
+        r["coordinate_fidelity"],
+    ]
 
 
 def _ensure(con: duckdb.DuckDBPyConnection) -> bool:

@@ -399,7 +399,7 @@ def requeue_stale(where: Where, db_path: str | None = None) -> int:
         con.execute(
             "UPDATE jobs SET status = 'failed', label = 'failed', error = ?, finished_at = ?, updated_at = ?, "
             f"deaths = coalesce(deaths, 0) + 1 WHERE {_IDS} AND status = 'running' AND coalesce(deaths, 0) + 1 >= ?",
-            [_died_error(), now, now, dead, MAX_WORKER_DEATHS],
+            [_died_error(path), now, now, dead, MAX_WORKER_DEATHS],
         )
         n += con.execute(
             "UPDATE jobs SET status = 'queued', label = 'queued again (its worker stopped)', fraction = 0, "
@@ -409,11 +409,13 @@ def requeue_stale(where: Where, db_path: str | None = None) -> int:
     return n
 
 
-def _died_error() -> str:
+def _died_error(db_path: str | None) -> str:
+    # (the log a background worker writes: ragaudit_core.jobs.worker.log_file, which imports this module)
+    log = f".{Path(db_path).name}.worker.log beside the database" if db_path else "beside the database"
     return (
         f"its worker stopped {MAX_WORKER_DEATHS} times while running it (killed, out of memory or crashed), "
-        "so it is not queued again by itself (the worker's log, .NAME.worker.log beside the database, may say "
-        "why); retry it once the cause is fixed"
+        f"so it is not queued again by itself (the worker's log, {log}, may say why); retry it once the "
+        "cause is fixed"
     )
 
 

@@ -112,6 +112,10 @@ def test_a_loopback_endpoint_never_goes_through_a_proxy(monkeypatch):
         ("http://127.0.0.1:8000/v1", KEY, False, False),  # this machine
         ("http://localhost:8000/v1", KEY, False, False),
         ("http://[::1]:8000/v1", KEY, False, False),
+        ("http://127.8.9.10:8000/v1", KEY, False, False),  # all of 127.0.0.0/8
+        # names that only start like a loopback address resolve wherever their owner likes (review finding)
+        ("http://127.attacker.example:8000/v1", KEY, False, True),
+        ("http://127.0.0.1.nip.io:8000/v1", KEY, False, True),
         ("http://judge.example.org/v1", None, False, False),  # no key, nothing to leak
     ],
 )
@@ -148,3 +152,73 @@ def test_a_queued_job_with_a_key_for_a_plain_http_host_fails_before_any_request(
     assert j.error.startswith("EndpointRefused: the API key would cross the network in clear: http://192.0.2.1:8000")
     assert time.monotonic() - t0 < 20  # no connection attempt (the time limit is 30 s a request)
     assert KEY not in _everything_stored(db)
+
+
+def test_a_status_line_echoing_the_key_is_masked_and_retried():
+    """A server whose status line repeats the request's Authorization header made http.client raise
+    BadStatusLine with the key in its text, which escaped the retry and its masking: the key went
+    into the job's error, the worker's log and the page (review finding). Now an unusable reply,
+    masked, retried, then ``JudgeUnreachable`` without the key."""
+    import socket
+
+    from ragaudit_core.fidelity.judges import JudgeUnreachable
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    hits = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            with conn:
+                data = conn.recv(65536).decode("latin-1")
+                auth = next(
+                    (ln.split(":", 1)[1].strip() for ln in data.split("\r\n") if ln.startswith("Authorization")), ""
+                )
+                hits.append(auth)
+                conn.sendall(f"{auth}\r\n\r\n".encode())
+
+    threading.Thread(target=serve, daemon=True).start()
+    url = f"http://127.0.0.1:{srv.getsockname()[1]}/v1"
+    try:
+        with pytest.raises(JudgeUnreachable) as e:
+            EndpointJudge(url, "m", api_key=KEY, retries=1, timeout_s=5).verdicts("p", ["c1"], [0])
+    finally:
+        srv.close()
+    assert len(hits) == 2 and hits[0] == f"Bearer {KEY}"  # asked twice (one retry), the key sent
+    assert KEY not in str(e.value) and "BadStatusLine" in str(e.value) and "***" in str(e.value)
+
+
+def test_a_body_nested_too_deep_is_an_unusable_reply_not_a_crash():
+    """A 100,000-deep JSON body raised RecursionError, which escaped the retry and failed the job
+    at once with a traceback (review finding); now it is a reply not in the chat-completions shape,
+    as any body that is not JSON: retried, then ``JudgeUnreachable`` saying why."""
+    from ragaudit_core.fidelity.judges import JudgeUnreachable
+
+    server = _Server(lambda _b: "x")
+    server.httpd.RequestHandlerClass.do_POST = _deep_reply
+    try:
+        with pytest.raises(JudgeUnreachable, match="nested too deep"):
+            EndpointJudge(server.url, "m", retries=1, timeout_s=5).verdicts("p", ["c1"], [0])
+    finally:
+        server.close()
+
+
+def _deep_reply(handler):
+    handler.rfile.read(int(handler.headers["Content-Length"]))
+    data = b"[" * 100_000
+    handler.send_response(200)
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+@pytest.mark.parametrize("query", ["code=SECRET", "x=1;api_key=SECRET"])
+def test_keys_in_a_query_are_refused_however_the_query_is_written(query):
+    with pytest.raises(endpoint.EndpointRefused) as e:
+        endpoint.check_url(f"https://judge.example.org/v1?{query}")
+    assert "SECRET" not in str(e.value)

@@ -241,3 +241,33 @@ def test_judge_rates_carry_n_a_wilson_interval_and_a_caveat():
     assert c.startswith("These rates rest on 1 citation — fewer than 20") and "under 1B parameters" in c
     assert judge_caveat(2, []) == "These rates rest on 2 citations — fewer than 20, so read their intervals."
     assert judge_caveat(40, ["endpoint:meta-llama-3-8b"]) is None
+
+
+def test_a_verdict_write_that_fails_half_way_leaves_the_verdicts_as_they_were():
+    """The verdicts were deleted and inserted row by row outside a transaction: a writer killed
+    half-way left a part that ``has_verdicts`` took for the whole, and a batch skipped the query as
+    judged (review finding). A write that fails on its third row now leaves the two stored before."""
+    from ragaudit_core.fidelity.judging import has_verdicts, store_verdicts
+    from ragaudit_core.logs import store
+
+    def row(i, seed=0):
+        return {"citation_index": i, "citation": f"[{i}]", "rule_score": 1.0, "judge": "m", "seed": seed}
+
+    rows = [
+        row(i)
+        | {
+            "verdict": "supported",
+            "confidence": 0.9,
+            "matching_chunk_id": "c1",
+            "explanation": "",
+            "coordinate_fidelity": 1.0,
+        }
+        for i in range(2)
+    ]
+    con = store.connect(":memory:")
+    store_verdicts(con, "judge-k", "r", "q", rows)
+    bad = [rows[0], rows[1], rows[1] | {"seed": "not a number"}]
+    with pytest.raises(Exception):  # noqa: B017 — DuckDB's conversion error, whichever it is
+        store_verdicts(con, "judge-k", "r", "q", bad)
+    assert has_verdicts(con, "judge-k")
+    assert con.execute("SELECT count(*) FROM judge_verdicts WHERE job_key = 'judge-k'").fetchall() == [(2,)]

@@ -11,6 +11,7 @@ import json
 import os
 import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 
@@ -91,6 +92,7 @@ def test_a_job_whose_worker_keeps_dying_ends_failed_with_a_sentence(tmp_path):
     (job,) = queue.jobs(db)
     assert job.status == "failed"
     assert f"stopped {queue.MAX_WORKER_DEATHS} times" in job.error
+    assert f".{Path(db).name}.worker.log beside the database" in job.error  # the log's own name, not a placeholder
     assert queue.retry(db, [jid]) == [jid]  # retryable, with a fresh count
     assert queue.claim(db, "dead-token")[0] == jid
     assert queue.requeue_stale(db) == 1
