@@ -325,10 +325,9 @@ def _loaded(con, info: dict, db_path: str, writable: bool) -> None:
         st.caption("None: every line of every file was loaded.")
     if info["warnings"]:
         n_notes = info["notes"]
-        said = (
-            f"{ui.counted(info['warnings'] - n_notes, 'warning')}, {ui.counted(n_notes, 'note')}"
-            if n_notes
-            else f"{info['warnings']:,}"
+        n_warnings = info["warnings"] - n_notes
+        said = ", ".join(
+            [ui.counted(n_warnings, "warning")] * bool(n_warnings) + [ui.counted(n_notes, "note")] * bool(n_notes)
         )
         with st.expander(f"What the loads said: warnings and notes ({said})"):
             st.caption(

@@ -59,7 +59,8 @@ LOG_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".json", ".json.
 _GZIP_MAGIC = b"\x1f\x8b"
 _UTF8_BOM = b"\xef\xbb\xbf"
 _HOLDS_RECORDS = re.compile(
-    rb'[ \t\r\n]*(?:\[|\{[ \t\r\n]*"(?:observations|post|patch|data|results|trace|child_runs)"[ \t\r\n]*:)'
+    rb'[ \t\r\n]*(?:\[|\{[ \t\r\n]*"(?:observations|post|patch|data|results|testCases|goldens|traces|trace|child_runs)"'
+    rb"[ \t\r\n]*:)"
 )
 
 

@@ -190,6 +190,7 @@ class FileReader:
         self.array_hint: int | None = None
         self.empty: str | None = None  # the first container with no record in it
         self.left_out = 0  # containers whose export left their records out (SAID_EMPTY), beside records
+        self.left_out_what: str | None = None
         self.whole_first = True  # the file's first value is its only one (the ingest peeks)
 
     # ------------------------------------------------------------------ per line
@@ -259,7 +260,9 @@ class FileReader:
         self.containers.setdefault(what, 1)
         self.fr.n_skipped += 1
         self.empty = self.empty or what
-        self.left_out += what in SAID_EMPTY
+        if what in SAID_EMPTY:
+            self.left_out += 1
+            self.left_out_what = self.left_out_what or what
 
     def value(self, ln: Line, obj: Any, level: int) -> None:
         if (
@@ -470,7 +473,7 @@ class FileReader:
         if fr.n_loaded == 0 and fr.n_rejected == 0 and self.empty is not None:  # as an empty file is
             sink.warn(fr.path, None, "empty-file", f"file holds no records ({empty_words(self.empty)})", fid)
         elif self.left_out:  # beside records: traces the export left out (an empty array says nothing)
-            n, what = self.left_out, empty_words(next(iter(SAID_EMPTY)))
+            n, what = self.left_out, empty_words(self.left_out_what or "")
             why = f"{counted(n, 'row')} of the file held no records and {'was' if n == 1 else 'were'} skipped"
             sink.warn(fr.path, None, "empty-container", f"{why} ({what})", fid)
 

@@ -73,9 +73,10 @@ LANGFUSE_TRACE = "a Langfuse trace"
 """What :func:`unwrap` calls a Langfuse trace export."""
 MLFLOW_TRACE = "an MLflow trace"
 """What :func:`unwrap` calls an MLflow trace (``{"info", "data": {"spans"}}``)."""
-SAID_EMPTY = frozenset({mlflow.SEARCH_TRACES_ROW})
+SAID_EMPTY = frozenset({mlflow.SEARCH_TRACES_ROW, MLFLOW_TRACE})
 """Containers whose emptiness means the export left their records out (rows of
-``mlflow.search_traces(include_spans=False)``): skipped with a warning even beside records, where
+``mlflow.search_traces(include_spans=False)``, a trace of ``mlflow traces search`` without its
+spans): skipped with a warning even beside records, where
 an empty array or page says nothing (nothing of it is lost)."""
 RECORD_KEYS = ("observations", "post", "patch", "data", "results", "testCases", "goldens", "traces", "resourceSpans")
 """Members of a top-level object whose array elements are records."""
@@ -102,6 +103,9 @@ _WHAT = {
     "resourceSpans": "an OTLP trace export",
 }
 _LISTS = ("data", "results", "testCases", "goldens", "traces")
+_SEARCH_KEYS = frozenset({"traces", "next_page_token"})
+"""All an MLflow trace search holds: a ``traces`` list beside other keys is a record's (a LangSmith
+run's, say), not a container."""
 """Members that are a list of records and nothing else (a DeepEval test run's ``testCases``, a
 pulled DeepEval dataset's ``goldens``, the traces ``mlflow traces search --output json`` prints —
 each an MLflow trace document, itself a container of its spans)."""
@@ -195,14 +199,15 @@ def unwrap(obj: Any) -> tuple[str, list] | None:
         return ("an OTLP trace export", otlp.spans(obj))
     if isinstance(obj.get("data"), dict) and isinstance(obj["data"].get("spans"), list):
         return (MLFLOW_TRACE, obj["data"]["spans"])  # ``mlflow traces get``, ``Trace.to_json``
-    try:  # (a record another format reads, with such keys, is that format's: detection order decides)
-        spans = mlflow.search_traces_spans(obj) if mlflow.is_row(obj) and formats.detect(obj) is mlflow.FORMAT else None
+    try:  # (a record another format reads by its own keys is that format's; the spans' nested keys do not count)
+        own = {k: v for k, v in obj.items() if k not in ("spans", "trace")} if mlflow.is_row(obj) else None
+        spans = mlflow.search_traces_spans(obj) if own is not None and formats.detect(own) is native.FORMAT else None
     except FormatError:
         spans = None  # (rejected with its reason as a record: ``mlflow.read_span``)
     if spans is not None:
         return (mlflow.SEARCH_TRACES_ROW, spans)
     for key in _LISTS:
-        if isinstance(obj.get(key), list):
+        if isinstance(obj.get(key), list) and (key != "traces" or set(obj) <= _SEARCH_KEYS):
             return (_WHAT[key], obj[key])
     return _column_table(obj)
 
@@ -286,6 +291,7 @@ class Streamed:
         self.line_no, self.by_position, self.max_bytes = line_no, by_position, max_bytes
         self.kind: str | None = None
         self.marks: dict[str, Any] = {}  # a record's keys seen before the first record array
+        self.other_keys = False  # a key seen before it that an MLflow trace search does not hold
         self.n = 0  # records handed over
         self.trace_id: Any = None
         self.trace_seen = False
@@ -301,6 +307,8 @@ class Streamed:
         """A member seen before the first record array: its key, the first byte of its value."""
         if key in _MARKS and key != "schema":
             self.marks[key] = first
+        if key not in _SEARCH_KEYS:
+            self.other_keys = True
 
     def is_record(self) -> bool:
         m = self.marks
@@ -319,6 +327,8 @@ class Streamed:
         of an object that is not a record decides which arrays are)."""
         if key not in RECORD_KEYS:
             return False
+        if self.kind is None and key == "traces" and self.other_keys:
+            return False  # (a record with a 'traces' list: not an MLflow trace search)
         if self.kind is None:
             if self.is_record() or (key in _LISTS and self.run_tree()):
                 return False

@@ -324,3 +324,41 @@ def test_mlflow_traces_search_output_and_past_the_value_limit_trace_by_trace(tmp
     assert recs == [] and [w.message for w in rep.warnings] == [
         "file holds no records (an MLflow trace search that found no traces)"
     ]
+
+
+def test_second_review_a_row_whose_span_names_an_openinference_kind_and_records_with_a_traces_list(tmp_path):
+    """Second review's findings: (1) a search_traces row whose LLM span also carries an
+    OpenInference attribute was read whole as one OpenInference span, its trace lost without a
+    word — the row's own keys decide now, not its spans'; (2) a ``traces`` list made any record a
+    container (a LangSmith run carrying one loaded nothing) — only ``{"traces", "next_page_token"}``
+    is an MLflow search, read whole or streamed; (3) a trace without spans beside others in a
+    search is skipped with a warning."""
+    from ragaudit_core.logs.ingest import IngestOptions
+
+    spans = trace_spans("tr-1")
+    spans[2]["attributes"]["openinference.span.kind"] = '"LLM"'
+    _search_traces({"tr-1": spans, "tr-2": trace_spans("tr-2")}).to_json(
+        tmp_path / "rows.jsonl", orient="records", lines=True
+    )
+    rep, _ev, recs = _stored(tmp_path / "rows.jsonl")
+    assert (len(recs), rep.n_rejected) == (2, 0)
+    run = {"id": "r1", "run_type": "retriever", "trace_id": "t1", "inputs": {"query": Q}, "end_time": "2024"}
+    run |= {"outputs": {"documents": [{"page_content": DOCS[0][1]}]}, "traces": [{"id": "x"}]}
+    rep, ev, _recs = _stored(write_jsonl(tmp_path / "ls" / "run.jsonl", [run]))
+    assert (rep.n_records, len(ev), rep.files[0].formats["LangSmith"]) == (1, 1, 1)
+    # (its own keys first: an object whose first member is a record array is read as a container past the
+    # limit, as one opening on 'data' is: docs/log-contract.md, "Containers")
+    native = {"run_id": "r", "query_id": "q", "traces": [{"k": "v" * 100}] * 40, "evidence": [{"doc_id": "d"}]}
+    (tmp_path / "native.json").write_text(json.dumps(native, indent=2))
+    rep, _ev, recs = _stored(tmp_path / "native.json")  # a native record with a 'traces' key: loaded
+    assert (len(recs), rep.n_rejected) == (1, 0)
+    rep = ingest_paths(store.connect(":memory:"), [tmp_path / "native.json"], IngestOptions(max_line_bytes=3_000))
+    assert [r.message for r in rep.rejected] == [  # past the limit: one value too long, as before (not "not a log")
+        f"JSON value is longer than the {3_000:,}-byte limit; split the record or raise --max-line-bytes"
+    ]
+    traces = [{"info": {"trace_id": f"tr-{i}"}, "data": {"spans": trace_spans(f"tr-{i}") if i else []}} for i in (0, 1)]
+    (tmp_path / "search.json").write_text(json.dumps({"traces": traces, "next_page_token": None}))
+    rep, _ev, recs = _stored(tmp_path / "search.json")
+    assert len(recs) == 1 and [w.message for w in rep.warnings if w.code == "empty-container"] == [
+        "1 row of the file held no records and was skipped (an MLflow trace with no spans)"
+    ]
