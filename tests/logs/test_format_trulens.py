@@ -209,3 +209,22 @@ def test_unreadable_attributes_a_bad_record_id_and_a_failed_retrieval_in_an_otlp
         "retrieval span without ai.observability.retrieval.retrieved_contexts (status ERROR: 'index timed out'): "
         "loaded as a record that retrieved nothing"
     ]
+
+
+def test_a_records_table_from_before_opentelemetry_is_rejected_saying_what_to_do(tmp_path):
+    """``get_records_and_feedback()`` before TruLens' OpenTelemetry tracing: rows of ``record_id``,
+    ``app_id``, ``input``, ``output``, ``record_json`` (calls). Each was "not an evidence record"
+    with its keys listed; now each says what it is and what to do instead."""
+    import pandas as pd
+
+    record = {"record_id": "r1", "main_input": Q, "main_output": "The Moon.", "calls": []}
+    row = {"app_id": "app_hash", "record_id": "r1", "input": json.dumps(Q), "output": json.dumps("The Moon.")}
+    pd.DataFrame([row | {"record_json": json.dumps(record), "Context Relevance": 0.9}]).to_csv(
+        tmp_path / "records.csv", index=False
+    )
+    rep, _ev, recs, _ = _stored(tmp_path / "records.csv")
+    assert recs == [] and [r.message for r in rep.rejected] == [
+        "not a TruLens span: a TruLens record from before its OpenTelemetry tracing (record_json): which of its "
+        "calls retrieved what is not written in it the same way twice, so it is not read; run the app with "
+        "TRULENS_OTEL_TRACING=1 and save its spans (session.connector.get_events(), or an OTLP export)"
+    ]

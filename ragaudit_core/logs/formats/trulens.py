@@ -67,11 +67,27 @@ def _attributes(obj: dict) -> dict:
     return v
 
 
+def _legacy(obj: dict) -> bool:
+    """A record of TruLens before its OpenTelemetry tracing: a row of ``get_records_and_feedback()``
+    or of its ``records`` table (``record_json`` beside ``app_id`` or ``record_id``)."""
+    return "record_json" in obj and ("app_id" in obj or "record_id" in obj)
+
+
+LEGACY = (
+    "a TruLens record from before its OpenTelemetry tracing (record_json): which of its calls retrieved "
+    "what is not written in it the same way twice, so it is not read; run the app with "
+    "TRULENS_OTEL_TRACING=1 and save its spans (session.connector.get_events(), or an OTLP export)"
+)
+"""Why such a record is rejected (once per record, the same words each time)."""
+
+
 def detect(obj: dict) -> bool:
-    return _marked(obj) is not None
+    return _marked(obj) is not None or _legacy(obj)
 
 
 def _kind(obj: dict) -> str:
+    if _marked(obj) is None and _legacy(obj):
+        return "record (before OpenTelemetry)"
     try:
         v = _attributes(obj).get(SPAN_TYPE)
     except FormatError:
@@ -101,6 +117,8 @@ def _join_key(obj: dict, attrs: dict) -> str | None:
 
 
 def read_span(obj: dict) -> Span:
+    if _marked(obj) is None and _legacy(obj):
+        raise FormatError(LEGACY)
     attrs = _attributes(obj)
     key, kind = _join_key(obj, attrs), _kind(obj)
     if kind == "retrieval":
