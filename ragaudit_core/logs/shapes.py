@@ -122,7 +122,7 @@ def empty_words(what: str) -> str:
         "a LangSmith batch": "a LangSmith batch with no runs",
         "an OTLP trace export": "an OTLP trace export with no spans",
         "a DeepEval test run": "a DeepEval test run with no test cases",
-        MLFLOW_TRACE: "an MLflow trace with no spans",
+        MLFLOW_TRACE: "an MLflow trace with no spans: search with its spans, without --extract-fields",
         mlflow.SEARCH_TRACES_ROW: "mlflow.search_traces() rows without their spans: search with include_spans=True",
         "a DeepEval dataset": "a DeepEval dataset with no goldens",
         "an MLflow trace search": "an MLflow trace search that found no traces",
@@ -199,6 +199,9 @@ def unwrap(obj: Any) -> tuple[str, list] | None:
         return ("an OTLP trace export", otlp.spans(obj))
     if isinstance(obj.get("data"), dict) and isinstance(obj["data"].get("spans"), list):
         return (MLFLOW_TRACE, obj["data"]["spans"])  # ``mlflow traces get``, ``Trace.to_json``
+    info = obj.get("info")
+    if isinstance(info, dict) and set(obj) <= {"info", "data"} and ("trace_id" in info or "request_id" in info):
+        return (MLFLOW_TRACE, [])  # its info alone (``mlflow traces search --extract-fields info.…``): no spans
     try:  # (a record another format reads by its own keys is that format's; the spans' nested keys do not count)
         own = {k: v for k, v in obj.items() if k not in ("spans", "trace")} if mlflow.is_row(obj) else None
         spans = mlflow.search_traces_spans(obj) if own is not None and formats.detect(own) is native.FORMAT else None

@@ -360,5 +360,12 @@ def test_second_review_a_row_whose_span_names_an_openinference_kind_and_records_
     (tmp_path / "search.json").write_text(json.dumps({"traces": traces, "next_page_token": None}))
     rep, _ev, recs = _stored(tmp_path / "search.json")
     assert len(recs) == 1 and [w.message for w in rep.warnings if w.code == "empty-container"] == [
-        "1 row of the file held no records and was skipped (an MLflow trace with no spans)"
+        "1 row of the file held no records and was skipped (an MLflow trace with no spans: search with its "
+        "spans, without --extract-fields)"
+    ]
+    infos = [{"info": {"trace_id": f"tr-{i}", "state": "OK"}} for i in range(3)]  # --extract-fields info.trace_id,…
+    (tmp_path / "fields.json").write_text(json.dumps({"traces": infos, "next_page_token": None}))
+    rep, _ev, recs = _stored(tmp_path / "fields.json")
+    assert (recs, rep.n_rejected) == ([], 0) and [w.message for w in rep.warnings] == [
+        "file holds no records (an MLflow trace with no spans: search with its spans, without --extract-fields)"
     ]
