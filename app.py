@@ -94,7 +94,7 @@ def _database():
         st.error(ui.md(f"{e}. Pick another file under “Database” in the sidebar."))
         st.stop()
     writable = not store.is_read_only(con)  # (this user may not write the file: browsed, see ui.connection)
-    st.sidebar.caption(f"Database: `{db_path}`" + ("" if writable else " (read-only)"))
+    st.sidebar.caption(f"Database: {ui.code(db_path)}" + ("" if writable else " (read-only)"))
     return con, db_path, writable
 
 

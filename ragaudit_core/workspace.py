@@ -25,6 +25,7 @@ from ragaudit_core.logs.report import NOTE, Issue
 from ragaudit_core.logs.runs import set_settings
 from ragaudit_core.logs.stored_passages import unpaired as unpaired_passages
 from ragaudit_core.logs.stored_questions import unpaired
+from ragaudit_core.logs.uploads import keep_uploads
 from ragaudit_core.quality import cache as _quality_cache  # noqa: F401 — registers what ingest stores
 from ragaudit_core.stability import cache as _stability_cache  # noqa: F401 — registers what ingest stores
 from ragaudit_core.wording import counted, listed
@@ -150,13 +151,13 @@ def load_uploads(
     settings: dict[str, object] | None = None,
     questions: tuple[str, bytes] | None = None,
 ) -> IngestReport:
-    """Keep uploaded ``(name, bytes)`` files under ``dest`` (:func:`catalog.keep_uploads`) and load
+    """Keep uploaded ``(name, bytes)`` files under ``dest`` (:func:`~ragaudit_core.logs.uploads.keep_uploads`) and load
     them; the report names each file as it was uploaded, not where it is kept. ``questions``: an
     uploaded questions file, kept there too, whose ids hashed query ids take (``IngestOptions.queries``)."""
     uploads = list(uploads)
-    paths = catalog.keep_uploads(uploads, dest)
+    paths = keep_uploads(uploads, dest)
     if questions is not None:
-        options = dataclasses.replace(options, queries=str(catalog.keep_uploads([questions], dest)[0]))
+        options = dataclasses.replace(options, queries=str(keep_uploads([questions], dest)[0]))
     report = load_paths(con, paths, options, ids_are_texts=ids_are_texts, settings=settings)
     kept = re.compile(re.escape(str(dest)) + r"[/\\][0-9a-f]{16}[/\\]")  # an earlier upload's kept path
     renamed = report.with_paths({str(p): name for p, (name, _data) in zip(paths, uploads)})
@@ -167,7 +168,7 @@ def load_qrels_uploads(con: duckdb.DuckDBPyConnection, uploads: Iterable[tuple[s
     """Keep uploaded relevance-label files under ``dest`` and load them (:func:`load_qrels`), then
     refresh the stored quality table of the default runs; errors name each file as uploaded."""
     uploads = list(uploads)
-    paths = catalog.keep_uploads(uploads, dest)
+    paths = keep_uploads(uploads, dest)
     names = {str(p): name for p, (name, _data) in zip(paths, uploads)}
     try:
         report = load_qrels(con, paths)

@@ -29,7 +29,7 @@ from pages.ui.pickers import (
     run_pair_picker,
     runs_in_full,
 )
-from pages.ui.render import DOC_COLOURS, diverging_html, legend_html, md, owner_html
+from pages.ui.render import DOC_COLOURS, code, diverging_html, legend_html, md, owner_html
 from pages.ui.session import KEYS, PAGES, PARAMS
 from ragaudit_core import models
 from ragaudit_core.defaults import FLIP_THRESHOLD
@@ -53,6 +53,7 @@ __all__ = [
     "RUN_CHARS_NARROW",
     "RUN_CHARS_WIDE",
     "Store",
+    "code",
     "connection",
     "counted",
     "current_db_path",
@@ -456,7 +457,7 @@ def _rule_sources() -> None:
         c1.caption("Picked, not yet used: the button replaces the rules in the table below with this preset's.")
         if c1.button(f"Use the {preset} preset"):
             _use_rules(gate.PRESETS[preset])
-    if loaded is not None and c2.button(f"Use the rules in {loaded.name}"):
+    if loaded is not None and c2.button(f"Use the rules in {md(loaded.name)}"):
         try:
             rules_in = gate.policy_from_toml(loaded.getvalue())
         except ValueError as e:
@@ -490,7 +491,7 @@ def _rule_targets(policy: gate.GatePolicy, toml_text: str, has_errors: bool, db_
             them = "it" if len(policy.rules) == 1 else "them"
             st.success(
                 f"Saved {counted(len(policy.rules), 'rule')} to {md(str(target))} — use {them} in CI with "
-                f"`ragaudit gate --rules {target}`."
+                f"{code(f'ragaudit gate --rules {target}')}."
             )
     c2.download_button("Download rules.toml", toml_text, file_name="gate-rules.toml", mime="application/toml")
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from ragaudit_core.review.logtext import bidi_safe
 from ragaudit_core.review.palette import GREY, OKABE_ITO
 
-__all__ = ["DOC_COLOURS", "diverging_html", "legend_html", "md", "owner_html"]
+__all__ = ["DOC_COLOURS", "code", "diverging_html", "legend_html", "md", "owner_html"]
 
 _MD_SPECIAL = set("\\`*_{}[]()<>#+-.!|~$:")
 
@@ -42,6 +42,17 @@ def md(text: object) -> str:
         bidi_safe(_CONTROLS.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", "" if text is None else str(text))),
     )
     return "".join("\\" + c if c in _MD_SPECIAL else c for c in s)
+
+
+def code(text: object) -> str:
+    """Text as an inline code span in Streamlit markdown (a path, a command to copy): fenced with one
+    backtick more than the longest run of them in it (and padded), since a code span resolves no
+    escape — a backtick in a file name would otherwise end the span and let the rest be read as
+    markdown; control characters shown as ``[U+000A]`` as :func:`md` shows them."""
+    s = bidi_safe(_CONTROLS.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", "" if text is None else str(text)))
+    fence = "`" * (max((len(r) for r in re.findall("`+", s)), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") or len(fence) > 1 else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
 
 
 # the charts' colour-blind-safe palette (Okabe–Ito), shared with the figures of ragaudit_core.review.charts

@@ -6,10 +6,7 @@ Every function opens its own cursor, so one cached connection serves many sessio
 
 from __future__ import annotations
 
-import hashlib
 import json
-import unicodedata
-from collections.abc import Iterable
 from pathlib import Path
 
 import duckdb
@@ -31,7 +28,6 @@ __all__ = [
     "evidence_run_ids",
     "files_ledger",
     "files_table",
-    "keep_uploads",
     "list_queries",
     "missing_data_message",
     "missing_provenance_message",
@@ -46,7 +42,6 @@ __all__ = [
     "runs_with_texts",
     "sample_logs_dir",
     "text_id_runs",
-    "upload_name",
     "uploads_dir",
     "warnings_table",
     "workspace_warnings",
@@ -421,61 +416,6 @@ def uploads_dir(db_path: str | Path) -> Path:
     """Where uploaded files are kept: beside the database file (``<db>.uploads/``)."""
     p = Path(db_path)
     return p.with_name(p.name + ".uploads")
-
-
-_KNOWN_SUFFIXES: tuple[str, ...] = (".jsonl.gz", ".ndjson.gz", ".json.gz", ".csv.gz", ".tsv.gz", ".jsonl", ".ndjson")
-_KNOWN_SUFFIXES += (".json", ".csv", ".tsv", ".parquet", ".gz", ".txt")
-MAX_NAME_BYTES = 150
-"""Longer upload names (UTF-8 bytes; file systems allow 255) keep their start, a hash of the whole
-name and their extension."""
-
-
-def _is_mark(c: str) -> bool:
-    """A combining mark (Unicode category M: a vowel sign, an accent left uncomposed)."""
-    return unicodedata.category(c)[0] == "M"
-
-
-def upload_name(name: str) -> str:
-    """The file name an upload is kept under: its last path component, letters and digits of any
-    script kept (``报告.csv`` stays ``报告.csv``), other characters (separators, controls, bidi
-    marks) replaced by ``_``, the extension kept whole (``.jsonl.gz``), and a name over
-    :data:`MAX_NAME_BYTES` bytes shortened to its start, ``-`` and 10 hex digits of its SHA-1.
-    The extension is what tells the reader the container when the content cannot. The name is
-    read in Unicode's composed form (NFC: a decomposed ``résumé`` from macOS is ``résumé``), with
-    the combining marks of scripts that write vowels as marks (Devanagari ``रिपोर्ट``) kept, and
-    white space around it dropped (``run.csv `` is ``run.csv``)."""
-    base = unicodedata.normalize("NFC", name.replace("\\", "/").rsplit("/", 1)[-1]).strip()
-    lower = base.lower()
-    suffix = next((base[-len(x) :] for x in _KNOWN_SUFFIXES if lower.endswith(x) and len(base) > len(x)), "")
-    if not suffix and "." in base.strip("."):
-        suffix = "." + base.rsplit(".", 1)[1]
-    stem = base[: len(base) - len(suffix)] if suffix else base
-    clean = "".join(c if c.isalnum() or c in "-_." or _is_mark(c) else "_" for c in stem).strip("._") or "upload"
-    suffix = "".join(c if c.isascii() and (c.isalnum() or c == ".") else "_" for c in suffix.lower())[:16]
-    if len(clean.encode()) + len(suffix) > MAX_NAME_BYTES:
-        tag = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-        head = clean.encode()[: MAX_NAME_BYTES - len(suffix) - 11].decode("utf-8", "ignore")
-        clean = head + "-" + tag
-    return clean + suffix
-
-
-def keep_uploads(uploads: Iterable[tuple[str, bytes]], dest: Path) -> list[Path]:
-    """Keep uploaded files on disk (``dest/<sha256 prefix>/<name>``); returns their paths.
-
-    Keeping the bytes makes the audit reproducible (the report lists each file's
-    SHA-256) and lets the same upload be recognised by content. Names are reduced to
-    their last path component with unusual characters replaced.
-    """
-    paths = []
-    for name, data in uploads:
-        digest = hashlib.sha256(data).hexdigest()
-        safe = upload_name(name)
-        target = dest / digest[:16] / safe
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if not target.exists():
-            target.write_bytes(data)
-        paths.append(target)
-    return paths
 
 
 _COLLIDING = """

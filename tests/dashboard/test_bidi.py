@@ -42,3 +42,13 @@ def test_markdown_shows_line_breaks_and_controls_so_a_sentence_stays_one_paragra
         assert not any(c in html[:-1] for c in "\n\r\x1b\t\u2028\u2029"), html
     assert md("a\nb") == "a\\[U\\+000A\\]b"
     assert md("报告 résumé") == "报告 résumé"
+
+
+def test_a_code_span_holds_any_path_whole():
+    """A path or a command shown as code: a backtick in it no longer ends the span (the rest of a
+    file name read as markdown: a review finding), and a line break shows as its code point."""
+    from pages.ui.render import code
+
+    assert code("/tmp/audit.duckdb") == "`/tmp/audit.duckdb`"
+    assert code("a`b [x](https://e.example)") == "`` a`b [x](https://e.example) ``"
+    assert code("run\n# heading") == "`run[U+000A]# heading`"

@@ -10,7 +10,7 @@ import pytest
 
 from ragaudit_core import workspace
 from ragaudit_core.logs import store
-from ragaudit_core.logs.catalog import MAX_NAME_BYTES, upload_name
+from ragaudit_core.logs.uploads import MAX_NAME_BYTES, upload_name
 
 ROWS = [
     {"user_input": f"question {i}?", "retrieved_contexts": [f"passage {i} a", f"passage {i} b"], "response": "yes"}
