@@ -81,7 +81,8 @@ def iter_rows(path: Path, limits: Limits | None = None, notes: list[str] | None 
             return _parquet_rows(path, limits)
         if magic[:2] == _GZIP_MAGIC and (name.endswith(".parquet.gz") or gunzipped_head(path) == b"PAR1"):
             return _gzipped_parquet(path, limits)
-        if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
+        named_csv = name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz"))
+        if named_csv and not _holds_json(path, limits):
             return _csv_rows(path, limits)
     except OSError as e:
         raise InputFileError(f"{path}: cannot read the file ({e})") from None
@@ -105,13 +106,46 @@ def iter_rows(path: Path, limits: Limits | None = None, notes: list[str] | None 
             )
         return _csv_rows(path, limits)
     if sniff(head) != "document" or _long_first_line(path, limits, head):
+        if named_csv and notes is not None:
+            notes.append(f"named {_suffix(name)} but holds JSON Lines, not a table: read as JSON Lines")
         return None
+    if named_csv and notes is not None:
+        notes.append(f"named {_suffix(name)} but holds a JSON document, not a table: read as a document")
     if notes is not None and name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")):
         notes.append(
             "named as JSON Lines but holds a JSON document (a value spread over lines, or an array): "
             "read as a document, its records one by one; JSON Lines has one object per line"
         )
     return _document_rows(path, limits, head.startswith(_UTF8_BOM))
+
+
+def _suffix(name: str) -> str:
+    return next(s for s in (".csv.gz", ".tsv.gz", ".csv", ".tsv") if name.endswith(s))
+
+
+def _holds_json(path: Path, limits: Limits) -> bool:
+    """Whether a file named as CSV holds JSON instead (JSON Lines saved as ``.csv``): its first
+    non-blank byte opens an object or an array, and its first line is one whole JSON value or that
+    bracket alone (a pretty-printed document), or its first 64 KiB are the whole file and one JSON
+    value. A table's header (``[id],text``) never is."""
+    try:
+        with open_limited(path, limits) as f:
+            head = f.read(1 << 16)
+    except (OSError, EOFError, zlib.error, InputFileError):
+        return False
+    text = head.lstrip(_UTF8_BOM + b" \t\r\n")
+    if text[:1] not in (b"{", b"["):
+        return False
+    first = text.split(b"\n", 1)[0].strip()
+    for candidate in (first, text if len(head) < 1 << 16 else b""):
+        if candidate in (b"{", b"["):
+            return True
+        try:
+            if isinstance(orjson.loads(candidate), (dict, list)):
+                return True
+        except orjson.JSONDecodeError:
+            continue
+    return False
 
 
 def _long_first_line(path: Path, limits: Limits, head: bytes) -> bool:

@@ -402,3 +402,26 @@ def test_a_table_written_column_by_column_loads_its_rows(tmp_path):
     nested = tmp_path / "record.json"
     nested.write_text(json.dumps({"run_id": ["r"], "query_id": ["q"], "evidence": ["a"]}))
     assert len(_load(nested)[1].rejected) == 1
+
+
+def test_json_saved_under_a_csv_name_is_read_as_json_saying_so(tmp_path):
+    """JSON Lines saved as ``.csv`` (review finding): one line was "file holds no records (it is
+    empty or blank)", exit 0, the record lost; three lines were rejected as a table's rows with
+    their cells as keys. Now JSON is read as JSON, with a warning naming what the file holds; a
+    real table whose header opens with a bracket is still a table."""
+    one = tmp_path / "one.csv"
+    one.write_text(json.dumps(_native(1)) + "\n")
+    three = tmp_path / "three.csv"
+    three.write_text("".join(json.dumps(_native(i)) + "\n" for i in range(3)))
+    array = tmp_path / "array.tsv"
+    array.write_text(json.dumps([_native(7), _native(8)], indent=2))
+    for path, n, what in ((one, 1, "JSON Lines"), (three, 3, "JSON Lines"), (array, 2, "a JSON document")):
+        _con, rep = _load(path)
+        assert (rep.n_records, rep.n_rejected) == (n, 0), path.name
+        assert [w.message for w in rep.warnings] == [
+            f"named {path.suffix} but holds {what}, not a table: read as {'JSON Lines' if n != 2 else 'a document'}"
+        ]
+    table = tmp_path / "table.csv"
+    table.write_text('[run_id],query_id,evidence\nA,q1,"[""d1""]"\n')
+    _con, rep = _load(table)
+    assert not any("named .csv" in w.message for w in rep.warnings)
