@@ -108,21 +108,13 @@ def store_verdicts(con: duckdb.DuckDBPyConnection, job_key: str, run_id: str, qu
     killed half-way leaves the verdicts as they were, never a part of them that
     :func:`has_verdicts` would take for the whole (a batch would skip the query as judged)."""
     con.execute(_SCHEMA)
-    cur = con.cursor()  # (a transaction of its own, whatever the caller's connection holds)
-    cur.execute("BEGIN TRANSACTION")
-    try:
+    with store.transaction(con) as cur:
         cur.execute("DELETE FROM judge_verdicts WHERE job_key = ?", [job_key])
         if rows:
             cur.executemany(
                 "INSERT INTO judge_verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
                 [_verdict_row(job_key, run_id, query_id, r) for r in rows],
             )
-        cur.execute("COMMIT")
-    except BaseException:
-        cur.execute("ROLLBACK")
-        raise
-    finally:
-        cur.close()
 
 
 def _verdict_row(job_key: str, run_id: str, query_id: str, r: dict) -> list:

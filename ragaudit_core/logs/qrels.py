@@ -258,19 +258,11 @@ def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Q
             for x in labels
             if x.query_id in texts
         ]
-        cur = con.cursor()
-        try:
-            cur.execute("BEGIN TRANSACTION")
+        with store.transaction(con) as cur:
             store_labels(cur, labels, p.name, rep)
             if by_text:
                 rep.n_by_text += store_labels(cur, by_text, p.name + _BY_TEXT).n_queries
             store.bump_data_version(cur)
-            cur.execute("COMMIT")
-        except BaseException:
-            cur.execute("ROLLBACK")
-            raise
-        finally:
-            cur.close()
     if rep.files and (note := unlabelled_runs_note(con)):
         rep.warnings.append(note)
     return rep

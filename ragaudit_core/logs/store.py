@@ -28,7 +28,8 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -64,6 +65,7 @@ __all__ = [
     "made_on_first_use",
     "path_in_workspace",
     "set_meta",
+    "transaction",
     "workspace_root",
 ]
 
@@ -384,6 +386,23 @@ def bump_data_version(con: duckdb.DuckDBPyConnection) -> str:
     return token
 
 
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor of its own (a transaction apart from whatever ``con`` holds) inside one
+    transaction: committed when the block ends, rolled back when it raises — a writer killed
+    half-way leaves nothing of what the block wrote."""
+    cur = con.cursor()
+    cur.execute("BEGIN TRANSACTION")
+    try:
+        yield cur
+        cur.execute("COMMIT")
+    except BaseException:
+        cur.execute("ROLLBACK")
+        raise
+    finally:
+        cur.close()
+
+
 def clear_data(con: duckdb.DuckDBPyConnection) -> None:
     """Delete every loaded log, rejected line and result derived from them — every table the
     registry (:mod:`.tables`) knows that this database has — in one transaction.
@@ -391,18 +410,10 @@ def clear_data(con: duckdb.DuckDBPyConnection) -> None:
     The identity options fixed at the first ingest are forgotten too, so the next
     ingest may choose new ones. The schema stays.
     """
-    cur = con.cursor()
-    cur.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con) as cur:
         present = {t for (t,) in cur.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()}
         for table in run_tables():
             if table.name in present:
                 cur.execute(f'DELETE FROM "{table.name}"')
         cur.execute("DELETE FROM meta WHERE key = 'ingest_options'")
         bump_data_version(cur)
-        cur.execute("COMMIT")
-    except BaseException:
-        cur.execute("ROLLBACK")
-        raise
-    finally:
-        cur.close()
