@@ -29,7 +29,7 @@ import duckdb
 
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs.catalog import workspace_warnings
-from ragaudit_core.logs.store import bump_data_version
+from ragaudit_core.logs.store import bump_data_version, transaction
 from ragaudit_core.logs.tables import run_tables
 from ragaudit_core.logs.writer import WARNING_SCHEMA, drop_workspace_warnings, insert_rows
 from ragaudit_core.wording import WARNING, counted
@@ -102,20 +102,12 @@ def _remove_runs(cur: duckdb.DuckDBPyConnection, runs: list[str], out: Removed) 
 
 
 def _transaction(con: duckdb.DuckDBPyConnection, work: Callable[[duckdb.DuckDBPyConnection, Removed], None]) -> Removed:
-    cur = con.cursor()
-    cur.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con) as cur:
         out = Removed()
         work(cur, out)
         bump_data_version(cur)
         _reword_workspace(cur)
-        cur.execute("COMMIT")
-        return out
-    except BaseException:
-        cur.execute("ROLLBACK")
-        raise
-    finally:
-        cur.close()
+    return out
 
 
 def _reword_workspace(cur: duckdb.DuckDBPyConnection) -> None:

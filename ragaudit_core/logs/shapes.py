@@ -10,8 +10,9 @@ streamed (:class:`Streamed`).
   (its spans read as OpenInference spans: :mod:`ragaudit_core.logs.formats.otlp`);
   ``{"data": [...]}``, ``{"results": [...]}``, DeepEval's ``{"testCases": [...]}`` and
   ``{"goldens": [...]}``, and ``mlflow traces search --output json``'s ``{"traces": [...],
-  "next_page_token": …}`` (each trace a container of its spans). A record (a native record, a provenance record, a
-  span …) is not a container.
+  "next_page_token": …}`` (each trace a container of its spans), and a row of
+  ``mlflow.search_traces()``' DataFrame (:func:`~ragaudit_core.logs.formats.mlflow.search_traces_spans`).
+  A record (a native record, a provenance record, a span …) is not a container.
 * :class:`Streamed` — the same records for a top-level object longer than ``--max-line-bytes``
   (:func:`documents.iter_values` reads it member by member): the elements of its record arrays
   come one by one, each under the per-value limit, and what the shape needs of them is done in
@@ -103,12 +104,12 @@ _WHAT = {
     "resourceSpans": "an OTLP trace export",
 }
 _LISTS = ("data", "results", "testCases", "goldens", "traces")
-_SEARCH_KEYS = frozenset({"traces", "next_page_token"})
-"""All an MLflow trace search holds: a ``traces`` list beside other keys is a record's (a LangSmith
-run's, say), not a container."""
 """Members that are a list of records and nothing else (a DeepEval test run's ``testCases``, a
 pulled DeepEval dataset's ``goldens``, the traces ``mlflow traces search --output json`` prints —
 each an MLflow trace document, itself a container of its spans)."""
+_SEARCH_KEYS = frozenset({"traces", "next_page_token"})
+"""All an MLflow trace search holds: a ``traces`` list beside other keys is a record's (a LangSmith
+run's, say), not a container."""
 _MARKS = frozenset(
     {*native._STRONG, *native._IDS, "contexts", "nodes", "schema", "child_runs", "run_type", "id", "resourceSpans"}
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
@@ -96,13 +97,14 @@ def _keep(target: Path, data: bytes, digest: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     if not target.is_symlink() and target.is_file() and _sha256(target) == digest:
         return
-    tmp = folder / f".{target.name}.{os.getpid()}.part"
+    # a fresh name (O_EXCL, random: never through a link, never one a crashed write left behind)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=folder)
     try:
-        with open(tmp, "xb") as f:  # (x: never through a link left at the temporary name)
+        with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, target)  # replaces a link or a wrong file at the place itself, never its target
     finally:
-        tmp.unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)
 
 
 def _sha256(path: Path) -> str:

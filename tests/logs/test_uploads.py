@@ -71,3 +71,13 @@ def test_an_uploads_folder_that_is_a_link_or_cannot_be_made_is_refused_in_one_se
     with pytest.raises(UploadNotKept) as e:
         keep_uploads([("run.jsonl", DATA)], blocked)
     assert str(e.value).startswith("the upload run.jsonl could not be kept in ") and "nothing of it" in str(e.value)
+
+
+def test_a_write_cut_short_earlier_leaves_nothing_in_the_way(tmp_path):
+    """A temporary file a crashed write left beside the kept place (named as this process would
+    name one) neither blocks the next upload of the same file nor is taken for it."""
+    dest = tmp_path / "audit.duckdb.uploads"
+    (dest / KEY).mkdir(parents=True)
+    (dest / KEY / f".run.jsonl.{os.getpid()}.part").write_bytes(DATA[:10])
+    (path,) = keep_uploads([("run.jsonl", DATA)], dest)
+    assert path.read_bytes() == DATA

@@ -86,12 +86,17 @@ def detect(obj: dict) -> bool:
 
 
 def _kind(obj: dict) -> str:
+    """A span's type, for messages ("3 TruLens spans (eval 1, generation 1, …)")."""
     if _marked(obj) is None and _legacy(obj):
         return "record (before OpenTelemetry)"
     try:
-        v = _attributes(obj).get(SPAN_TYPE)
+        return _type_of(_attributes(obj))
     except FormatError:
-        v = None
+        return "unknown"
+
+
+def _type_of(attrs: dict) -> str:
+    v = attrs.get(SPAN_TYPE)
     return str(v).lower() if isinstance(v, str) and v.strip() else "unknown"
 
 
@@ -119,8 +124,8 @@ def _join_key(obj: dict, attrs: dict) -> str | None:
 def read_span(obj: dict) -> Span:
     if _marked(obj) is None and _legacy(obj):
         raise FormatError(LEGACY)
-    attrs = _attributes(obj)
-    key, kind = _join_key(obj, attrs), _kind(obj)
+    attrs = _attributes(obj)  # (a CSV cell's text parsed once per span)
+    key, kind = _join_key(obj, attrs), _type_of(attrs)
     if kind == "retrieval":
         return _retrieval(obj, attrs, key)
     if kind == "record_root":
