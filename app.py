@@ -19,7 +19,7 @@ from ragaudit_core.logs.ingest import IngestOptions
 from ragaudit_core.logs.qrels import QrelsError
 from ragaudit_core.logs.runs import parse_settings
 from ragaudit_core.logs.selection import natural_sorted
-from ragaudit_core.wording import NOTE
+from ragaudit_core.wording import NOTE, shell_word
 
 KEYS, PAGES = ui.KEYS, ui.PAGES
 st.set_page_config(page_title="RagAudit", page_icon="🔎", layout="wide")
@@ -46,7 +46,7 @@ def home() -> None:
         if writable:
             st.info(
                 "No logs loaded yet. Upload evidence logs above, open the bundled sample logs, or load files from a "
-                f"shell with `ragaudit ingest PATH... --db {db_path}`."
+                f"shell with `ragaudit ingest PATH... --db {shell_word(db_path)}`."
             )
         else:
             st.info("No logs are loaded in this database.")

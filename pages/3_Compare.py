@@ -3,8 +3,6 @@ evidence–answer probe (seed 000, Table 1 and figures 2–3)."""
 
 from __future__ import annotations
 
-import shlex
-
 import streamlit as st
 
 from pages import ui
@@ -20,7 +18,7 @@ from ragaudit_core.stability.cache import compare_cached
 from ragaudit_core.stability.compare import OVERLAP_METRICS, PAIR_METRIC_LABELS, RUN_METRIC_LABELS
 from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError
 from ragaudit_core.stability.probe import has_answers, lookup_similarities, probe_pair
-from ragaudit_core.wording import bracket
+from ragaudit_core.wording import bracket, shell_word
 
 st.set_page_config(page_title="Compare · RagAudit", page_icon="⚖️", layout="wide")
 db = ui.open_store("Compare two runs", lambda con: catalog.missing_data_message(con, min_runs=2))
@@ -254,8 +252,7 @@ st.caption(
     "ask for more applicable rules or require that question. The same verdict from the command line:"
 )
 st.code(
-    f"ragaudit gate --db {shlex.quote(db_path)} --baseline {shlex.quote(baseline)} "
-    f"--candidate {shlex.quote(candidate)}",
+    f"ragaudit gate --db {shell_word(db_path)} --baseline {shell_word(baseline)} --candidate {shell_word(candidate)}",
     language="bash",
 )
 

@@ -4,10 +4,11 @@ meets a noun: the ingest's report, the CLI, the pages."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["NOTE", "WARNING", "Kind", "Said", "bracket", "counted", "listed", "one_line"]
+__all__ = ["NOTE", "WARNING", "Kind", "Said", "bracket", "counted", "listed", "one_line", "shell_word"]
 
 Kind = Literal["note", "warning"]
 NOTE: Kind = "note"
@@ -64,3 +65,26 @@ def one_line(message: object) -> str:
     error written over several lines ("…one of: \\n(1) …\\n(2) …") becomes the one sentence a
     page shows as one paragraph and the CLI as one line."""
     return " ".join(str(message).split())
+
+
+_ANSI_C = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def shell_word(text: object) -> str:
+    """``text`` as one word of a POSIX shell command a reader can copy: as it is when it needs no
+    quoting, in single quotes otherwise (:func:`shlex.quote`), and — when it holds a control
+    character (a run id with a line break or an escape sequence, read from a log) — in bash's
+    ``$'…'`` quoting with each such character escaped (``\\n``, ``\\x1b``, ``\\u0085``), so the command shown
+    and copied holds no raw control character and still names the same value."""
+    s = str(text)
+    if not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in s):
+        return shlex.quote(s)
+    out = []
+    for c in s:
+        if c in _ANSI_C:
+            out.append(_ANSI_C[c])
+        elif ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0:
+            out.append(f"\\x{ord(c):02x}" if ord(c) < 0x80 else f"\\u{ord(c):04x}")  # C1: its character, not a byte
+        else:
+            out.append(c)
+    return "$'" + "".join(out) + "'"

@@ -141,3 +141,21 @@ def test_an_interval_without_bounds_is_not_written():
     assert bracket(-0.0031, 0.027, "+.3f") == "[-0.003, +0.027]"
     assert bracket(float("nan"), float("nan")) == "" and bracket(0.1, float("nan")) == ""
     assert bracket(None, 0.2) == ""
+
+
+def test_a_shell_word_names_the_same_value_and_holds_no_control_character():
+    import subprocess
+
+    from ragaudit_core.wording import shell_word
+
+    assert shell_word("k10-c256-o32") == "k10-c256-o32"
+    assert shell_word("my runs/a b.duckdb") == "'my runs/a b.duckdb'"
+    assert shell_word("it's") == "'it'\"'\"'s'"
+    assert shell_word("a\nb") == "$'a\\nb'"
+    assert shell_word("x\x1b[31my'\\") == "$'x\\x1b[31my\\'\\\\'"
+    hostile = ["a\nb", "x\x1b[2J; rm -rf /", "tab\there", "quote ' and \\ back", "c1\x85end", "del\x7f", "ünï €"]
+    for value in hostile:
+        word = shell_word(value)
+        assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in word)
+        echoed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True).stdout
+        assert echoed.decode() == value  # the shell reads back the very value

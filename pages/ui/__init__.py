@@ -39,7 +39,7 @@ from ragaudit_core.review import gate, palette
 from ragaudit_core.review.labels import column_label, is_share
 from ragaudit_core.review.logtext import RTL_OR_CONTROL, bidi_safe
 from ragaudit_core.stability.cache import opening_pair
-from ragaudit_core.wording import counted
+from ragaudit_core.wording import counted, shell_word
 
 __all__ = [
     "CHART_WIDTH",
@@ -491,7 +491,7 @@ def _rule_targets(policy: gate.GatePolicy, toml_text: str, has_errors: bool, db_
             them = "it" if len(policy.rules) == 1 else "them"
             st.success(
                 f"Saved {counted(len(policy.rules), 'rule')} to {md(str(target))} — use {them} in CI with "
-                f"{code(f'ragaudit gate --rules {target}')}."
+                f"{code(f'ragaudit gate --rules {shell_word(target)}')}."
             )
     c2.download_button("Download rules.toml", toml_text, file_name="gate-rules.toml", mime="application/toml")
 

@@ -20,7 +20,7 @@ from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.ingest import IngestOptions, IngestReport
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
-from ragaudit_core.wording import counted
+from ragaudit_core.wording import counted, shell_word
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -348,7 +348,7 @@ def open_existing_db(db: Path, what: str) -> Any:
     from ragaudit_core.logs import store
 
     if not db.exists():
-        fail(f"{db}: no such database; load {what} first with `ragaudit ingest PATH... --db {db}`")
+        fail(f"{db}: no such database; load {what} first with `ragaudit ingest PATH... --db {shell_word(db)}`")
     try:
         return connect_db(db, create=False)
     except store.StoreError as e:
@@ -383,7 +383,7 @@ def open_logs(
     if not paths and db is None:
         fail(f"give {what}, or --db with an ingested database")
     if db is not None and not paths and not Path(db).exists():
-        fail(f"{db}: no such database file (ingest logs first: ragaudit ingest PATH... --db {db})")
+        fail(f"{db}: no such database file (ingest logs first: ragaudit ingest PATH... --db {shell_word(db)})")
     if queries is not None and not paths:
         fail(
             "--queries gives ids to the records of the PATHs this call loads; the runs stored in the database keep "

@@ -21,7 +21,7 @@ import typer
 
 from ragaudit_core.cli.common import EndpointTimeout, KeyFile, fail, open_existing_db
 from ragaudit_core.cli.terminal import ShownFormatter, say
-from ragaudit_core.wording import counted
+from ragaudit_core.wording import counted, shell_word
 
 __all__ = ["endpoint_options", "enqueue_and_report", "jobs", "worker"]
 
@@ -56,9 +56,10 @@ def enqueue_and_report(
     con.close()
     for q, jid in ids:
         say(f"queued: query {q}: job {jid}")
-    allow = f" --endpoint {endpoint}" if endpoint else ""
+    allow = f" --endpoint {shell_word(endpoint)}" if endpoint else ""
     them = "it" if len(ids) == 1 else "them"
-    say(f"{counted(len(ids), 'job')} queued on {db}; run {them} with: ragaudit worker --db {db}{allow}", err=True)
+    run = f"ragaudit worker --db {shell_word(db)}{allow}"
+    say(f"{counted(len(ids), 'job')} queued on {db}; run {them} with: {run}", err=True)
     if endpoint:
         say(
             "a worker calls the endpoint only if its operator allows it (--endpoint on the worker, or "
@@ -154,7 +155,7 @@ def jobs(
     if action not in ACTIONS:
         fail(f"the action is one of {', '.join(ACTIONS)}, not {action!r}")
     if action != "list" and not ids and not all_jobs:
-        fail(f"name the jobs to {action} (their ids, see `ragaudit jobs --db {db}`) or pass --all")
+        fail(f"name the jobs to {action} (their ids, see `ragaudit jobs --db {shell_word(db)}`) or pass --all")
     if not db.exists():
         fail(f"{db}: no such database; the queue lives beside the database its jobs were planned from")
     where = str(db)  # the queue beside it: the DuckDB file itself is not opened

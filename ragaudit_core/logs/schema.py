@@ -35,6 +35,7 @@ import duckdb
 
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs.tables import SCHEMA_SQL, SETTINGS_TABLES, TABLES
+from ragaudit_core.wording import shell_word
 
 __all__ = [
     "MIGRATIONS",
@@ -139,7 +140,8 @@ def prepare(con: duckdb.DuckDBPyConnection, target: str, *, read_only: bool, ini
     if work and read_only:
         if state.kind == "new":
             raise DatabaseRefused(
-                f"{name} holds no RagAudit data yet: load logs into it first (ragaudit ingest PATH... --db {target})"
+                f"{name} holds no RagAudit data yet: load logs into it first "
+                f"(ragaudit ingest PATH... --db {shell_word(target)})"
             )
         raise TablesOutOfDate(
             f"{name} was written by an earlier RagAudit and needs its tables brought up to date, which a read-only "

@@ -43,6 +43,7 @@ from ragaudit_core.logs.schema import (
     prepare,
 )
 from ragaudit_core.logs.tables import run_tables
+from ragaudit_core.wording import shell_word
 
 __all__ = [
     "DEFAULT_DB_PATH",
@@ -150,7 +151,8 @@ def connect(
         if not Path(target).exists():
             if read_only or not create:
                 raise DatabaseRefused(
-                    f"{target}: no such database; load logs into it first (ragaudit ingest PATH... --db {target})"
+                    f"{target}: no such database; load logs into it first "
+                    f"(ragaudit ingest PATH... --db {shell_word(target)})"
                 )
             try:
                 Path(target).parent.mkdir(parents=True, exist_ok=True)

@@ -378,3 +378,29 @@ def test_a_gate_left_inconclusive_only_by_ids_that_cannot_meet_does_not_ask_for_
     assert "0 inconclusive" not in gate and " inconclusive (" not in gate, gate  # no rule itself inconclusive
     assert "with its document ids" in gate, gate
     assert "Gather more queries" not in gate, gate
+
+
+def test_the_gate_command_names_runs_with_control_characters_as_the_shell_reads_them(app_env, tmp_path):
+    """A run id from a log may hold a line break or an escape sequence: the command offered to copy
+    holds none of them raw, and bash reads the very ids back from it."""
+    import subprocess
+
+    from tests.helpers import records_db
+
+    a, b = "run\x1b[31m a", "run\nb's"
+    recs = [
+        {"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}", f"d{(i + 1) % 4}"]} for r in (a, b) for i in range(3)
+    ]
+    app_env(records_db(tmp_path, recs))
+    at = app_test(PAGE).run()
+    next(s for s in at.selectbox if s.label == "Baseline run").select(a).run()
+    next(s for s in at.selectbox if s.label == "Candidate run").select(b).run()
+    assert not at.exception
+    (command,) = [c.value for c in at.code if c.value.startswith("ragaudit gate")]
+    assert not any(ord(ch) < 0x20 for ch in command)
+    argv = subprocess.run(
+        ["bash", "-c", f'set -- {command.removeprefix("ragaudit gate ")}; printf "%s\\0" "$@"'],
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")[:-1]
+    assert argv[2:] == [b"--baseline", a.encode(), b"--candidate", b.encode()]
