@@ -49,8 +49,9 @@ def answer_probe(db: str, data_version: str, a: str, b: str, tau: float):
 
 
 @st.cache_data(show_spinner="Gathering the gate's metrics…", max_entries=32)
-def gate_inputs(db: str, data_version: str, a: str, b: str, tau: float):
-    return gate.collect(ui.connection(db), a, b, tau=tau, comparison=comparison(db, data_version, a, b, tau))
+def gate_inputs(db: str, data_version: str, a: str, b: str, tau: float, cutoffs: tuple[int, ...]):
+    con = ui.connection(db)
+    return gate.collect(con, a, b, tau=tau, comparison=comparison(db, data_version, a, b, tau), cutoffs=cutoffs)
 
 
 def _listed(runs: list[str]) -> str:
@@ -217,7 +218,7 @@ elif q_pair is not None and q_pair.labelled:
 # --- deploy gate ------------------------------------------------------------------------------
 st.subheader("Deploy gate")
 rules, toml_text = ui.gate_rule_editor(db_path)
-verdict = gate.evaluate(rules, gate_inputs(db_path, version, baseline, candidate, tau))
+verdict = gate.evaluate(rules, gate_inputs(db_path, version, baseline, candidate, tau, gate.quality_cutoffs(rules)))
 headline = ui.md(verdict.headline())
 if verdict.status == "pass":
     st.success(f"{ui.md(candidate)} may replace {ui.md(baseline)} — {headline}.", icon=":material/check_circle:")

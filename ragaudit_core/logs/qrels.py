@@ -99,39 +99,89 @@ class QrelsReport:
         return s
 
 
-def _open_text(path: Path) -> Iterator[str]:
+_GRADE = re.compile(r"[+-]?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?")  # ASCII digits: no "1_0", no "١"
+_INT32 = (-(2**31), 2**31 - 1)  # the qrels table's INTEGER
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str | None, str | None]]:
+    """``(line_no, text, why)`` per line of a plain or gzipped file: the line's text, or None and
+    why it is not UTF-8 (that line alone is lost; a byte-order mark opening the file is dropped)."""
     try:
         with open(path, "rb") as f:
             gz = f.read(2) == b"\x1f\x8b"
-        opener = gzip.open if gz else open
-        with opener(path, "rt", encoding="utf-8-sig", newline="") as f:
-            yield from f
+        with gzip.open(path, "rb") if gz else open(path, "rb") as f:
+            for line_no, raw in enumerate(f, start=1):
+                if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                try:
+                    yield line_no, raw.decode("utf-8"), None
+                except UnicodeDecodeError as e:
+                    yield line_no, None, f"not UTF-8 text (byte {e.start + 1} of the line); save the file as UTF-8"
     except (OSError, EOFError) as e:
         raise QrelsError(f"{path}: cannot read the file ({e})") from None
-    except UnicodeDecodeError as e:
-        raise QrelsError(f"{path}: not UTF-8 text (byte {e.start}); save the file as UTF-8") from None
+
+
+def _columns(line: str) -> list[str]:
+    cols = line.split("\t") if "\t" in line else line.split()
+    return [c.strip() for c in cols]
+
+
+def _judgements(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
+    """``(line_no, columns, why)`` per judgement line: blank lines, ``#`` comments and a header on
+    the first line are passed over; a line that is not UTF-8 comes with why."""
+    for line_no, text, why in _lines(path):
+        if text is None:
+            yield line_no, None, why
+            continue
+        line = text.strip()
+        if not line or line.startswith("#") or (line_no == 1 and _HEADER.match(line)):
+            continue
+        yield line_no, _columns(line), None
+
+
+def _layout(path: Path) -> int | None:
+    """The file's column count, 3 or 4: the one most of its judgement lines have (a first line
+    of the other count, cut short or with a stray column, does not decide it; a tie goes to the
+    count seen first)."""
+    seen: dict[int, int] = {}
+    for _n, cols, _why in _judgements(path):
+        if cols is not None and len(cols) in (3, 4):
+            seen[len(cols)] = seen.get(len(cols), 0) + 1
+    return max(seen, key=lambda w: seen[w]) if seen else None  # dicts keep the first-seen order on ties
+
+
+def _grade(rel: str) -> int | str:
+    """A relevance grade as an integer (``2``, ``1.0``, ``1e0``), or why it is not one."""
+    if not _GRADE.fullmatch(rel):
+        return f"relevance {rel!r} is not an integer"
+    try:
+        grade = int(rel)
+    except ValueError:
+        f = float(rel)
+        if not f.is_integer():
+            return f"relevance {rel!r} is not an integer"
+        grade = int(f)
+    if not _INT32[0] <= grade <= _INT32[1]:
+        return f"relevance {rel!r} is outside the integers a label holds ({_INT32[0]:,} to {_INT32[1]:,})"
+    return grade
 
 
 def parse_qrels(path: str | Path) -> tuple[list[Label], list[str]]:
     """The judgements of one file and the reasons of its rejected lines (``file line N: why``).
 
-    The column layout is decided by the first judgement line (3 or 4 columns) and must hold for
-    the whole file; a header line (``query-id corpus-id score``) is skipped wherever the file has
-    one on its first line."""
+    The column layout (3 or 4 columns) is the one most judgement lines of the file have, and a
+    line of another count is rejected; a header line (``query-id corpus-id score``) is skipped
+    where the file has one on its first line. A grade is an integer written in ASCII digits
+    (``1.0`` and ``1e0`` read as 1) within the table's 32-bit range; a line that is not UTF-8 is
+    rejected alone."""
     p = Path(path)
     labels: list[Label] = []
     rejected: list[str] = []
-    width: int | None = None
-    for line_no, raw in enumerate(_open_text(p), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
+    width = _layout(p)
+    for line_no, cols, why in _judgements(p):
+        if cols is None:
+            rejected.append(f"{p.name} line {line_no}: {why}")
             continue
-        if line_no == 1 and _HEADER.match(line):
-            continue
-        cols = line.split("\t") if "\t" in line else line.split()
-        cols = [c.strip() for c in cols]
-        if width is None and len(cols) in (3, 4):
-            width = len(cols)
         if len(cols) != width:
             rejected.append(
                 f"{p.name} line {line_no}: {counted(len(cols), 'column')}; a qrels line has "
@@ -142,17 +192,10 @@ def parse_qrels(path: str | Path) -> tuple[list[Label], list[str]]:
         if not qid or not doc:
             rejected.append(f"{p.name} line {line_no}: empty query or document id")
             continue
-        try:
-            grade = int(rel)
-        except ValueError:
-            try:
-                f = float(rel)
-            except ValueError:
-                f = float("nan")
-            if not f.is_integer():
-                rejected.append(f"{p.name} line {line_no}: relevance {rel!r} is not an integer")
-                continue
-            grade = int(f)
+        grade = _grade(rel)
+        if isinstance(grade, str):
+            rejected.append(f"{p.name} line {line_no}: {grade}")
+            continue
         labels.append(Label(qid, doc, grade, line_no))
     if width is None and not rejected:
         raise QrelsError(f"{p}: holds no relevance judgement (expected 'query-id<TAB>doc-id<TAB>relevance' lines)")
@@ -271,7 +314,9 @@ def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Q
 def _questions(path: Path) -> dict[str, str]:
     """BEIR's questions file: query id → question text (lines that are not ``{"_id", "text"}`` skipped)."""
     out: dict[str, str] = {}
-    for raw in _open_text(path):
+    for _n, raw, _why in _lines(path):
+        if raw is None:
+            continue
         try:
             obj = json.loads(raw)
         except ValueError:

@@ -166,6 +166,7 @@ def compute_quality(
     test: Literal["t", "randomization"] = "t",
 ) -> QualityResult:
     """Quality of ``runs`` (and of ``pairs``: default every pair of ``runs``, in the given order)."""
+    runs = list(dict.fromkeys(runs))  # a run named twice is one run (its columns would collide)
     cut = tuple(sorted({int(k) for k in cutoffs}))
     names = metric_names(cut)
     pq = per_query_quality(con, runs, cut, docid_map)

@@ -3,6 +3,7 @@ citation fidelity, attribution means and ranking quality of the baseline and the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
@@ -12,7 +13,7 @@ from ragaudit_core.attribution.uncertainty import figure_intervals, paired_chang
 from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.intervals import Estimate
 from ragaudit_core.review.gate.evaluate import GateInputs, Verdict, evaluate
-from ragaudit_core.review.gate.rules import OVERLAP_METRICS, GatePolicy, Rule
+from ragaudit_core.review.gate.rules import OVERLAP_METRICS, GatePolicy, Rule, quality_cutoffs
 from ragaudit_core.stability.compare import PAIR_METRIC_LABELS, CompareResult
 
 __all__ = ["collect", "review"]
@@ -25,6 +26,7 @@ def collect(
     *,
     tau: float = FLIP_THRESHOLD,
     comparison: CompareResult | None = None,
+    cutoffs: Sequence[int] = (),
 ) -> GateInputs:
     """The metric values :func:`evaluate` needs, computed from an ingested database.
 
@@ -33,7 +35,8 @@ def collect(
     :func:`fidelity.fidelity_runs` (runs with provenance logs), from stored attributions
     (condition ``original``, mean over the queries explained in *both* runs when both have any, so
     a relative rule compares like with like; over all of a run's explained queries otherwise) and
-    from relevance labels (ranking quality, with intervals and the paired change's interval).
+    from relevance labels (ranking quality, with intervals and the paired change's interval, at the
+    default cut-offs and at ``cutoffs``: those the rules name, :func:`~.rules.quality_cutoffs`).
     """
     from ragaudit_core.fidelity.score import provenance_runs
     from ragaudit_core.stability.compare import compare_runs
@@ -90,7 +93,7 @@ def collect(
         inputs.delta_ci.update(vals.pop("delta", {}))
         inputs.runs[run].update(vals)
         inputs.run_n.setdefault(run, {}).update(counts)
-    _quality(con, inputs, [r for r in (baseline, candidate) if r in evidence_runs])
+    _quality(con, inputs, [r for r in (baseline, candidate) if r in evidence_runs], cutoffs)
     return inputs
 
 
@@ -160,17 +163,21 @@ def _fidelity(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str
         counts.update({("stage_survival", stage): int(n) for stage, n in s["stage_reached"].items()})
 
 
-def _quality(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str]) -> None:
-    """Ranking quality of each run (mean over its labelled queries, with intervals) and the paired
-    change candidate − baseline, when relevance labels are loaded."""
+def _quality(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str], cutoffs: Sequence[int]) -> None:
+    """Ranking quality of each run (mean over its labelled queries, with intervals, and the queries
+    behind it for ``min_queries``) and the paired change candidate − baseline over the labelled
+    queries both runs have — kept with 0 queries when they share none, so that a relative rule is
+    not decided on two means over different queries."""
     from ragaudit_core.logs.qrels import unlabelled_runs_note
+    from ragaudit_core.quality import DEFAULT_CUTOFFS
     from ragaudit_core.quality.summary import compute_quality
 
     if not runs or not con.execute("SELECT count(*) FROM qrels").fetchall()[0][0]:
         return
     b, c = inputs.baseline, inputs.candidate
+    runs = list(dict.fromkeys(runs))  # a run against itself: once
     pairs = [(b, c)] if b != c and {b, c} <= set(runs) else []
-    q = compute_quality(con, runs, pairs=pairs)
+    q = compute_quality(con, runs, pairs=pairs, cutoffs=sorted({*DEFAULT_CUTOFFS, *cutoffs}))
     if not all(rq.n_queries for rq in q.runs):
         inputs.quality_note = unlabelled_runs_note(con, runs)
     for rq in q.runs:
@@ -180,9 +187,10 @@ def _quality(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str]
             if e.n:
                 inputs.runs[rq.run_id][metric] = e.value
                 inputs.run_ci.setdefault(rq.run_id, {})[metric] = e
+                inputs.run_n.setdefault(rq.run_id, {})[metric] = e.n
     for metric, ch in q.pairs.get((b, c), {}).items():
-        if ch.n:
-            inputs.delta_ci[metric] = Estimate(ch.delta, ch.lo, ch.hi, ch.n)
+        nan = float("nan")
+        inputs.delta_ci[metric] = Estimate(ch.delta, ch.lo, ch.hi, ch.n) if ch.n else Estimate(nan, nan, nan, 0)
 
 
 def _attribution_means(con: duckdb.DuckDBPyConnection, baseline: str, candidate: str) -> dict[str, dict]:
@@ -244,4 +252,4 @@ def review(
     tau: float = FLIP_THRESHOLD,
 ) -> Verdict:
     """:func:`collect` then :func:`evaluate`: the verdict for a pair of ingested runs."""
-    return evaluate(rules, collect(con, baseline, candidate, tau=tau))
+    return evaluate(rules, collect(con, baseline, candidate, tau=tau, cutoffs=quality_cutoffs(rules)))

@@ -7,7 +7,10 @@ labels), with the value, its 95 % interval where one exists, and one sentence sa
 
 The verdict **fails** when any rule fails, or when it is thin — fewer applicable rules than the
 policy's ``min_applicable``, or a ``require``d question without an applicable rule; otherwise it
-is **inconclusive** when some rule is, and **passes** when every applicable rule passed. Its
+is **inconclusive** when some rule is or when none could be judged (every rule not applicable, or
+no rules: nothing was checked), and **passes** when every applicable rule passed. A relative rule
+whose runs share none of the queries behind its figure is inconclusive (two means over different
+queries are not a change). Its
 headline says what it rests on: "PASS: of 9 rules, 3 passed, 6 not applicable (no provenance logs,
 no attributions)".
 """
@@ -232,6 +235,32 @@ def _pair_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
     )
 
 
+def _worse(worst: RuleResult | None, res: RuleResult, rule: Rule) -> RuleResult:
+    """Of two results of one rule (``every`` stage), the one to report: the worse status, then the
+    value closest to (or furthest past) the threshold."""
+    order = {"fail": 0, "inconclusive": 1, "pass": 2}
+    if worst is None or order[res.status] < order[worst.status]:
+        return res
+    if res.status != worst.status or worst.value is None or res.value is None:
+        return worst
+    lower_is_worse = rule.op in (">=", ">")
+    return res if (res.value < worst.value if lower_is_worse else res.value > worst.value) else worst
+
+
+def _no_shared_queries(rule: Rule, label: str, b: float, c: float, b_run: str, c_run: str) -> RuleResult:
+    """A relative rule whose runs each have the figure, over queries the other run does not have:
+    their means are not a change (each covers other queries), so the rule cannot be judged."""
+    return RuleResult(
+        rule=rule,
+        status="inconclusive",
+        baseline_value=b,
+        candidate_value=c,
+        n_queries=0,
+        message=f"{label} is {_fmt(b)} ({b_run}) and {_fmt(c)} ({c_run}) over each run's own queries, and the runs "
+        "share none of them: no change can be taken",
+    )
+
+
 def _run_keys(rule: Rule) -> list[RunMetricKey]:
     if rule.metric == "stage_survival":
         return [("stage_survival", s) for s in (STAGES if rule.level == "every" else [rule.level or ""])]
@@ -243,7 +272,6 @@ def _run_keys(rule: Rule) -> list[RunMetricKey]:
 def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
     b_run, c_run = inputs.baseline, inputs.candidate
     worst: RuleResult | None = None
-    order = {"fail": 0, "inconclusive": 1, "pass": 2}
     for key in _run_keys(rule):
         b = inputs.runs.get(b_run, {}).get(key)
         c = inputs.runs.get(c_run, {}).get(key)
@@ -258,6 +286,9 @@ def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
             v = c - b
             what = f"{label} goes from {_fmt(b)} ({b_run}) to {_fmt(c)} ({c_run}), a change of {v:+.3f}"
             ci = inputs.delta_ci.get(key)
+            if ci is not None and ci.n == 0 and b_run != c_run:
+                worst = _worse(worst, _no_shared_queries(rule, label, b, c, b_run, c_run), rule)
+                continue
             if ci is not None and ci.value == ci.value and abs(ci.value - v) >= 5e-4:
                 # the runs' own means cover different queries: decide on the paired change, the
                 # figure the interval is of, and say over which queries it is taken
@@ -274,18 +305,7 @@ def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
             what = f"{label} of {c_run} is {_fmt(c)}"
             ci = inputs.run_ci.get(c_run, {}).get(key)
             n = n_c
-        res = _result(rule, v, ci, what, n, exact=exact, baseline_value=b, candidate_value=c)
-        lower_is_worse = rule.op in (">=", ">")
-        if (
-            worst is None
-            or order[res.status] < order[worst.status]
-            or (
-                res.status == worst.status
-                and worst.value is not None
-                and (v < worst.value if lower_is_worse else v > worst.value)
-            )
-        ):
-            worst = res  # "every": report the stage closest to (or furthest past) the threshold
+        worst = _worse(worst, _result(rule, v, ci, what, n, exact=exact, baseline_value=b, candidate_value=c), rule)
     if worst is not None:
         return worst
     who = c_run if not rule.relative else f"{b_run} and {c_run}"
@@ -338,11 +358,15 @@ def evaluate(policy: GatePolicy | list[Rule], inputs: GateInputs) -> Verdict:
 
 
 def _unjudged(results: list[RuleResult], inputs: GateInputs) -> list[str]:
-    """Why nothing failed and the verdict still cannot pass: the policy asks how much the evidence
+    """Why nothing failed and the verdict still cannot pass: no rule could be judged at all (every
+    one not applicable, or no rules: a verdict resting on nothing checked nothing); or the policy
+    asks how much the evidence
     overlaps (a rule reading Jaccard) and no such rule could be judged because the runs' ids cannot
     be compared (``level_notes``: one run logged document ids, the other passage hashes). That is
     not data left out — both runs retrieved — but a comparison the logs do not allow, so the verdict
     is inconclusive instead of passing on what remains (null loss, say)."""
+    if not any(r.status != "not applicable" for r in results):
+        return ["no rule could be judged on these runs" if results else "the policy holds no rules"]
     overlap = [r for r in results if r.rule.metric in OVERLAP_METRICS]
     if not overlap or any(r.status != "not applicable" for r in overlap):
         return []

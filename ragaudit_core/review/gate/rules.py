@@ -72,6 +72,7 @@ __all__ = [
     "load_rules",
     "policy_from_dict",
     "policy_from_toml",
+    "quality_cutoffs",
     "rule_rows",
     "rules_from_dict",
     "rules_from_rows",
@@ -220,6 +221,13 @@ PRESETS: dict[str, GatePolicy] = {
     "review": GatePolicy(rules=DEFAULT_RULES, require=["stability", "fidelity", "attribution"]),
     "none": GatePolicy(),
 }
+
+
+def quality_cutoffs(policy: GatePolicy | list[Rule]) -> tuple[int, ...]:
+    """The cut-offs the policy's ranking-quality rules name (``ndcg@3`` → 3), sorted: the gate
+    computes these beside the default ones, so a rule at any cut-off reads its figure."""
+    rules = policy.rules if isinstance(policy, GatePolicy) else policy
+    return tuple(sorted({int(r.metric.split("@", 1)[1]) for r in rules if r.area == "quality" and "@" in r.metric}))
 
 
 def load_policy(path: str | os.PathLike[str]) -> GatePolicy:

@@ -35,7 +35,7 @@ from ragaudit_core.intervals import DEFAULT_RESAMPLES
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.selection import comparable_runs, natural_key, natural_sorted, runs_sharing_queries
 from ragaudit_core.review import charts
-from ragaudit_core.review.gate import DEFAULT_RULES, GatePolicy, Rule, Verdict, collect, evaluate
+from ragaudit_core.review.gate import DEFAULT_RULES, GatePolicy, Rule, Verdict, collect, evaluate, quality_cutoffs
 from ragaudit_core.review.logtext import excerpt
 from ragaudit_core.review.report.quality_section import gather_quality
 from ragaudit_core.stability.cache import default_options, stability_cached
@@ -240,7 +240,7 @@ def _verdict(
             "choose a pair that answered the same queries)"
         )
         return None
-    data.verdict = evaluate(rules, collect(con, *pair, tau=opts.tau, comparison=cmp))
+    data.verdict = evaluate(rules, collect(con, *pair, tau=opts.tau, comparison=cmp, cutoffs=quality_cutoffs(rules)))
     data.rules_source = opts.rules_source
     return cmp
 

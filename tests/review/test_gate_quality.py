@@ -1,0 +1,98 @@
+"""The gate's ranking-quality rules on a labelled fixture worked by hand: a run against itself,
+a cut-off the defaults do not compute, runs whose labelled queries differ; and a verdict that
+rests on no rule at all."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ragaudit_core.logs.ingest import ingest_paths
+from ragaudit_core.logs.qrels import load_qrels
+from ragaudit_core.quality.summary import compute_quality
+from ragaudit_core.review.gate import DEFAULT_RULES, GateInputs, Rule, evaluate, review
+from tests.helpers import ev, write_jsonl
+
+
+@pytest.fixture
+def runs(con, tmp_path):
+    """A: q1 → d1, d2, d3; q2 → d7; q5 → d9.  B: q3 → d3, d1; q4 → d8; q5 → d9.
+    Labels: q1: d1 = 1; q2: d7 = 1; q3: d1 = 1; q4: d8 = 1 (q5 unlabelled: the one query both ask)."""
+    write_jsonl(
+        tmp_path / "A.jsonl",
+        [
+            {"run_id": "A", "query_id": "q1", "evidence": [ev("d1"), ev("d2"), ev("d3")]},
+            {"run_id": "A", "query_id": "q2", "evidence": [ev("d7")]},
+            {"run_id": "A", "query_id": "q5", "evidence": [ev("d9")]},
+        ],
+    )
+    write_jsonl(
+        tmp_path / "B.jsonl",
+        [
+            {"run_id": "B", "query_id": "q3", "evidence": [ev("d3"), ev("d1")]},
+            {"run_id": "B", "query_id": "q4", "evidence": [ev("d8")]},
+            {"run_id": "B", "query_id": "q5", "evidence": [ev("d9")]},
+        ],
+    )
+    ingest_paths(con, [tmp_path / "A.jsonl", tmp_path / "B.jsonl"])
+    (tmp_path / "q.tsv").write_text("q1\td1\t1\nq2\td7\t1\nq3\td1\t1\nq4\td8\t1\n")
+    load_qrels(con, [tmp_path / "q.tsv"])
+    return con
+
+
+def test_a_run_against_itself_with_labels_gets_a_verdict(runs):
+    """The run was named twice to the quality kernel, whose columns then collided (IndexError)."""
+    q = compute_quality(runs, ["A", "A"])
+    assert [r.run_id for r in q.runs] == ["A"] and q.runs[0].metrics["ndcg@10"].value == pytest.approx(1.0)
+    v = review(runs, DEFAULT_RULES, "A", "A")
+    (r,) = [r for r in v.results if r.rule.metric == "ndcg@10"]
+    assert r.status == "pass" and r.message.endswith("(a run against itself: exact)")
+
+
+def test_a_rule_at_a_cut_off_the_defaults_do_not_compute_reads_its_figure(runs):
+    """nDCG@3 of B: q3 finds its one relevant document second (1/log2(3) over an ideal 1), q4 first."""
+    expected = (1 / math.log2(3) + 1.0) / 2
+    v = review(runs, [Rule(metric="ndcg@3", op=">=", threshold=0.9)], "A", "B")
+    (r,) = v.results
+    assert r.status == "fail" and r.value == pytest.approx(expected)  # 0.815: was "no relevance labels"
+    assert v.status == "fail"
+
+
+def test_a_relative_rule_on_runs_sharing_no_labelled_query_is_inconclusive(runs):
+    """A's labelled queries are q1, q2 and B's q3, q4: their means (1.0 and 0.815) are over other
+    questions, so their difference is no change — whatever the rule's floor."""
+    for rule in (
+        Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True),
+        Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True, min_queries=30),
+        Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True, significant=True),
+    ):
+        v = review(runs, [rule], "A", "B")
+        (r,) = v.results
+        assert r.status == "inconclusive" and v.status == "inconclusive", rule
+        assert r.n_queries == 0 and r.value is None
+        assert r.message == (
+            "nDCG@10 is 1.000 (A) and 0.815 (B) over each run's own queries, and the runs share none of them: "
+            "no change can be taken"
+        )
+
+
+def test_the_queries_behind_a_quality_figure_hold_its_floor(runs):
+    v = review(runs, [Rule(metric="ndcg@10", op=">=", threshold=0.5, min_queries=3)], "A", "B")
+    assert v.results[0].status == "inconclusive" and v.results[0].n_queries == 2
+
+
+def test_a_verdict_resting_on_no_rule_is_not_a_pass():
+    rules = [
+        Rule(metric="cfs_mean", op=">=", threshold=-0.1, relative=True),
+        Rule(metric="ndcg@10", op=">=", threshold=0.5),
+    ]
+    v = evaluate(rules, GateInputs("b", "c", {}, {}))
+    assert [r.status for r in v.results] == ["not applicable", "not applicable"]
+    assert v.status == "inconclusive"
+    assert v.headline() == (
+        "INCONCLUSIVE: of 2 rules, 2 not applicable (no provenance logs, no relevance labels); "
+        "no rule could be judged on these runs"
+    )
+    empty = evaluate([], GateInputs("b", "c", {}, {}))
+    assert empty.status == "inconclusive" and empty.headline() == "INCONCLUSIVE: no rules; the policy holds no rules"
