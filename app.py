@@ -432,5 +432,9 @@ page = st.navigation(
 )
 try:
     page.run()
+except Exception as e:  # only a damaged database file is worded here; the rest is raised
+    if (why := store.damage_message(ui.current_db_path(), e)) is None:
+        raise
+    st.error(why)
 finally:
     ui.release_connections()  # the database is open only while an interaction runs (ui.connection)

@@ -31,8 +31,9 @@ app = typer.Typer(
 
 def _bad_input_exits_2(command: Callable[..., Any]) -> Callable[..., Any]:
     """Any :class:`RagAuditError` a command lets through is bad input: its message on stderr,
-    exit 2 (never a traceback); so is DuckDB's I/O error on a damaged file. Other exceptions are
-    bugs and keep their traceback."""
+    exit 2 (never a traceback); so is DuckDB's error on a damaged file (an I/O error, a block whose
+    checksum fails: :func:`store.damage_message`). Other exceptions are bugs and keep their traceback."""
+    from ragaudit_core.logs import store
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -41,13 +42,11 @@ def _bad_input_exits_2(command: Callable[..., Any]) -> Callable[..., Any]:
         except RagAuditError as e:
             say(f"error: {e}", err=True)
             raise typer.Exit(2) from None
-        except duckdb.IOException as e:  # a database file damaged past what the open's checks see
-            first = str(e).splitlines()[0] if str(e) else type(e).__name__
-            say(
-                f"error: the database could not be read ({first}): it is damaged or was cut short; restore it from "
-                "a full copy, or load the logs into a new database",
-                err=True,
-            )
+        except duckdb.Error as e:  # a database file damaged past what the open's checks see
+            why = store.damage_message(kwargs.get("db") or "file", e)
+            if why is None:
+                raise
+            say(f"error: {why}", err=True)
             raise typer.Exit(2) from None
 
     return run

@@ -429,10 +429,12 @@ def _runs_given_as_paths(paths: list[Path] | None, db: Path | None) -> None:
     missing = [str(p) for p in paths or () if not os.path.lexists(p)]
     if not missing or db is None or not Path(db).is_file():
         return
-    try:
-        with duckdb.connect(str(db), read_only=True) as con:
+    from ragaudit_core.logs import store
+
+    try:  # through the store's checks (no extension fetched for an SQLite file, nothing created)
+        with store.connect(db, read_only=True, create=False) as con:
             named = {r for (r,) in con.execute("SELECT run_id FROM runs WHERE run_id IN ?", [missing]).fetchall()}
-    except duckdb.Error:
+    except (store.StoreError, duckdb.Error):
         return  # not a database these words fit: the load says what it is
     if named:
         first = next(m for m in missing if m in named)

@@ -101,7 +101,12 @@ def _key(kind: str, version: str, params: object) -> str:
 
 def stored(con: duckdb.DuckDBPyConnection, kind: str, params: object, compute: Callable[[], T], codec: Codec[T]) -> T:
     """``compute()``, read from ``derived_results`` when stored for this data version and
-    ``params`` (any JSON-able value), else computed and stored."""
+    ``params`` (any JSON-able value), else computed and stored. Inside a transaction open on
+    ``con`` (an ingest's last steps, a removal) it is computed and neither read nor stored: the
+    stored rows and the version are the committed data's, which that transaction is changing (a
+    result of its data stored under the old version would outlive a rollback)."""
+    if _in_transaction(con):
+        return compute()
     cur = con.cursor()
     try:
         version = store.data_version(cur)
@@ -124,6 +129,13 @@ def stored(con: duckdb.DuckDBPyConnection, kind: str, params: object, compute: C
         return value
     finally:
         cur.close()
+
+
+def _in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``con`` has a transaction open: outside one, each statement runs in its own (a new
+    transaction id each time); inside, they share one."""
+    first = con.execute("SELECT txid_current()").fetchall()
+    return first == con.execute("SELECT txid_current()").fetchall()
 
 
 def memoized(kind: str, codec: Codec[T]) -> Callable[[Callable[P, T]], Callable[P, T]]:

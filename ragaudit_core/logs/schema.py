@@ -75,18 +75,24 @@ MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {}
 with the others a file needs). Version 1 is the first released schema: none exist yet."""
 
 Column = tuple[str, bool]  # (DuckDB type, nullable)
+Key = tuple[str, tuple[str, ...]]  # ("PRIMARY KEY" or "UNIQUE", its columns)
 
 
 @dataclass
 class FileState:
-    """What an opened file holds: its tables' columns and the schema version it records."""
+    """What an opened file holds: its tables' columns and keys (schema ``main``), the schema
+    version it records, and its other objects — views (``views``: their names in ``main``),
+    sequences, macros, tables of other schemas (``others``: each as ``view 'v'``)."""
 
     tables: dict[str, dict[str, Column]] = field(default_factory=dict)
     version: str | None = None
+    keys: dict[str, set[Key]] = field(default_factory=dict)
+    views: set[str] = field(default_factory=set)
+    others: list[str] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
-        if not self.tables:
+        if not self.tables and not self.others:
             return "new"
         return "ragaudit" if self.version is not None else "foreign"
 
@@ -94,19 +100,29 @@ class FileState:
 @functools.cache
 def expected_shape() -> dict[str, dict[str, Column]]:
     """The tables and columns :data:`SCHEMA_SQL` creates (read from an in-memory database once)."""
+    return _expected()[0]
+
+
+@functools.cache
+def _expected() -> tuple[dict[str, dict[str, Column]], dict[str, set[Key]]]:
     con = duckdb.connect(":memory:")
     try:
         con.execute(SCHEMA_SQL)
-        return _columns(con)
+        return _columns(con), _keys(con)
     finally:
         con.close()
 
 
+_HERE = "database_name = current_database() AND NOT temporary"
+
+
 def _columns(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Column]]:
+    """The base tables of schema ``main`` (not its views) and their columns."""
     rows = con.execute(
-        "SELECT table_name, column_name, data_type, is_nullable FROM duckdb_columns() "
-        "WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal "
-        "ORDER BY table_name, column_index"
+        "SELECT c.table_name, c.column_name, c.data_type, c.is_nullable FROM duckdb_columns() c "
+        "JOIN duckdb_tables() t ON c.table_oid = t.table_oid "
+        "WHERE c.database_name = current_database() AND c.schema_name = 'main' AND NOT c.internal "
+        "ORDER BY c.table_name, c.column_index"
     ).fetchall()
     out: dict[str, dict[str, Column]] = {}
     for table, column, dtype, nullable in rows:
@@ -114,15 +130,54 @@ def _columns(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Column]]:
     return out
 
 
+def _keys(con: duckdb.DuckDBPyConnection) -> dict[str, set[Key]]:
+    """The primary keys and unique constraints of schema ``main``'s tables (an upsert needs them)."""
+    rows = con.execute(
+        "SELECT table_name, constraint_type, constraint_column_names FROM duckdb_constraints() "
+        "WHERE database_name = current_database() AND schema_name = 'main' "
+        "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')"
+    ).fetchall()
+    out: dict[str, set[Key]] = {}
+    for table, kind, cols in rows:
+        out.setdefault(table, set()).add((kind, tuple(cols)))
+    return out
+
+
+def _other_objects(con: duckdb.DuckDBPyConnection) -> tuple[set[str], list[str]]:
+    """Schema ``main``'s views, and every object of the file besides ``main``'s tables, named."""
+    views = con.execute(f"SELECT schema_name, view_name FROM duckdb_views() WHERE {_HERE} AND NOT internal").fetchall()
+    rest = [("view", s, n) for s, n in views]
+    rest += [
+        ("sequence", s, n)
+        for s, n in con.execute(f"SELECT schema_name, sequence_name FROM duckdb_sequences() WHERE {_HERE}").fetchall()
+    ]
+    rest += [
+        ("macro", s, n)
+        for s, n in con.execute(
+            "SELECT DISTINCT schema_name, function_name FROM duckdb_functions() "
+            "WHERE database_name = current_database() AND NOT internal"
+        ).fetchall()
+    ]
+    rest += [
+        ("table", s, n)
+        for s, n in con.execute(
+            f"SELECT schema_name, table_name FROM duckdb_tables() WHERE {_HERE} AND schema_name <> 'main'"
+        ).fetchall()
+    ]
+    named = [f"{kind} {(n if s == 'main' else f'{s}.{n}')!r}" for kind, s, n in sorted(rest)]
+    return {n for s, n in views if s == "main"}, named
+
+
 def inspect(con: duckdb.DuckDBPyConnection) -> FileState:
-    """The tables of ``con``'s database and the schema version its ``meta`` table records (None
-    when there is no ``meta (key, value)`` table or it records none)."""
+    """What ``con``'s database holds (:class:`FileState`); the schema version is the one a ``meta``
+    table of RagAudit's shape (text ``key`` and ``value``) records, else None."""
     tables = _columns(con)
     version = None
-    if set(tables.get("meta", {})) >= {"key", "value"}:
+    if tables.get("meta", {}).keys() >= {"key", "value"} and _compatible(tables["meta"], expected_shape()["meta"]):
         rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
         version = None if not rows or rows[0][0] is None else str(rows[0][0])
-    return FileState(tables, version)
+    views, others = _other_objects(con)
+    return FileState(tables, version, _keys(con), views, others)
 
 
 def prepare(con: duckdb.DuckDBPyConnection, target: str, *, read_only: bool, init: bool = False) -> FileState:
@@ -165,6 +220,11 @@ def check_length(target: str) -> None:
 _BLOCKS_CHECKED: set[tuple[str, int, int]] = set()
 
 
+def _qualified(schema: str, table: str) -> str:
+    """A table's name as SQL reads it whatever it holds (another schema, a dot, a quote)."""
+    return ".".join('"' + part.replace('"', '""') + '"' for part in (schema, table))
+
+
 def _check_blocks(con: duckdb.DuckDBPyConnection, target: str) -> None:
     """Refuse a file shorter than the highest block its tables use (``pragma_storage_info``:
     metadata only, no data read). DuckDB cuts free blocks off the end of the file, so the header's
@@ -176,9 +236,10 @@ def _check_blocks(con: duckdb.DuckDBPyConnection, target: str) -> None:
         return
     ((block_size,),) = con.execute("SELECT block_size FROM pragma_database_size()").fetchall()
     tables = [
-        t
-        for (t,) in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary"
+        _qualified(schema, t)
+        for schema, t in con.execute(
+            "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND NOT temporary"
         ).fetchall()
     ]
     highest = -1
@@ -201,7 +262,14 @@ def _check_blocks(con: duckdb.DuckDBPyConnection, target: str) -> None:
 def _refuse_foreign(state: FileState, name: str, init: bool) -> None:
     ours = {t for t in state.tables if t in TABLES or t in SETTINGS_TABLES}
     expected = expected_shape()
-    clash = sorted(t for t in ours if t in expected and not _compatible(state.tables[t], expected[t]))
+    kept = sorted(t for t in ours if t not in expected)  # a package's own table (attributions, jobs…)
+    if kept:
+        raise DatabaseRefused(
+            f"{name} holds a table named {kept[0]!r}, a name RagAudit keeps its own rows under, and no RagAudit "
+            "schema version: it was not written by this RagAudit, and its tables are left as they are; load the "
+            "logs into a new database file"
+        )
+    clash = sorted(t for t in ours if t in expected and not _fits(state, t))
     if clash:
         raise DatabaseRefused(
             f"{name} holds a table named {clash[0]!r} of another shape "
@@ -209,9 +277,10 @@ def _refuse_foreign(state: FileState, name: str, init: bool) -> None:
             "RagAudit, and its tables are left as they are; load the logs into a new database file"
         )
     if not init:
-        shown = ", ".join(sorted(state.tables)[:5]) + (" …" if len(state.tables) > 5 else "")
+        held = [f"table {t!r}" for t in sorted(state.tables)] + state.others
+        shown = ", ".join(held[:5]) + (" …" if len(held) > 5 else "")
         raise DatabaseRefused(
-            f"{name} is a DuckDB database of another program (tables: {shown}); RagAudit adds its tables to it "
+            f"{name} is a DuckDB database of another program (it holds {shown}); RagAudit adds its tables to it "
             "only when asked (ragaudit ingest --init, or “Add RagAudit's tables” in the dashboard) — or choose a "
             "new file"
         )
@@ -238,6 +307,13 @@ def _check_version(state: FileState, name: str) -> None:
         )
 
 
+def _fits(state: FileState, table: str) -> bool:
+    """The file's ``table`` can hold RagAudit's rows: its columns (:func:`_compatible`) and the keys
+    RagAudit's upserts rely on (a ``meta`` without its primary key cannot take ``INSERT OR REPLACE``)."""
+    want_keys = _expected()[1].get(table, set())
+    return _compatible(state.tables[table], expected_shape()[table]) and want_keys <= state.keys.get(table, set())
+
+
 def _compatible(have: dict[str, Column], want: dict[str, Column]) -> bool:
     """``have`` can hold RagAudit's rows: every column it shares has the same type, and every
     column it lacks may be added (nullable)."""
@@ -257,14 +333,23 @@ def _changes(state: FileState, name: str) -> list[str]:
     work: list[str] = []
     for table, want in expected.items():
         have = state.tables.get(table)
+        if table in state.views:
+            raise DatabaseRefused(
+                f"{name}: {table!r} is a view, not the table RagAudit keeps its rows in (a view cannot take them); "
+                "load the logs into a new database file"
+            )
         if have is None:
             work.append("create")
             continue
-        if not _compatible(have, want):
+        if not _fits(state, table):
             bad = [c for c, (t, nul) in want.items() if (c in have and have[c][0] != t) or (c not in have and not nul)]
+            what = (
+                f"{'column' if len(bad) == 1 else 'columns'} {', '.join(bad)} missing or of another type"
+                if bad
+                else "its key is not RagAudit's"
+            )
             raise DatabaseRefused(
-                f"{name}: table {table!r} has another shape than this RagAudit writes "
-                f"({'column' if len(bad) == 1 else 'columns'} {', '.join(bad)} missing or of another type); "
+                f"{name}: table {table!r} has another shape than this RagAudit writes ({what}); "
                 "load the logs into a new database file"
             )
         work += [f'ALTER TABLE "{table}" ADD COLUMN "{c}" {t}' for c, (t, _) in want.items() if c not in have]

@@ -57,6 +57,7 @@ __all__ = [
     "busy_message",
     "clear_data",
     "connect",
+    "damage_message",
     "data_version",
     "db_path_in_workspace",
     "default_db_path",
@@ -275,6 +276,20 @@ def _unreadable(target: str, error: str) -> str:
             "load the logs into a new database"
         )
     return f"cannot open database {target}: {error.splitlines()[0] if error else 'unknown error'}"
+
+
+def damage_message(target: str | Path, error: BaseException) -> str | None:
+    """One sentence when ``error`` (raised once the file was open: a query reading a damaged block)
+    says the database file is damaged, else None (any other error is not ours to word)."""
+    text = str(error)
+    damaged = isinstance(error, duckdb.IOException) or "Corrupt database file" in text or "checksum" in text.lower()
+    if not isinstance(error, duckdb.Error) or not damaged:
+        return None
+    first = text.splitlines()[0] if text else type(error).__name__
+    return (
+        f"the database {target} could not be read ({first}): it is damaged or was cut short; restore it from a "
+        "full copy, or load the logs into a new database"
+    )
 
 
 def busy_message(target: str, error: str) -> str | None:

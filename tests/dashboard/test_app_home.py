@@ -215,7 +215,7 @@ def test_open_database_stays_in_the_workspace_and_leaves_foreign_files_alone(app
     assert any("is outside the workspace folder" in e for e in errors)
     assert not (tmp_path.parent / "elsewhere.duckdb").exists()
     errors = open_db("crm.duckdb")
-    assert any("crm.duckdb is a DuckDB database of another program (tables: customers)" in e for e in errors)
+    assert any("crm.duckdb is a DuckDB database of another program (it holds table 'customers')" in e for e in errors)
     assert open_db("crm.duckdb", init=True) == []
     assert any(str(crm) in plain(c.value) for c in at.sidebar.caption)
 
@@ -421,3 +421,23 @@ def test_the_loaded_home_page_links_every_page(app_env, sample_db):
         "Citation fidelity →",
         "Attributions →",
     ]
+
+
+def test_a_database_whose_data_block_is_damaged_says_so_in_one_sentence(app_env, tmp_path):
+    """The open's checks read the header and the length; a block that fails its checksum is met by the
+    first query that reads it, on whichever page: one sentence, not a traceback."""
+    from tests.logs.test_database_objects import _damage_block
+
+    db = tmp_path / "dmg.duckdb"
+    con = store.connect(db)
+    from ragaudit_core.logs.ingest import ingest_paths
+
+    recs = [{"run_id": r, "query_id": "q1", "evidence": [{"doc_id": "d1", "text": "alpha"}]} for r in ("a", "b")]
+    ingest_paths(con, [write_jsonl(tmp_path / "one.jsonl", recs)])
+    con.close()
+    _damage_block(db, "records")
+    app_env(db)
+    at = app_test("app.py").run()
+    assert not at.exception
+    errors = [plain(e.value) for e in at.error]
+    assert any(e.startswith(f"the database {db} could not be read (") and "it is damaged" in e for e in errors), errors

@@ -67,7 +67,7 @@ def test_another_programs_database_is_refused_and_left_unchanged(tmp_path):
     f = _duckdb(tmp_path / "crm.duckdb", "CREATE TABLE customers (id INTEGER)", "INSERT INTO customers VALUES (7)")
     before = _digest(f)
     msg = refused(f)
-    assert "crm.duckdb is a DuckDB database of another program (tables: customers)" in msg
+    assert "crm.duckdb is a DuckDB database of another program (it holds table 'customers')" in msg
     assert "--init" in msg
     assert _digest(f) == before  # not one byte written
     con = duckdb.connect(str(f))

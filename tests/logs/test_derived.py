@@ -84,3 +84,20 @@ def test_a_damaged_stored_payload_is_computed_again_and_replaced(con):
     assert total(con, [7]) == {"sum": 7, "n": 1}  # no traceback from a foreign or damaged database
     assert total(con, [7]) == {"sum": 7, "n": 1}
     assert calls == [[7], [7]]  # recomputed once, then the replaced payload is read back
+
+
+def test_inside_a_transaction_results_are_computed_and_neither_read_nor_stored(con):
+    """A load's last steps run in its transaction: the stored rows and the version a second cursor
+    sees are the committed data's, so a result read there would be stale, and one stored there
+    (under the old version) would outlive a rollback."""
+    total, calls = _counting()
+    total(con, [1])  # stored for the committed data
+    con.execute("BEGIN TRANSACTION")
+    assert total(con, [1]) == {"sum": 1, "n": 1}
+    assert calls == [[1], [1]]  # computed on the transaction's data, not read back
+    total(con, [7])
+    con.execute("ROLLBACK")
+    kept = con.execute("SELECT count(*) FROM derived_results WHERE kind = 'test.sum/1'").fetchall()
+    assert kept == [(1,)]  # the result of [7] was never stored
+    total(con, [1])
+    assert calls == [[1], [1], [7]]  # outside a transaction: read back again
