@@ -42,6 +42,7 @@ from ragaudit_core.intervals import DEFAULT_RESAMPLES
 from ragaudit_core.logs import catalog
 from ragaudit_core.logs.identity import load_docid_map
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
+from ragaudit_core.logs.options import stored_canon
 from ragaudit_core.logs.qrels import unlabelled_runs_note
 from ragaudit_core.logs.selection import comparable_runs
 from ragaudit_core.quality.summary import QualityResult, compute_quality
@@ -108,9 +109,12 @@ def stability(
     )
     try:
         mapping = {}
-        if docid_map is not None:
+        if docid_map is not None:  # normalised as the stored ids were (the database's options, not this call's)
+            canon = stored_canon(con)
             mapping = load_docid_map(
-                docid_map, case_sensitive=case_sensitive, collapse_internal_whitespace=collapse_internal_whitespace
+                docid_map,
+                case_sensitive=canon.case_sensitive,
+                collapse_internal_whitespace=canon.collapse_internal_whitespace,
             )
         chosen = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
         if chosen is None and baseline is None:

@@ -15,7 +15,7 @@ from ragaudit_core.logs.documents import DEFAULT_MAX_DEPTH
 from ragaudit_core.logs.identity import CanonOptions
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_EXPANSION, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_LINE_BYTES, Limits
 
-__all__ = ["IngestError", "IngestOptions", "check_options"]
+__all__ = ["IngestError", "IngestOptions", "check_options", "stored_canon"]
 
 
 class IngestError(RagAuditError, ValueError):
@@ -64,3 +64,16 @@ def check_options(con: duckdb.DuckDBPyConnection, opts: IngestOptions) -> None:
         )
     if stored != wanted and not has_data:
         store.set_meta(con, "ingest_options", json.dumps(wanted, sort_keys=True))
+
+
+def stored_canon(con: duckdb.DuckDBPyConnection) -> CanonOptions:
+    """The identity options the database's evidence was canonicalised with (the defaults before
+    any load): what an id from elsewhere (a relevance label, an alias map) must be normalised
+    with to meet the stored ids."""
+    o = store.get_json_meta(con, "ingest_options")
+    if not isinstance(o, dict):
+        return CanonOptions()
+    return CanonOptions(
+        case_sensitive=bool(o.get("case_sensitive", False)),
+        collapse_internal_whitespace=bool(o.get("collapse_internal_whitespace", False)),
+    )

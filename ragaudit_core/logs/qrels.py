@@ -36,7 +36,8 @@ import pandas as pd
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
 from ragaudit_core.logs.formats.base import query_id_for
-from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
+from ragaudit_core.logs.identity import canonical_doc_id, span_hash
+from ragaudit_core.logs.options import stored_canon
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.wording import counted, listed
 
@@ -222,23 +223,12 @@ def qrels_files(folder: str | Path) -> list[Path]:
     return sorted(found)
 
 
-def _canon(con: duckdb.DuckDBPyConnection) -> CanonOptions:
-    """The identity options the database's evidence was canonicalised with (defaults before any)."""
-    o = store.get_json_meta(con, "ingest_options")
-    if not isinstance(o, dict):
-        return CanonOptions()
-    return CanonOptions(
-        case_sensitive=bool(o.get("case_sensitive", False)),
-        collapse_internal_whitespace=bool(o.get("collapse_internal_whitespace", False)),
-    )
-
-
 def store_labels(
     con: duckdb.DuckDBPyConnection, labels: Iterable[Label], source: str, report: QrelsReport | None = None
 ) -> QrelsReport:
     """Replace the labels of the judged queries by ``labels`` (one source), canonicalising ids."""
     rep = report or QrelsReport()
-    canon = _canon(con)
+    canon = stored_canon(con)
     rows: dict[tuple[str, str], tuple[str, str, str, int, str]] = {}
     for lab in labels:
         doc = canonical_doc_id(lab.doc_id_raw, canon)

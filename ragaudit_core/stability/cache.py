@@ -107,7 +107,8 @@ def stability_cached(
     """:func:`compute_stability` (without cells), read from the database when stored."""
     return derived.stored(
         con,
-        "stability/6",  # 4: gap ratio interval; 5: effects intervals; 6: mixed-id pairs left out
+        "stability/7",  # 4: gap ratio interval; 5: effects intervals; 6: mixed-id pairs left out; 7: baseline
+        # pairs oriented, gap ratio interval over the span-compared pairs
         {"opts": _options_json(opts), "bins": density_bins},
         lambda: compute_stability(con, opts, density_bins=density_bins),
         _STABILITY,

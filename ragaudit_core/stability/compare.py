@@ -4,8 +4,10 @@ Pair metrics (seed 000, §3) between the two runs at document and span level —
 flip rate (``J < τ``), collapse rate (``J_span = 0`` with both lists non-empty), null
 loss and gain — beside each run's own statistics (null rate, evidence size, distinct
 documents) and their deltas; and the per-query list of what flipped or collapsed.
-All numbers come from :func:`stability.compute_stability` on the one pair, so they
-equal the stability page's row for it.
+All numbers come from :func:`stability.compute_stability` on the one pair, over the queries
+both runs have: they equal the stability page's row for it when the page's runs all have the same
+queries, and otherwise differ by the queries only some of them have (the page says so beside the
+pair's query list).
 """
 
 from __future__ import annotations

@@ -93,7 +93,8 @@ class StabilityOptions:
     """What to compare and how.
 
     ``runs`` — the runs to include (default: every run in the store).
-    ``baseline`` — compare every other run with this one instead of all pairs.
+    ``baseline`` — compare every other run with this one instead of all pairs, each pair oriented
+    (baseline, run): null loss is a query the other run found nothing for where the baseline did.
     ``pairs`` — explicit, oriented (run_a, run_b) pairs; overrides ``baseline``. Compared as asked,
     even a pair mixing document ids with passage hashes, which the pairs formed by default (all
     pairs, ``baseline``) leave out (:mod:`.mixed_ids`).
@@ -280,7 +281,7 @@ def _resolve_pairs(runs: list[str], opts: StabilityOptions) -> list[tuple[str, s
     if opts.baseline is not None:
         if opts.baseline not in runs:
             raise StabilityError(f"baseline run {opts.baseline!r} not found; runs are: {', '.join(map(repr, runs))}")
-        return [(min(opts.baseline, r), max(opts.baseline, r)) for r in runs if r != opts.baseline]
+        return [(opts.baseline, r) for r in runs if r != opts.baseline]  # oriented: null loss is what r lost
     _check_pair_count(len(runs), len(runs) * (len(runs) - 1) // 2)  # before a pair is made
     return list(itertools.combinations(runs, 2))
 

@@ -277,7 +277,9 @@ def probe_pair(
     summary = summarise_probe(
         rows["j_span"].to_numpy() if span_ok else np.zeros(len(rows)), rows["sim"].to_numpy(), tau=tau
     )
-    if len(rows) and not span_ok:  # doc-only logs: no span figures, never 0
+    if len(rows) and not span_ok:  # doc-only logs: no span figures (nor their intervals), never 0
+        for key in ("mean_j_span", "spearman_rho"):
+            summary["intervals"].pop(key, None)
         summary.update(
             {
                 "mean_j_span": None,

@@ -266,8 +266,11 @@ def intervals_from_batches(
         name: Estimate(float(means[i]), float(lo[i]), float(hi[i]), int(counts[i])) for i, name in enumerate(names)
     }
     if "mean_j_doc" in names and "mean_j_span" in names:
-        d, sp = names.index("mean_j_doc"), names.index("mean_j_span")
+        # J_doc over the pairs compared at span level too, as the summary's gap ratio takes it
+        d = names.index(_SPANNED if _SPANNED in names else "mean_j_doc")
+        sp = names.index("mean_j_span")
         out.summary["gap_ratio"] = _ratio(means[d], means[sp], reps[:, d], reps[:, sp], int(counts[sp]))
+    out.summary.pop(_SPANNED, None)
     pair_rows = acc.pair_rows(runs)
     out.pairs = pd.DataFrame(
         [(*r, float(means[k + i]), float(lo[k + i]), float(hi[k + i])) for i, r in enumerate(pair_rows)],
@@ -278,6 +281,11 @@ def intervals_from_batches(
         [(*r, float(means[k + i]), float(lo[k + i]), float(hi[k + i])) for i, r in enumerate(acc.effect_rows())]
     )
     return out
+
+
+_SPANNED = "mean_j_doc (pairs compared at span level)"
+"""A headline column of the gap ratio alone: mean J_doc over the pairs compared at both levels
+(present when some pair has no span level, e.g. a run of bare document ids beside runs with text)."""
 
 
 def _ratio(num: float, den: float, num_reps: np.ndarray, den_reps: np.ndarray, n: int) -> Estimate:
@@ -400,6 +408,9 @@ class _Columns:
         columns, then per metric every pair in (level, run_a, run_b) order, then every group (level,
         group, metric) in that order."""
         head = self._headline_columns()
+        spanned = self._spanned_doc_column()
+        if spanned is not None:
+            head.append((_SPANNED, spanned))
         order = [(metric, key) for metric in PAIR_INTERVAL_METRICS for key in sorted(self.pairs)]
         order = [(m, key) for m, key in order if m in self.pairs[key]]
         self._effect_order = sorted(self.effects)
@@ -425,6 +436,24 @@ class _Columns:
             return out
 
         return [n for n, _c in head], means, rows
+
+    def _spanned_doc_column(self) -> np.ndarray | None:
+        """Per query, mean J_doc over the pairs also compared at span level — None when every
+        doc pair is (mean_j_doc is that already) or none is (no gap ratio)."""
+        per_level = self.n_r * self.n_r
+        spanned = {k - per_level for k in self.pairs if k >= per_level}
+        doc = {k for k in self.pairs if k < per_level}
+        if not spanned or doc <= spanned:
+            return None
+        sums, cnt = np.zeros(self.n_q), np.zeros(self.n_q)
+        for key in sorted(doc & spanned):
+            col = self.pairs[key]["j_avg"][1]
+            per = col.unpack(self.n_q) if isinstance(col, _Bits) else np.asarray(col, dtype=float)
+            have = ~np.isnan(per)
+            sums += np.where(have, per, 0.0)
+            cnt += have
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(cnt > 0, sums / cnt, np.nan)
 
     def pair_rows(self, runs: list[str]) -> list[tuple[str, str, str, str]]:
         n_r = self.n_r

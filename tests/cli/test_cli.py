@@ -131,6 +131,15 @@ def test_docid_map_and_case_sensitive(tmp_path):
     assert json.loads(p.stdout)["pairs"][0]["j_avg"] == 1.0
     p = run("stability", tmp_path / "r1.jsonl", tmp_path / "r2.jsonl", "--case-sensitive", "--json", "-")
     assert json.loads(p.stdout)["pairs"][0]["j_avg"] == 0.0
+    # a database loaded case-sensitively: the map meets its ids as they were stored, whatever the
+    # stability command's own flags (it was normalised with them, and silently mapped nothing)
+    db = tmp_path / "cs.duckdb"
+    write_jsonl(tmp_path / "r3.jsonl", [{"run_id": "r3", "query_id": "q", "cited": ["DocA", "x1"]}])
+    write_jsonl(tmp_path / "r4.jsonl", [{"run_id": "r4", "query_id": "q", "cited": ["DocB", "x1"]}])
+    assert run("ingest", tmp_path / "r3.jsonl", tmp_path / "r4.jsonl", "--db", db, "--case-sensitive").returncode == 0
+    m.write_text("raw,canonical\nDocB,DocA\n")
+    p = run("stability", "--db", db, "--docid-map", m, "--json", "-")
+    assert json.loads(p.stdout)["pairs"][0]["j_avg"] == 1.0
 
 
 @pytest.mark.parametrize(

@@ -36,7 +36,7 @@ def test_a_first_visit_after_a_load_computes_nothing_new(page, app_env, sample_d
     db = tmp_path / "copy.duckdb"
     shutil.copy(sample_db, db)  # this page's visit alone
     before = _stored(db)
-    assert {"stability/6", "compare/2", "selection.comparable/2"} <= {kind for _key, kind in before}
+    assert {"stability/7", "compare/2", "selection.comparable/2"} <= {kind for _key, kind in before}
     app_env(db)
     # as app.py runs a page: its database connections closed at the end of the run
     at = (app_test(page) if page == "app.py" else released_app_test(page, monkeypatch)).run()

@@ -116,3 +116,19 @@ def test_similarities_are_stored_once_and_read_back(con, minilm):
     assert third[1] == pytest.approx(first[0]) and con.execute(
         "SELECT count(*) FROM derived_answer_similarity"
     ).fetchall() == [(3,)]
+
+
+def test_doc_only_runs_give_no_span_interval_either(con, tmp_path, minilm):
+    """Runs of bare document ids: mean J_span is unavailable, and so is its interval — it was
+    [0.000, 0.000], from the zeros standing in for the missing spans."""
+    recs = [
+        {"run_id": r, "query_id": f"q{i}", "answer": f"answer {i} {r}", "evidence": [f"d{i}"]}
+        for r in ("base", "cand")
+        for i in range(4)
+    ]
+    write_jsonl(tmp_path / "ids.jsonl", recs)
+    ingest_paths(con, [tmp_path / "ids.jsonl"])
+    res = probe_pair(con, "base", "cand", minilm)
+    assert res.summary["mean_j_span"] is None and res.summary["note"] == "span information unavailable for this pair"
+    assert "mean_j_span" not in res.summary["intervals"] and "spearman_rho" not in res.summary["intervals"]
+    assert "mean_sim" in res.summary["intervals"]

@@ -115,9 +115,9 @@ def test_baseline_mode_compares_only_with_baseline(con, three_runs):
     ingest_paths(con, [three_runs])
     res = compute_stability(con, StabilityOptions(baseline="B"))
     got = sorted({(r.run_a, r.run_b) for r in res.pairs.itertuples()})
-    assert got == [("A", "B"), ("B", "C")]  # ordered run_a < run_b
-    # q3 doc: AB 0, BC 0 → worst "A vs B" (first in order)
-    assert _query(res, "q3", "doc").worst_pair == "A vs B"
+    assert got == [("B", "A"), ("B", "C")]  # oriented from the baseline
+    # q3 doc: BA 0, BC 0 → worst "B vs A" (first in order)
+    assert _query(res, "q3", "doc").worst_pair == "B vs A"
     assert res.summary.mean_j_doc == pytest.approx(((2 / 3) + (1 / 9)) / 2)
     with pytest.raises(StabilityError, match="baseline run 'Z' not found"):
         compute_stability(con, StabilityOptions(baseline="Z"))
@@ -514,3 +514,43 @@ def test_a_pairs_interval_is_found_in_either_orientation_and_follows_its_frame()
     iv.pairs = pd.DataFrame({k: v[:1] for k, v in rows.items()} | {"value": [0.1], "lo": [0.0], "hi": [0.2]})
     assert iv.pair("a", "b", "doc", "j_avg").value == 0.1  # a new frame is indexed again
     assert StabilityIntervals().pair("a", "b", "doc", "j_avg") is None
+
+
+def test_a_baseline_orients_null_loss_whatever_the_run_names(con, tmp_path):
+    """The baseline found d1 for q2 and the candidate nothing: null loss, from the baseline's side —
+    also when the candidate's name sorts first ('a_cand' < 'base'), which made it a null gain."""
+    write_jsonl(
+        tmp_path / "r.jsonl",
+        [
+            {"run_id": "base", "query_id": "q1", "evidence": ["d1"]},
+            {"run_id": "base", "query_id": "q2", "evidence": ["d1"]},
+            {"run_id": "a_cand", "query_id": "q1", "evidence": ["d1"]},
+            {"run_id": "a_cand", "query_id": "q2", "evidence": []},
+        ],
+    )
+    ingest_paths(con, [tmp_path / "r.jsonl"])
+    res = compute_stability(con, StabilityOptions(baseline="base"))
+    (row,) = [r for r in res.pairs.itertuples() if r.level == "doc"]
+    assert (row.run_a, row.run_b) == ("base", "a_cand")
+    assert (row.null_loss, row.null_gain) == (pytest.approx(0.5), 0.0)
+
+
+def test_the_gap_ratios_interval_is_of_the_gap_ratio_itself(con, tmp_path):
+    """A and B carry texts, C bare ids: the gap ratio takes J_doc over the pair compared at span level
+    (A–B: 3/3 = 1) over J_span (0 + 1 + 1)/3 = 2/3 → 1.5; its interval took J_doc over every doc pair
+    (3·1 + 6·0)/9 and was [0.333, 1.000], not containing 1.5."""
+    a = [ev("d1", "s1")], [ev("d1", "s1"), ev("d2", "s2")], [ev("d3", "s3")]
+    b = [ev("d1", "s1x")], [ev("d1", "s1"), ev("d2", "s2")], [ev("d3", "s3")]
+    c = ["d5"], ["d6"], ["d7"]
+    recs = [
+        {"run_id": run, "query_id": f"q{i + 1}", "evidence": list(evidence[i])}
+        for run, evidence in (("A", a), ("B", b), ("C", c))
+        for i in range(3)
+    ]
+    write_jsonl(tmp_path / "r.jsonl", recs)
+    ingest_paths(con, [tmp_path / "r.jsonl"])
+    res = compute_stability(con, StabilityOptions(resamples=200))
+    gap = res.intervals.summary["gap_ratio"]
+    assert res.summary.gap_ratio == pytest.approx(1.5) and gap.value == pytest.approx(1.5)
+    assert gap.lo <= 1.5 <= gap.hi
+    assert "mean_j_doc (pairs compared at span level)" not in res.intervals.summary
