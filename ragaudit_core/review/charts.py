@@ -62,6 +62,7 @@ CHANGE_COLOURS = {
     "none": GREY,
     "unknown": BLACK,
 }
+_BEHIND = ("several", "none", "unknown")  # drawn first, under the pairs that changed one setting
 UNIT = [0, 1]  # the axis range of a 0–1 metric
 # tick labels kept clear of markers drawn on the axis line (a point at J = 0 sits on it)
 _CLEAR = dict(ticks="outside", ticklen=8, tickcolor="rgba(0,0,0,0)")
@@ -93,12 +94,16 @@ def stability_scatter(
             mode="lines",
             line=dict(color="#999", dash="dash"),
             name="J_span = J_doc",
+            legendrank=1,
             hoverinfo="skip",
         )
     )
     if "span" not in wide:
         wide["span"] = np.nan
-    for change in [c for c in CHANGE_COLOURS if c in set(wide["changed"])]:
+    present = [c for c in CHANGE_COLOURS if c in set(wide["changed"])]
+    # the pairs that changed one setting are drawn last (on top): 'several' pairs, the most numerous,
+    # hid them (2 of 6 chunk-size points showed); the legend keeps the settings' order
+    for change in sorted(present, key=lambda c: c not in _BEHIND):
         sub = wide[wide["changed"] == change]
         fig.add_trace(
             go.Scatter(
@@ -106,7 +111,8 @@ def stability_scatter(
                 y=sub["span"],
                 mode="markers",
                 name=change_label(change),
-                marker=dict(size=11, color=CHANGE_COLOURS[change], line=dict(width=1, color="white")),
+                legendrank=10 + present.index(change),
+                marker=dict(size=11, color=CHANGE_COLOURS[change], opacity=0.85, line=dict(width=1, color="white")),
                 cliponaxis=False,
                 customdata=np.column_stack([sub["run_a"], sub["run_b"]]),
                 text=[f"{a} vs {b}" for a, b in zip(_esc(sub["run_a"]), _esc(sub["run_b"]))],
@@ -122,6 +128,7 @@ def stability_scatter(
                     y=row["span"],
                     mode="markers",
                     name="selected",
+                    legendrank=100,
                     marker=dict(size=20, color="rgba(0,0,0,0)", line=dict(width=3, color="black")),
                     cliponaxis=False,
                     hoverinfo="skip",
@@ -418,10 +425,12 @@ def cfs_histogram(
         title=wrap_title("Citation Fidelity Score per query"),
         xaxis_title="CFS (mean verification score)",
         yaxis_title="queries",
-        yaxis=count_ticks(top),
+        # headroom over the tallest bar for the label rows at the top: a label covered the bar it named
+        yaxis=dict(count_ticks(top), range=[0, max(1, top) / max(0.3, 0.93 - 0.075 * row)]),
         barmode="group",
         height=400,
-        xaxis=dict(range=UNIT),
+        # a little room past 0 and 1: the percentile lines at CFS 0 or 1 sat on the plot's edges
+        xaxis=dict(range=[-0.02, 1.02]),
         margin=dict(l=50, r=20, t=60, b=50),
         # the legend under the plot: at the right, long run ids squeezed the plot to a sliver
         legend=dict(title="run", orientation="h", yanchor="top", y=-0.2, x=0),

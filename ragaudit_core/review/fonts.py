@@ -147,6 +147,12 @@ def plan_fonts(chars: Iterable[str]) -> FontPlan:
     wanted = {c for c in set(chars) if c.isprintable() and not c.isspace()}
     need = {c for c in wanted if ord(c) not in have}
     plan.needs_shaping = any(unicodedata.name(c, "").split(" ")[0] in _COMPLEX for c in wanted)
+    styled = [_cmap(f.path, 0) for f in (plan.bold, plan.italic) if f is not None]
+    if any(ord(c) not in cmap for cmap in styled for c in wanted - need):
+        # DejaVu Sans draws Arabic (and more) upright only: its bold and oblique faces lack them, and
+        # fpdf2 drew nothing for such text in italics. The regular face first among the fallbacks
+        # (used for any style) draws it upright there.
+        plan.fallbacks.append(regular)
     if not need:
         return plan
     for spec in _fallback_candidates():

@@ -15,6 +15,7 @@ from ragaudit_core.quality.jitter import OUTCOMES, JitterCost
 from ragaudit_core.quality.summary import QualityResult
 from ragaudit_core.review.labels import metric_label
 from ragaudit_core.review.palette import BLUE, GREY, LIGHT_GREY, OKABE_ITO, SKY_BLUE, VERMILLION, wrap_title
+from ragaudit_core.review.runlabels import run_labels
 from ragaudit_core.wording import counted
 
 __all__ = ["OUTCOME_COLOURS", "OUTCOME_SYMBOLS", "jitter_scatter", "quality_intervals", "two_places"]
@@ -36,15 +37,20 @@ def two_places(x: float) -> str:
     return f"{round(x, 2) + 0.0:.2f}"
 
 
+_TITLE_RUN_CHARS = 40
+"""Characters of a run id in a chart's title or axis (cut in the middle, kept apart: :mod:`.runlabels`)."""
+
+
 def quality_intervals(res: QualityResult, metric: str = "ndcg@10", *, title: str | None = None) -> go.Figure:
     """Each run's ``metric`` (mean over its labelled queries) with its 95 % bootstrap interval."""
     runs = {r.run_id: r for r in res.runs if r.metrics.get(metric) is not None and r.metrics[metric].n}
     order = natural_sorted(runs)
     est = [runs[r].metrics[metric] for r in order]
+    labels = run_labels(order, _TITLE_RUN_CHARS)  # a 90-character id took most of the chart's width
     fig = go.Figure(
         go.Scatter(
             x=[e.value for e in est],
-            y=[html.escape(r) for r in order],
+            y=[html.escape(labels[r]) for r in order],
             mode="markers",
             cliponaxis=False,
             marker=dict(size=9, color=OKABE_ITO[0]),
@@ -55,8 +61,8 @@ def quality_intervals(res: QualityResult, metric: str = "ndcg@10", *, title: str
                 arrayminus=[e.value - e.lo for e in est],
                 color=OKABE_ITO[0],
             ),
-            customdata=[[e.lo, e.hi, counted(e.n, "query")] for e in est],
-            hovertemplate="%{y}: %{x:.3f} [%{customdata[0]:.3f}, %{customdata[1]:.3f}], %{customdata[2]}"
+            customdata=[[e.lo, e.hi, counted(e.n, "query"), html.escape(r)] for e, r in zip(est, order)],
+            hovertemplate="%{customdata[3]}: %{x:.3f} [%{customdata[0]:.3f}, %{customdata[1]:.3f}], %{customdata[2]}"
             "<extra></extra>",
         )
     )
@@ -117,20 +123,24 @@ def jitter_scatter(cost: JitterCost) -> go.Figure:
         else f"Spearman ρ = {two_places(rho.value)}"
         + (f" [{two_places(rho.lo)}, {two_places(rho.hi)}]" if rho.lo == rho.lo else "")
     )
+    labels = run_labels([cost.run_a, cost.run_b], _TITLE_RUN_CHARS)  # a 90-character id took three lines
+    head = wrap_title(
+        "Does jitter cost quality? The reviewed pair "
+        f"{html.escape(labels[cost.run_a])} → {html.escape(labels[cost.run_b])}"
+    )
+    lines = head.count("<br>") + 2  # and the line of ρ under it
     fig.update_layout(
         title=dict(
-            text=wrap_title(
-                f"Does jitter cost quality? The reviewed pair {html.escape(cost.run_a)} → {html.escape(cost.run_b)}"
-            )
-            + "<br>"
+            text=head + "<br>"
             f'<span style="font-size:12px">Δ nDCG@{cost.k} against J_{cost.level} per labelled query · {rho_text}'
             "</span>",
             font=dict(size=13),
         ),
-        xaxis=dict(title=f"J_{cost.level} (1 = the same evidence)", range=[0, 1]),
+        # a little room past 0 and 1: points at J = 0 (collapsed queries) are not cut in half by the axis
+        xaxis=dict(title=f"J_{cost.level} (1 = the same evidence)", range=[-0.03, 1.03]),
         yaxis=dict(title=f"nDCG@{cost.k} change (candidate − baseline)", range=[-1.05, 1.05], zeroline=True),
         legend=dict(title="queries", orientation="h", y=-0.22),
-        margin=dict(l=10, r=10, t=70, b=90),
-        height=430,
+        margin=dict(l=10, r=10, t=30 + 20 * lines, b=90),
+        height=400 + 19 * lines,
     )
     return fig

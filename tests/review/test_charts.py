@@ -187,3 +187,20 @@ def test_warg_curves_name_a_lone_curve_in_a_legend():
     (Plotly hides a legend of one trace): nothing said which run and condition it was."""
     fig = charts.warg_curves({}, run_means={"k10-c256-o32, original": {"0.5": 0.6, "0.9": 0.8}})
     assert fig.layout.showlegend is True and [t.name for t in fig.data] == ["k10-c256-o32, original"]
+
+
+def test_long_run_ids_are_cut_in_the_middle_on_the_quality_axis():
+    """A 90-character id took most of the quality chart's width: it is cut in the middle there,
+    whole in the hover (the jitter chart's title cuts it the same way)."""
+    import pandas as pd
+
+    from ragaudit_core.intervals import Estimate
+    from ragaudit_core.quality.summary import QualityResult, RunQuality
+    from ragaudit_core.review.quality_charts import quality_intervals
+
+    long_id = "production-retriever-bge-large-en-v1.5-hybrid-bm25-rerank-cohere-v3-topk10-chunk512-overlap64"
+    runs = [RunQuality(r, 40, 0, {"ndcg@10": Estimate(0.6, 0.5, 0.7, 40)}) for r in (long_id, "b")]
+    fig = quality_intervals(QualityResult((10,), ["ndcg@10"], pd.DataFrame(), runs))
+    shown = list(fig.data[0].y)
+    assert shown[0] == "b" and len(shown[1]) <= 40 and "…" in shown[1]  # natural order: b first
+    assert fig.data[0].customdata[1][3] == long_id

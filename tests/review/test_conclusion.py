@@ -118,7 +118,9 @@ def test_counts_of_rules_read_in_the_singular_for_one():
     assert conclusion(evaluate(DEFAULT_RULES, GateInputs("a", "b", good, {})), {}, 2)[0].startswith(
         "b passes all 3 of the 10 rules that could be checked against a. Not checked:"
     )
-    assert conclusion(None, {}, 1)[0].endswith("the figures above describe the one run.")
+    assert conclusion(None, {}, 1)[0] == (  # not "the figures above describe the one run" over an empty table
+        "No pair was reviewed, so there is no verdict: a verdict compares two runs, and this report holds one."
+    )
     assert conclusion(None, {}, 3)[0].endswith("the figures above describe all 3 runs.")
     assert conclusion(None, {}, 2)[0].endswith("the figures above describe both runs.")  # not "all 2 runs"
 
@@ -154,3 +156,12 @@ def test_the_summary_titles_what_could_be_checked_when_the_overlap_could_not_be(
     assert _decided_by(evaluate(DEFAULT_RULES[:5], unmet)).startswith("What could be checked (the overlap could not")
     failing = evaluate(DEFAULT_RULES[:3], GateInputs("a", "b", {("j_avg", "doc"): 0.2, ("flip_rate", "doc"): 0.9}, {}))
     assert _decided_by(failing) == "What decided it (failed rules first):"
+
+
+def test_a_verdict_that_judged_no_rule_asks_for_what_the_rules_need():
+    from ragaudit_core.review.gate import Rule
+
+    v = evaluate([Rule(metric="ndcg@10", op=">=", threshold=0.5)], GateInputs("a", "b", {}, {}))
+    said, todo = conclusion(v, {}, 2)
+    assert said.endswith("no rule could be judged on these runs. Not checked: no relevance labels.")
+    assert todo.endswith("load what the rules need (no relevance labels).") and "document ids" not in todo

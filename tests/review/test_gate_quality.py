@@ -96,3 +96,42 @@ def test_a_verdict_resting_on_no_rule_is_not_a_pass():
     )
     empty = evaluate([], GateInputs("b", "c", {}, {}))
     assert empty.status == "inconclusive" and empty.headline() == "INCONCLUSIVE: no rules; the policy holds no rules"
+
+
+def test_a_rule_without_data_names_only_the_runs_that_lack_it():
+    """The baseline has provenance logs and the candidate none: the report said "no provenance logs
+    for base and cand", which the baseline's own fidelity section contradicted."""
+    rule = Rule(metric="cfs_p95_tail", op=">=", threshold=-0.15, relative=True)
+    one = evaluate([rule], GateInputs("base", "cand", {}, {"base": {"cfs_p95_tail": 0.9}, "cand": {}}))
+    assert one.results[0].message == "no provenance logs for cand"
+    both = evaluate([rule], GateInputs("base", "cand", {}, {"base": {}, "cand": {}}))
+    assert both.results[0].message == "no provenance logs for base and cand"
+    absolute = Rule(metric="cfs_p95_tail", op=">=", threshold=0.85)
+    assert evaluate([absolute], GateInputs("base", "cand", {}, {})).results[0].message == "no provenance logs for cand"
+
+
+def test_a_rule_decided_on_its_value_says_when_its_interval_crosses_the_threshold():
+    from ragaudit_core.intervals import Estimate
+
+    rule = Rule(metric="collapse_rate", level="span", op="<=", threshold=0.2)
+    inputs = GateInputs(
+        "b",
+        "c",
+        {("collapse_rate", "span"): 0.194},
+        {},
+        pair_ci={("collapse_rate", "span"): Estimate(0.194, 0.083, 0.333, 36)},
+    )
+    (r,) = evaluate([rule], inputs).results
+    assert r.status == "pass"  # decided on the value, as the rule asks
+    assert r.message == (
+        "collapse rate (span) between b and c is 0.194 [0.083, 0.333], at most 0.2; its 95 % interval crosses the "
+        "threshold (the rule decides on the value, not asking for significance)"
+    )
+    inside = GateInputs(
+        "b",
+        "c",
+        {("collapse_rate", "span"): 0.1},
+        {},
+        pair_ci={("collapse_rate", "span"): Estimate(0.1, 0.05, 0.15, 36)},
+    )
+    assert "crosses" not in evaluate([rule], inside).results[0].message

@@ -591,3 +591,49 @@ def test_the_probe_leaves_out_pairs_whose_ids_cannot_meet_and_names_them(tmp_pat
     data = gather(con, ReportOptions(baseline="ragas", candidate="ragas2", probe=False))
     [said] = [o for o in data.omitted if "one run logged document ids" in o]
     assert said.startswith("answer probe for ragas vs ids (one run logged document ids, the other only passage")
+
+
+def test_text_the_italic_face_lacks_is_drawn_upright_not_dropped(tmp_path):
+    """DejaVu Sans draws Arabic; its oblique face does not, and fpdf2 drew nothing for an Arabic
+    query in the worst queries' italic line (the notes still said every glyph was drawn)."""
+    from fontTools.ttLib import TTFont
+
+    from ragaudit_core.review.fonts import plan_fonts
+
+    plan = plan_fonts(["ع"])
+    if plan.italic is None or ord("ع") in TTFont(plan.italic.path, lazy=True).getBestCmap():
+        import pytest
+
+        pytest.skip("no oblique face lacking Arabic here")
+    assert plan.fallbacks[0] == plan.regular
+    question = "العربية فقط"
+    recs = [
+        {"run_id": r, "query_id": "q1", "query": question, "evidence": [{"doc_id": d, "span_hash": d + "s"}]}
+        for r, d in (("k5", "x"), ("k10", "y"))
+    ]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "logs.jsonl", recs)])
+    text = "\n".join(_pages(render(gather(con, ReportOptions(probe=False)), chart_images={})))
+    assert "فقط" in text or "ﻂﻘﻓ" in text  # logical or shaped (presentation forms), not dropped
+
+
+def test_an_interval_is_written_with_the_precision_that_keeps_its_value_inside():
+    from ragaudit_core.intervals import Estimate
+    from ragaudit_core.review.report.quality_section import _p
+
+    assert sections_module._span(Estimate(0.009, 0.006, 0.012, 9), percent=False) == "0.006–0.012"  # was 0.01–0.01
+    assert sections_module._span(Estimate(0.63, 0.60, 0.66, 9), percent=False) == "0.60–0.66"
+    assert sections_module._span(Estimate(0.25, 0.2, 0.3, 9), percent=True) == "20–30%"
+    assert sections_module._span(Estimate(0.003, 0.001, 0.004, 9), percent=True) == "0.1–0.4%"
+    assert (_p(0.0004), _p(0.035), _p(float("nan"))) == ("<0.001", "0.035", "n/a")
+
+
+def test_doc_only_logs_leave_the_span_chart_out_and_unchanged_queries_are_not_called_unstable(tmp_path):
+    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}"]} for r in ("k5", "k10") for i in range(3)]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "logs.jsonl", recs)])
+    data = gather(con, ReportOptions(probe=False, baseline="k5", candidate="k10"))
+    assert "stability_scatter" not in data.figures
+    text = _flat("\n".join(_pages(render(data, chart_images={}))))
+    assert "The document-vs-span chart is left out: no compared pair carries span information" in text
+    assert "No query's evidence changed over" in text and "are not instabilities" in text

@@ -174,7 +174,9 @@ def _decide(rule: Rule, v: float, ci: Estimate | None, n: int | None = None, exa
         )
     if not rule.significant:
         ok = cmp(v, rule.threshold)
-        return ("pass" if ok else "fail"), f"{'' if ok else 'not '}{word} {t}"
+        crosses = ci is not None and ci.lo == ci.lo and cmp(ci.lo, rule.threshold) != cmp(ci.hi, rule.threshold)
+        said = "; its 95 % interval crosses the threshold (the rule decides on the value, not asking for significance)"
+        return ("pass" if ok else "fail"), f"{'' if ok else 'not '}{word} {t}{said if crosses else ''}"
     if ci is None or ci.lo != ci.lo:
         return "inconclusive", f"{word} {t} asked with significance, but the figure has no interval"
     lo_ok, hi_ok = cmp(ci.lo, rule.threshold), cmp(ci.hi, rule.threshold)
@@ -308,10 +310,22 @@ def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
         worst = _worse(worst, _result(rule, v, ci, what, n, exact=exact, baseline_value=b, candidate_value=c), rule)
     if worst is not None:
         return worst
-    who = c_run if not rule.relative else f"{b_run} and {c_run}"
     if rule.area == "quality" and inputs.quality_note:  # labels are loaded: say why they label nothing here
         return RuleResult(rule=rule, status="not applicable", message=inputs.quality_note)
-    return RuleResult(rule=rule, status="not applicable", message=f"{_MISSING[rule.area]} for {who}")
+    return RuleResult(rule=rule, status="not applicable", message=_lacking(rule, inputs))
+
+
+def _lacking(rule: Rule, inputs: GateInputs) -> str:
+    """Why a run rule has no figure: the runs that lack its data (only those: a baseline with
+    provenance logs is not said to lack them), or, when each run has some of it, that no figure
+    is there for both."""
+    b_run, c_run = inputs.baseline, inputs.candidate
+    needed = [c_run] if not rule.relative else list(dict.fromkeys((b_run, c_run)))
+    keys = _run_keys(rule)
+    lacking = [r for r in needed if all(inputs.runs.get(r, {}).get(k) is None for k in keys)]
+    if lacking:
+        return f"{_MISSING[rule.area]} for {' and '.join(lacking)}"
+    return f"no {metric_label(rule.metric)} figure that {b_run} and {c_run} both have"
 
 
 def evaluate(policy: GatePolicy | list[Rule], inputs: GateInputs) -> Verdict:

@@ -157,6 +157,11 @@ def conclusion(
             f"No verdict: {no_verdict}.",
             "none until the two runs are evaluated on the same queries.",
         )
+    if v is None and n_runs == 1 and not (of is not None and of > 1):
+        return (
+            "No pair was reviewed, so there is no verdict: a verdict compares two runs, and this report holds one.",
+            "none yet: load the run that would replace it (the candidate) beside it, and name both.",
+        )
     if v is None:
         return (
             "No pair was reviewed, so there is no verdict; the figures above describe "
@@ -186,9 +191,15 @@ def conclusion(
         unsure = [r for r in v.results if r.status == "inconclusive"]
         refs = _refs(unsure, numbers)
         why, todo = _unsure(unsure)
-        if v.unjudged:  # nothing failed, but the overlap cannot be compared by how the runs were logged
+        if v.unjudged:  # nothing failed, but no rule could be judged, or the overlap not by how runs were logged
             why = "; ".join([*filter(None, [why]), *v.unjudged])
-            todo = " and ".join(filter(None, [todo, "load both runs with their document ids"]))
+            if any(u.startswith("how much the evidence overlaps") for u in v.unjudged):
+                extra = "load both runs with their document ids"
+            elif missing:
+                extra = f"load what the rules need ({', '.join(missing)})"
+            else:
+                extra = "give the gate rules to check"
+            todo = " and ".join(filter(None, [todo, extra]))
         return (
             f"The data cannot yet tell whether {cand} may replace {base}: {why}.{unchecked}",
             f"Do not decide yet on {cand}: {todo}" + (f", see {refs}." if refs else "."),

@@ -277,9 +277,10 @@ def _stability(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOpt
         return
     data.stability = res
     data.effects = effects_by_change(res.pairs, res.intervals)
-    data.figures["stability_scatter"] = _scatter(
-        res.pairs, res.summary.gap_ratio, (min(opts.pair), max(opts.pair)) if opts.pair else None
-    )
+    if res.summary.span.available:  # without spans it would be an empty plot with a legend
+        data.figures["stability_scatter"] = _scatter(
+            res.pairs, res.summary.gap_ratio, (min(opts.pair), max(opts.pair)) if opts.pair else None
+        )
     data.figures["jmin_histogram"] = charts.jmin_histogram(res.queries)
 
 

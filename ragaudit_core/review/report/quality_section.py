@@ -96,12 +96,21 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
     pdf.sub_section("Does jitter cost quality? (the reviewed pair)")
     changes = q.pairs.get((a, b), {})
     crow = [
-        [metric_label(m), fmt(c.delta), _ci(c.lo, c.hi, signed=True), fmt(c.p), fmt(c.p_holm), str(c.n)]
+        [metric_label(m), fmt(c.delta), _ci(c.lo, c.hi, signed=True), _p(c.p), _p(c.p_holm), str(c.n)]
         for m in ("ndcg@10", "recall@10", "precision@10", "mrr", "map")
         if (c := changes.get(m)) is not None and c.n
     ]
     pdf.para(f"{b} (candidate) against {a} (baseline), over the labelled queries both runs have.", size=8.5)
     pdf.data_table(["metric", "change", "95 % CI", "p", "p (Holm)", "queries"], crow, size=7.5)
+    tested = [metric_label(m) for m in q.metrics]
+    pdf.para(
+        f"p: {'a paired t-test' if q.test == 't' else 'a paired randomization test'} of the per-query changes. "
+        f"p (Holm): adjusted by Holm's step-down method over every metric the comparison tests — "
+        f"{counted(len(tested), 'metric')} ({', '.join(tested)}), not only the rows above — so it is the p to read "
+        "when any one of them could have been picked after the fact.",
+        size=8,
+        style="I",
+    )
     split, rho = cost.collapsed, cost.rho
     n_coll = sum(split.values())
     rho_text = (
@@ -122,3 +131,10 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
         size=8.5,
     )
     pdf.chart("jitter_scatter", width=W * 0.82)
+
+
+def _p(p: float | None) -> str:
+    """A p-value as a reader writes it: three decimals, ``<0.001`` below that (never ``0.000``)."""
+    if p is None or p != p:
+        return "n/a"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"

@@ -259,12 +259,16 @@ def _pair_table_rows(a: str, b: str, changed: object, r: Any, iv: StabilityInter
 
 def _span(e: Any, percent: bool) -> str:
     """An interval as the dense per-pair table writes it, to fit its columns: ``0.60–0.66`` (two
-    decimals), ``20–30%`` (whole percents); empty without bounds."""
+    decimals), ``20–30%`` (whole percents) — one more decimal where that rounding would make both
+    bounds one number or leave the value (written as :func:`fmt` or :func:`pct` write it) outside
+    them (0.009 under "0.01–0.01"); empty without bounds."""
     if e is None or e.lo != e.lo or e.hi != e.hi:
         return ""
-    if percent:
-        return f"{e.lo * 100:.0f}–{e.hi * 100:.0f}%"
-    return f"{e.lo:.2f}–{e.hi:.2f}"
+    scale, nd, unit = (100, 0, "%") if percent else (1, 2, "")
+    lo, hi, v = e.lo * scale, e.hi * scale, e.value * scale
+    if round(lo, nd) == round(hi, nd) or (v == v and not round(lo, nd) <= round(v, nd + 1) <= round(hi, nd)):
+        nd += 1
+    return f"{lo:.{nd}f}–{hi:.{nd}f}{unit}"
 
 
 def stability(pdf: ReportPDF, data: ReportData) -> None:
@@ -312,7 +316,15 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
         pdf.para(f"Warning: {w}", size=8, style="I", colour=(150, 80, 0))
     if s.gap_ratio_note:
         pdf.para(s.gap_ratio_note, size=8, style="I")
-    pdf.chart("stability_scatter", width=W * 0.82)
+    if "stability_scatter" in data.figures:
+        pdf.chart("stability_scatter", width=W * 0.82)
+    else:
+        pdf.para(
+            "The document-vs-span chart is left out: no compared pair carries span information on both sides "
+            "(span identity needs each entry's text or span hash), so every point would lack its J_span.",
+            size=8,
+            style="I",
+        )
     pdf.sub_section("Per-pair table")
     wide = res.pairs.pivot_table(
         index=["run_a", "run_b", "changed"],
@@ -344,7 +356,7 @@ def _effects(pdf: ReportPDF, data: ReportData) -> None:
     if eff is None or eff.empty or set(eff["changed"]) == {"unknown"}:
         return
     W = pdf.epw
-    pdf.sub_section("Effects by what changed")
+    pdf.sub_section("Effects by what changed", need=60)  # the heading, its sentence and the table's first rows
     pdf.para(
         "Run pairs grouped by the one setting that differs between their runs; “several”: the pairs whose "
         "runs differ in more than one. Each figure is the mean over the group's pairs (pairs weigh equally).",
@@ -384,6 +396,14 @@ def _effects(pdf: ReportPDF, data: ReportData) -> None:
 
 def worst_queries(pdf: ReportPDF, data: ReportData) -> None:
     W = pdf.epw
+    unchanged = bool(data.worst) and all((w.j_span if w.j_span is not None else w.j_doc) == 1 for w in data.worst)
+    if unchanged:  # "least stable" would read as instability where there is none
+        pdf.para(
+            f"No query's evidence changed over {data.worst_scope}: J = 1 on every query, so the queries below "
+            "are not instabilities, only the first ones, shown for reference.",
+            size=8.5,
+            style="B",
+        )
     pdf.para(
         f"The {counted(len(data.worst), 'least stable query')} over {data.worst_scope}, "
         f"with the first {counted(max(len(w.a) for w in data.worst), 'evidence entry')} of each run side by side. "
@@ -393,7 +413,8 @@ def worst_queries(pdf: ReportPDF, data: ReportData) -> None:
         size=8.5,
     )
     for w in data.worst:
-        pdf.sub_section(f"Query {excerpt(w.query_id, 80)}")
+        # the heading with its question, the pair's line and the table's first row (about 25 mm of texts)
+        pdf.sub_section(f"Query {excerpt(w.query_id, 80)}", need=min(120, 50 + 4 * (len(w.query or "") // 100)))
         if w.query:
             pdf.para(w.query, size=9, style="I")
         pdf.para(

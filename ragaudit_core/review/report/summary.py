@@ -168,11 +168,10 @@ def _figures(data: ReportData) -> list[list[str]]:
             ],
         ]
     fid = data.fidelity
-    if data.verdict is not None and all(r in fid for r in (data.verdict.baseline, data.verdict.candidate)):
-        shown = [(data.verdict.baseline, "baseline"), (data.verdict.candidate, "candidate")]
-    else:
-        outside = "not in the reviewed pair" if data.verdict is not None else ""
-        shown = [(r, outside) for r in list(fid)[:3]]
+    roles = {data.verdict.baseline: "baseline", data.verdict.candidate: "candidate"} if data.verdict else {}
+    shown = [(r, role) for r, role in roles.items() if r in fid]  # the reviewed pair's runs that have provenance
+    if not shown:
+        shown = [(r, "not in the reviewed pair" if roles else "") for r in list(fid)[:3]]
     for run, role in shown:
         s = fid[run].summary
         upper, median, tail = _readings(s)
