@@ -225,8 +225,11 @@ if verdict.status == "pass":
 elif verdict.status == "inconclusive":
     # more queries or a looser rule help a rule that was inconclusive, not runs whose ids cannot meet
     # (the headline says what to load instead)
-    advice = (
-        " Gather more queries, or loosen the rule." if any(r.status == "inconclusive" for r in verdict.results) else ""
+    unsure = [r for r in verdict.results if r.status == "inconclusive"]
+    apart = any(r.n_queries == 0 and r.value is None for r in unsure)  # runs sharing none of a figure's queries
+    thin = any(r.n_queries != 0 or r.value is not None for r in unsure)
+    advice = (" Give both runs the same questions." if apart else "") + (
+        " Gather more queries, or loosen the rule." if thin else ""
     )
     st.warning(
         f"{ui.md(candidate)} cannot yet be judged against {ui.md(baseline)} — {headline}.{advice}",

@@ -111,13 +111,17 @@ def _lines(path: Path) -> Iterator[tuple[int, str | None, str | None]]:
         with open(path, "rb") as f:
             gz = f.read(2) == b"\x1f\x8b"
         with gzip.open(path, "rb") if gz else open(path, "rb") as f:
-            for line_no, raw in enumerate(f, start=1):
-                if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                    raw = raw[3:]
-                try:
-                    yield line_no, raw.decode("utf-8"), None
-                except UnicodeDecodeError as e:
-                    yield line_no, None, f"not UTF-8 text (byte {e.start + 1} of the line); save the file as UTF-8"
+            line_no = 0
+            for chunk in f:  # a chunk ends at "\n"; a file ending its lines with "\r" alone is split here
+                for raw in chunk.splitlines() if b"\r" in chunk else (chunk,):
+                    line_no += 1
+                    if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                        raw = raw[3:]
+                    try:
+                        yield line_no, raw.decode("utf-8"), None
+                    except UnicodeDecodeError as e:
+                        why = f"not UTF-8 text (byte {e.start + 1} of the line); save the file as UTF-8"
+                        yield line_no, None, why
     except (OSError, EOFError) as e:
         raise QrelsError(f"{path}: cannot read the file ({e})") from None
 

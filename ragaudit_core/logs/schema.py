@@ -220,9 +220,10 @@ def check_length(target: str) -> None:
 _BLOCKS_CHECKED: set[tuple[str, int, int]] = set()
 
 
-def _qualified(schema: str, table: str) -> str:
-    """A table's name as SQL reads it whatever it holds (another schema, a dot, a quote)."""
-    return ".".join('"' + part.replace('"', '""') + '"' for part in (schema, table))
+def _qualified(*parts: str) -> str:
+    """A table's name as SQL reads it whatever it holds (another schema, a dot, a quote), with its
+    database: a schema named as the file ("other" in other.duckdb) is otherwise ambiguous."""
+    return ".".join('"' + part.replace('"', '""') + '"' for part in parts)
 
 
 def _check_blocks(con: duckdb.DuckDBPyConnection, target: str) -> None:
@@ -236,10 +237,10 @@ def _check_blocks(con: duckdb.DuckDBPyConnection, target: str) -> None:
         return
     ((block_size,),) = con.execute("SELECT block_size FROM pragma_database_size()").fetchall()
     tables = [
-        _qualified(schema, t)
-        for schema, t in con.execute(
-            "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database() "
-            "AND NOT temporary"
+        _qualified(database, schema, t)
+        for database, schema, t in con.execute(
+            "SELECT database_name, schema_name, table_name FROM duckdb_tables() "
+            "WHERE database_name = current_database() AND NOT temporary"
         ).fetchall()
     ]
     highest = -1

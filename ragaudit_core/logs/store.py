@@ -279,17 +279,24 @@ def _unreadable(target: str, error: str) -> str:
 
 
 def damage_message(target: str | Path, error: BaseException) -> str | None:
-    """One sentence when ``error`` (raised once the file was open: a query reading a damaged block)
-    says the database file is damaged, else None (any other error is not ours to word)."""
+    """One sentence when ``error`` (raised once the file was open) is about the file: a block that
+    fails its checksum or cannot be read (damaged or cut short), or another I/O error (a full disk);
+    else None (any other error is not ours to word)."""
     text = str(error)
-    damaged = isinstance(error, duckdb.IOException) or "Corrupt database file" in text or "checksum" in text.lower()
-    if not isinstance(error, duckdb.Error) or not damaged:
-        return None
     first = text.splitlines()[0] if text else type(error).__name__
-    return (
-        f"the database {target} could not be read ({first}): it is damaged or was cut short; restore it from a "
-        "full copy, or load the logs into a new database"
-    )
+    if isinstance(error, duckdb.Error) and (
+        "Corrupt database file" in text or "read enough bytes" in text or "Could not read from file" in text
+    ):
+        return (
+            f"the database {target} could not be read ({first}): it is damaged or was cut short; restore it from a "
+            "full copy, or load the logs into a new database"
+        )
+    if isinstance(error, duckdb.IOException):
+        return (
+            f"the database {target} could not be read or written ({first}): check the disk it is on (free space, "
+            "permissions) and try again"
+        )
+    return None
 
 
 def busy_message(target: str, error: str) -> str | None:

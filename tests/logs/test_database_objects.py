@@ -134,3 +134,13 @@ def test_a_run_name_check_never_fetches_a_duckdb_extension(tmp_path):
     r = _cli("stability", "nosuch", "--db", str(f), env={**os.environ, "HOME": str(home)})
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert not (home / ".duckdb").exists()
+
+
+def test_a_schema_named_as_its_file_is_not_taken_for_the_database(tmp_path):
+    """other.duckdb holding a schema 'other': "other"."t" was ambiguous (the catalog or the schema)."""
+    from ragaudit_core.logs import schema
+
+    db = _ragaudit_db(tmp_path / "other.duckdb", tmp_path)
+    _duckdb(db, "CREATE SCHEMA other.other", "CREATE TABLE other.other.t AS SELECT range AS x FROM range(100000)")
+    schema._BLOCKS_CHECKED.clear()
+    store.connect(db).close()

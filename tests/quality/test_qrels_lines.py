@@ -61,3 +61,10 @@ def test_a_grade_is_written_in_ascii_digits(tmp_path):
         "relevance '\u0661' is not an integer",
         "relevance '1.5' is not an integer",
     ]
+
+
+def test_lines_ended_by_a_carriage_return_alone_are_lines(tmp_path):
+    f = tmp_path / "mac.tsv"
+    f.write_bytes(b"q1\td1\t1\rq2\td2\t1\rq3\td3\t2\r")
+    labels, rejected = parse_qrels(f)
+    assert [(x.query_id, x.line_no) for x in labels] == [("q1", 1), ("q2", 2), ("q3", 3)] and rejected == []

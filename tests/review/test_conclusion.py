@@ -165,3 +165,16 @@ def test_a_verdict_that_judged_no_rule_asks_for_what_the_rules_need():
     said, todo = conclusion(v, {}, 2)
     assert said.endswith("no rule could be judged on these runs. Not checked: no relevance labels.")
     assert todo.endswith("load what the rules need (no relevance labels).") and "document ids" not in todo
+
+
+def test_a_rule_on_runs_sharing_no_labelled_query_is_not_said_to_ask_for_significance():
+    from ragaudit_core.review.gate import Rule
+
+    rule = Rule(metric="ndcg@10", op=">=", threshold=-0.02, relative=True)
+    inputs = GateInputs("a", "b", {}, {"a": {"ndcg@10": 0.9}, "b": {"ndcg@10": 0.5}})
+    from ragaudit_core.intervals import Estimate
+
+    inputs.delta_ci["ndcg@10"] = Estimate(float("nan"), float("nan"), float("nan"), 0)
+    said, todo = conclusion(evaluate([rule], inputs), {}, 2)
+    assert "whose runs share none of the queries behind its figure (Δ nDCG@10 ≥ −0.02)" in said
+    assert "significance" not in said + todo and "labels of queries both runs answered" in todo

@@ -284,7 +284,7 @@ def test_no_probe_leaves_out_pairs_without_stored_similarities(sample_db, tmp_pa
 
     _blob, data = build_report(con, None, ReportOptions(baseline=BASE, candidate=CAND, probe=False, embedder=no_model))
     assert not data.probes and "probe_scatter" not in data.figures
-    assert any(o.startswith("answer probe for ") and "similarities not computed yet" in o for o in data.omitted)
+    assert any(o.startswith("answer probe for ") and "not to compute them: --no-probe" in o for o in data.omitted)
 
 
 def test_the_report_opens_with_the_cover_then_a_one_page_executive_summary(sample_db, tmp_path):

@@ -637,3 +637,34 @@ def test_doc_only_logs_leave_the_span_chart_out_and_unchanged_queries_are_not_ca
     text = _flat("\n".join(_pages(render(data, chart_images={}))))
     assert "The document-vs-span chart is left out: no compared pair carries span information" in text
     assert "No query's evidence changed over" in text and "are not instabilities" in text
+
+
+def test_charts_write_a_character_no_font_has_as_its_code_point(tmp_path, monkeypatch):
+    """Chromium drew an emoji run id as boxes in the charts while the text pages wrote [U+1F680]:
+    the charts are handed the characters no installed font has, and write them the same way."""
+    import importlib
+
+    from ragaudit_core.review.fonts import plan_fonts
+    from ragaudit_core.review.report.export import _code_points
+
+    render_module = importlib.import_module("ragaudit_core.review.report.render")
+
+    spec = {"data": [{"name": "\U0001f680-v2", "y": ["a", "\U0001f680"], "x": [1, 2]}], "layout": {"title": "t"}}
+    assert _code_points(spec, frozenset({"\U0001f680"})) == {
+        "data": [{"name": "[U+1F680]-v2", "y": ["a", "[U+1F680]"], "x": [1, 2]}],
+        "layout": {"title": "t"},
+    }
+    if "\U0001f680" not in plan_fonts(["\U0001f680"]).missing:
+        import pytest
+
+        pytest.skip("an installed font covers U+1F680")
+    seen = {}
+
+    def export(figs, **kw):
+        seen.update(kw)
+        return {}, "not exported in this test"
+
+    monkeypatch.setattr(render_module, "export_figures", export)
+    con = _two_runs(tmp_path, a="\U0001f680-cand", b="base")
+    render(gather(con, ReportOptions(probe=False)))
+    assert "\U0001f680" in seen["missing"]

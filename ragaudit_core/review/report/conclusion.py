@@ -84,11 +84,21 @@ def _too_few(r: RuleResult) -> bool:
 def _unsure(unsure: list[RuleResult]) -> tuple[str, str]:
     """Why the inconclusive rules could not decide, and what would let them: too few queries (the
     numbers they rest on and the floor asked), a 95 % interval across the threshold (each named
-    with its interval, at most three), or significance asked of a figure without an interval."""
+    with its interval, at most three), significance asked of a figure without an interval, or a
+    relative rule whose runs share none of the queries behind its figure."""
+    apart = [r for r in unsure if r.n_queries == 0 and r.value is None]  # :func:`evaluate._no_shared_queries`
+    unsure = [r for r in unsure if r not in apart]
     few = [r for r in unsure if _too_few(r)]
     wide = [r for r in unsure if not _too_few(r) and r.ci is not None]
     blind = [r for r in unsure if not _too_few(r) and r.ci is None]
     why, todo = [], []
+    if apart:
+        names = ", ".join(rule_label(r.rule) for r in apart[:3])
+        why.append(
+            f"{len(apart)} relative rule{'s' if len(apart) != 1 else ''} whose runs share none of the queries "
+            f"behind {'their figures' if len(apart) != 1 else 'its figure'} ({names})"
+        )
+        todo.append("give both runs the same questions (labels of queries both runs answered)")
     if few:
         lo, hi = min(r.n_queries or 0 for r in few), max(r.n_queries or 0 for r in few)
         need = max(r.rule.min_queries or 0 for r in few)

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -30,26 +31,47 @@ EXPORT_TIMEOUT_S = 120.0  # for all figures together; a normal report needs 5-15
 
 
 def export_figures(
-    figs: dict[str, go.Figure], *, width: int = 780, scale: float = 2.0, timeout: float = EXPORT_TIMEOUT_S
+    figs: dict[str, go.Figure],
+    *,
+    width: int = 780,
+    scale: float = 2.0,
+    timeout: float = EXPORT_TIMEOUT_S,
+    missing: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, bytes], str | None]:
     """PNG bytes of each figure that could be exported, and a message saying why the others
-    were not (None when every figure was exported)."""
+    were not (None when every figure was exported). Each character of ``missing`` (no installed
+    font draws it: an emoji in a run id) is written as its code point, ``[U+1F680]``, as the
+    report's text writes it, instead of the box Chromium would draw."""
     if not figs:
         return {}, None
     with _EXPORT_LOCK:  # one Chromium at a time: concurrent reports take turns
-        return _export(figs, width, scale, timeout)
+        return _export(figs, width, scale, timeout, missing)
 
 
 _EXPORT_LOCK = threading.Lock()
 
 
+def _code_points(value: Any, missing: frozenset[str]) -> Any:
+    """Every text of a figure's JSON with the characters of ``missing`` as their code points."""
+    if isinstance(value, str):
+        return "".join(f"[U+{ord(c):04X}]" if c in missing else c for c in value) if missing else value
+    if isinstance(value, list):
+        return [_code_points(v, missing) for v in value]
+    if isinstance(value, dict):
+        return {k: _code_points(v, missing) for k, v in value.items()}
+    return value
+
+
 def _export(
-    figs: dict[str, go.Figure], width: int, scale: float, timeout: float
+    figs: dict[str, go.Figure], width: int, scale: float, timeout: float, missing: frozenset[str] = frozenset()
 ) -> tuple[dict[str, bytes], str | None]:
     names = list(figs)
     with tempfile.TemporaryDirectory(prefix="ragaudit-charts-") as tmp:
         d = Path(tmp)
-        specs = [{"fig": json.loads(figs[n].to_json()), "height": int(figs[n].layout.height or 450)} for n in names]
+        specs = [
+            {"fig": _code_points(json.loads(figs[n].to_json()), missing), "height": int(figs[n].layout.height or 450)}
+            for n in names
+        ]
         (d / "figures.json").write_text(json.dumps({"width": width, "scale": scale, "figures": specs}))
         proc = subprocess.Popen(
             [sys.executable, "-m", "ragaudit_core.review.report.export_worker", str(d)],

@@ -459,7 +459,12 @@ def _probes(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOption
         except NoSharedQueries:
             unshared.append(f"{a} vs {b}")
     if skipped:
-        data.omitted.append("answer probe for " + _first_of(skipped) + " (similarities not computed yet)")
+        data.omitted.append(
+            "answer probe for "
+            + _first_of(skipped)
+            + " (its answer similarities are not stored, and the report was asked not to compute them: --no-probe; "
+            "run ragaudit probe, or the report without --no-probe)"
+        )
     if unshared:
         data.omitted.append("answer probe for " + _first_of(unshared) + " (the runs share no query)")
     if data.probes:

@@ -36,12 +36,13 @@ def render(
     say = progress or (lambda _m: None)
     t = time.perf_counter()
     chart_error = None
+    plan = plan_fonts(_strings(data))
     if chart_images is None:
         say("charts")
-        chart_images, chart_error = export_figures(data.figures)
+        # a character no installed font has is drawn as its code point in the charts too (a box otherwise)
+        chart_images, chart_error = export_figures(data.figures, missing=frozenset(plan.missing))
     t = _tick(data.timings, "charts", t)
     say("layout")
-    plan = plan_fonts(_strings(data))
     broken: set[int] = set()
     while True:  # at most once more per failing section
         pdf = ReportPDF(

@@ -342,7 +342,9 @@ def stability(pdf: ReportPDF, data: ReportData) -> None:
     )
     if res.intervals is not None and any("\n" in c for row in rows for c in row[3:]):
         pdf.para(
-            ci_note("Under each figure", res.intervals)[:-1] + ", written to two decimals or whole percents.",
+            ci_note("Under each figure", res.intervals)[:-1]
+            + ", written to two decimals or whole percents (one more where that rounding would hide the figure's "
+            "place in it).",
             size=8,
             style="I",
         )
