@@ -34,7 +34,10 @@ class CitationPattern:
 DEFAULT_PATTERNS: tuple[CitationPattern, ...] = (
     CitationPattern("source_page", r"\[Source:\s*(?P<doc>[^,\]]+?)\s*,\s*p\.\s*(?P<page>\d+)\s*\]"),
     CitationPattern("document_index", r"\[Document\s+(?P<index>\d+)\]|\(Document\s+(?P<index2>\d+)\)"),
-    CitationPattern("bracket_index", r"\[(?P<index>\d+)\]"),
+    # 1 to 999: a year ("in [2023]") is not a citation (a context of 1,000 elements is not a RAG's),
+    # nor is [0] (contexts count from 1: "arr[0]"); glued to a word it is ("sugar[1]", as models
+    # write them), so a code index from 1 up still reads as one
+    CitationPattern("bracket_index", r"\[(?P<index>[1-9]\d{0,2})\]"),
 )
 _CANDIDATE = re.compile(
     r"\[(?:Source|Sources|Document|Documents|Doc|Ref)\b[^\]]*\]|\((?:Document|Doc)\s[^)]*\)", re.IGNORECASE

@@ -38,8 +38,12 @@ A stage the record has no node for is skipped (a pipeline without a reranker is 
 penalised). After the first failing stage the later ones are not evaluated; the
 product is 1 when every evaluated stage survives, else 0, and the first failing stage
 localises the loss. A run's survival rate of stage s is the conditional rate
-``#(survived s) / #(survived s−1)`` over queries with ground truth (so the rates
-multiply to the share of queries with product 1). Stage 6 (post-processing) is judged
+``#(survived s) / #(survived s−1)`` over queries with ground truth; the funnel's share after
+stage s is the share of those queries not lost at s or before (a stage a query's pipeline skips
+loses nothing), which the rates multiply to when every query reaches the same stages. Generation
+survives when an emitted citation resolves to the ground-truth origin: verified (score above 0)
+and naming a ground-truth document and, where the ground truth names pages, one of its pages.
+Stage 6 (post-processing) is judged
 by the parse-failure rate.
 
 **Percentiles**: p50/p95/p99 are the 50th/95th/99th percentiles of per-query CFS
@@ -105,6 +109,17 @@ class QueryFidelity:
     findings: list[dict]
 
 
+def _resolves(row: dict, ground_truth: list[dict]) -> bool:
+    """Seed 002's generation survival for one emitted citation: it "resolves to the correct
+    origin" — verified (a score above 0: not a made-up page or an index past the context) and
+    naming a ground-truth document, on one of its ground-truth pages where the ground truth names
+    pages (a citation naming no page resolves to its document)."""
+    if row["score"] <= 0:
+        return False
+    pages = [t.get("page") for t in ground_truth if t["doc_id"] == row["doc_id"]]
+    return bool(pages) and (row["page"] is None or None in pages or row["page"] in pages)
+
+
 def compute_query(
     g: QueryGraph, patterns: Sequence[CitationPattern] = DEFAULT_PATTERNS, canon: CanonOptions = CanonOptions()
 ) -> QueryFidelity:
@@ -138,7 +153,7 @@ def compute_query(
             2: lambda: any(g.resolve(n.node_id)[0] in gt for n in g.nodes.values() if n.stage == 2),
             3: lambda: any(g.resolve(n.node_id)[0] in gt for n in g.nodes.values() if n.stage == 3),
             4: lambda: any(g.resolve(n.node_id)[0] in gt for n in g.nodes.values() if n.stage == 4),
-            5: lambda: any(r["doc_id"] in gt for r in rows),
+            5: lambda: any(_resolves(r, g.ground_truth) for r in rows),
         }
         product = 1
         for s in FIDELITY_STAGES:
@@ -209,6 +224,25 @@ def _cfs_intervals(cfs: np.ndarray, conv: str) -> dict[str, list[float | None]]:
         "cfs_p95": pair(p95),
         "cfs_p95_other": pair(other),
     }
+
+
+def _stage_shares(with_gt: list[QueryFidelity]) -> dict[str, float | None]:
+    """Per stage, the share of the queries with a ground-truth source that still hold it after
+    that stage: a query is lost at the first stage it fails and kept through the stages its
+    pipeline skips (no reranker). The product of the conditional rates equals it only when every
+    query reaches the same stages (q1 lost at a reranker q2 does not have: 1/2, not 0). None for a
+    stage no query reached."""
+    alive = [True] * len(with_gt)
+    out: dict[str, float | None] = {}
+    for s, name in FIDELITY_STAGES.items():
+        reached = False
+        for i, r in enumerate(with_gt):
+            v = r.survival.get(s)
+            if v is not None:
+                reached = True
+                alive[i] = alive[i] and bool(v)
+        out[name] = sum(alive) / len(alive) if reached and alive else None
+    return out
 
 
 MEMO_MAX = 64
@@ -309,11 +343,7 @@ def summarise_run(
     checks = tuple(f["check"] for r in results for f in r.findings)
     outcomes = _memo_get(memo, ("outcomes", diags), len(diags), lambda: _counts(cits["diagnostic"]))
     modes = _memo_get(memo, ("modes", checks), len(checks), lambda: _counts(finds["check"]))
-    cumulative, share = {}, 1.0
-    for name, rate in survival.items():
-        if rate is not None:
-            share *= rate
-        cumulative[name] = share if rate is not None else None
+    cumulative = _stage_shares(with_gt)
     summary = {
         "run_id": run_id,
         "n_queries": len(results),

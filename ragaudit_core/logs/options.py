@@ -54,7 +54,10 @@ class IngestOptions:
 def check_options(con: duckdb.DuckDBPyConnection, opts: IngestOptions) -> None:
     stored = store.get_json_meta(con, "ingest_options")
     wanted = opts.fingerprint()
-    has_data = con.execute("SELECT count(*) FROM records").fetchall()[0][0] > 0
+    # provenance logs hold document ids too (cited ids are canonicalised to meet them)
+    has_data = con.execute("SELECT EXISTS (SELECT 1 FROM records) OR EXISTS (SELECT 1 FROM prov_records)").fetchall()[
+        0
+    ][0]
     if isinstance(stored, dict) and has_data and stored != wanted:
         diff = ", ".join(f"{k}={stored.get(k)!r} (asked {wanted[k]!r})" for k in wanted if stored.get(k) != wanted[k])
         raise IngestError(

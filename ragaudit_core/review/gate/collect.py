@@ -134,6 +134,7 @@ def _fidelity(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str
     from ragaudit_core.fidelity.survival_change import stage_survival_change
 
     fids = fidelity_runs(con, runs)
+    inputs.have["fidelity"] = set(fids)
     b, c = inputs.baseline, inputs.candidate
     if b != c and b in fids and c in fids:
         for stage, e in stage_survival_change(fids[b].queries, fids[c].queries).items():

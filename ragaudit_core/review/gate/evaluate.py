@@ -24,7 +24,16 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ragaudit_core.intervals import Estimate
-from ragaudit_core.review.gate.rules import AREAS, OVERLAP_METRICS, PAIR_METRICS, STAGES, Area, GatePolicy, Rule
+from ragaudit_core.review.gate.rules import (
+    AREAS,
+    MIN_SIGNIFICANCE_QUERIES,
+    OVERLAP_METRICS,
+    PAIR_METRICS,
+    STAGES,
+    Area,
+    GatePolicy,
+    Rule,
+)
 from ragaudit_core.review.labels import metric_label, rule_label
 
 __all__ = [
@@ -86,6 +95,7 @@ class GateInputs:
     run_n: dict[str, dict[RunMetricKey, int]] = field(default_factory=dict)
     quality_note: str | None = None
     level_notes: dict[str, str] = field(default_factory=dict)  # why a level's J figures are left out
+    have: dict[str, set[str]] = field(default_factory=dict)  # area → the runs holding its data (provenance logs)
 
 
 class RuleResult(BaseModel):
@@ -179,6 +189,12 @@ def _decide(rule: Rule, v: float, ci: Estimate | None, n: int | None = None, exa
         return ("pass" if ok else "fail"), f"{'' if ok else 'not '}{word} {t}{said if crosses else ''}"
     if ci is None or ci.lo != ci.lo:
         return "inconclusive", f"{word} {t} asked with significance, but the figure has no interval"
+    if ci.n < MIN_SIGNIFICANCE_QUERIES:
+        return (
+            "inconclusive",
+            f"{word} {t} asked with significance, but its interval rests on {ci.n} quer{'y' if ci.n == 1 else 'ies'} "
+            f"(a bootstrap over fewer than {MIN_SIGNIFICANCE_QUERIES} is no test: one query's interval is a point)",
+        )
     lo_ok, hi_ok = cmp(ci.lo, rule.threshold), cmp(ci.hi, rule.threshold)
     span = f"95 % interval [{ci.lo:.3f}, {ci.hi:.3f}]"
     if lo_ok and hi_ok:
@@ -324,7 +340,11 @@ def _lacking(rule: Rule, inputs: GateInputs) -> str:
     keys = _run_keys(rule)
     lacking = [r for r in needed if all(inputs.runs.get(r, {}).get(k) is None for k in keys)]
     if lacking:
-        return f"{_MISSING[rule.area]} for {' and '.join(lacking)}"
+        held = inputs.have.get(rule.area, set())
+        without = [r for r in lacking if r not in held]
+        said = [f"{_MISSING[rule.area]} for {' and '.join(without)}"] if without else []
+        said += [f"the provenance logs of {r} give no {metric_label(rule.metric)} figure" for r in lacking if r in held]
+        return "; ".join(said)
     return f"no {metric_label(rule.metric)} figure that {b_run} and {c_run} both have"
 
 
@@ -344,6 +364,8 @@ def evaluate(policy: GatePolicy | list[Rule], inputs: GateInputs) -> Verdict:
         )
     answered = {r.rule.area for r in applicable}
     absent = {"quality": "no labelled query"} if inputs.quality_note else {}
+    if inputs.have.get("fidelity"):  # provenance logs are there: what they lack is the figures
+        absent["fidelity"] = "no fidelity figures"
     if inputs.level_notes:
         absent["stability"] = "no document ids"
     for area in pol.require:

@@ -55,6 +55,7 @@ __all__ = [
     "DEFAULT_RULES",
     "MIN_ATTRIBUTION_QUERIES",
     "MIN_QUERIES",
+    "MIN_SIGNIFICANCE_QUERIES",
     "OVERLAP_METRICS",
     "PAIR_METRICS",
     "PRESETS",
@@ -167,6 +168,13 @@ are *inconclusive* and say so. Without it the default preset passed two runs sha
 queries as readily as two sharing 300, and a percentile bootstrap interval of a mean over a handful
 of queries is too narrow to be read as 95 % (our reading; a ``[[rule]]`` with its own
 ``min_queries``, or ``preset = "none"``, sets another floor)."""
+
+MIN_SIGNIFICANCE_QUERIES = 5
+"""A rule asking for significance decides on its 95 % interval only when at least this many queries
+stand behind it; on fewer it is inconclusive, whatever its own ``min_queries``. A percentile
+bootstrap over one query is a point ([−1.000, −1.000] for a stage lost on the one query that
+reached it), and over a handful it covers far less than 95 % (0.75 at 3 queries, 0.85 at 5, for
+the mean of normal values; see :data:`MIN_ATTRIBUTION_QUERIES`)."""
 
 MIN_ATTRIBUTION_QUERIES = 10
 """The default presets' attribution rule decides on at least this many queries both runs explained.
