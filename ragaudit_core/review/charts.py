@@ -429,8 +429,7 @@ def cfs_histogram(
         yaxis=dict(count_ticks(top), range=[0, max(1, top) / max(0.3, 0.93 - 0.075 * row)]),
         barmode="group",
         height=400,
-        # a little room past 0 and 1: the percentile lines at CFS 0 or 1 sat on the plot's edges
-        xaxis=dict(range=[-0.02, 1.02]),
+        xaxis=dict(range=UNIT),  # a line at CFS 0 or 1 on the plot's edge, as every 0–1 axis here
         margin=dict(l=50, r=20, t=60, b=50),
         # the legend under the plot: at the right, long run ids squeezed the plot to a sliver
         legend=dict(title="run", orientation="h", yanchor="top", y=-0.2, x=0),

@@ -136,8 +136,8 @@ def jitter_scatter(cost: JitterCost) -> go.Figure:
             "</span>",
             font=dict(size=13),
         ),
-        # a little room past 0 and 1: points at J = 0 (collapsed queries) are not cut in half by the axis
-        xaxis=dict(title=f"J_{cost.level} (1 = the same evidence)", range=[-0.03, 1.03]),
+        # a 0–1 axis as every such axis here: points at J = 0 are drawn past it (cliponaxis), not cut
+        xaxis=dict(title=f"J_{cost.level} (1 = the same evidence)", range=[0, 1]),
         yaxis=dict(title=f"nDCG@{cost.k} change (candidate − baseline)", range=[-1.05, 1.05], zeroline=True),
         legend=dict(title="queries", orientation="h", y=-0.22),
         margin=dict(l=10, r=10, t=30 + 20 * lines, b=90),

@@ -111,6 +111,8 @@ def test_batched_scoring_on_the_packaged_model(tmp_path):
     bat = LocalJudge(gen, explanation_tokens=6)
     assert seq.verdicts(prompt, ids, (0, 1, 2)) == bat.verdicts(prompt, ids, (0, 1, 2))
     for x, y in zip(seq.scores, bat.scores, strict=True):
-        assert np.all(np.abs(np.subtract(x, y)) <= 1e-5 * np.maximum(1.0, np.abs(x)))
+        # float32 sums over other shapes (a padded batch): 2.4e-5 on a log-probability of 2.17 was
+        # seen on a loaded machine, so 1e-4 relative; the verdicts above must be equal
+        assert np.all(np.abs(np.subtract(x, y)) <= 1e-4 * np.maximum(1.0, np.abs(x)))
         assert int(np.argmax(x)) == int(np.argmax(y))
     assert bat.n_forward_calls < seq.n_forward_calls
