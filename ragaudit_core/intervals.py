@@ -29,11 +29,15 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+QuantileMethod = Literal["linear", "inverted_cdf"]
+"""The numpy quantile methods the figures use (:func:`bootstrap_quantiles`)."""
+
 __all__ = [
     "DEFAULT_LEVEL",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "Estimate",
+    "QuantileMethod",
     "bootstrap_means",
     "bootstrap_quantiles",
     "bootstrap_replicates",
@@ -317,16 +321,19 @@ def bootstrap_quantiles(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     level: float = DEFAULT_LEVEL,
+    method: QuantileMethod = "linear",
 ) -> list[Estimate]:
     """Quantiles ``qs`` (in [0, 1]) of ``values`` (NaN left out) with percentile bootstrap
     intervals: each resample's quantile, the 2.5th and 97.5th percentiles of those (the same
-    resamples for every quantile). Fewer than one value gives NaN."""
+    resamples for every quantile, and for every call with the same seed). ``method``: numpy's
+    quantile method (``"inverted_cdf"``: a value of the data, the smallest at or above the share).
+    Fewer than one value gives NaN."""
     x = np.asarray(values, dtype=np.float64)
     x = x[~np.isnan(x)]
     n = x.size
     if n == 0:
         return [Estimate(np.nan, np.nan, np.nan, 0, level) for _ in qs]
-    point = np.quantile(x, list(qs))
+    point = np.quantile(x, list(qs), method=method)
     if resamples < 1:
         return [Estimate(float(v), np.nan, np.nan, n, level) for v in point]
     rng = np.random.default_rng(seed)
@@ -335,7 +342,7 @@ def bootstrap_quantiles(
     done = 0
     while done < resamples:
         b = min(block, resamples - done)
-        reps[done : done + b] = np.quantile(x[rng.integers(0, n, size=(b, n))], list(qs), axis=1).T
+        reps[done : done + b] = np.quantile(x[rng.integers(0, n, size=(b, n))], list(qs), axis=1, method=method).T
         done += b
     lo, hi = percentile_intervals(reps, level)
     return [Estimate(float(point[i]), float(lo[i]), float(hi[i]), n, level) for i in range(len(qs))]

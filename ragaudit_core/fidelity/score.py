@@ -48,7 +48,9 @@ by the parse-failure rate.
 
 **Percentiles**: p50/p95/p99 are the 50th/95th/99th percentiles of per-query CFS
 (linear interpolation), read literally as the seed writes them. ``percentile="tail"``
-reads "p95" as the value 95 % of queries reach or exceed (the 5th percentile) instead.
+reads "p95" as the value 95 % of queries reach or exceed (the 5th percentile) instead: a value of
+the data that at least 95 % of the queries reach (numpy's ``inverted_cdf``; linear interpolation
+would read 0.45 for 9 × 1.0 and 1 × 0.0, which only 90 % reach).
 
 **Alerts** (seed's checklist): p95 CFS < 0.85; any stage survival < 0.90; parse-failure
 rate > 0.5 % — thresholds configurable (:class:`FidelityRules`).
@@ -77,7 +79,7 @@ from ragaudit_core.fidelity.graph import (
     provenance_runs,
 )
 from ragaudit_core.fidelity.graph import load_graphs as load_graphs  # re-exported: callers import it from here
-from ragaudit_core.intervals import Estimate
+from ragaudit_core.intervals import Estimate, QuantileMethod
 from ragaudit_core.logs.identity import CanonOptions
 
 __all__ = [
@@ -200,10 +202,16 @@ class RunFidelity:
     alerts: list[dict]
 
 
+_METHOD: dict[str, QuantileMethod] = {"upper": "linear", "tail": "inverted_cdf"}
+"""numpy's percentile method per reading: the seed's p95 by linear interpolation; the tail reading
+a value of the data that at least the stated share of queries reach (linear interpolation read
+0.45 for 9 × 1.0 and 1 × 0.0, which only 90 % reach)."""
+
+
 def _pct(values: np.ndarray, q: float, convention: str) -> float | None:
     if not len(values):
         return None
-    return float(np.percentile(values, q if convention == "upper" else 100 - q))
+    return float(np.percentile(values, q if convention == "upper" else 100 - q, method=_METHOD[convention]))
 
 
 def _cfs_intervals(cfs: np.ndarray, conv: str) -> dict[str, list[float | None]]:
@@ -216,8 +224,9 @@ def _cfs_intervals(cfs: np.ndarray, conv: str) -> dict[str, list[float | None]]:
 
     if not len(cfs):
         return {}
-    upper, tail = (0.95, 0.05) if conv == "upper" else (0.05, 0.95)
-    p50, p95, other = bootstrap_quantiles(cfs, [0.5, upper, tail])
+    lin = bootstrap_quantiles(cfs, [0.5, 0.95])  # the same resamples for both calls (one seed)
+    low = bootstrap_quantiles(cfs, [0.5, 0.05], method=_METHOD["tail"])
+    p50, p95, other = (lin[0], lin[1], low[1]) if conv == "upper" else (low[0], low[1], lin[1])
     return {
         "cfs_mean": pair(bootstrap_means(cfs)[0]),
         "cfs_p50": pair(p50),
@@ -453,7 +462,7 @@ def tail_comment(summary: dict, threshold: float | None = None) -> str | None:
     if median is not None and median <= tail:  # "5 % score 0.00 or less" would understate half of them
         low = f": half of the queries with citations score {median:.2f} or less (the tail reading too)"
     else:
-        low = f" and 5 % of the queries with citations score {tail:.2f} or less (the tail reading)"
+        low = f" and at least 5 % of the queries with citations score {tail:.2f} or less (the tail reading)"
     return (
         f"p95 CFS read as the 95th percentile is {upper:.2f}, but the median is {_2f(median)}{low}; "
         "the upper reading says only that the best-cited queries are faithful."

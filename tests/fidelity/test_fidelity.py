@@ -235,8 +235,26 @@ def test_percentile_conventions():
     upper = summarise_run("r", res).summary
     assert upper["cfs_p50"] == 0.5 and upper["cfs_p95"] == pytest.approx(0.95)  # 0.5 + 0.9 × 0.5
     tail = summarise_run("r", res, FidelityRules(percentile="tail")).summary
-    assert tail["cfs_p95"] == pytest.approx(0.05)  # the 5th percentile
+    assert tail["cfs_p95"] == 0.0  # the 5th percentile, a value of the data: every query reaches 0.0
     assert tail["cfs_p50"] == 0.5
+    assert upper["cfs_p95_other"] == 0.0  # the tail reading beside the upper one
+
+
+def test_the_tail_reading_is_a_score_that_95_percent_of_queries_reach():
+    """9 queries at 1.0 and one at 0.0: linear interpolation read 0.45 at the 5th percentile, which
+    only 9 of the 10 queries (90 %) reach; the tail reading is 0.0, which all reach."""
+    from ragaudit_core.fidelity.score import QueryFidelity
+
+    def q(i, v):
+        return QueryFidelity(
+            "r", f"q{i}", v, None, [{"score": v, "diagnostic": "x", "citation": "[1]"}], [], {}, None, None, []
+        )
+
+    res = [q(i, v) for i, v in enumerate([1.0] * 9 + [0.0])]
+    s = summarise_run("r", res, FidelityRules(percentile="tail")).summary
+    assert s["cfs_p95"] == 0.0 and s["cfs_p95_other"] == 1.0
+    lo, hi = s["intervals"]["cfs_p95"]
+    assert lo <= 0.0 <= hi and lo in (0.0, 1.0)  # the bootstrap's quantiles are values of the data too
 
 
 def test_rules_from_toml(tmp_path):
