@@ -174,8 +174,9 @@ ui.table(
 with st.expander(f"Stage survival of {ui.md(run)}, both readings", expanded=False):
     st.caption(
         "The alert uses the conditional rate (of the queries that reached a stage with a ground-truth "
-        "source, the share keeping one through it); the funnel shows the running product (the share of "
-        "all queries with ground truth still holding a source). Stages no query reached are left out."
+        "source, the share keeping one through it); the funnel shows the share of "
+        "all queries with ground truth still holding a source after each stage (a stage a query's pipeline skips "
+        "loses nothing). Stages no query reached are left out."
     )
     ui.table(
         survival_table(r.summary),

@@ -41,16 +41,17 @@ localises the loss. A run's survival rate of stage s is the conditional rate
 ``#(survived s) / #(survived s−1)`` over queries with ground truth; the funnel's share after
 stage s is the share of those queries not lost at s or before (a stage a query's pipeline skips
 loses nothing), which the rates multiply to when every query reaches the same stages. Generation
-survives when an emitted citation resolves to the ground-truth origin: verified (score above 0)
-and naming a ground-truth document and, where the ground truth names pages, one of its pages.
+survives when an emitted citation resolves to the ground-truth origin: verified against the
+context (score 1) and naming a ground-truth document.
 Stage 6 (post-processing) is judged
 by the parse-failure rate.
 
 **Percentiles**: p50/p95/p99 are the 50th/95th/99th percentiles of per-query CFS
 (linear interpolation), read literally as the seed writes them. ``percentile="tail"``
-reads "p95" as the value 95 % of queries reach or exceed (the 5th percentile) instead: a value of
-the data that at least 95 % of the queries reach (numpy's ``inverted_cdf``; linear interpolation
-would read 0.45 for 9 × 1.0 and 1 × 0.0, which only 90 % reach).
+reads "p95" as the value 95 % of queries reach or exceed (the 5th percentile) instead: the largest
+score that at least 95 % of the queries reach, a value of the data (19 × 1.0 and 1 × 0.0 read 1.0;
+9 × 1.0 and 1 × 0.0 read 0.0, where linear interpolation read 0.45, which only 90 % reach). The
+median is the median in both readings.
 
 **Alerts** (seed's checklist): p95 CFS < 0.85; any stage survival < 0.90; parse-failure
 rate > 0.5 % — thresholds configurable (:class:`FidelityRules`).
@@ -79,7 +80,7 @@ from ragaudit_core.fidelity.graph import (
     provenance_runs,
 )
 from ragaudit_core.fidelity.graph import load_graphs as load_graphs  # re-exported: callers import it from here
-from ragaudit_core.intervals import Estimate, QuantileMethod
+from ragaudit_core.intervals import Estimate
 from ragaudit_core.logs.identity import CanonOptions
 
 __all__ = [
@@ -113,13 +114,11 @@ class QueryFidelity:
 
 def _resolves(row: dict, ground_truth: list[dict]) -> bool:
     """Seed 002's generation survival for one emitted citation: it "resolves to the correct
-    origin" — verified (a score above 0: not a made-up page or an index past the context) and
-    naming a ground-truth document, on one of its ground-truth pages where the ground truth names
-    pages (a citation naming no page resolves to its document)."""
-    if row["score"] <= 0:
-        return False
-    pages = [t.get("page") for t in ground_truth if t["doc_id"] == row["doc_id"]]
-    return bool(pages) and (row["page"] is None or None in pages or row["page"] in pages)
+    origin" — verified against the context (score 1: not a made-up page, not a page that was never
+    retrieved, not an index past the context) and naming a ground-truth document. The page is
+    judged where the earlier stages judge it: a retrieved chunk of the right document on another
+    page than the ground truth's is retrieval's miss, not the citation's."""
+    return row["score"] >= 1.0 and any(t["doc_id"] == row["doc_id"] for t in ground_truth)
 
 
 def compute_query(
@@ -202,16 +201,16 @@ class RunFidelity:
     alerts: list[dict]
 
 
-_METHOD: dict[str, QuantileMethod] = {"upper": "linear", "tail": "inverted_cdf"}
-"""numpy's percentile method per reading: the seed's p95 by linear interpolation; the tail reading
-a value of the data that at least the stated share of queries reach (linear interpolation read
-0.45 for 9 × 1.0 and 1 × 0.0, which only 90 % reach)."""
-
-
 def _pct(values: np.ndarray, q: float, convention: str) -> float | None:
+    """The ``q``-th percentile (linear interpolation) as the seed writes it (``upper``), or in the
+    tail reading the largest score that at least ``q`` % of the queries reach: a value of the data
+    (linear interpolation read 0.45 for 9 × 1.0 and 1 × 0.0, which only 90 % reach; 19 × 1.0 and
+    1 × 0.0 read 1.0, which 95 % reach). The median (q = 50) is the median in both readings."""
     if not len(values):
         return None
-    return float(np.percentile(values, q if convention == "upper" else 100 - q, method=_METHOD[convention]))
+    if convention == "upper" or q == 50:
+        return float(np.percentile(values, q))
+    return -float(np.percentile(-values, q, method="inverted_cdf"))
 
 
 def _cfs_intervals(cfs: np.ndarray, conv: str) -> dict[str, list[float | None]]:
@@ -224,9 +223,10 @@ def _cfs_intervals(cfs: np.ndarray, conv: str) -> dict[str, list[float | None]]:
 
     if not len(cfs):
         return {}
-    lin = bootstrap_quantiles(cfs, [0.5, 0.95])  # the same resamples for both calls (one seed)
-    low = bootstrap_quantiles(cfs, [0.5, 0.05], method=_METHOD["tail"])
-    p50, p95, other = (lin[0], lin[1], low[1]) if conv == "upper" else (low[0], low[1], lin[1])
+    p50, upper = bootstrap_quantiles(cfs, [0.5, 0.95])  # the same resamples for both calls (one seed)
+    (reached,) = bootstrap_quantiles(-cfs, [0.95], method="inverted_cdf")  # the tail reading, negated
+    tail = Estimate(-reached.value, -reached.hi, -reached.lo, reached.n, reached.level)
+    p95, other = (upper, tail) if conv == "upper" else (tail, upper)
     return {
         "cfs_mean": pair(bootstrap_means(cfs)[0]),
         "cfs_p50": pair(p50),

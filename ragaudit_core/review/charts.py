@@ -316,7 +316,7 @@ _STAGE_NAMES = list(FIDELITY_STAGES.values())
 
 def survival_funnel(summaries: dict[str, dict]) -> go.Figure:
     """Per run: the share of queries with ground truth still holding a ground-truth source
-    after each stage (``stage_share``, the running product of the conditional rates), as a
+    after each stage (``stage_share``, counted per query: a stage its pipeline skips loses nothing), as a
     percentage on a 0–100 axis; the conditional rate of each stage is in the hover. Drawn as
     grouped horizontal bars from 0 (one per run and stage, runs in natural order, each its own
     Okabe–Ito colour set on the trace), the value outside the bar's end — bars of different runs

@@ -255,6 +255,10 @@ def test_the_tail_reading_is_a_score_that_95_percent_of_queries_reach():
     assert s["cfs_p95"] == 0.0 and s["cfs_p95_other"] == 1.0
     lo, hi = s["intervals"]["cfs_p95"]
     assert lo <= 0.0 <= hi and lo in (0.0, 1.0)  # the bootstrap's quantiles are values of the data too
+    # 19 at 1.0 and one at 0.0: 95 % of the queries reach 1.0, so the tail reading is 1.0
+    res = [q(i, v) for i, v in enumerate([1.0] * 19 + [0.0])]
+    s = summarise_run("r", res, FidelityRules(percentile="tail")).summary
+    assert s["cfs_p95"] == 1.0 and s["cfs_p50"] == 1.0
 
 
 def test_rules_from_toml(tmp_path):

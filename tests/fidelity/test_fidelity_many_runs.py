@@ -23,7 +23,7 @@ N_RUNS = 2000
 KINDS = [
     ("[Source: D1, p. 2]", 1.0, "exact_context_match", 1, None),
     ("[Source: D9, p. 1]", 0.0, "hallucinated_document_id", 0, "generation"),
-    ("[Source: D1, p. 3]", 0.3, "valid_doc_invalid_page_or_unretrieved", 1, None),
+    ("[Source: D1, p. 3]", 0.3, "valid_doc_invalid_page_or_unretrieved", 0, "generation"),  # a page not retrieved
     ("An answer without any citation.", None, None, 0, "generation"),
 ]
 

@@ -55,20 +55,22 @@ def test_the_funnel_keeps_a_query_through_a_stage_its_pipeline_skips(con, tmp_pa
     assert s["stage_share"]["generation"] == pytest.approx(s["cfs_product_mean"])
 
 
-def test_a_citation_to_a_made_up_page_does_not_survive_generation(con, tmp_path):
-    """The ground truth is A p. 2; the answer cites A p. 99 of a 3-page document (scored 0): it
-    does not resolve to the origin. Citing p. 2 does; citing A's p. 1 (right document, wrong page)
-    does not where the ground truth names its page."""
+def test_a_citation_survives_generation_when_it_resolves_to_the_retrieved_ground_truth_document(con, tmp_path):
+    """The ground truth is A p. 2; the retrieved chunk is A p. 1. Citing A p. 99 of a 3-page document
+    (scored 0) does not resolve; citing p. 2, never retrieved (0.3), does not either; citing the
+    retrieved chunk, p. 1 or as [1] (1.0), does: the page missed is retrieval's loss, not the citation's."""
+    gt = [{"doc_id": "A", "page": 2}]
     recs = [
-        _record("R", "made-up", rerank=None, text="X [Source: A, p. 99].", gt=[{"doc_id": "A", "page": 2}]),
-        _record("R", "right", rerank=None, text="X [Source: A, p. 2].", gt=[{"doc_id": "A", "page": 2}]),
-        _record("R", "doc-only", rerank=None, text="X [Source: A, p. 2].", gt=["A"]),
+        _record("R", "made-up", rerank=None, text="X [Source: A, p. 99].", gt=gt),
+        _record("R", "unretrieved", rerank=None, text="X [Source: A, p. 2].", gt=gt),
+        _record("R", "retrieved", rerank=None, text="X [Source: A, p. 1].", gt=gt),
+        _record("R", "index", rerank=None, text="X [1].", gt=gt),
     ]
     ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", recs)])
     q = fidelity_runs(con, ["R"])["R"].queries.set_index("query_id")
     assert q.loc["made-up", "survived_generation"] == 0 and q.loc["made-up", "cfs_product"] == 0
-    assert q.loc["right", "survived_generation"] == 1
-    assert q.loc["doc-only", "survived_generation"] == 1  # the ground truth names no page
+    assert q.loc["unretrieved", "survived_generation"] == 0
+    assert q.loc["retrieved", "survived_generation"] == 1 and q.loc["index", "survived_generation"] == 1
 
 
 def test_years_and_index_zero_in_brackets_are_not_citations():

@@ -33,3 +33,11 @@ def test_a_run_with_provenance_but_no_figure_is_not_said_to_have_no_provenance()
     assert "no provenance logs" not in v.headline() and v.headline().endswith(
         "(no fidelity figures); no rule could be judged on these runs"
     )
+
+
+def test_the_headline_names_missing_provenance_when_one_run_has_none():
+    rule = Rule(metric="cfs_mean", op=">=", threshold=-0.1, relative=True)
+    inputs = GateInputs("b", "c", {}, {"b": {"cfs_mean": 0.9}, "c": {}}, have={"fidelity": {"b"}})
+    v = evaluate([rule], inputs)
+    assert v.results[0].message == "no provenance logs for c"
+    assert "(no provenance logs)" in v.headline()

@@ -364,7 +364,7 @@ def evaluate(policy: GatePolicy | list[Rule], inputs: GateInputs) -> Verdict:
         )
     answered = {r.rule.area for r in applicable}
     absent = {"quality": "no labelled query"} if inputs.quality_note else {}
-    if inputs.have.get("fidelity"):  # provenance logs are there: what they lack is the figures
+    if {inputs.baseline, inputs.candidate} <= inputs.have.get("fidelity", set()):  # both hold provenance logs
         absent["fidelity"] = "no fidelity figures"
     if inputs.level_notes:
         absent["stability"] = "no document ids"

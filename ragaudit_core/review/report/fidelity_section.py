@@ -49,8 +49,9 @@ def fidelity_section(pdf: ReportPDF, data: ReportData) -> None:
         "Citations extracted from each generated answer and verified against the provenance graph (1.0 exact "
         "source, 0.3 right document wrong page, 0.0 not in the graph); CFS = mean score per query. Stage "
         "survival in the table is conditional: of the queries that reached a stage with a ground-truth source, "
-        "the share keeping one through it (the alert's reading; seed 002). The funnel shows the running "
-        "product: the share of all queries with ground truth still holding a source.",
+        "the share keeping one through it (the alert's reading; seed 002). The funnel shows the share "
+        "of all queries with ground truth still holding a source after each stage (a stage a query's pipeline "
+        "skips loses nothing).",
         size=8.5,
     )
     pdf.gap(1)
