@@ -435,6 +435,6 @@ try:
 except Exception as e:  # only a damaged database file is worded here; the rest is raised
     if (why := store.damage_message(ui.current_db_path(), e)) is None:
         raise
-    st.error(why)
+    st.error(ui.md(why))  # the path and DuckDB's words are text, not Markdown
 finally:
     ui.release_connections()  # the database is open only while an interaction runs (ui.connection)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["FontPlan", "FontSpec", "font_dirs", "plan_fonts"]
+__all__ = ["FontPlan", "FontSpec", "code_points", "font_dirs", "plan_fonts"]
 
 _SYSTEM_DIRS = ["/usr/share/fonts", "/usr/local/share/fonts", "~/.local/share/fonts", "~/.fonts"]
 # Scripts whose glyphs change shape with their neighbours or reorder: they need a shaping engine.
@@ -168,3 +168,11 @@ def plan_fonts(chars: Iterable[str]) -> FontPlan:
             break
     plan.missing = sorted(need)
     return plan
+
+
+def code_points(text: str, missing: frozenset[str] | set[str]) -> str:
+    """``text`` with each character of ``missing`` (no installed font draws it) written as its code
+    point, ``[U+1F680]``: what the report's pages and its charts draw instead of nothing or a box."""
+    if not missing:
+        return text
+    return "".join(f"[U+{ord(c):04X}]" if c in missing else c for c in text)

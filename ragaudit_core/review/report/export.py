@@ -25,6 +25,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from ragaudit_core.review.fonts import code_points
+
 __all__ = ["EXPORT_TIMEOUT_S", "export_figures"]
 
 EXPORT_TIMEOUT_S = 120.0  # for all figures together; a normal report needs 5-15 s
@@ -54,7 +56,7 @@ _EXPORT_LOCK = threading.Lock()
 def _code_points(value: Any, missing: frozenset[str]) -> Any:
     """Every text of a figure's JSON with the characters of ``missing`` as their code points."""
     if isinstance(value, str):
-        return "".join(f"[U+{ord(c):04X}]" if c in missing else c for c in value) if missing else value
+        return code_points(value, missing)
     if isinstance(value, list):
         return [_code_points(v, missing) for v in value]
     if isinstance(value, dict):

@@ -20,7 +20,7 @@ from fpdf.enums import MethodReturnValue, WrapMode, XPos, YPos
 from fpdf.fonts import TextStyle
 from fpdf.util import Padding
 
-from ragaudit_core.review.fonts import FontPlan
+from ragaudit_core.review.fonts import FontPlan, code_points
 from ragaudit_core.review.logtext import excerpt, neutralise, strip_isolates
 from ragaudit_core.wording import counted
 
@@ -189,7 +189,7 @@ class ReportPDF(FPDF):
         report) fpdf2 draws in logical order and has no glyph for U+2068/U+2069, so they are dropped."""
         s = clean(text, limit)
         if self.plan.missing:  # fpdf2 draws nothing for a character without a glyph: show its code point
-            s = "".join(f"[U+{ord(c):04X}]" if c in self._no_glyph else c for c in s)
+            s = code_points(s, self._no_glyph)
         return s if self.text_shaping else strip_isolates(s)
 
     def footer(self) -> None:
