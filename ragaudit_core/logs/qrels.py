@@ -29,14 +29,15 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
-import pandas as pd
+import pyarrow as pa
 
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.logs import store
 from ragaudit_core.logs.formats.base import query_id_for
-from ragaudit_core.logs.identity import canonical_doc_id, span_hash
+from ragaudit_core.logs.identity import CanonOptions, canonical_doc_id, span_hash
 from ragaudit_core.logs.options import stored_canon
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.wording import counted, listed
@@ -62,12 +63,37 @@ class QrelsError(RagAuditError, ValueError):
     """A qrels file that cannot be read at all (the message names it and says what to do)."""
 
 
-@dataclass(frozen=True)
-class Label:
+class Label(NamedTuple):
     query_id: str
     doc_id_raw: str
     relevance: int
     line_no: int
+
+
+@dataclass
+class _Columns:
+    """Judgements column by column (a million labels as four lists, not a million objects)."""
+
+    query_id: list[str] = field(default_factory=list)
+    doc_id_raw: list[str] = field(default_factory=list)
+    relevance: list[int] = field(default_factory=list)
+    line_no: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.query_id)
+
+    def add(self, qid: str, doc: str, rel: int, line_no: int) -> None:
+        self.query_id.append(qid)
+        self.doc_id_raw.append(doc)
+        self.relevance.append(rel)
+        self.line_no.append(line_no)
+
+    @classmethod
+    def of(cls, labels: Iterable[Label]) -> _Columns:
+        out = cls()
+        for lab in labels:
+            out.add(*lab)
+        return out
 
 
 @dataclass
@@ -157,6 +183,8 @@ def _layout(path: Path) -> int | None:
 
 def _grade(rel: str) -> int | str:
     """A relevance grade as an integer (``2``, ``1.0``, ``1e0``), or why it is not one."""
+    if len(rel) == 1 and "0" <= rel <= "9":  # nearly every grade of every file: one ASCII digit
+        return ord(rel) - 48
     if not _GRADE.fullmatch(rel):
         return f"relevance {rel!r} is not an integer"
     try:
@@ -179,9 +207,23 @@ def parse_qrels(path: str | Path) -> tuple[list[Label], list[str]]:
     where the file has one on its first line. A grade is an integer written in ASCII digits
     (``1.0`` and ``1e0`` read as 1) within the table's 32-bit range; a line that is not UTF-8 is
     rejected alone."""
-    p = Path(path)
-    labels: list[Label] = []
     rejected: list[str] = []
+    labels = [
+        Label(*row)
+        for cols in _batches(Path(path), rejected)
+        for row in zip(cols.query_id, cols.doc_id_raw, cols.relevance, cols.line_no)
+    ]
+    return labels, rejected
+
+
+_BATCH = 65_536  # labels held as Python strings at a time; the file's labels as a whole are Arrow columns
+
+
+def _batches(p: Path, rejected: list[str]) -> Iterator[_Columns]:
+    """:func:`parse_qrels` in batches of up to :data:`_BATCH` labels (the reasons of rejected
+    lines appended to ``rejected``): a file of millions of judgements is never held as Python
+    objects at once."""
+    labels = _Columns()
     width = _layout(p)
     for line_no, cols, why in _judgements(p):
         if cols is None:
@@ -189,8 +231,7 @@ def parse_qrels(path: str | Path) -> tuple[list[Label], list[str]]:
             continue
         if len(cols) != width:
             rejected.append(
-                f"{p.name} line {line_no}: {counted(len(cols), 'column')}; a qrels line has "
-                + ("3 (query-id, doc-id, relevance)" if width != 4 else "4 (query-id, iteration, doc-id, relevance)")
+                f"{p.name} line {line_no}: {counted(len(cols), 'column')}; a qrels line has " + _LAYOUTS[width == 4]
             )
             continue
         qid, doc, rel = (cols[0], cols[2], cols[3]) if width == 4 else (cols[0], cols[1], cols[2])
@@ -201,10 +242,17 @@ def parse_qrels(path: str | Path) -> tuple[list[Label], list[str]]:
         if isinstance(grade, str):
             rejected.append(f"{p.name} line {line_no}: {grade}")
             continue
-        labels.append(Label(qid, doc, grade, line_no))
+        labels.add(qid, doc, grade, line_no)
+        if len(labels) == _BATCH:
+            yield labels
+            labels = _Columns()
     if width is None and not rejected:
         raise QrelsError(f"{p}: holds no relevance judgement (expected 'query-id<TAB>doc-id<TAB>relevance' lines)")
-    return labels, rejected
+    if len(labels):
+        yield labels
+
+
+_LAYOUTS = ("3 (query-id, doc-id, relevance)", "4 (query-id, iteration, doc-id, relevance)")
 
 
 def qrels_files(folder: str | Path) -> list[Path]:
@@ -231,35 +279,79 @@ def store_labels(
     con: duckdb.DuckDBPyConnection, labels: Iterable[Label], source: str, report: QrelsReport | None = None
 ) -> QrelsReport:
     """Replace the labels of the judged queries by ``labels`` (one source), canonicalising ids."""
+    return _store(con, [_arrow(_Columns.of(labels), stored_canon(con), 0)], source, report)
+
+
+_SCHEMA = pa.schema(
+    [
+        ("ord", pa.int64()),
+        ("line_no", pa.int64()),
+        ("query_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("doc_id_raw", pa.string()),
+        ("relevance", pa.int32()),
+    ]
+)
+
+
+def _arrow(labels: _Columns, canon: CanonOptions, start: int) -> pa.RecordBatch:
+    """A batch of labels as Arrow columns, document ids canonicalised exactly as evidence ids are
+    (the same function), ``ord`` numbering the labels in file order from ``start``."""
+    docs = [canonical_doc_id(raw, canon) for raw in labels.doc_id_raw]
+    return pa.record_batch(
+        [
+            pa.array(range(start, start + len(labels)), pa.int64()),
+            pa.array(labels.line_no, pa.int64()),
+            pa.array(labels.query_id, pa.string()),
+            pa.array(docs, pa.string()),
+            pa.array(labels.doc_id_raw, pa.string()),
+            pa.array(labels.relevance, pa.int32()),
+        ],
+        schema=_SCHEMA,
+    )
+
+
+_DUPLICATES_SQL = """
+SELECT line_no, query_id, doc_id FROM (
+    SELECT *, row_number() OVER (PARTITION BY query_id, doc_id ORDER BY ord) AS nth FROM _new_qrels
+) WHERE nth > 1 ORDER BY ord
+"""
+_FIRST = "QUALIFY row_number() OVER (PARTITION BY query_id, doc_id ORDER BY ord) = 1"
+
+
+def _store(
+    con: duckdb.DuckDBPyConnection, batches: list[pa.RecordBatch], source: str, report: QrelsReport | None
+) -> QrelsReport:
+    """:func:`store_labels` on Arrow batches: the first judgement of a repeated (query, document)
+    kept (by ``ord``: file order), a warning naming each later one."""
     rep = report or QrelsReport()
-    canon = stored_canon(con)
-    rows: dict[tuple[str, str], tuple[str, str, str, int, str]] = {}
-    for lab in labels:
-        doc = canonical_doc_id(lab.doc_id_raw, canon)
-        key = (lab.query_id, doc)
-        if key in rows:
-            rep.warnings.append(
-                f"{source} line {lab.line_no}: query {lab.query_id!r} judges document {doc!r} again; "
-                "the first judgement is kept"
-            )
-            continue
-        rows[key] = (lab.query_id, doc, lab.doc_id_raw, lab.relevance, source)
-    if not rows:
+    new = pa.Table.from_batches(batches, schema=_SCHEMA)
+    if not new.num_rows:
         return rep
-    df = pd.DataFrame(list(rows.values()), columns=["query_id", "doc_id", "doc_id_raw", "relevance", "source"])
-    con.register("_new_qrels", df)
+    con.register("_new_qrels", new)
     try:
-        replaced = con.execute(
+        rep.warnings += [
+            f"{source} line {line_no}: query {qid!r} judges document {doc!r} again; the first judgement is kept"
+            for line_no, qid, doc in con.execute(_DUPLICATES_SQL).fetchall()
+        ]
+        ((replaced,),) = con.execute(
             "SELECT count(DISTINCT query_id) FROM qrels WHERE query_id IN (SELECT query_id FROM _new_qrels)"
-        ).fetchall()[0][0]
+        ).fetchall()
+        ((n, n_queries, n_relevant),) = con.execute(
+            "SELECT count(*), count(DISTINCT query_id), count(*) FILTER (relevance > 0) "
+            f"FROM (SELECT * FROM _new_qrels {_FIRST})"
+        ).fetchall()
         con.execute("DELETE FROM qrels WHERE query_id IN (SELECT DISTINCT query_id FROM _new_qrels)")
-        con.execute("INSERT INTO qrels SELECT query_id, doc_id, doc_id_raw, relevance, source FROM _new_qrels")
+        con.execute(
+            f"INSERT INTO qrels SELECT query_id, doc_id, doc_id_raw, relevance, ? FROM _new_qrels {_FIRST}",
+            [source],
+        )
     finally:
         con.unregister("_new_qrels")
     rep.files.append(source)
-    rep.n_labels += len(df)
-    rep.n_queries += df["query_id"].nunique()
-    rep.n_relevant += int((df["relevance"] > 0).sum())
+    rep.n_labels += n
+    rep.n_queries += n_queries
+    rep.n_relevant += n_relevant
     rep.replaced_queries += int(replaced)
     return rep
 
@@ -279,30 +371,50 @@ def load_qrels(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Q
     questions = {qid: text for q in given for qid, text in _questions(q).items()}
     if given and len(given) == len(files):
         raise QrelsError(f"{given[0]} holds questions, not relevance labels: give the qrels file with it")
+    canon = stored_canon(con)
     for p in (f for f in files if f not in given):
-        labels, rejected = parse_qrels(p)
-        if not labels:
+        beside = p.parent.parent / "queries.jsonl"
+        texts = questions or (_questions(beside) if p.parent.name == "qrels" and beside.is_file() else {})
+        rejected: list[str] = []
+        labels, by_text = _read(p, canon, texts, rejected)
+        if not sum(b.num_rows for b in labels):
             shown = "; ".join(rejected[:3]) + (" …" if len(rejected) > 3 else "")
             raise QrelsError(
                 f"{p}: no line is a relevance judgement ({shown}); a qrels line is 'query-id<TAB>doc-id<TAB>relevance' "
                 "or TREC's 'query-id 0 doc-id relevance'"
             )
         rep.rejected += rejected
-        beside = p.parent.parent / "queries.jsonl"
-        texts = questions or (_questions(beside) if p.parent.name == "qrels" and beside.is_file() else {})
-        by_text = [
-            Label(query_id_for(texts[x.query_id]), x.doc_id_raw, x.relevance, x.line_no)
-            for x in labels
-            if x.query_id in texts
-        ]
         with store.transaction(con) as cur:
-            store_labels(cur, labels, p.name, rep)
+            _store(cur, labels, p.name, rep)
             if by_text:
-                rep.n_by_text += store_labels(cur, by_text, p.name + _BY_TEXT).n_queries
+                rep.n_by_text += _store(cur, by_text, p.name + _BY_TEXT, None).n_queries
             store.bump_data_version(cur)
     if rep.files and (note := unlabelled_runs_note(con)):
         rep.warnings.append(note)
     return rep
+
+
+def _read(
+    p: Path, canon: CanonOptions, texts: dict[str, str], rejected: list[str]
+) -> tuple[list[pa.RecordBatch], list[pa.RecordBatch]]:
+    """The labels of file ``p`` as Arrow batches, and the same labels of the queries ``texts``
+    names under their questions' hashed ids."""
+    labels: list[pa.RecordBatch] = []
+    by_text: list[pa.RecordBatch] = []
+    n = n_text = 0
+    for cols in _batches(p, rejected):
+        labels.append(_arrow(cols, canon, n))
+        n += len(cols)
+        if texts and len(
+            hashed := _Columns.of(
+                Label(query_id_for(texts[q]), doc, rel, line)
+                for q, doc, rel, line in zip(cols.query_id, cols.doc_id_raw, cols.relevance, cols.line_no)
+                if q in texts
+            )
+        ):
+            by_text.append(_arrow(hashed, canon, n_text))
+            n_text += len(hashed)
+    return labels, by_text
 
 
 def _questions(path: Path) -> dict[str, str]:

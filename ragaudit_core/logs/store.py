@@ -22,6 +22,7 @@ Tables (schema version 1):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -421,7 +422,8 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         yield cur
         cur.execute("COMMIT")
     except BaseException:
-        cur.execute("ROLLBACK")
+        with contextlib.suppress(duckdb.TransactionException):  # a COMMIT that failed has rolled back already
+            cur.execute("ROLLBACK")
         raise
     finally:
         cur.close()

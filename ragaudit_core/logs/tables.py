@@ -163,8 +163,7 @@ CREATE TABLE IF NOT EXISTS qrels (
     doc_id     VARCHAR NOT NULL,
     doc_id_raw VARCHAR NOT NULL,
     relevance  INTEGER NOT NULL,
-    source     VARCHAR NOT NULL,
-    PRIMARY KEY (query_id, doc_id)
+    source     VARCHAR NOT NULL
 );
 CREATE TABLE IF NOT EXISTS ingest_warnings (
     file_id INTEGER,

@@ -68,3 +68,29 @@ def test_lines_ended_by_a_carriage_return_alone_are_lines(tmp_path):
     f.write_bytes(b"q1\td1\t1\rq2\td2\t1\rq3\td3\t2\r")
     labels, rejected = parse_qrels(f)
     assert [(x.query_id, x.line_no) for x in labels] == [("q1", 1), ("q2", 2), ("q3", 3)] and rejected == []
+
+
+def test_a_repeated_judgement_keeps_the_first_across_batches(con, tmp_path, monkeypatch):
+    """The labels travel in batches (3 here); the first judgement of a (query, document) wins
+    whichever batch repeats it, each later one named by its line, in file order; the counts are
+    of the labels stored."""
+    from ragaudit_core.logs import qrels
+
+    monkeypatch.setattr(qrels, "_BATCH", 3)
+    f = tmp_path / "dup.qrels"
+    f.write_text("q1\t0\tD1\t2\nq1\t0\td2\t0\nq2\t0\td1\t1\nq1\t0\td1\t0\nq2\t0\td3\t1\nq2\t0\tD1\t3\nq3\t0\td4\t1\n")
+    rep = load_qrels(con, [f])
+    assert rep.warnings[:2] == [
+        "dup.qrels line 4: query 'q1' judges document 'd1' again; the first judgement is kept",
+        "dup.qrels line 6: query 'q2' judges document 'd1' again; the first judgement is kept",
+    ]
+    assert (rep.n_labels, rep.n_queries, rep.n_relevant) == (5, 3, 4)  # d2 of q1 judged 0
+    stored = con.execute("SELECT query_id, doc_id, doc_id_raw, relevance FROM qrels ORDER BY ALL").fetchall()
+    assert stored == [
+        ("q1", "d1", "D1", 2),  # ids canonicalised as evidence ids are (lower-case by default)
+        ("q1", "d2", "d2", 0),
+        ("q2", "d1", "d1", 1),
+        ("q2", "d3", "d3", 1),
+        ("q3", "d4", "d4", 1),
+    ]
+    assert [x.line_no for x in qrels.parse_qrels(f)[0]] == [1, 2, 3, 4, 5, 6, 7]
