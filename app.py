@@ -432,8 +432,9 @@ page = st.navigation(
 )
 try:
     page.run()
-except Exception as e:  # only a damaged database file is worded here; the rest is raised
-    if (why := store.damage_message(ui.current_db_path(), e)) is None:
+except Exception as e:  # a damaged database file, or a sentence of RagAudit's (a damaged job queue); the rest is raised
+    why = str(e) if isinstance(e, RagAuditError) else store.damage_message(ui.current_db_path(), e)
+    if why is None:
         raise
     st.error(ui.md(why))  # the path and DuckDB's words are text, not Markdown
 finally:

@@ -11,6 +11,7 @@ while the user waits for the load anyway. The log store itself imports no metric
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -29,6 +30,8 @@ from ragaudit_core.logs.uploads import keep_uploads
 from ragaudit_core.quality import cache as _quality_cache  # noqa: F401 — registers what ingest stores
 from ragaudit_core.stability import cache as _stability_cache  # noqa: F401 — registers what ingest stores
 from ragaudit_core.wording import counted, listed
+
+log = logging.getLogger("ragaudit.workspace")
 
 __all__ = [
     "clear",
@@ -199,14 +202,24 @@ def clear(con: duckdb.DuckDBPyConnection) -> None:
     the database file."""
     store.clear_data(con)
     if _db_file(con):
-        queue.forget_runs(con)
+        _forget(con, None)
+
+
+def _forget(con: duckdb.DuckDBPyConnection, runs: list[str] | None) -> None:
+    """The jobs of removed runs forgotten (:func:`queue.forget_runs`); a damaged queue file does not
+    undo or fail a removal already committed — it is logged, and said wherever the queue is read
+    (a worker never stores a result for a run that is gone)."""
+    try:
+        queue.forget_runs(con, runs)
+    except queue.QueueDamaged as e:
+        log.warning("%s", e)
 
 
 def remove_runs(con: duckdb.DuckDBPyConnection, runs: list[str]) -> removal.Removed:
     """:func:`removal.remove_runs`, and the runs' jobs in the queue."""
     done = removal.remove_runs(con, runs)
     if _db_file(con):
-        queue.forget_runs(con, done.runs)
+        _forget(con, done.runs)
     derived.precompute(con)
     return done
 
@@ -215,6 +228,6 @@ def remove_file(con: duckdb.DuckDBPyConnection, file_id: int) -> removal.Removed
     """:func:`removal.remove_file`, and the jobs of the runs it removed entirely."""
     done = removal.remove_file(con, file_id)
     if done.runs and _db_file(con):
-        queue.forget_runs(con, done.runs)
+        _forget(con, done.runs)
     derived.precompute(con)
     return done

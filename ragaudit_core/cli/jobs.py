@@ -36,8 +36,8 @@ def endpoint_options(endpoint: str | None, key_file: Path | None, timeout: float
     from ragaudit_core.fidelity import endpoint as policy
 
     if timeout is not None:
-        if not timeout > 0:
-            fail("--timeout must be above 0 seconds")
+        if not 0 < timeout <= policy.MAX_TIMEOUT_S:
+            fail(f"--timeout must be above 0 seconds and at most {policy.MAX_TIMEOUT_S:,.0f} (a day)")
         os.environ[policy.ENV_TIMEOUT] = str(timeout)
     if key_file is not None:
         policy.use_key_file(key_file)

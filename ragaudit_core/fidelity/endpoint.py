@@ -68,6 +68,7 @@ __all__ = [
     "ENV_KEY",
     "ENV_TIMEOUT",
     "MAX_REPLY_BYTES",
+    "MAX_TIMEOUT_S",
     "POLL_S",
     "EndpointNotAllowed",
     "EndpointRedirected",
@@ -75,6 +76,7 @@ __all__ = [
     "allow",
     "allowed",
     "api_key",
+    "call_url",
     "check_allowed",
     "check_key_transport",
     "check_url",
@@ -243,9 +245,22 @@ def timeout_s() -> float:
         v = float(raw) if raw.strip() else DEFAULT_TIMEOUT_S
     except ValueError:
         raise EndpointRefused(f"{ENV_TIMEOUT}={raw!r} is not a number of seconds") from None
-    if not v > 0:
-        raise EndpointRefused(f"{ENV_TIMEOUT}={raw!r}: the request time limit must be above 0 s")
+    if not 0 < v <= MAX_TIMEOUT_S:  # NaN and inf too: a socket cannot wait past its clock's range
+        raise EndpointRefused(
+            f"{ENV_TIMEOUT}={raw!r}: the request time limit must be above 0 s and at most "
+            f"{MAX_TIMEOUT_S:,.0f} s (a day)"
+        )
     return v
+
+
+MAX_TIMEOUT_S = 86_400.0
+
+
+def call_url(base: str, path: str) -> str:
+    """The URL of ``path`` under the endpoint's base URL, the base's query kept after it
+    (``…/v1?api-version=2024-02-01`` → ``…/v1/chat/completions?api-version=2024-02-01``)."""
+    p = urllib.parse.urlsplit(base)
+    return urllib.parse.urlunsplit((p.scheme, p.netloc, p.path.rstrip("/") + "/" + path.lstrip("/"), p.query, ""))
 
 
 def mask(text: str, secret: str | None) -> str:
@@ -278,12 +293,12 @@ def check_key_transport(url: str, key: str | None) -> None:
 
 
 def _loopback(url: str) -> bool:
-    """Whether ``url``'s host is this machine: the name ``localhost`` (``*.localhost``, which
-    resolvers answer with a loopback address, RFC 6761) or a literal loopback address (127.0.0.0/8,
-    ``::1``) — not a name that merely starts like one (``127.0.0.1.nip.io``, ``127.attacker.example``
-    resolve wherever their owner likes)."""
+    """Whether ``url``'s host is this machine: the name ``localhost`` (the hosts file's) or a literal
+    loopback address (127.0.0.0/8, ``::1``) — not a name that merely starts or ends like one
+    (``127.0.0.1.nip.io``, ``127.attacker.example``; ``api.localhost``, which RFC 6761 reserves but
+    glibc sends to the network's resolver, which may answer with any address)."""
     host = (urllib.parse.urlsplit(url).hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback

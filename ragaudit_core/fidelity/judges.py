@@ -246,7 +246,7 @@ class EndpointJudge:
     ) -> None:
         from ragaudit_core.fidelity import endpoint
 
-        self.url = endpoint.check_url(base_url) + "/chat/completions"
+        self.url = endpoint.call_url(endpoint.check_url(base_url), "chat/completions")
         self.model, self.api_key, self.temperature = model, api_key, temperature
         self.retries = retries
         self.timeout_s = endpoint.timeout_s() if timeout_s is None else timeout_s

@@ -37,13 +37,16 @@ from typing import Union
 
 import duckdb
 
+from ragaudit_core.errors import RagAuditError
 from ragaudit_core.jobspec import JobInputs, JobSpec
+from ragaudit_core.wording import one_line
 
 __all__ = [
     "BUSY_S",
     "ETA_AFTER_S",
     "MAX_WORKER_DEATHS",
     "Job",
+    "QueueDamaged",
     "cancel",
     "cancel_requested",
     "claim",
@@ -167,26 +170,53 @@ def _open(where: Where, *, create: bool = True) -> Iterator[sqlite3.Connection |
     if fresh and not create:
         yield None
         return
-    if not create and not (os.access(qf, os.W_OK) and os.access(qf.parent, os.W_OK | os.X_OK)):
-        ro = _read_only(qf)  # a queue shared read-only with its database: read, never written
+    with _damage_said(qf):
+        if not create and not _may_write(qf):
+            ro = _read_only(qf)  # a queue shared read-only with its database: read, never written
+            try:
+                yield ro
+            finally:
+                ro.close()
+            return
+        con = sqlite3.connect(qf, timeout=BUSY_S, isolation_level=None)
         try:
-            yield ro
+            if fresh:
+                con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            con.execute(_SCHEMA)
+            if not fresh and "deaths" not in {c[1] for c in con.execute("PRAGMA table_info(jobs)")}:
+                con.execute("ALTER TABLE jobs ADD COLUMN deaths INTEGER DEFAULT 0")  # a queue from before the count
+            if fresh and duck is not None:
+                _migrate(duck, con)
+            yield con
         finally:
-            ro.close()
-        return
-    con = sqlite3.connect(qf, timeout=BUSY_S, isolation_level=None)
+            con.close()
+
+
+def _may_write(qf: Path) -> bool:
+    """Whether this user may write the queue file and its folder (SQLite writes its journal there)."""
+    return os.access(qf, os.W_OK) and os.access(qf.parent, os.W_OK | os.X_OK)
+
+
+class QueueDamaged(RagAuditError, RuntimeError):
+    """The job queue beside a database is not a SQLite file, or a damaged one."""
+
+
+@contextlib.contextmanager
+def _damage_said(qf: Path) -> Iterator[None]:
+    """A queue file SQLite cannot read (overwritten, truncated, not SQLite at all) said in one
+    sentence with what to do — never a traceback. A busy or locked queue is not damage
+    (``OperationalError`` passes through: callers wait or skip an update)."""
     try:
-        if fresh:
-            con.execute("PRAGMA journal_mode=WAL")
-        con.execute("PRAGMA synchronous=NORMAL")
-        con.execute(_SCHEMA)
-        if not fresh and "deaths" not in {c[1] for c in con.execute("PRAGMA table_info(jobs)")}:
-            con.execute("ALTER TABLE jobs ADD COLUMN deaths INTEGER DEFAULT 0")  # a queue from before the count
-        if fresh and duck is not None:
-            _migrate(duck, con)
-        yield con
-    finally:
-        con.close()
+        yield
+    except sqlite3.OperationalError:
+        raise
+    except sqlite3.DatabaseError as e:
+        raise QueueDamaged(
+            f"the job queue beside the database, {qf}, cannot be read ({one_line(e)}): move it out of the folder "
+            "and run the command again — RagAudit starts an empty queue (the jobs it listed are lost; the results "
+            "they stored are in the database)"
+        ) from None
 
 
 def _read_only(qf: Path) -> sqlite3.Connection:
@@ -346,15 +376,21 @@ def forget_runs(where: Where, runs: list[str] | None = None) -> int:
         return int(cur.rowcount or 0)
 
 
-def release(where: Where, job_id: str, token: str | None = None) -> None:
-    """Give a running job back to the queue (a worker stopped with Ctrl-C mid-job)."""
+def release(
+    where: Where, job_id: str, token: str | None = None, label: str = "queued again (its worker was stopped)"
+) -> None:
+    """Give a running job back to the queue (a worker stopped with Ctrl-C mid-job); one whose cancel
+    was asked for is cancelled instead (queued, it would never be claimed nor queued again)."""
     mine = " AND worker_token = ?" if token else ""
+    now = time.time()
     with _open(where) as con:
         assert con is not None
         con.execute(
-            "UPDATE jobs SET status = 'queued', label = 'queued again (its worker was stopped)', fraction = 0 "
+            "UPDATE jobs SET status = CASE WHEN cancel THEN 'cancelled' ELSE 'queued' END, "
+            "label = CASE WHEN cancel THEN 'cancelled' ELSE ? END, fraction = 0, "
+            "finished_at = CASE WHEN cancel THEN ? ELSE finished_at END "
             "WHERE job_id = ? AND status = 'running'" + mine,
-            [job_id, *([token] if token else [])],
+            [label, now, job_id, *([token] if token else [])],
         )
 
 
@@ -383,30 +419,41 @@ def requeue_stale(where: Where, db_path: str | None = None) -> int:
     with _open(where, create=False) as con:
         if con is None:
             return 0
+        if (qpath := _duck_path(where)) not in (None, ":memory:") and not _may_write(queue_file(str(qpath))):
+            return 0  # a queue this user may only read (a database browsed read-only): listed as it is
         rows = con.execute("SELECT job_id, worker_pid, worker_token FROM jobs WHERE status = 'running'").fetchall()
     if not rows:
         return 0
     path = db_path or _duck_path(where)
     live = {b.get("token") for b in heartbeat.live_workers(path)} if path and path != ":memory:" else set()
-    dead = json.dumps([j for j, pid, tok in rows if (tok not in live if tok else not heartbeat.proc_alive(pid))])
+    dead = json.dumps(
+        [[j, tok or ""] for j, pid, tok in rows if (tok not in live if tok else not heartbeat.proc_alive(pid))]
+    )
     now = time.time()
     with _write(where) as con:
         n = con.execute(
-            "UPDATE jobs SET status = 'cancelled', label = 'cancelled', finished_at = ? "
-            f"WHERE {_IDS} AND status = 'running' AND cancel",
+            f"UPDATE jobs SET status = 'cancelled', label = 'cancelled', finished_at = ? WHERE {_DEAD} AND cancel",
             [now, dead],
         ).rowcount
         con.execute(
             "UPDATE jobs SET status = 'failed', label = 'failed', error = ?, finished_at = ?, updated_at = ?, "
-            f"deaths = coalesce(deaths, 0) + 1 WHERE {_IDS} AND status = 'running' AND coalesce(deaths, 0) + 1 >= ?",
+            f"deaths = coalesce(deaths, 0) + 1 WHERE {_DEAD} AND coalesce(deaths, 0) + 1 >= ?",
             [_died_error(path), now, now, dead, MAX_WORKER_DEATHS],
         )
         n += con.execute(
             "UPDATE jobs SET status = 'queued', label = 'queued again (its worker stopped)', fraction = 0, "
-            f"deaths = coalesce(deaths, 0) + 1 WHERE {_IDS} AND status = 'running'",
+            f"deaths = coalesce(deaths, 0) + 1 WHERE {_DEAD}",
             [dead],
         ).rowcount
     return n
+
+
+_DEAD = (
+    "status = 'running' AND (job_id, coalesce(worker_token, '')) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))"
+)
+"""The running jobs of a JSON list of ``[job_id, worker_token]`` read as dead: still under the claim
+that was judged dead (one claimed again since, by a live worker, between the read and this write, is
+that worker's)."""
 
 
 def _died_error(db_path: str | None) -> str:

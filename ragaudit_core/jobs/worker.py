@@ -129,16 +129,46 @@ def _run_one(
         error = f"{type(e).__name__}: {one_line(e)} (traceback in {log_file(db_path)})"
         queue.finish(db_path, job_id, "failed", error, token=token)
         return "failed"
-    with _db(db_path) as con:  # the only time a worker opens the database: one short write
-        logged = _still_logged(con, spec)
-        if logged:
-            store(con, spec, payloads)
-    if not logged:  # a result never outlives the logs it came from
-        gone = f"run {spec.run_id!r}, query {spec.query_id!r} was removed from the database while the job ran"
-        queue.finish(db_path, job_id, "cancelled", f"{gone}; nothing was stored", token=token)
+    return _keep(db_path, job_id, spec, payloads, token)
+
+
+def _keep(db_path: str, job_id: str, spec: JobSpec, payloads: list[dict], token: str | None) -> str:
+    """Store a finished job's result — the only time a worker opens the database, one short write —
+    unless, once the file is held, the job turns out cancelled (its run removed, perhaps loaded again
+    with other logs, while the worker waited for the file) or no longer this worker's claim: a result
+    never outlives the logs it came from. A database held by another program past the wait gives the
+    job back to the queue (it runs again later), the worker goes on."""
+    try:
+        with _db(db_path) as con:
+            why = _stale(db_path, job_id, con, spec, token)
+            if why is None:
+                store(con, spec, payloads)
+    except logstore.StoreBusy as e:
+        log.warning("job %s: its result was not stored (%s); queued again", job_id, one_line(e))
+        queue.release(db_path, job_id, token, label="queued again (the database was busy when its result was ready)")
+        return "released"
+    if why == "superseded":
+        return why
+    if why is not None:
+        queue.finish(db_path, job_id, "cancelled", f"{why}; nothing was stored", token=token)
         return "cancelled"
     queue.finish(db_path, job_id, "done", token=token)  # killed between the two: requeued, the result replaced
     return "done"
+
+
+def _stale(db_path: str, job_id: str, con: duckdb.DuckDBPyConnection, spec: JobSpec, token: str | None) -> str | None:
+    """Why the result of a job must not be stored, read while the database is held (so no removal
+    or load can come between the check and the write): "superseded", a sentence, or None."""
+    try:
+        if token is not None and not queue.progress(db_path, job_id, "storing its result", 1.0, token=token):
+            return "superseded"
+        if queue.cancel_requested(db_path, job_id):
+            return "it was cancelled (or its run removed) while its result waited for the database"
+    except sqlite3.OperationalError:
+        pass  # the queue busy past its wait: the database's own check below still holds
+    if not _still_logged(con, spec):
+        return f"run {spec.run_id!r}, query {spec.query_id!r} was removed from the database while the job ran"
+    return None
 
 
 def _still_logged(con: duckdb.DuckDBPyConnection, spec: JobSpec) -> bool:

@@ -441,3 +441,28 @@ def test_a_database_whose_data_block_is_damaged_says_so_in_one_sentence(app_env,
     assert not at.exception
     errors = [plain(e.value) for e in at.error]
     assert any(e.startswith(f"the database {db} could not be read (") and "it is damaged" in e for e in errors), errors
+
+
+def test_a_job_queue_file_that_is_not_sqlite_says_so_in_one_sentence(app_env, tmp_path):
+    """The queue beside the database (.NAME.queue.sqlite) overwritten: the pages that list jobs say
+    what to do with it in one sentence, not a traceback."""
+    from ragaudit_core.jobs import queue
+
+    db = tmp_path / "q.duckdb"
+    con = store.connect(db)
+    from ragaudit_core.logs.ingest import ingest_paths
+    from tests.helpers import pipeline
+
+    ingest_paths(con, [write_jsonl(tmp_path / "p.jsonl", [pipeline("base", "q1", text="[Source: D1, p. 2]")])])
+    queue.ensure_schema(con)
+    con.close()
+    qf = queue.queue_file(db)
+    for suffix in ("-wal", "-shm"):
+        qf.with_name(qf.name + suffix).unlink(missing_ok=True)
+    qf.write_bytes(b"not a queue " * 500)
+    app_env(db)
+    at = app_test("app.py").run()
+    at.switch_page("pages/4_Citation_fidelity.py").run()
+    assert not at.exception
+    errors = [plain(e.value) for e in at.error]
+    assert any(e.startswith(f"the job queue beside the database, {qf}, cannot be read (") for e in errors), errors

@@ -116,6 +116,7 @@ def test_a_loopback_endpoint_never_goes_through_a_proxy(monkeypatch):
         # names that only start like a loopback address resolve wherever their owner likes (review finding)
         ("http://127.attacker.example:8000/v1", KEY, False, True),
         ("http://127.0.0.1.nip.io:8000/v1", KEY, False, True),
+        ("http://judge.localhost:8000/v1", KEY, False, True),  # reserved, but glibc asks the network resolver
         ("http://judge.example.org/v1", None, False, False),  # no key, nothing to leak
     ],
 )

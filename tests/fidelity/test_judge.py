@@ -129,6 +129,28 @@ def test_the_endpoint_client_sends_the_seed_prompt_validates_and_retries():
         EndpointJudge("http://127.0.0.1:1/v1", "m", retries=1).verdicts("P", [], [0])
 
 
+def test_a_base_url_with_a_query_keeps_it_after_the_path():
+    """Azure-style endpoints take their API version in the query: the request path goes before it."""
+    server = _Server(lambda body: json.dumps(GOOD))
+    try:
+        judge = EndpointJudge(server.url + "/?api-version=2024-02-01", "m", retries=0)
+        assert judge.verdicts("P", ["c1"], [0]) == [JudgeVerdict(**GOOD)]
+    finally:
+        server.close()
+    assert [r[0] for r in server.requests] == ["/v1/chat/completions?api-version=2024-02-01"]
+
+
+@pytest.mark.parametrize("raw", ["inf", "nan", "1e10", "0", "-3"])
+def test_a_request_time_limit_a_socket_cannot_take_is_refused_in_a_sentence(monkeypatch, raw):
+    from ragaudit_core.fidelity import endpoint
+
+    monkeypatch.setenv(endpoint.ENV_TIMEOUT, raw)
+    with pytest.raises(endpoint.EndpointRefused, match=r"above 0 s and at most 86,400 s \(a day\)"):
+        endpoint.timeout_s()
+    monkeypatch.setenv(endpoint.ENV_TIMEOUT, "86400")
+    assert endpoint.timeout_s() == 86_400.0
+
+
 def test_a_judge_job_over_an_endpoint_stores_verdicts_beside_the_rules(tmp_path, monkeypatch):
     """Two records: q1 cites [Source: D1, p. 2] (rule score 1.0), q2 cites [Source: D9, p. 1]
     (0.0). The server's judges answer ACCURATE when the citation names D1, else — seed 2 dissents —
