@@ -236,7 +236,7 @@ for i, tab in enumerate(tabs):
         st.text(f"document id: {res.doc_ids[i]}")
         st.caption(
             f"similarity {d_ig.score:.3f} · baseline [{d_ig.baseline}] {d_ig.baseline_score:.3f} · "
-            f"completeness Σβ/(s−s⁰): query {q_ig.completeness:.3f}, document {d_ig.completeness:.3f} "
+            f"completeness Σβ/(s−s⁰): query {ui.fmt(q_ig.completeness)}, document {ui.fmt(d_ig.completeness)} "
             f"(L = {d_ig.steps})"
         )
         st.markdown("**Query**")

@@ -15,6 +15,7 @@ documents in retriever order, the models, the resolved method and its parameters
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -423,7 +424,7 @@ def _token_saliency(r: SaliencyResult) -> TokenSaliency:
         word_attributions=r.word_attributions.tolist(),
         score=float(r.score),
         baseline_score=float(r.baseline_score),
-        completeness=float(r.completeness),
+        completeness=None if math.isnan(r.completeness) else float(r.completeness),  # s = s⁰: undefined
         baseline=r.baseline,
         steps=int(r.steps),
     )

@@ -18,7 +18,8 @@ __all__ = ["AttributionResult", "TokenSaliency"]
 class TokenSaliency:
     """Integrated Gradients of one side of one (query, document) pair (seed 001, eq. 3–5):
     per word-piece and per word attributions, the retriever's score ``s`` and its value at the
-    baseline ``s⁰``, and completeness ``Σβ / (s − s⁰)`` (1 for an exact path integral)."""
+    baseline ``s⁰``, and completeness ``Σβ / (s − s⁰)`` (1 for an exact path integral; None where
+    ``s = s⁰`` — an empty text, whose baseline is itself — and the ratio is undefined)."""
 
     tokens: list[str]
     attributions: list[float]
@@ -26,7 +27,7 @@ class TokenSaliency:
     word_attributions: list[float]
     score: float
     baseline_score: float
-    completeness: float
+    completeness: float | None
     baseline: str
     steps: int
 
@@ -93,7 +94,7 @@ class AttributionResult:
     def completeness_max_dev(self) -> float:
         """max over the IG sides of |Σβ / (s − s⁰) − 1| (0 for an exact path integral)."""
         sides = self.ig_documents + self.ig_query
-        return max((abs(s.completeness - 1) for s in sides), default=0.0)
+        return max((abs(s.completeness - 1) for s in sides if s.completeness is not None), default=0.0)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (``warg`` keys as strings)."""

@@ -1,10 +1,15 @@
 """Retriever token saliency by Integrated Gradients (seed 001, RAG-E §3.1, Fig. 3).
 
-The score is the retriever's own similarity. For a sentence-transformers bi-encoder
-(the default all-MiniLM-L6-v2: transformer → mean pooling over the attention mask → L2
-normalisation) the score of a (query, document) pair is the cosine of the two pooled,
-normalised embeddings — exactly what ``SentenceTransformer.encode`` + dot product gives.
-One side is explained at a time, the other held fixed (its embedding is a constant).
+The score is the retriever's own similarity. For a sentence-transformers bi-encoder the
+score of a (query, document) pair is the cosine of the two pooled embeddings — what the harness
+computes (``encode(normalize_embeddings=True)`` + dot product) — with the encoder's own pooling
+(``mean``, ``cls``, ``max`` or ``mean_sqrt_len_tokens``, read from its ``Pooling`` module: the
+default all-MiniLM-L6-v2 pools the mean over the attention mask; DRAGON-style retrievers take the
+CLS token) and its own input length (``max_seq_length``: 256 word pieces for MiniLM; a longer text
+is cut there, as ``encode`` cuts it). An encoder with other modules between the transformer and the
+embedding (a ``Dense`` projection, several poolings, weighted or last-token pooling) is refused with
+a sentence rather than explained as a function it does not compute. One side is explained at a
+time, the other held fixed (its embedding is a constant).
 
 IG (Sundararajan et al. 2017) over the input token embeddings x of the explained side::
 
@@ -30,7 +35,7 @@ import numpy as np
 
 from ragaudit_core.defaults import IG_BASELINES
 
-__all__ = ["BASELINES", "RetrieverSaliency", "SaliencyResult", "perturbation_aipc"]
+__all__ = ["BASELINES", "RetrieverSaliency", "SaliencyResult", "perturbation_aipc", "pooling_of"]
 
 BASELINES = IG_BASELINES
 
@@ -55,14 +60,38 @@ class SaliencyResult:
         return float(self.attributions.sum() / gap) if gap != 0 else float("nan")
 
 
-class RetrieverSaliency:
-    """IG on a sentence-transformers bi-encoder (mean pooling + normalisation)."""
+_POOLINGS = ("mean", "mean_sqrt_len_tokens", "cls", "max")  # mean_sqrt_len differs from mean by a scale: cosine equal
+_AFTER_POOLING = ("Normalize",)  # the cosine normalises anyway
 
-    def __init__(self, encoder: Any, *, max_length: int = 512) -> None:
+
+def pooling_of(encoder: Any) -> str:
+    """The encoder's pooling (:data:`_POOLINGS`), or ValueError naming what IG here cannot follow."""
+    modules = list(encoder.children())
+    names = [type(m).__name__ for m in modules[1:]]
+    pools = [m for m in modules[1:] if type(m).__name__ == "Pooling"]
+    mode = getattr(pools[0], "pooling_mode", None) if len(pools) == 1 else None
+    if hasattr(pools[0] if pools else None, "get_pooling_mode_str"):  # sentence-transformers before 6
+        mode = pools[0].get_pooling_mode_str()
+    extra = [n for n in names if n not in ("Pooling", *_AFTER_POOLING)]
+    if extra or len(pools) != 1 or mode not in _POOLINGS:
+        raise ValueError(
+            "token saliency follows a sentence-transformers encoder of a transformer, one pooling "
+            f"({', '.join(_POOLINGS)}) and an optional normalisation; this one has "
+            f"{' → '.join(['Transformer', *[f'Pooling({mode})' if n == 'Pooling' else n for n in names]])}: "
+            "explain its documents with the generator's Shapley values, or pick such an encoder"
+        )
+    return str(mode)
+
+
+class RetrieverSaliency:
+    """IG on a sentence-transformers bi-encoder (its own pooling and input length; cosine)."""
+
+    def __init__(self, encoder: Any, *, max_length: int | None = None) -> None:
         self.st = encoder
         self.hf = encoder[0].auto_model
         self.tok = encoder.tokenizer
-        self.max_length = max_length
+        self.pooling = pooling_of(encoder)
+        self.max_length = int(max_length or getattr(encoder, "max_seq_length", None) or 512)
         self.device = next(self.hf.parameters()).device
         self.hf.eval()
 
@@ -74,7 +103,12 @@ class RetrieverSaliency:
 
         out = self.hf(inputs_embeds=inputs_embeds, attention_mask=attention_mask).last_hidden_state
         m = attention_mask.unsqueeze(-1).to(out.dtype)
-        pooled = (out * m).sum(1) / m.sum(1).clamp(min=1e-9)
+        if self.pooling == "cls":
+            pooled = out[:, 0]
+        elif self.pooling == "max":
+            pooled = out.masked_fill(m == 0, torch.finfo(out.dtype).min).max(dim=1).values
+        else:  # mean (and mean / sqrt(length), the same direction)
+            pooled = (out * m).sum(1) / m.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(pooled, p=2, dim=1)
 
     def embed(self, text: str) -> Any:

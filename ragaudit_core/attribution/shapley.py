@@ -142,6 +142,11 @@ class ExactShapley:
         return ShapleyResult(phi, empty, full, self.name, {}, len(masks))
 
 
+def _one_player(v0: np.ndarray, v1: np.ndarray, method: str, params: dict) -> ShapleyResult:
+    """The game of one document: its Shapley value is v(D) − v(∅), from the two coalitions there are."""
+    return ShapleyResult((v1 - v0)[None, :], v0, v1, method, params, 2)
+
+
 def _kernel_weight(n: int, s: int) -> float:
     return (n - 1) / (math.comb(n, s) * s * (n - s))
 
@@ -195,6 +200,8 @@ class KernelShap:
         n = game.n_players
         v0, v1 = _ends(game)
         params = {"n_samples": self.n_samples, "paired": self.paired, "seed": self.seed}
+        if n == 1:  # no proper coalition to sample: φ = v(D) − v(∅), the Shapley value
+            return _one_player(v0, v1, self.name, params)
         if self.n_samples >= 2**n - 2:
             z, w = _all_proper(n)
         else:
@@ -217,6 +224,10 @@ class MCShap:
     def attribute(self, game: Game) -> ShapleyResult:
         n = game.n_players
         v0, v1 = _ends(game)
+        if n == 1:  # no proper coalition to sample: φ = v(D) − v(∅), the Shapley value
+            return _one_player(
+                v0, v1, self.name, {"n_samples": self.n_samples, "n_fits": self.n_fits, "seed": self.seed}
+            )
         rng = np.random.default_rng(self.seed)
         z = _sample(n, self.n_samples, rng, self.paired)
         y = game.values(z)  # every perturbation evaluated once

@@ -205,14 +205,19 @@ def batch_tables(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, pd.Da
     """The paper's section-5 tables for a run's stored results, per condition: ``failure`` (the
     failure rates of Table 2 and the mean Spearman), ``warg`` (mean WARG by p, Table 3) and
     ``intervals``, every figure of both with its 95 % interval, one row per (condition, metric)
-    (:func:`.uncertainty.figure_intervals`)."""
+    (:func:`.uncertainty.figure_intervals`).
+
+    One result per (condition, query): the latest stored — a query explained again with another
+    method or other parameters counts once, with its latest explanation, as the deploy gate reads
+    it (§5's tables are over queries, not over explanations)."""
     if not _ensure(con):
         return {}
     cur = con.cursor()
     try:
         rows = cur.execute(
             """SELECT condition, method, wasted_retrieval, noise_distraction, spearman, payload FROM attributions
-               WHERE run_id = ?""",
+               WHERE run_id = ?
+               QUALIFY row_number() OVER (PARTITION BY condition, query_id ORDER BY created_at DESC, rowid DESC) = 1""",
             [run_id],
         ).fetchall()
     finally:

@@ -152,10 +152,11 @@ def _report(
     for spec in planned:
         keys = result_keys(spec)
         have = stored_results(con, list(keys.values()))
-        out += [have[keys[c]] for c in spec.conditions if keys[c] in have]
-    for r in out:
+        out += [(c, have[keys[c]]) for c in spec.conditions if keys[c] in have]
+    several = len({c for c, _r in out}) > 1  # with --shuffle: which order each line is about
+    for c, r in out:
         say(
-            f"{r.query_id}: {r.method}  generator ranking "
+            f"{r.query_id}{f' ({c} order)' if several else ''}: {r.method}  generator ranking "
             f"{' > '.join(str(i + 1) for i in r.generator_ranking)}  "
             f"WARG(0.5) {r.warg[0.5]:.3f}  WARG(0.9) {r.warg[0.9]:.3f}  "
             f"wasted retrieval {r.wasted_retrieval}  noise distraction {r.noise_distraction}"
@@ -180,7 +181,7 @@ def _report(
         say(tables["intervals"].to_string(index=False, float_format=lambda x: f"{x:.3f}", na_rep="-"), lines=True)
     emit_json(
         {
-            "results": [r.to_json() for r in out],
+            "results": [{"condition": c, **r.to_json()} for c, r in out],
             "failed": [{"query_id": q, "error": e} for q, e in unplanned + rep.failed],
             "tables": {k: json.loads(v.to_json(orient="records")) for k, v in tables.items()},
         },

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -444,13 +445,25 @@ def _runs_given_as_paths(paths: list[Path] | None, db: Path | None) -> None:
         )
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float as None: JSON has no NaN (``json.dumps`` would
+    write a bare ``NaN`` that strict readers — jq, JavaScript — refuse)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def emit_json(
     payload: Any, target: str | None, *, indent: int = 2, default: Callable[[Any], Any] | None = None
 ) -> None:
     """``payload`` as JSON to ``target``: a file, ``-`` for stdout, or nowhere when None."""
     if not target:
         return
-    text = json.dumps(payload, indent=indent, ensure_ascii=False, default=default)
+    text = json.dumps(_finite(payload), indent=indent, ensure_ascii=False, default=default)
     if target == "-":
         say(json_shown(text), lines=True)
     else:

@@ -39,3 +39,17 @@ def test_the_state_changes_with_each_stored_result_and_only_then(tmp_path):
     store_payloads(con, [_row("k2", "q2", 0.9)])  # the same key stored again, with another figure
     assert batch_state(con, "r") not in (empty, one, two)
     assert batch_state(con, "other") == empty  # another run's results left as they were
+
+
+def test_a_query_explained_again_with_other_settings_counts_once_with_its_latest_result(tmp_path):
+    """q1 explained by exact (Spearman 0.5, noise-distracted), then by PMC with another seed (0.9,
+    not distracted); q2 once (0.1, distracted). Table 2 is over queries: 2 of them, noise
+    distraction 1/2 (q1's latest says no), mean Spearman (0.9 + 0.1) / 2 = 0.5 — not 3 rows."""
+    con = store.connect(tmp_path / "a.duckdb")
+    store_payloads(con, [_row("k1", "q1", 0.5), _row("k2", "q2", 0.1)])
+    time.sleep(0.01)
+    key, d, payload = _row("k3", "q1", 0.9)
+    store_payloads(con, [(key, {**d, "method": "pmc", "params": {"seed": 7}}, {**payload, "noise_distraction": False})])
+    failure = batch_tables(con, "r")["failure"].set_index("condition").loc["original"]
+    assert failure["queries"] == 2
+    assert failure["noise_distraction"] == 0.5 and failure["spearman"] == 0.5

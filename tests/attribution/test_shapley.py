@@ -60,3 +60,12 @@ def test_estimator_factory():
         estimator("lime")
     with pytest.raises(ValueError, match="2\\^13"):
         ExactShapley().attribute(CachedGame(13, lambda m: np.zeros((len(m), 1))))
+
+
+@pytest.mark.parametrize("method", ["exact", "kernel", "mc", "pmc", "marginal", "loo"])
+def test_one_document_is_its_own_shapley_value_for_every_estimator(method):
+    """One player: no proper coalition to sample; φ = v(D) − v(∅) = (2.5 − 0.5, −1 − 0.5), by hand."""
+    game = CachedGame(1, lambda m: np.where(m[:, :1], [[2.5, -1.0]], [[0.5, 0.5]]))
+    r = estimator(method).attribute(game)
+    np.testing.assert_allclose(r.values, [[2.0, -1.5]], atol=1e-12)
+    np.testing.assert_allclose(r.efficiency_gap(), 0, atol=1e-12)

@@ -132,3 +132,20 @@ def test_the_cli_prints_only_through_the_terminal_module():
         if re.search(r"\b(typer\.echo|click\.echo|print)\(|sys\.std(out|err)\.write", line)
     ]
     assert offenders == []
+
+
+def test_json_output_writes_an_undefined_figure_as_null_never_a_bare_nan(capsys):
+    """IG completeness of an empty text (s = s⁰) is undefined; ``json.dumps`` would write ``NaN``,
+    which jq and JavaScript refuse. Every non-finite float leaves as null."""
+    import json
+    import math
+
+    from ragaudit_core.cli.common import emit_json
+
+    emit_json({"completeness": [math.nan, 1.0], "ratio": math.inf, "n": 2, "name": "NaN"}, "-")
+
+    def refuse(token):
+        raise ValueError(f"{token} is not JSON")
+
+    out = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert out == {"completeness": [None, 1.0], "ratio": None, "n": 2, "name": "NaN"}

@@ -55,6 +55,12 @@ def test_attribute_resumes_and_reports_a_failed_query(tmp_path):
     again = _cli("attribute", "--db", str(db), "--run", "base", "--queries", "q1", *small)
     assert again.returncode == 0, again.stderr
     assert "0 computed, 1 already stored, 0 failed" in again.stderr
+    both = _cli("attribute", "--db", str(db), "--run", "base", "--queries", "q1", *small, "--shuffle")
+    assert both.returncode == 0, both.stderr  # two lines for the query: which order each is about
+    assert [ln.split(":")[0] for ln in both.stdout.splitlines() if ln.startswith("q1")] == [
+        "q1 (original order)",
+        "q1 (shuffled order)",
+    ]
 
 
 def test_judge_over_an_endpoint(tmp_path):

@@ -210,7 +210,7 @@ def _attribution_means(con: duckdb.DuckDBPyConnection, baseline: str, candidate:
             return {}
         rows = cur.execute(
             """SELECT run_id, query_id, wasted_retrieval, noise_distraction, payload FROM attributions
-               WHERE condition = 'original' AND list_contains(?, run_id) ORDER BY created_at""",
+               WHERE condition = 'original' AND list_contains(?, run_id) ORDER BY created_at, rowid""",
             [[baseline, candidate]],
         ).fetchall()
     finally:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from ragaudit_core.defaults import ATTRIBUTION_DEFAULTS, EXACT_SHAPLEY_MAX_DOCS
+
 __all__ = ["METHODS", "METHODS_TEXT", "SOURCES"]
+
+_IG_RULES = {"gausslegendre": "Gauss–Legendre quadrature", "riemann_right": "a right Riemann sum"}
 
 METHODS = [
     (
@@ -35,22 +39,29 @@ METHODS = [
         "generation node, 0.3 for the right document with the wrong page, 0.0 otherwise; parse failures are counted "
         "separately. CFS of a query = mean of its citations' scores (queries without citations have none); the "
         "product form multiplies per-stage survival. p50/p95/p99 are percentiles of per-query CFS (the seed's "
-        "literal reading: p95 is the 95th percentile). Stage survival = share of queries (with ground truth) still "
-        "holding a ground-truth source after a stage, given it survived the previous stage. Canary: two-sided "
-        "Mann–Whitney U on per-query CFS between two runs.",
+        "literal reading: p95 is the 95th percentile). Stage survival = share of the queries with ground truth that "
+        "reach a stage holding a ground-truth source and still hold one after it; the funnel counts the same per "
+        "query over every query with ground truth (a stage a query's pipeline skips loses nothing). Generation "
+        "keeps a source when a citation verified against the context (score 1) names a ground-truth document. "
+        "Canary: two-sided Mann–Whitney U on per-query CFS between two runs.",
     ),
     (
         "Retriever saliency (seed 001, §3.1)",
         "Integrated Gradients over the retriever's input token embeddings, for the query and for each document with "
-        "the other side fixed, with the retriever's own similarity as output: β_i = (x_i − x⁰_i) · Σ_l ∂s(x⁰ + "
-        "l/L (x − x⁰))/∂x_i / L (right Riemann sum, L = 100 steps); baseline: every non-special token replaced by "
-        "[UNK]. Completeness ratio Σβ / (s(x) − s(x⁰)) is reported with each result.",
+        "the other side fixed, with the retriever's own similarity as output (the cosine of the two embeddings, "
+        "pooled as the encoder pools, each text cut at the encoder's input length): β_i = (x_i − x⁰_i) · "
+        "∫₀¹ ∂s(x⁰ + α(x − x⁰))/∂x_i dα, the integral by "
+        f"{_IG_RULES[ATTRIBUTION_DEFAULTS['ig_method']]} with L = {ATTRIBUTION_DEFAULTS['ig_steps']} points by "
+        "default (each stored result records its rule and L); baseline: every non-special token replaced by "
+        f"[{ATTRIBUTION_DEFAULTS['ig_baseline'].upper()}] by default. The completeness ratio Σβ / (s(x) − s(x⁰)) "
+        "is reported with each result (undefined for an empty text, whose baseline is itself).",
     ),
     (
         "Generator attribution (seed 001, §3.2, Algorithm 1)",
         "The answer is generated once, greedily, with all documents; for a coalition S of documents the prompt is "
         "rebuilt and v_t(S) = log p(y_t | y_<t, prompt(S)) by teacher forcing (eq. 10). Shapley values per output "
-        "token: exact up to 6 documents (Σφ = v(all) − v(none)), KernelSHAP, MCSHAP or PMCSHAP (paired coalitions, "
+        f"token: exact up to {EXACT_SHAPLEY_MAX_DOCS} documents (Σφ = v(all) − v(none)), KernelSHAP, MCSHAP or "
+        "PMCSHAP (paired coalitions, "
         "N perturbations, M fits on subsets). Document importance = mean over output tokens (eq. 11).",
     ),
     (
