@@ -166,9 +166,20 @@ if s.ids_meet and cmp.intervals is not None and not cmp.intervals.pairs.empty:
 
 # --- ranking quality --------------------------------------------------------------------------
 q_pair, cost, q_note = pair_quality(db_path, version, baseline, candidate, tau)
+shared_labelled = q_pair is not None and any(c.n for c in q_pair.pairs.get((baseline, candidate), {}).values())
 if q_note:
     st.subheader("Does jitter cost quality?")
     st.info(ui.md(ui.sentence(q_note) + "."))
+elif (
+    q_pair is not None
+    and q_pair.labelled
+    and not any(c.n for c in q_pair.pairs.get((baseline, candidate), {}).values())
+):
+    st.subheader("Does jitter cost quality?")
+    st.info(
+        f"{ui.md(baseline)} and {ui.md(candidate)} share no labelled query: no change of quality, and no cost of "
+        f"jitter, can be taken over other questions — {gate.SHARE_ADVICE['quality']}."
+    )
 elif q_pair is not None and q_pair.labelled:
     st.subheader("Does jitter cost quality?")
     changes = q_pair.pairs.get((baseline, candidate), {})
@@ -226,9 +237,9 @@ elif verdict.status == "inconclusive":
     # more queries or a looser rule help a rule that was inconclusive, not runs whose ids cannot meet
     # (the headline says what to load instead)
     unsure = [r for r in verdict.results if r.status == "inconclusive"]
-    apart = any(r.n_queries == 0 and r.value is None for r in unsure)  # runs sharing none of a figure's queries
-    thin = any(r.n_queries != 0 or r.value is not None for r in unsure)
-    advice = (" Give both runs the same questions." if apart else "") + (
+    apart = dict.fromkeys(r.rule.area for r in unsure if r.apart)  # runs sharing none of a figure's queries
+    thin = any(not r.apart for r in unsure)
+    advice = "".join(f" {gate.SHARE_ADVICE[a][0].upper()}{gate.SHARE_ADVICE[a][1:]}." for a in apart) + (
         " Gather more queries, or loosen the rule." if thin else ""
     )
     st.warning(

@@ -12,7 +12,6 @@ natural order (k5, k10, k20); titles wrap (:func:`~ragaudit_core.review.palette.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -36,6 +35,7 @@ from ragaudit_core.review.palette import (
     colour,
     count_ticks,
     natural_order,
+    plot_text,
     wrap_title,
 )
 from ragaudit_core.review.runlabels import run_labels
@@ -69,8 +69,7 @@ _CLEAR = dict(ticks="outside", ticklen=8, tickcolor="rgba(0,0,0,0)")
 
 
 def _esc(values: Iterable[object]) -> list[str]:
-    # Plotly renders a subset of HTML in hover labels; log strings are escaped first.
-    return [html.escape(str(v)) for v in values]
+    return [plot_text(v) for v in values]
 
 
 def stability_scatter(
@@ -139,7 +138,7 @@ def stability_scatter(
     if gap_ratio is not None:
         title += f" — gap ratio {gap_ratio:.2f}"
     fig.update_layout(
-        title=wrap_title(html.escape(title)),
+        title=wrap_title(plot_text(title)),
         xaxis_title="mean J_doc",
         yaxis_title="mean J_span",
         # square plot on [0, 1] × [0, 1]: the plot area shrinks to keep the aspect ("domain"),
@@ -248,7 +247,7 @@ def matrix_heatmap(matrix: pd.DataFrame, *, title: str) -> go.Figure:
         )
     )
     fig.update_layout(  # 60 px of title, 120 for the run names below; a plot of 34 px a run, 200 at least
-        title=wrap_title(html.escape(title)),
+        title=wrap_title(plot_text(title)),
         height=60 + 120 + max(200, 34 * len(names)),
         xaxis=ticks,
         yaxis=dict(autorange="reversed", **ticks),
@@ -294,7 +293,7 @@ def probe_scatter(
         )
     )
     fig.update_layout(
-        title=wrap_title(html.escape(title or "Answer similarity vs span stability")),
+        title=wrap_title(plot_text(title or "Answer similarity vs span stability")),
         xaxis_title="J_span",
         yaxis_title="answer similarity (SBERT cosine)",
         xaxis=dict(range=UNIT, **_CLEAR),
@@ -334,7 +333,7 @@ def survival_funnel(summaries: dict[str, dict]) -> go.Figure:
             cond.append(rate * 100)
         fig.add_trace(
             go.Bar(
-                name=html.escape(run),
+                name=plot_text(run),
                 orientation="h",
                 y=ys,
                 x=xs,
@@ -344,7 +343,7 @@ def survival_funnel(summaries: dict[str, dict]) -> go.Figure:
                 textposition="outside",
                 cliponaxis=False,
                 hovertemplate="%{y}: %{x:.1f}% of all queries with ground truth still hold a source; "
-                "%{customdata:.1f}% of those reaching this stage keep one<extra>" + html.escape(run) + "</extra>",
+                "%{customdata:.1f}% of those reaching this stage keep one<extra>" + plot_text(run) + "</extra>",
             )
         )
     fig.update_layout(
@@ -377,10 +376,10 @@ def cfs_histogram(
         values, c = np.asarray(list(cfs_by_run[run]), dtype=float), colour(i)
         counts, _ = np.histogram(np.clip(values[np.isfinite(values)], 0.0, 1.0), bins=edges)
         top = max(top, int(counts.max()))
-        hover = "CFS %{customdata[0]:.2f}–%{customdata[1]:.2f}<br>%{customdata[2]}<extra>" + html.escape(run)
+        hover = "CFS %{customdata[0]:.2f}–%{customdata[1]:.2f}<br>%{customdata[2]}<extra>" + plot_text(run)
         hover += "</extra>"
         fig.add_trace(
-            go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, name=html.escape(run), marker_color=c,
+            go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, name=plot_text(run), marker_color=c,
                    customdata=bin_hover(edges, counts), hovertemplate=hover)
         )  # fmt: skip
         s = (summaries or {}).get(run) or {}
@@ -391,9 +390,7 @@ def cfs_histogram(
         for x, keys in sorted(at.items()):
             fig.add_vline(x=x, line=dict(color=c, dash=_PCT_DASH[keys[-1]], width=1.5))
             label = (
-                " = ".join(k[4:] for k in keys)
-                + f" {x:.2f}"
-                + (f" ({html.escape(run)})" if len(cfs_by_run) > 1 else "")
+                " = ".join(k[4:] for k in keys) + f" {x:.2f}" + (f" ({plot_text(run)})" if len(cfs_by_run) > 1 else "")
             )
             fig.add_annotation(
                 x=x,
@@ -470,7 +467,7 @@ def provenance_graph(nodes: pd.DataFrame, edges: pd.DataFrame, *, title: str = "
             fig.add_annotation(
                 x=pos[p][0] + 0.6,
                 y=pos[p][1],
-                text=html.escape(str(label))[:60],
+                text=plot_text(str(label))[:60],
                 showarrow=False,
                 xanchor="left",
                 font=dict(color=VERMILLION, size=10),
@@ -496,7 +493,7 @@ def provenance_graph(nodes: pd.DataFrame, edges: pd.DataFrame, *, title: str = "
             )
         )
     fig.update_layout(
-        title=wrap_title(html.escape(title or "Provenance graph")),
+        title=wrap_title(plot_text(title or "Provenance graph")),
         height=max(360, 40 * int(-nodes["y"].min() + 2)),
         xaxis=dict(
             tickmode="array",
@@ -531,7 +528,7 @@ def influence_bars(
     )
     # the documents are categories (an id like "3" must not become a number on a numeric axis)
     fig.update_layout(
-        title=wrap_title(html.escape(title)),
+        title=wrap_title(plot_text(title)),
         xaxis_title="share of |importance| (%)",
         xaxis=dict(range=[0, 100], ticksuffix="%"),
         yaxis=dict(autorange="reversed", type="category"),
@@ -574,7 +571,7 @@ def warg_curves(
     if floor is not None:
         fig.add_trace(_p_curve(floor[0], floor[1], mode="lines", line=dict(color=GREY, dash="dash")))
     fig.update_layout(
-        title=wrap_title(html.escape(title)),
+        title=wrap_title(plot_text(title)),
         xaxis_title="p",
         yaxis_title="WARG (lower is better)",
         yaxis=dict(range=[0, 1]),
@@ -590,4 +587,4 @@ def warg_curves(
 def _p_curve(name: str, c: dict, **style: Any) -> go.Scatter:
     """One curve of a value against p, its points in the order of p (keys may be strings)."""
     ps = sorted(c, key=float)
-    return go.Scatter(x=[float(p) for p in ps], y=[c[p] for p in ps], name=html.escape(name), **style)
+    return go.Scatter(x=[float(p) for p in ps], y=[c[p] for p in ps], name=plot_text(name), **style)

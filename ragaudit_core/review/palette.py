@@ -11,6 +11,7 @@ inside a word and keeps Plotly's ``<br>`` and ``<sup>`` parts as they are.
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterable
 
@@ -38,6 +39,7 @@ __all__ = [
     "natural_key",
     "natural_order",
     "percent",
+    "plot_text",
     "wrap_title",
 ]
 
@@ -85,6 +87,14 @@ def count_ticks(top: float) -> dict:
     """Ticks for an axis (or a colour bar) of counts: whole numbers. Plotly's own steps for a count
     of 1 or 2 are 0.2 (0.6 … 1.4 on the colour bar of one cell); up to 10, every count is ticked."""
     return dict(tick0=0, dtick=1) if top <= 10 else dict(tickformat=",d")
+
+
+def plot_text(value: object) -> str:
+    """Log text as Plotly must be given it: ``&``, ``<`` and ``>`` escaped (Plotly draws a subset of
+    HTML in titles, ticks and hover labels), quotes left as they are — Plotly decodes ``&amp;``,
+    ``&lt;``, ``&gt;`` and numeric entities but shows ``&quot;`` literally (a run id ``half "x"`` read
+    ``half &quot;x&quot;`` on the charts)."""
+    return html.escape(str(value), quote=False)
 
 
 def wrap_title(text: str, width: int = 60) -> str:

@@ -6,15 +6,13 @@ Colours are the Okabe–Ito palette (distinguishable with the common colour-visi
 
 from __future__ import annotations
 
-import html
-
 import plotly.graph_objects as go
 
 from ragaudit_core.logs.selection import natural_sorted
 from ragaudit_core.quality.jitter import OUTCOMES, JitterCost
 from ragaudit_core.quality.summary import QualityResult
 from ragaudit_core.review.labels import metric_label
-from ragaudit_core.review.palette import BLUE, GREY, LIGHT_GREY, OKABE_ITO, SKY_BLUE, VERMILLION, wrap_title
+from ragaudit_core.review.palette import BLUE, GREY, LIGHT_GREY, OKABE_ITO, SKY_BLUE, VERMILLION, plot_text, wrap_title
 from ragaudit_core.review.runlabels import run_labels
 from ragaudit_core.wording import counted
 
@@ -50,7 +48,7 @@ def quality_intervals(res: QualityResult, metric: str = "ndcg@10", *, title: str
     fig = go.Figure(
         go.Scatter(
             x=[e.value for e in est],
-            y=[html.escape(labels[r]) for r in order],
+            y=[plot_text(labels[r]) for r in order],
             mode="markers",
             cliponaxis=False,
             marker=dict(size=9, color=OKABE_ITO[0]),
@@ -61,7 +59,7 @@ def quality_intervals(res: QualityResult, metric: str = "ndcg@10", *, title: str
                 arrayminus=[e.value - e.lo for e in est],
                 color=OKABE_ITO[0],
             ),
-            customdata=[[e.lo, e.hi, counted(e.n, "query"), html.escape(r)] for e, r in zip(est, order)],
+            customdata=[[e.lo, e.hi, counted(e.n, "query"), plot_text(r)] for e, r in zip(est, order)],
             hovertemplate="%{customdata[3]}: %{x:.3f} [%{customdata[0]:.3f}, %{customdata[1]:.3f}], %{customdata[2]}"
             "<extra></extra>",
         )
@@ -69,7 +67,7 @@ def quality_intervals(res: QualityResult, metric: str = "ndcg@10", *, title: str
     fig.update_layout(
         title=dict(
             text=wrap_title(
-                html.escape(title)
+                plot_text(title)
                 if title
                 else f"{metric_label(metric)} per run, with 95 % intervals over labelled queries"
             ),
@@ -112,7 +110,7 @@ def jitter_scatter(cost: JitterCost) -> go.Figure:
                         color=None if group in OUTCOME_SYMBOLS else "white",
                     ),
                 ),
-                customdata=[html.escape(str(v)) for v in g["query_id"]],
+                customdata=[plot_text(str(v)) for v in g["query_id"]],
                 hovertemplate="query %{customdata}<br>J = %{x:.3f}<br>Δ nDCG = %{y:+.3f}<extra></extra>",
             )
         )
@@ -125,8 +123,7 @@ def jitter_scatter(cost: JitterCost) -> go.Figure:
     )
     labels = run_labels([cost.run_a, cost.run_b], _TITLE_RUN_CHARS)  # a 90-character id took three lines
     head = wrap_title(
-        "Does jitter cost quality? The reviewed pair "
-        f"{html.escape(labels[cost.run_a])} → {html.escape(labels[cost.run_b])}"
+        f"Does jitter cost quality? The reviewed pair {plot_text(labels[cost.run_a])} → {plot_text(labels[cost.run_b])}"
     )
     lines = head.count("<br>") + 2  # and the line of ρ under it
     fig.update_layout(

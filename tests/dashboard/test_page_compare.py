@@ -288,6 +288,33 @@ def test_two_runs_that_share_nothing_are_told_which_runs_share_queries_with_each
     )
 
 
+def test_runs_sharing_questions_but_no_labelled_one_are_told_so_not_shown_an_empty_cost(app_env, tmp_path):
+    """Seen in a browser walk: two runs sharing 100 unlabelled questions, each with labelled ones of its
+    own, drew an empty change table, a chart without points titled "ρ undefined (a constant side)",
+    and the gate advised "Give both runs the same questions" — which they did. Now one sentence says
+    they share no labelled query, and the advice is about labels."""
+    from ragaudit_core.logs.qrels import load_qrels
+    from tests.helpers import records_db
+
+    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": [f"d{i}", "x"]} for r in ("a", "b") for i in range(6)]
+    recs += [{"run_id": "a", "query_id": f"la{i}", "evidence": [f"r{i}"]} for i in range(3)]
+    recs += [{"run_id": "b", "query_id": f"lb{i}", "evidence": [f"r{i}"]} for i in range(3)]
+    db = records_db(tmp_path, recs)
+    (tmp_path / "q.tsv").write_text("".join(f"l{r}{i}\tr{i}\t1\n" for r in "ab" for i in range(3)))
+    con = store.connect(db)
+    load_qrels(con, [tmp_path / "q.tsv"])
+    con.close()
+    app_env(db)
+    at = _pick(app_test(PAGE).run(), "a", "b")
+    assert not at.exception and not at.error
+    (note,) = [plain(i.value) for i in at.info if "share no labelled query" in plain(i.value)]
+    assert note.startswith("a and b share no labelled query: no change of quality, and no cost of jitter")
+    assert not any("change" in df.value.columns for df in at.dataframe)
+    (gate,) = [plain(x.value) for x in at.warning if "INCONCLUSIVE" in plain(x.value)]
+    assert "the runs share none of the labelled queries behind a figure" in gate, gate
+    assert "Load labels for queries both runs answered" in gate and "Give both runs the same questions" not in gate
+
+
 def test_labels_that_label_neither_runs_queries_say_why(app_env, tmp_path):
     """The compare page drew no quality section and its gate said "no relevance labels" right after
     the labels had loaded: both say that the labels name none of the pair's queries, and why."""

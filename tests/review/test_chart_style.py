@@ -5,6 +5,7 @@ never a red-green pair), runs in natural order, titles wrapped, annotations apar
 from __future__ import annotations
 
 import itertools
+import json
 import re
 
 import numpy as np
@@ -228,3 +229,15 @@ def test_a_long_run_id_is_cut_on_the_matrix_axes_and_whole_in_its_hover():
         assert list(axis.tickvals) == ["k5", long]
         assert axis.ticktext[0] == "k5" and len(axis.ticktext[1]) == charts.MATRIX_RUN_CHARS
         assert axis.ticktext[1].startswith("retriev") and axis.ticktext[1].endswith("off-final")
+
+
+def test_log_text_reaches_plotly_with_its_quotes_and_its_markup_escaped():
+    """Plotly draws ``&lt;``, ``&gt;``, ``&amp;`` and numeric entities as characters but ``&quot;``
+    literally: a run id ``half "x"`` read ``half &quot;x&quot;`` on the heatmap and in titles."""
+    assert palette.plot_text('half "x" <b>it\'s</b> & more') == 'half "x" &lt;b&gt;it\'s&lt;/b&gt; &amp; more'
+    runs = ['half A "x"', "it's <b>B</b>"]
+    matrix = pd.DataFrame([[1.0, 0.5], [0.5, 1.0]], index=runs, columns=runs)
+    fig = charts.matrix_heatmap(matrix, title=f"J_span of {runs[0]} and {runs[1]}").to_plotly_json()
+    text = json.dumps(fig, ensure_ascii=False, default=str)
+    assert "&quot;" not in text and "&#x27;" not in text and "<b>" not in text
+    assert 'half A \\"x\\"' in text and "it's &lt;b&gt;B&lt;/b&gt;" in text

@@ -177,4 +177,4 @@ def test_a_rule_on_runs_sharing_no_labelled_query_is_not_said_to_ask_for_signifi
     inputs.delta_ci["ndcg@10"] = Estimate(float("nan"), float("nan"), float("nan"), 0)
     said, todo = conclusion(evaluate([rule], inputs), {}, 2)
     assert "whose runs share none of the queries behind its figure (Δ nDCG@10 ≥ −0.02)" in said
-    assert "significance" not in said + todo and "labels of queries both runs answered" in todo
+    assert "significance" not in said + todo and "load labels for queries both runs answered" in todo

@@ -11,6 +11,7 @@ import pytest
 from ragaudit_core.logs.ingest import ingest_paths
 from ragaudit_core.logs.qrels import load_qrels
 from ragaudit_core.quality.summary import compute_quality
+from ragaudit_core.review import gate
 from ragaudit_core.review.gate import DEFAULT_RULES, GateInputs, Rule, evaluate, review
 from tests.helpers import ev, write_jsonl
 
@@ -72,9 +73,15 @@ def test_a_relative_rule_on_runs_sharing_no_labelled_query_is_inconclusive(runs)
         assert r.status == "inconclusive" and v.status == "inconclusive", rule
         assert r.n_queries == 0 and r.value is None
         assert r.message == (
-            "nDCG@10 is 1.000 (A) and 0.815 (B) over each run's own queries, and the runs share none of them: "
-            "no change can be taken"
+            "nDCG@10 is 1.000 (A) and 0.815 (B) over each run's own labelled queries, and the runs share none of "
+            "them: no change can be taken"
         )
+        assert r.apart
+        # the headline says why it is inconclusive in these words, not "interval across the threshold"
+        assert v.headline() == (
+            "INCONCLUSIVE: of 1 rule, 1 inconclusive (the runs share none of the labelled queries behind a figure)"
+        )
+        assert gate.SHARE_ADVICE[rule.area].startswith("load labels for queries both runs answered")
 
 
 def test_the_queries_behind_a_quality_figure_hold_its_floor(runs):

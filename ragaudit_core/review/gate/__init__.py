@@ -4,6 +4,8 @@ database (:mod:`.collect`)."""
 
 from ragaudit_core.review.gate.collect import collect, review
 from ragaudit_core.review.gate.evaluate import (
+    BEHIND,
+    SHARE_ADVICE,
     GateInputs,
     RuleResult,
     RunMetricKey,
@@ -43,6 +45,7 @@ from ragaudit_core.review.gate.rules import (
 
 __all__ = [
     "AREAS",
+    "BEHIND",
     "DEFAULT_RULES",
     "MIN_ATTRIBUTION_QUERIES",
     "MIN_QUERIES",
@@ -51,6 +54,7 @@ __all__ = [
     "PRESETS",
     "RULE_FIELDS",
     "RUN_METRICS",
+    "SHARE_ADVICE",
     "STRICT_RULES",
     "GateInputs",
     "GatePolicy",

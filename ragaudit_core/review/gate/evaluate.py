@@ -37,6 +37,8 @@ from ragaudit_core.review.gate.rules import (
 from ragaudit_core.review.labels import metric_label, rule_label
 
 __all__ = [
+    "BEHIND",
+    "SHARE_ADVICE",
     "GateInputs",
     "RuleResult",
     "RunMetricKey",
@@ -108,6 +110,30 @@ class RuleResult(BaseModel):
     n_queries: int | None = None
     message: str
 
+    @property
+    def apart(self) -> bool:
+        """A relative rule whose runs share none of the queries behind its figure
+        (:func:`_no_shared_queries`): no change can be taken, more of the same will not help."""
+        return self.status == "inconclusive" and self.n_queries == 0 and self.value is None
+
+
+BEHIND: dict[Area, str] = {
+    "stability": "queries",
+    "fidelity": "queries with provenance logs",
+    "attribution": "explained queries",
+    "quality": "labelled queries",
+}
+"""The queries a question's figures are means over, as a sentence names them."""
+
+SHARE_ADVICE: dict[Area, str] = {
+    "stability": "give both runs the same questions",
+    "fidelity": "give both runs provenance logs of the same questions",
+    "attribution": "explain the same queries in both runs",
+    "quality": "load labels for queries both runs answered, or give both runs the same labelled questions",
+}
+"""What lets a relative rule of a question be judged when its runs share none of the queries
+behind its figure (:attr:`RuleResult.apart`)."""
+
 
 class Verdict(BaseModel):
     baseline: str
@@ -141,6 +167,15 @@ class Verdict(BaseModel):
         areas = [r.rule.area for r in self.results if r.status == "not applicable"]
         return [self._lacked(a) for a in AREAS if a in areas]
 
+    def _unsure(self) -> str:
+        """Why the inconclusive rules could not decide, in a few words per kind."""
+        unsure = [r for r in self.results if r.status == "inconclusive"]
+        kinds = ["interval across the threshold, or too few queries"] if any(not r.apart for r in unsure) else []
+        apart = list(dict.fromkeys(r.rule.area for r in unsure if r.apart))
+        if apart:
+            kinds.append(f"the runs share none of the {' or '.join(BEHIND[a] for a in apart)} behind a figure")
+        return "; ".join(kinds)
+
     def headline(self) -> str:
         """One sentence: the status, then every rule counted by outcome (so "FAIL" is never read as
         the number of failures) and why the not-applicable ones do not count:
@@ -152,7 +187,7 @@ class Verdict(BaseModel):
             if not k:
                 continue
             why = {
-                "inconclusive": " (interval across the threshold, or too few queries)",
+                "inconclusive": f" ({self._unsure()})",
                 "not applicable": f" ({', '.join(self.missing())})",
             }.get(status, "")
             parts.append(f"{k} {word}{why}")
@@ -274,8 +309,8 @@ def _no_shared_queries(rule: Rule, label: str, b: float, c: float, b_run: str, c
         baseline_value=b,
         candidate_value=c,
         n_queries=0,
-        message=f"{label} is {_fmt(b)} ({b_run}) and {_fmt(c)} ({c_run}) over each run's own queries, and the runs "
-        "share none of them: no change can be taken",
+        message=f"{label} is {_fmt(b)} ({b_run}) and {_fmt(c)} ({c_run}) over each run's own {BEHIND[rule.area]}, "
+        "and the runs share none of them: no change can be taken",
     )
 
 

@@ -16,7 +16,7 @@ Run ids are isolated for bidi (:func:`~ragaudit_core.review.logtext.isolate`).
 
 from __future__ import annotations
 
-from ragaudit_core.review.gate import RuleResult, Verdict
+from ragaudit_core.review.gate import SHARE_ADVICE, RuleResult, Verdict
 from ragaudit_core.review.labels import rule_label
 from ragaudit_core.review.logtext import isolate
 from ragaudit_core.wording import counted
@@ -86,7 +86,7 @@ def _unsure(unsure: list[RuleResult]) -> tuple[str, str]:
     numbers they rest on and the floor asked), a 95 % interval across the threshold (each named
     with its interval, at most three), significance asked of a figure without an interval, or a
     relative rule whose runs share none of the queries behind its figure."""
-    apart = [r for r in unsure if r.n_queries == 0 and r.value is None]  # :func:`evaluate._no_shared_queries`
+    apart = [r for r in unsure if r.apart]  # :func:`evaluate._no_shared_queries`
     unsure = [r for r in unsure if r not in apart]
     few = [r for r in unsure if _too_few(r)]
     wide = [r for r in unsure if not _too_few(r) and r.ci is not None]
@@ -98,7 +98,7 @@ def _unsure(unsure: list[RuleResult]) -> tuple[str, str]:
             f"{len(apart)} relative rule{'s' if len(apart) != 1 else ''} whose runs share none of the queries "
             f"behind {'their figures' if len(apart) != 1 else 'its figure'} ({names})"
         )
-        todo.append("give both runs the same questions (labels of queries both runs answered)")
+        todo += list(dict.fromkeys(SHARE_ADVICE[r.rule.area] for r in apart))
     if few:
         lo, hi = min(r.n_queries or 0 for r in few), max(r.n_queries or 0 for r in few)
         need = max(r.rule.min_queries or 0 for r in few)

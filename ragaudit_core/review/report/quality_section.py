@@ -12,6 +12,7 @@ from ragaudit_core.logs.qrels import unlabelled_runs_note
 from ragaudit_core.quality.cache import has_labels, quality_cached
 from ragaudit_core.quality.jitter import jitter_cost
 from ragaudit_core.review import quality_charts
+from ragaudit_core.review.gate import SHARE_ADVICE
 from ragaudit_core.review.labels import metric_label
 from ragaudit_core.review.quality_charts import two_places
 from ragaudit_core.review.report.layout import ReportPDF, fmt
@@ -100,6 +101,13 @@ def quality_section(pdf: ReportPDF, data: ReportData) -> None:
         for m in ("ndcg@10", "recall@10", "precision@10", "mrr", "map")
         if (c := changes.get(m)) is not None and c.n
     ]
+    if not crow:
+        pdf.para(
+            f"{b} (candidate) and {a} (baseline) share no labelled query: no change of quality, and no cost of "
+            f"jitter, can be taken over other questions — {SHARE_ADVICE['quality']}.",
+            size=8.5,
+        )
+        return
     pdf.para(f"{b} (candidate) against {a} (baseline), over the labelled queries both runs have.", size=8.5)
     pdf.data_table(["metric", "change", "95 % CI", "p", "p (Holm)", "queries"], crow, size=7.5)
     tested = [metric_label(m) for m in q.metrics]
