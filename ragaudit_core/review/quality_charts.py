@@ -74,7 +74,8 @@ def quality_intervals(res: QualityResult, metric: str = "ndcg@10", *, title: str
             font=dict(size=13),
         ),
         xaxis=dict(title=metric_label(metric), range=[0, 1]),
-        yaxis=dict(autorange="reversed", type="category"),
+        # automargin: the static export (the PDF) kept a 10 px margin and cut each run name to its last character
+        yaxis=dict(autorange="reversed", type="category", automargin=True),
         height=max(220, 28 * len(order) + 90),
         margin=dict(l=10, r=10, t=50, b=40),
         showlegend=False,
@@ -135,7 +136,12 @@ def jitter_scatter(cost: JitterCost) -> go.Figure:
         ),
         # a 0–1 axis as every such axis here: points at J = 0 are drawn past it (cliponaxis), not cut
         xaxis=dict(title=f"J_{cost.level} (1 = the same evidence)", range=[0, 1]),
-        yaxis=dict(title=f"nDCG@{cost.k} change (candidate − baseline)", range=[-1.05, 1.05], zeroline=True),
+        yaxis=dict(  # automargin: in the PDF the axis title sat on the tick labels
+            title=dict(text=f"nDCG@{cost.k} change (candidate − baseline)", standoff=8),
+            range=[-1.05, 1.05],
+            zeroline=True,
+            automargin=True,
+        ),
         legend=dict(title="queries", orientation="h", y=-0.22),
         margin=dict(l=10, r=10, t=30 + 20 * lines, b=90),
         height=400 + 19 * lines,

@@ -668,3 +668,20 @@ def test_charts_write_a_character_no_font_has_as_its_code_point(tmp_path, monkey
     con = _two_runs(tmp_path, a="\U0001f680-cand", b="base")
     render(gather(con, ReportOptions(probe=False)))
     assert "\U0001f680" in seen["missing"]
+
+
+def test_the_reviewed_pair_is_probed_first_and_drawn_when_the_anchor_lists_it_later(tmp_path):
+    """Seen in a browser walk: the PDF's probe chart was titled "the first answered pair" and showed
+    another run against the baseline, while the reviewed pair had answers too: the anchor's pairs
+    listed it later. The reviewed pair comes first and is the one drawn."""
+    from ragaudit_core.review.report.gather import _probe_pairs
+
+    qs = ["Question 0?", "Question 1?"]
+    for name in ("base", "a-first", "z-reviewed"):
+        rows = [{"user_input": q, "retrieved_contexts": [q + " passage"], "response": f"{name} says"} for q in qs]
+        write_jsonl(tmp_path / f"{name}.jsonl", rows)
+    con = store.connect(":memory:")
+    ingest_paths(con, [tmp_path / f"{n}.jsonl" for n in ("base", "a-first", "z-reviewed")])
+    opts = ReportOptions(baseline="base", candidate="z-reviewed", probe=False)
+    pairs, _ = _probe_pairs(con, opts)
+    assert pairs[0] == ("base", "z-reviewed") and ("base", "a-first") in pairs

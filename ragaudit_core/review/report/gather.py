@@ -417,8 +417,8 @@ def _probe_pairs(
     pairs = [(anchor, r) for r in answered if r != anchor and r in sharing]
     # a pair whose ids cannot meet has J_span 0 by how it was logged: not probed unless it is the reviewed one
     pairs, mixed = split_mixed(pairs, set(catalog.text_id_runs(con)))
-    if pair and pair[0] != pair[1] and all(r in answered for r in pair) and pair not in pairs:
-        pairs.insert(0, pair)
+    if pair and pair[0] != pair[1] and all(r in answered for r in pair):
+        pairs = [pair, *(p for p in pairs if p != pair)]  # first, where the anchor's pairs listed it later
     return pairs, [p for p in mixed if p != pair]
 
 
@@ -468,7 +468,7 @@ def _probes(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOption
     if unshared:
         data.omitted.append("answer probe for " + _first_of(unshared) + " (the runs share no query)")
     if data.probes:
-        p0 = data.probes[0]
+        p0 = next((p for p in data.probes if (p.run_a, p.run_b) == opts.pair), data.probes[0])
         whose = "the reviewed pair" if opts.pair == (p0.run_a, p0.run_b) else "the first answered pair"
         data.figures["probe_scatter"] = charts.probe_scatter(
             p0.rows, tau=opts.tau, title=f"Answer similarity vs J_span, {whose}: {p0.run_a} vs {p0.run_b}"
