@@ -434,7 +434,9 @@ class FileReader:
             rec = self.trace_record(ln, fmt, span, answer, settings)
             rr = self.joiner.take_reranker(fmt, span) if rec is not None else None
             if rr is not None and rec is not None:
-                prov = provenance_record(rec.run_id, rec.query_id, span, rr[1], answer)
+                ids = [e if isinstance(e, str) else e.doc_id for e in rec.evidence]  # as the evidence stores them
+                ids_known = len(ids) == len(span.texts)
+                prov = provenance_record(rec.run_id, rec.query_id, span, rr[1], answer, ids if ids_known else None)
                 sink.provenance(fr, fid, rr[0], *parse_provenance_object(prov))
         fr.n_skipped += self.joiner.close()  # rerankers of traces without a loaded retrieval
         for w in self.ctx.warnings:

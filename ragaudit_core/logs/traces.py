@@ -143,34 +143,45 @@ class TraceJoiner:
         return left
 
 
-def provenance_record(run_id: str, query_id: str, retriever: Span, reranker: Span, answer: str | None) -> dict:
+def provenance_record(
+    run_id: str,
+    query_id: str,
+    retriever: Span,
+    reranker: Span,
+    answer: str | None,
+    doc_ids: list[str] | None = None,
+) -> dict:
     """A provenance record (``docs/provenance-contract.md``) for a trace with a reranker: the
     retrieved documents (stage 2), the reranker's output (stage 3, each linked to the retrieved
-    document with its id, else its text), the context in that order (stage 4) and the generation
-    (stage 5); retrieved documents the reranker left out are ``dropped`` at stage 3."""
-    nodes, dropped = [], []
-    by_key: dict[object, str] = {}
+    document with its id and text, else its id, else its text: :func:`_parent`), the context in
+    that order (stage 4) and the generation (stage 5); retrieved documents the reranker left out
+    are ``dropped`` at stage 3. ``doc_ids``: the retrieved documents' ids as their evidence record
+    stores them (a ``--doc-id-key`` read from metadata, a passage's hash), so the graph and the
+    evidence name the same documents; a reranked document takes the id of the one it comes from."""
+    nodes: list[dict[str, Any]] = []
+    retrieved: list[str] = []  # each retrieved document's id in the graph, in rank order
+    by_key: dict[object, list[str]] = {}  # (id, text), id, text → the retrieved nodes carrying it, in rank order
     scores = retriever.scores
     for i, (text, doc) in enumerate(zip(retriever.texts, retriever.ids)):
         nid = f"r{i}"
+        retrieved.append(_stage2_id(doc_ids, i, doc))
         nodes.append(
             {
                 "node_id": nid,
                 "stage": 2,
                 "artifact_type": "rank_result",
                 "derived_from": [],
-                "coordinates": {"doc_id": str(doc) if doc not in (None, "") else f"text:{i}"},
+                "coordinates": {"doc_id": retrieved[i]},
                 "metadata": _scored({"text": text, "rank": i}, scores[i] if i < len(scores) else None),
             }
         )
         if isinstance(doc, (str, int)):  # ids are checked when the span is read; never a list or dict here
-            by_key.setdefault(("id", doc), nid)
-        by_key.setdefault(("text", text), nid)
-    kept = set()
+            by_key.setdefault(("pair", doc, text), []).append(nid)
+            by_key.setdefault(("id", doc), []).append(nid)
+        by_key.setdefault(("text", text), []).append(nid)
+    kept: set[str | None] = set()
     for j, d in enumerate(reranker.reranked):
-        rid, content = d.get("id"), d.get("content")
-        parent = by_key.get(("id", rid)) if isinstance(rid, (str, int)) and rid != "" else None
-        parent = parent or (by_key.get(("text", content)) if isinstance(content, str) else None)
+        parent = _parent(by_key, d.get("id"), d.get("content"), kept)
         node = {
             "node_id": f"k{j}",
             "stage": 3,
@@ -178,7 +189,9 @@ def provenance_record(run_id: str, query_id: str, retriever: Span, reranker: Spa
             "derived_from": [parent] if parent else [],
             "metadata": _scored({"rank": j}, d.get("score")),
         }
-        if d.get("id") not in (None, ""):
+        if parent is not None:
+            node["coordinates"] = {"doc_id": retrieved[int(parent[1:])]}
+        elif d.get("id") not in (None, ""):
             node["coordinates"] = {"doc_id": str(d["id"])}
         nodes.append(node)
         nodes.append(
@@ -212,6 +225,29 @@ def provenance_record(run_id: str, query_id: str, retriever: Span, reranker: Spa
         "dropped": dropped,
         "generated_text": answer,
     }
+
+
+def _stage2_id(doc_ids: list[str] | None, i: int, doc: Any) -> str:
+    if doc_ids is not None:
+        return doc_ids[i]
+    return str(doc) if doc not in (None, "") else f"text:{i}"
+
+
+def _parent(by_key: dict[object, list[str]], rid: Any, content: Any, kept: set[str | None]) -> str | None:
+    """The retrieved node a reranked document comes from: the one with its id and its text, else its
+    id, else its text — the first such node not yet taken (chunks of one document share its id: the
+    reranker's second chunk of a file is the retrieved second chunk, not the first again); a node
+    already taken only when every candidate is."""
+    keys = []
+    if isinstance(rid, (str, int)) and rid != "":
+        keys += [("pair", rid, content), ("id", rid)]
+    if isinstance(content, str):
+        keys.append(("text", content))
+    for key in keys:
+        free = [n for n in by_key.get(key, []) if n not in kept]
+        if free:
+            return free[0]
+    return next((by_key[k][0] for k in keys if by_key.get(k)), None)
 
 
 def _scored(metadata: dict, score: Any) -> dict:

@@ -198,6 +198,48 @@ def test_a_reranker_span_makes_the_trace_a_provenance_graph(tmp_path):
     assert fid.queries["cfs"].tolist() == [1.0]  # "[Document 1]" is the reranked context element
 
 
+def test_reranked_chunks_of_one_document_link_to_their_own_retrievals(tmp_path):
+    """Two retrieved chunks of manual.pdf, reranked in the other order: each reranked chunk comes from
+    the retrieved chunk with its id and its text (the id alone named the first chunk twice, and the
+    second was reported dropped though the reranker kept it)."""
+    ret = {"span_kind": "RETRIEVER", "context.trace_id": "t9", "attributes.input.value": "How do I reset?"}
+    for i, (doc, text) in enumerate([("manual.pdf", "Chunk one."), ("manual.pdf", "Chunk two."), ("faq.md", "FAQ.")]):
+        ret[f"attributes.retrieval.documents.{i}.document.id"] = doc
+        ret[f"attributes.retrieval.documents.{i}.document.content"] = text
+    rr = {"span_kind": "RERANKER", "context.trace_id": "t9", "attributes.reranker.query": "How do I reset?"}
+    for j, text in enumerate(["Chunk two.", "Chunk one."]):
+        rr[f"attributes.reranker.output_documents.{j}.document.id"] = "manual.pdf"
+        rr[f"attributes.reranker.output_documents.{j}.document.content"] = text
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "rr.jsonl", [ret, rr])])
+    links = con.execute("SELECT node_id, derived_from FROM prov_nodes WHERE stage = 3 ORDER BY ord").fetchall()
+    assert links == [("k0", ["r1"]), ("k1", ["r0"])]
+    dropped = json.loads(con.execute("SELECT dropped FROM prov_records").fetchone()[0])
+    assert [d["node_id"] for d in dropped] == ["r2"]  # only the FAQ entry was left out
+
+
+def test_the_provenance_graph_names_documents_as_the_evidence_does_under_a_doc_id_key(tmp_path):
+    """--doc-id-key file_name: the evidence stores n1.txt, n2.txt; the graph's retrieved and reranked
+    documents named n1, n2 (the span's own ids), so fidelity matched other documents than stability."""
+    ret = {"span_kind": "RETRIEVER", "context.trace_id": "t7", "attributes.input.value": "Why tides?"}
+    for i, text in enumerate(["Moon pulls.", "Sun helps."]):
+        ret[f"attributes.retrieval.documents.{i}.document.id"] = f"n{i + 1}"
+        ret[f"attributes.retrieval.documents.{i}.document.content"] = text
+        ret[f"attributes.retrieval.documents.{i}.document.metadata"] = json.dumps({"file_name": f"n{i + 1}.txt"})
+    rr = {
+        "span_kind": "RERANKER",
+        "context.trace_id": "t7",
+        "attributes.reranker.query": "Why tides?",
+        "attributes.reranker.output_documents.0.document.id": "n2",
+        "attributes.reranker.output_documents.0.document.content": "Sun helps.",
+    }
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "k.jsonl", [ret, rr])], IngestOptions(doc_id_key="file_name"))
+    assert [d for (d,) in con.execute("SELECT doc_id FROM evidence ORDER BY rank").fetchall()] == ["n1.txt", "n2.txt"]
+    graph = con.execute("SELECT node_id, doc_id FROM prov_nodes WHERE stage IN (2, 3) ORDER BY ord").fetchall()
+    assert graph == [("r0", "n1.txt"), ("r1", "n2.txt"), ("k0", "n2.txt")]
+
+
 _KIND_KEYS = ["kind", "span.kind", "openinference.span.kind", "openinference", "openinference.span", "span", "kind."]
 _KEYS = st.sampled_from([*_KIND_KEYS, "", ".", "a", "attributes", "context", "span_kind"])
 _JSONISH = st.recursive(
