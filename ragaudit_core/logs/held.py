@@ -152,13 +152,14 @@ class HeldRows:
         got = map_span(span, label, ctx)
         if got is None:
             return None
-        rec, notes = got
+        rec, notes, retrieval = got
         rows: list[tuple] = []
         n_kept, dropped = evidence_rows(rec, row_opts, caches, rows.append)
         key, path, offset = self.hold_line(rows, data)
         d = DecodedLine(
             *(line_no, offset, len(data), rec.run_id, rec.query_id, rec.config, rec.query, None, n_kept, dropped),
             *(True, notes, label, True, span.trace_id, ctx.made > made),  # mapped, warnings, label, held, trace, made
+            retrieval,
         )
         return FileLine(line_no, path, offset, len(data)), d, key
 

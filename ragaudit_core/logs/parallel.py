@@ -61,6 +61,7 @@ from ragaudit_core.logs.formats import (
     build_record,
     detect,
     native,
+    retrieval_key,
     run_id_for,
 )
 from ragaudit_core.logs.handover import discard, hand_over, new_folder, remove_folder, remove_stale_folders, take
@@ -156,6 +157,7 @@ class DecodedLine(NamedTuple):
     held: bool = False  # a tracing format's retriever span: admitted when its file is read, with its trace's answer
     trace_id: str | None = None  # (held) the span's trace
     made: bool = False  # its mapping made a text: document id from a passage (logs.stored_passages)
+    retrieval: str | None = None  # (held) the span's retrieval_key: one retrieval reported twice in a trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +235,7 @@ def _init_worker(opts: RowOptions, max_line_bytes: int, out_dir: str | None = No
     gc.set_threshold(100_000, 50, 1000)
 
 
-def _mapped(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...], str, str | None, bool] | None:
+def _mapped(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...], str, str | None, bool, str | None] | None:
     """The one record a record format's fast path (or a tracing format's fast retriever span,
     without its answer) maps ``data`` to, the new warnings, the format's label, the span's trace
     id and whether it is a held span."""
@@ -242,19 +244,19 @@ def _mapped(data: bytes, ctx: MapContext) -> tuple[Any, tuple[str, ...], str, st
         assert fmt.decode_fast is not None
         recs = fmt.decode_fast(data, ctx)
         if recs is not None:
-            return (recs[0], tuple(ctx.warnings[before:]), fmt.label, None, False) if len(recs) == 1 else None
+            return (recs[0], tuple(ctx.warnings[before:]), fmt.label, None, False, None) if len(recs) == 1 else None
     for fmt in FAST_TRACE_FORMATS:
         assert fmt.read_span_fast is not None
         span = fmt.read_span_fast(data)
         if span is not None:
             got = map_span(span, fmt.label, ctx)
-            return None if got is None else (got[0], got[1], fmt.label, span.trace_id, True)
+            return None if got is None else (got[0], got[1], fmt.label, span.trace_id, True, got[2])
     return None
 
 
 def _general_span(
     data: bytes, ctx: MapContext
-) -> tuple[Any, tuple[str, ...], str, str | None, bool] | _OtherSpan | None:
+) -> tuple[Any, tuple[str, ...], str, str | None, bool, str | None] | _OtherSpan | None:
     """A tracing format's retriever span in any shape its own reader takes (a LangSmith run, a
     Langfuse observation, an OpenInference span the fast reader leaves): the line decoded, seen as
     the ingest's reader sees it (:meth:`~ragaudit_core.logs.records.FileReader.value`, ``record``:
@@ -280,14 +282,14 @@ def _general_span(
     if span.kind in ("answer", "other", "reranker") and not span.notes:
         return _OtherSpan(fmt.label, span, fmt.kind_of(obj) if fmt.kind_of is not None else span.kind)
     got = map_span(span, fmt.label, ctx)
-    return None if got is None else (got[0], got[1], fmt.label, span.trace_id, True)
+    return None if got is None else (got[0], got[1], fmt.label, span.trace_id, True, got[2])
 
 
-def map_span(span: Span, label: str, ctx: MapContext) -> tuple[Any, tuple[str, ...]] | None:
+def map_span(span: Span, label: str, ctx: MapContext) -> tuple[Any, tuple[str, ...], str] | None:
     """A retriever span's record, mapped without its answer as if no question had been asked
     before, with its own run settings as its ``config`` (its trace's join them when the file is
-    read), and the mapping's new warnings; None where the general path must word something (a
-    span with notes, a mapping error, an id the contract trims)."""
+    read), the mapping's new warnings and the span's :func:`retrieval_key`; None where the general
+    path must word something (a span with notes, a mapping error, an id the contract trims)."""
     if span.kind != "retriever" or span.notes:
         return None
     before = len(ctx.warnings)
@@ -299,12 +301,12 @@ def map_span(span: Span, label: str, ctx: MapContext) -> tuple[Any, tuple[str, .
     except FormatError:
         return None
     rec = fast_record(built)
-    return None if rec is None else (rec, tuple(ctx.warnings[before:]))
+    return None if rec is None else (rec, tuple(ctx.warnings[before:]), retrieval_key(span))
 
 
 def _decoded(
     data: bytes, ctx: MapContext | None, mapped_first: bool
-) -> tuple[Any, tuple[str, ...], str, str | None, bool] | _OtherSpan | None:
+) -> tuple[Any, tuple[str, ...], str, str | None, bool, str | None] | _OtherSpan | None:
     """A line as :func:`_mapped` gives it (a native record: label ``native``), else as
     :func:`_general_span` does, else None. The fast decoders accept disjoint shapes (a native
     record has a run id, which the others decline), so the order they are tried in changes only
@@ -316,7 +318,7 @@ def _decoded(
             return got
     rec = decode_native(data)
     if rec is not None:
-        return rec, (), "native", None, False
+        return rec, (), "native", None, False, None
     if ctx is None:
         return None
     return (None if mapped_first else _mapped(data, ctx)) or _general_span(data, ctx)
@@ -354,7 +356,7 @@ def _decode_range(
                     )
                 )
                 continue
-            rec, notes, label, trace, held = got
+            rec, notes, label, trace, held, key = got
             mapped = mapped_first = label != "native"
             n_kept, dropped = evidence_rows(rec, opts, caches, rows.append)
             rec_idx.extend([len(items)] * n_kept)
@@ -376,6 +378,7 @@ def _decode_range(
                     held,
                     trace,
                     ctx is not None and ctx.made > made,
+                    key,
                 )
             )
     table = rows_table(rows, EVIDENCE_SCHEMA).append_column("rec_idx", pa.array(rec_idx, type=pa.int32()))

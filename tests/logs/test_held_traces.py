@@ -332,3 +332,49 @@ def test_spill_map_keeps_every_value_across_its_limit():
     assert m.pop(("f", "1")) == (1, "text ") and len(m) == 4
     m.close()
     assert len(m) == 0 and m._file is None
+
+
+def test_one_retrieval_reported_twice_in_a_trace_loads_once_on_every_path(tmp_path, monkeypatch):
+    """A LangChain retrieval chain traced to Langfuse reports its retriever's documents on the
+    chain's SPAN and on the RETRIEVER under it; an OpenInference retriever may wrap another. Each
+    was a record, the question a second sample of itself (q:…#2) with the same evidence. Now the
+    later span is skipped with a warning naming the first — read here, mapped as read, or by the
+    workers alike; the same question with other documents in the same trace, or in another
+    trace, is still a record of its own."""
+    from tests.logs.test_streaming import force_pool
+
+    lines: list = []
+    for i in range(6):
+        t = f"lf{i}"
+        chain = {"id": f"c{i}", "traceId": t, "type": "SPAN", "input": {"input": f"question {i}"}, "output": _docs(i)}
+        lines += [chain, {**chain, "id": f"r{i}", "type": "RETRIEVER", "input": f"question {i}"}]
+    lines.append(_oi("o1", "question 9", [("d1", TEXTS[0])]))
+    lines.append({**_oi("o1", "question 9", [("d1", TEXTS[0])]), "name": "inner"})  # a retriever wrapping another
+    lines.append(_oi("o1", "question 9", [("d2", TEXTS[1])]))  # asked again in the trace, other documents: a sample
+    lines.append(_oi("o2", "question 9", [("d1", TEXTS[0])]))  # another trace: a record of its own
+    path = tmp_path / "chains.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+
+    def ingest() -> tuple:
+        con = store.connect(":memory:")
+        rep = ingest_paths(con, [path], IngestOptions(doc_id_key="id"))
+        return _everything(con, rep), rep.files[0].n_skipped
+
+    monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
+    expected = ingest()
+    (_dump, _q, warnings, _runs, rejected, n_records, _entries), skipped = expected
+    assert n_records == 6 + 3 and skipped == 6 + 1 and not rejected
+    said = [(n, m) for n, code, m in warnings if "reports the retrieval of line" in m]
+    assert said[0] == (
+        2,
+        "this Langfuse span reports the retrieval of line 1 again (the same question and documents in the same "
+        "trace: a chain span carrying its retriever's output, or a retriever wrapping another): loaded once",
+    )
+    assert [n for n, _m in said] == [2, 4, 6, 8, 10, 12, 14]
+    # o1's other documents and o2's trace: samples 2 and 3 of the question, as before
+    assert [n for n, _c, m in warnings if "asks the same question again" in m] == [15, 16]
+    monkeypatch.setattr(held_rows, "PREMAP_BYTES", 0)  # mapped as they are read, held by their rows
+    assert ingest() == expected
+    held = force_pool(monkeypatch, 700, lambda it: it.held)  # by the workers
+    assert ingest() == expected
+    assert sum(held) >= 12  # (the workers mapped the spans: the duplicates were theirs to skip)

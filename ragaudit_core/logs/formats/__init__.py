@@ -45,6 +45,7 @@ from ragaudit_core.logs.formats.base import (
     Span,
     build_record,
     query_id_for,
+    retrieval_key,
     run_id_for,
 )
 
@@ -65,6 +66,7 @@ __all__ = [
     "get",
     "map_record",
     "query_id_for",
+    "retrieval_key",
     "run_id_for",
 ]
 

@@ -49,6 +49,7 @@ __all__ = [
     "check_id",
     "evidence_entries",
     "query_id_for",
+    "retrieval_key",
     "run_id_for",
     "text_doc_id",
 ]
@@ -128,6 +129,20 @@ class Span:
     # an embedding span's model (OpenInference's embedding.model_name, a Langfuse EMBEDDING observation's model): its
     # trace's embedder where no metadata names one
     embedder: str | None = None
+
+
+def retrieval_key(span: Span) -> str:
+    """What makes two retriever spans of one trace the same retrieval: the question and the
+    documents in order (their texts and ids as logged). A LangChain retrieval chain traced to
+    Langfuse reports its retriever's documents twice — on the chain's span and on the retriever's —
+    and an OpenInference retriever may wrap another: read as two records, the question became two
+    samples of itself (``q:…#2``) with the same evidence."""
+    parts = [span.query or "", *span.texts, "", *("" if i is None else str(i) for i in span.ids)]
+    h = hashlib.sha256()
+    for part in parts:
+        b = part.encode("utf-8", "surrogatepass")
+        h.update(len(b).to_bytes(8, "little") + b)
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)
