@@ -139,3 +139,31 @@ def test_run_id_option_doc_id_key_and_forced_format(tmp_path):
 def test_forcing_native_reads_ragas_fields_as_the_native_contract(tmp_path, forced):
     report, _, rec = _rows(write_jsonl(tmp_path / "f.jsonl", V2), format=forced)
     assert not rec and report.n_rejected == 2  # no run id in the native contract
+
+
+def test_rows_for_the_id_based_metrics_load_their_ids_and_labels(tmp_path):
+    """Ragas' ID-based context precision and recall take retrieved_context_ids and
+    reference_context_ids without texts. Such rows were read as native records and refused ("no
+    run id, no query id and no evidence list"), or as a test set with --format ragas. Now each id is
+    an entry (rank order, no text), the reference ids relevance labels; an empty id without a text
+    to stand for it rejects its row."""
+    rows = [
+        {
+            "user_input": "What causes tides?",
+            "retrieved_context_ids": ["moon", "cycle"],
+            "reference_context_ids": ["moon"],
+        },
+        {"user_input": "Why is the sky blue?", "retrieved_context_ids": ["rayleigh", 7]},
+        {"user_input": "Empty?", "retrieved_context_ids": ["a", ""]},
+    ]
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [write_jsonl(tmp_path / "ids.jsonl", rows)])
+    assert rep.n_records == 2 and [r.line_no for r in rep.rejected] == [3]
+    assert "retrieved_context_ids[1] is empty" in rep.rejected[0].message
+    ev = con.execute("SELECT query_id, doc_id, text, rank FROM evidence ORDER BY query_id, rank").fetchall()
+    tides, sky = query_id_for("What causes tides?"), query_id_for("Why is the sky blue?")
+    assert sorted(ev) == sorted(
+        [(tides, "moon", None, 0), (tides, "cycle", None, 1), (sky, "rayleigh", None, 0), (sky, "7", None, 1)]
+    )
+    assert con.execute("SELECT query_id, doc_id, relevance FROM qrels").fetchall() == [(tides, "moon", 1)]
+    assert any("without texts, so span-level figures are unavailable" in w.message for w in rep.warnings)

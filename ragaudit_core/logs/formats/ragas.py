@@ -34,6 +34,7 @@ from ragaudit_core.logs.formats.base import (
     FormatError,
     LogFormat,
     MapContext,
+    check_id,
     evidence_entries,
     native_record,
     query_id_for,
@@ -44,7 +45,10 @@ from ragaudit_core.logs.formats.lists import text_list
 
 __all__ = ["FORMAT"]
 
-_V2_COMPANIONS = ("retrieved_contexts", "contexts", "response", "reference", "reference_contexts")
+_V2_COMPANIONS = (
+    *("retrieved_contexts", "contexts", "response", "reference", "reference_contexts"),
+    *("retrieved_context_ids", "reference_context_ids"),  # the ID-based context precision and recall's columns
+)
 
 
 def detect(obj: dict) -> bool:
@@ -58,7 +62,7 @@ def map_record(obj: dict, ctx: MapContext) -> list[dict]:
     test-set row), which the ingest counts as a row without retrieval."""
     query = query_text(obj, ("user_input", "question"), "Ragas")
     if "retrieved_contexts" not in obj and "contexts" not in obj:
-        return []
+        return _ids_only(obj, ctx, query) if obj.get("retrieved_context_ids") is not None else []
     key = "retrieved_contexts" if "retrieved_contexts" in obj else "contexts"
     texts = text_list(obj.get(key), key)
     raw_ids = obj.get("retrieved_context_ids")
@@ -70,6 +74,32 @@ def map_record(obj: dict, ctx: MapContext) -> list[dict]:
     ids = list(raw_ids) if raw_ids is not None else None
     answer = obj.get("response", obj.get("answer"))
     rec = native_record(obj, ctx, query, answer, evidence_entries(texts, ids, None, ctx, "Ragas"))
+    _reference_labels(obj, rec["query_id"], ctx)
+    return [rec]
+
+
+def _ids_only(obj: dict, ctx: MapContext, query: str) -> list[dict]:
+    """A row of Ragas' ID-based metrics (``retrieved_context_ids`` without the contexts' texts):
+    one entry per id, without text — document-level figures only (no span identity to compare)."""
+    raw = obj["retrieved_context_ids"]
+    raw = text_list(raw, "retrieved_context_ids") if isinstance(raw, str) else raw
+    raw = raw.tolist() if hasattr(raw, "tolist") else raw
+    if not isinstance(raw, (list, tuple)):
+        raise FormatError("retrieved_context_ids must be a list of document ids")
+    entries = []
+    for i, v in enumerate(raw):
+        doc = check_id(v, f"retrieved_context_ids[{i}]")
+        if doc is None:
+            raise FormatError(
+                f"retrieved_context_ids[{i}] is empty and the row has no retrieved_contexts to stand for it"
+            )
+        entries.append({"doc_id": str(doc), "rank": i})
+    ctx.warn_once(
+        "Ragas rows carry retrieved_context_ids without retrieved_contexts: their evidence is document ids "
+        "without texts, so span-level figures are unavailable for them"
+    )
+    answer = obj.get("response", obj.get("answer"))
+    rec = native_record(obj, ctx, query, answer, entries)
     _reference_labels(obj, rec["query_id"], ctx)
     return [rec]
 
