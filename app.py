@@ -81,7 +81,7 @@ def _database():
                             raise cannot_write from None  # ticked: adding the tables needs writing
                         raise
             except store.StoreError as e:
-                st.error(ui.md(str(e)))
+                st.error(ui.error_text(e))
             else:
                 st.session_state[KEYS.db_path] = target
                 st.rerun()
@@ -91,7 +91,7 @@ def _database():
         st.warning(ui.md(f"{e}. This page works again on your next interaction once it is free."))
         st.stop()
     except store.StoreError as e:
-        st.error(ui.md(f"{e}. Pick another file under “Database” in the sidebar."))
+        st.error(ui.error_text(e) + " Pick another file under “Database” in the sidebar.")
         st.stop()
     writable = not store.is_read_only(con)  # (this user may not write the file: browsed, see ui.connection)
     st.sidebar.caption(f"Database: {ui.code(db_path)}" + ("" if writable else " (read-only)"))
@@ -436,6 +436,6 @@ except Exception as e:  # a damaged database file, or a sentence of RagAudit's (
     why = str(e) if isinstance(e, RagAuditError) else store.damage_message(ui.current_db_path(), e)
     if why is None:
         raise
-    st.error(ui.md(why))  # the path and DuckDB's words are text, not Markdown
+    st.error(ui.error_text(why))  # the path and DuckDB's words are text, not Markdown
 finally:
     ui.release_connections()  # the database is open only while an interaction runs (ui.connection)

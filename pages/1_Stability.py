@@ -100,7 +100,7 @@ except NoComparablePairs as e:  # every pair sets a run without document ids bes
     st.info(ui.md(ui.sentence(str(e)) + " (under “Runs compared” in the sidebar)."))
     st.stop()
 except StabilityError as e:
-    st.error(ui.md(str(e)))
+    st.error(ui.error_text(e))
     st.stop()
 s = res.summary
 for w in s.warnings:

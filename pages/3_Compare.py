@@ -110,7 +110,7 @@ except NoSharedQueries:
     )
     st.stop()
 except StabilityError as e:
-    st.error(ui.md(str(e)))
+    st.error(ui.error_text(e))
     st.stop()
 s = cmp.summary
 for w in s.warnings:
@@ -331,7 +331,7 @@ with st.container(border=True):
                 progress=step,
             )
         except RagAuditError as e:  # ReportError and any other refusal with its reason
-            st.error(ui.md(str(e)))
+            st.error(ui.error_text(e))
         except Exception as e:  # noqa: BLE001 - the report failing must not stop the rest of the page
             st.error(
                 ui.md(f"The report could not be built ({type(e).__name__}: {e}); the rest of this page is unaffected.")

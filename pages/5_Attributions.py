@@ -87,7 +87,7 @@ options = dict(
 try:
     spec, inputs = plan(con, run, qid, shuffle=shuffle, **options)
 except AttributionError as e:
-    st.error(ui.md(str(e)))
+    st.error(ui.error_text(e))
     st.stop()
 keys = result_keys(spec)
 have = stored_results(con, list(keys.values()))

@@ -61,6 +61,7 @@ __all__ = [
     "default_selection",
     "diverging_html",
     "embedder",
+    "error_text",
     "first_rows",
     "fmt",
     "gate_rule_editor",
@@ -230,7 +231,7 @@ def open_store(title: str, precondition: Callable[[object], str | None] | None =
         st.warning(md(f"{e}. This page works again on your next interaction once it is free."))
         st.stop()
     except store.StoreError as e:
-        st.error(md(f"{e}. Pick another file under “Database” on the home page."))
+        st.error(error_text(e) + " Pick another file under “Database” on the home page.")
         st.stop()
     writable = not store.is_read_only(con)
     if precondition is not None and (msg := precondition(con)):
@@ -366,6 +367,17 @@ def sentence(text: str) -> str:
     """A message from the core as a sentence: its first letter in capitals (the core words its
     warnings to follow a colon or a file name: "query coverage differs …")."""
     return text[:1].upper() + text[1:]
+
+
+def error_text(error: object) -> str:
+    """An error from the core as a page shows it: a sentence (a first word in capitals unless it is a
+    file name or an id, a full stop at the end — the core words its errors to follow ``error:`` on
+    the command line) in Markdown-escaped text."""
+    text = str(error).rstrip()
+    first = text.split(" ", 1)[0]
+    if first.isalpha() and first.islower():  # a word, not a file name ("crm.duckdb is …") or an id
+        text = sentence(text)
+    return md(text if text.endswith((".", "?", "!", "…")) else text + ".")
 
 
 def fmt(v, pct: bool = False, nd: int = 3) -> str:

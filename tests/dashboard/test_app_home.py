@@ -440,7 +440,10 @@ def test_a_database_whose_data_block_is_damaged_says_so_in_one_sentence(app_env,
     at = app_test("app.py").run()
     assert not at.exception
     errors = [plain(e.value) for e in at.error]
-    assert any(e.startswith(f"the database {db} could not be read (") and "it is damaged" in e for e in errors), errors
+    assert any(
+        e.startswith(f"The database {db} could not be read (") and e.endswith(".") and "it is damaged" in e
+        for e in errors
+    ), errors
 
 
 def test_a_job_queue_file_that_is_not_sqlite_says_so_in_one_sentence(app_env, tmp_path):
@@ -465,4 +468,4 @@ def test_a_job_queue_file_that_is_not_sqlite_says_so_in_one_sentence(app_env, tm
     at.switch_page("pages/4_Citation_fidelity.py").run()
     assert not at.exception
     errors = [plain(e.value) for e in at.error]
-    assert any(e.startswith(f"the job queue beside the database, {qf}, cannot be read (") for e in errors), errors
+    assert any(e.startswith(f"The job queue beside the database, {qf}, cannot be read (") for e in errors), errors
