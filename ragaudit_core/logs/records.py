@@ -59,7 +59,7 @@ from ragaudit_core.logs.shapes import (
     langfuse_trace,
     unwrap,
 )
-from ragaudit_core.logs.traces import DecodedSpan, TraceJoiner, provenance_record
+from ragaudit_core.logs.traces import REPORTED_AGAIN, DecodedSpan, TraceJoiner, provenance_record
 from ragaudit_core.wording import counted, listed
 
 __all__ = ["FileReader", "RecordSink"]
@@ -425,9 +425,10 @@ class FileReader:
     def finish(self) -> None:
         """Join the held spans, word the file's warnings, refuse a file with nothing to audit."""
         fr, sink, fid = self.fr, self.sink, self.file_id
-        seen: dict[tuple[str, str, str], int] = {}  # (format, trace, retrieval key) → the line that gave it
         for ln, fmt, held, answer, settings in self.joiner.records():
-            if self.reported_before(seen, ln, fmt, held):
+            if (first := self.joiner.reported_on(fmt, held, ln.line_no)) is not None:  # one retrieval, reported twice
+                fr.n_skipped += 1  # loaded once: not a second sample of its question
+                sink.warn(fr.path, ln.line_no, "repeated-retrieval", REPORTED_AGAIN.format(fmt.label, first), fid)
                 continue
             span = held if isinstance(held, formats.Span) else self.decoded_span(ln, fmt, held, answer, settings)
             if span is None:
@@ -481,32 +482,6 @@ class FileReader:
             n, what = self.left_out, empty_words(self.left_out_what or "")
             why = f"{counted(n, 'row')} of the file held no records and {'was' if n == 1 else 'were'} skipped"
             sink.warn(fr.path, None, "empty-container", f"{why} ({what})", fid)
-
-    def reported_before(
-        self, seen: dict[tuple[str, str, str], int], ln: Any, fmt: formats.LogFormat, held: Any
-    ) -> bool:
-        """Whether a retriever span repeats a retrieval its trace reported on an earlier line (the
-        same question and documents: :func:`~ragaudit_core.logs.formats.retrieval_key`) — then it
-        is loaded once, the later line counted as skipped with a warning, not as a second sample."""
-        if held.trace_id is None:
-            return False
-        key = formats.retrieval_key(held) if isinstance(held, formats.Span) else held.decoded.retrieval
-        if key is None:
-            return False
-        first = seen.setdefault((fmt.name, held.trace_id, key), ln.line_no)
-        if first == ln.line_no:
-            return False
-        self.fr.n_skipped += 1
-        self.sink.warn(
-            self.fr.path,
-            ln.line_no,
-            "repeated-retrieval",
-            f"this {fmt.label} span reports the retrieval of line {first} again (the same question and documents in "
-            "the same trace: a chain span carrying its retriever's output, or a retriever wrapping another): "
-            "loaded once",
-            self.file_id,
-        )
-        return True
 
     def held_span(self, ln: Any, it: Any, key: Any) -> None:
         """A span the workers read (its line counted by the caller): a retriever span they mapped

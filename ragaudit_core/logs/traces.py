@@ -24,13 +24,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragaudit_core.logs.formats import LogFormat, Span
+from ragaudit_core.logs.formats import LogFormat, Span, retrieval_key
 from ragaudit_core.logs.formats import get as get_format
 from ragaudit_core.logs.formats.settings import merged
 from ragaudit_core.logs.formats.spans import number
 from ragaudit_core.logs.held import SpillMap, SpillQueue
 
-__all__ = ["DecodedSpan", "Span", "TraceJoiner", "provenance_record"]
+__all__ = ["REPORTED_AGAIN", "DecodedSpan", "Span", "TraceJoiner", "provenance_record"]
 
 
 class DecodedSpan:
@@ -69,6 +69,7 @@ class TraceJoiner:
     answers: SpillMap = field(default_factory=SpillMap)  # (format, trace) → (a root run's?, answer)
     # (format, trace) → (its embedding span's model as settings, the trace's settings, its root span's)
     settings: SpillMap = field(default_factory=SpillMap)
+    reported: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (format, trace, retrieval) → line
 
     def add(self, line: Any, fmt: LogFormat, span: Span) -> bool:
         """Hold a span; True when it carries no evidence (counted as skipped by the caller)."""
@@ -125,6 +126,19 @@ class TraceJoiner:
             settings = merged(*self.settings.get(key, ())) if with_settings else None
             yield line, fmt, span, self.answers.get(key, (False, None))[1], settings
 
+    def reported_on(self, fmt: LogFormat, span: Span | DecodedSpan, line_no: int) -> int | None:
+        """The earlier line whose span reported the same retrieval in the same trace (the same
+        question and documents: :func:`~ragaudit_core.logs.formats.retrieval_key`), else None —
+        remembering this one. A LangChain retrieval chain traced to Langfuse reports its
+        retriever's documents on the chain's span and on the retriever's."""
+        if span.trace_id is None:
+            return None
+        key = retrieval_key(span) if isinstance(span, Span) else span.decoded.retrieval
+        if key is None:
+            return None
+        first = self.reported.setdefault((fmt.name, span.trace_id, key), line_no)
+        return None if first == line_no else first
+
     def has_reranker(self, fmt: LogFormat, span: Span | DecodedSpan) -> bool:
         """Whether a reranker span of the retriever span's trace is held."""
         return span.trace_id is not None and (fmt.name, span.trace_id) in self.rerankers
@@ -141,6 +155,13 @@ class TraceJoiner:
         self.answers.close()
         self.settings.close()
         return left
+
+
+REPORTED_AGAIN = (
+    "this {} span reports the retrieval of line {} again (the same question and documents in the same trace: "
+    "a chain span carrying its retriever's output, or a retriever wrapping another): loaded once"
+)
+"""The warning of a retriever span :meth:`TraceJoiner.reported_on` finds reported before (format, line)."""
 
 
 def provenance_record(
