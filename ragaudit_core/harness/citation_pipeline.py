@@ -22,9 +22,7 @@ Ground truth is the qrels' relevant documents.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -39,10 +37,15 @@ from ragaudit_core.harness.sweep import (
     RunConfig,
     SweepError,
     _build_index,
+    check_corpus,
+    check_grid,
     generate_answers,
     labelled,
     load_beir,
+    out_folder,
     parse_run_alias,
+    ranked,
+    write_log,
 )
 from ragaudit_core.logs.provenance import PROVENANCE_SCHEMA
 
@@ -256,12 +259,11 @@ def _answer_nodes(raw: str, ctx: list, kept: list[int]) -> list[dict]:
 
 def _write_records(path: Path, records: list[dict], answers: list[str], contexts: list[list]) -> None:
     """Complete each record with its generation and citations (stages 5-6), then write the log."""
-    with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as f:
-        for rec, raw, ctx in zip(records, answers, contexts):
-            kept = rec.pop("_kept")
-            rec["nodes"] += _answer_nodes(raw, ctx, kept)
-            rec["generated_text"] = postprocess(raw, [c.doc_id for c in ctx])
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    for rec, raw, ctx in zip(records, answers, contexts):
+        kept = rec.pop("_kept")
+        rec["nodes"] += _answer_nodes(raw, ctx, kept)
+        rec["generated_text"] = postprocess(raw, [c.doc_id for c in ctx])
+    write_log(path, records)
 
 
 def _pipeline_config(
@@ -310,8 +312,12 @@ def run_provenance(
         if m:
             grid.append(RunConfig(*map(int, m.groups())))
     runs = [parse_run_alias(a, grid) for a in configs]
+    if n_queries < 1:
+        raise SweepError(f"--queries must be at least 1, not {n_queries}")
+    check_corpus(data, corpus_dir)
     qids = list(data.queries)[:n_queries]
     model = load_embedder(embedder, device=device)
+    check_grid(model, [r.top_k for r in runs], [r.chunk_size for r in runs], [r.chunk_overlap for r in runs])
     model_name = embedder or DEFAULT_EMBEDDER
     model.max_seq_length = 512
     qemb = model.encode(
@@ -323,8 +329,7 @@ def run_provenance(
     )
     gen = load_generator(generator, device=device)
     gtok = gen.tokenizer
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = out_folder(out_dir)
     timings: dict[str, float] = {}
     indexed_at = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     for rc in runs:
@@ -339,8 +344,10 @@ def run_provenance(
             cache,
             labelled(progress, f"embed {rc.run_id}"),
         )
-        scores, ids = idx.index.search(qemb, rc.top_k)
-        config = _pipeline_config(rc, model_name, lam, dup_threshold, budget, generator, Path(corpus_dir).name)
+        scores, ids = ranked(idx.index, qemb, rc.top_k)
+        config = _pipeline_config(
+            rc, model_name, lam, dup_threshold, budget, generator, Path(corpus_dir).resolve().name
+        )
         records, prompts, contexts = [], [], []
         for qi, q in enumerate(qids):
             hits = [int(i) for i in ids[qi] if i >= 0]

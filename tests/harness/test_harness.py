@@ -4,7 +4,10 @@ real FAISS and the real packaged SmolLM2 (no mocked model)."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
+import time
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -235,3 +238,98 @@ def test_cited_pipeline_writes_provenance_that_loads_and_yields_a_cfs(tiny_beir,
     # post-processed citations point into the context, so each scores exactly 1.0; out-of-range ones 0.0
     assert set(fid.citations["score"]) <= {0.0, 0.3, 1.0}
     assert s["cfs_product_mean"] is not None and 0.0 <= s["cfs_product_mean"] <= 1.0
+
+
+def _beir(folder, docs: dict[str, str], queries: dict[str, str], qrels: list[tuple[str, str]]):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "text": t}) + "\n" for d, t in docs.items()))
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items()))
+    (folder / "qrels").mkdir(exist_ok=True)
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, d in qrels)
+    )
+    return folder
+
+
+def test_a_run_is_the_same_whatever_else_the_grid_asks_and_never_padded(tmp_path):
+    """Three documents of the same text tie exactly: FAISS ordered them by how far it searched, so
+    k2's evidence changed with the grid's largest k (seed 000 holds everything else fixed). Ties
+    now go in corpus order, whatever the grid. A top-k past the corpus was padded by FAISS with id
+    -1 — the last chunk again with score -3.4e38: the run holds what there is."""
+    docs = {f"D{i}": f"Unrelated filler passage number {i} about topic {i}." for i in range(6)}
+    docs |= {"DUPA": "Insulin resistance in adipose tissue.", "DUPB": "Insulin resistance in adipose tissue."}
+    docs["DUPC"] = "Insulin resistance in adipose tissue."
+    corpus = _beir(tmp_path / "dup", docs, {"q": "insulin resistance adipose"}, [("q", "DUPA")])
+
+    def evidence(ks, k):
+        out = tmp_path / f"out{'-'.join(map(str, ks))}"
+        run_sweep(corpus, out, top_ks=ks, chunk_sizes=(64,), chunk_overlaps=(0,), device="cpu", cache=tmp_path / "c")
+        rec = json.loads(gzip.open(out / f"k{k}-c64-o0.jsonl.gz", "rt").readline())
+        return [(e["doc_id"], e["rank"]) for e in rec["evidence"]], [e["score"] for e in rec["evidence"]]
+
+    alone, _ = evidence((2,), 2)
+    assert alone == [("DUPA", 0), ("DUPB", 1)]  # the tie in corpus order
+    assert evidence((2, 3), 2)[0] == alone and evidence((2, 9), 2)[0] == alone
+    deep, scores = evidence((2, 50), 50)
+    assert len(deep) == 9 and len({d for d, _ in deep}) == 9 and min(scores) > -1.0  # all 9 chunks, once each
+
+
+def test_a_sweeps_logs_are_the_same_bytes_every_time(tiny_beir, tmp_path):
+    """gzip stamps the time of writing in its header: two identical runs gave two SHA-256s, so the
+    ingest's "these bytes are loaded" skip and anyone comparing hashes saw a change."""
+    digests = []
+    for n in (1, 2):
+        run_sweep(tiny_beir, tmp_path / f"o{n}", top_ks=(3,), chunk_sizes=(32,), chunk_overlaps=(0,), device="cpu",
+                  cache=tmp_path / "c")  # fmt: skip
+        digests.append(hashlib.sha256((tmp_path / f"o{n}" / "k3-c32-o0.jsonl.gz").read_bytes()).hexdigest())
+        time.sleep(1.1)  # gzip's time stamp counts seconds
+    assert digests[0] == digests[1]
+
+
+def test_a_decomposed_accent_stays_with_its_letter(embedder):
+    """NFD text: the tokenizer strips the combining accent, whose offsets then fell outside every
+    chunk ('Résume' logged without its last accent, the accent in no chunk)."""
+    text = "Re\u0301sume\u0301 of naive\u0308 patients"
+    spans = chunk_text(text, embedder.tokenizer, 1, 0)
+    covered = {i for a, b in spans for i in range(a, b)}
+    assert [i for i, c in enumerate(text) if unicodedata.combining(c) and i not in covered] == []
+    assert spans == [(0, 8), (9, 11), (12, 18), (19, 27)]  # "Résumé", "of", "naivë", "patients", accents kept
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "said"),
+    [
+        ({"top_ks": (0,)}, "top-k values must be at least 1, not 0"),
+        ({"chunk_sizes": (600,)}, "chunk size 600 is past what the embedder reads (510 word pieces"),
+        ({"chunk_overlaps": (-1,)}, "chunk overlaps must be at least 0, not -1"),
+        ({"max_queries": 0}, "--max-queries must be at least 1, not 0"),
+        ({"answers": ("k5-cx-o0",)}, "unknown run alias 'k5-cx-o0'; a full run id is k<N>-c<N>-o<N>"),
+    ],
+)
+def test_settings_no_run_can_have_are_refused_in_a_sentence(tiny_beir, tmp_path, kwargs, said):
+    base = {"top_ks": (3,), "chunk_sizes": (32,), "chunk_overlaps": (0,), "device": "cpu", "cache": tmp_path / "c"}
+    with pytest.raises(SweepError) as e:
+        run_sweep(tiny_beir, tmp_path / "out", **(base | kwargs))
+    assert str(e.value).startswith(said)
+
+
+def test_files_the_harness_cannot_use_are_refused_naming_file_and_line(tmp_path):
+    good = {"D0": "A passage."}
+    folder = _beir(tmp_path / "b", good, {"q": "a"}, [("q", "D0")])
+    (folder / "corpus.jsonl").write_text('{"_id": "D0", "text": "A passage."}\n42\n')
+    with pytest.raises(SweepError, match=r"corpus.jsonl line 2: a JSON int, not an object with _id and text"):
+        load_beir(folder)
+    (folder / "corpus.jsonl").write_bytes(b'{"_id": "D0", "text": "caf\xe9"}\n')
+    with pytest.raises(SweepError, match=r"corpus.jsonl line 1: not UTF-8 text \(byte 27\)"):
+        load_beir(folder)
+    (folder / "corpus.jsonl").write_text('{"_id": "D0", "text": 5}\n')
+    with pytest.raises(SweepError, match="title and text must be strings"):
+        load_beir(folder)
+    _beir(folder, good, {"q": "a"}, [("q", "D0")])
+    (folder / "qrels" / "test.tsv").write_text("\ufeffquery-id\tcorpus-id\tscore\nq\tD0\t1\n", encoding="utf-8")
+    assert load_beir(folder).qrels == {"q": {"D0": 1}}  # a byte-order mark before the header
+    with pytest.raises(SweepError, match=r"is a file, not a folder"):
+        run_sweep(folder, folder / "corpus.jsonl", top_ks=(1,), chunk_sizes=(32,), chunk_overlaps=(0,), device="cpu")
+    _beir(folder, {"D0": "   "}, {"q": "a"}, [("q", "D0")])
+    with pytest.raises(SweepError, match="holds no text to retrieve"):
+        run_sweep(folder, tmp_path / "o", top_ks=(1,), chunk_sizes=(32,), chunk_overlaps=(0,), device="cpu")
