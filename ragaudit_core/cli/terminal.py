@@ -24,7 +24,10 @@ inside strings). A file written with ``--json FILE`` is left as ``json.dumps`` w
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import unicodedata
+from typing import Any
 
 import typer
 
@@ -66,8 +69,25 @@ def shown(text: object, *, lines: bool = False) -> str:
 
 
 def say(text: object = "", *, err: bool = False, lines: bool = False) -> None:
-    """Write ``text`` (:func:`shown`) and a line break to stdout, or stderr with ``err``."""
-    typer.echo(shown(text, lines=lines), err=err)
+    """Write ``text`` (:func:`shown`) and a line break to stdout, or stderr with ``err``. A reader
+    that stopped reading (``ragaudit gate … | head -1``) takes nothing more, and the command goes on
+    to its own exit status — a passing gate piped to ``head`` exited 1 from the broken pipe, which
+    CI running bash with ``-o pipefail`` reads as a failed verdict."""
+    try:
+        typer.echo(shown(text, lines=lines), err=err)
+    except BrokenPipeError:
+        _to_nowhere(sys.stderr if err else sys.stdout)
+
+
+def _to_nowhere(stream: Any) -> None:
+    """Point a closed pipe's descriptor at /dev/null: later writes, and the flush at exit, go nowhere."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def json_shown(text: str) -> str:

@@ -149,3 +149,29 @@ def test_json_output_writes_an_undefined_figure_as_null_never_a_bare_nan(capsys)
 
     out = json.loads(capsys.readouterr().out, parse_constant=refuse)
     assert out == {"completeness": [None, 1.0], "ratio": None, "n": 2, "name": "NaN"}
+
+
+def test_a_reader_that_stops_reading_leaves_the_command_its_own_exit_status(tmp_path):
+    """`ragaudit gate … | head -1`: head closes the pipe after one line; the next write raised
+    BrokenPipeError and a passing gate exited 1 — 'fail' to CI running bash with -o pipefail. The
+    writes after a closed pipe go nowhere and the command ends as it would have."""
+    import subprocess
+    import sys
+
+    script = (
+        "import typer\n"
+        "from ragaudit_core.cli.terminal import say\n"
+        "for i in range(20000):\n"
+        "    say(f'line {i} ' + 'x' * 60)\n"
+        "raise SystemExit(3)\n"
+    )
+    proc = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", f'{sys.executable} -c "$SCRIPT" | head -1'],
+        env={"SCRIPT": script, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.stdout == "line 0 " + "x" * 60 + "\n"
+    assert proc.returncode == 3, proc.stderr  # the command's own status, not 1 (or 120) from the pipe
+    assert "BrokenPipeError" not in proc.stderr and "Exception ignored" not in proc.stderr

@@ -142,3 +142,16 @@ def test_a_rule_decided_on_its_value_says_when_its_interval_crosses_the_threshol
         pair_ci={("collapse_rate", "span"): Estimate(0.1, 0.05, 0.15, 36)},
     )
     assert "crosses" not in evaluate([rule], inside).results[0].message
+
+
+def test_runs_sharing_no_query_get_an_inconclusive_verdict_not_an_error(con, tmp_path):
+    """The gate stopped with 'the runs have no query in common' (exit 2, no JSON) where the README
+    promises an inconclusive verdict (exit 3): the pair rules are not applicable, saying why."""
+    write_jsonl(tmp_path / "A.jsonl", [{"run_id": "A", "query_id": "q1", "evidence": [ev("d1")]}])
+    write_jsonl(tmp_path / "B.jsonl", [{"run_id": "B", "query_id": "q2", "evidence": [ev("d1")]}])
+    ingest_paths(con, [tmp_path / "A.jsonl", tmp_path / "B.jsonl"])
+    v = review(con, DEFAULT_RULES, "A", "B")
+    assert v.status == "inconclusive"
+    pair = [r for r in v.results if r.rule.area == "stability"]
+    assert pair and all(r.status == "not applicable" and r.message.endswith(": the runs share no query") for r in pair)
+    assert "not applicable (the runs share no query," in v.headline()

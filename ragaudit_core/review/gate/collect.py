@@ -40,7 +40,7 @@ def collect(
     """
     from ragaudit_core.fidelity.score import provenance_runs
     from ragaudit_core.stability.compare import compare_runs
-    from ragaudit_core.stability.metrics import StabilityError, list_runs, span_capable_runs
+    from ragaudit_core.stability.metrics import NoSharedQueries, StabilityError, list_runs, span_capable_runs
 
     evidence_runs = set(list_runs(con))
     have_prov = set(provenance_runs(con))
@@ -66,7 +66,10 @@ def collect(
         if "span" in levels:
             pair[("collapse_rate", "span")] = 0.0
     else:
-        cmp = comparison if comparison is not None else compare_runs(con, baseline, candidate, tau=tau)
+        try:
+            cmp = comparison if comparison is not None else compare_runs(con, baseline, candidate, tau=tau)
+        except NoSharedQueries:  # nothing to compare: the pair rules are not applicable, the verdict says why
+            cmp = None
     pair_ci: dict[tuple[str, str], Estimate] = {}
     if cmp is not None:
         for metric in PAIR_METRIC_LABELS:
@@ -86,6 +89,8 @@ def collect(
         inputs.pair_note = (
             f"no evidence logs for {' and '.join(sorted({baseline, candidate} - evidence_runs))} (provenance only)"
         )
+    elif cmp is None and baseline != candidate:
+        inputs.pair_note = "the runs share no query"
     _fidelity(con, inputs, [r for r in (baseline, candidate) if r in have_prov])
     for run, vals in _attribution_means(con, baseline, candidate).items():
         counts = vals.pop("n_counts")  # the explained queries behind each attribution figure

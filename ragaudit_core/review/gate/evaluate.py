@@ -403,6 +403,8 @@ def evaluate(policy: GatePolicy | list[Rule], inputs: GateInputs) -> Verdict:
         absent["fidelity"] = "no fidelity figures"
     if inputs.level_notes:
         absent["stability"] = "no document ids"
+    if inputs.pair_note and not inputs.pair:  # no pair figure at all: why (provenance only, no shared query)
+        absent["stability"] = inputs.pair_note
     for area in pol.require:
         if area not in answered:
             thin.append(
