@@ -685,3 +685,16 @@ def test_the_reviewed_pair_is_probed_first_and_drawn_when_the_anchor_lists_it_la
     opts = ReportOptions(baseline="base", candidate="z-reviewed", probe=False)
     pairs, _ = _probe_pairs(con, opts)
     assert pairs[0] == ("base", "z-reviewed") and ("base", "a-first") in pairs
+
+
+def test_a_run_id_in_a_table_is_planned_for_its_fonts_whatever_its_columns_dtype():
+    """pandas 3 gives text columns the dtype "str": the font plan read only object and "string…"
+    columns, so the run ids of the report's tables were never planned for and a CJK id vanished
+    from the PDF (DejaVu has no 日) while the notes named no missing character."""
+    import pandas as pd
+
+    from ragaudit_core.review.report.render import frame_text
+
+    for dtype in ("str", "string", object):
+        frame = pd.DataFrame({"run_id": pd.Series(["rún-日本語", None], dtype=dtype), "n": [1, 2]})
+        assert list(frame_text(frame)) == ["run_id", "rún-日本語", "n"], dtype
