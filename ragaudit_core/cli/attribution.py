@@ -38,11 +38,15 @@ def attribute(
             + ", ".join(m for m in SHAPLEY_METHODS if m != "auto"),
         ),
     ] = D["method"],
-    n_samples: Annotated[int, typer.Option("--n-samples", help="N coalitions (kernel, mc, pmc).")] = D["n_samples"],
-    n_fits: Annotated[int, typer.Option("--n-fits", help="M Monte-Carlo fits (mc, pmc).")] = D["n_fits"],
-    max_docs: Annotated[int, typer.Option("--max-docs", help="Explain the first K documents.")] = D["max_docs"],
-    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens")] = D["max_new_tokens"],
-    ig_steps: Annotated[int, typer.Option("--ig-steps", help="L points of the IG path integral.")] = D["ig_steps"],
+    n_samples: Annotated[int, typer.Option("--n-samples", min=1, help="N coalitions (kernel, mc, pmc).")] = D[
+        "n_samples"
+    ],
+    n_fits: Annotated[int, typer.Option("--n-fits", min=1, help="M Monte-Carlo fits (mc, pmc).")] = D["n_fits"],
+    max_docs: Annotated[int, typer.Option("--max-docs", min=1, help="Explain the first K documents.")] = D["max_docs"],
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1)] = D["max_new_tokens"],
+    ig_steps: Annotated[int, typer.Option("--ig-steps", min=1, help="L points of the IG path integral.")] = D[
+        "ig_steps"
+    ],
     ig_method: Annotated[str, typer.Option("--ig-method", help=" or ".join(IG_METHODS) + ".")] = D["ig_method"],
     ig_baseline: Annotated[str, typer.Option("--ig-baseline", help=", ".join(IG_BASELINES) + ".")] = D["ig_baseline"],
     shuffle: Annotated[
@@ -194,6 +198,8 @@ def _chosen_queries(con: duckdb.DuckDBPyConnection, run: str, queries: str | Non
     known = catalog.query_ids(con, run)
     if not known:
         fail(f"run {run!r} not found; runs are: {', '.join(map(repr, catalog.evidence_run_ids(con)))}")
+    if all_queries and queries:
+        fail("--all and --queries both name the queries: give one of them")
     if all_queries:
         return known
     if not queries:

@@ -147,7 +147,11 @@ def stability(
         say(f"warning: {w}", err=True)
     emit_json({**result.to_json(), **({"quality": quality.to_json()} if quality is not None else {})}, json_out)
     if csv_dir:
-        csv_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            csv_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # a file where the folder should be, a read-only disk
+            why = "a file, not a folder" if isinstance(e, FileExistsError) else e.strerror or e
+            fail(f"--csv-dir {csv_dir}: {why}")
         write_csv(result.runs, csv_dir / "runs.csv")  # formula-leading cells neutralised
         write_csv(result.pairs, csv_dir / "pairs.csv")
         write_csv(result.queries, csv_dir / "queries.csv")

@@ -175,3 +175,19 @@ def test_a_reader_that_stops_reading_leaves_the_command_its_own_exit_status(tmp_
     assert proc.stdout == "line 0 " + "x" * 60 + "\n"
     assert proc.returncode == 3, proc.stderr  # the command's own status, not 1 (or 120) from the pipe
     assert "BrokenPipeError" not in proc.stderr and "Exception ignored" not in proc.stderr
+
+
+def test_help_keeps_brackets_and_shows_flags_as_flags():
+    """Rich markup took '[fidelity]' and '[[rule]]' in help texts for style tags and dropped them,
+    and showed every flag as taking a value ('--allow-missing <bool>': '--allow-missing true' then
+    read 'true' as a log path). Plain help: the text as written, flags without a value."""
+    from typer.testing import CliRunner
+
+    from ragaudit_core.cli import app
+
+    runner = CliRunner()
+    out = runner.invoke(app, ["fidelity", "--help"], terminal_width=200).output
+    assert "TOML with a [fidelity] table of thresholds." in out
+    assert "[[rule]] tables" in runner.invoke(app, ["gate", "--help"], terminal_width=200).output
+    stab = runner.invoke(app, ["stability", "--help"], terminal_width=200).output
+    assert "--allow-missing " in stab and "--allow-missing <bool>" not in stab and "<bool>" not in stab

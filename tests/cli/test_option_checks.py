@@ -1,0 +1,47 @@
+"""Options a command cannot use are refused in one sentence, exit 2 — never a traceback (exit 1,
+which CI reads as a failed verdict) nor a silent reading of something else."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from ragaudit_core.cli import app
+from tests.helpers import records_db
+
+
+@pytest.fixture
+def db(tmp_path):
+    recs = [
+        {"run_id": r, "query_id": f"q{i}", "query": f"Q{i}?", "evidence": [{"doc_id": "d", "text": "A text."}]}
+        for r in ("a", "b")
+        for i in range(3)
+    ]
+    return records_db(tmp_path, recs)
+
+
+def _run(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_a_csv_folder_that_cannot_be_made_is_a_sentence(db, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    r = _run("stability", "--db", str(db), "--csv-dir", str(tmp_path / "afile"), "--resamples", "0")
+    assert r.exit_code == 2 and f"error: --csv-dir {tmp_path / 'afile'}: a file, not a folder" in r.output
+    r = _run("stability", "--db", str(db), "--csv-dir", str(tmp_path / "afile" / "sub"), "--resamples", "0")
+    assert r.exit_code == 2 and "Not a directory" in r.output
+
+
+@pytest.mark.parametrize("option", ["--max-docs", "--ig-steps", "--max-new-tokens", "--n-samples", "--n-fits"])
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_attribution_counts_below_one_are_refused(db, option, value):
+    """--max-docs -1 was DuckDB's 'LIMIT/OFFSET cannot be negative' traceback; --max-docs 0 said the
+    log carried no text; --ig-steps 0 was queued."""
+    r = _run("attribute", "--db", str(db), "--run", "a", "--queries", "q1", option, value, "--queue")
+    assert r.exit_code == 2 and f"Invalid value for '{option}'" in r.output
+
+
+def test_all_and_named_queries_together_are_refused(db):
+    """--all --queries q1 queued every query of the run, the named ones silently ignored."""
+    r = _run("attribute", "--db", str(db), "--run", "a", "--all", "--queries", "q1", "--queue")
+    assert r.exit_code == 2 and "--all and --queries both name the queries: give one of them" in r.output
