@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
 from ragaudit_core.cli.common import (
     CaseSensitive,
@@ -20,6 +21,7 @@ from ragaudit_core.cli.common import (
 )
 from ragaudit_core.cli.terminal import say
 from ragaudit_core.fidelity import FidelityRules, RunFidelity, canary, fidelity_runs, provenance_runs
+from ragaudit_core.logs.contracts import describe_validation_error
 from ragaudit_core.wording import counted, listed
 
 __all__ = ["fidelity"]
@@ -46,6 +48,8 @@ def fidelity(
     """Citation fidelity from provenance logs: CFS, stage survival, alerts (seed 002)."""
     try:
         the_rules = FidelityRules.from_toml(rules) if rules else FidelityRules()
+    except ValidationError as e:  # (a ValueError too) as a sentence naming each field, not pydantic's dump
+        fail(f"{rules}: [fidelity] {describe_validation_error(e)}")
     except (OSError, ValueError) as e:
         fail(f"{rules}: {e}")
     con = open_logs(

@@ -111,13 +111,19 @@ def worker(
     say(f"worker for {db}: {counted(ran, 'job')} run, none left")
 
 
-def _resolve(known: list[str], given: list[str]) -> list[str]:
+def _resolve(known: list[str], given: list[str], db: Path) -> list[str]:
     """Job ids from full ids or unique prefixes (at least 4 characters)."""
     out = []
     for g in given:
         hits = [j for j in known if j == g] or ([j for j in known if j.startswith(g)] if len(g) >= 4 else [])
         if len(hits) != 1:
-            fail(f"{g!r} names {'no job' if not hits else 'several jobs'}; see the ids with `ragaudit jobs --db FILE`")
+            short = not hits and len(g) < 4 and any(j.startswith(g) for j in known)
+            what = (
+                "is too short a prefix (give at least 4 characters of the id)"
+                if short
+                else (f"names {'no job' if not hits else 'several jobs'}")
+            )
+            fail(f"{g!r} {what}; see the ids with `ragaudit jobs --db {shell_word(db)}`")
         out.append(hits[0])
     return out
 
@@ -161,7 +167,7 @@ def jobs(
     where = str(db)  # the queue beside it: the DuckDB file itself is not opened
     queue.requeue_stale(where)
     everything = queue.jobs(where)
-    chosen = None if all_jobs else _resolve([j.job_id for j in everything], ids or [])
+    chosen = None if all_jobs else _resolve([j.job_id for j in everything], ids or [], db)
     if action == "cancel":
         open_ids = [j.job_id for j in everything if j.status in ("queued", "running")]
         targets = open_ids if chosen is None else chosen

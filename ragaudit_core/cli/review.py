@@ -17,6 +17,7 @@ from ragaudit_core.cli.common import (
     LogPaths,
     NoStoredPassages,
     NoStoredQuestions,
+    Qrels,
     Queries,
     emit_json,
     fail,
@@ -45,6 +46,7 @@ def _rules_file(rules: Path) -> GatePolicy:
 def gate(
     paths: LogPaths = None,
     db: DbOrMemory = None,
+    qrels: Qrels = None,
     queries: Queries = None,
     no_stored_questions: NoStoredQuestions = False,
     no_stored_passages: NoStoredPassages = False,
@@ -74,6 +76,7 @@ def gate(
     con = open_logs(
         paths,
         db,
+        qrels=qrels,
         queries=queries,
         stored_questions=not no_stored_questions,
         stored_passages=not no_stored_passages,
@@ -93,6 +96,7 @@ def gate(
 def report(
     paths: LogPaths = None,
     db: DbOrMemory = None,
+    qrels: Qrels = None,
     queries: Queries = None,
     no_stored_questions: NoStoredQuestions = False,
     no_stored_passages: NoStoredPassages = False,
@@ -131,6 +135,7 @@ def report(
     con = open_logs(
         paths,
         db,
+        qrels=qrels,
         queries=queries,
         stored_questions=not no_stored_questions,
         stored_passages=not no_stored_passages,

@@ -280,7 +280,10 @@ def _resolve_pairs(runs: list[str], opts: StabilityOptions) -> list[tuple[str, s
         return pairs
     if opts.baseline is not None:
         if opts.baseline not in runs:
-            raise StabilityError(f"baseline run {opts.baseline!r} not found; runs are: {', '.join(map(repr, runs))}")
+            raise StabilityError(
+                f"baseline run {opts.baseline!r} is not among the runs compared ({', '.join(map(repr, runs))}): "
+                "name one of them, or add it to the runs (--runs)"
+            )
         return [(opts.baseline, r) for r in runs if r != opts.baseline]  # oriented: null loss is what r lost
     _check_pair_count(len(runs), len(runs) * (len(runs) - 1) // 2)  # before a pair is made
     return list(itertools.combinations(runs, 2))

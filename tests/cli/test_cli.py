@@ -147,7 +147,10 @@ def test_docid_map_and_case_sensitive(tmp_path):
     [
         (["stability"], "error: give log files or folders, or --db with an ingested database"),
         (["stability", "NOPE.jsonl"], "error: NOPE.jsonl: no such file or folder"),
-        (["stability", "{three}", "--baseline", "Z"], "error: baseline run 'Z' not found; runs are: 'A', 'B', 'C'"),
+        (
+            ["stability", "{three}", "--baseline", "Z"],
+            "error: baseline run 'Z' is not among the runs compared ('A', 'B', 'C'): name one of them, or add it",
+        ),
         (["stability", "{three}", "--topk", "0"], "error: --topk must be at least 1"),
         (["stability", "{three}", "--docid-map", "{missing}"], "alias map not found"),
         (["stability", "{three}", "--flip-threshold", "abc"], "Invalid value"),

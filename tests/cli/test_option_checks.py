@@ -45,3 +45,27 @@ def test_all_and_named_queries_together_are_refused(db):
     """--all --queries q1 queued every query of the run, the named ones silently ignored."""
     r = _run("attribute", "--db", str(db), "--run", "a", "--all", "--queries", "q1", "--queue")
     assert r.exit_code == 2 and "--all and --queries both name the queries: give one of them" in r.output
+
+
+@pytest.mark.parametrize("command", ["gate", "report"])
+def test_gate_and_report_load_relevance_labels_as_the_readme_says(db, tmp_path, command):
+    """`--qrels FILE` on any command that reads logs (README): gate and report had no such option,
+    so a CI gate could not use labels kept outside a qrels/ folder."""
+    (tmp_path / "labels.tsv").write_text("".join(f"q{i}\td\t1\n" for i in range(3)))
+    args = [command, "--db", str(db), "--qrels", str(tmp_path / "labels.tsv"), "--baseline", "a", "--candidate", "b"]
+    if command == "report":
+        args += ["--out", str(tmp_path / "r.pdf"), "--no-probe"]
+    r = _run(*args)
+    assert "No such option" not in r.output and r.exit_code in (0, 3), r.output
+    assert "loaded 3 relevance labels for 3 queries" in r.output
+    if command == "gate":
+        assert "no relevance labels" not in r.output
+
+
+def test_a_fidelity_rules_file_with_a_typo_is_named_field_by_field(db, tmp_path):
+    """It printed pydantic's dump: '1 validation error for FidelityRules\\nbogus\\n  Extra inputs … https://…'."""
+    (tmp_path / "f.toml").write_text("[fidelity]\nbogus = 1\n")
+    r = _run("fidelity", "--db", str(db), "--rules", str(tmp_path / "f.toml"))
+    assert r.exit_code == 2
+    assert f"error: {tmp_path / 'f.toml'}: [fidelity] bogus: Extra inputs are not permitted" in r.output
+    assert "pydantic" not in r.output and "validation error" not in r.output

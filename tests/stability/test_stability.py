@@ -119,7 +119,7 @@ def test_baseline_mode_compares_only_with_baseline(con, three_runs):
     # q3 doc: BA 0, BC 0 → worst "B vs A" (first in order)
     assert _query(res, "q3", "doc").worst_pair == "B vs A"
     assert res.summary.mean_j_doc == pytest.approx(((2 / 3) + (1 / 9)) / 2)
-    with pytest.raises(StabilityError, match="baseline run 'Z' not found"):
+    with pytest.raises(StabilityError, match="baseline run 'Z' is not among the runs compared"):
         compute_stability(con, StabilityOptions(baseline="Z"))
     with pytest.raises(StabilityError, match=r"^unknown run 'Z'; runs are: 'A', 'B', 'C'$"):
         compute_stability(con, StabilityOptions(runs=["A", "Z"]))
