@@ -46,6 +46,7 @@ from ragaudit_core.logs.options import stored_canon
 from ragaudit_core.logs.qrels import unlabelled_runs_note
 from ragaudit_core.logs.selection import comparable_runs
 from ragaudit_core.quality.summary import QualityResult, compute_quality
+from ragaudit_core.review.runlabels import run_labels
 from ragaudit_core.review.spreadsheet import write_csv
 from ragaudit_core.stability.effects import effects_by_change
 from ragaudit_core.stability.metrics import NoComparablePairs, StabilityOptions, StabilityResult, compute_stability
@@ -54,6 +55,10 @@ from ragaudit_core.stability.uncertainty import EFFECT_INTERVAL_METRICS
 from ragaudit_core.wording import bracket
 
 __all__ = ["probe", "stability"]
+
+
+_TABLE_RUN_CHARS = 40
+"""Characters of a run id in the pairs table (cut in the middle: :func:`run_labels`)."""
 
 
 def stability(
@@ -230,7 +235,12 @@ def _print_stability(result: StabilityResult) -> None:
     ]
     same = table["same_docs_diff_spans"]  # counted on span rows only: a dash on doc rows, not <NA>
     table = table.assign(same_docs_diff_spans=same.astype(object).where(same.notna(), "—"))
+    # a 200-character run id padded every row of the table to 320 columns: cut in the middle, apart
+    labels = run_labels([*table["run_a"], *table["run_b"]], _TABLE_RUN_CHARS)
+    table = table.assign(run_a=table["run_a"].map(labels), run_b=table["run_b"].map(labels))
     say(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"), lines=True)
+    if any(label != run for run, label in labels.items()):
+        say(f"(run ids past {_TABLE_RUN_CHARS} characters are cut in the middle here; --json and --csv-dir keep them)")
     effects = effects_by_change(result.pairs, result.intervals)
     if not effects.empty and set(effects["changed"]) != {"unknown"}:
         bounded = bool(effects.filter(like="_lo").notna().to_numpy().any())

@@ -160,7 +160,9 @@ class StabilityResult:
             "n_queries",
             "same_docs_diff_spans",
         ]
-        q_cols = ["query_id", "level", "j_min", "worst_pair"]
+        # the worst pair as its two runs too: "a vs b" joined cannot be split when a run id holds " vs "
+        q_cols = ["query_id", "level", "j_min", "worst_pair", "run_a", "run_b", "collapsed", "flipped"]
+        q_cols = [c for c in q_cols if c in self.queries.columns]
         return {
             "runs": _records(self.runs[run_cols]),
             "pairs": _records(self.pairs[pair_cols]),

@@ -51,7 +51,10 @@ def test_stability_json_shape_and_numbers(three_runs, tmp_path):
         "null_gain",
         "collapse_rate",
     }
-    assert set(data["queries"][0]) == {"query_id", "level", "j_min", "worst_pair"}
+    assert set(data["queries"][0]) == {
+        *("query_id", "level", "j_min", "worst_pair", "run_a", "run_b", "collapsed", "flipped")
+    }
+    assert all(q["worst_pair"] == f"{q['run_a']} vs {q['run_b']}" for q in data["queries"])
     assert all(p["run_a"] < p["run_b"] for p in data["pairs"])
     assert data["summary"]["gap_ratio"] == pytest.approx(11 / 7)
     assert data["summary"]["collapse_rate"] == pytest.approx(1 / 3)

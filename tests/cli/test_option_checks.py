@@ -69,3 +69,15 @@ def test_a_fidelity_rules_file_with_a_typo_is_named_field_by_field(db, tmp_path)
     assert r.exit_code == 2
     assert f"error: {tmp_path / 'f.toml'}: [fidelity] bogus: Extra inputs are not permitted" in r.output
     assert "pydantic" not in r.output and "validation error" not in r.output
+
+
+def test_a_long_run_id_is_cut_in_the_stability_table_not_every_row_padded(tmp_path):
+    long = "run-" + "x" * 196
+    recs = [{"run_id": r, "query_id": f"q{i}", "evidence": ["d"]} for r in (long, "a", "b") for i in range(3)]
+    r = _run("stability", "--db", str(records_db(tmp_path, recs)), "--resamples", "0")
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    head = next(i for i, line in enumerate(lines) if "run_a" in line and "j_avg" in line)
+    rows = lines[head : head + 4]  # the header and 3 pairs (document level: the logs carry no spans)
+    assert all(" doc " in row for row in rows[1:]) and max(map(len, rows)) < 160  # was 320 with the id whole
+    assert "run ids past 40 characters are cut in the middle here; --json and --csv-dir keep them" in r.output
