@@ -171,7 +171,7 @@ class StabilityResult:
                 effects_by_change(self.pairs)[["changed", "level", "n_pairs", *EFFECT_INTERVAL_METRICS]]
             ),
             "summary": self.summary.to_json(),
-            **({"intervals": self.intervals.to_json()} if self.intervals is not None else {}),
+            "intervals": self.intervals.to_json() if self.intervals is not None else None,  # one shape either way
         }
 
 

@@ -155,3 +155,15 @@ def test_runs_sharing_no_query_get_an_inconclusive_verdict_not_an_error(con, tmp
     pair = [r for r in v.results if r.rule.area == "stability"]
     assert pair and all(r.status == "not applicable" and r.message.endswith(": the runs share no query") for r in pair)
     assert "not applicable (the runs share no query," in v.headline()
+
+
+def test_a_question_whose_rules_were_judged_is_not_said_to_lack_its_figures():
+    """The gate's JSON said "absent": {"fidelity": "no fidelity figures"} beside a CFS rule that
+    passed on both runs' figures: what a question lacked is said only where a rule of it was not
+    applicable."""
+    rule = Rule(metric="cfs_mean", op=">=", threshold=-0.1, relative=True)
+    inputs = GateInputs("b", "c", {}, {"b": {"cfs_mean": 0.8}, "c": {"cfs_mean": 0.8}})
+    inputs.have = {"fidelity": {"b", "c"}}
+    inputs.run_n = {"b": {"cfs_mean": 40}, "c": {"cfs_mean": 40}}
+    v = evaluate([rule], inputs)
+    assert v.results[0].status == "pass" and "fidelity" not in v.absent

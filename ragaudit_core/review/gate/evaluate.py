@@ -426,7 +426,11 @@ def evaluate(policy: GatePolicy | list[Rule], inputs: GateInputs) -> Verdict:
         require=list(pol.require),
         thin=thin,
         unjudged=unjudged,
-        absent=absent,
+        # what the not-applicable rules lacked, for the questions that have one (a fidelity rule judged
+        # on both runs' figures is not said to lack them)
+        absent={
+            a: w for a, w in absent.items() if any(r.rule.area == a and r.status == "not applicable" for r in results)
+        },
     )
 
 
