@@ -369,3 +369,24 @@ def test_second_review_a_row_whose_span_names_an_openinference_kind_and_records_
     assert (recs, rep.n_rejected) == ([], 0) and [w.message for w in rep.warnings] == [
         "file holds no records (an MLflow trace with no spans: search with its spans, without --extract-fields)"
     ]
+
+
+def test_a_llamaindex_retriever_autologged_by_mlflow_names_its_question(tmp_path):
+    """MLflow's LlamaIndex autolog records retrieve(str_or_query_bundle) by its argument's name: a
+    string, or a QueryBundle with query_str. Both were rejected ('RETRIEVER span without its query')."""
+    docs = [{"page_content": "The Moon's gravity pulls the oceans.", "metadata": {}, "id": "n1"}]
+    spans = [
+        span_v4("VectorIndexRetriever.retrieve", "RETRIEVER", "t1", "a", None, {"str_or_query_bundle": Q}, docs),
+        span_v4(
+            "VectorIndexRetriever.retrieve",
+            "RETRIEVER",
+            "t2",
+            "b",
+            None,
+            {"str_or_query_bundle": {"query_str": Q, "custom_embedding_strs": None}},
+            docs,
+        ),
+    ]
+    rep, ev, recs = _stored(write_jsonl(tmp_path / "li.jsonl", spans))
+    assert not rep.rejected and [r[2] for r in recs] == [Q, Q]  # the question, twice: two traces, two samples
+    assert [e[3] for e in ev] == ["n1", "n1"]

@@ -107,15 +107,25 @@ def doc_fields(docs: list[dict]) -> tuple[list[str], list[Any], list[dict | None
     return texts, ids, mds
 
 
+_QUERY_KEYS = ("query", "input", "question", "user_input", "query_str", "query_text", "str_or_query_bundle")
+"""Where a retriever's input names its question: LangChain's ``query``/``input``, Ragas' ``question``
+and ``user_input``; LlamaIndex's ``retrieve(str_or_query_bundle)`` as MLflow's autolog records it — a
+string, or a ``QueryBundle`` whose ``query_str`` holds it — and ``query_str``/``query_text``."""
+
+
 def query_of(v: Any) -> str | None:
-    """A query text: a string, or an object's ``query``/``input``/``question``/``user_input``."""
+    """A query text: a string, or an object's text under one of :data:`_QUERY_KEYS` (a query
+    bundle's ``query_str`` under ``str_or_query_bundle``)."""
     v = json_maybe(v)
     if isinstance(v, str):
         return v
     if isinstance(v, dict):
-        for k in ("query", "input", "question", "user_input"):
-            if isinstance(v.get(k), str):
-                return v[k]
+        for k in _QUERY_KEYS:
+            x = json_maybe(v.get(k)) if k == "str_or_query_bundle" else v.get(k)
+            if isinstance(x, str):
+                return x
+            if isinstance(x, dict) and isinstance(x.get("query_str"), str):
+                return str(x["query_str"])
     return None
 
 
