@@ -282,6 +282,15 @@ def _pipeline_config(
     }
 
 
+def _check_runs(runs: list[RunConfig], n_queries: int) -> None:
+    """Refuse a configuration no run can have, or no query to run, before any model loads."""
+    for rc in runs:
+        if rc.chunk_overlap >= rc.chunk_size:
+            raise SweepError(f"overlap {rc.chunk_overlap} is not smaller than chunk size {rc.chunk_size}")
+    if n_queries < 1:
+        raise SweepError(f"--queries must be at least 1, not {n_queries}")
+
+
 def run_provenance(
     corpus_dir: str | Path,
     out_dir: str | Path,
@@ -312,8 +321,7 @@ def run_provenance(
         if m:
             grid.append(RunConfig(*map(int, m.groups())))
     runs = [parse_run_alias(a, grid) for a in configs]
-    if n_queries < 1:
-        raise SweepError(f"--queries must be at least 1, not {n_queries}")
+    _check_runs(runs, n_queries)  # before any model loads
     check_corpus(data, corpus_dir)
     qids = list(data.queries)[:n_queries]
     model = load_embedder(embedder, device=device)
@@ -333,8 +341,6 @@ def run_provenance(
     timings: dict[str, float] = {}
     indexed_at = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     for rc in runs:
-        if rc.chunk_overlap >= rc.chunk_size:
-            raise SweepError(f"overlap {rc.chunk_overlap} is not smaller than chunk size {rc.chunk_size}")
         idx = _build_index(
             data,
             model,

@@ -374,7 +374,8 @@ def check_corpus(data: BeirData, corpus_dir: str | Path) -> None:
 
 def check_grid(model: Any, top_ks: Sequence[int], chunk_sizes: Sequence[int], chunk_overlaps: Sequence[int]) -> None:
     """Refuse settings no run can have, before any work: top-k and chunk sizes of at least 1,
-    overlaps of at least 0 and below every chunk size, chunks the embedder reads whole."""
+    overlaps of at least 0, chunks the embedder reads whole (each configuration's overlap below its
+    chunk size is checked by the caller, which knows its configurations)."""
     if not top_ks or min(top_ks) < 1:
         raise SweepError(f"top-k values must be at least 1, not {min(top_ks, default=0)}")
     if not chunk_sizes or min(chunk_sizes) < 1:

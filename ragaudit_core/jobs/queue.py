@@ -378,20 +378,22 @@ def forget_runs(where: Where, runs: list[str] | None = None) -> int:
 
 def release(
     where: Where, job_id: str, token: str | None = None, label: str = "queued again (its worker was stopped)"
-) -> None:
+) -> str | None:
     """Give a running job back to the queue (a worker stopped with Ctrl-C mid-job); one whose cancel
-    was asked for is cancelled instead (queued, it would never be claimed nor queued again)."""
+    was asked for is cancelled instead (queued, it would never be claimed nor queued again). Returns
+    its status now ("queued" or "cancelled"), None when it was not this claim's to give back."""
     mine = " AND worker_token = ?" if token else ""
     now = time.time()
-    with _open(where) as con:
-        assert con is not None
-        con.execute(
+    with _write(where) as con:  # (no RETURNING: SQLite before 3.35 has none)
+        done = con.execute(
             "UPDATE jobs SET status = CASE WHEN cancel THEN 'cancelled' ELSE 'queued' END, "
             "label = CASE WHEN cancel THEN 'cancelled' ELSE ? END, fraction = 0, "
             "finished_at = CASE WHEN cancel THEN ? ELSE finished_at END "
             "WHERE job_id = ? AND status = 'running'" + mine,
             [label, now, job_id, *([token] if token else [])],
-        )
+        ).rowcount
+        row = con.execute("SELECT status FROM jobs WHERE job_id = ?", [job_id]).fetchone() if done else None
+    return row[0] if row else None
 
 
 def retry(where: Where, job_ids: list[str] | None = None) -> list[str]:
@@ -448,8 +450,9 @@ def requeue_stale(where: Where, db_path: str | None = None) -> int:
     return n
 
 
-_DEAD = (
-    "status = 'running' AND (job_id, coalesce(worker_token, '')) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))"
+_DEAD = (  # json_extract, not ->>: the operator needs SQLite 3.38 (Ubuntu 22.04's Python links 3.37)
+    "status = 'running' AND (job_id, coalesce(worker_token, '')) IN "
+    "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))"
 )
 """The running jobs of a JSON list of ``[job_id, worker_token]`` read as dead: still under the claim
 that was judged dead (one claimed again since, by a live worker, between the read and this write, is

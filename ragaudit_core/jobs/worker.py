@@ -132,6 +132,9 @@ def _run_one(
     return _keep(db_path, job_id, spec, payloads, token)
 
 
+_BUSY = "queued again (the database was busy when its result was ready)"
+
+
 def _keep(db_path: str, job_id: str, spec: JobSpec, payloads: list[dict], token: str | None) -> str:
     """Store a finished job's result — the only time a worker opens the database, one short write —
     unless, once the file is held, the job turns out cancelled (its run removed, perhaps loaded again
@@ -144,9 +147,11 @@ def _keep(db_path: str, job_id: str, spec: JobSpec, payloads: list[dict], token:
             if why is None:
                 store(con, spec, payloads)
     except logstore.StoreBusy as e:
-        log.warning("job %s: its result was not stored (%s); queued again", job_id, one_line(e))
-        queue.release(db_path, job_id, token, label="queued again (the database was busy when its result was ready)")
-        return "released"
+        now = queue.release(
+            db_path, job_id, token, label="queued again (the database was busy when its result was ready)"
+        )
+        log.warning("job %s: its result was not stored (%s); %s", job_id, one_line(e), now or "no longer this claim")
+        return "cancelled" if now == "cancelled" else "released"
     if why == "superseded":
         return why
     if why is not None:
@@ -164,8 +169,8 @@ def _stale(db_path: str, job_id: str, con: duckdb.DuckDBPyConnection, spec: JobS
             return "superseded"
         if queue.cancel_requested(db_path, job_id):
             return "it was cancelled (or its run removed) while its result waited for the database"
-    except sqlite3.OperationalError:
-        pass  # the queue busy past its wait: the database's own check below still holds
+    except (sqlite3.OperationalError, queue.QueueDamaged):
+        pass  # the queue busy past its wait, or unreadable: the database's own check below still holds
     if not _still_logged(con, spec):
         return f"run {spec.run_id!r}, query {spec.query_id!r} was removed from the database while the job ran"
     return None

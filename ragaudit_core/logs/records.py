@@ -428,7 +428,8 @@ class FileReader:
         for ln, fmt, held, answer, settings in self.joiner.records():
             if (first := self.joiner.reported_on(fmt, held, ln.line_no)) is not None:  # one retrieval, reported twice
                 fr.n_skipped += 1  # loaded once: not a second sample of its question
-                sink.warn(fr.path, ln.line_no, "repeated-retrieval", REPORTED_AGAIN.format(fmt.label, first), fid)
+                where = f"line {first}" if first != ln.line_no else "an earlier span of this line"
+                sink.warn(fr.path, ln.line_no, "repeated-retrieval", REPORTED_AGAIN.format(fmt.label, where), fid)
                 continue
             span = held if isinstance(held, formats.Span) else self.decoded_span(ln, fmt, held, answer, settings)
             if span is None:

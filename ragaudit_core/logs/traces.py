@@ -136,8 +136,11 @@ class TraceJoiner:
         key = retrieval_key(span) if isinstance(span, Span) else span.decoded.retrieval
         if key is None:
             return None
-        first = self.reported.setdefault((fmt.name, span.trace_id, key), line_no)
-        return None if first == line_no else first
+        seen = (fmt.name, span.trace_id, key)
+        if seen in self.reported:  # (an earlier span: of another line, or of the same one — a trace export's)
+            return self.reported[seen]
+        self.reported[seen] = line_no
+        return None
 
     def has_reranker(self, fmt: LogFormat, span: Span | DecodedSpan) -> bool:
         """Whether a reranker span of the retriever span's trace is held."""
@@ -158,10 +161,11 @@ class TraceJoiner:
 
 
 REPORTED_AGAIN = (
-    "this {} span reports the retrieval of line {} again (the same question and documents in the same trace: "
+    "a {} span reports the retrieval of {} again (the same question and documents in the same trace: "
     "a chain span carrying its retriever's output, or a retriever wrapping another): loaded once"
 )
-"""The warning of a retriever span :meth:`TraceJoiner.reported_on` finds reported before (format, line)."""
+"""The warning of a retriever span :meth:`TraceJoiner.reported_on` finds reported before (format,
+where: ``line N``, or ``an earlier span of this line`` — a trace export holds its spans on one line)."""
 
 
 def provenance_record(
@@ -259,9 +263,10 @@ def _parent(by_key: dict[object, list[str]], rid: Any, content: Any, kept: set[s
     id, else its text — the first such node not yet taken (chunks of one document share its id: the
     reranker's second chunk of a file is the retrieved second chunk, not the first again); a node
     already taken only when every candidate is."""
-    keys = []
+    keys: list[tuple] = []
     if isinstance(rid, (str, int)) and rid != "":
-        keys += [("pair", rid, content), ("id", rid)]
+        keys += [("pair", rid, content)] if isinstance(content, str) else []  # (a list is no key)
+        keys.append(("id", rid))
     if isinstance(content, str):
         keys.append(("text", content))
     for key in keys:

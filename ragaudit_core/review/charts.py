@@ -467,7 +467,7 @@ def provenance_graph(nodes: pd.DataFrame, edges: pd.DataFrame, *, title: str = "
             fig.add_annotation(
                 x=pos[p][0] + 0.6,
                 y=pos[p][1],
-                text=plot_text(str(label))[:60],
+                text=plot_text(str(label)[:60]),  # cut, then escaped: never half an entity
                 showarrow=False,
                 xanchor="left",
                 font=dict(color=VERMILLION, size=10),
@@ -477,13 +477,14 @@ def provenance_graph(nodes: pd.DataFrame, edges: pd.DataFrame, *, title: str = "
         if sub.empty:
             continue
         labels = _esc(sub["label"])
+        shown = _esc(t if len(t) <= 24 else t[:23] + "…" for t in sub["label"].astype(str))
         fig.add_trace(
             go.Scatter(
                 x=sub["x"],
                 y=sub["y"],
                 mode="markers+text",
                 marker=dict(size=12, color=c),
-                text=[t if len(t) <= 24 else t[:23] + "…" for t in labels],
+                text=shown,
                 textposition="top center",
                 textfont=dict(size=9),
                 cliponaxis=False,

@@ -126,6 +126,13 @@ def test_a_database_held_past_the_wait_gives_the_job_back_and_the_worker_goes_on
     assert _run_with(db, monkeypatch, busy) == "released"
     assert _status(db) == [("queued", "queued again (the database was busy when its result was ready)")]
 
+    def busy_and_cancelled(path):  # cancelled while the worker waited: given back, it ends cancelled
+        queue.cancel(path, [j.job_id for j in queue.jobs(path)])
+        busy(path)
+
+    assert _run_with(db, monkeypatch, busy_and_cancelled) == "cancelled"
+    assert _status(db) == [("cancelled", "cancelled")]
+
 
 def test_a_queue_file_that_is_not_sqlite_is_one_sentence_and_removal_still_works(tmp_path):
     db, _ = _queue_judge(tmp_path, "http://127.0.0.1:9/v1")

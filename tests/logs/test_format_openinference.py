@@ -218,6 +218,27 @@ def test_reranked_chunks_of_one_document_link_to_their_own_retrievals(tmp_path):
     assert [d["node_id"] for d in dropped] == ["r2"]  # only the FAQ entry was left out
 
 
+def test_a_reranked_document_whose_content_is_a_list_leaves_the_file_readable(tmp_path):
+    """The id-and-text key made of a list content was unhashable: the whole file was refused
+    (TypeError) where it loaded before. A list is no text: the document is linked by its id."""
+    ret = {"span_kind": "RETRIEVER", "context.trace_id": "t8", "attributes.input.value": "Q?"}
+    ret |= {
+        "attributes.retrieval.documents.0.document.id": "a",
+        "attributes.retrieval.documents.0.document.content": "A.",
+    }
+    rr = {
+        "span_kind": "RERANKER",
+        "context.trace_id": "t8",
+        "attributes.reranker.query": "Q?",
+        "attributes.reranker.output_documents.0.document.id": "a",
+        "attributes.reranker.output_documents.0.document.content": ["A.", "B."],
+    }
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [write_jsonl(tmp_path / "l.jsonl", [ret, rr])])
+    assert rep.n_records == 1
+    assert con.execute("SELECT node_id, derived_from FROM prov_nodes WHERE stage = 3").fetchall() == [("k0", ["r0"])]
+
+
 def test_the_provenance_graph_names_documents_as_the_evidence_does_under_a_doc_id_key(tmp_path):
     """--doc-id-key file_name: the evidence stores n1.txt, n2.txt; the graph's retrieved and reranked
     documents named n1, n2 (the span's own ids), so fidelity matched other documents than stability."""

@@ -352,6 +352,9 @@ def test_one_retrieval_reported_twice_in_a_trace_loads_once_on_every_path(tmp_pa
     lines.append({**_oi("o1", "question 9", [("d1", TEXTS[0])]), "name": "inner"})  # a retriever wrapping another
     lines.append(_oi("o1", "question 9", [("d2", TEXTS[1])]))  # asked again in the trace, other documents: a sample
     lines.append(_oi("o2", "question 9", [("d1", TEXTS[0])]))  # another trace: a record of its own
+    chain = {"id": "cx", "type": "SPAN", "input": {"input": "question 20"}, "output": _docs(20)}
+    nested = [chain, {**chain, "id": "rx", "type": "RETRIEVER", "input": "question 20"}]
+    lines.append({"trace": {"id": "lfx"}, "observations": nested})  # a trace export: both spans on one line
     path = tmp_path / "chains.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
 
@@ -363,14 +366,15 @@ def test_one_retrieval_reported_twice_in_a_trace_loads_once_on_every_path(tmp_pa
     monkeypatch.setenv("RAGAUDIT_INGEST_WORKERS", "0")
     expected = ingest()
     (_dump, _q, warnings, _runs, rejected, n_records, _entries), skipped = expected
-    assert n_records == 6 + 3 and skipped == 6 + 1 and not rejected
-    said = [(n, m) for n, code, m in warnings if "reports the retrieval of line" in m]
+    assert n_records == 6 + 3 + 1 and skipped == 6 + 1 + 1 and not rejected
+    said = [(n, m) for n, code, m in warnings if "reports the retrieval of" in m]
     assert said[0] == (
         2,
-        "this Langfuse span reports the retrieval of line 1 again (the same question and documents in the same "
+        "a Langfuse span reports the retrieval of line 1 again (the same question and documents in the same "
         "trace: a chain span carrying its retriever's output, or a retriever wrapping another): loaded once",
     )
-    assert [n for n, _m in said] == [2, 4, 6, 8, 10, 12, 14]
+    assert [n for n, _m in said] == [2, 4, 6, 8, 10, 12, 14, 17]
+    assert said[-1][1].startswith("a Langfuse span reports the retrieval of an earlier span of this line again")
     # o1's other documents and o2's trace: samples 2 and 3 of the question, as before
     assert [n for n, _c, m in warnings if "asks the same question again" in m] == [15, 16]
     monkeypatch.setattr(held_rows, "PREMAP_BYTES", 0)  # mapped as they are read, held by their rows
