@@ -55,7 +55,8 @@ def gate_inputs(db: str, data_version: str, a: str, b: str, tau: float, cutoffs:
 
 
 def _listed(runs: list[str]) -> str:
-    return ", ".join(runs[:8]) + (" …" if len(runs) > 8 else "")
+    """At most 8 runs named, then how many more (a sentence's full stop follows: not "… .")."""
+    return ", ".join(runs[:8]) + (f" and {len(runs) - 8:,} more" if len(runs) > 8 else "")
 
 
 def _sharing_note(baseline: str, candidate: str, compared: list[str]) -> str:

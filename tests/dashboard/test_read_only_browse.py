@@ -199,8 +199,8 @@ def test_a_new_database_in_a_folder_this_user_may_not_write_is_not_called_missin
     home = _page(prefix, tmp_path, tmp_path / "mine.duckdb", "app.py", action=str(new))
     assert not home["exception"], home
     assert [_plain(e) for e in home["error"]] == [
-        f"cannot create database {new}: its folder {db.parent} may not be written by this user; name a database "
-        "file in a folder you can write"
+        f"Cannot create database {new}: its folder {db.parent} may not be written by this user; name a database "
+        "file in a folder you can write."
     ]
     assert sorted(p.name for p in db.parent.iterdir()) == ["audit.duckdb"]
 
@@ -253,9 +253,9 @@ def test_adding_our_tables_to_another_programs_read_only_file_says_it_cannot_be_
     home = _page(prefix, tmp_path, tmp_path / "mine.duckdb", "app.py", action=f"+init {other}")
     assert not home["exception"], home
     assert [_plain(e) for e in home["error"]] == [
-        f"cannot open database {other} for writing: its folder {db.parent} may not be written by this user "
+        f"Cannot open database {other} for writing: its folder {db.parent} may not be written by this user "
         "(DuckDB keeps its write-ahead log beside the file); the commands that only read it (stability, quality, "
-        "fidelity, gate, report) open it read-only, ingest needs a copy in a folder this user may write"
+        "fidelity, gate, report) open it read-only, ingest needs a copy in a folder this user may write."
     ]
     assert _digest(other) == before
 

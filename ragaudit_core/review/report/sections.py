@@ -494,7 +494,7 @@ def methods(pdf: ReportPDF, data: ReportData) -> None:
         pdf.para(title, size=9.5, style="B")
         pdf.para(body, size=8.3)
         pdf.gap(1.5)
-    pdf.sub_section("Sources")
+    pdf.sub_section("Sources", need=60)  # the list whole (about 45 mm): never two of its lines alone on a page
     for s_ in SOURCES:
         pdf.para(s_, size=8.3)
         pdf.gap(0.8)
