@@ -135,6 +135,13 @@ def test_a_retrieval_without_contexts_and_one_without_a_query(tmp_path):
         "retrieval span without ai.observability.retrieval.retrieved_contexts (status ERROR: 'index timed out'): "
         "loaded as a record that retrieved nothing"
     ]
+    empty = otel(contexts=[])  # an empty list: said as OpenInference and Langfuse say it (it was silent)
+    rep, ev, recs, _ = _stored(write_jsonl(tmp_path / "empty" / "rag.jsonl", empty))
+    assert (rep.n_rejected, ev, [r[4] for r in recs]) == (0, [], [0])
+    assert [w.message for w in rep.warnings if w.code == "trulens-mapping"] == [
+        "retrieval span whose ai.observability.retrieval.retrieved_contexts is empty: loaded as a record that "
+        "retrieved nothing"
+    ]
     rows = events("rec-1") + events("rec-2")
     del rows[1]["record_attributes"][NS + "retrieval.query_text"]
     rep, ev, recs, _ = _stored(write_jsonl(tmp_path / "noquery" / "rag.jsonl", rows))

@@ -144,7 +144,10 @@ def _retrieval(obj: dict, attrs: dict, key: str | None) -> Span:
     if absent(contexts):
         return Span(key, "retriever", query, [], [], [], notes=[_returned_nothing(obj)], settings=settings)
     texts = text_list(contexts, _CONTEXTS)
-    return Span(key, "retriever", query, texts, [None] * len(texts), [None] * len(texts), settings=settings)
+    notes = [] if texts else [f"retrieval span whose {_CONTEXTS} is empty: loaded as a record that retrieved nothing"]
+    return Span(
+        key, "retriever", query, texts, [None] * len(texts), [None] * len(texts), notes=notes, settings=settings
+    )
 
 
 def _returned_nothing(obj: dict) -> str:
