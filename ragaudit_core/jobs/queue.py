@@ -38,6 +38,7 @@ from typing import Union
 import duckdb
 
 from ragaudit_core.errors import RagAuditError
+from ragaudit_core.jobs import partial
 from ragaudit_core.jobspec import JobInputs, JobSpec
 from ragaudit_core.wording import one_line
 
@@ -447,6 +448,14 @@ def requeue_stale(where: Where, db_path: str | None = None) -> int:
             f"deaths = coalesce(deaths, 0) + 1 WHERE {_DEAD}",
             [dead],
         ).rowcount
+        ended = con.execute(
+            "SELECT job_id FROM jobs WHERE status IN ('failed', 'cancelled') AND job_id IN "
+            "(SELECT json_extract(value, '$[0]') FROM json_each(?))",
+            [dead],
+        ).fetchall()
+    if path and path != ":memory:":  # their first estimates went with their dead workers' runs
+        for (job_id,) in ended:
+            partial.clear(path, job_id)
     return n
 
 

@@ -157,3 +157,18 @@ def test_a_queue_this_user_may_only_read_lists_its_jobs_and_requeues_nothing(tmp
     monkeypatch.setattr(queue, "_may_write", lambda qf: False)  # (as root, os.access grants everything)
     assert queue.requeue_stale(db) == 0
     assert [s[0] for s in _status(db)] == ["running"]
+
+
+def test_a_job_failed_after_its_workers_died_loses_its_first_estimate(tmp_path):
+    """The first estimate beside the database (.partial/) of a job failed for its workers' deaths was
+    never removed: the attributions page kept offering an estimate of a job that had ended."""
+    from ragaudit_core.jobs import partial
+
+    db, jid = _queue_judge(tmp_path, "http://127.0.0.1:9/v1")
+    for _ in range(queue.MAX_WORKER_DEATHS):
+        assert queue.claim(db, DEAD) is not None
+        partial.write(db, jid, [{"estimate": 1}])
+        assert partial.read(db, jid) is not None
+        queue.requeue_stale(db)
+    assert _status(db)[0][0] == "failed" and _deaths(db) == [queue.MAX_WORKER_DEATHS]
+    assert partial.read(db, jid) is None
