@@ -40,12 +40,15 @@ __all__ = ["STARTUP_GRACE_S", "ensure_worker", "log_file", "revive", "run_one", 
 log = logging.getLogger("ragaudit.worker")
 
 PROGRESS_EVERY_S = 0.5
+STORE_WAIT_S = 600.0
+"""How long a worker waits for a database another program holds to store a result (then the job
+goes back to the queue)."""
 STARTUP_GRACE_S = 30.0
 
 
 @contextlib.contextmanager
-def _db(db_path: str, wait_s: float = 600) -> Iterator[duckdb.DuckDBPyConnection]:
-    con = logstore.connect(db_path, wait_s=wait_s)
+def _db(db_path: str, wait_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    con = logstore.connect(db_path, wait_s=STORE_WAIT_S if wait_s is None else wait_s)
     try:
         yield con
     finally:

@@ -20,7 +20,8 @@ from tests.fidelity.test_endpoint import _queue_judge
 from tests.fidelity.test_judge import GOOD, _Server
 from tests.helpers import pipeline, write_jsonl
 
-DEAD = "0123456789abcdef"  # a start token with no heartbeat: its worker is dead to every opener
+DEAD = "0123456789abcdef"
+_STORE_DB = worker._db  # a start token with no heartbeat: its worker is dead to every opener
 
 
 @pytest.fixture(autouse=True)
@@ -83,9 +84,9 @@ def _run_with(db: str, monkeypatch, before_store) -> str:
         spec, inputs = plan_judge(con, "base", "q1", model="m", endpoint=srv.url, seeds=(0,))
         queue.forget_runs(con)
         queue.enqueue(con, spec, inputs)
-    real = worker._db
+    real = _STORE_DB  # the worker's own, not a wrapper an earlier call of this helper left
 
-    def waited(path, wait_s=600):
+    def waited(path, wait_s=None):
         before_store(path)
         return real(path, wait_s)
 
@@ -118,20 +119,43 @@ def test_a_result_whose_run_was_removed_and_loaded_again_meanwhile_is_not_stored
 
 
 def test_a_database_held_past_the_wait_gives_the_job_back_and_the_worker_goes_on(tmp_path, monkeypatch):
+    """Another process holds the database (DuckDB's write lock) while the result waits to be stored:
+    past the wait (shortened to 1 s here) the job goes back to the queue — or ends cancelled when a
+    cancel was asked meanwhile — and the worker returns instead of dying with the result lost."""
+    import subprocess
+    import sys
+
     db, _ = _queue_judge(tmp_path, "http://127.0.0.1:9/v1")
+    monkeypatch.setattr(worker, "STORE_WAIT_S", 1.0)
+    holders: list[subprocess.Popen] = []
 
-    def busy(path):
-        raise store.StoreBusy(f"the database {path} is in use by another program")
+    def held(path):  # a real writer holding the file
+        hold = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)"
+        pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+        p = subprocess.Popen([sys.executable, "-c", hold, path], **pipes)
+        holders.append(p)
+        assert p.stdout is not None and p.stdout.readline().strip() == "held", p.stderr.read() if p.stderr else ""
 
-    assert _run_with(db, monkeypatch, busy) == "released"
-    assert _status(db) == [("queued", "queued again (the database was busy when its result was ready)")]
+    def release_holders():
+        for p in holders:
+            p.kill()
+            p.wait()
+        holders.clear()
 
-    def busy_and_cancelled(path):  # cancelled while the worker waited: given back, it ends cancelled
-        queue.cancel(path, [j.job_id for j in queue.jobs(path)])
-        busy(path)
+    try:
+        assert _run_with(db, monkeypatch, held) == "released"
+        release_holders()
+        assert _status(db) == [("queued", "queued again (the database was busy when its result was ready)")]
 
-    assert _run_with(db, monkeypatch, busy_and_cancelled) == "cancelled"
-    assert _status(db) == [("cancelled", "cancelled")]
+        def held_and_cancelled(path):  # cancelled while the worker waited: given back, it ends cancelled
+            queue.cancel(path, [j.job_id for j in queue.jobs(path)])
+            held(path)
+
+        assert _run_with(db, monkeypatch, held_and_cancelled) == "cancelled"
+        release_holders()
+        assert _status(db) == [("cancelled", "cancelled")]
+    finally:
+        release_holders()
 
 
 def test_a_queue_file_that_is_not_sqlite_is_one_sentence_and_removal_still_works(tmp_path):
