@@ -27,7 +27,7 @@ def sweep(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the query sample.")] = 0,
     answers: Annotated[str, typer.Option("--answers", help="Runs to answer, e.g. base,o0,c128.")] = "",
     answer_queries: Annotated[int, typer.Option("--answer-queries", help="Answer the first N queries.")] = 60,
-    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens")] = 96,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", help="Longest answer in tokens.")] = 96,
     embedder: Annotated[
         str | None, typer.Option("--embedder", help="Model id or folder (default: packaged MiniLM).")
     ] = None,
@@ -66,13 +66,20 @@ def sweep(
 
 def provenance(
     corpus: Annotated[Path, typer.Option("--corpus", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/.")],
-    out: Annotated[Path, typer.Option("--out", help="Folder for prov-<run_id>.jsonl.gz.")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Folder for prov-<run_id>.jsonl.gz; a run id names each setting off its default "
+            "(k10-c256-o32-b512: budget 512).",
+        ),
+    ],
     configs: Annotated[
         str, typer.Option("--configs", help=f"Configurations, e.g. base,c128 or {SAMPLE_BASE_RUN}.")
     ] = "base,c128",
     queries: Annotated[int, typer.Option("--queries", help="Run the first N answerable queries.")] = 60,
     budget: Annotated[int, typer.Option("--budget", help="Context budget in generator tokens.")] = 1024,
-    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens")] = 96,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", help="Longest answer in tokens.")] = 96,
     embedder: Annotated[str | None, typer.Option("--embedder")] = None,
     generator: Annotated[str | None, typer.Option("--generator")] = None,
     device: Device = "auto",

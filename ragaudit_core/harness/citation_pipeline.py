@@ -49,7 +49,16 @@ from ragaudit_core.harness.sweep import (
 )
 from ragaudit_core.logs.provenance import PROVENANCE_SCHEMA
 
-__all__ = ["CITE_SYSTEM_PROMPT", "CompressionResult", "compress", "mmr", "postprocess", "run_provenance"]
+__all__ = [
+    "CITE_SYSTEM_PROMPT",
+    "PIPELINE_DEFAULTS",
+    "CompressionResult",
+    "compress",
+    "mmr",
+    "postprocess",
+    "provenance_run_id",
+    "run_provenance",
+]
 
 CITE_SYSTEM_PROMPT = (
     "Answer the user's query using only the numbered documents below. After each sentence, "
@@ -282,6 +291,25 @@ def _pipeline_config(
     }
 
 
+PIPELINE_DEFAULTS: dict[str, float] = {"budget": 1024, "lam": 0.7, "dup_threshold": 0.92, "max_new_tokens": 96}
+"""The cited pipeline's settings (:func:`run_provenance`'s defaults) that leave a run id as the grid names it."""
+_SUFFIX = {"budget": "b", "lam": "l", "dup_threshold": "d", "max_new_tokens": "t"}
+
+
+def provenance_run_id(rc: RunConfig, **settings: float) -> str:
+    """The run id of a provenance run: the grid's (``k10-c256-o32``), then each pipeline setting
+    that differs from :data:`PIPELINE_DEFAULTS`, in that order — ``-b512`` (budget), ``-l0.5``
+    (MMR λ), ``-d0.9`` (near-duplicate threshold), ``-t64`` (answer tokens). Two runs of one grid
+    point with another budget are two runs, not one run logged twice (whose second file's
+    records the ingest would refuse as repeats)."""
+    parts = [rc.run_id]
+    for name, default in PIPELINE_DEFAULTS.items():
+        value = settings.get(name, default)
+        if value != default:
+            parts.append(f"{_SUFFIX[name]}{value:g}")
+    return "-".join(parts)
+
+
 def _check_runs(runs: list[RunConfig], n_queries: int) -> None:
     """Refuse a configuration no run can have, or no query to run, before any model loads."""
     for rc in runs:
@@ -309,7 +337,8 @@ def run_provenance(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict:
     """Run the cited pipeline for each config on the first ``n_queries`` queries and write
-    ``prov-<run_id>.jsonl.gz`` provenance logs into ``out_dir``. Returns timings."""
+    ``prov-<run_id>.jsonl.gz`` provenance logs into ``out_dir`` (run ids by
+    :func:`provenance_run_id`). Returns timings."""
     from ragaudit_core.models import DEFAULT_EMBEDDER, cache_dir, load_embedder, load_generator
 
     t0 = time.perf_counter()
@@ -322,6 +351,8 @@ def run_provenance(
             grid.append(RunConfig(*map(int, m.groups())))
     runs = [parse_run_alias(a, grid) for a in configs]
     _check_runs(runs, n_queries)  # before any model loads
+    settings = {"budget": budget, "lam": lam, "dup_threshold": dup_threshold, "max_new_tokens": max_new_tokens}
+    run_ids = {rc: provenance_run_id(rc, **settings) for rc in runs}
     check_corpus(data, corpus_dir)
     qids = list(data.queries)[:n_queries]
     model = load_embedder(embedder, device=device)
@@ -348,7 +379,7 @@ def run_provenance(
             rc.chunk_size,
             rc.chunk_overlap,
             cache,
-            labelled(progress, f"embed {rc.run_id}"),
+            labelled(progress, f"embed {run_ids[rc]}"),
         )
         scores, ids = ranked(idx.index, qemb, rc.top_k)
         config = _pipeline_config(
@@ -383,7 +414,7 @@ def run_provenance(
             records.append(
                 {
                     "schema": PROVENANCE_SCHEMA,
-                    "run_id": rc.run_id,
+                    "run_id": run_ids[rc],
                     "query_id": q,
                     "query": data.queries[q],
                     "config": config,
@@ -398,13 +429,13 @@ def run_provenance(
             gen,
             prompts,
             max_new_tokens=max_new_tokens,
-            progress=labelled(progress, f"answers {rc.run_id}"),
+            progress=labelled(progress, f"answers {run_ids[rc]}"),
         )
-        timings[f"answers_{rc.run_id}"] = time.perf_counter() - ta
-        _write_records(out_dir / f"prov-{rc.run_id}.jsonl.gz", records, answers, contexts)
+        timings[f"answers_{run_ids[rc]}"] = time.perf_counter() - ta
+        _write_records(out_dir / f"prov-{run_ids[rc]}.jsonl.gz", records, answers, contexts)
     timings["total_s"] = time.perf_counter() - t0
     return {
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
         "queries": len(qids),
-        "runs": [r.run_id for r in runs],
+        "runs": [run_ids[r] for r in runs],
     }

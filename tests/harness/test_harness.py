@@ -214,11 +214,11 @@ def test_cited_pipeline_writes_provenance_that_loads_and_yields_a_cfs(tiny_beir,
         device="cpu",
         cache=tmp_path / "cache",
     )
-    assert res["runs"] == ["k5-c24-o5"] and res["queries"] == 2
+    assert res["runs"] == ["k5-c24-o5-b90-t24"] and res["queries"] == 2
     con = store.connect(":memory:")
     rep = ingest_paths(con, [tmp_path / "prov"])
     assert rep.n_provenance == 2 and not rep.rejected
-    recs = [json.loads(x) for x in gzip.open(tmp_path / "prov" / "prov-k5-c24-o5.jsonl.gz", "rt")]
+    recs = [json.loads(x) for x in gzip.open(tmp_path / "prov" / "prov-k5-c24-o5-b90-t24.jsonl.gz", "rt")]
     for r in recs:
         stages = {n["stage"] for n in r["nodes"]}
         assert stages >= {0, 1, 2, 3, 4, 5}
@@ -231,7 +231,7 @@ def test_cited_pipeline_writes_provenance_that_loads_and_yields_a_cfs(tiny_beir,
         # the budget of 90 generator tokens cannot hold five chunks: drops are logged with a reason
         assert r["dropped"] and all(d["reason"] for d in r["dropped"])
         assert r["ground_truth"] == [{"doc_id": next(iter(data.qrels[r["query_id"]])), "page": 1}]
-    fid = fidelity_runs(con)["k5-c24-o5"]
+    fid = fidelity_runs(con)["k5-c24-o5-b90-t24"]
     s = fid.summary
     assert s["n_queries"] == 2 and s["n_with_ground_truth"] == 2
     assert s["stage_survival"]["chunking"] == 1.0  # every chunk carries its offsets
@@ -333,3 +333,21 @@ def test_files_the_harness_cannot_use_are_refused_naming_file_and_line(tmp_path)
     _beir(folder, {"D0": "   "}, {"q": "a"}, [("q", "D0")])
     with pytest.raises(SweepError, match="holds no text to retrieve"):
         run_sweep(folder, tmp_path / "o", top_ks=(1,), chunk_sizes=(32,), chunk_overlaps=(0,), device="cpu")
+
+
+def test_a_provenance_run_id_names_each_pipeline_setting_off_its_default():
+    """Two provenance runs of one grid point with another budget (or λ, near-duplicate threshold,
+    answer length) are two runs: their ids differ, so the second's records are not refused as
+    repeats of the first's."""
+    import inspect
+
+    from ragaudit_core.harness.citation_pipeline import PIPELINE_DEFAULTS, provenance_run_id, run_provenance
+
+    rc = RunConfig(10, 256, 32)
+    assert provenance_run_id(rc) == "k10-c256-o32"
+    assert provenance_run_id(rc, **PIPELINE_DEFAULTS) == "k10-c256-o32"
+    assert provenance_run_id(rc, budget=512) == "k10-c256-o32-b512"
+    assert provenance_run_id(rc, lam=0.5, max_new_tokens=64) == "k10-c256-o32-l0.5-t64"
+    assert provenance_run_id(rc, budget=2048, lam=0.25, dup_threshold=0.9) == "k10-c256-o32-b2048-l0.25-d0.9"
+    params = inspect.signature(run_provenance).parameters
+    assert {k: params[k].default for k in PIPELINE_DEFAULTS} == PIPELINE_DEFAULTS
