@@ -12,7 +12,9 @@ pages read progress without touching it. A database from before #24 kept its job
 table ``jobs``: they are copied over the first time the queue is opened through a connection.
 
 States: ``queued`` → ``running`` → ``done`` | ``failed`` | ``cancelled``. A cancel request on
-a running job sets ``cancel``; the worker's progress callback sees it and stops the job. A
+a running job sets ``cancel``; the worker's progress callback sees it and stops the job. Asked for
+again before its worker stopped, it stops all the same (its inputs may be another load's) and is
+queued again with the new inputs instead of cancelled (``cancel`` = :data:`AGAIN`). A
 running job carries its worker's start token (``worker_token``); when that worker is no longer
 live by its heartbeat (:mod:`.heartbeat`: older than ``STALE_AFTER_S`` = 15 s, or its process gone
 or a zombie on this host) the job is queued again by whoever looks (:func:`requeue_stale`: the
@@ -43,6 +45,7 @@ from ragaudit_core.jobspec import JobInputs, JobSpec
 from ragaudit_core.wording import one_line
 
 __all__ = [
+    "AGAIN",
     "BUSY_S",
     "ETA_AFTER_S",
     "MAX_WORKER_DEATHS",
@@ -98,6 +101,11 @@ _COLUMNS = (
     "queued_at, started_at, updated_at, finished_at, seconds"
 )
 _IDS = "job_id IN (SELECT value FROM json_each(?))"
+
+AGAIN = 2
+"""``cancel`` of a running job asked to stop and then asked for again: the attempt stops as a cancelled
+one does (nothing stored), then the job is queued again with the inputs of the last request."""
+_AGAIN_LABEL = "queued again (asked for again while it was stopping)"
 
 _MEMORY: dict[int, sqlite3.Connection] = {}
 
@@ -257,10 +265,17 @@ def ensure_schema(where: Where) -> None:
 
 def enqueue(where: Where, spec: JobSpec, inputs: JobInputs) -> str:
     """Queue a job (a job already queued or running is left as it is; a finished, failed or
-    cancelled one is queued again). Returns its id."""
+    cancelled one is queued again; a running one asked to cancel is queued again once it stops:
+    :data:`AGAIN`). Returns its id."""
     jid = spec.job_id()
     with _write(where) as con:
-        row = con.execute("SELECT status FROM jobs WHERE job_id = ?", [jid]).fetchone()
+        row = con.execute("SELECT status, cancel FROM jobs WHERE job_id = ?", [jid]).fetchone()
+        if row and row[0] == "running" and row[1]:  # stopping: it runs again once stopped, with these inputs
+            con.execute(
+                "UPDATE jobs SET cancel = ?, spec = ?, inputs = ? WHERE job_id = ? AND status = 'running'",
+                [AGAIN, spec.model_dump_json(), inputs.model_dump_json(), jid],
+            )
+            return jid
         if row and row[0] in ("queued", "running"):
             return jid
         con.execute("DELETE FROM jobs WHERE job_id = ?", [jid])
@@ -346,11 +361,25 @@ def finish(where: Where, job_id: str, status: str, error: str | None = None, tok
     mine = " AND status = 'running' AND worker_token = ?" if token else ""
     with _open(where) as con:
         assert con is not None
+        if status == "cancelled" and _queued_again(con, job_id, mine, token):
+            return
         con.execute(
             "UPDATE jobs SET status = ?, error = ?, fraction = CASE WHEN ? = 'done' THEN 1 ELSE fraction END, "
             "label = ?, finished_at = ?, updated_at = ?, seconds = ? - started_at WHERE job_id = ?" + mine,
             [status, error, status, status, now, now, now, job_id, *([token] if token else [])],
         )
+
+
+def _queued_again(con: sqlite3.Connection, job_id: str, mine: str, token: str | None) -> bool:
+    """Queue a stopped attempt again when the job was asked for again while it stopped
+    (:data:`AGAIN`); whether it was."""
+    return bool(
+        con.execute(
+            "UPDATE jobs SET status = 'queued', label = ?, fraction = 0, cancel = 0, error = NULL, "
+            f"finished_at = NULL, queued_at = ? WHERE job_id = ? AND cancel = {AGAIN}" + mine,
+            [_AGAIN_LABEL, time.time(), job_id, *([token] if token else [])],
+        ).rowcount
+    )
 
 
 def cancel(where: Where, job_ids: list[str]) -> None:
@@ -381,15 +410,17 @@ def release(
     where: Where, job_id: str, token: str | None = None, label: str = "queued again (its worker was stopped)"
 ) -> str | None:
     """Give a running job back to the queue (a worker stopped with Ctrl-C mid-job); one whose cancel
-    was asked for is cancelled instead (queued, it would never be claimed nor queued again). Returns
+    was asked for is cancelled instead (queued, it would never be claimed nor queued again), unless it
+    was asked for again since (:data:`AGAIN`: queued, its cancel cleared). Returns
     its status now ("queued" or "cancelled"), None when it was not this claim's to give back."""
     mine = " AND worker_token = ?" if token else ""
     now = time.time()
     with _write(where) as con:  # (no RETURNING: SQLite before 3.35 has none)
         done = con.execute(
-            "UPDATE jobs SET status = CASE WHEN cancel THEN 'cancelled' ELSE 'queued' END, "
-            "label = CASE WHEN cancel THEN 'cancelled' ELSE ? END, fraction = 0, "
-            "finished_at = CASE WHEN cancel THEN ? ELSE finished_at END "
+            "UPDATE jobs SET status = CASE WHEN cancel = 1 THEN 'cancelled' ELSE 'queued' END, "
+            "label = CASE WHEN cancel = 1 THEN 'cancelled' ELSE ? END, fraction = 0, "
+            "finished_at = CASE WHEN cancel = 1 THEN ? ELSE finished_at END, "
+            "cancel = CASE WHEN cancel = 1 THEN 1 ELSE 0 END "
             "WHERE job_id = ? AND status = 'running'" + mine,
             [label, now, job_id, *([token] if token else [])],
         ).rowcount
@@ -435,7 +466,7 @@ def requeue_stale(where: Where, db_path: str | None = None) -> int:
     now = time.time()
     with _write(where) as con:
         n = con.execute(
-            f"UPDATE jobs SET status = 'cancelled', label = 'cancelled', finished_at = ? WHERE {_DEAD} AND cancel",
+            f"UPDATE jobs SET status = 'cancelled', label = 'cancelled', finished_at = ? WHERE {_DEAD} AND cancel = 1",
             [now, dead],
         ).rowcount
         con.execute(
@@ -445,7 +476,7 @@ def requeue_stale(where: Where, db_path: str | None = None) -> int:
         )
         n += con.execute(
             "UPDATE jobs SET status = 'queued', label = 'queued again (its worker stopped)', fraction = 0, "
-            f"deaths = coalesce(deaths, 0) + 1 WHERE {_DEAD}",
+            f"cancel = 0, deaths = coalesce(deaths, 0) + 1 WHERE {_DEAD}",  # (cancel AGAIN: asked for again)
             [dead],
         ).rowcount
         ended = con.execute(

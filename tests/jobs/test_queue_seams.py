@@ -196,3 +196,74 @@ def test_a_job_failed_after_its_workers_died_loses_its_first_estimate(tmp_path):
         queue.requeue_stale(db)
     assert _status(db)[0][0] == "failed" and _deaths(db) == [queue.MAX_WORKER_DEATHS]
     assert partial.read(db, jid) is None
+
+
+def _planned(db: str):
+    from ragaudit_core.jobs import plan_judge
+
+    with store.connect(db) as con:
+        return plan_judge(con, "base", "q1", model="m", endpoint="http://127.0.0.1:9/v1", seeds=(0,))
+
+
+def _inputs_of(db: str, jid: str) -> dict:
+    con = sqlite3.connect(queue.queue_file(db))
+    try:
+        return json.loads(con.execute("SELECT inputs FROM jobs WHERE job_id = ?", [jid]).fetchone()[0])
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("stops_by", ["finish", "release", "death"])
+def test_a_job_asked_for_again_while_it_stops_is_queued_again_with_the_new_inputs(tmp_path, stops_by):
+    """Cancelled while running, then asked for again before its worker noticed: the attempt still
+    stops (it computes from the first request's inputs, perhaps another load's), and the job is
+    queued again with the second request's inputs — not left cancelled, the second request lost.
+    Whichever way the attempt ends: its worker closes it as cancelled, gives it back (Ctrl-C), or
+    dies (requeued by whoever looks)."""
+    db, jid = _queue_judge(tmp_path, "http://127.0.0.1:9/v1")
+    assert queue.claim(db, DEAD) is not None
+    queue.cancel(db, [jid])
+    spec, inputs = _planned(db)
+    again = inputs.model_copy(update={"query": "the same question, asked again"})
+    assert queue.enqueue(db, spec, again) == jid
+    assert queue.cancel_requested(db, jid)  # the running attempt still stops
+    assert [s for s, _ in _status(db)] == ["running"]
+    if stops_by == "finish":
+        queue.finish(db, jid, "cancelled", token=DEAD)
+        assert _status(db) == [("queued", "queued again (asked for again while it was stopping)")]
+    elif stops_by == "release":
+        assert queue.release(db, jid, DEAD) == "queued"
+    else:
+        assert queue.requeue_stale(db) == 1
+    assert [s for s, _ in _status(db)] == ["queued"] and not queue.cancel_requested(db, jid)
+    got = queue.claim(db)
+    assert got is not None and got[2].query == "the same question, asked again"
+
+
+def test_a_job_cancelled_again_after_it_was_asked_for_again_ends_cancelled(tmp_path):
+    db, jid = _queue_judge(tmp_path, "http://127.0.0.1:9/v1")
+    assert queue.claim(db, DEAD) is not None
+    queue.cancel(db, [jid])
+    queue.enqueue(db, *_planned(db))
+    queue.cancel(db, [jid])  # changed their mind once more
+    queue.finish(db, jid, "cancelled", token=DEAD)
+    assert _status(db) == [("cancelled", "cancelled")]
+
+
+def test_a_worker_whose_job_is_cancelled_and_asked_for_again_stores_nothing_then_runs_it_again(tmp_path, monkeypatch):
+    """End to end with a real worker: cancel and ask again while the result waits for the database.
+    The attempt stores nothing (its inputs were the first request's); the job is queued again and
+    the next claim runs it to done."""
+    from ragaudit_core.jobspec import JobInputs
+
+    db, _ = _queue_judge(tmp_path, "http://127.0.0.1:9/v1")
+
+    def meanwhile(path):
+        (j,) = [j for j in queue.jobs(path) if j.status == "running"]
+        queue.cancel(path, [j.job_id])
+        queue.enqueue(path, j.spec, JobInputs(**_inputs_of(path, j.job_id)))
+
+    assert _run_with(db, monkeypatch, meanwhile) == "cancelled"
+    assert [s for s, _ in _status(db)] == ["queued"]
+    assert _run_with(db, monkeypatch, lambda path: None) == "done"
+    assert [s for s, _ in _status(db)] == ["done"]
