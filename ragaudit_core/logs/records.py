@@ -65,11 +65,6 @@ from ragaudit_core.wording import counted, listed
 __all__ = ["FileReader", "RecordSink"]
 
 
-def _a(label: str) -> str:
-    """A format's name with its article, as a reason reads it: "a Ragas", "an OpenInference"."""
-    return f"{'an' if label[:1] in 'AEIOU' or label.startswith('ML') else 'a'} {label}"  # an MLflow
-
-
 _MAX_UNWRAP = 3  # containers inside containers (an array of trace exports) read this deep
 NO_CONTEXTS = "without retrieved contexts"  # a record-format row that retrieved nothing (a test set's)
 
@@ -363,7 +358,7 @@ class FileReader:
         try:
             recs = [EvidenceRecord.model_validate(r) for r in formats.map_record(fmt.name, obj, self.ctx)]
         except formats.FormatError as e:
-            reason = f"not {_a(fmt.label)} record: {e}"
+            reason = f"{fmt.label} {fmt.unit}: {e}"  # (a record of the format: what in it cannot be read)
         except ValidationError as e:
             reason = f"{fmt.label} record maps to an invalid record: {describe_validation_error(e)}"
         if reason is not None:
@@ -393,7 +388,7 @@ class FileReader:
         try:
             span = fmt.read_span(obj)
         except formats.FormatError as e:
-            self.sink.reject(self.fr, self.file_id, ln, f"not {_a(fmt.label)} span: {e}")
+            self.sink.reject(self.fr, self.file_id, ln, f"{fmt.label} {fmt.unit}: {e}")
             return
         retriever = span.kind == "retriever" and not span.notes
         if not (retriever and self.premapped(ln, fmt, span, None if own else lambda: json_bytes(obj))):
@@ -581,7 +576,7 @@ class FileReader:
             )
             rec: Any = fast_record(built) or EvidenceRecord.model_validate(built)  # same record either way
         except formats.FormatError as e:
-            self.sink.reject(self.fr, self.file_id, ln, f"not {_a(fmt.label)} span: {e}")
+            self.sink.reject(self.fr, self.file_id, ln, f"{fmt.label} {fmt.unit}: {e}")
             return None
         except ValidationError as e:
             self.sink.reject(

@@ -188,4 +188,4 @@ def test_openinference_document_indices_written_twice_or_with_gaps(tmp_path):
 
 def test_forcing_a_format_reads_every_record_as_that_format(tmp_path):
     _con, rep = _load(write_jsonl(tmp_path / "f.jsonl", [RAGAS, NATIVE]), format="ragas")
-    assert rep.n_records == 1 and "not a Ragas record" in rep.rejected[0].message
+    assert rep.n_records == 1 and "Ragas row: " in rep.rejected[0].message

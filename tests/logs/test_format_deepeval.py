@@ -110,6 +110,27 @@ def test_a_csv_whose_retrieval_context_deepeval_joins_with_semicolons(tmp_path):
     assert rep.n_rejected == 0 and [w.message for w in rep.warnings].count(deepeval.SPLIT) == 1
 
 
+def test_a_cell_bracketed_as_a_list_it_cannot_read_is_rejected_not_split_on_semicolons(tmp_path):
+    """A printed list the reader cannot read (numpy's form, as a Parquet file saved again as CSV
+    prints it; a ``None`` element) was split on ';' — found none — and stored as one passage made of
+    the printed list. Rejected with the reason; a cell of plain text is still split."""
+    f = tmp_path / "cases.csv"
+    f.write_text(
+        "input,actual_output,retrieval_context\n"
+        f'"{Q1}",Yes.,"[\'{A}\'\n \'{B}\']"\n'
+        f'"{Q2}",No.,"[\'{C}\', None]"\n'
+        f'"{Q2} again",No.,"{B};{A}"\n',
+        encoding="utf-8",
+    )
+    con, rep = _load(f)
+    assert [(r.line_no, r.message.split(":")[1].strip()[:40]) for r in rep.rejected] == [
+        (2, "retrieval_context is a numpy array print"),
+        (4, "retrieval_context[1] must be a text, got"),
+    ]
+    ev, _recs = _stored(con)
+    assert [t for *_k, t in ev] == [B, A]
+
+
 def test_a_test_case_whose_passages_are_not_texts_is_rejected_with_the_reason(tmp_path):
     cases = [
         {"input": Q1, "actual_output": "Yes.", "retrieval_context": [A, 7]},
@@ -119,9 +140,9 @@ def test_a_test_case_whose_passages_are_not_texts_is_rejected_with_the_reason(tm
     ]
     con, rep = _load(write_jsonl(tmp_path / "deep.jsonl", cases))
     assert [(r.line_no, r.message) for r in rep.rejected] == [
-        (1, "not a DeepEval record: retrieval_context[1] must be a text, got int"),
-        (2, "not a DeepEval record: retrieval_context must be a list of texts, got dict"),
-        (3, "not a DeepEval record: DeepEval record without a query (input)"),
+        (1, "DeepEval test case: retrieval_context[1] must be a text, got int"),
+        (2, "DeepEval test case: retrieval_context must be a list of texts, got dict"),
+        (3, "DeepEval test case: DeepEval record without a query (input)"),
     ]
     assert _stored(con)[1] == [("deep", query_id_for(Q2), Q2, "No.", 1)]
 

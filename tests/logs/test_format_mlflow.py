@@ -157,7 +157,7 @@ def test_half_a_character_in_an_attribute_rejects_its_span_not_the_call(tmp_path
     good = write_jsonl(tmp_path / "good" / "other.jsonl", trace_spans("tr-2"))
     rep, _ev, recs = _stored(bad, good)
     assert [r.message for r in rep.rejected] == [
-        "not an MLflow span: mlflow.spanOutputs holds \\ud83d, half of a character "
+        "MLflow span: mlflow.spanOutputs holds \\ud83d, half of a character "
         "(a text cut inside an emoji?): not text"
     ]
     assert [(r, a, n) for r, _q, _t, a, n in recs] == [("flow", "the moon (draft)", 2), ("other", "The Moon.", 2)]
@@ -248,7 +248,7 @@ def test_search_traces_rows_without_spans_and_a_spans_cell_that_is_not_data(tmp_
     assert [(r.line_no, r.message) for r in rep.rejected] == [
         (
             2,
-            "not an MLflow span: an MLflow search_traces() row whose spans cannot be read: its spans cell is text "
+            "MLflow span: an MLflow search_traces() row whose spans cannot be read: its spans cell is text "
             "that is neither JSON nor a Python literal (\"[{'name': 'retrieve', 'attributes': {'ml…\"): "
             "write it as a JSON list or object",
         )

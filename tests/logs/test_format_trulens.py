@@ -146,7 +146,7 @@ def test_a_retrieval_without_contexts_and_one_without_a_query(tmp_path):
     del rows[1]["record_attributes"][NS + "retrieval.query_text"]
     rep, ev, recs, _ = _stored(write_jsonl(tmp_path / "noquery" / "rag.jsonl", rows))
     assert [(r.line_no, r.message) for r in rep.rejected] == [
-        (2, "not a TruLens span: retrieval span without its query (ai.observability.retrieval.query_text, a text)")
+        (2, "TruLens span: retrieval span without its query (ai.observability.retrieval.query_text, a text)")
     ]
     assert [r[3] for r in recs] == ["The Moon."] and len(ev) == 2
 
@@ -199,8 +199,8 @@ def test_unreadable_attributes_a_bad_record_id_and_a_failed_retrieval_in_an_otlp
     rows[2]["record_attributes"] = rows[2]["record_attributes"] | {NS + "record_id": ["rec-1"]}
     rep, _ev, _recs, _ = _stored(write_jsonl(tmp_path / "bad" / "rag.jsonl", rows))
     assert [(r.line_no, r.message.split(":")[0]) for r in rep.rejected] == [
-        (2, "not a TruLens span"),
-        (3, "not a TruLens span"),
+        (2, "TruLens span"),
+        (3, "TruLens span"),
     ]
     assert "record_attributes is text that is neither JSON nor a Python literal" in rep.rejected[0].message
     assert "ai.observability.record_id must be a string or an integer" in rep.rejected[1].message
@@ -231,7 +231,7 @@ def test_a_records_table_from_before_opentelemetry_is_rejected_saying_what_to_do
     )
     rep, _ev, recs, _ = _stored(tmp_path / "records.csv")
     assert recs == [] and [r.message for r in rep.rejected] == [
-        "not a TruLens span: a TruLens record from before its OpenTelemetry tracing (record_json): which of its "
+        "TruLens span: a TruLens record from before its OpenTelemetry tracing (record_json): which of its "
         "calls retrieved what is not written in it the same way twice, so it is not read; run the app with "
         "TRULENS_OTEL_TRACING=1 and save its spans (session.connector.get_events(), or an OTLP export)"
     ]

@@ -105,7 +105,7 @@ def test_indices_with_gaps_or_written_twice_and_the_observations_own_keys(tmp_pa
     gap = "retrieval.documents indices 0, 2, 7 have gaps: read in that order as ranks 0–2"
     assert warnings == [(2, "langfuse-mapping", gap)]
     twice_why = (
-        "not a Langfuse span: document index 0 is written twice (retrieval.documents.0 and retrieval.documents.00); "
+        "Langfuse observation: document index 0 is written twice (retrieval.documents.0 and retrieval.documents.00); "
         "which one is meant is unknown"
     )
     assert rejected == [(6, twice_why)]

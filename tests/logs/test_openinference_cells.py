@@ -126,7 +126,7 @@ def test_a_documents_text_that_is_not_a_list_of_documents_rejects_its_span(tmp_p
     rep, _ev, _recs, _ = _ingest(write_jsonl(tmp_path / "spans.jsonl", [_retriever("t0", "How?", cell), good]))
     assert (rep.n_records, rep.n_entries, rep.n_rejected) == (1, 1, 1)
     assert rep.rejected[0].line_no == 1 and rep.rejected[0].message.startswith(
-        "not an OpenInference span: attributes.retrieval.documents "
+        "OpenInference span: attributes.retrieval.documents "
     )
     assert reason in rep.rejected[0].message
 

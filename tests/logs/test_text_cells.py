@@ -78,7 +78,7 @@ def test_a_ragas_csv_whose_contexts_numpy_printed_is_refused_not_read_as_one_tex
     rep, _ev, _runs = _ingest(path)
     assert (rep.n_records, rep.n_entries, rep.n_rejected) == (1, 2, 1)
     assert rep.rejected[0].message == (
-        "not a Ragas record: retrieved_contexts is a numpy array printed without commas between its elements, not "
+        "Ragas row: retrieved_contexts is a numpy array printed without commas between its elements, not "
         "a list: save the dataframe with to_json or to_parquet, or turn its arrays into lists before to_csv"
     )
 

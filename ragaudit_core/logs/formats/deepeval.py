@@ -63,14 +63,21 @@ def _first(obj: dict, keys: tuple[str, ...]) -> Any:
 def _texts(raw: Any, what: str, ctx: MapContext) -> list[str]:
     """A list of texts: a list, or text in a cell read as data (JSON, a Python literal); a text that
     is not data at all is split on ``;`` as DeepEval's CSV reader splits it (warned once). Text
-    that is JSON but not a list of texts raises :class:`FormatError`."""
+    that is JSON but not a list of texts, or that is bracketed as a list and cannot be read as one
+    (numpy's printed array, a ``None`` element, past a size limit), raises :class:`FormatError` —
+    split on ``;``, it would be one passage made of the printed list."""
     try:
         return text_list(raw, what)
     except FormatError:
-        if not isinstance(raw, str) or _is_json(raw):
+        if not isinstance(raw, str) or _is_json(raw) or _bracketed(raw):
             raise
     ctx.warn_once(SPLIT.replace("retrieval_context", what))
     return [p for p in raw.split(";") if p.strip()]
+
+
+def _bracketed(s: str) -> bool:
+    t = s.strip()
+    return t.startswith("[") and t.endswith("]")
 
 
 def _is_json(s: str) -> bool:
