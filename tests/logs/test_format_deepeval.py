@@ -117,7 +117,7 @@ def test_a_cell_bracketed_as_a_list_it_cannot_read_is_rejected_not_split_on_semi
     f = tmp_path / "cases.csv"
     f.write_text(
         "input,actual_output,retrieval_context\n"
-        f'"{Q1}",Yes.,"[\'{A}\'\n \'{B}\']"\n'
+        f"\"{Q1}\",Yes.,\"['{A}'\n '{B}']\"\n"
         f'"{Q2}",No.,"[\'{C}\', None]"\n'
         f'"{Q2} again",No.,"{B};{A}"\n',
         encoding="utf-8",

@@ -157,8 +157,7 @@ def test_half_a_character_in_an_attribute_rejects_its_span_not_the_call(tmp_path
     good = write_jsonl(tmp_path / "good" / "other.jsonl", trace_spans("tr-2"))
     rep, _ev, recs = _stored(bad, good)
     assert [r.message for r in rep.rejected] == [
-        "MLflow span: mlflow.spanOutputs holds \\ud83d, half of a character "
-        "(a text cut inside an emoji?): not text"
+        "MLflow span: mlflow.spanOutputs holds \\ud83d, half of a character (a text cut inside an emoji?): not text"
     ]
     assert [(r, a, n) for r, _q, _t, a, n in recs] == [("flow", "the moon (draft)", 2), ("other", "The Moon.", 2)]
 
