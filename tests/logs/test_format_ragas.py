@@ -167,3 +167,50 @@ def test_rows_for_the_id_based_metrics_load_their_ids_and_labels(tmp_path):
     )
     assert con.execute("SELECT query_id, doc_id, relevance FROM qrels").fetchall() == [(tides, "moon", 1)]
     assert any("without texts, so span-level figures are unavailable" in w.message for w in rep.warnings)
+
+
+def test_integer_ids_in_csv_cells_load_as_in_jsonl_and_parquet(tmp_path):
+    """Ragas types the id columns List[str | int]; pandas writes an integer list as ``[1969, 11]``.
+    JSONL and Parquet loaded them; a CSV rejected every row ("must be a text, got int"), lost its
+    reference ids as labels, and refused the ID-only rows."""
+    f = tmp_path / "ints.csv"
+    with open(f, "w", newline="", encoding="utf-8") as out:
+        csv.writer(out).writerows(
+            [
+                ["user_input", "retrieved_contexts", "retrieved_context_ids", "reference_context_ids"],
+                [Q1, repr([T1, T2]), "[1969, 11]", "[1969]"],
+                ["Why is the sky blue?", "", "[7, 'rayleigh']", ""],
+            ]
+        )
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [f])
+    assert rep.n_records == 2 and not rep.rejected
+    ev = con.execute("SELECT query_id, doc_id, text FROM evidence ORDER BY query_id, rank").fetchall()
+    tides, sky = query_id_for(Q1), query_id_for("Why is the sky blue?")
+    assert sorted(ev) == sorted([(tides, "1969", T1), (tides, "11", T2), (sky, "7", None), (sky, "rayleigh", None)])
+    assert con.execute("SELECT query_id, doc_id FROM qrels").fetchall() == [(tides, "1969")]
+
+
+def test_a_malformed_reference_id_list_falls_back_to_the_reference_passages(tmp_path):
+    rows = [{**V2[0], "reference_context_ids": "{not: a list}"}]
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [write_jsonl(tmp_path / "ref.jsonl", rows)])
+    assert rep.n_records == 1
+    assert con.execute("SELECT query_id, doc_id FROM qrels").fetchall() == [(query_id_for(Q1), "moon")]
+    assert any("reference_context_ids could not be read" in w.message for w in rep.warnings)
+
+
+def test_an_empty_contexts_cell_is_no_retrieval_not_an_empty_one(tmp_path):
+    """pandas writes None or NaN as an empty cell and ``[]`` as ``[]``: the empty cell is a row
+    without retrieval (counted, not loaded: it would count as a null retrieval in every figure),
+    ``[]`` a retrieval that found nothing."""
+    f = tmp_path / "empty.csv"
+    f.write_text(
+        f"user_input,retrieved_contexts,response\n{Q1},,r\n{Q2},[],r\nThird?,\"['{T3}']\",r\n",
+        encoding="utf-8",
+    )
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [f])
+    got = con.execute("SELECT query_id, n_evidence FROM records ORDER BY line_no").fetchall()
+    assert got == [(query_id_for(Q2), 0), (query_id_for("Third?"), 1)]
+    assert not rep.rejected

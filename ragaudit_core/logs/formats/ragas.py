@@ -41,7 +41,8 @@ from ragaudit_core.logs.formats.base import (
     query_text,
     text_doc_id,
 )
-from ragaudit_core.logs.formats.lists import text_list
+from ragaudit_core.logs.formats.lists import data_string, text_list
+from ragaudit_core.logs.formats.spans import absent
 
 __all__ = ["FORMAT"]
 
@@ -61,15 +62,12 @@ def map_record(obj: dict, ctx: MapContext) -> list[dict]:
     """One record; none for a row that retrieved nothing at all (no retrieved contexts key: a
     test-set row), which the ingest counts as a row without retrieval."""
     query = query_text(obj, ("user_input", "question"), "Ragas")
-    if "retrieved_contexts" not in obj and "contexts" not in obj:
-        return _ids_only(obj, ctx, query) if obj.get("retrieved_context_ids") is not None else []
-    key = "retrieved_contexts" if "retrieved_contexts" in obj else "contexts"
+    key = next((k for k in ("retrieved_contexts", "contexts") if not absent(obj.get(k))), None)
+    if key is None:  # no contexts, or a cell that holds none (null, empty, NaN): not "retrieved nothing"
+        return _ids_only(obj, ctx, query) if not absent(obj.get("retrieved_context_ids")) else []
     texts = text_list(obj.get(key), key)
-    raw_ids = obj.get("retrieved_context_ids")
-    raw_ids = text_list(raw_ids, "retrieved_context_ids") if isinstance(raw_ids, str) else raw_ids
-    if raw_ids is not None and hasattr(raw_ids, "tolist"):  # numpy arrays from Parquet
-        raw_ids = raw_ids.tolist()
-    if raw_ids is not None and (not isinstance(raw_ids, (list, tuple)) or len(raw_ids) != len(texts)):
+    raw_ids = _list_cell(obj.get("retrieved_context_ids"), "retrieved_context_ids")
+    if raw_ids is not None and len(raw_ids) != len(texts):
         raise FormatError(f"retrieved_context_ids must list one id per retrieved context ({len(texts)})")
     ids = list(raw_ids) if raw_ids is not None else None
     answer = obj.get("response", obj.get("answer"))
@@ -81,11 +79,7 @@ def map_record(obj: dict, ctx: MapContext) -> list[dict]:
 def _ids_only(obj: dict, ctx: MapContext, query: str) -> list[dict]:
     """A row of Ragas' ID-based metrics (``retrieved_context_ids`` without the contexts' texts):
     one entry per id, without text — document-level figures only (no span identity to compare)."""
-    raw = obj["retrieved_context_ids"]
-    raw = text_list(raw, "retrieved_context_ids") if isinstance(raw, str) else raw
-    raw = raw.tolist() if hasattr(raw, "tolist") else raw
-    if not isinstance(raw, (list, tuple)):
-        raise FormatError("retrieved_context_ids must be a list of document ids")
+    raw = _list_cell(obj["retrieved_context_ids"], "retrieved_context_ids") or []
     entries = []
     for i, v in enumerate(raw):
         doc = check_id(v, f"retrieved_context_ids[{i}]")
@@ -110,18 +104,32 @@ def _reference_labels(obj: dict, query_id: str, ctx: MapContext) -> None:
     stored). A malformed reference list is skipped with a warning; it never rejects the row."""
     for key, kind in (("reference_context_ids", "id"), ("reference_contexts", "text")):
         raw = obj.get(key)
-        if raw is None:
+        if absent(raw):
             continue
         try:
-            refs = text_list(raw, key) if isinstance(raw, str) else raw
-            refs = refs.tolist() if hasattr(refs, "tolist") else refs
-            if not isinstance(refs, (list, tuple)):
-                raise FormatError(f"{key} is not a list")
+            if kind == "id":
+                refs = [check_id(r, f"{key}[{i}]") for i, r in enumerate(_list_cell(raw, key) or [])]
+            else:
+                refs = list(text_list(raw, key))
         except FormatError as e:
-            ctx.warn_once(f"Ragas {key} could not be read as relevance labels ({e}); those rows carry none")
-            return
+            ctx.warn_once(f"Ragas {key} could not be read as relevance labels ({e}); those rows carry none from it")
+            continue  # (reference_contexts may still give them)
         ctx.labels += [(query_id, kind, str(r)) for r in refs if r not in (None, "")]
         return
+
+
+def _list_cell(raw: Any, key: str) -> list | None:
+    """A list-valued column as logged: a list, a numpy array (Parquet), or a CSV cell holding JSON or
+    the Python literal pandas writes (``"[1969, 11]"``: integer ids stay integers); None for an
+    absent value. Raises :class:`FormatError` naming ``key`` for anything else."""
+    if isinstance(raw, str):
+        raw = data_string(raw, key)
+    if raw is None:
+        return None
+    raw = raw.tolist() if hasattr(raw, "tolist") else raw
+    if not isinstance(raw, (list, tuple)):
+        raise FormatError(f"{key} must be a list, got {type(raw).__name__}")
+    return list(raw)
 
 
 _Id = str | Annotated[int, msgspec.Meta(gt=-(10**17), lt=10**17)] | None
