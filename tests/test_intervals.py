@@ -120,3 +120,22 @@ def test_replicates_read_a_block_of_columns_at_a_time_are_the_same_numbers(block
     assert sum(asked) == m and len(asked) == (1 if block_cells > m * n else m * n // max(block_cells, 1 << 22))
     assert np.array_equal(bcounts, counts)
     assert np.array_equal(breps, reps, equal_nan=True)
+
+
+def test_a_column_of_equal_values_has_its_value_as_interval_and_every_interval_holds_its_mean():
+    """Six queries of precision 0.1: float32 products of the values themselves gave replicates of
+    0.10000000397 — an interval wholly above the mean 0.0999…9, which a gate rule "≤ 0.1, significant"
+    read as a failure. Differences from the column's least value are resampled instead (equal
+    values: none), and an interval is widened to its mean where rounding leaves it an ulp beside it.
+    A resample of the least value alone is that value (0 stays 0)."""
+    from ragaudit_core.intervals import bootstrap_means
+
+    (e,) = bootstrap_means(np.full(6, 0.1))
+    assert e.lo <= e.value <= e.hi and abs(e.hi - 0.1) < 1e-15 and abs(e.lo - 0.1) < 1e-15
+    (t,) = bootstrap_means(np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.5]))
+    assert t.lo == 0.0 and t.lo <= t.value <= t.hi
+    rng = np.random.default_rng(0)
+    x = rng.random((40, 30)) ** 4
+    x[rng.random((40, 30)) < 0.3] = np.nan
+    for e in bootstrap_means(x):
+        assert e.lo <= e.value <= e.hi

@@ -42,7 +42,7 @@ def stage_survival_intervals(
         return {}
     x = queries[[f"survived_{s}" for s in stages]].to_numpy(dtype=float)
     means, counts, reps = bootstrap_replicates(x, resamples=resamples, seed=seed)
-    lo, hi = percentile_intervals(reps)
+    lo, hi = percentile_intervals(reps, points=means)
     return {
         s: Estimate(float(means[i]), float(lo[i]), float(hi[i]), int(counts[i]))
         for i, s in enumerate(stages)
@@ -71,7 +71,7 @@ def stage_survival_change(
     x = np.hstack([aligned(baseline), aligned(candidate)])  # baseline's stages, then the candidate's
     means, counts, reps = bootstrap_replicates(x, resamples=resamples, seed=seed)
     k = len(stages)
-    lo, hi = percentile_intervals(reps[:, k:] - reps[:, :k])
+    lo, hi = percentile_intervals(reps[:, k:] - reps[:, :k], points=means[k:] - means[:k])
     out = {}
     for i, stage in enumerate(stages):
         n = int(min(counts[i], counts[k + i]))

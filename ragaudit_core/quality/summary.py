@@ -182,7 +182,7 @@ def compute_quality(
     col = {c: i for i, c in enumerate((m, r) for r in runs for m in names)}
     x = np.column_stack([wide[c].to_numpy(dtype=float) if c in wide else np.full(len(wide), np.nan) for c in col])
     means, counts, reps = bootstrap_replicates(x, resamples=resamples, seed=seed)
-    lo, hi = percentile_intervals(reps)
+    lo, hi = percentile_intervals(reps, points=means)
     for r in runs:
         ix = [col[(m, r)] for m in names]
         ests = {m: Estimate(float(means[i]), float(lo[i]), float(hi[i]), int(counts[i])) for m, i in zip(names, ix)}
@@ -218,7 +218,7 @@ def _pair(
         dn = (~np.isnan(d)).sum(axis=0)
     else:
         dmean, dn, drep = bootstrap_replicates(d, resamples=resamples, seed=seed)
-    lo, hi = percentile_intervals(drep)
+    lo, hi = percentile_intervals(drep, points=dmean)
     if test == "t":
         ps = paired_t_pvalues(d)
     else:

@@ -130,8 +130,8 @@ def probe_intervals(
     if n < 2:
         return {}
     cols = np.column_stack([js, sm, *((sm < t).astype(float) for t in thresholds)])
-    _means, _counts, reps = bootstrap_replicates(cols, resamples=resamples, seed=DEFAULT_SEED)
-    lo, hi = percentile_intervals(reps)
+    means, _counts, reps = bootstrap_replicates(cols, resamples=resamples, seed=DEFAULT_SEED)
+    lo, hi = percentile_intervals(reps, points=means)
     names = ["mean_j_span", "mean_sim", *(f"drift_rate_{t}" for t in thresholds)]
     out: dict[str, list[float | None]] = {k: [float(lo[i]), float(hi[i])] for i, k in enumerate(names)}
     if spearman(js, sm) is not None:

@@ -260,7 +260,7 @@ def intervals_from_batches(
     names, means, rows = acc.columns()
     counts, reps = bootstrap_row_replicates(rows, len(means), n_queries, resamples=resamples, seed=seed)
     del rows
-    lo, hi = percentile_intervals(reps)
+    lo, hi = percentile_intervals(reps, points=means)
     k = len(names)
     out.summary = {
         name: Estimate(float(means[i]), float(lo[i]), float(hi[i]), int(counts[i])) for i, name in enumerate(names)

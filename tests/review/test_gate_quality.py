@@ -167,3 +167,26 @@ def test_a_question_whose_rules_were_judged_is_not_said_to_lack_its_figures():
     inputs.run_n = {"b": {"cfs_mean": 40}, "c": {"cfs_mean": 40}}
     v = evaluate([rule], inputs)
     assert v.results[0].status == "pass" and "fidelity" not in v.absent
+
+
+def test_a_figure_equal_to_its_threshold_is_decided_as_equal_not_by_rounding(con, tmp_path):
+    """Six queries of precision@10 exactly 0.1 (one relevant document in ten): the mean is
+    0.09999999999999999 in floating point and the bootstrap's float32 products gave an interval
+    [0.10000000397, 0.10000000397], wholly above the mean — "≤ 0.1 (significant)" failed and
+    "≥ 0.1 (significant)" was inconclusive. Both pass; "> 0.1" and "< 0.1" fail."""
+    rows = [
+        {"run_id": r, "query_id": f"q{i}", "evidence": [ev("rel"), *(ev(f"n{j}") for j in range(9))]}
+        for r in ("B", "C")
+        for i in range(6)
+    ]
+    ingest_paths(con, [write_jsonl(tmp_path / "runs.jsonl", rows)])
+    (tmp_path / "q.tsv").write_text("".join(f"q{i}\trel\t1\n" for i in range(6)))
+    load_qrels(con, [tmp_path / "q.tsv"])
+    rules = [
+        Rule(metric="precision@10", op=op, threshold=0.1, significant=True, min_queries=5)
+        for op in ("<=", ">=", "<", ">")
+    ]
+    v = review(con, rules, "B", "C")
+    assert [r.status for r in v.results] == ["pass", "pass", "fail", "fail"]
+    for r in v.results:
+        assert r.ci is not None and r.value is not None and r.ci[0] <= r.value <= r.ci[1]

@@ -18,6 +18,7 @@ no attributions)".
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -49,7 +50,21 @@ __all__ = [
     "verdict_table",
 ]
 
-_OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+_RAW_OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+EQUAL_WITHIN = 1e-12
+"""A value within this (relative to the threshold, at least absolute) of a rule's threshold counts as
+equal to it: six queries of precision exactly 0.1 average to 0.09999999999999999 in floating point,
+and a verdict must not turn on rounding ("≥ 0.1" holds for them, "> 0.1" does not)."""
+
+
+def _tolerant(cmp: Callable[[float, float], bool]) -> Callable[[float, float], bool]:
+    def holds(v: float, t: float) -> bool:
+        return cmp(t, t) if abs(v - t) <= EQUAL_WITHIN * max(1.0, abs(t)) else cmp(v, t)
+
+    return holds
+
+
+_OPS = {op: _tolerant(cmp) for op, cmp in _RAW_OPS.items()}
 _WORDS = {">=": "at least", "<=": "at most", ">": "above", "<": "below"}
 Status = Literal["pass", "fail", "inconclusive", "not applicable"]
 _COUNTED: list[tuple[Status, str]] = [
