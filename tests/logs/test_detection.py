@@ -124,6 +124,22 @@ def test_other_formats_keys_never_change_a_native_record(tmp_path):
     [w] = [w for w in rep.warnings if w.code == "ignored-keys"]
     assert "(response, user_input)" in w.message and "read as native records" in w.message
     assert con.execute("SELECT doc_id FROM evidence ORDER BY query_id").fetchall() == [("d1",), ("d2",)]
+    # the warning says how to read them as the format their keys name: a Ragas frame with run_id and
+    # query_id columns reads as native, its contexts then document ids
+    assert "load the file with --format ragas to read them as such" in w.message
+
+
+def test_a_ragas_frame_with_run_and_query_id_columns_reads_as_ragas_when_asked(tmp_path):
+    row = {"run_id": "r1", "query_id": "q1", "question": "Who won?", "contexts": ["Packers.", "Patriots."]}
+    _con, rep = _load(write_jsonl(tmp_path / "v1.jsonl", [row]))
+    [w] = [w for w in rep.warnings if w.code == "ignored-keys"]
+    assert "--format ragas" in w.message
+    con = store.connect(":memory:")
+    ingest_paths(con, [tmp_path / "v1.jsonl"], IngestOptions(format="ragas"))
+    assert con.execute("SELECT run_id, query_id, doc_id IS NOT NULL, text FROM evidence ORDER BY rank").fetchall() == [
+        ("r1", "q1", True, "Packers."),
+        ("r1", "q1", True, "Patriots."),
+    ]
 
 
 @pytest.mark.parametrize(
