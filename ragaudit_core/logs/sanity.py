@@ -18,6 +18,15 @@ Two mistakes load without a single rejected line and still change every figure:
   :data:`DISAGREE_SHARE` of the smaller run's queries carry a different text in the other. The
   default run selection (:mod:`.selection`) leaves out runs that disagree with the runs it keeps,
   naming them; they can still be picked.
+- **Places in a list where document ids belong** (:func:`positional_id_runs`). RAGChecker's
+  examples number each query's passages ``000``, ``001``, …: run to run, ids pair positions, and
+  two runs sharing no passage read "same documents, different spans".
+- **Ranks beside the list's order** (:func:`off_rank_runs`). Every figure ranks by the order of the
+  list (the contract's); an entry logging another rank is named, so a list written out of order
+  (or a reranked list keeping its retriever's ranks) is not read silently.
+
+One scan of every entry per data version serves the passage, place and rank checks
+(:func:`_run_ids_scan`, stored at ingest).
 """
 
 from __future__ import annotations
@@ -37,12 +46,17 @@ __all__ = [
     "PASSAGE_MIN_CHARS",
     "PASSAGE_MIN_SHARE",
     "PASSAGE_MIN_SPACES",
+    "POSITIONAL_MIN_LATER",
+    "POSITIONAL_MIN_SHARE",
     "PassageIds",
+    "RunIdScan",
     "SameQuestions",
     "TextConflict",
     "conflict_messages",
     "identity_warnings",
+    "off_rank_runs",
     "passage_id_runs",
+    "positional_id_runs",
     "query_text_conflicts",
     "read_ids_as_texts",
     "same_questions_other_ids",
@@ -110,18 +124,84 @@ def passage_id_runs(con: duckdb.DuckDBPyConnection, runs: list[str] | None = Non
     return [p for p in flagged if p.run_id in wanted]
 
 
-@derived.at_ingest("sanity.passage_ids")
-@derived.memoized("sanity.passage_ids/1", derived.dataclasses_codec(PassageIds))
 def _passage_id_runs(con: duckdb.DuckDBPyConnection) -> list[PassageIds]:
+    return [
+        PassageIds(s.run_id, s.n_entries, s.n_passage_like, s.example)
+        for s in _run_ids_scan(con)
+        if s.n_entries and s.n_passage_like >= PASSAGE_MIN_SHARE * s.n_entries
+    ]
+
+
+@dataclass(frozen=True)
+class RunIdScan:
+    """One run's entries as :func:`_run_ids_scan` counts them (one scan of every entry serves
+    the passage-like ids, the positional ids and the ranks beside the list's order)."""
+
+    run_id: str
+    n_entries: int
+    n_passage_like: int
+    example: str
+    n_later: int  # entries past the first of their list
+    n_positional: int  # of those, entries whose document id is their place in the list (0- or 1-based)
+    n_off_rank: int  # entries whose logged rank is neither their place in the list nor that place + 1
+    off_example: str  # a query id with such an entry
+
+
+_IS_PLACE = (  # a document id that is the entry's place in its list, 0- or 1-based ("3", "003", "4")
+    "(doc_id_raw = CAST(position AS VARCHAR) OR doc_id_raw = CAST(position + 1 AS VARCHAR) "
+    "OR (doc_id_raw[1] = '0' AND TRY_CAST(doc_id_raw AS BIGINT) IN (position, position + 1)))"
+)
+_OFF_RANK = "rank IS NOT NULL AND rank <> position AND rank <> position + 1"
+
+
+@derived.at_ingest("sanity.run_ids")
+@derived.memoized("sanity.run_ids/1", derived.dataclasses_codec(RunIdScan))
+def _run_ids_scan(con: duckdb.DuckDBPyConnection) -> list[RunIdScan]:
     rows = con.execute(
         f"""
         SELECT run_id, count(*) AS n,
                count(*) FILTER (WHERE text IS NULL AND length(doc_id_raw) >= {PASSAGE_MIN_CHARS}
                    AND length(doc_id_raw) - length(replace(doc_id_raw, ' ', '')) >= {PASSAGE_MIN_SPACES}) AS p,
-               any_value(doc_id_raw) FILTER (WHERE length(doc_id_raw) >= {PASSAGE_MIN_CHARS}) AS ex
+               any_value(doc_id_raw) FILTER (WHERE length(doc_id_raw) >= {PASSAGE_MIN_CHARS}) AS ex,
+               count(*) FILTER (WHERE position > 0) AS later,
+               count(*) FILTER (WHERE position > 0 AND {_IS_PLACE}) AS placed,
+               count(*) FILTER (WHERE {_OFF_RANK}) AS off,
+               any_value(query_id) FILTER (WHERE {_OFF_RANK}) AS off_ex
         FROM evidence GROUP BY run_id ORDER BY run_id"""
     ).fetchall()
-    return [PassageIds(r, int(n), int(p), ex or "") for r, n, p, ex in rows if n and p >= PASSAGE_MIN_SHARE * n]
+    return [
+        RunIdScan(r, int(n), int(p), ex or "", int(la), int(pl), int(o), ox or "")
+        for r, n, p, ex, la, pl, o, ox in rows
+    ]
+
+
+def positional_id_runs(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None) -> list[RunIdScan]:
+    """Runs (all, or ``runs``) whose document ids name places in a list, not documents: at least
+    :data:`POSITIONAL_MIN_SHARE` of their entries past the first of their list carry their place
+    (0- or 1-based, ``"3"`` or ``"003"``) as document id, and at least :data:`POSITIONAL_MIN_LATER` such
+    entries (RAGChecker's examples number each query's passages ``000``, ``001``, …). Run to run they
+    pair positions: "same documents, different spans" for lists that share no passage."""
+    wanted = None if runs is None else set(runs)
+    return [
+        s
+        for s in _run_ids_scan(con)
+        if (wanted is None or s.run_id in wanted)
+        and s.n_later >= POSITIONAL_MIN_LATER
+        and s.n_positional >= POSITIONAL_MIN_SHARE * s.n_later
+    ]
+
+
+def off_rank_runs(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None) -> list[RunIdScan]:
+    """Runs (all, or ``runs``) some of whose entries log a rank other than their place in the list
+    (0- or 1-based): every figure takes the list's order, as the contract defines it, not the rank
+    field (trec_eval would sort by score) — a list written in another order than its ranks, or a
+    reranked list keeping its retriever's ranks."""
+    wanted = None if runs is None else set(runs)
+    return [s for s in _run_ids_scan(con) if (wanted is None or s.run_id in wanted) and s.n_off_rank]
+
+
+POSITIONAL_MIN_SHARE = 0.9
+POSITIONAL_MIN_LATER = 2
 
 
 @derived.at_ingest("sanity.query_texts")
@@ -187,11 +267,31 @@ def identity_warnings(con: duckdb.DuckDBPyConnection, runs: list[str] | None = N
         names = ", ".join(repr(p.run_id) for p in more[:5]) + (" …" if len(more) > 5 else "")
         whose = "1 more run's" if len(more) == 1 else f"{len(more):,} more runs'"
         out.append(f"{whose} document ids look like passage texts too ({names})")
+    out += [_positional_message(s) for s in positional_id_runs(con, runs)[:PASSAGE_MESSAGES]]
+    out += [_off_rank_message(s) for s in off_rank_runs(con, runs)[:PASSAGE_MESSAGES]]
     conflicts = query_text_conflicts(con)
     if runs is not None:
         wanted = set(runs)
         conflicts = [c for c in conflicts if c.run_a in wanted or c.run_b in wanted]
     return out + conflict_messages(conflicts)
+
+
+def _positional_message(s: RunIdScan) -> str:
+    return (
+        f"run {s.run_id!r}: the document ids of {s.n_positional / s.n_later:.0%} of its entries past the first "
+        "of their list are their places in the list (0, 1, 2, … or 000, 001, …): such ids name positions, not "
+        "documents, so document-level figures compare positions — give the log its real document ids, or leave "
+        "them out (a passage without an id is identified by its text)"
+    )
+
+
+def _off_rank_message(s: RunIdScan) -> str:
+    verb, its = ("logs", "its") if s.n_off_rank == 1 else ("log", "their")
+    return (
+        f"run {s.run_id!r}: {counted(s.n_off_rank, 'entry', 'entries')} {verb} a rank other than {its} place in "
+        f"the list (e.g. query {s.off_example!r}): every figure ranks by the list's order, as the log contract "
+        "defines it, not by the rank field — sort each list by rank before loading if the ranks are the order"
+    )
 
 
 PASSAGE_MESSAGES = 10

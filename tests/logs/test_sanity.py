@@ -107,3 +107,45 @@ def test_the_same_questions_under_other_ids_are_counted(tmp_path):
     pairs = [(query_id_for("What causes tides?"), "0"), (query_id_for("Why is the sky blue?"), "1")]
     assert (same.id_a, same.id_b) == min(pairs)  # the first by id in run a
     assert same_questions_other_ids(con, "native", "other") is None
+
+
+def test_document_ids_that_are_places_in_the_list_are_flagged(tmp_path):
+    """RAGChecker's examples number each query's passages 000, 001, …: two runs of unrelated
+    passages then read "same documents, different spans". Flagged when ≥ 90 % of the entries past
+    the first of their lists carry their place (0- or 1-based) and at least 2 do; real ids that are
+    numbers (SciFact's 4983) and a run with one later entry are not."""
+    placed = [
+        {
+            "run_id": "zero",
+            "query_id": f"q{i}",
+            "evidence": [{"doc_id": f"{j:03d}", "text": f"a{i}{j}"} for j in range(3)],
+        }
+        for i in range(2)
+    ]  # 4 later entries, all placed
+    one_based = [{"run_id": "one", "query_id": "q1", "evidence": ["1", "2", "3", "9"]}]  # 3 later: 2, 3 placed; 9 not
+    real = [{"run_id": "scifact", "query_id": "q1", "evidence": ["4983", "0", "12", "1"]}]  # 3 later, none placed
+    short = [{"run_id": "short", "query_id": "q1", "evidence": ["0", "1"]}]  # 1 later entry
+    con, report = _load(tmp_path, "p.jsonl", placed + one_based + real + short)
+    got = [(s.run_id, s.n_later, s.n_positional) for s in sanity.positional_id_runs(con)]
+    assert got == [("zero", 4, 4)]  # "one": 2 of 3 later entries (67 %) is under 90 %
+    [w] = [str(w) for w in report.warnings if "their places in the list" in str(w)]
+    assert "run 'zero': the document ids of 100% of its entries" in w
+
+
+def test_ranks_beside_the_list_order_are_named(tmp_path):
+    """Every figure ranks by the list's order. An entry whose rank is neither its place (0-based) nor
+    its place + 1 is counted: q1's list z, y, x logged with ranks 2, 1, 0 has two such entries (its
+    middle one, rank 1 at place 1, is in place); 1-based ranks (q2) are not."""
+    recs = [
+        {
+            "run_id": "r",
+            "query_id": "q1",
+            "evidence": [{"doc_id": "z", "rank": 2}, {"doc_id": "y", "rank": 1}, {"doc_id": "x", "rank": 0}],
+        },
+        {"run_id": "r", "query_id": "q2", "evidence": [{"doc_id": "x", "rank": 1}, {"doc_id": "y", "rank": 2}]},
+        {"run_id": "s", "query_id": "q1", "evidence": [{"doc_id": "x", "rank": 0}, {"doc_id": "y", "rank": 1}]},
+    ]
+    con, report = _load(tmp_path, "r.jsonl", recs)
+    assert [(s.run_id, s.n_off_rank, s.off_example) for s in sanity.off_rank_runs(con)] == [("r", 2, "q1")]
+    [w] = [str(w) for w in report.warnings if "rank other than" in str(w)]
+    assert "run 'r': 2 entries log a rank other than their place in the list (e.g. query 'q1')" in w
