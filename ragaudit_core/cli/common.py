@@ -27,6 +27,7 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_GATE_FAILED",
     "EXIT_GATE_INCONCLUSIVE",
+    "DocidMap",
     "EndpointTimeout",
     "KeyFile",
     "LazyModels",
@@ -42,6 +43,7 @@ __all__ = [
     "print_ingest",
     "progress",
     "read_db",
+    "read_docid_map",
     "resolve_run",
     "tqdm_progress",
 ]
@@ -66,6 +68,11 @@ MaxLine = Annotated[
         "document, a CSV row, a Parquet row.",
     ),
 ]
+DocidMap = Annotated[
+    Path | None,
+    typer.Option("--docid-map", help="Alias map CSV with headers raw,canonical, applied to evidence and labels."),
+]
+"""A document-id alias map a metric command applies (:func:`read_docid_map`)."""
 LogPaths = Annotated[list[Path] | None, typer.Argument(help="Log files or folders to ingest first.", readable=False)]
 """The logs a read command loads first (into ``--db``, or a database in memory)."""
 DbOrMemory = Annotated[Path | None, typer.Option("--db", help="DuckDB file (default: in-memory when PATHs are given).")]
@@ -520,3 +527,17 @@ class LazyModels:
 
             self._loaded["g"] = load_generator(self.generator_name, device=self.device)
         return self._loaded["g"]
+
+
+def read_docid_map(con: duckdb.DuckDBPyConnection, path: Path | None) -> dict[str, str]:
+    """The ``--docid-map`` file's aliases, normalised as the stored ids were (the database's
+    options, not this call's); empty without one."""
+    if path is None:
+        return {}
+    from ragaudit_core.logs.identity import load_docid_map
+    from ragaudit_core.logs.options import stored_canon
+
+    canon = stored_canon(con)
+    return load_docid_map(
+        path, case_sensitive=canon.case_sensitive, collapse_internal_whitespace=canon.collapse_internal_whitespace
+    )

@@ -9,6 +9,7 @@ import typer
 
 from ragaudit_core.cli.common import (
     DbOrMemory,
+    DocidMap,
     LogPaths,
     NoStoredPassages,
     NoStoredQuestions,
@@ -18,6 +19,7 @@ from ragaudit_core.cli.common import (
     fail,
     ints,
     open_logs,
+    read_docid_map,
 )
 from ragaudit_core.cli.terminal import say
 from ragaudit_core.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -37,6 +39,7 @@ def quality(
     queries: Queries = None,
     no_stored_questions: NoStoredQuestions = False,
     no_stored_passages: NoStoredPassages = False,
+    docid_map: DocidMap = None,
     k: Annotated[str, typer.Option("--k", help="Cut-offs, comma-separated.")] = ",".join(map(str, DEFAULT_CUTOFFS)),
     runs: Annotated[
         str | None, typer.Option("--runs", help="Comma-separated runs (default: those sharing queries).")
@@ -79,12 +82,14 @@ def quality(
     if baseline and baseline not in chosen:
         chosen = [baseline, *chosen]
     pairs = [(baseline, r) for r in chosen if r != baseline] if baseline else None
+    mapping = read_docid_map(con, docid_map)
     try:
         result = compute_quality(
             con,
             chosen,
             cutoffs=cutoffs,
             pairs=pairs,
+            docid_map=mapping,
             resamples=resamples,
             seed=seed,
             test=test,  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ from ragaudit_core.cli.common import (
     EXIT_GATE_INCONCLUSIVE,
     DbOrMemory,
     Device,
+    DocidMap,
     LazyModels,
     LogPaths,
     NoStoredPassages,
@@ -23,6 +24,7 @@ from ragaudit_core.cli.common import (
     fail,
     known_runs,
     open_logs,
+    read_docid_map,
     resolve_run,
 )
 from ragaudit_core.cli.terminal import say
@@ -50,6 +52,7 @@ def gate(
     queries: Queries = None,
     no_stored_questions: NoStoredQuestions = False,
     no_stored_passages: NoStoredPassages = False,
+    docid_map: DocidMap = None,
     baseline: Annotated[str, typer.Option("--baseline", help="The run in production (id or alias).")] = ...,  # type: ignore[assignment]  # typer: required
     candidate: Annotated[str, typer.Option("--candidate", help="The run that would replace it (id or alias).")] = ...,  # type: ignore[assignment]  # typer: required
     rules: Annotated[Path | None, typer.Option("--rules", help="TOML rules (preset and/or [[rule]] tables).")] = None,
@@ -83,7 +86,15 @@ def gate(
     )
     runs = known_runs(con)
     try:
-        verdict = review(con, policy, resolve_run(baseline, runs), resolve_run(candidate, runs), tau=flip_threshold)
+        mapping = read_docid_map(con, docid_map)
+        verdict = review(
+            con,
+            policy,
+            resolve_run(baseline, runs),
+            resolve_run(candidate, runs),
+            tau=flip_threshold,
+            docid_map=mapping,
+        )
     except RagAuditError as e:
         fail(str(e))
     if json_out != "-":

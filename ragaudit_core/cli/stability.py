@@ -19,6 +19,7 @@ from ragaudit_core.cli.common import (
     DbOrMemory,
     Device,
     DocIdKey,
+    DocidMap,
     Format,
     LazyModels,
     LogPaths,
@@ -33,6 +34,7 @@ from ragaudit_core.cli.common import (
     fmt,
     ingest_options,
     open_logs,
+    read_docid_map,
     resolve_run,
 )
 from ragaudit_core.cli.terminal import say
@@ -40,9 +42,7 @@ from ragaudit_core.defaults import FLIP_THRESHOLD
 from ragaudit_core.errors import RagAuditError
 from ragaudit_core.intervals import DEFAULT_RESAMPLES
 from ragaudit_core.logs import catalog
-from ragaudit_core.logs.identity import load_docid_map
 from ragaudit_core.logs.jsonl import DEFAULT_MAX_LINE_BYTES
-from ragaudit_core.logs.options import stored_canon
 from ragaudit_core.logs.qrels import unlabelled_runs_note
 from ragaudit_core.logs.selection import comparable_runs
 from ragaudit_core.quality.summary import QualityResult, compute_quality
@@ -64,9 +64,7 @@ _TABLE_RUN_CHARS = 40
 def stability(
     paths: LogPaths = None,
     db: DbOrMemory = None,
-    docid_map: Annotated[
-        Path | None, typer.Option("--docid-map", help="Alias map CSV with headers raw,canonical.")
-    ] = None,
+    docid_map: DocidMap = None,
     baseline: Annotated[str | None, typer.Option("--baseline", help="Compare every run with this one.")] = None,
     runs: Annotated[str | None, typer.Option("--runs", help="Comma-separated runs to include (default: all).")] = None,
     flip_threshold: Annotated[
@@ -113,14 +111,7 @@ def stability(
         stored_passages=not no_stored_passages,
     )
     try:
-        mapping = {}
-        if docid_map is not None:  # normalised as the stored ids were (the database's options, not this call's)
-            canon = stored_canon(con)
-            mapping = load_docid_map(
-                docid_map,
-                case_sensitive=canon.case_sensitive,
-                collapse_internal_whitespace=canon.collapse_internal_whitespace,
-            )
+        mapping = read_docid_map(con, docid_map)
         chosen = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
         if chosen is None and baseline is None:
             selection = comparable_runs(con)  # runs left out (no query shared, other questions, few queries) named

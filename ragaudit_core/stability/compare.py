@@ -98,8 +98,10 @@ def compare_runs(
     topk: int | None = None,
     allow_missing: bool = True,
     resamples: int = DEFAULT_RESAMPLES,
+    docid_map: dict[str, str] | None = None,
 ) -> CompareResult:
-    """Compare ``candidate`` with ``baseline`` over the queries both logged.
+    """Compare ``candidate`` with ``baseline`` over the queries both logged (document ids through
+    the alias map ``docid_map``, raw → canonical, when given).
 
     ``flipped`` marks queries with ``J < τ`` at span level (document level when the
     runs carry no spans); ``collapsed`` marks ``J_span = 0`` with both lists non-empty.
@@ -112,6 +114,7 @@ def compare_runs(
             topk=topk,
             allow_missing=allow_missing,
             resamples=resamples,
+            docid_map=docid_map or {},
         ),
         keep_cells=True,
     )

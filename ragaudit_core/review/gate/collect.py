@@ -27,6 +27,7 @@ def collect(
     tau: float = FLIP_THRESHOLD,
     comparison: CompareResult | None = None,
     cutoffs: Sequence[int] = (),
+    docid_map: dict[str, str] | None = None,
 ) -> GateInputs:
     """The metric values :func:`evaluate` needs, computed from an ingested database.
 
@@ -37,6 +38,7 @@ def collect(
     a relative rule compares like with like; over all of a run's explained queries otherwise) and
     from relevance labels (ranking quality, with intervals and the paired change's interval, at the
     default cut-offs and at ``cutoffs``: those the rules name, :func:`~.rules.quality_cutoffs`).
+    ``docid_map`` (raw → canonical document ids) applies to the pair's evidence and the labels.
     """
     from ragaudit_core.fidelity.score import provenance_runs
     from ragaudit_core.stability.compare import compare_runs
@@ -67,7 +69,11 @@ def collect(
             pair[("collapse_rate", "span")] = 0.0
     else:
         try:
-            cmp = comparison if comparison is not None else compare_runs(con, baseline, candidate, tau=tau)
+            cmp = (
+                comparison
+                if comparison is not None
+                else compare_runs(con, baseline, candidate, tau=tau, docid_map=docid_map)
+            )
         except NoSharedQueries:  # nothing to compare: the pair rules are not applicable, the verdict says why
             cmp = None
     pair_ci: dict[tuple[str, str], Estimate] = {}
@@ -98,7 +104,7 @@ def collect(
         inputs.delta_ci.update(vals.pop("delta", {}))
         inputs.runs[run].update(vals)
         inputs.run_n.setdefault(run, {}).update(counts)
-    _quality(con, inputs, [r for r in (baseline, candidate) if r in evidence_runs], cutoffs)
+    _quality(con, inputs, [r for r in (baseline, candidate) if r in evidence_runs], cutoffs, docid_map)
     return inputs
 
 
@@ -169,7 +175,13 @@ def _fidelity(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str
         counts.update({("stage_survival", stage): int(n) for stage, n in s["stage_reached"].items()})
 
 
-def _quality(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str], cutoffs: Sequence[int]) -> None:
+def _quality(
+    con: duckdb.DuckDBPyConnection,
+    inputs: GateInputs,
+    runs: list[str],
+    cutoffs: Sequence[int],
+    docid_map: dict[str, str] | None = None,
+) -> None:
     """Ranking quality of each run (mean over its labelled queries, with intervals, and the queries
     behind it for ``min_queries``) and the paired change candidate − baseline over the labelled
     queries both runs have — kept with 0 queries when they share none, so that a relative rule is
@@ -183,7 +195,7 @@ def _quality(con: duckdb.DuckDBPyConnection, inputs: GateInputs, runs: list[str]
     b, c = inputs.baseline, inputs.candidate
     runs = list(dict.fromkeys(runs))  # a run against itself: once
     pairs = [(b, c)] if b != c and {b, c} <= set(runs) else []
-    q = compute_quality(con, runs, pairs=pairs, cutoffs=sorted({*DEFAULT_CUTOFFS, *cutoffs}))
+    q = compute_quality(con, runs, pairs=pairs, cutoffs=sorted({*DEFAULT_CUTOFFS, *cutoffs}), docid_map=docid_map)
     if not all(rq.n_queries for rq in q.runs):
         inputs.quality_note = unlabelled_runs_note(con, runs)
     for rq in q.runs:
@@ -256,6 +268,9 @@ def review(
     candidate: str,
     *,
     tau: float = FLIP_THRESHOLD,
+    docid_map: dict[str, str] | None = None,
 ) -> Verdict:
-    """:func:`collect` then :func:`evaluate`: the verdict for a pair of ingested runs."""
-    return evaluate(rules, collect(con, baseline, candidate, tau=tau, cutoffs=quality_cutoffs(rules)))
+    """:func:`collect` then :func:`evaluate`: the verdict for a pair of ingested runs (document ids
+    through ``docid_map`` when given)."""
+    inputs = collect(con, baseline, candidate, tau=tau, cutoffs=quality_cutoffs(rules), docid_map=docid_map)
+    return evaluate(rules, inputs)
