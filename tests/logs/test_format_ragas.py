@@ -214,3 +214,17 @@ def test_an_empty_contexts_cell_is_no_retrieval_not_an_empty_one(tmp_path):
     got = con.execute("SELECT query_id, n_evidence FROM records ORDER BY line_no").fetchall()
     assert got == [(query_id_for(Q2), 0), (query_id_for("Third?"), 1)]
     assert not rep.rejected
+
+
+def test_a_rows_own_run_and_query_ids_under_the_contracts_aliases(tmp_path):
+    """A row's run and query ids are read under the contract's aliases too (config_id, qid): before,
+    only run_id and query_id were, so a row naming config_id went to the file's run with a hashed
+    query id — the run split in two, the query id lost, only a coverage warning."""
+    rows = [
+        {"user_input": Q1, "retrieved_contexts": [T1], "config_id": "bm25_k5", "qid": "Q17"},
+        {"user_input": Q2, "retrieved_contexts": [T3], "run_id": "bm25_k5", "query_id": "Q18", "id": 7},
+    ]
+    con = store.connect(":memory:")
+    ingest_paths(con, [write_jsonl(tmp_path / "alias.jsonl", rows)])
+    got = con.execute("SELECT run_id, query_id FROM records ORDER BY query_id").fetchall()
+    assert got == [("bm25_k5", "Q17"), ("bm25_k5", "Q18")]  # (a row's own "id" is not its query's)

@@ -265,11 +265,13 @@ def evidence_entries(
 def native_record(
     obj: dict, ctx: MapContext, query: str, answer: Any, evidence: list[dict], config: dict | None = None
 ) -> dict:
-    """The native record: the record's own run and query ids when it has them, else the
-    context's run id and the query text's hash (numbered by occurrence when repeated); ``config``:
-    the run settings its format read (none: no ``config`` key, as a native record without one)."""
-    qid = check_id(obj.get("query_id"), "query_id")
-    run = check_id(obj.get("run_id"), "run_id") or ctx.run_id
+    """The native record: the record's own run and query ids when it has them (under the
+    contract's keys or their aliases, :data:`RUN_ID_KEYS` and :data:`QUERY_ID_KEYS`; not ``id``,
+    which another tool's row uses for itself), else the context's run id and the query text's hash
+    (numbered by occurrence when repeated); ``config``: the run settings its format read (none: no
+    ``config`` key, as a native record without one)."""
+    qid = _own_id(obj, QUERY_ID_KEYS)
+    run = _own_id(obj, RUN_ID_KEYS) or ctx.run_id
     if qid is None:
         qid = ctx.occurrence_id(str(run), query_id_for(query))
     rec: dict[str, Any] = {
@@ -282,6 +284,19 @@ def native_record(
     if config is not None:
         rec["config"] = config
     return rec
+
+
+RUN_ID_KEYS = ("run_id", "runId", "config_id", "run")
+QUERY_ID_KEYS = ("query_id", "qid")
+
+
+def _own_id(obj: dict, keys: tuple[str, ...]) -> str | int | None:
+    """The first of ``keys`` that holds an id (an empty or null one is absent)."""
+    for k in keys:
+        v = check_id(obj.get(k), k)
+        if v is not None:
+            return v
+    return None
 
 
 def build_record(
