@@ -210,10 +210,25 @@ def unwrap(obj: Any) -> tuple[str, list] | None:
         spans = None  # (rejected with its reason as a record: ``mlflow.read_span``)
     if spans is not None:
         return (mlflow.SEARCH_TRACES_ROW, spans)
+    if isinstance(obj.get("testCases"), list) and isinstance(obj.get("hyperparameters"), dict):
+        return (_WHAT["testCases"], [_with_hyperparameters(tc, obj["hyperparameters"]) for tc in obj["testCases"]])
     for key in _LISTS:
         if isinstance(obj.get(key), list) and (key != "traces" or set(obj) <= _SEARCH_KEYS):
             return (_WHAT[key], obj[key])
     return _column_table(obj)
+
+
+def _with_hyperparameters(case: Any, hyper: dict) -> Any:
+    """A DeepEval test case with its test run's ``hyperparameters`` (where ``evaluate(hyperparameters=…)``
+    keeps a run's settings: top-k, chunk size, embedder) under its own ``additional_metadata``, whose
+    keys win; a test case whose metadata is not an object is left as it is."""
+    if not isinstance(case, dict):
+        return case
+    key = next((k for k in ("additional_metadata", "additionalMetadata") if case.get(k) is not None), None)
+    own = json_maybe(case[key]) if key else {}
+    if not isinstance(own, dict):
+        return case
+    return {**case, (key or "additional_metadata"): {**hyper, **own}}
 
 
 def langfuse_trace_settings(obj: Any) -> tuple[str, dict[str, Any]] | None:

@@ -209,3 +209,28 @@ def test_run_settings_from_additional_metadata(tmp_path):
     con, rep = _load(write_jsonl(tmp_path / "deep.jsonl", cases))
     got = con.execute("SELECT run_id, top_k, chunk_size, chunk_overlap, config FROM runs").fetchall()
     assert rep.n_rejected == 0 and got == [("deep", 5, 256, None, json.dumps({"chunk_size": 256, "top_k": 5}))]
+
+
+def test_a_test_runs_hyperparameters_are_its_runs_settings(tmp_path):
+    """``evaluate(hyperparameters=…)`` keeps a run's settings beside its ``testCases``; they were
+    dropped (the run's config empty, no word). They are each test case's settings, its own
+    ``additionalMetadata`` winning."""
+    run = {
+        "testFile": "test_rag.py",
+        "testCases": [
+            {"name": "t1", "input": Q1, "actualOutput": "Yes.", "retrievalContext": [A, B]},
+            {
+                "name": "t2",
+                "input": Q2,
+                "actualOutput": "No.",
+                "retrievalContext": [C],
+                "additionalMetadata": {"top_k": 3},
+            },
+        ],
+        "hyperparameters": {"top_k": 5, "chunk_size": 512, "embedder": "bge-small"},
+    }
+    (tmp_path / "de_run.json").write_text(json.dumps(run), encoding="utf-8")
+    con, rep = _load(tmp_path / "de_run.json")
+    assert rep.n_records == 2
+    # a run's first logged settings are kept (the log contract): t1's, all from the hyperparameters
+    assert con.execute("SELECT top_k, chunk_size, embedder FROM runs").fetchall() == [(5, 512, "bge-small")]
