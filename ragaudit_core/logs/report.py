@@ -57,8 +57,19 @@ class FileReport:
     def read_as(self) -> str:
         """``name read as FORMATS`` for the load's summary, saying when nothing of it loaded (every
         line rejected), so a file that failed does not read as one that was read normally."""
-        tail = f": nothing loaded (every {self.unit} rejected)" if self.status == "rejected" else ""
+        tail = ""
+        if self.status == "rejected":
+            tail = f": nothing loaded ({self.why_nothing()})"
         return f"{Path(self.path).name} read as {self.formats_read()}{tail}"
+
+    def why_nothing(self) -> str:
+        """Why a file loaded nothing: ``every line rejected``, or as many rejected and the rest
+        spans that hold no retrieval (an LLM call, a chain)."""
+        if not self.n_skipped:
+            return f"every {self.unit} rejected"
+        hold = "holds" if self.n_skipped == 1 else "hold"
+        others = counted(self.n_skipped, "span")
+        return f"{counted(self.n_rejected, self.unit)} rejected; its other {others} {hold} no retrieval"
 
 
 @dataclass
@@ -88,6 +99,8 @@ class IngestReport:
         if f.status == "unreadable":
             why = next((i.message for i in self.rejected if i.path == f.path and i.code == "unreadable"), None)
             return f"{name} was not loaded: {why}" if why else f"{name} could not be read"
+        if f.n_skipped:
+            return f"no record of {name} could be loaded: {f.why_nothing()}"
         if f.n_rejected == 1:
             return f"no record of {name} could be loaded: its only {f.unit} was rejected"
         return f"no record of {name} could be loaded: all {f.n_rejected:,} of its {f.unit}s were rejected"

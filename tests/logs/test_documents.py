@@ -373,6 +373,22 @@ def test_a_document_whose_every_record_is_rejected_says_records_not_lines(tmp_pa
     ]
 
 
+def test_a_trace_whose_one_retriever_is_rejected_says_what_its_other_spans_were(tmp_path):
+    """A trace export of three spans that are no retrieval and one retriever rejected loaded nothing,
+    and said "every record rejected" and "its only record was rejected": three were not."""
+    export = _langfuse_export()
+    export["observations"][-1]["output"] = {"documents": [{"id": ["not", "an", "id"], "page_content": MOON}]}
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(export, indent=2), encoding="utf-8")
+    _con, rep = _load(path)
+    assert [f.read_as() for f in rep.files] == [
+        "trace.json read as Langfuse: nothing loaded (1 record rejected; its other 3 spans hold no retrieval)"
+    ]
+    assert [rep.failure(f) for f in rep.failed_files] == [
+        "no record of trace.json could be loaded: 1 record rejected; its other 3 spans hold no retrieval"
+    ]
+
+
 def _load_all(paths):
     con = store.connect(":memory:")
     return con, ingest_paths(con, paths)
