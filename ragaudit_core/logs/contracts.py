@@ -30,6 +30,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from ragaudit_core.defaults import INT32_MAX
+from ragaudit_core.logs.identity import float_id_hint
 
 __all__ = [
     "DOC_ID_KEYS",
@@ -67,7 +68,7 @@ def json_type(v: Any) -> str:
 
 def _id_value(v: Any, what: str) -> str:
     if isinstance(v, bool) or not isinstance(v, (str, int)):
-        raise ValueError(f"{what} must be a string or an integer, got {json_type(v)}")
+        raise ValueError(f"{what} must be a string or an integer, got {json_type(v)}{float_id_hint(v)}")
     s = v.strip() if isinstance(v, str) else str(v)
     if not s:
         raise ValueError(f"{what} is an empty string")

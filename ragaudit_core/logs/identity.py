@@ -33,12 +33,24 @@ __all__ = [
     "CanonOptions",
     "DocIdMapError",
     "canonical_doc_id",
+    "float_id_hint",
     "load_docid_map",
     "normalise_span_text",
     "span_hash",
 ]
 
 _WS = re.compile(r"\s+")
+
+
+def float_id_hint(v: object) -> str:
+    """What to say beside "must be a string or an integer" when an id is a whole number written as a
+    float (``1.0``): pandas writes a column of integers holding a missing value so; else nothing."""
+    if isinstance(v, float) and v.is_integer():
+        return (
+            f" ({v!r}: pandas writes a column of integers that has a missing value as floats — "
+            "write the ids as integers or strings)"
+        )
+    return ""
 
 
 @dataclass(frozen=True)

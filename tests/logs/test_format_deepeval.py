@@ -234,3 +234,12 @@ def test_a_test_runs_hyperparameters_are_its_runs_settings(tmp_path):
     assert rep.n_records == 2
     # a run's first logged settings are kept (the log contract): t1's, all from the hyperparameters
     assert con.execute("SELECT top_k, chunk_size, embedder FROM runs").fetchall() == [(5, 512, "bge-small")]
+
+
+def test_a_passage_that_reads_as_a_number_is_a_passage(tmp_path):
+    """DeepEval's CSV reader gives ["2024"] for a retrieval_context cell 2024; it was rejected as
+    "must be a list of texts, got int" (the cell read as JSON)."""
+    f = tmp_path / "num.csv"
+    f.write_text(f'input,actual_output,retrieval_context\n"{Q1}",Then,2024\n', encoding="utf-8")
+    con, rep = _load(f)
+    assert rep.n_rejected == 0 and [t for *_k, t in _stored(con)[0]] == ["2024"]

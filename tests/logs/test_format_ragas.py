@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ragaudit_core.logs import store
-from ragaudit_core.logs.formats import query_id_for
+from ragaudit_core.logs.formats import query_id_for, ragas
 from ragaudit_core.logs.identity import span_hash
 from ragaudit_core.logs.ingest import IngestOptions, ingest_paths
 from tests.helpers import write_jsonl
@@ -228,3 +228,15 @@ def test_a_rows_own_run_and_query_ids_under_the_contracts_aliases(tmp_path):
     ingest_paths(con, [write_jsonl(tmp_path / "alias.jsonl", rows)])
     got = con.execute("SELECT run_id, query_id FROM records ORDER BY query_id").fetchall()
     assert got == [("bm25_k5", "Q17"), ("bm25_k5", "Q18")]  # (a row's own "id" is not its query's)
+
+
+def test_a_multi_turn_sample_is_refused_as_one_with_its_reason(tmp_path):
+    """A Ragas MultiTurnSample (user_input a conversation, no retrieved contexts) was rejected as
+    "without a query" from JSONL and refused as "a test set?" from CSV: said as what it is."""
+    convo = [{"content": "Hi, book a table", "type": "human"}, {"content": "For how many?", "type": "ai"}]
+    f = tmp_path / "mt.csv"
+    with open(f, "w", newline="", encoding="utf-8") as out:
+        csv.writer(out).writerows([["user_input", "reference"], [repr(convo), "Books a table"]])
+    for path in (write_jsonl(tmp_path / "mt.jsonl", [{"user_input": convo, "reference": "x"}]), f):
+        rep = ingest_paths(store.connect(":memory:"), [path])
+        assert [r.message for r in rep.rejected] == [f"Ragas row: {ragas.MULTI_TURN}"]

@@ -35,6 +35,12 @@ CASES = [
         b'{"run_id": "r", "query_id": ["x"], "cited": []}',
         "query_id: query_id must be a string or an integer, got array",
     ),
+    (  # pandas writes an integer column holding a missing value as floats: said
+        "query-id-float",
+        b'{"run_id": "r", "query_id": 7.0, "cited": []}',
+        "query_id: query_id must be a string or an integer, got number (7.0: pandas writes a column of integers "
+        "that has a missing value as floats — write the ids as integers or strings)",
+    ),
     (
         "run-id-missing",
         b'{"query_id": "x", "cited": []}',

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ragaudit_core.errors import RagAuditError
-from ragaudit_core.logs.identity import span_hash
+from ragaudit_core.logs.identity import float_id_hint, span_hash
 
 if TYPE_CHECKING:
     from ragaudit_core.logs.questions import QuestionIds
@@ -194,7 +194,7 @@ def check_id(v: Any, what: str) -> str | int | None:
         kind = {dict: "an object", list: "an array", bool: "a boolean", float: "a number"}.get(
             type(v), type(v).__name__
         )
-        raise FormatError(f"{what} must be a string or an integer, got {kind}")
+        raise FormatError(f"{what} must be a string or an integer, got {kind}{float_id_hint(v)}")
     return v
 
 

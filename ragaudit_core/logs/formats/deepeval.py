@@ -69,7 +69,7 @@ def _texts(raw: Any, what: str, ctx: MapContext) -> list[str]:
     try:
         return text_list(raw, what)
     except FormatError:
-        if not isinstance(raw, str) or _is_json(raw) or _bracketed(raw):
+        if not isinstance(raw, str) or _is_json(raw) or _bracketed(raw):  # (a JSON scalar, "2024", is a passage)
             raise
     ctx.warn_once(SPLIT.replace("retrieval_context", what))
     return [p for p in raw.split(";") if p.strip()]
@@ -81,11 +81,13 @@ def _bracketed(s: str) -> bool:
 
 
 def _is_json(s: str) -> bool:
+    """Whether ``s`` is a JSON list or object (data of the wrong shape); a JSON scalar — a passage
+    that reads as a number, ``2024`` — is text, split on ``;`` as DeepEval's reader splits it."""
     try:
-        json.loads(s)
+        v = json.loads(s)
     except (ValueError, RecursionError):
         return False
-    return True
+    return isinstance(v, (list, dict))
 
 
 def map_record(obj: dict, ctx: MapContext) -> list[dict]:

@@ -61,6 +61,8 @@ def detect(obj: dict) -> bool:
 def map_record(obj: dict, ctx: MapContext) -> list[dict]:
     """One record; none for a row that retrieved nothing at all (no retrieved contexts key: a
     test-set row), which the ingest counts as a row without retrieval."""
+    if _conversation(obj.get("user_input")):
+        raise FormatError(MULTI_TURN)
     query = query_text(obj, ("user_input", "question"), "Ragas")
     key = next((k for k in ("retrieved_contexts", "contexts") if not absent(obj.get(k))), None)
     if key is None:  # no contexts, or a cell that holds none (null, empty, NaN): not "retrieved nothing"
@@ -74,6 +76,24 @@ def map_record(obj: dict, ctx: MapContext) -> list[dict]:
     rec = native_record(obj, ctx, query, answer, evidence_entries(texts, ids, None, ctx, "Ragas"))
     _reference_labels(obj, rec["query_id"], ctx)
     return [rec]
+
+
+MULTI_TURN = (
+    "a Ragas multi-turn sample (its user_input is a conversation): it logs no retrieved contexts, nothing to "
+    "audit — log the retrieval of each turn as a single-turn sample (user_input, retrieved_contexts)"
+)
+
+
+def _conversation(v: Any) -> bool:
+    """Whether ``user_input`` is a multi-turn conversation: a list of messages (``content``/``type``),
+    or a CSV cell holding one."""
+    if isinstance(v, str) and v.lstrip()[:2] == "[{":
+        try:
+            v = data_string(v, "user_input")
+        except FormatError:
+            return False
+    v = v.tolist() if hasattr(v, "tolist") else v
+    return isinstance(v, (list, tuple)) and bool(v) and all(isinstance(m, dict) and "content" in m for m in v)
 
 
 def _ids_only(obj: dict, ctx: MapContext, query: str) -> list[dict]:
