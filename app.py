@@ -14,7 +14,7 @@ import streamlit as st
 from pages import ui
 from ragaudit_core import __version__, workspace
 from ragaudit_core.errors import RagAuditError
-from ragaudit_core.logs import catalog, sanity, store
+from ragaudit_core.logs import catalog, formats, sanity, store
 from ragaudit_core.logs.ingest import IngestOptions
 from ragaudit_core.logs.qrels import QrelsError
 from ragaudit_core.logs.runs import parse_settings
@@ -131,6 +131,11 @@ def _after_load(report=None, error: str | None = None) -> None:
     st.cache_data.clear()
 
 
+def _format_label(name: str) -> str:
+    f = formats.get(name)
+    return "RagAudit's own contract (native)" if name == "native" else f.label
+
+
 def _upload(con, db_path: str) -> None:
     files = st.file_uploader(
         "Evidence or provenance logs — ours, Ragas, RAGChecker, OpenInference/Phoenix, LangSmith, Langfuse, "
@@ -139,6 +144,15 @@ def _upload(con, db_path: str) -> None:
         type=["jsonl", "gz", "json", "ndjson", "csv", "tsv", "txt", "parquet"],
         accept_multiple_files=True,
         key=f"{KEYS.uploader}.{st.session_state.get(KEYS.uploader, 0)}",
+    )
+    fmt = st.selectbox(
+        "Read the files as",
+        [None, *formats.NAMES],
+        format_func=lambda n: "each record as what it is (recognised by its fields)" if n is None else _format_label(n),
+        help="Leave it to recognise each record by its fields (a file may mix formats). Pick a format when a "
+        "file is read as another: a Ragas frame with run_id and query_id columns reads as our own contract, "
+        "its contexts then document ids — read as Ragas, they are passages.",
+        key="home.format",
     )
     as_texts = st.checkbox(
         "Document ids are passage texts",
@@ -186,7 +200,9 @@ def _upload(con, db_path: str) -> None:
                     con,
                     [(f.name, f.getvalue()) for f in files],
                     catalog.uploads_dir(db_path),
-                    IngestOptions(doc_id_key=id_key or None, stored_questions=stored, stored_passages=stored),
+                    IngestOptions(
+                        doc_id_key=id_key or None, stored_questions=stored, stored_passages=stored, format=fmt
+                    ),
                     ids_are_texts=as_texts,
                     settings=parse_settings(settings) if settings else None,
                     questions=(questions.name, questions.getvalue()) if questions is not None else None,

@@ -76,7 +76,8 @@ def _ignored_keys_message(ignored: set[str]) -> str:
         f = whose[0]
         hint = (
             f"; if they are {f.label} {f.unit}s with run and query ids of their own, load the file with "
-            f"--format {f.name} to read them as such (a native record's contexts are document ids, not passages)"
+            f"--format {f.name} (or 'Read the files as: {f.label}' when uploading) to read them as such "
+            "(a native record's contexts are document ids, not passages)"
         )
     return (
         f"native records carry keys of other log formats ({keys}): they are read as native records "

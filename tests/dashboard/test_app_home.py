@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ragaudit_core import workspace
 from ragaudit_core.logs import catalog, store
 from ragaudit_core.logs.selection import natural_sorted
 from tests.helpers import XSS, app_test, plain, write_jsonl, xss_logs
@@ -469,3 +470,29 @@ def test_a_job_queue_file_that_is_not_sqlite_says_so_in_one_sentence(app_env, tm
     assert not at.exception
     errors = [plain(e.value) for e in at.error]
     assert any(e.startswith(f"The job queue beside the database, {qf}, cannot be read (") for e in errors), errors
+
+
+def test_a_ragas_frame_with_run_and_query_ids_is_read_as_ragas_when_picked(app_env, tmp_path):
+    """A Ragas frame with run_id and query_id columns reads as our own contract (its contexts then
+    document ids); the warning names the picker, and picking Ragas reads the contexts as passages."""
+    path = app_env()
+    body = b"run_id,query_id,question,contexts,answer\nr1,q1,Who won?,\"['The Packers won two.', 'Six.']\",Six\n"
+
+    def load(fmt):
+        at = app_test("app.py").run()
+        at.file_uploader[0].set_value(("v1.csv", body, "text/csv")).run()
+        at.selectbox(key="home.format").set_value(fmt).run()
+        next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+        assert not at.exception and not at.error
+        return at
+
+    at = load(None)
+    said = " ".join(plain(w.value) for w in [*at.warning, *at.caption, *at.markdown])
+    assert "Read the files as: Ragas" in said
+    with store.connect(path) as con:
+        assert con.execute("SELECT text FROM evidence").fetchall() == [(None,), (None,)]  # ids, not passages
+        workspace.clear(con)
+    load("ragas")
+    with store.connect(path) as con:
+        got = con.execute("SELECT run_id, query_id, text FROM evidence ORDER BY rank").fetchall()
+    assert got == [("r1", "q1", "The Packers won two."), ("r1", "q1", "Six.")]

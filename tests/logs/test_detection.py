@@ -126,7 +126,7 @@ def test_other_formats_keys_never_change_a_native_record(tmp_path):
     assert con.execute("SELECT doc_id FROM evidence ORDER BY query_id").fetchall() == [("d1",), ("d2",)]
     # the warning says how to read them as the format their keys name: a Ragas frame with run_id and
     # query_id columns reads as native, its contexts then document ids
-    assert "load the file with --format ragas to read them as such" in w.message
+    assert "load the file with --format ragas (or 'Read the files as: Ragas' when uploading)" in w.message
 
 
 def test_a_ragas_frame_with_run_and_query_id_columns_reads_as_ragas_when_asked(tmp_path):
