@@ -86,6 +86,11 @@ def test_gate_verdict_failed_rules_first_and_rules_saved(app_env, sample_db, tmp
     assert list(shown["status"]) == [r.status for r in v.sorted_results()]
     assert shown["status"].iloc[0] == "fail" and shown["status"].iloc[-1] == "not applicable"  # no attributions
     assert list(shown["why"]) == [r.message for r in v.sorted_results()]
+    # the column cuts a long reason: the failed and inconclusive rules' reasons in full below it
+    (full,) = [e for e in at.expander if e.label.startswith("Why each failed or inconclusive rule")]
+    lines = [plain(m.value) for m in full.markdown]
+    unsettled = [r for r in v.sorted_results() if r.status in ("fail", "inconclusive")]
+    assert lines == [f"**{r.status}** · {rule_label(r.rule)} — {r.message}" for r in unsettled]
 
     # the strict preset: seed 002's absolute thresholds fail on the sample's low generation survival
     next(s for s in at.selectbox if s.label == "Start from a preset").select("strict").run()
