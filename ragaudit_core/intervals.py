@@ -42,6 +42,7 @@ __all__ = [
     "bootstrap_quantiles",
     "bootstrap_replicates",
     "bootstrap_row_replicates",
+    "column_least",
     "holm",
     "paired_t_pvalues",
     "paired_test",
@@ -117,13 +118,14 @@ def _row_blocks(m: int, n: int, block_cells: int, sizes: list[int]) -> list[tupl
 
 
 def bootstrap_row_replicates(
-    rows: Callable[[int, int], NDArray[np.float32]],
+    rows: Callable[[int, int], NDArray[np.floating]],
     m: int,
     n: int,
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     block_cells: int = BLOCK_CELLS,
+    base: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """:func:`bootstrap_replicates`' counts and replicates for ``m`` columns of ``n`` queries
     handed over by ``rows(lo, hi)``: columns ``lo`` … ``hi − 1`` as a float32 (hi − lo) × n array
@@ -134,12 +136,15 @@ def bootstrap_row_replicates(
     an order that does not depend on the other rows multiplied with it, once the product is large
     (:data:`_MIN_BLOCK_CELLS`; ``tests/test_intervals.py`` checks it, bit for bit).
 
-    The products are of each value's difference from its column's smallest value (taken in float64,
-    multiplied in float32), a replicate that minimum plus the resampled mean difference — the same
-    mean, exact where the values are: a column of equal values gives its value (products of the
-    values themselves gave 0.10000000397 for six values of 0.1: an interval beside its own point
-    estimate, read by the gate as "wholly beyond 0.1"), a column of 0/1 rates its fractions as before
-    (its minimum is 0), and a resample of its smallest value alone that value."""
+    The products are of each value's difference from its column's least value (multiplied in
+    float32), a replicate that least value plus the resampled mean difference — the same mean, exact
+    where the values are: a column of equal values gives its value (products of the values
+    themselves gave 0.10000000397 for six values of 0.1: an interval beside its own point estimate,
+    read by the gate as "wholly beyond 0.1"), a column of 0/1 rates its fractions as before (its
+    least value is 0), and a resample of its least value alone that value. ``base``: each column's
+    least value (float64), when ``rows`` hands over the differences from it already, taken before
+    the values were rounded to float32 (see :func:`column_least`); without it they are taken here,
+    from the values ``rows`` gives."""
     counts_n = np.zeros(m, dtype=np.int64)
     reps = np.full((max(resamples, 0), m), np.nan)
     draw = max(1, min(resamples, 4_000_000 // max(n, 1)))  # resamples drawn at once
@@ -150,17 +155,14 @@ def bootstrap_row_replicates(
         rng = np.random.default_rng(seed)
         kept = [_small_counts(rng, b, n) for b in sizes]
     for lo, hi in blocks:
-        x = np.asarray(rows(lo, hi))
-        if x.dtype != np.float64:
-            x = x.astype(np.float32, copy=False)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a column without values: NaN, then 0
-            least = np.fmin.reduce(x, axis=1) if x.size else np.zeros(len(x), dtype=x.dtype)
-        least = np.nan_to_num(least, nan=0.0)
-        if least.any():  # (a new array: the caller's is not touched; most columns' least value is 0)
-            x = x - least[:, None]
-        x = x.astype(np.float32, copy=False)
-        base = least.astype(np.float64)
+        given: NDArray[np.floating] = np.asarray(rows(lo, hi))
+        if base is not None:
+            least = base[lo:hi]
+        else:
+            least = column_least(given, axis=1)
+            if least.any():  # (a new array: the caller's is not touched; most columns' least value is 0)
+                given = given - least[:, None]
+        x = given.astype(np.float32, copy=False)
         have = ~np.isnan(x)
         counts_n[lo:hi] = have.sum(axis=1)
         if not sizes:
@@ -176,9 +178,20 @@ def bootstrap_row_replicates(
             sums = (xt @ c.T).T.astype(np.float64)
             cnt = np.full_like(sums, n) if ht is None else (ht @ c.T).T.astype(np.float64)
             with np.errstate(invalid="ignore", divide="ignore"):
-                reps[done : done + b, lo:hi] = np.where(cnt > 0, sums / cnt, np.nan) + base
+                reps[done : done + b, lo:hi] = np.where(cnt > 0, sums / cnt, np.nan) + least
             done += b
     return counts_n, reps
+
+
+def column_least(x: NDArray[np.floating], axis: int = 0) -> NDArray[np.float64]:
+    """Each column's (``axis=0``) or row's least value, NaN left out, as float64; 0 where there is
+    none or it is not finite — what :func:`bootstrap_row_replicates` takes the values' differences from."""
+    if x.size == 0:
+        return np.zeros(x.shape[1 - axis] if x.ndim == 2 else 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        least = np.fmin.reduce(x, axis=axis).astype(np.float64)
+    return np.where(np.isfinite(least), least, 0.0)
 
 
 def bootstrap_replicates(
@@ -206,9 +219,12 @@ def bootstrap_replicates(
     # Columns as contiguous rows (m × n): OpenBLAS multiplies (m × n) @ (n × b) 20× faster than
     # (b × n) @ (n × m) when n is large (0.08 s against 1.9 s for 38 resamples of 104k queries ×
     # 600 columns); a column-major input (``matrix.T`` of an m × n array) is used without a copy
-    _, reps = bootstrap_row_replicates(
-        lambda lo, hi: np.ascontiguousarray(x[:, lo:hi].T), m, n, resamples=resamples, seed=seed
-    )
+    least = column_least(x)
+    if least.any():
+        rows = lambda lo, hi: np.ascontiguousarray((x[:, lo:hi] - least[lo:hi]).T, dtype=np.float32)  # noqa: E731
+    else:  # (the common case: no shift, the float32 copy of a block as before)
+        rows = lambda lo, hi: np.ascontiguousarray(x[:, lo:hi].T, dtype=np.float32)  # noqa: E731
+    _, reps = bootstrap_row_replicates(rows, m, n, resamples=resamples, seed=seed, base=least)
     return means, counts_n, reps
 
 

@@ -190,3 +190,26 @@ def test_a_figure_equal_to_its_threshold_is_decided_as_equal_not_by_rounding(con
     assert [r.status for r in v.results] == ["pass", "pass", "fail", "fail"]
     for r in v.results:
         assert r.ci is not None and r.value is not None and r.ci[0] <= r.value <= r.ci[1]
+
+
+def test_a_stability_figure_equal_to_its_threshold_is_decided_as_equal(con, tmp_path):
+    """J_span exactly 0.1 on six queries (one span of ten shared): the stability intervals resample
+    per-query values kept as float32, and the bound 0.10000000149 made "≤ 0.1 (significant)"
+    inconclusive (it straddled 0.1). Both "≤ 0.1" and "≥ 0.1" pass; the interval holds its figure."""
+
+    def ev_of(run, i, spans):
+        return {
+            "run_id": run,
+            "query_id": f"q{i}",
+            "evidence": [{"doc_id": f"d{s}", "text": f"span {s}"} for s in spans],
+        }
+
+    rows = [ev_of("A", i, range(6)) for i in range(6)] + [ev_of("B", i, range(5, 10)) for i in range(6)]
+    ingest_paths(con, [write_jsonl(tmp_path / "runs.jsonl", rows)])
+    rules = [
+        Rule(metric="j_avg", level="span", op=op, threshold=0.1, significant=True, min_queries=5) for op in ("<=", ">=")
+    ]
+    v = review(con, rules, "A", "B")
+    assert [r.status for r in v.results] == ["pass", "pass"], [r.message for r in v.results]
+    for r in v.results:
+        assert r.value == pytest.approx(0.1) and r.ci is not None and r.ci[0] <= r.value <= r.ci[1]

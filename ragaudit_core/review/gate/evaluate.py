@@ -51,10 +51,12 @@ __all__ = [
 ]
 
 _RAW_OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
-EQUAL_WITHIN = 1e-12
+EQUAL_WITHIN = 1e-6
 """A value within this (relative to the threshold, at least absolute) of a rule's threshold counts as
 equal to it: six queries of precision exactly 0.1 average to 0.09999999999999999 in floating point,
-and a verdict must not turn on rounding ("≥ 0.1" holds for them, "> 0.1" does not)."""
+the stability intervals resample per-query values kept as float32 (a bound of 0.10000000149 for a
+J of 0.1 on every query), and a verdict must not turn on rounding ("≥ 0.1" holds for them, "> 0.1"
+does not). No rule's threshold is meant to a millionth."""
 
 
 def _tolerant(cmp: Callable[[float, float], bool]) -> Callable[[float, float], bool]:
