@@ -356,12 +356,13 @@ def cancel_requested(where: Where, job_id: str) -> bool:
 def finish(where: Where, job_id: str, status: str, error: str | None = None, token: str | None = None) -> None:
     """Close a job: ``done``, ``failed`` (with the error) or ``cancelled``. With ``token``, only
     while the job still runs under this worker's claim (a worker thought dead whose job was queued
-    again — and perhaps taken by another — leaves it to the queue or to that one)."""
+    again — and perhaps taken by another — leaves it to the queue or to that one). A job asked for
+    again while it was stopping (:data:`AGAIN`) is queued again instead, whatever this attempt's end:
+    a result it stored came from the first request's inputs, and the new attempt's replaces it."""
     now = time.time()
     mine = " AND status = 'running' AND worker_token = ?" if token else ""
-    with _open(where) as con:
-        assert con is not None
-        if status == "cancelled" and _queued_again(con, job_id, mine, token):
+    with _write(where) as con:  # one transaction: a request for the job again cannot fall between the two
+        if _queued_again(con, job_id, mine, token):  # asked for again while it ended: run with the new inputs
             return
         con.execute(
             "UPDATE jobs SET status = ?, error = ?, fraction = CASE WHEN ? = 'done' THEN 1 ELSE fraction END, "

@@ -213,7 +213,7 @@ def _inputs_of(db: str, jid: str) -> dict:
         con.close()
 
 
-@pytest.mark.parametrize("stops_by", ["finish", "release", "death"])
+@pytest.mark.parametrize("stops_by", ["finish", "done", "failed", "release", "death"])
 def test_a_job_asked_for_again_while_it_stops_is_queued_again_with_the_new_inputs(tmp_path, stops_by):
     """Cancelled while running, then asked for again before its worker noticed: the attempt still
     stops (it computes from the first request's inputs, perhaps another load's), and the job is
@@ -228,8 +228,8 @@ def test_a_job_asked_for_again_while_it_stops_is_queued_again_with_the_new_input
     assert queue.enqueue(db, spec, again) == jid
     assert queue.cancel_requested(db, jid)  # the running attempt still stops
     assert [s for s, _ in _status(db)] == ["running"]
-    if stops_by == "finish":
-        queue.finish(db, jid, "cancelled", token=DEAD)
+    if stops_by in ("finish", "done", "failed"):  # its worker saw the cancel, or ended just before it did
+        queue.finish(db, jid, {"finish": "cancelled"}.get(stops_by, stops_by), token=DEAD)
         assert _status(db) == [("queued", "queued again (asked for again while it was stopping)")]
     elif stops_by == "release":
         assert queue.release(db, jid, DEAD) == "queued"
