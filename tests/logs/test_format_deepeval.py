@@ -119,7 +119,8 @@ def test_a_cell_bracketed_as_a_list_it_cannot_read_is_rejected_not_split_on_semi
         "input,actual_output,retrieval_context\n"
         f"\"{Q1}\",Yes.,\"['{A}'\n '{B}']\"\n"
         f'"{Q2}",No.,"[\'{C}\', None]"\n'
-        f'"{Q2} again",No.,"{B};{A}"\n',
+        f'"{Q2} again",No.,"{B};{A}"\n'
+        '"Which lowers risk?",Both.,"[Aspirin] lowers stroke risk [1];[Statins] reduce LDL [2]"\n',
         encoding="utf-8",
     )
     con, rep = _load(f)
@@ -128,7 +129,7 @@ def test_a_cell_bracketed_as_a_list_it_cannot_read_is_rejected_not_split_on_semi
         (4, "retrieval_context[1] must be a text, got"),
     ]
     ev, _recs = _stored(con)
-    assert [t for *_k, t in ev] == [B, A]
+    assert sorted(t for *_k, t in ev) == sorted([B, A, "[Aspirin] lowers stroke risk [1]", "[Statins] reduce LDL [2]"])
 
 
 def test_a_test_case_whose_passages_are_not_texts_is_rejected_with_the_reason(tmp_path):
@@ -243,3 +244,18 @@ def test_a_passage_that_reads_as_a_number_is_a_passage(tmp_path):
     f.write_text(f'input,actual_output,retrieval_context\n"{Q1}",Then,2024\n', encoding="utf-8")
     con, rep = _load(f)
     assert rep.n_rejected == 0 and [t for *_k, t in _stored(con)[0]] == ["2024"]
+
+
+def test_a_test_cases_own_run_and_query_ids_are_kept(tmp_path):
+    """Test cases naming their run and query (run_id/query_id columns, or the contract's aliases)
+    were all put in the file's run under hashed query ids: two runs merged, their query ids lost."""
+    cases = [
+        {"input": Q1, "actual_output": "Yes.", "retrieval_context": [A], "run_id": "r0", "query_id": "q1"},
+        {"input": Q1, "actual_output": "No.", "retrieval_context": [B], "config_id": "r1", "qid": "q1"},
+    ]
+    con, rep = _load(write_jsonl(tmp_path / "deep.jsonl", cases))
+    assert rep.n_records == 2
+    assert con.execute("SELECT run_id, query_id FROM records ORDER BY run_id").fetchall() == [
+        ("r0", "q1"),
+        ("r1", "q1"),
+    ]

@@ -309,12 +309,13 @@ def build_record(
     metadata: list[Any] | None = None,
     scores: list[float | None] | None = None,
     config: dict | None = None,
+    own: dict | None = None,
 ) -> dict:
     """A native record from a query, its retrieved texts (with ids, metadata and scores when the
     format has them), an answer and the run settings read for it, with the identities documented
-    above."""
+    above; ``own``: the logged object, when its own run and query ids count (a record format's row)."""
     evidence = evidence_entries(texts, ids, metadata, ctx, label, scores)
-    return native_record({}, ctx, query, answer, evidence, config)
+    return native_record(own or {}, ctx, query, answer, evidence, config)
 
 
 def query_text(obj: dict, keys: tuple[str, ...], label: str) -> str:

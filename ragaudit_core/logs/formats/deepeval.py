@@ -63,8 +63,8 @@ def _first(obj: dict, keys: tuple[str, ...]) -> Any:
 def _texts(raw: Any, what: str, ctx: MapContext) -> list[str]:
     """A list of texts: a list, or text in a cell read as data (JSON, a Python literal); a text that
     is not data at all is split on ``;`` as DeepEval's CSV reader splits it (warned once). Text
-    that is JSON but not a list of texts, or that is bracketed as a list and cannot be read as one
-    (numpy's printed array, a ``None`` element, past a size limit), raises :class:`FormatError` —
+    that is JSON but not a list of texts, or that is printed as a list and cannot be read as one
+    (numpy's printed array, a ``None`` element, past a size limit: :func:`_bracketed`), raises :class:`FormatError` —
     split on ``;``, it would be one passage made of the printed list."""
     try:
         return text_list(raw, what)
@@ -76,8 +76,10 @@ def _texts(raw: Any, what: str, ctx: MapContext) -> list[str]:
 
 
 def _bracketed(s: str) -> bool:
+    """Whether ``s`` is printed as a list: ``[`` then a quote, a bracket or a brace, … ``]`` — not a
+    passage that starts with a bracketed title or marker (``[Aspirin] lowers stroke risk [1]``)."""
     t = s.strip()
-    return t.startswith("[") and t.endswith("]")
+    return t.startswith("[") and t.endswith("]") and t[1:].lstrip()[:1] in ("'", '"', "[", "{", "]")
 
 
 def _is_json(s: str) -> bool:
@@ -100,7 +102,8 @@ def map_record(obj: dict, ctx: MapContext) -> list[dict]:
     answer = _first(obj, _ANSWER)
     texts = _texts(raw, "retrieval_context", ctx)
     config = read_settings(json_maybe(_first(obj, _METADATA)))
-    rec = build_record("DeepEval", ctx, query, answer if isinstance(answer, str) else None, texts, config=config)
+    answer = answer if isinstance(answer, str) else None
+    rec = build_record("DeepEval", ctx, query, answer, texts, config=config, own=obj)
     _ideal_context(obj.get("context"), rec["query_id"], ctx)
     return [rec]
 
