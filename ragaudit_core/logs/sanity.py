@@ -143,7 +143,7 @@ class RunIdScan:
     example: str
     n_later: int  # entries past the first of their list
     n_positional: int  # of those, entries whose document id is their place in the list (0- or 1-based)
-    n_off_rank: int  # entries whose logged rank is neither their place in the list nor that place + 1
+    n_off_rank: int  # entries listed after an entry of a later logged rank (a rank lower than the one before)
     off_example: str  # a query id with such an entry
 
 
@@ -155,7 +155,7 @@ _OFF_RANK = "rank IS NOT NULL AND rank <> position AND rank <> position + 1"
 
 
 @derived.at_ingest("sanity.run_ids")
-@derived.memoized("sanity.run_ids/1", derived.dataclasses_codec(RunIdScan))
+@derived.memoized("sanity.run_ids/2", derived.dataclasses_codec(RunIdScan))
 def _run_ids_scan(con: duckdb.DuckDBPyConnection) -> list[RunIdScan]:
     rows = con.execute(
         f"""
@@ -165,14 +165,34 @@ def _run_ids_scan(con: duckdb.DuckDBPyConnection) -> list[RunIdScan]:
                any_value(doc_id_raw) FILTER (WHERE length(doc_id_raw) >= {PASSAGE_MIN_CHARS}) AS ex,
                count(*) FILTER (WHERE position > 0) AS later,
                count(*) FILTER (WHERE position > 0 AND {_IS_PLACE}) AS placed,
-               count(*) FILTER (WHERE {_OFF_RANK}) AS off,
-               any_value(query_id) FILTER (WHERE {_OFF_RANK}) AS off_ex
+               count(*) FILTER (WHERE {_OFF_RANK}) AS off
         FROM evidence GROUP BY run_id ORDER BY run_id"""
     ).fetchall()
+    order = _out_of_order(con, [r for r, *_x, off in rows if off])
     return [
-        RunIdScan(r, int(n), int(p), ex or "", int(la), int(pl), int(o), ox or "")
-        for r, n, p, ex, la, pl, o, ox in rows
+        RunIdScan(r, int(n), int(p), ex or "", int(la), int(pl), *order.get(r, (0, "")))
+        for r, n, p, ex, la, pl, _off in rows
     ]
+
+
+def _out_of_order(con: duckdb.DuckDBPyConnection, runs: list[str]) -> dict[str, tuple[int, str]]:
+    """Per run of ``runs`` (those whose ranks are not all their places, 0- or 1-based: the scan's
+    cheap filter, so a log whose ranks are its order pays nothing more), the entries whose logged
+    rank is lower than the one before them in the list, and a query with one. Ranks that skip (0, 3,
+    7: a filtered list keeping its retriever's ranks) or repeat (chunks sharing their document's
+    rank) are in order."""
+    if not runs:
+        return {}
+    rows = con.execute(
+        """
+        SELECT run_id, count(*), min(query_id) FROM (
+            SELECT run_id, query_id, rank,
+                   lag(rank) OVER (PARTITION BY run_id, query_id ORDER BY position) AS before
+            FROM evidence WHERE list_contains(?::VARCHAR[], run_id) AND rank IS NOT NULL)
+        WHERE rank < before GROUP BY run_id""",
+        [runs],
+    ).fetchall()
+    return {r: (int(n), q) for r, n, q in rows}
 
 
 def positional_id_runs(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None) -> list[RunIdScan]:
@@ -192,10 +212,10 @@ def positional_id_runs(con: duckdb.DuckDBPyConnection, runs: list[str] | None = 
 
 
 def off_rank_runs(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None) -> list[RunIdScan]:
-    """Runs (all, or ``runs``) some of whose entries log a rank other than their place in the list
-    (0- or 1-based): every figure takes the list's order, as the contract defines it, not the rank
-    field (trec_eval would sort by score) — a list written in another order than its ranks, or a
-    reranked list keeping its retriever's ranks."""
+    """Runs (all, or ``runs``) some of whose lists log ranks out of order (an entry after one of a
+    later rank): every figure takes the list's order, as the contract defines it, not the rank field
+    (trec_eval would sort by score) — a list written in another order than its ranks, or a reranked
+    list keeping its retriever's ranks."""
     wanted = None if runs is None else set(runs)
     return [s for s in _run_ids_scan(con) if (wanted is None or s.run_id in wanted) and s.n_off_rank]
 
@@ -267,13 +287,19 @@ def identity_warnings(con: duckdb.DuckDBPyConnection, runs: list[str] | None = N
         names = ", ".join(repr(p.run_id) for p in more[:5]) + (" …" if len(more) > 5 else "")
         whose = "1 more run's" if len(more) == 1 else f"{len(more):,} more runs'"
         out.append(f"{whose} document ids look like passage texts too ({names})")
-    out += [_positional_message(s) for s in positional_id_runs(con, runs)[:PASSAGE_MESSAGES]]
-    out += [_off_rank_message(s) for s in off_rank_runs(con, runs)[:PASSAGE_MESSAGES]]
+    out += _capped([_positional_message(s) for s in positional_id_runs(con, runs)], "name places in a list too")
+    out += _capped([_off_rank_message(s) for s in off_rank_runs(con, runs)], "log ranks out of their lists' order too")
     conflicts = query_text_conflicts(con)
     if runs is not None:
         wanted = set(runs)
         conflicts = [c for c in conflicts if c.run_a in wanted or c.run_b in wanted]
     return out + conflict_messages(conflicts)
+
+
+def _capped(messages: list[str], too: str) -> list[str]:
+    """The first :data:`PASSAGE_MESSAGES` sentences, then one for the rest (their runs' ids ``too``)."""
+    rest = len(messages) - PASSAGE_MESSAGES
+    return messages[:PASSAGE_MESSAGES] + ([f"{counted(rest, 'more run')} {too}"] if rest > 0 else [])
 
 
 def _positional_message(s: RunIdScan) -> str:
@@ -286,10 +312,10 @@ def _positional_message(s: RunIdScan) -> str:
 
 
 def _off_rank_message(s: RunIdScan) -> str:
-    verb, its = ("logs", "its") if s.n_off_rank == 1 else ("log", "their")
+    verb = "is" if s.n_off_rank == 1 else "are"
     return (
-        f"run {s.run_id!r}: {counted(s.n_off_rank, 'entry', 'entries')} {verb} a rank other than {its} place in "
-        f"the list (e.g. query {s.off_example!r}): every figure ranks by the list's order, as the log contract "
+        f"run {s.run_id!r}: {counted(s.n_off_rank, 'entry', 'entries')} {verb} listed after an entry of a later "
+        f"rank (e.g. query {s.off_example!r}): every figure ranks by the list's order, as the log contract "
         "defines it, not by the rank field — sort each list by rank before loading if the ranks are the order"
     )
 
