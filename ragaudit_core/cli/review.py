@@ -111,6 +111,7 @@ def report(
     queries: Queries = None,
     no_stored_questions: NoStoredQuestions = False,
     no_stored_passages: NoStoredPassages = False,
+    docid_map: DocidMap = None,
     out: Annotated[Path, typer.Option("--out", help="Where to write the PDF.")] = Path("audit.pdf"),
     baseline: Annotated[str | None, typer.Option("--baseline", help="Run in production (for the verdict).")] = None,
     candidate: Annotated[str | None, typer.Option("--candidate", help="Run that would replace it.")] = None,
@@ -157,6 +158,7 @@ def report(
     opts = ReportOptions(
         baseline=pair[0],
         candidate=pair[1],
+        docid_map=read_docid_map(con, docid_map),
         rules=the_rules,
         rules_source=source,
         runs=chosen,

@@ -35,14 +35,21 @@ def quality_cached(
     pairs: Sequence[tuple[str, str]] | None = (),
     cutoffs: Sequence[int] = DEFAULT_CUTOFFS,
     resamples: int = DEFAULT_RESAMPLES,
+    docid_map: dict[str, str] | None = None,
 ) -> QualityResult:
-    """:func:`compute_quality` (runs, and ``pairs`` — none by default), read from the database
-    when stored for this data version. The per-query table is not stored (empty on a read)."""
+    """:func:`compute_quality` (runs, and ``pairs`` — none by default; document ids through
+    ``docid_map`` when given), read from the database when stored for this data version. The
+    per-query table is not stored (empty on a read)."""
+    params: dict = {"runs": list(runs), "pairs": [list(p) for p in pairs or ()], "k": list(cutoffs), "b": resamples}
+    if docid_map:  # (a key without a map stays what it was: results stored before are still read)
+        params["map"] = sorted(docid_map.items())
     return derived.stored(
         con,
         "quality/2",
-        {"runs": list(runs), "pairs": [list(p) for p in pairs or ()], "k": list(cutoffs), "b": resamples},
-        lambda: compute_quality(con, list(runs), cutoffs=cutoffs, pairs=list(pairs or []), resamples=resamples),
+        params,
+        lambda: compute_quality(
+            con, list(runs), cutoffs=cutoffs, pairs=list(pairs or []), resamples=resamples, docid_map=docid_map
+        ),
         _QUALITY,
     )
 

@@ -135,13 +135,15 @@ def jitter_cost(
     k: int = 10,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    docid_map: dict[str, str] | None = None,
 ) -> JitterCost:
-    """The quality side of ``compare`` (baseline ``a`` → candidate ``b``) at nDCG@``k``."""
+    """The quality side of ``compare`` (baseline ``a`` → candidate ``b``) at nDCG@``k`` (document ids
+    through ``docid_map`` when given, as ``compare`` took them)."""
     a, b = compare.baseline, compare.candidate
     q = compare.queries[["query_id", "j_doc", "j_span", "collapsed"]].copy()
     level = compare.summary.level
     q["j"] = pd.to_numeric(q["j_span"] if level == "span" else q["j_doc"], errors="coerce")
-    pq = per_query_quality(con, [a, b], cutoffs=(k,))
+    pq = per_query_quality(con, [a, b], cutoffs=(k,), docid_map=docid_map)
     key = f"ndcg@{k}"
     wide = pq.pivot(index="query_id", columns="run_id", values=key) if not pq.empty else pd.DataFrame()
     q["ndcg_a"] = q["query_id"].map(wide[a]) if a in wide else np.nan

@@ -698,3 +698,26 @@ def test_a_run_id_in_a_table_is_planned_for_its_fonts_whatever_its_columns_dtype
     for dtype in ("str", "string", object):
         frame = pd.DataFrame({"run_id": pd.Series(["rún-日本語", None], dtype=dtype), "n": [1, 2]})
         assert list(frame_text(frame)) == ["run_id", "rún-日本語", "n"], dtype
+
+
+def test_the_report_applies_the_docid_map_to_every_figure(tmp_path):
+    """``report`` ignored ``--docid-map``: its verdict and quality could differ from ``gate --docid-map``
+    on the same database. r1 logs DocM for q1's relevant document d6 (mapped DocM → d6): with the map
+    J_doc between the runs is 1 and r1's nDCG@10 is 1; without it 1/3 and 0."""
+    from ragaudit_core.logs.qrels import load_qrels
+
+    con = store.connect(":memory:")
+    write_jsonl(tmp_path / "r1.jsonl", [{"run_id": "r1", "query_id": "q1", "cited": ["DocM", "x"]}])
+    write_jsonl(tmp_path / "r2.jsonl", [{"run_id": "r2", "query_id": "q1", "cited": ["d6", "x"]}])
+    ingest_paths(con, [tmp_path / "r1.jsonl", tmp_path / "r2.jsonl"])
+    (tmp_path / "q.tsv").write_text("q1\td6\t1\n")
+    load_qrels(con, [tmp_path / "q.tsv"])
+
+    def figures(mapping):
+        data = gather(con, ReportOptions(baseline="r2", candidate="r1", probe=False, docid_map=mapping))
+        (j,) = [r.value for r in data.verdict.results if r.rule.metric == "j_avg" and r.rule.level == "doc"]
+        ndcg = {r.run_id: r.metrics["ndcg@10"].value for r in data.quality.runs}
+        return round(j, 6), ndcg["r1"], data.stability.summary.doc.mean_j
+
+    assert figures({}) == (round(1 / 3, 6), 0.0, 1 / 3)
+    assert figures({"docm": "d6"}) == (1.0, 1.0, 1.0)

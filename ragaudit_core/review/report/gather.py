@@ -13,6 +13,7 @@ report. Only the reviewer's own mistakes (a run that does not exist, half a pair
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable
@@ -73,6 +74,7 @@ class ReportOptions:
     embedder: Any = None  # loaded model or zero-argument loader; default packaged MiniLM
     db_label: str = ""
     runs: list[str] | None = None  # runs the stability section compares; None: the default selection
+    docid_map: dict[str, str] = field(default_factory=dict)  # raw → canonical document ids, every figure
 
     @property
     def pair(self) -> tuple[str, str] | None:
@@ -168,7 +170,7 @@ def gather(
         ("answer probe", "probe", lambda: _probes(con, data, opts)),
         ("citation fidelity", "fidelity", lambda: _fidelity(con, data, opts)),
         ("attributions", "attributions", lambda: _attributions(con, data, evidence_runs)),
-        ("ranking quality", "quality", lambda: gather_quality(con, data, cmp)),
+        ("ranking quality", "quality", lambda: gather_quality(con, data, cmp, opts.docid_map)),
     ):
         say(name)
         _isolated(data, name, step)
@@ -233,14 +235,16 @@ def _verdict(
         return None
     rules = opts.rules if opts.rules is not None else DEFAULT_RULES
     try:
-        cmp = compare_runs(con, *pair, tau=opts.tau) if pair[0] != pair[1] and set(pair) <= set(evidence_runs) else None
+        same = pair[0] == pair[1] or not set(pair) <= set(evidence_runs)
+        cmp = None if same else compare_runs(con, *pair, tau=opts.tau, docid_map=opts.docid_map)
     except NoSharedQueries:
         data.omitted.append(
             f"verdict ({pair[0]} and {pair[1]} share no query, so their evidence cannot be compared; "
             "choose a pair that answered the same queries)"
         )
         return None
-    data.verdict = evaluate(rules, collect(con, *pair, tau=opts.tau, comparison=cmp, cutoffs=quality_cutoffs(rules)))
+    inputs = collect(con, *pair, tau=opts.tau, comparison=cmp, cutoffs=quality_cutoffs(rules), docid_map=opts.docid_map)
+    data.verdict = evaluate(rules, inputs)
     data.rules_source = opts.rules_source
     return cmp
 
@@ -270,6 +274,8 @@ def _stability(con: duckdb.DuckDBPyConnection, data: ReportData, opts: ReportOpt
         note = re.sub(r"; pick runs to compare (it|them) instead", r"; name runs to compare \1 instead (--runs)", note)
         note = re.sub(r"; pick (it|them)\b", r"; name \1 with --runs", note)
         data.stability_scope = f"Runs compared: all {len(sel.runs)} with evidence logs." if not sel.partial else note
+    if opts.docid_map:
+        sopts = dataclasses.replace(sopts, docid_map=opts.docid_map)
     try:
         res = stability_cached(con, sopts)
     except StabilityError as e:
@@ -347,7 +353,9 @@ def _worst_queries(
         ea, eb = evidence_side_by_side(con, qid, a, b)
         if jd is None:  # J_min mode: this query's worst pair, computed once per pair
             if (a, b) not in pair_cells:
-                pair_cells[(a, b)] = compare_runs(con, a, b, tau=opts.tau).queries.set_index("query_id")
+                pair_cells[(a, b)] = compare_runs(con, a, b, tau=opts.tau, docid_map=opts.docid_map).queries.set_index(
+                    "query_id"
+                )
             cells = pair_cells[(a, b)]
             jd = float(cells.loc[qid, "j_doc"])
             js = None if pd.isna(cells.loc[qid, "j_span"]) else float(cells.loc[qid, "j_span"])

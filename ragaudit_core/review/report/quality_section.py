@@ -27,16 +27,23 @@ __all__ = ["gather_quality", "quality_section"]
 _METRICS = ("ndcg@10", "recall@10", "mrr")
 
 
-def gather_quality(con: duckdb.DuckDBPyConnection, data: ReportData, cmp: CompareResult | None) -> None:
+def gather_quality(
+    con: duckdb.DuckDBPyConnection,
+    data: ReportData,
+    cmp: CompareResult | None,
+    docid_map: dict[str, str] | None = None,
+) -> None:
     """Quality of the runs the stability section compares (all evidence runs without it), the
-    reviewed pair's changes with intervals and the jitter-cost figure; nothing without labels."""
+    reviewed pair's changes with intervals and the jitter-cost figure; nothing without labels.
+    ``docid_map``: raw → canonical document ids, for evidence and labels alike."""
     if not has_labels(con):
         data.omitted.append("ranking quality (no relevance labels are loaded)")
         return
     stab = data.stability
     runs = list(stab.summary.runs) if stab is not None else list(data.runs["run_id"])
     pairs = [(cmp.baseline, cmp.candidate)] if cmp is not None else []
-    q = quality_cached(con, runs if cmp is None else list(dict.fromkeys([*runs, *pairs[0]])), pairs=pairs)
+    chosen = runs if cmp is None else list(dict.fromkeys([*runs, *pairs[0]]))
+    q = quality_cached(con, chosen, pairs=pairs, docid_map=docid_map)
     if not q.labelled:  # labels are loaded: say why they label none of these runs' queries
         why = unlabelled_runs_note(con, [r.run_id for r in q.runs]) or "no compared run has a labelled query"
         data.omitted.append(f"ranking quality ({why})")
@@ -45,7 +52,7 @@ def gather_quality(con: duckdb.DuckDBPyConnection, data: ReportData, cmp: Compar
     data.labels = _label_sources(con)
     data.figures["quality_intervals"] = quality_charts.quality_intervals(q)
     if cmp is not None:
-        cost = jitter_cost(con, cmp, k=10)
+        cost = jitter_cost(con, cmp, k=10, docid_map=docid_map)
         data.jitter = cost
         data.figures["jitter_scatter"] = quality_charts.jitter_scatter(cost)
 
