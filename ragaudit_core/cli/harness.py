@@ -70,8 +70,8 @@ def provenance(
         Path,
         typer.Option(
             "--out",
-            help="Folder for prov-<run_id>.jsonl.gz; a run id names each setting off its default "
-            "(k10-c256-o32-b512: budget 512).",
+            help="Folder for prov-<run_id>.jsonl.gz; a run id names each setting off its default and a model "
+            "named (k10-c256-o32-b512: budget 512).",
         ),
     ],
     configs: Annotated[

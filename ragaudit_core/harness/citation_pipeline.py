@@ -296,18 +296,30 @@ PIPELINE_DEFAULTS: dict[str, float] = {"budget": 1024, "lam": 0.7, "dup_threshol
 _SUFFIX = {"budget": "b", "lam": "l", "dup_threshold": "d", "max_new_tokens": "t"}
 
 
-def provenance_run_id(rc: RunConfig, **settings: float) -> str:
+def provenance_run_id(
+    rc: RunConfig, *, embedder: str | None = None, generator: str | None = None, **settings: float
+) -> str:
     """The run id of a provenance run: the grid's (``k10-c256-o32``), then each pipeline setting
     that differs from :data:`PIPELINE_DEFAULTS`, in that order — ``-b512`` (budget), ``-l0.5``
-    (MMR λ), ``-d0.9`` (near-duplicate threshold), ``-t64`` (answer tokens). Two runs of one grid
-    point with another budget are two runs, not one run logged twice (whose second file's
-    records the ingest would refuse as repeats)."""
+    (MMR λ), ``-d0.9`` (near-duplicate threshold), ``-t64`` (answer tokens) — then a model named
+    instead of the packaged one, by the last part of its id or folder (``-e.bge-small-en``,
+    ``-g.qwen2-0.5b``). Two runs of one grid point with another budget or model are two runs, not
+    one run logged twice (whose second file's records the ingest would refuse as repeats)."""
     parts = [rc.run_id]
     for name, default in PIPELINE_DEFAULTS.items():
         value = settings.get(name, default)
         if value != default:
-            parts.append(f"{_SUFFIX[name]}{value:g}")
+            parts.append(f"{_SUFFIX[name]}{value:.10g}")
+    for mark, model in (("e", embedder), ("g", generator)):
+        if model:
+            parts.append(f"{mark}.{_model_word(model)}")
     return "-".join(parts)
+
+
+def _model_word(model: str) -> str:
+    """A model id or folder as a run id's word: its last path part, letters, digits, ``.``, ``_``, ``-``."""
+    last = re.split(r"[\\/]", model.rstrip("/\\"))[-1] or "model"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", last)[:40]
 
 
 def _check_runs(runs: list[RunConfig], n_queries: int) -> None:
@@ -352,7 +364,7 @@ def run_provenance(
     runs = [parse_run_alias(a, grid) for a in configs]
     _check_runs(runs, n_queries)  # before any model loads
     settings = {"budget": budget, "lam": lam, "dup_threshold": dup_threshold, "max_new_tokens": max_new_tokens}
-    run_ids = {rc: provenance_run_id(rc, **settings) for rc in runs}
+    run_ids = {rc: provenance_run_id(rc, embedder=embedder, generator=generator, **settings) for rc in runs}
     check_corpus(data, corpus_dir)
     qids = list(data.queries)[:n_queries]
     model = load_embedder(embedder, device=device)

@@ -349,5 +349,9 @@ def test_a_provenance_run_id_names_each_pipeline_setting_off_its_default():
     assert provenance_run_id(rc, budget=512) == "k10-c256-o32-b512"
     assert provenance_run_id(rc, lam=0.5, max_new_tokens=64) == "k10-c256-o32-l0.5-t64"
     assert provenance_run_id(rc, budget=2048, lam=0.25, dup_threshold=0.9) == "k10-c256-o32-b2048-l0.25-d0.9"
+    assert provenance_run_id(rc, lam=0.7000001) == "k10-c256-o32-l0.7000001"  # not "l0.7", the default's look
+    # a model named instead of the packaged one, by its id's or folder's last part
+    got = provenance_run_id(rc, embedder="/models/bge small/", generator="Qwen/Qwen2-0.5B")
+    assert got == "k10-c256-o32-e.bge_small-g.Qwen2-0.5B"
     params = inspect.signature(run_provenance).parameters
     assert {k: params[k].default for k in PIPELINE_DEFAULTS} == PIPELINE_DEFAULTS
