@@ -240,3 +240,24 @@ def test_a_multi_turn_sample_is_refused_as_one_with_its_reason(tmp_path):
     for path in (write_jsonl(tmp_path / "mt.jsonl", [{"user_input": convo, "reference": "x"}]), f):
         rep = ingest_paths(store.connect(":memory:"), [path])
         assert [r.message for r in rep.rejected] == [f"Ragas row: {ragas.MULTI_TURN}"]
+
+
+def test_nan_in_an_id_column_is_a_missing_value(tmp_path):
+    """A table's missing cell read as NaN (Parquet, pandas' JSON) in retrieved_context_ids or in an
+    id column rejected the row ("must be a list", "got a number"): it is absent."""
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {"user_input": Q1, "retrieved_contexts": [T1], "retrieved_context_ids": None, "run": float("nan")},
+                {"user_input": Q2, "retrieved_contexts": [T3], "retrieved_context_ids": None, "run": 2.0},
+            ]
+        ),
+        tmp_path / "nan.parquet",
+    )
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [tmp_path / "nan.parquet"])
+    assert rep.n_records == 1 and [r.line_no for r in rep.rejected] == [2]  # 2.0: a float id, said so
+    assert con.execute("SELECT run_id FROM records").fetchall() == [("nan",)]
+    rows = [{"user_input": Q1, "retrieved_contexts": [T1], "retrieved_context_ids": float("nan")}]
+    rep = ingest_paths(store.connect(":memory:"), [write_jsonl(tmp_path / "nan.jsonl", rows)])
+    assert rep.n_records == 1 and not rep.rejected

@@ -291,9 +291,13 @@ QUERY_ID_KEYS = ("query_id", "qid")
 
 
 def _own_id(obj: dict, keys: tuple[str, ...]) -> str | int | None:
-    """The first of ``keys`` that holds an id (an empty or null one is absent)."""
+    """The first of ``keys`` that holds an id (an empty, null or NaN one — a table's missing cell —
+    is absent)."""
     for k in keys:
-        v = check_id(obj.get(k), k)
+        raw = obj.get(k)
+        if isinstance(raw, float) and raw != raw:
+            continue
+        v = check_id(raw, k)
         if v is not None:
             return v
     return None

@@ -142,6 +142,8 @@ def _list_cell(raw: Any, key: str) -> list | None:
     """A list-valued column as logged: a list, a numpy array (Parquet), or a CSV cell holding JSON or
     the Python literal pandas writes (``"[1969, 11]"``: integer ids stay integers); None for an
     absent value. Raises :class:`FormatError` naming ``key`` for anything else."""
+    if absent(raw):
+        return None
     if isinstance(raw, str):
         raw = data_string(raw, key)
     if raw is None:
