@@ -119,7 +119,9 @@ def _after_load(report=None, error: str | None = None) -> None:
             "summary": report.summary() + _read_as(report.files),
             "rejected": [(i.path, i.line_no, i.message) for i in report.rejected],
             "warnings": [  # (kind, words): a file's start with its name (as written); the database's are sentences
-                (w.kind, str(w) if w.path else ui.sentence(str(w))) for w in report.said_once() if w.code != "identity"
+                (w.kind, str(w) if w.path else ui.sentence(str(w)))
+                for w in report.said_once()
+                if w.code != "identity" or w.kind == NOTE  # (a note — ids read as texts — is this load's news)
             ],  # (identity warnings: shown under Identity checks; the same words about several files said once)
             "failed": [
                 ui.md(report.failure(f) + ".")  # "<file name> was not loaded: <why>", the name as uploaded
@@ -381,7 +383,8 @@ def _identity(con, writable: bool) -> None:
     """The identity checks' warnings, and re-reading passage-like ids as texts in one click."""
     passages = sanity.passage_id_runs(con)
     conflicts = sanity.conflict_messages(sanity.query_text_conflicts(con))
-    if not passages and not conflicts:
+    order = sanity.order_messages(con)  # ids that are places in a list, ranks out of the list's order
+    if not passages and not conflicts and not order:
         return
     st.subheader("Identity checks")
     for p in passages:
@@ -398,7 +401,7 @@ def _identity(con, writable: bool) -> None:
         st.session_state[KEYS.last_ingest] = {"notice": f"read {ui.counted(n, 'document id')} as {texts}"}
         st.cache_data.clear()
         st.rerun()
-    for msg in conflicts:
+    for msg in [*order, *conflicts]:
         st.warning(ui.md(ui.sentence(msg)))
 
 

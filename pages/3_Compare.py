@@ -228,7 +228,6 @@ elif q_pair is not None and q_pair.labelled:
             st.plotly_chart(quality_charts.jitter_scatter(cost), key="compare.jitter")
 
 # --- deploy gate ------------------------------------------------------------------------------
-WHY_SHOWN_CHARS = 95  # about what the "why" column's 680 px show of a reason
 st.subheader("Deploy gate")
 rules, toml_text = ui.gate_rule_editor(db_path)
 verdict = gate.evaluate(rules, gate_inputs(db_path, version, baseline, candidate, tau, gate.quality_cutoffs(rules)))
@@ -262,7 +261,7 @@ ui.table(
     },
 )
 unsettled = [r for r in gate.verdict_rows(verdict) if r["status"] in ("fail", "inconclusive")]
-if any(len(r["why"]) > WHY_SHOWN_CHARS for r in unsettled):  # the table's column cuts a long reason
+if unsettled:  # the table's column cuts a long reason (how much shows depends on the letters' widths)
     with st.expander("Why each failed or inconclusive rule is so, in full"):
         for r in unsettled:
             st.markdown(f"**{ui.md(r['status'])}** · {ui.md(r['rule'])} — {ui.md(r['why'])}")

@@ -252,7 +252,15 @@ class _Batch:
         same = self.seen_sha.same_content(path, sha)
         if same is not None:
             self.report.files.append(FileReport(spath, sha, "already-loaded"))
-            self.warn(spath, None, "already-loaded", f"same content as {same}, already loaded; skipped", None, NOTE)
+            again = (
+                f"; a file is read once — to read it as {formats.get(self.options.format).label}, remove it first "
+                "('Remove a file or a run…' on the home page) or load it into another database"
+                if self.options.format not in (None, "auto")
+                else ""
+            )
+            self.warn(
+                spath, None, "already-loaded", f"same content as {same}, already loaded; skipped{again}", None, NOTE
+            )
             return
         self.seen_sha[sha] = spath
         file_id = self.next_file_id

@@ -379,6 +379,8 @@ class FileReader:
             recs = [EvidenceRecord.model_validate(r) for r in formats.map_record(fmt.name, obj, self.ctx)]
         except formats.FormatError as e:
             reason = f"{fmt.label} {fmt.unit}: {e}"  # (a record of the format: what in it cannot be read)
+            if self.forced is not None:  # read so because it was asked: say so (it may be another format's)
+                reason += f" (read as {fmt.label} as asked: --format, or 'Read the files as')"
         except ValidationError as e:
             reason = f"{fmt.label} record maps to an invalid record: {describe_validation_error(e)}"
         if reason is not None:

@@ -55,6 +55,7 @@ __all__ = [
     "conflict_messages",
     "identity_warnings",
     "off_rank_runs",
+    "order_messages",
     "passage_id_runs",
     "positional_id_runs",
     "query_text_conflicts",
@@ -287,13 +288,21 @@ def identity_warnings(con: duckdb.DuckDBPyConnection, runs: list[str] | None = N
         names = ", ".join(repr(p.run_id) for p in more[:5]) + (" …" if len(more) > 5 else "")
         whose = "1 more run's" if len(more) == 1 else f"{len(more):,} more runs'"
         out.append(f"{whose} document ids look like passage texts too ({names})")
-    out += _capped([_positional_message(s) for s in positional_id_runs(con, runs)], "name places in a list too")
-    out += _capped([_off_rank_message(s) for s in off_rank_runs(con, runs)], "log ranks out of their lists' order too")
+    out += order_messages(con, runs)
     conflicts = query_text_conflicts(con)
     if runs is not None:
         wanted = set(runs)
         conflicts = [c for c in conflicts if c.run_a in wanted or c.run_b in wanted]
     return out + conflict_messages(conflicts)
+
+
+def order_messages(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None) -> list[str]:
+    """One sentence per run (all, or among ``runs``) whose document ids are places in a list
+    (:func:`positional_id_runs`), then per run whose lists log ranks out of order
+    (:func:`off_rank_runs`); past :data:`PASSAGE_MESSAGES` of either, one more for the rest."""
+    return _capped([_positional_message(s) for s in positional_id_runs(con, runs)], "name places in a list too") + (
+        _capped([_off_rank_message(s) for s in off_rank_runs(con, runs)], "log ranks out of their lists' order too")
+    )
 
 
 def _capped(messages: list[str], too: str) -> list[str]:

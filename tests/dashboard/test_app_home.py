@@ -356,6 +356,48 @@ def test_passage_like_ids_are_flagged_and_read_as_texts_in_one_click(app_env, tm
     c.close()
 
 
+def test_ids_that_are_places_and_ranks_out_of_order_are_shown_under_identity_checks(app_env, tmp_path):
+    """The ingest found them, but the home page drew only the passage and query-text checks (and
+    dropped every identity warning from the load's summary as "shown under Identity checks"): the
+    stability page then showed J_doc 1.000, J_span 0.000 for unrelated runs without a word."""
+    app_env()
+    rc = [
+        {
+            "run_id": r,
+            "query_id": f"q{i}",
+            "evidence": [{"doc_id": f"{j:03d}", "text": f"{r} {i} {j}"} for j in range(3)],
+        }
+        for r in ("A", "B")
+        for i in range(2)
+    ]
+    ranks = [{"run_id": "R", "query_id": "q1", "evidence": [{"doc_id": "z", "rank": 2}, {"doc_id": "y", "rank": 1}]}]
+    body = write_jsonl(tmp_path / "p.jsonl", rc + ranks).read_bytes()
+    at = app_test("app.py").run()
+    at.file_uploader[0].set_value(("p.jsonl", body, "application/jsonl")).run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    assert not at.exception
+    said = [plain(w.value) for w in at.warning]
+    assert sum("are their places in the list" in w for w in said) == 2  # runs A and B
+    assert any(w.startswith("Run 'R': 1 entry is listed after an entry of a later rank") for w in said)
+
+
+def test_reading_ids_as_texts_on_upload_is_said(app_env, tmp_path):
+    """Ticking "Document ids are passage texts" loaded with no word of it: the load's note
+    (an identity note, dropped with the identity warnings) is shown."""
+    app_env()
+    passage = (
+        "Stem cells divide asymmetrically, producing one daughter that keeps stemness and one that differentiates."
+    )
+    body = write_jsonl(tmp_path / "p.jsonl", [{"run_id": "r1", "query_id": "q1", "contexts": [passage]}]).read_bytes()
+    at = app_test("app.py").run()
+    at.file_uploader[0].set_value(("p.jsonl", body, "application/jsonl")).run()
+    at.checkbox(key="home.ids_are_texts").check().run()
+    next(b for b in at.button if b.label == "Load the uploaded files").click().run()
+    assert not at.exception
+    shown = " ".join(plain(e.value) for e in [*at.caption, *at.markdown, *at.info, *at.success])
+    assert "Read 1 document id of this load as a passage text" in shown, shown[:2000]
+
+
 @pytest.mark.parametrize(
     ("runs", "opening", "left_out"),
     [

@@ -205,3 +205,20 @@ def test_openinference_document_indices_written_twice_or_with_gaps(tmp_path):
 def test_forcing_a_format_reads_every_record_as_that_format(tmp_path):
     _con, rep = _load(write_jsonl(tmp_path / "f.jsonl", [RAGAS, NATIVE]), format="ragas")
     assert rep.n_records == 1 and "Ragas row: " in rep.rejected[0].message
+
+
+def test_a_forced_format_says_so_in_its_rejections_and_a_file_read_once_says_how_to_read_it_again(tmp_path):
+    """RAGChecker results uploaded with the picker left on Ragas were rejected as "Ragas record without
+    a query", nothing saying the format was asked for; and uploading a file again with another format
+    was skipped as already loaded, nothing saying how to read it so."""
+    path = write_jsonl(tmp_path / "rc.jsonl", [{"query_id": "q1", "query": "Q?", "retrieved_context": []}])
+    con = store.connect(":memory:")
+    rep = ingest_paths(con, [path], IngestOptions(format="ragas"))
+    assert rep.rejected[0].message.endswith("(read as Ragas as asked: --format, or 'Read the files as')")
+    native = write_jsonl(
+        tmp_path / "v1.jsonl", [{"run_id": "r1", "query_id": "q1", "question": "Q?", "contexts": ["a"]}]
+    )
+    ingest_paths(con, [native])
+    rep = ingest_paths(con, [native], IngestOptions(format="ragas"))
+    [note] = [w.message for w in rep.warnings if w.code == "already-loaded"]
+    assert "a file is read once — to read it as Ragas, remove it first" in note
