@@ -31,6 +31,8 @@ __all__ = [
     "EndpointTimeout",
     "KeyFile",
     "LazyModels",
+    "alias_run",
+    "aliased",
     "emit_json",
     "fail",
     "fail_on_rejected_files",
@@ -490,6 +492,21 @@ def known_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def resolve_run(name: str, runs: list[str]) -> str:
     """A run id, or an alias of the harness grid (``base``, ``o0``, ``c128``, …) among ``runs``."""
+    got = alias_run(name, runs)
+    if got is None:
+        fail(f"run {name!r} not found; runs are: {', '.join(map(repr, runs))}")
+    return got
+
+
+def aliased(names: list[str], runs: list[str]) -> list[str]:
+    """``names`` with each grid alias among ``runs`` replaced by its run id; a name that is neither
+    stays as it is (for the command's own message about runs it does not know)."""
+    return [alias_run(n, runs) or n for n in names]
+
+
+def alias_run(name: str, runs: list[str]) -> str | None:
+    """The run ``name`` is, by id or by the harness grid's alias (``base``: k10-c256-o32, ``o0``,
+    ``c128``, ``k5``, … among the runs named ``k<N>-c<N>-o<N>``); None when it is neither."""
     if name in runs:
         return name
     from ragaudit_core.harness.sweep import RunConfig, SweepError, parse_run_alias
@@ -504,7 +521,7 @@ def resolve_run(name: str, runs: list[str]) -> str:
     try:
         return parse_run_alias(name, grid).run_id
     except (SweepError, KeyError, ValueError):
-        fail(f"run {name!r} not found; runs are: {', '.join(map(repr, runs))}")
+        return None
 
 
 class LazyModels:

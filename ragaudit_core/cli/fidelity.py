@@ -13,6 +13,7 @@ from ragaudit_core.cli.common import (
     CaseSensitive,
     CollapseWs,
     DbOrMemory,
+    aliased,
     emit_json,
     fail,
     fmt,
@@ -63,7 +64,7 @@ def fidelity(
         fail(
             'no provenance records are loaded (a provenance record has a "nodes" list; see docs/provenance-contract.md)'
         )
-    chosen = [r.strip() for r in runs.split(",") if r.strip()] if runs else available
+    chosen = aliased([r.strip() for r in runs.split(",") if r.strip()], available) if runs else available
     unknown = [r for r in chosen if r not in available]
     if unknown:
         fail(
@@ -76,7 +77,7 @@ def fidelity(
         payload["runs"][run] = _run_payload(r)
         lines += _run_lines(run, r)
     if canary_pair:
-        parts = [p.strip() for p in canary_pair.split(",")]
+        parts = aliased([p.strip() for p in canary_pair.split(",")], available)
         if len(parts) != 2 or any(p not in results for p in parts):
             fail("--canary takes BASELINE,CANDIDATE, two of the selected runs")
         c = canary(

@@ -15,6 +15,8 @@ from ragaudit_core.cli.common import (
     NoStoredQuestions,
     Qrels,
     Queries,
+    alias_run,
+    aliased,
     emit_json,
     fail,
     ints,
@@ -75,7 +77,8 @@ def quality(
             "or a log folder holding a qrels/ folder"
         )
     all_runs = natural_sorted(r for (r,) in con.execute("SELECT DISTINCT run_id FROM records").fetchall())
-    chosen = [r.strip() for r in runs.split(",") if r.strip()] if runs else comparable_runs(con).runs
+    chosen = aliased([r.strip() for r in runs.split(",") if r.strip()], all_runs) if runs else comparable_runs(con).runs
+    baseline = alias_run(baseline, all_runs) or baseline if baseline else None
     unknown = [r for r in [*chosen, *([baseline] if baseline else [])] if r not in all_runs]
     if unknown:
         fail(f"{listed('unknown run', list(map(repr, unknown)))}; runs are: {', '.join(map(repr, all_runs))}")

@@ -29,6 +29,8 @@ from ragaudit_core.cli.common import (
     Qrels,
     Queries,
     RunId,
+    alias_run,
+    aliased,
     emit_json,
     fail,
     fmt,
@@ -112,7 +114,9 @@ def stability(
     )
     try:
         mapping = read_docid_map(con, docid_map)
-        chosen = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
+        every = catalog.all_run_ids(con)  # (a grid alias — base, c128 — names its run, as gate takes it)
+        chosen = aliased([r.strip() for r in runs.split(",") if r.strip()], every) if runs else None
+        baseline = alias_run(baseline, every) or baseline if baseline else None
         if chosen is None and baseline is None:
             selection = comparable_runs(con)  # runs left out (no query shared, other questions, few queries) named
             if selection.partial:

@@ -173,6 +173,11 @@ def compute_query(
 # --------------------------------------------------------------------------- per run
 
 
+GATE_KEYS = frozenset({"preset", "rule", "min_applicable", "require"})
+"""A gate rules file's top-level keys (``ragaudit gate --rules``): one file may hold both, the gate's
+keys and a ``[fidelity]`` table; without the table, the fidelity rules are its other top-level keys."""
+
+
 class FidelityRules(BaseModel):
     """Alert thresholds of seed 002's checklist (loadable from TOML, ``[fidelity]`` table)."""
 
@@ -188,7 +193,10 @@ class FidelityRules(BaseModel):
         from ragaudit_core.tomlfile import load_toml_file
 
         data = load_toml_file(path)  # ValueError for a file too large, too deep, not TOML
-        return cls.model_validate(data.get("fidelity", data))
+        table = data.get("fidelity")
+        if table is None:  # the keys at the top of the file, a gate rules file's own keys left to the gate
+            table = {k: v for k, v in data.items() if k not in GATE_KEYS}
+        return cls.model_validate(table)
 
 
 @dataclass

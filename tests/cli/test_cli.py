@@ -644,3 +644,24 @@ def test_probe_leaves_out_pairs_whose_ids_cannot_meet(tmp_path):
     assert p.returncode == 2, p.stderr
     said = " ".join(p.stderr.split())
     assert "no pair of the compared runs can be compared" in said and "(--pair A:B probes a pair as named)" in said
+
+
+def test_grid_aliases_name_runs_in_stability_and_quality_as_in_gate(tmp_path):
+    """The README writes `stability --db audit.duckdb --baseline base …`, but only gate, report and
+    probe took the grid's aliases (base: k10-c256-o32, c128: k10-c128-o32): stability and quality
+    exited 2 ("not among the runs compared", "unknown run")."""
+    recs = [
+        {"run_id": r, "query_id": f"q{i}", "cited": [f"d{i}", "x" if r.startswith("k10-c256") else "y"]}
+        for r in ("k10-c256-o32", "k10-c128-o32")
+        for i in range(3)
+    ]
+    log = write_jsonl(tmp_path / "runs.jsonl", recs)
+    (tmp_path / "q.tsv").write_text("".join(f"q{i}\td{i}\t1\n" for i in range(3)))
+    p = run("stability", log, "--baseline", "base", "--runs", "base,c128", "--json", "-")
+    assert p.returncode == 0, p.stderr
+    (pair,) = {(r["run_a"], r["run_b"]) for r in json.loads(p.stdout)["pairs"]}
+    assert pair == ("k10-c256-o32", "k10-c128-o32")
+    p = run("quality", log, "--qrels", tmp_path / "q.tsv", "--runs", "base,c128", "--baseline", "base", "--json", "-")
+    assert p.returncode == 0, p.stderr
+    assert [r["run_id"] for r in json.loads(p.stdout)["runs"]] == ["k10-c256-o32", "k10-c128-o32"]
+    assert run("stability", log, "--runs", "base,nope").returncode == 2  # a name that is neither: said as before

@@ -269,6 +269,12 @@ def test_rules_from_toml(tmp_path):
     p.write_text("[fidelity]\np95_cfs_minimum = 0.7\n")
     with pytest.raises(ValueError, match="p95_cfs_minimum"):
         FidelityRules.from_toml(p)
+    # a gate rules file (the README passes one rules.toml to both commands): its keys are the gate's,
+    # the fidelity rules its [fidelity] table or, without one, its other top-level keys
+    p.write_text('preset = "strict"\nmin_applicable = 2\n[[rule]]\nmetric = "j_avg"\nop = ">="\nthreshold = 0.5\n')
+    assert FidelityRules.from_toml(p) == FidelityRules()
+    p.write_text('preset = "none"\np95_cfs_min = 0.6\n')
+    assert FidelityRules.from_toml(p).p95_cfs_min == 0.6
 
 
 def test_canary_mann_whitney():
