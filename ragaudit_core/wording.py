@@ -8,7 +8,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["NOTE", "WARNING", "Kind", "Said", "bracket", "counted", "listed", "one_line", "shell_word"]
+__all__ = ["NOTE", "WARNING", "Kind", "Said", "bracket", "counted", "listed", "no_minus_zero", "one_line", "shell_word"]
 
 Kind = Literal["note", "warning"]
 NOTE: Kind = "note"
@@ -57,7 +57,14 @@ def bracket(lo: float | None, hi: float | None, spec: str = ".3f") -> str:
     written as ``[nan, nan]``."""
     if lo is None or hi is None or lo != lo or hi != hi:
         return ""
-    return f"[{lo:{spec}}, {hi:{spec}}]"
+    return f"[{no_minus_zero(lo, spec)}, {no_minus_zero(hi, spec)}]"
+
+
+def no_minus_zero(x: float, spec: str = ".3f") -> str:
+    """``x`` formatted by ``spec``, a value that rounds to zero written without a minus sign
+    (``-1e-17`` as ``0.000``, not ``-0.000``: a bound of a difference of equal figures)."""
+    out = f"{x:{spec}}"
+    return f"{0.0:{spec}}" if out.lstrip("+-").strip("0.") == "" and out.startswith("-") else out
 
 
 def one_line(message: object) -> str:

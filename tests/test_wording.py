@@ -159,3 +159,12 @@ def test_a_shell_word_names_the_same_value_and_holds_no_control_character():
         assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in word)
         echoed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True).stdout
         assert echoed.decode() == value  # the shell reads back the very value
+
+
+def test_a_bound_that_rounds_to_zero_has_no_minus_sign():
+    """The strict gate printed "0.000 [-0.000, 0.000]" for a difference of equal figures (-1e-17)."""
+    from ragaudit_core.wording import bracket
+
+    assert bracket(-1e-17, 0.0) == "[0.000, 0.000]"
+    assert bracket(-0.0004, 0.2, "+.3f") == "[+0.000, +0.200]"
+    assert bracket(-0.0006, 0.1) == "[-0.001, 0.100]"

@@ -112,5 +112,8 @@ def coverage_warnings(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[st
     return (
         []
         if gaps is None
-        else [f"query coverage differs between runs: {gaps} (stability compares the queries every compared run has)"]
+        else [
+            f"query coverage differs between runs: {gaps} (the pages compare the queries every compared run has; "
+            "`ragaudit stability` asks for --allow-missing to do so)"
+        ]
     )

@@ -36,6 +36,7 @@ from ragaudit_core.review.gate.rules import (
     Rule,
 )
 from ragaudit_core.review.labels import metric_label, rule_label
+from ragaudit_core.wording import bracket
 
 __all__ = [
     "BEHIND",
@@ -248,7 +249,7 @@ def _decide(rule: Rule, v: float, ci: Estimate | None, n: int | None = None, exa
             f"(a bootstrap over fewer than {MIN_SIGNIFICANCE_QUERIES} is no test: one query's interval is a point)",
         )
     lo_ok, hi_ok = cmp(ci.lo, rule.threshold), cmp(ci.hi, rule.threshold)
-    span = f"95 % interval [{ci.lo:.3f}, {ci.hi:.3f}]"
+    span = f"95 % interval {bracket(ci.lo, ci.hi)}"
     if lo_ok and hi_ok:
         return "pass", f"{span} lies {word} {t}"
     if not lo_ok and not hi_ok:
