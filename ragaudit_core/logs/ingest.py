@@ -55,7 +55,7 @@ from ragaudit_core.logs.report import NOTE, WARNING, FileReport, IngestReport, I
 from ragaudit_core.logs.rows import RowCaches, RowOptions, duplicate_message, evidence_rows
 from ragaudit_core.logs.runs import RunConfigs, new_run_rows
 from ragaudit_core.logs.seen import SeenPairs, one_ingest_at_a_time
-from ragaudit_core.logs.seenfiles import SeenFiles
+from ragaudit_core.logs.seenfiles import SeenFiles, already_loaded
 from ragaudit_core.logs.stored_passages import stored_passages
 from ragaudit_core.logs.stored_questions import settle_shared, stored_questions
 from ragaudit_core.logs.writer import (
@@ -252,15 +252,7 @@ class _Batch:
         same = self.seen_sha.same_content(path, sha)
         if same is not None:
             self.report.files.append(FileReport(spath, sha, "already-loaded"))
-            again = (
-                f"; a file is read once — to read it as {formats.get(self.options.format).label}, remove it first "
-                "('Remove a file or a run…' on the home page) or load it into another database"
-                if self.options.format not in (None, "auto")
-                else ""
-            )
-            self.warn(
-                spath, None, "already-loaded", f"same content as {same}, already loaded; skipped{again}", None, NOTE
-            )
+            self.warn(spath, None, "already-loaded", already_loaded(same, self.options.format), None, NOTE)
             return
         self.seen_sha[sha] = spath
         file_id = self.next_file_id

@@ -65,26 +65,6 @@ from ragaudit_core.wording import counted, listed
 __all__ = ["FileReader", "RecordSink"]
 
 
-def _ignored_keys_message(ignored: set[str]) -> str:
-    """The warning about other formats' keys on native records, naming the format they suggest and
-    how to read the file as that format instead (a Ragas frame with run_id and query_id columns reads
-    as native: its contexts are then document ids, not passages)."""
-    keys = ", ".join(sorted(ignored))
-    whose = [f for f in formats.FORMATS if f.kind == "record" and f.keys & ignored]
-    hint = ""
-    if len(whose) == 1:
-        f = whose[0]
-        hint = (
-            f"; if they are {f.label} {f.unit}s with run and query ids of their own, load the file with "
-            f"--format {f.name} (or 'Read the files as: {f.label}' when uploading) to read them as such "
-            "(a native record's contexts are document ids, not passages)"
-        )
-    return (
-        f"native records carry keys of other log formats ({keys}): they are read as native records "
-        f"and those keys are ignored{hint}"
-    )
-
-
 _MAX_UNWRAP = 3  # containers inside containers (an array of trace exports) read this deep
 NO_CONTEXTS = "without retrieved contexts"  # a record-format row that retrieved nothing (a test set's)
 
@@ -464,7 +444,7 @@ class FileReader:
         for w in self.ctx.warnings:
             sink.warn(fr.path, None, "mapping", w, fid)
         if self.ignored:
-            sink.warn(fr.path, None, "ignored-keys", _ignored_keys_message(set(self.ignored)), fid)
+            sink.warn(fr.path, None, "ignored-keys", formats.ignored_keys_message(set(self.ignored)), fid)
         if self.non_finite:
             fields = ", ".join(sorted(self.non_finite))
             n = sum(self.non_finite.values())

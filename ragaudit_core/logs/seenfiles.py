@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ragaudit_core.logs.jsonl import InputFileError, Limits, open_limited, stream_sha256
 
-__all__ = ["SeenFiles"]
+__all__ = ["SeenFiles", "already_loaded"]
 
 
 def _expanded_sha256(path: Path) -> str | None:
@@ -77,3 +77,16 @@ class SeenFiles(dict[str, str]):
             if twin is not None and _expanded_sha256(Path(twin[1])) == sha:
                 return f"{twin[1]}, which holds it compressed"
         return None
+
+
+def already_loaded(same: str, fmt: str | None) -> str:
+    """The note on a file skipped as loaded before (``same``: which file, by its content); with a
+    format asked for (``fmt``), how to read it as that format — a file is read once."""
+    if fmt in (None, "auto"):
+        return f"same content as {same}, already loaded; skipped"
+    from ragaudit_core.logs.formats import get
+
+    return (
+        f"same content as {same}, already loaded; skipped; a file is read once — to read it as {get(fmt).label}, "
+        "remove it first ('Remove a file or a run…' on the home page) or load it into another database"
+    )

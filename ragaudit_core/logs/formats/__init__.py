@@ -64,6 +64,7 @@ __all__ = [
     "detect",
     "foreign_keys",
     "get",
+    "ignored_keys_message",
     "map_record",
     "query_id_for",
     "retrieval_key",
@@ -114,6 +115,26 @@ def detect(obj: Any) -> LogFormat:
 def foreign_keys(obj: dict) -> list[str]:
     """Keys of a native record that other formats use (ignored by the contract), sorted."""
     return [] if _OTHER_KEYS.isdisjoint(obj) else sorted(k for k in obj if k in _OTHER_KEYS)
+
+
+def ignored_keys_message(ignored: set[str]) -> str:
+    """The warning about other formats' keys on native records, naming the format they suggest and
+    how to read the file as that format instead (a Ragas frame with run_id and query_id columns reads
+    as native: its contexts are then document ids, not passages)."""
+    keys = ", ".join(sorted(ignored))
+    whose = [f for f in FORMATS if f.kind == "record" and f.keys & ignored]
+    hint = ""
+    if len(whose) == 1:
+        f = whose[0]
+        hint = (
+            f"; if they are {f.label} {f.unit}s with run and query ids of their own, load the file with "
+            f"--format {f.name} (or 'Read the files as: {f.label}' when uploading) to read them as such "
+            "(a native record's contexts are document ids, not passages)"
+        )
+    return (
+        f"native records carry keys of other log formats ({keys}): they are read as native records "
+        f"and those keys are ignored{hint}"
+    )
 
 
 def map_record(name: str, obj: Any, ctx: MapContext) -> list[dict]:
