@@ -214,6 +214,7 @@ def _upload(con, db_path: str) -> None:
             else:
                 _after_load(report)
         st.session_state[KEYS.uploader] = st.session_state.get(KEYS.uploader, 0) + 1
+        st.session_state.pop("home.format", None)  # a format is asked for one upload: the next is recognised
         st.rerun()
 
 

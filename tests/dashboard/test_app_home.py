@@ -534,7 +534,8 @@ def test_a_ragas_frame_with_run_and_query_ids_is_read_as_ragas_when_picked(app_e
     with store.connect(path) as con:
         assert con.execute("SELECT text FROM evidence").fetchall() == [(None,), (None,)]  # ids, not passages
         workspace.clear(con)
-    load("ragas")
+    at = load("ragas")
     with store.connect(path) as con:
         got = con.execute("SELECT run_id, query_id, text FROM evidence ORDER BY rank").fetchall()
     assert got == [("r1", "q1", "The Packers won two."), ("r1", "q1", "Six.")]
+    assert at.selectbox(key="home.format").value is None  # the next upload is recognised again
