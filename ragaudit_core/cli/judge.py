@@ -116,6 +116,11 @@ def judge(
     bar = tqdm(total=len(qids), desc=shown(f"judge {run}"), unit="query", disable=queue_only)
     if queue_only:
         enqueue_and_report(con, db, jobs(), [], endpoint and policy.check_url(endpoint))
+    if endpoint and not ray:  # refused once here, not once per query (a worker on Ray has its own environment)
+        try:
+            policy.check_key_transport(policy.normalise(endpoint), policy.api_key())
+        except policy.EndpointRefused as e:
+            fail(str(e))
     try:
         rep = run_batch(con, jobs(), ray=ray, workers=workers, on_result=lambda _s, _st: bar.update(1))
     except RuntimeError as e:

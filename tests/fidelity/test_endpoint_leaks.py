@@ -4,6 +4,7 @@ reply cannot stall or crash a judge job: real local HTTP servers in threads."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -223,3 +224,21 @@ def test_keys_in_a_query_are_refused_however_the_query_is_written(query):
     with pytest.raises(endpoint.EndpointRefused) as e:
         endpoint.check_url(f"https://judge.example.org/v1?{query}")
     assert "SECRET" not in str(e.value)
+
+
+def test_the_command_refuses_a_key_over_plain_http_once_not_once_per_query(tmp_path, monkeypatch):
+    """`ragaudit judge --endpoint http://<another host>` with a key: refused once per query (28
+    identical lines), then "0 citations judged" and exit 1. Refused once now, exit 2, the key nowhere."""
+    import subprocess
+    import sys
+
+    from tests.fidelity.test_endpoint import _queue_judge
+
+    url = "http://192.0.2.1:8000/v1"
+    db, _ = _queue_judge(tmp_path, url)
+    env = {**os.environ, endpoint.ENV_KEY: KEY}
+    env.pop(endpoint.ENV_ALLOW_PLAIN_HTTP, None)
+    cmd = [sys.executable, "-m", "ragaudit_core.cli", "judge", "--db", db, "--run", "base", "--endpoint", url]
+    p = subprocess.run([*cmd, "--judge-model", "m"], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.count("the API key would cross the network in clear") == 1 and KEY not in p.stderr + p.stdout
