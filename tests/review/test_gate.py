@@ -15,7 +15,7 @@ def test_absolute_pair_rules():
     ]
     v = evaluate(rules, GateInputs("base", "cand", {("j_avg", "span"): 0.62, ("collapse_rate", "span"): 0.35}, {}))
     assert [r.status for r in v.results] == ["pass", "fail"] and v.status == "fail"
-    assert v.results[1].message == "collapse rate (span) between base and cand is 0.350, not at most 0.2"
+    assert v.results[1].message == "collapse rate (span) between 'base' and 'cand' is 0.350, not at most 0.2"
     assert [r.status for r in v.sorted_results()] == ["fail", "pass"]
 
 
@@ -26,7 +26,7 @@ def test_relative_rules_use_the_change_from_baseline():
     bad = evaluate([rule], GateInputs("b", "c", {}, {"b": {"cfs_p95": 0.90}, "c": {"cfs_p95": 0.70}}))
     assert bad.results[0].status == "fail" and bad.results[0].value == pytest.approx(-0.20)
     assert bad.results[0].message == (
-        "CFS p95 goes from 0.900 (b) to 0.700 (c), a change of -0.200, not at least -0.15"
+        "CFS p95 goes from 0.900 ('b') to 0.700 ('c'), a change of -0.200, not at least -0.15"
     )
 
 
@@ -338,7 +338,7 @@ def test_the_default_warg_rule_decides_on_the_paired_change_over_enough_queries(
     assert (w.value, round(w.lo, 3), round(w.hi, 3), w.n) == (0.25, 0.089, 0.532, 12)
     r = review(con, [rule], "A", "B").results[0]
     assert r.status == "fail" and r.message == (
-        "WARG(0.9) goes from 0.500 (A) to 0.600 (B), a change of +0.100, "
+        "WARG(0.9) goes from 0.500 ('A') to 0.600 ('B'), a change of +0.100, "
         "95 % interval [0.100, 0.100] lies wholly beyond +0.05 (not at most +0.05)"
     )
     r = review(con, [rule], "A", "C").results[0]
@@ -415,7 +415,7 @@ def test_a_significant_rule_passes_fails_or_is_inconclusive_on_its_interval():
     assert [v.results[0].status for v in (within, beyond, straddle)] == ["pass", "fail", "inconclusive"]
     assert [v.status for v in (within, beyond, straddle)] == ["pass", "fail", "inconclusive"]
     assert straddle.results[0].message == (
-        "nDCG@10 goes from 0.600 (b) to 0.590 (c), a change of -0.010, "
+        "nDCG@10 goes from 0.600 ('b') to 0.590 ('c'), a change of -0.010, "
         "95 % interval [-0.040, 0.020] straddles -0.02: the data cannot tell"
     )
     assert straddle.results[0].ci == (-0.04, 0.02) and straddle.results[0].n_queries == 60

@@ -29,7 +29,7 @@ def test_a_run_with_provenance_but_no_figure_is_not_said_to_have_no_provenance()
     rule = Rule(metric="cfs_mean", op=">=", threshold=0.5)
     inputs = GateInputs("a", "b", {}, {"a": {"cfs_mean": 0.9}, "b": {"cfs_mean": None}}, have={"fidelity": {"a", "b"}})
     v = evaluate([rule], inputs)
-    assert v.results[0].message == "the provenance logs of b give no CFS mean figure"
+    assert v.results[0].message == "the provenance logs of 'b' give no CFS mean figure"
     assert "no provenance logs" not in v.headline() and v.headline().endswith(
         "(no fidelity figures); no rule could be judged on these runs"
     )

@@ -73,7 +73,7 @@ def test_a_relative_rule_on_runs_sharing_no_labelled_query_is_inconclusive(runs)
         assert r.status == "inconclusive" and v.status == "inconclusive", rule
         assert r.n_queries == 0 and r.value is None
         assert r.message == (
-            "nDCG@10 is 1.000 (A) and 0.815 (B) over each run's own labelled queries, and the runs share none of "
+            "nDCG@10 is 1.000 ('A') and 0.815 ('B') over each run's own labelled queries, and the runs share none of "
             "them: no change can be taken"
         )
         assert r.apart
@@ -131,7 +131,7 @@ def test_a_rule_decided_on_its_value_says_when_its_interval_crosses_the_threshol
     (r,) = evaluate([rule], inputs).results
     assert r.status == "pass"  # decided on the value, as the rule asks
     assert r.message == (
-        "collapse rate (span) between b and c is 0.194 [0.083, 0.333], at most 0.2; its 95 % interval crosses the "
+        "collapse rate (span) between 'b' and 'c' is 0.194 [0.083, 0.333], at most 0.2; its 95 % interval crosses the "
         "threshold (the rule decides on the value, not asking for significance)"
     )
     inside = GateInputs(

@@ -201,14 +201,14 @@ def test_a_right_to_left_override_in_a_run_id_leaves_the_verdict_digits_in_order
     blob = render(gather(con, ReportOptions(baseline="k5", candidate=evil, probe=False)), chart_images={})
     text = "\n".join(_pages(blob))
     assert "\u202e" not in text
-    line = next(x for x in text.splitlines() if "J_avg (span) between k5 and" in x)
-    assert "k10[U+202E]evil is 0.333 [0.333, 0.333]" in _flat(line)
+    line = next(x for x in text.splitlines() if "J_avg (span) between 'k5' and" in x)
+    assert "'k10\\u202eevil' is 0.333 [0.333, 0.333]" in _flat(line)  # (the verdict quotes run ids as repr does)
     assert "333.0" not in text
     pdf = tmp_path / "r.pdf"
     pdf.write_bytes(blob)
     poppler = subprocess.run(["pdftotext", "-enc", "UTF-8", str(pdf), "-"], capture_output=True, text=True, check=True)
     assert "\u202e" not in poppler.stdout and "333.0" not in poppler.stdout
-    assert "k10[U+202E]evil is 0.333" in _flat(poppler.stdout)
+    assert "'k10\\u202eevil' is 0.333" in _flat(poppler.stdout)
 
 
 def test_no_page_of_a_small_report_holds_under_five_lines(tmp_path):

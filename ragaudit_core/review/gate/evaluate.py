@@ -298,11 +298,14 @@ def _pair_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
         return RuleResult(
             rule=rule,
             status="not applicable",
-            message=f"{metric_label(rule.metric)} at {rule.level} level is unavailable for {b} vs {c}"
+            message=f"{metric_label(rule.metric)} at {rule.level} level is unavailable for {b!r} vs {c!r}"
             + (f": {note}" if note else ""),
         )
     return _result(
-        rule, v, inputs.pair_ci.get(key), f"{metric_label(rule.metric)} ({rule.level}) between {b} and {c} is {_fmt(v)}"
+        rule,
+        v,
+        inputs.pair_ci.get(key),
+        f"{metric_label(rule.metric)} ({rule.level}) between {b!r} and {c!r} is {_fmt(v)}",
     )
 
 
@@ -327,7 +330,7 @@ def _no_shared_queries(rule: Rule, label: str, b: float, c: float, b_run: str, c
         baseline_value=b,
         candidate_value=c,
         n_queries=0,
-        message=f"{label} is {_fmt(b)} ({b_run}) and {_fmt(c)} ({c_run}) over each run's own {BEHIND[rule.area]}, "
+        message=f"{label} is {_fmt(b)} ({b_run!r}) and {_fmt(c)} ({c_run!r}) over each run's own {BEHIND[rule.area]}, "
         "and the runs share none of them: no change can be taken",
     )
 
@@ -355,7 +358,7 @@ def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
         exact = False
         if rule.relative and b is not None:
             v = c - b
-            what = f"{label} goes from {_fmt(b)} ({b_run}) to {_fmt(c)} ({c_run}), a change of {v:+.3f}"
+            what = f"{label} goes from {_fmt(b)} ({b_run!r}) to {_fmt(c)} ({c_run!r}), a change of {v:+.3f}"
             ci = inputs.delta_ci.get(key)
             if ci is not None and ci.n == 0 and b_run != c_run:
                 worst = _worse(worst, _no_shared_queries(rule, label, b, c, b_run, c_run), rule)
@@ -365,7 +368,7 @@ def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
                 # figure the interval is of, and say over which queries it is taken
                 v = ci.value
                 what = (
-                    f"{label} is {_fmt(b)} ({b_run}) and {_fmt(c)} ({c_run}) over each run's own queries; "
+                    f"{label} is {_fmt(b)} ({b_run!r}) and {_fmt(c)} ({c_run!r}) over each run's own queries; "
                     f"a change of {v:+.3f} over the {ci.n} queries both runs have"
                 )
             n_b = inputs.run_n.get(b_run, {}).get(key)
@@ -373,7 +376,7 @@ def _run_rule(rule: Rule, inputs: GateInputs) -> RuleResult:
             exact = b_run == c_run  # a run against itself: the change is exactly 0
         else:
             v = c
-            what = f"{label} of {c_run} is {_fmt(c)}"
+            what = f"{label} of {c_run!r} is {_fmt(c)}"
             ci = inputs.run_ci.get(c_run, {}).get(key)
             n = n_c
         worst = _worse(worst, _result(rule, v, ci, what, n, exact=exact, baseline_value=b, candidate_value=c), rule)
@@ -396,9 +399,11 @@ def _lacking(rule: Rule, inputs: GateInputs) -> str:
         held = inputs.have.get(rule.area, set())
         without = [r for r in lacking if r not in held]
         said = [f"{_MISSING[rule.area]} for {' and '.join(without)}"] if without else []
-        said += [f"the provenance logs of {r} give no {metric_label(rule.metric)} figure" for r in lacking if r in held]
+        said += [
+            f"the provenance logs of {r!r} give no {metric_label(rule.metric)} figure" for r in lacking if r in held
+        ]
         return "; ".join(said)
-    return f"no {metric_label(rule.metric)} figure that {b_run} and {c_run} both have"
+    return f"no {metric_label(rule.metric)} figure that {b_run!r} and {c_run!r} both have"
 
 
 def evaluate(policy: GatePolicy | list[Rule], inputs: GateInputs) -> Verdict:
